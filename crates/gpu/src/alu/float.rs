@@ -1,0 +1,294 @@
+//! Floating-point arithmetic: PTX ISA "Floating-Point Instructions" (`add sub mul fma mad div
+//! rcp sqrt rsqrt sin cos lg2 ex2 tanh min max abs neg copysign`) and "Half Precision
+//! Floating-Point Instructions" (the `.f16 .f16x2 .bf16 .bf16x2` forms).
+//!
+//! Round-to-nearest `.f32`/`.f64` arithmetic uses the host's IEEE operations directly (they
+//! are correctly rounded); directed rounding and the 16-bit formats go through the software
+//! implementation in `soft`. NaN results are always the canonical NaN of the format
+//! (`0x7FFFFFFF` for f32), which is what NVIDIA hardware produces for f32; for f64 the
+//! hardware may instead propagate an input NaN's payload, which Switchyard does not model.
+
+use kir::inst::{ArithOp, FloatMode, Rounding, Ty};
+
+use super::soft::{self, Fmt, BF16, F16, F32, F64};
+use super::AluError;
+
+/// The scalar format of a float type, and whether it is a packed pair (`.f16x2 .bf16x2`).
+#[inline]
+pub(crate) fn fmt_of(ty: Ty) -> Option<(Fmt, bool)> {
+    Some(match ty {
+        Ty::F32 => (F32, false),
+        Ty::F64 => (F64, false),
+        Ty::F16 => (F16, false),
+        Ty::Bf16 => (BF16, false),
+        Ty::F16x2 => (F16, true),
+        Ty::Bf16x2 => (BF16, true),
+        _ => return None,
+    })
+}
+
+/// Applies a per-element operation to a packed pair of 16-bit values (low half first).
+#[inline]
+pub(crate) fn packed2(
+    a: u64,
+    b: u64,
+    c: u64,
+    f: impl Fn(u64, u64, u64) -> Option<u64>,
+) -> Option<u64> {
+    let lo = f(a & 0xFFFF, b & 0xFFFF, c & 0xFFFF)?;
+    let hi = f((a >> 16) & 0xFFFF, (b >> 16) & 0xFFFF, (c >> 16) & 0xFFFF)?;
+    Some((hi & 0xFFFF) << 16 | (lo & 0xFFFF))
+}
+
+/// Evaluates a float op of type `ty`.
+#[inline]
+pub(crate) fn arith(
+    op: ArithOp,
+    ty: Ty,
+    mode: FloatMode,
+    a: u64,
+    b: u64,
+    c: u64,
+) -> Result<u64, AluError> {
+    let unsupported = AluError::Unsupported { op, ty };
+    let (fmt, pair) = fmt_of(ty).ok_or(unsupported.clone())?;
+    let r = if pair {
+        packed2(a, b, c, |a, b, c| scalar(op, fmt, mode, a, b, c))
+    } else {
+        scalar(op, fmt, mode, a, b, c)
+    };
+    r.ok_or(unsupported)
+}
+
+#[inline]
+fn canon32(x: f32) -> u64 {
+    if x.is_nan() {
+        F32.nan()
+    } else {
+        x.to_bits() as u64
+    }
+}
+
+#[inline]
+fn canon64(x: f64) -> u64 {
+    if x.is_nan() {
+        F64.nan()
+    } else {
+        x.to_bits()
+    }
+}
+
+#[inline]
+fn f32v(a: u64) -> f32 {
+    f32::from_bits(a as u32)
+}
+
+/// One scalar operation in format `fmt`. `None`: the op is not a float op.
+fn scalar(op: ArithOp, fmt: Fmt, mode: FloatMode, a: u64, b: u64, c: u64) -> Option<u64> {
+    let m = fmt.mask();
+    let (mut a, mut b, mut c) = (a & m, b & m, c & m);
+    // `.ftz`: subnormal inputs become sign-preserving zeros (PTX ISA, "Floating-Point
+    // Instructions": "subnormal inputs and results are flushed to sign-preserving zero").
+    if mode.ftz {
+        a = fmt.ftz(a);
+        b = fmt.ftz(b);
+        c = fmt.ftz(c);
+    }
+    let rnd = mode.rounding;
+    let r = match op {
+        ArithOp::Add => add(fmt, a, b, rnd),
+        ArithOp::Sub => add(fmt, a, b ^ fmt.sign(), rnd),
+        ArithOp::Mul | ArithOp::MulLo => mul(fmt, a, b, rnd),
+        ArithOp::Fma | ArithOp::MadLo => fma(fmt, a, b, c, rnd),
+        ArithOp::Div if mode.approx => approx_div(fmt, a, b),
+        ArithOp::Div => div(fmt, a, b, rnd),
+        ArithOp::Rcp if mode.approx => approx_rcp(fmt, a),
+        ArithOp::Rcp => div(fmt, fmt.one(), a, rnd),
+        ArithOp::Sqrt if mode.approx => approx_sqrt(fmt, a),
+        ArithOp::Sqrt => sqrt(fmt, a, rnd),
+        ArithOp::Rsqrt => rsqrt(fmt, a),
+        ArithOp::Sin => via_f64(fmt, a, f64::sin),
+        ArithOp::Cos => via_f64(fmt, a, f64::cos),
+        ArithOp::Ex2 => ex2(fmt, a),
+        ArithOp::Lg2 => lg2(fmt, a),
+        ArithOp::Tanh => via_f64(fmt, a, f64::tanh),
+        ArithOp::Min => min_max(fmt, a, b, false),
+        ArithOp::Max => min_max(fmt, a, b, true),
+        // `abs` and `neg` only touch the sign bit, NaNs included.
+        ArithOp::Abs => a & !fmt.sign(),
+        ArithOp::Neg => a ^ fmt.sign(),
+        // `copysign d, a, b`: magnitude of `b`, sign of `a`.
+        ArithOp::Copysign => (b & !fmt.sign()) | (a & fmt.sign()),
+        _ => return None,
+    };
+    let r = if mode.ftz { fmt.ftz(r) } else { r };
+    Some(if mode.sat { saturate(fmt, r) } else { r })
+}
+
+/// `.sat`: clamps to [+0.0, 1.0]; NaN becomes +0.0 (PTX ISA, "Floating-Point Instructions:
+/// add"). A negative zero also becomes +0.0, as the lower bound is +0.0.
+#[inline]
+pub(crate) fn saturate(fmt: Fmt, r: u64) -> u64 {
+    if fmt.is_nan(r) || fmt.is_neg(r) {
+        0
+    } else if r > fmt.one() {
+        fmt.one()
+    } else {
+        r
+    }
+}
+
+/// `add`, correctly rounded in any mode.
+#[inline]
+pub(crate) fn add(fmt: Fmt, a: u64, b: u64, rnd: Rounding) -> u64 {
+    if rnd == Rounding::Nearest {
+        if fmt == F32 {
+            return canon32(f32v(a) + f32v(b));
+        } else if fmt == F64 {
+            return canon64(f64::from_bits(a) + f64::from_bits(b));
+        }
+    }
+    soft::add(fmt, a, b, rnd)
+}
+
+#[inline]
+fn mul(fmt: Fmt, a: u64, b: u64, rnd: Rounding) -> u64 {
+    if rnd == Rounding::Nearest {
+        if fmt == F32 {
+            return canon32(f32v(a) * f32v(b));
+        } else if fmt == F64 {
+            return canon64(f64::from_bits(a) * f64::from_bits(b));
+        }
+    }
+    soft::mul(fmt, a, b, rnd)
+}
+
+/// `fma` (and `mad.f32`/`mad.f64`, fused on sm_20+): a single rounding of `a*b+c`.
+#[inline]
+fn fma(fmt: Fmt, a: u64, b: u64, c: u64, rnd: Rounding) -> u64 {
+    if rnd == Rounding::Nearest {
+        if fmt == F32 {
+            return canon32(f32v(a).mul_add(f32v(b), f32v(c)));
+        } else if fmt == F64 {
+            return canon64(f64::from_bits(a).mul_add(f64::from_bits(b), f64::from_bits(c)));
+        }
+    }
+    soft::fma(fmt, a, b, c, rnd)
+}
+
+#[inline]
+fn div(fmt: Fmt, a: u64, b: u64, rnd: Rounding) -> u64 {
+    if rnd == Rounding::Nearest {
+        if fmt == F32 {
+            return canon32(f32v(a) / f32v(b));
+        } else if fmt == F64 {
+            return canon64(f64::from_bits(a) / f64::from_bits(b));
+        }
+    }
+    soft::div(fmt, a, b, rnd)
+}
+
+#[inline]
+fn sqrt(fmt: Fmt, a: u64, rnd: Rounding) -> u64 {
+    if rnd == Rounding::Nearest {
+        if fmt == F32 {
+            return canon32(f32v(a).sqrt());
+        } else if fmt == F64 {
+            return canon64(f64::from_bits(a).sqrt());
+        }
+    }
+    soft::sqrt(fmt, a, rnd)
+}
+
+/// Evaluates `f` on the exact `f64` value of `a` and rounds the result to nearest in `fmt`.
+#[inline]
+fn via_f64(fmt: Fmt, a: u64, f: impl Fn(f64) -> f64) -> u64 {
+    soft::from_f64(fmt, f(soft::to_f64(fmt, a)))
+}
+
+/// `div.approx.f32` / `div.full.f32`: PTX documents a maximum error of 2 ulp over the full
+/// range for `.full`, and for `.approx` 2 ulp for |b| in [2^-126, 2^126] (with a zero result
+/// for larger |b|). Switchyard returns the correctly rounded quotient (round to nearest),
+/// which is always at least that accurate (and also for large |b|).
+#[inline]
+fn approx_div(fmt: Fmt, a: u64, b: u64) -> u64 {
+    div(fmt, a, b, Rounding::Nearest)
+}
+
+/// `rcp.approx.f32`: PTX documents a maximum error of 1 ulp over the full range;
+/// `rcp.approx.ftz.f64` is documented as a fast, reduced-precision approximation (hardware
+/// delivers roughly 20 correct bits). Switchyard returns the correctly rounded reciprocal,
+/// which is at least as accurate as either.
+#[inline]
+fn approx_rcp(fmt: Fmt, a: u64) -> u64 {
+    div(fmt, fmt.one(), a, Rounding::Nearest)
+}
+
+/// `sqrt.approx.f32`: PTX bound max relative error 2^-23. Switchyard returns the correctly
+/// rounded square root.
+#[inline]
+fn approx_sqrt(fmt: Fmt, a: u64) -> u64 {
+    sqrt(fmt, a, Rounding::Nearest)
+}
+
+/// `rsqrt.approx.f32` (PTX bound: max relative error 2^-22.9) and `rsqrt.approx.f64` /
+/// `rsqrt.approx.ftz.f64` (an approximation with ~2^-51 relative error on sm_50+). Switchyard
+/// computes `1/sqrt(a)` in f64 (two correctly rounded f64 steps, relative error < 2^-52)
+/// and rounds to the format, so it is at least as accurate. Special values per PTX:
+/// rsqrt(±0) = ±Inf, rsqrt(+Inf) = +0, rsqrt(negative) = NaN.
+#[inline]
+fn rsqrt(fmt: Fmt, a: u64) -> u64 {
+    via_f64(fmt, a, |x| 1.0 / x.sqrt())
+}
+
+/// `ex2.approx.f32` (and `.f16`/`.bf16` forms): PTX documents a maximum relative error of
+/// about 2^-22 (2 ulp) over the full range. Switchyard evaluates 2^x in f64 (error below one
+/// f64 ulp) and rounds to nearest, within half an ulp plus 2^-52 relative. ex2(-Inf) = +0, ex2(+Inf) = +Inf, ex2(±0) = 1.
+#[inline]
+fn ex2(fmt: Fmt, a: u64) -> u64 {
+    via_f64(fmt, a, f64::exp2)
+}
+
+/// `lg2.approx.f32`: PTX documents a maximum absolute error of about 2^-22 (2^-22.6 for the
+/// mantissa's range). Switchyard evaluates log2 in f64 and rounds to nearest, which is
+/// within that bound.
+/// lg2(±0) = -Inf, lg2(negative) = NaN, lg2(+Inf) = +Inf.
+#[inline]
+fn lg2(fmt: Fmt, a: u64) -> u64 {
+    via_f64(fmt, a, f64::log2)
+}
+
+// `sin.approx.f32` / `cos.approx.f32`: PTX bound max absolute error 2^-20.9 in [-100π, 100π]
+// (and `tanh.approx.f32`: max relative error 2^-10.987). Switchyard evaluates the function on
+// the exact f64 value of the input and rounds to nearest, far more accurate than those bounds.
+// sin/cos(±Inf) = NaN; tanh(±Inf) = ±1.
+
+/// An ordering key on non-NaN values in which -0 < +0 (sign-magnitude to two's complement).
+#[inline]
+fn order_key(fmt: Fmt, x: u64) -> i64 {
+    let mag = (x & !fmt.sign()) as i64;
+    if fmt.is_neg(x) {
+        -mag - 1
+    } else {
+        mag
+    }
+}
+
+/// `min`/`max` (PTX ISA "min", "max"): if exactly one input is NaN the other is returned; if
+/// both are NaN the result is the canonical NaN; -0.0 is treated as less than +0.0.
+#[inline]
+pub(crate) fn min_max(fmt: Fmt, a: u64, b: u64, max: bool) -> u64 {
+    match (fmt.is_nan(a), fmt.is_nan(b)) {
+        (true, true) => fmt.nan(),
+        (true, false) => b,
+        (false, true) => a,
+        (false, false) => {
+            let a_less = order_key(fmt, a) < order_key(fmt, b);
+            if a_less != max {
+                a
+            } else {
+                b
+            }
+        }
+    }
+}

@@ -1,0 +1,303 @@
+//! Integer, bit-manipulation and logic operations: PTX ISA "Integer Arithmetic Instructions"
+//! (`add sub mul mad mul24 mad24 sad div rem abs neg min max popc clz bfe bfi brev`),
+//! "Logic and Shift Instructions" (`and or xor not cnot shl shr`) and "Data Movement and
+//! Conversion Instructions: prmt".
+//!
+//! Every source is first reduced to its type (sign- or zero-extended from the type's width);
+//! results are returned masked to the width of the result type.
+
+use kir::inst::{ArithOp, FloatMode, PrmtMode, Ty, TyExt};
+
+use super::AluError;
+
+/// All-ones in the low `n` bits (`n` ≤ 64).
+#[inline]
+fn low_mask(n: u32) -> u64 {
+    if n >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << n) - 1
+    }
+}
+
+/// Clamps to the range of a `w`-bit integer of the given signedness, then masks to `w` bits.
+#[inline]
+fn saturate(v: i128, w: u32, signed: bool) -> u64 {
+    let (lo, hi) = if signed {
+        (-(1i128 << (w - 1)), (1i128 << (w - 1)) - 1)
+    } else {
+        (0, (1i128 << w) - 1)
+    };
+    (v.clamp(lo, hi) as u64) & low_mask(w)
+}
+
+/// The full `2w`-bit product of two `w`-bit values (`w` ≤ 64), as an `i128` bit pattern.
+#[inline]
+fn wide_product(ty: Ty, a: u64, b: u64) -> i128 {
+    if ty.is_signed() {
+        ty.extend(a) as i64 as i128 * ty.extend(b) as i64 as i128
+    } else {
+        (ty.extend(a) as u128 * ty.extend(b) as u128) as i128
+    }
+}
+
+/// A 24-bit `mul24`/`mad24` source: the low 24 bits, sign-extended from bit 23 when signed.
+#[inline]
+fn src24(signed: bool, v: u64) -> i64 {
+    if signed {
+        ((v << 40) as i64) >> 40
+    } else {
+        (v & 0xFF_FFFF) as i64
+    }
+}
+
+/// Evaluates an integer/bitwise op. `d` is only used by `bfi`.
+pub(crate) fn arith(
+    op: ArithOp,
+    ty: Ty,
+    mode: FloatMode,
+    a: u64,
+    b: u64,
+    c: u64,
+    d: u64,
+) -> Result<u64, AluError> {
+    let unsupported = Err(AluError::Unsupported { op, ty });
+    let w = ty.bits();
+    if w > 64 {
+        return unsupported; // .b128 carries no per-lane arithmetic
+    }
+    let mask = ty.mask();
+    let signed = ty.is_signed();
+    // Values reduced to the type: `sa`/`sb` sign-extended when signed, `ua`/`ub` zero-extended.
+    let (sa, sb, sc) = (ty.extend(a) as i64, ty.extend(b) as i64, ty.extend(c) as i64);
+    let (ua, ub, uc) = (a & mask, b & mask, c & mask);
+    let r = match op {
+        // `.sat` (s32 only in PTX): the exact result clamped to the type's range.
+        ArithOp::Add if mode.sat && signed => saturate(sa as i128 + sb as i128, w, true),
+        ArithOp::Sub if mode.sat && signed => saturate(sa as i128 - sb as i128, w, true),
+        ArithOp::Add => ua.wrapping_add(ub),
+        ArithOp::Sub => ua.wrapping_sub(ub),
+        ArithOp::MulLo | ArithOp::Mul => ua.wrapping_mul(ub),
+        ArithOp::MulHi => (wide_product(ty, a, b) >> w) as u64,
+        ArithOp::MulWide => {
+            if w > 32 {
+                return unsupported;
+            }
+            wide_product(ty, a, b) as u64 & low_mask(2 * w)
+        }
+        ArithOp::MadLo | ArithOp::Fma => ua.wrapping_mul(ub).wrapping_add(uc),
+        ArithOp::MadHi => {
+            let hi = (wide_product(ty, a, b) >> w) as u64;
+            if mode.sat && signed {
+                // `mad.hi.sat.s32`: the high half plus c, saturated.
+                saturate(ty.extend(hi) as i64 as i128 + sc as i128, w, true)
+            } else {
+                hi.wrapping_add(uc)
+            }
+        }
+        ArithOp::MadWide => {
+            if w > 32 {
+                return unsupported;
+            }
+            // `c` and the result are 2w bits wide.
+            (wide_product(ty, a, b) as u64).wrapping_add(c) & low_mask(2 * w)
+        }
+        ArithOp::Mul24Lo | ArithOp::Mul24Hi | ArithOp::Mad24Lo | ArithOp::Mad24Hi => {
+            if w != 32 {
+                return unsupported;
+            }
+            // PTX "mul24": the 48-bit product of the 24-bit sources; `.lo` keeps bits 31..0,
+            // `.hi` bits 47..16.
+            let p = src24(signed, a) * src24(signed, b);
+            let part = match op {
+                ArithOp::Mul24Lo | ArithOp::Mad24Lo => p as u64,
+                _ => (p >> 16) as u64,
+            } & 0xFFFF_FFFF;
+            match op {
+                ArithOp::Mul24Lo | ArithOp::Mul24Hi => part,
+                _ if mode.sat && signed => {
+                    saturate(part as u32 as i32 as i128 + sc as i128, 32, true)
+                }
+                _ => part.wrapping_add(uc),
+            }
+        }
+        ArithOp::Div => div(signed, sa, sb, ua, ub, mask),
+        ArithOp::Rem => rem(signed, sa, sb, ua, ub),
+        ArithOp::Min | ArithOp::Max => {
+            let a_less = if signed { sa < sb } else { ua < ub };
+            if a_less == (op == ArithOp::Min) {
+                ua
+            } else {
+                ub
+            }
+        }
+        ArithOp::Abs => {
+            if signed {
+                sa.wrapping_abs() as u64
+            } else {
+                ua
+            }
+        }
+        ArithOp::Neg => ua.wrapping_neg(),
+        // On `.pred` the mask is 1, so these are the logical operations.
+        ArithOp::And => ua & ub,
+        ArithOp::Or => ua | ub,
+        ArithOp::Xor => ua ^ ub,
+        ArithOp::Not => !ua,
+        ArithOp::CNot => (ua == 0) as u64,
+        // PTX "shl"/"shr": the amount is an unsigned 32-bit value; amounts at or beyond the
+        // width give 0, or for signed `shr` the sign in every bit.
+        ArithOp::Shl => {
+            let n = b as u32;
+            if n >= w {
+                0
+            } else {
+                ua << n
+            }
+        }
+        ArithOp::Shr => {
+            let n = b as u32;
+            if signed {
+                (sa >> n.min(63)) as u64
+            } else if n >= w {
+                0
+            } else {
+                ua >> n
+            }
+        }
+        ArithOp::Popc => return Ok(ua.count_ones() as u64),
+        ArithOp::Clz => return Ok((ua.leading_zeros() - (64 - w)) as u64),
+        ArithOp::Brev => ua.reverse_bits() >> (64 - w),
+        ArithOp::Bfe => bfe(w, signed, ua, b, c),
+        ArithOp::Bfi => bfi(w, a, ub, c, d),
+        ArithOp::Prmt(m) => prmt(m, a as u32, b as u32, c as u32) as u64,
+        ArithOp::Sad => {
+            let diff = if signed {
+                (sa as i128 - sb as i128).unsigned_abs() as u64
+            } else {
+                ua.abs_diff(ub)
+            };
+            diff.wrapping_add(uc)
+        }
+        _ => return unsupported,
+    };
+    Ok(r & mask)
+}
+
+/// Integer division truncating toward zero. PTX says division by zero yields an unspecified,
+/// machine-specific value; Switchyard gives all ones for signed and unsigned types alike, which
+/// is what the compiler's division sequence produces (its final fix-up writes `~divisor` when
+/// the divisor is zero). `MIN / -1` wraps to `MIN`.
+#[inline]
+fn div(signed: bool, sa: i64, sb: i64, ua: u64, ub: u64, mask: u64) -> u64 {
+    if ub == 0 {
+        mask
+    } else if signed {
+        // The operands are sign-extended from the type width, so only the 64-bit case can
+        // overflow; a narrower `MIN / -1` gives `-MIN`, which the final mask wraps to `MIN`.
+        sa.wrapping_div(sb) as u64
+    } else {
+        ua / ub
+    }
+}
+
+/// Integer remainder with the sign of the dividend. By zero it yields the dividend (as the
+/// hardware sequence does: `a - q*0`); `MIN % -1` is 0.
+#[inline]
+fn rem(signed: bool, sa: i64, sb: i64, ua: u64, ub: u64) -> u64 {
+    if signed {
+        if sb == 0 {
+            sa as u64
+        } else {
+            sa.wrapping_rem(sb) as u64
+        }
+    } else if ub == 0 {
+        ua
+    } else {
+        ua % ub
+    }
+}
+
+/// PTX "bfe": `pos = b[7:0]`, `len = c[7:0]`; result bit `i` is `a[pos+i]` for
+/// `i < len && pos+i <= msb`, and otherwise `sbit`, which is 0 for unsigned types or `len == 0`
+/// and else `a[min(pos+len-1, msb)]` (the top bit of the extracted field).
+#[inline]
+fn bfe(w: u32, signed: bool, a: u64, b: u64, c: u64) -> u64 {
+    let pos = (b & 0xFF) as u32;
+    let len = (c & 0xFF) as u32;
+    let msb = w - 1;
+    let sbit = signed && len != 0 && (a >> (pos + len - 1).min(msb)) & 1 == 1;
+    // Number of bits actually taken from `a`.
+    let n = if pos > msb { 0 } else { len.min(w - pos) };
+    let field = if n == 0 { 0 } else { (a >> pos) & low_mask(n) };
+    if sbit {
+        field | !low_mask(n)
+    } else {
+        field
+    }
+}
+
+/// PTX "bfi": `bfi f, a, b, pos, len` copies `b` and replaces bits `pos..pos+len` (clipped to
+/// the width) with the low bits of `a`; `pos = c[7:0]`, `len = d[7:0]`.
+#[inline]
+fn bfi(w: u32, a: u64, b: u64, c: u64, d: u64) -> u64 {
+    let pos = (c & 0xFF) as u32;
+    let len = (d & 0xFF) as u32;
+    if pos >= w {
+        return b;
+    }
+    let n = len.min(w - pos);
+    let field = low_mask(n) << pos;
+    (b & !field) | ((a << pos) & field)
+}
+
+/// The byte selectors (for result bytes 0..3) of the special `prmt` modes, indexed by
+/// `c[1:0]` (PTX ISA "prmt", table of the `.f4e .b4e .rc8 .ecl .ecr .rc16` modes).
+const PRMT_TABLE: [[[u8; 4]; 4]; 6] = [
+    // f4e: forward 4 extract
+    [[0, 1, 2, 3], [1, 2, 3, 4], [2, 3, 4, 5], [3, 4, 5, 6]],
+    // b4e: backward 4 extract
+    [[0, 7, 6, 5], [1, 0, 7, 6], [2, 1, 0, 7], [3, 2, 1, 0]],
+    // rc8: replicate byte
+    [[0, 0, 0, 0], [1, 1, 1, 1], [2, 2, 2, 2], [3, 3, 3, 3]],
+    // ecl: edge clamp left
+    [[0, 1, 2, 3], [1, 1, 2, 3], [2, 2, 2, 3], [3, 3, 3, 3]],
+    // ecr: edge clamp right
+    [[0, 0, 0, 0], [0, 1, 1, 1], [0, 1, 2, 2], [0, 1, 2, 3]],
+    // rc16: replicate half-word
+    [[0, 1, 0, 1], [2, 3, 2, 3], [0, 1, 0, 1], [2, 3, 2, 3]],
+];
+
+/// PTX "prmt.b32{.mode} d, a, b, c": picks bytes from the 8-byte value `{b, a}` (a is bytes
+/// 0..3). In the default mode each result byte `i` is chosen by the nibble `c[4i+3:4i]`: the
+/// low three bits select a byte, and bit 3 replaces the byte with its sign bit replicated.
+#[inline]
+pub(crate) fn prmt(mode: PrmtMode, a: u32, b: u32, c: u32) -> u32 {
+    let src = (b as u64) << 32 | a as u64;
+    let byte = |i: u32| ((src >> (8 * i)) & 0xFF) as u32;
+    let mut r = 0u32;
+    if mode == PrmtMode::Generic {
+        for i in 0..4 {
+            let sel = (c >> (4 * i)) & 0xF;
+            let mut v = byte(sel & 7);
+            if sel & 8 != 0 {
+                v = if v & 0x80 != 0 { 0xFF } else { 0 };
+            }
+            r |= v << (8 * i);
+        }
+    } else {
+        let table = match mode {
+            PrmtMode::F4e => 0,
+            PrmtMode::B4e => 1,
+            PrmtMode::Rc8 => 2,
+            PrmtMode::Ecl => 3,
+            PrmtMode::Ecr => 4,
+            _ => 5,
+        };
+        let sels = PRMT_TABLE[table][(c & 3) as usize];
+        for (i, &s) in sels.iter().enumerate() {
+            r |= byte(s as u32) << (8 * i);
+        }
+    }
+    r
+}

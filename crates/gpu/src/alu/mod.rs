@@ -1,0 +1,232 @@
+//! The per-lane arithmetic of PTX: exact bit-level semantics of the integer, logic, bit
+//! manipulation, floating-point, comparison, conversion and atomic-update operations.
+//!
+//! # Value convention
+//! Register values are `u64` bit patterns. A source holds its value in the low `ty.bits()`
+//! bits and may carry garbage above them, so every function first reduces each source to its
+//! type. Results are zero-extended: only the low bits of the result type are set (a `.s32`
+//! result of -1 is `0x0000_0000_FFFF_FFFF`; `mul.wide.s32` returns a full 64-bit value).
+//! Floats are IEEE bit patterns (f32 in the low 32 bits, f16/bf16 in the low 16, packed
+//! `.f16x2`/`.bf16x2` with the first element in the low half).
+//!
+//! # Floating point
+//! Results are correctly rounded in all four IEEE modes (`.rn .rz .rm .rp`), including
+//! subnormals; `.ftz` flushes subnormal inputs and results to sign-preserving zero, `.sat`
+//! clamps to [0.0, 1.0]. A NaN result is always the canonical NaN of the format (f32
+//! `0x7FFFFFFF`, f64 `0x7FFFFFFFFFFFFFFF`, f16/bf16 `0x7FFF`), as NVIDIA hardware produces for
+//! f32 (the hardware may propagate an input payload for f64; that is not modelled). The
+//! `.approx` operations return results at least as accurate as the bounds PTX documents.
+//!
+//! The submodules: `int` (integer and bit operations), `float` (float arithmetic), `cvt`
+//! (conversions) and `soft` (a software IEEE implementation for directed rounding and the
+//! 16-bit formats).
+
+mod cvt;
+mod float;
+mod int;
+mod soft;
+
+#[cfg(test)]
+mod tests;
+
+use kir::inst::{ArithOp, AtomOp, Cmp, FloatMode, Rounding, TestpKind, Ty, TyExt};
+
+use soft::F32;
+
+/// An operation the ALU cannot evaluate.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum AluError {
+    /// Operation not defined for this type (e.g. `Sin` on `s32`, `Popc` on `f32`).
+    #[error("`{op:?}` is not defined for type `.{ty:?}`")]
+    Unsupported { op: ArithOp, ty: Ty },
+}
+
+/// Evaluates a per-lane arithmetic/logic op. Unused sources are 0. `ty` is the instruction
+/// type (for `MulWide`/`MadWide` the source type; the result is double width; for
+/// `Popc`/`Clz` the result is a u32).
+#[inline]
+pub fn arith(
+    op: ArithOp,
+    ty: Ty,
+    mode: FloatMode,
+    a: u64,
+    b: u64,
+    c: u64,
+    d: u64,
+) -> Result<u64, AluError> {
+    if ty.is_float() {
+        float::arith(op, ty, mode, a, b, c)
+    } else {
+        int::arith(op, ty, mode, a, b, c, d)
+    }
+}
+
+/// `a cmp b` for `setp`/`set`/`slct` (PTX ISA "Comparison and Selection Instructions").
+/// Integers: `Eq..Ge` use the type's signedness (`.b` types compare as unsigned),
+/// `Lo Ls Hi Hs` are always unsigned; the float-only operators treat integers as ordered.
+/// Floats: ordered operators are false when either operand is NaN, the `u` forms true;
+/// `Num`/`Nan` test orderedness; -0.0 == +0.0. `ftz` flushes subnormal inputs. Packed pairs
+/// compare their low elements (lowering splits `.f16x2` comparisons).
+#[inline]
+pub fn compare(cmp: Cmp, ty: Ty, ftz: bool, a: u64, b: u64) -> bool {
+    use std::cmp::Ordering::{Equal, Greater, Less};
+    let ord = if let Some((fmt, _)) = float::fmt_of(ty) {
+        let (a, b) = if ftz {
+            (fmt.ftz(a & fmt.mask()), fmt.ftz(b & fmt.mask()))
+        } else {
+            (a, b)
+        };
+        soft::to_f64(fmt, a & fmt.mask()).partial_cmp(&soft::to_f64(fmt, b & fmt.mask()))
+    } else {
+        let unsigned = (a & ty.mask()).cmp(&(b & ty.mask()));
+        match cmp {
+            Cmp::Lo | Cmp::Ls | Cmp::Hi | Cmp::Hs => Some(unsigned),
+            _ if ty.is_signed() => Some((ty.extend(a) as i64).cmp(&(ty.extend(b) as i64))),
+            _ => Some(unsigned),
+        }
+    };
+    let Some(o) = ord else {
+        // Unordered: at least one NaN.
+        return matches!(
+            cmp,
+            Cmp::Nan | Cmp::Equ | Cmp::Neu | Cmp::Ltu | Cmp::Leu | Cmp::Gtu | Cmp::Geu
+        );
+    };
+    match cmp {
+        Cmp::Eq | Cmp::Equ => o == Equal,
+        Cmp::Ne | Cmp::Neu => o != Equal,
+        Cmp::Lt | Cmp::Lo | Cmp::Ltu => o == Less,
+        Cmp::Le | Cmp::Ls | Cmp::Leu => o != Greater,
+        Cmp::Gt | Cmp::Hi | Cmp::Gtu => o == Greater,
+        Cmp::Ge | Cmp::Hs | Cmp::Geu => o != Less,
+        Cmp::Num => true,
+        Cmp::Nan => false,
+    }
+}
+
+/// `cvt.{rounding}{.ftz}{.sat}.dty.sty`. `rounding` is `None` when not written: int→int and
+/// widening float conversions are exact, and where a rounding is needed round-to-nearest-even
+/// is used for float results and round-toward-zero for float→int. Float→int always
+/// saturates (NaN → 0).
+#[inline]
+pub fn cvt(dty: Ty, sty: Ty, rounding: Option<Rounding>, ftz: bool, sat: bool, a: u64) -> u64 {
+    cvt::cvt(dty, sty, rounding, ftz, sat, a)
+}
+
+/// `testp.kind.ty` (PTX ISA "testp"): finite, infinite, number, notanumber, normal (not zero,
+/// subnormal, infinite or NaN) and subnormal (nonzero with a zero exponent field). Non-float
+/// types give false.
+#[inline]
+pub fn testp(kind: TestpKind, ty: Ty, a: u64) -> bool {
+    let Some((fmt, _)) = float::fmt_of(ty) else {
+        return false;
+    };
+    let a = a & fmt.mask();
+    match kind {
+        TestpKind::Finite => !fmt.is_nan(a) && !fmt.is_inf(a),
+        TestpKind::Infinite => fmt.is_inf(a),
+        TestpKind::Number => !fmt.is_nan(a),
+        TestpKind::NotANumber => fmt.is_nan(a),
+        TestpKind::Normal => fmt.is_normal(a),
+        TestpKind::Subnormal => fmt.is_subnormal(a),
+    }
+}
+
+/// The new memory value of an atomic (PTX ISA "atom"): `old op b`, or for `Cas`
+/// `old == b ? c : old`. Float `add` rounds to nearest even; `atom.add.f32` also flushes
+/// subnormal inputs and results to sign-preserving zero as PTX specifies (the `.f16`/`.bf16`
+/// forms are `.noftz`, `.f64` has no flush); packed pairs add per element. `min`/`max` use the
+/// type's signedness, or float `min`/`max` semantics. `inc`: `old >= b ? 0 : old+1`;
+/// `dec`: `old == 0 || old > b ? b : old-1` (unsigned). The result is masked to `ty`.
+#[inline]
+pub fn atom(op: AtomOp, ty: Ty, old: u64, b: u64, c: u64) -> u64 {
+    let mask = ty.mask();
+    let (o, v) = (old & mask, b & mask);
+    let float = float::fmt_of(ty);
+    let r = match op {
+        AtomOp::Add => match float {
+            Some((fmt, pair)) => {
+                let f = |x: u64, y: u64, _: u64| {
+                    Some(if fmt == F32 {
+                        fmt.ftz(float::add(fmt, fmt.ftz(x), fmt.ftz(y), Rounding::Nearest))
+                    } else {
+                        float::add(fmt, x, y, Rounding::Nearest)
+                    })
+                };
+                if pair {
+                    float::packed2(o, v, 0, f)
+                } else {
+                    f(o, v, 0)
+                }
+                .unwrap_or(0)
+            }
+            None => o.wrapping_add(v),
+        },
+        AtomOp::Min | AtomOp::Max => {
+            let max = op == AtomOp::Max;
+            match float {
+                Some((fmt, pair)) => {
+                    let f = |x: u64, y: u64, _: u64| Some(float::min_max(fmt, x, y, max));
+                    if pair {
+                        float::packed2(o, v, 0, f)
+                    } else {
+                        f(o, v, 0)
+                    }
+                    .unwrap_or(0)
+                }
+                None => {
+                    let o_less = if ty.is_signed() {
+                        (ty.extend(o) as i64) < (ty.extend(v) as i64)
+                    } else {
+                        o < v
+                    };
+                    if o_less != max {
+                        o
+                    } else {
+                        v
+                    }
+                }
+            }
+        }
+        AtomOp::Inc => {
+            if o >= v {
+                0
+            } else {
+                o + 1
+            }
+        }
+        AtomOp::Dec => {
+            if o == 0 || o > v {
+                v
+            } else {
+                o - 1
+            }
+        }
+        AtomOp::Exch => v,
+        AtomOp::Cas => {
+            if o == v {
+                c
+            } else {
+                o
+            }
+        }
+        AtomOp::And => o & v,
+        AtomOp::Or => o | v,
+        AtomOp::Xor => o ^ v,
+    };
+    r & mask
+}
+
+/// The value `set` writes for true/false in type `dty`: integers all ones / 0, floats
+/// 1.0 / 0.0 (`set.f32` writes `0x3F800000`).
+#[inline]
+pub fn set_value(dty: Ty, value: bool) -> u64 {
+    if !value {
+        return 0;
+    }
+    match float::fmt_of(dty) {
+        Some((fmt, false)) => fmt.one(),
+        Some((fmt, true)) => fmt.one() << 16 | fmt.one(),
+        None => dty.mask(),
+    }
+}

@@ -1,0 +1,92 @@
+//! Errors of loading and running kernels. Each names the kernel and, where there is one, the
+//! instruction (`file:line:col` and PC), the TB and thread, and the address involved.
+
+use kir::inst::Space;
+use kir::InstId;
+
+use crate::memory::GlobalFault;
+
+/// Why a memory access failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FaultReason {
+    Global(GlobalFault),
+    /// Outside the TB's shared memory, the thread's local memory or the parameter buffer.
+    OutOfBounds,
+    /// Not aligned to the access size (PTX requires natural alignment).
+    Misaligned,
+    /// A store to the constant or parameter space.
+    ReadOnly,
+    /// An atomic on a space that does not support atomics.
+    AtomicSpace,
+}
+
+impl std::fmt::Display for FaultReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FaultReason::Global(GlobalFault::Unallocated) => f.write_str("address is not in any allocation"),
+            FaultReason::Global(GlobalFault::OutOfBounds { base, size }) => {
+                write!(f, "access runs past the end of the {size}-byte allocation at {base:#x}")
+            }
+            FaultReason::Global(GlobalFault::Freed { base }) => write!(f, "allocation at {base:#x} was freed"),
+            FaultReason::OutOfBounds => f.write_str("out of bounds"),
+            FaultReason::Misaligned => f.write_str("misaligned address"),
+            FaultReason::ReadOnly => f.write_str("the space is read-only"),
+            FaultReason::AtomicSpace => f.write_str("atomics are not supported in this space"),
+        }
+    }
+}
+
+/// A warp waiting at a barrier, for deadlock reports.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WaitingWarp {
+    pub warp: u32,
+    pub pc: InstId,
+    pub location: String,
+    pub barrier: u32,
+}
+
+/// An error while executing a kernel.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ExecError {
+    #[error("{location}: kernel `{kernel}` faulted at {pc} in TB ({}, {}, {}) thread ({}, {}, {}): {space:?} access of {size} bytes at {addr:#x}: {reason}", ctaid[0], ctaid[1], ctaid[2], tid[0], tid[1], tid[2])]
+    MemoryFault {
+        kernel: String,
+        pc: InstId,
+        location: String,
+        ctaid: [u32; 3],
+        tid: [u32; 3],
+        space: Space,
+        addr: u64,
+        size: u32,
+        reason: FaultReason,
+    },
+    #[error("kernel `{kernel}` deadlocked in TB ({}, {}, {}): {}", ctaid[0], ctaid[1], ctaid[2], describe_waiting(waiting, *exited_warps))]
+    BarrierDeadlock {
+        kernel: String,
+        ctaid: [u32; 3],
+        waiting: Vec<WaitingWarp>,
+        exited_warps: u32,
+    },
+    #[error("{location}: kernel `{kernel}`: {what}")]
+    BadBarrier {
+        kernel: String,
+        location: String,
+        what: String,
+    },
+    #[error("kernel `{kernel}` exceeded the limit of {limit} warp instructions (an endless loop?); raise it with the instruction-limit setting")]
+    InstructionLimit { kernel: String, limit: u64 },
+    #[error("internal error in kernel `{kernel}`: {what}")]
+    Internal { kernel: String, what: String },
+}
+
+fn describe_waiting(waiting: &[WaitingWarp], exited: u32) -> String {
+    let mut s = String::from("every live warp waits at a barrier that can never complete (");
+    for (i, w) in waiting.iter().enumerate() {
+        if i > 0 {
+            s.push_str("; ");
+        }
+        s.push_str(&format!("warp {} at barrier {} ({}, {})", w.warp, w.barrier, w.pc, w.location));
+    }
+    s.push_str(&format!("); {exited} warp(s) already exited"));
+    s
+}

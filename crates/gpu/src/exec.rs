@@ -1,0 +1,856 @@
+//! The functional SIMT core: executes one warp instruction at a time on real values.
+//!
+//! A warp is 32 lanes sharing a program counter. Divergence is handled by a per-warp SIMT
+//! reconvergence stack (GPGPU-Sim's PDOM scheme): at a branch whose lanes disagree, the top
+//! entry's PC becomes the branch's immediate post-dominator (computed by `kir::cfg`) and one
+//! entry per side is pushed, each with that reconvergence PC; an entry is popped when its PC
+//! reaches its reconvergence PC, and the lanes merge back into the entry below. Exited lanes
+//! are removed from every entry.
+//!
+//! [`step`] executes exactly one warp instruction, so the same code runs inside a timed
+//! pipeline (which decides *when* a warp issues) and in the functional-only driver
+//! ([`crate::func`]). Barriers are not resolved here: a warp that reaches one reports a
+//! [`BarrierArrival`] and its driver decides when the barrier completes.
+
+use kir::inst::{
+    ArithOp, AtomOp, BarKind, BoolOp, Inst, Op, Operand, ShflMode, Space, Special, Ty, TyExt,
+    VoteMode,
+};
+use kir::{Id, InstId, Kernel};
+use ptx::SourceFile;
+
+use crate::alu;
+use crate::error::{ExecError, FaultReason};
+use crate::memory::{self, DeviceMemory, Window};
+
+/// Lanes per warp. PTX fixes the warp size at 32 (`WARP_SZ`); masks are `u32`.
+pub const WARP_SIZE: usize = 32;
+
+/// Everything about a launch that does not change while it runs.
+pub struct LaunchCtx<'a> {
+    pub kernel: &'a Kernel,
+    pub source: &'a SourceFile,
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    /// The parameter buffer (`kernel.param_size` bytes).
+    pub params: Vec<u8>,
+    /// Device address of each module-scope variable, indexed by `GlobalId`.
+    pub global_addrs: &'a [u64],
+    pub dynamic_smem: u32,
+    /// Bytes of shared memory per TB: static variables, then dynamic shared memory.
+    pub smem_size: u32,
+    pub num_sms: u32,
+    pub grid_id: u64,
+}
+
+impl LaunchCtx<'_> {
+    pub fn threads_per_tb(&self) -> u32 {
+        self.block[0] * self.block[1] * self.block[2]
+    }
+
+    pub fn warps_per_tb(&self) -> u32 {
+        self.threads_per_tb().div_ceil(WARP_SIZE as u32)
+    }
+
+    pub fn num_tbs(&self) -> u64 {
+        self.grid.iter().map(|&d| d as u64).product()
+    }
+
+    /// `file:line:col` of an instruction.
+    pub fn location(&self, pc: InstId) -> String {
+        match self.kernel.insts.get(pc) {
+            Some(i) => self.source.location(i.span),
+            None => format!("{}:{}", self.source.name, pc),
+        }
+    }
+
+    /// The CTA coordinates of a linear TB index (x fastest).
+    pub fn ctaid(&self, linear: u64) -> [u32; 3] {
+        let gx = self.grid[0] as u64;
+        let gy = self.grid[1] as u64;
+        [
+            (linear % gx) as u32,
+            ((linear / gx) % gy) as u32,
+            (linear / (gx * gy)) as u32,
+        ]
+    }
+
+    /// The thread coordinates of a linear thread index within a TB.
+    pub fn tid(&self, linear: u32) -> [u32; 3] {
+        let bx = self.block[0];
+        let by = self.block[1];
+        [linear % bx, (linear / bx) % by, linear / (bx * by)]
+    }
+}
+
+/// One entry of the SIMT reconvergence stack.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StackEntry {
+    pub pc: u32,
+    /// Reconvergence PC; `u32::MAX` for the bottom entry.
+    pub rpc: u32,
+    pub mask: u32,
+}
+
+/// A warp's architectural state.
+#[derive(Clone, Debug)]
+pub struct Warp {
+    /// Index of the warp within its TB.
+    pub index: u32,
+    /// Registers, `[reg][lane]`: register `r` of lane `l` is `regs[r * 32 + l]`.
+    pub regs: Vec<u64>,
+    pub stack: Vec<StackEntry>,
+    /// Per-thread local memory, `[lane][byte]`.
+    pub local: Vec<u8>,
+    /// Lanes that exist (the last warp of a TB may be partial).
+    pub valid: u32,
+    /// Lanes that have exited.
+    pub exited: u32,
+    /// Warp instructions executed (also the functional `%clock`).
+    pub executed: u64,
+    /// Thread instructions executed (active lanes summed over instructions).
+    pub thread_executed: u64,
+}
+
+impl Warp {
+    pub fn new(ctx: &LaunchCtx<'_>, index: u32) -> Warp {
+        let threads = ctx.threads_per_tb();
+        let first = index * WARP_SIZE as u32;
+        let lanes = (threads - first).min(WARP_SIZE as u32);
+        let valid = if lanes == 32 {
+            u32::MAX
+        } else {
+            (1u32 << lanes) - 1
+        };
+        Warp {
+            index,
+            regs: vec![0; ctx.kernel.regs.len() * WARP_SIZE],
+            stack: vec![StackEntry {
+                pc: 0,
+                rpc: u32::MAX,
+                mask: valid,
+            }],
+            local: vec![0; ctx.kernel.local_size as usize * WARP_SIZE],
+            valid,
+            exited: 0,
+            executed: 0,
+            thread_executed: 0,
+        }
+    }
+
+    /// The PC the warp will execute next, if it has not finished.
+    pub fn pc(&self) -> Option<InstId> {
+        self.stack.last().map(|e| InstId(e.pc))
+    }
+
+    pub fn is_done(&self) -> bool {
+        self.stack.is_empty()
+    }
+
+    /// Pops finished entries: empty ones and those that reached their reconvergence point.
+    #[inline]
+    fn reconverge(&mut self) {
+        while let Some(top) = self.stack.last() {
+            if top.mask == 0 || top.pc == top.rpc {
+                self.stack.pop();
+            } else {
+                break;
+            }
+        }
+    }
+}
+
+/// A warp's arrival at a barrier.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BarrierArrival {
+    pub id: u32,
+    /// Threads expected at the barrier (`None`: every thread of the TB).
+    pub count: Option<u32>,
+    /// `bar.arrive`: counts toward the barrier without waiting.
+    pub wait: bool,
+    /// For `bar.red`: the operation, this warp's partial result and its destination.
+    pub reduction: Option<Reduction>,
+    pub pc: InstId,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reduction {
+    pub kind: BarKind,
+    /// popc: count of true predicates; and/or: the combined predicate (0/1).
+    pub partial: u32,
+    pub dst: Option<kir::Reg>,
+    /// Lanes that receive the result.
+    pub mask: u32,
+}
+
+/// What one [`step`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// Executed an instruction; the warp can go on.
+    Executed,
+    /// Executed a barrier instruction.
+    Barrier(BarrierArrival),
+    /// The warp has no more active lanes.
+    Done,
+}
+
+/// State a warp shares with the other warps of its TB.
+pub struct TbView<'a> {
+    pub ctaid: [u32; 3],
+    pub shared: &'a mut [u8],
+    pub sm: u32,
+}
+
+#[inline]
+fn lanes(mut mask: u32) -> impl Iterator<Item = usize> {
+    std::iter::from_fn(move || {
+        if mask == 0 {
+            None
+        } else {
+            let l = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            Some(l)
+        }
+    })
+}
+
+#[inline]
+fn combine(op: BoolOp, a: bool, b: bool) -> bool {
+    match op {
+        BoolOp::And => a & b,
+        BoolOp::Or => a | b,
+        BoolOp::Xor => a ^ b,
+    }
+}
+
+/// Executes one instruction of `warp`.
+pub fn step(
+    ctx: &LaunchCtx<'_>,
+    tb: &mut TbView<'_>,
+    warp: &mut Warp,
+    mem: &mut DeviceMemory,
+) -> Result<Step, ExecError> {
+    warp.reconverge();
+    let Some(&top) = warp.stack.last() else {
+        return Ok(Step::Done);
+    };
+    let pc = top.pc;
+    let Some(inst) = ctx.kernel.insts.as_slice().get(pc as usize) else {
+        // Lowering ends every kernel with `exit`; running past it means a corrupt stack.
+        return Err(ExecError::Internal {
+            kernel: ctx.kernel.name.clone(),
+            what: format!("warp {} ran past the end of the kernel (pc {pc})", warp.index),
+        });
+    };
+    let mask = top.mask;
+    let exec = match inst.guard {
+        None => mask,
+        Some(g) => {
+            let base = g.reg.index() * WARP_SIZE;
+            let mut m = 0u32;
+            for l in lanes(mask) {
+                if (warp.regs[base + l] != 0) != g.negated {
+                    m |= 1 << l;
+                }
+            }
+            m
+        }
+    };
+    warp.executed += 1;
+    warp.thread_executed += mask.count_ones() as u64;
+
+    let mut ex = Exec {
+        ctx,
+        tb,
+        warp,
+        mem,
+        inst,
+        pc,
+    };
+    match inst.op {
+        Op::Bra { target, .. } => {
+            let taken = exec;
+            let not_taken = mask & !exec;
+            let stack = &mut ex.warp.stack;
+            let top = stack.last_mut().expect("checked above");
+            if not_taken == 0 {
+                top.pc = target.0;
+            } else if taken == 0 {
+                top.pc = pc + 1;
+            } else {
+                let rpc = ctx.kernel.cfg.reconvergence[pc as usize].0;
+                top.pc = rpc;
+                stack.push(StackEntry {
+                    pc: pc + 1,
+                    rpc,
+                    mask: not_taken,
+                });
+                stack.push(StackEntry {
+                    pc: target.0,
+                    rpc,
+                    mask: taken,
+                });
+            }
+            Ok(Step::Executed)
+        }
+        Op::Exit => {
+            let w = &mut ex.warp;
+            w.exited |= exec;
+            for e in &mut w.stack {
+                e.mask &= !exec;
+            }
+            if let Some(top) = w.stack.last_mut() {
+                if top.mask != 0 {
+                    top.pc = pc + 1;
+                }
+            }
+            w.reconverge();
+            Ok(if w.stack.is_empty() {
+                Step::Done
+            } else {
+                Step::Executed
+            })
+        }
+        Op::Bar { kind } => {
+            let arrival = ex.barrier(kind, exec)?;
+            ex.advance();
+            Ok(match arrival {
+                Some(a) => Step::Barrier(a),
+                None => Step::Executed,
+            })
+        }
+        _ => {
+            ex.execute(exec, mask)?;
+            ex.advance();
+            Ok(Step::Executed)
+        }
+    }
+}
+
+struct Exec<'a, 'b, 'c> {
+    ctx: &'a LaunchCtx<'a>,
+    tb: &'b mut TbView<'c>,
+    warp: &'b mut Warp,
+    mem: &'b mut DeviceMemory,
+    inst: &'a Inst,
+    pc: u32,
+}
+
+impl Exec<'_, '_, '_> {
+    #[inline]
+    fn advance(&mut self) {
+        if let Some(top) = self.warp.stack.last_mut() {
+            top.pc = self.pc + 1;
+        }
+    }
+
+    #[inline]
+    fn read(&self, op: Operand, lane: usize) -> u64 {
+        match op {
+            Operand::Reg(r) => self.warp.regs[r.index() * WARP_SIZE + lane],
+            Operand::Imm(v) => v,
+            Operand::NotReg(r) => (self.warp.regs[r.index() * WARP_SIZE + lane] == 0) as u64,
+            Operand::GlobalAddr(g, off) => self.ctx.global_addrs[g.index()].wrapping_add(off as u64),
+            Operand::Special(s) => self.special(s, lane),
+            Operand::None => 0,
+        }
+    }
+
+    #[inline]
+    fn write(&mut self, k: usize, lane: usize, v: u64) {
+        if let Some(r) = self.inst.dsts[k] {
+            self.warp.regs[r.index() * WARP_SIZE + lane] = v;
+        }
+    }
+
+    fn special(&self, s: Special, lane: usize) -> u64 {
+        let ctx = self.ctx;
+        let linear = self.warp.index * WARP_SIZE as u32 + lane as u32;
+        let lane_bit = 1u64 << lane;
+        match s {
+            Special::Tid(d) => ctx.tid(linear)[d as usize] as u64,
+            Special::Ntid(d) => ctx.block[d as usize] as u64,
+            Special::Ctaid(d) => self.tb.ctaid[d as usize] as u64,
+            Special::Nctaid(d) => ctx.grid[d as usize] as u64,
+            Special::LaneId => lane as u64,
+            Special::WarpId => self.warp.index as u64,
+            Special::NWarpId => ctx.warps_per_tb() as u64,
+            Special::SmId => self.tb.sm as u64,
+            Special::NSmId => ctx.num_sms as u64,
+            Special::GridId => ctx.grid_id,
+            // The functional core's clock counts the warp's executed instructions: it is
+            // deterministic and monotonic, which is all a kernel may rely on.
+            Special::Clock => self.warp.executed & 0xffff_ffff,
+            Special::Clock64 => self.warp.executed,
+            Special::GlobalTimer => self.warp.executed,
+            Special::LanemaskEq => lane_bit,
+            Special::LanemaskLe => (lane_bit << 1).wrapping_sub(1) & 0xffff_ffff,
+            Special::LanemaskLt => lane_bit - 1,
+            Special::LanemaskGe => !(lane_bit - 1) & 0xffff_ffff,
+            Special::LanemaskGt => !((lane_bit << 1).wrapping_sub(1)) & 0xffff_ffff,
+            Special::DynamicSmemSize => ctx.dynamic_smem as u64,
+            Special::TotalSmemSize => ctx.smem_size as u64,
+        }
+    }
+
+    fn fault(&self, lane: usize, space: Space, addr: u64, size: u32, reason: FaultReason) -> ExecError {
+        let linear = self.warp.index * WARP_SIZE as u32 + lane as u32;
+        ExecError::MemoryFault {
+            kernel: self.ctx.kernel.name.clone(),
+            pc: InstId(self.pc),
+            location: self.ctx.location(InstId(self.pc)),
+            ctaid: self.tb.ctaid,
+            tid: self.ctx.tid(linear),
+            space,
+            addr,
+            size,
+            reason,
+        }
+    }
+
+    /// Resolves a (possibly generic) address to a concrete space and offset.
+    #[inline]
+    fn resolve(&self, space: Space, addr: u64) -> (Space, u64) {
+        match space {
+            Space::Generic => match memory::window(addr) {
+                Window::Global(a) => (Space::Global, a),
+                Window::Shared(a) => (Space::Shared, a),
+                Window::Local(a) => (Space::Local, a),
+                Window::Param(a) => (Space::Param, a),
+            },
+            s => (s, addr),
+        }
+    }
+
+    /// Loads `size` bytes at `addr` for `lane`.
+    #[inline]
+    fn load(&mut self, space: Space, addr: u64, size: u32, lane: usize, hint: &mut usize) -> Result<u64, ExecError> {
+        let (sp, a) = self.resolve(space, addr);
+        if a % size as u64 != 0 {
+            return Err(self.fault(lane, space, addr, size, FaultReason::Misaligned));
+        }
+        let oob = |e: &Self| e.fault(lane, space, addr, size, FaultReason::OutOfBounds);
+        match sp {
+            Space::Global | Space::Const => self
+                .mem
+                .read(a, size, hint)
+                .map_err(|f| self.fault(lane, space, addr, size, FaultReason::Global(f))),
+            Space::Shared => slice(self.tb.shared, a, size)
+                .map(memory::read_le)
+                .ok_or_else(|| oob(self)),
+            Space::Local => {
+                let frame = self.ctx.kernel.local_size as usize;
+                let bytes = &self.warp.local[lane * frame..(lane + 1) * frame];
+                slice(bytes, a, size).map(memory::read_le).ok_or_else(|| oob(self))
+            }
+            Space::Param => slice(&self.ctx.params, a, size)
+                .map(memory::read_le)
+                .ok_or_else(|| oob(self)),
+            Space::Generic => unreachable!("resolved above"),
+        }
+    }
+
+    #[inline]
+    fn store(&mut self, space: Space, addr: u64, size: u32, value: u64, lane: usize, hint: &mut usize) -> Result<(), ExecError> {
+        let (sp, a) = self.resolve(space, addr);
+        if a % size as u64 != 0 {
+            return Err(self.fault(lane, space, addr, size, FaultReason::Misaligned));
+        }
+        let ok = match sp {
+            Space::Global => {
+                return self
+                    .mem
+                    .write(a, size, value, hint)
+                    .map_err(|f| self.fault(lane, space, addr, size, FaultReason::Global(f)))
+            }
+            Space::Shared => slice_mut(self.tb.shared, a, size).map(|s| memory::write_le(s, value)),
+            Space::Local => {
+                let frame = self.ctx.kernel.local_size as usize;
+                let bytes = &mut self.warp.local[lane * frame..(lane + 1) * frame];
+                slice_mut(bytes, a, size).map(|s| memory::write_le(s, value))
+            }
+            Space::Const | Space::Param => {
+                return Err(self.fault(lane, space, addr, size, FaultReason::ReadOnly))
+            }
+            Space::Generic => unreachable!("resolved above"),
+        };
+        ok.ok_or_else(|| self.fault(lane, space, addr, size, FaultReason::OutOfBounds))
+    }
+
+    fn execute(&mut self, exec: u32, active: u32) -> Result<(), ExecError> {
+        let inst = self.inst;
+        let s = inst.srcs;
+        match inst.op {
+            Op::Mov(ty) => {
+                let m = ty.mask();
+                for l in lanes(exec) {
+                    let v = self.read(s[0], l) & m;
+                    self.write(0, l, v);
+                }
+            }
+            Op::Arith { op, ty, mode } => self.arith(exec, op, ty, mode),
+            Op::Pack { part, count } => {
+                let (bits, m) = (part.bits(), part.mask());
+                for l in lanes(exec) {
+                    let mut v = 0u64;
+                    for k in 0..count as usize {
+                        v |= (self.read(s[k], l) & m) << (k as u32 * bits);
+                    }
+                    self.write(0, l, v);
+                }
+            }
+            Op::Unpack { part, count } => {
+                let (bits, m) = (part.bits(), part.mask());
+                for l in lanes(exec) {
+                    let v = self.read(s[0], l);
+                    for k in 0..count as usize {
+                        self.write(k, l, (v >> (k as u32 * bits)) & m);
+                    }
+                }
+            }
+            Op::Setp {
+                cmp,
+                combine: comb,
+                ty,
+                ftz,
+            } => {
+                for l in lanes(exec) {
+                    let t = alu::compare(cmp, ty, ftz, self.read(s[0], l), self.read(s[1], l));
+                    let (p, q) = match comb {
+                        None => (t, !t),
+                        Some(op) => {
+                            let c = self.read(s[2], l) != 0;
+                            (combine(op, t, c), combine(op, !t, c))
+                        }
+                    };
+                    self.write(0, l, p as u64);
+                    if inst.n_dsts > 1 {
+                        self.write(1, l, q as u64);
+                    }
+                }
+            }
+            Op::Set {
+                cmp,
+                combine: comb,
+                dty,
+                sty,
+                ftz,
+            } => {
+                for l in lanes(exec) {
+                    let mut t = alu::compare(cmp, sty, ftz, self.read(s[0], l), self.read(s[1], l));
+                    if let Some(op) = comb {
+                        t = combine(op, t, self.read(s[2], l) != 0);
+                    }
+                    self.write(0, l, alu::set_value(dty, t));
+                }
+            }
+            Op::Selp(ty) => {
+                let m = ty.mask();
+                for l in lanes(exec) {
+                    let v = if self.read(s[2], l) != 0 {
+                        self.read(s[0], l)
+                    } else {
+                        self.read(s[1], l)
+                    };
+                    self.write(0, l, v & m);
+                }
+            }
+            Op::Slct { dty, cty, ftz } => {
+                let m = dty.mask();
+                for l in lanes(exec) {
+                    let c = self.read(s[2], l);
+                    let pick_a = if cty == Ty::F32 {
+                        let f = f32::from_bits(c as u32);
+                        let f = if ftz && f.is_subnormal() { 0.0 } else { f };
+                        f >= 0.0
+                    } else {
+                        (c as u32 as i32) >= 0
+                    };
+                    let v = if pick_a { self.read(s[0], l) } else { self.read(s[1], l) };
+                    self.write(0, l, v & m);
+                }
+            }
+            Op::Cvt {
+                dty,
+                sty,
+                rounding,
+                ftz,
+                sat,
+            } => {
+                for l in lanes(exec) {
+                    let v = alu::cvt(dty, sty, rounding, ftz, sat, self.read(s[0], l));
+                    self.write(0, l, v);
+                }
+            }
+            Op::Testp { kind, ty } => {
+                for l in lanes(exec) {
+                    let v = alu::testp(kind, ty, self.read(s[0], l));
+                    self.write(0, l, v as u64);
+                }
+            }
+            Op::Cvta {
+                space,
+                to_generic,
+                ty,
+            } => {
+                let window = match space {
+                    Space::Shared => memory::SHARED_WINDOW,
+                    Space::Local => memory::LOCAL_WINDOW,
+                    Space::Param => memory::PARAM_WINDOW,
+                    _ => 0,
+                };
+                for l in lanes(exec) {
+                    let a = self.read(s[0], l);
+                    let v = if to_generic {
+                        a.wrapping_add(window)
+                    } else {
+                        a.wrapping_sub(window)
+                    };
+                    self.write(0, l, v & ty.mask());
+                }
+            }
+            Op::IsSpace { space } => {
+                for l in lanes(exec) {
+                    let a = self.read(s[0], l);
+                    let v = match (space, memory::window(a)) {
+                        (Space::Global | Space::Const, Window::Global(g)) => self.mem.is_mapped(g),
+                        (Space::Shared, Window::Shared(_)) => true,
+                        (Space::Local, Window::Local(_)) => true,
+                        (Space::Param, Window::Param(_)) => true,
+                        _ => false,
+                    };
+                    self.write(0, l, v as u64);
+                }
+            }
+            Op::Ld {
+                space,
+                ty,
+                vec,
+                offset,
+                dst_bits,
+                ..
+            } => {
+                let size = ty.size();
+                let dmask = if dst_bits >= 64 { u64::MAX } else { (1u64 << dst_bits) - 1 };
+                let mut hint = 0;
+                for l in lanes(exec) {
+                    let addr = self.read(s[0], l).wrapping_add(offset as i64 as u64);
+                    if vec > 1 && addr % (size as u64 * vec as u64) != 0 {
+                        return Err(self.fault(l, space, addr, size * vec as u32, FaultReason::Misaligned));
+                    }
+                    for k in 0..vec as usize {
+                        let a = addr.wrapping_add(k as u64 * size as u64);
+                        let raw = self.load(space, a, size, l, &mut hint)?;
+                        self.write(k, l, ty.extend(raw) & dmask);
+                    }
+                }
+            }
+            Op::St {
+                space,
+                ty,
+                vec,
+                offset,
+            } => {
+                let size = ty.size();
+                let mut hint = 0;
+                for l in lanes(exec) {
+                    let addr = self.read(s[0], l).wrapping_add(offset as i64 as u64);
+                    if vec > 1 && addr % (size as u64 * vec as u64) != 0 {
+                        return Err(self.fault(l, space, addr, size * vec as u32, FaultReason::Misaligned));
+                    }
+                    for k in 0..vec as usize {
+                        let a = addr.wrapping_add(k as u64 * size as u64);
+                        let v = self.read(s[k + 1], l);
+                        self.store(space, a, size, v, l, &mut hint)?;
+                    }
+                }
+            }
+            Op::Atom {
+                space,
+                op,
+                ty,
+                offset,
+            }
+            | Op::Red {
+                space,
+                op,
+                ty,
+                offset,
+            } => {
+                // Lanes perform their read-modify-writes one after another in lane order:
+                // the defined order that makes results reproducible.
+                let size = ty.size();
+                let mut hint = 0;
+                for l in lanes(exec) {
+                    let addr = self.read(s[0], l).wrapping_add(offset as i64 as u64);
+                    if let (Space::Const | Space::Param | Space::Local, _) = self.resolve(space, addr) {
+                        return Err(self.fault(l, space, addr, size, FaultReason::AtomicSpace));
+                    }
+                    let old = self.load(space, addr, size, l, &mut hint)?;
+                    let b = self.read(s[1], l);
+                    let c = if op == AtomOp::Cas { self.read(s[2], l) } else { 0 };
+                    let new = alu::atom(op, ty, old, b, c);
+                    self.store(space, addr, size, new, l, &mut hint)?;
+                    if matches!(inst.op, Op::Atom { .. }) {
+                        self.write(0, l, old & ty.mask());
+                    }
+                }
+            }
+            Op::Vote { mode } => {
+                let member = self.read(s[1], exec.trailing_zeros().min(31) as usize) as u32;
+                let part = exec & member;
+                let mut ballot = 0u32;
+                for l in lanes(part) {
+                    if self.read(s[0], l) != 0 {
+                        ballot |= 1 << l;
+                    }
+                }
+                let v = match mode {
+                    VoteMode::Ballot => ballot as u64,
+                    VoteMode::All => (ballot == part) as u64,
+                    VoteMode::Any => (ballot != 0) as u64,
+                    VoteMode::Uni => (ballot == 0 || ballot == part) as u64,
+                };
+                for l in lanes(exec) {
+                    self.write(0, l, v);
+                }
+            }
+            Op::Shfl { mode } => self.shfl(exec, mode),
+            Op::Activemask => {
+                for l in lanes(exec) {
+                    self.write(0, l, active as u64);
+                }
+            }
+            Op::Fence | Op::Nop => {}
+            Op::Bra { .. } | Op::Exit | Op::Bar { .. } => unreachable!("handled by step"),
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn arith(&mut self, exec: u32, op: ArithOp, ty: Ty, mode: kir::inst::FloatMode) {
+        let s = self.inst.srcs;
+        for l in lanes(exec) {
+            let a = self.read(s[0], l);
+            let b = self.read(s[1], l);
+            let c = self.read(s[2], l);
+            let d = self.read(s[3], l);
+            // Unsupported type combinations are rejected when the module is loaded
+            // (`crate::validate`), so an error cannot reach here.
+            let v = alu::arith(op, ty, mode, a, b, c, d).unwrap_or(0);
+            self.write(0, l, v);
+        }
+    }
+
+    /// `shfl.sync`: PTX ISA "Parallel Synchronization and Communication Instructions: shfl".
+    fn shfl(&mut self, exec: u32, mode: ShflMode) {
+        let s = self.inst.srcs;
+        let mut out = [(0u64, false); WARP_SIZE];
+        for lane in lanes(exec) {
+            let b = self.read(s[1], lane) as u32 & 0x1f;
+            let c = self.read(s[2], lane) as u32;
+            let clamp = c & 0x1f;
+            let segmask = (c >> 8) & 0x1f;
+            let lane32 = lane as u32;
+            let max_lane = (lane32 & segmask) | (clamp & !segmask);
+            let min_lane = lane32 & segmask;
+            let (j, pval) = match mode {
+                ShflMode::Up => {
+                    let j = lane32 as i32 - b as i32;
+                    (j, j >= max_lane as i32)
+                }
+                ShflMode::Down => {
+                    let j = lane32 + b;
+                    (j as i32, j <= max_lane)
+                }
+                ShflMode::Bfly => {
+                    let j = lane32 ^ b;
+                    (j as i32, j <= max_lane)
+                }
+                ShflMode::Idx => {
+                    let j = min_lane | (b & !segmask);
+                    (j as i32, j <= max_lane)
+                }
+            };
+            let src = if pval { j as usize } else { lane };
+            out[lane] = (self.read(s[0], src) & 0xffff_ffff, pval);
+        }
+        for l in lanes(exec) {
+            self.write(0, l, out[l].0);
+            if self.inst.n_dsts > 1 {
+                self.write(1, l, out[l].1 as u64);
+            }
+        }
+    }
+
+    fn barrier(&mut self, kind: BarKind, exec: u32) -> Result<Option<BarrierArrival>, ExecError> {
+        if exec == 0 {
+            return Ok(None);
+        }
+        let s = self.inst.srcs;
+        let first = exec.trailing_zeros() as usize;
+        let id = self.read(s[0], first) as u32;
+        let count = match s[1] {
+            Operand::None => None,
+            op => Some(self.read(op, first) as u32),
+        };
+        if id >= 16 {
+            return Err(ExecError::BadBarrier {
+                kernel: self.ctx.kernel.name.clone(),
+                location: self.ctx.location(InstId(self.pc)),
+                what: format!("barrier id {id} is out of range (0..16)"),
+            });
+        }
+        if let Some(c) = count {
+            if c == 0 || c % WARP_SIZE as u32 != 0 || c > self.ctx.threads_per_tb().next_multiple_of(32) {
+                return Err(ExecError::BadBarrier {
+                    kernel: self.ctx.kernel.name.clone(),
+                    location: self.ctx.location(InstId(self.pc)),
+                    what: format!("barrier thread count {c} must be a non-zero multiple of 32 no larger than the TB"),
+                });
+            }
+        }
+        let reduction = match kind {
+            BarKind::RedPopc | BarKind::RedAnd | BarKind::RedOr => {
+                let mut trues = 0u32;
+                for l in lanes(exec) {
+                    if self.read(s[2], l) != 0 {
+                        trues += 1;
+                    }
+                }
+                let n = exec.count_ones();
+                let partial = match kind {
+                    BarKind::RedPopc => trues,
+                    BarKind::RedAnd => (trues == n) as u32,
+                    _ => (trues > 0) as u32,
+                };
+                Some(Reduction {
+                    kind,
+                    partial,
+                    dst: self.inst.dsts[0],
+                    mask: exec,
+                })
+            }
+            _ => None,
+        };
+        Ok(Some(BarrierArrival {
+            id,
+            count,
+            wait: kind != BarKind::Arrive,
+            reduction,
+            pc: InstId(self.pc),
+        }))
+    }
+}
+
+#[inline]
+fn slice(bytes: &[u8], addr: u64, size: u32) -> Option<&[u8]> {
+    let start = usize::try_from(addr).ok()?;
+    bytes.get(start..start.checked_add(size as usize)?)
+}
+
+#[inline]
+fn slice_mut(bytes: &mut [u8], addr: u64, size: u32) -> Option<&mut [u8]> {
+    let start = usize::try_from(addr).ok()?;
+    bytes.get_mut(start..start.checked_add(size as usize)?)
+}

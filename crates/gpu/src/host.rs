@@ -1,0 +1,406 @@
+//! A small CUDA-runtime-like host API over the functional core: allocate and free device
+//! memory, copy to and from it, load PTX modules, and launch kernels by name.
+//!
+//! Loading a module parses it, lowers it to the kernel IR and checks every instruction the
+//! machine will execute, so a kernel that cannot run is rejected with its location before
+//! anything executes. Launching checks the launch shape and the arguments against the kernel.
+
+use kir::module::GlobalSpace;
+use kir::{Id, Kernel, Module};
+use ptx::{SourceFile, Span};
+
+use crate::error::ExecError;
+use crate::exec::LaunchCtx;
+use crate::func::{self, LaunchStats};
+use crate::memory::{DeviceMemory, GlobalFault};
+
+/// A device pointer returned by [`Gpu::alloc`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct DevPtr(pub u64);
+
+/// A loaded module.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ModuleId(pub usize);
+
+/// Limits of the functional device.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeviceLimits {
+    /// Reported by `%nsmid`; TBs are assigned to SMs round-robin for `%smid`.
+    pub num_sms: u32,
+    pub max_threads_per_block: u32,
+    pub max_block_dim: [u32; 3],
+    pub max_grid_dim: [u32; 3],
+    /// Static plus dynamic shared memory per TB.
+    pub max_smem_per_block: u32,
+    /// Warp instructions one launch may execute before it is stopped as a runaway.
+    pub instruction_limit: u64,
+}
+
+impl Default for DeviceLimits {
+    fn default() -> Self {
+        DeviceLimits {
+            num_sms: 16,
+            max_threads_per_block: 1024,
+            max_block_dim: [1024, 1024, 64],
+            max_grid_dim: [i32::MAX as u32, 65535, 65535],
+            max_smem_per_block: 227 * 1024,
+            instruction_limit: 1 << 36,
+        }
+    }
+}
+
+/// A kernel argument.
+#[derive(Clone, Debug, PartialEq)]
+pub enum KernelArg {
+    Ptr(DevPtr),
+    U32(u32),
+    I32(i32),
+    U64(u64),
+    I64(i64),
+    F32(f32),
+    F64(f64),
+    /// Raw bytes for a `.param .align N .b8 name[size]` struct parameter.
+    Bytes(Vec<u8>),
+}
+
+impl KernelArg {
+    fn bytes(&self) -> Vec<u8> {
+        match self {
+            KernelArg::Ptr(p) => p.0.to_le_bytes().to_vec(),
+            KernelArg::U32(v) => v.to_le_bytes().to_vec(),
+            KernelArg::I32(v) => v.to_le_bytes().to_vec(),
+            KernelArg::U64(v) => v.to_le_bytes().to_vec(),
+            KernelArg::I64(v) => v.to_le_bytes().to_vec(),
+            KernelArg::F32(v) => v.to_le_bytes().to_vec(),
+            KernelArg::F64(v) => v.to_le_bytes().to_vec(),
+            KernelArg::Bytes(b) => b.clone(),
+        }
+    }
+}
+
+/// A diagnostic about a source location.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Diagnostic {
+    pub message: String,
+    pub span: Span,
+    /// `file:line:col`.
+    pub location: String,
+}
+
+impl std::fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.location, self.message)
+    }
+}
+
+/// Why a module could not be loaded. `diagnostics` lists every problem found.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("cannot load `{file}`: {}", render(diagnostics))]
+pub struct LoadError {
+    pub file: String,
+    pub diagnostics: Vec<Diagnostic>,
+    /// The source, for rendering the diagnostics with context.
+    pub source_text: String,
+}
+
+fn render(d: &[Diagnostic]) -> String {
+    let mut s = d.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("; ");
+    if d.len() > 1 {
+        s = format!("{} problems: {s}", d.len());
+    }
+    s
+}
+
+/// An error of the host API.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum GpuError {
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    #[error("no kernel `{name}` in module `{module}` (it has: {available})")]
+    UnknownKernel {
+        name: String,
+        module: String,
+        available: String,
+    },
+    #[error("bad launch of `{kernel}`: {what}")]
+    BadLaunch { kernel: String, what: String },
+    #[error("bad memory operation: {what}")]
+    BadCopy { what: String },
+    #[error(transparent)]
+    Exec(#[from] ExecError),
+}
+
+struct LoadedModule {
+    source: SourceFile,
+    ir: Module,
+    global_addrs: Vec<u64>,
+}
+
+/// The device: memory, loaded modules and limits.
+pub struct Gpu {
+    mem: DeviceMemory,
+    modules: Vec<LoadedModule>,
+    pub limits: DeviceLimits,
+    launches: u64,
+}
+
+impl Default for Gpu {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Gpu {
+    pub fn new() -> Self {
+        Self::with_limits(DeviceLimits::default())
+    }
+
+    pub fn with_limits(limits: DeviceLimits) -> Self {
+        Gpu {
+            mem: DeviceMemory::new(),
+            modules: Vec::new(),
+            limits,
+            launches: 0,
+        }
+    }
+
+    pub fn memory(&self) -> &DeviceMemory {
+        &self.mem
+    }
+
+    pub fn alloc(&mut self, bytes: u64) -> DevPtr {
+        DevPtr(self.mem.alloc(bytes))
+    }
+
+    pub fn free(&mut self, ptr: DevPtr) -> Result<(), GpuError> {
+        if self.mem.free(ptr.0) {
+            Ok(())
+        } else {
+            Err(GpuError::BadCopy {
+                what: format!("free of {:#x}, which is not the start of a live allocation", ptr.0),
+            })
+        }
+    }
+
+    pub fn copy_to_device(&mut self, dst: DevPtr, data: &[u8]) -> Result<(), GpuError> {
+        self.mem
+            .write_bytes(dst.0, data)
+            .map_err(|f| copy_error("copy to", dst.0, data.len() as u64, f))
+    }
+
+    pub fn copy_from_device(&self, src: DevPtr, len: u64) -> Result<Vec<u8>, GpuError> {
+        self.mem
+            .read_bytes(src.0, len)
+            .map(|b| b.to_vec())
+            .map_err(|f| copy_error("copy from", src.0, len, f))
+    }
+
+    /// Parses, lowers and checks a PTX module, and places its global variables.
+    pub fn load_ptx(&mut self, file_name: &str, text: &str) -> Result<ModuleId, LoadError> {
+        let source = SourceFile::new(file_name, text);
+        let fail = |diagnostics: Vec<Diagnostic>| LoadError {
+            file: file_name.to_string(),
+            diagnostics,
+            source_text: text.to_string(),
+        };
+        let ast = ptx::parse(text).map_err(|e| {
+            fail(vec![Diagnostic {
+                message: e.to_string(),
+                span: e.span(),
+                location: source.location(e.span()),
+            }])
+        })?;
+        let ir = kir::lower::lower_module(&ast, file_name).map_err(|errs| {
+            fail(
+                errs.iter()
+                    .map(|e| Diagnostic {
+                        message: e.to_string(),
+                        span: e.span(),
+                        location: source.location(e.span()),
+                    })
+                    .collect(),
+            )
+        })?;
+        let problems = crate::validate::check_module(&ir);
+        if !problems.is_empty() {
+            return Err(fail(
+                problems
+                    .into_iter()
+                    .map(|(span, message)| Diagnostic {
+                        message,
+                        span,
+                        location: source.location(span),
+                    })
+                    .collect(),
+            ));
+        }
+        // Place module variables, then write their initial values (with the addresses of
+        // other variables patched in).
+        let global_addrs: Vec<u64> = ir.globals.values().map(|g| self.mem.alloc(g.size.max(1))).collect();
+        for (id, g) in ir.globals.iter() {
+            let mut bytes = g.init.clone();
+            for r in &g.relocations {
+                let addr = global_addrs[r.target.index()].wrapping_add(r.addend as u64);
+                let at = r.offset as usize;
+                let w = r.width as usize;
+                bytes[at..at + w].copy_from_slice(&addr.to_le_bytes()[..w]);
+            }
+            if !bytes.is_empty() {
+                self.mem
+                    .write_bytes(global_addrs[id.index()], &bytes)
+                    .expect("freshly allocated");
+            }
+            debug_assert!(matches!(g.space, GlobalSpace::Global | GlobalSpace::Const));
+        }
+        self.modules.push(LoadedModule {
+            source,
+            ir,
+            global_addrs,
+        });
+        Ok(ModuleId(self.modules.len() - 1))
+    }
+
+    /// The lowered IR of a loaded module.
+    pub fn module(&self, id: ModuleId) -> &Module {
+        &self.modules[id.0].ir
+    }
+
+    /// The device address of a module variable (`cudaGetSymbolAddress`).
+    pub fn symbol_address(&self, id: ModuleId, name: &str) -> Option<DevPtr> {
+        let m = &self.modules[id.0];
+        m.ir.globals
+            .iter()
+            .find(|(_, g)| g.name == name)
+            .map(|(g, _)| DevPtr(m.global_addrs[g.index()]))
+    }
+
+    /// Launches `kernel` and runs it to completion on the functional core.
+    pub fn launch(
+        &mut self,
+        module: ModuleId,
+        kernel: &str,
+        grid: [u32; 3],
+        block: [u32; 3],
+        dynamic_smem: u32,
+        args: &[KernelArg],
+    ) -> Result<LaunchStats, GpuError> {
+        let m = &self.modules[module.0];
+        let Some((_, k)) = m.ir.kernel(kernel) else {
+            return Err(GpuError::UnknownKernel {
+                name: kernel.to_string(),
+                module: m.source.name.clone(),
+                available: m.ir.kernels.values().map(|k| k.name.as_str()).collect::<Vec<_>>().join(", "),
+            });
+        };
+        let params = check_launch(&self.limits, k, grid, block, dynamic_smem, args)?;
+        let static_aligned = if k.uses_dynamic_smem {
+            k.static_smem.next_multiple_of(16)
+        } else {
+            k.static_smem
+        };
+        self.launches += 1;
+        let ctx = LaunchCtx {
+            kernel: k,
+            source: &m.source,
+            grid,
+            block,
+            params,
+            global_addrs: &m.global_addrs,
+            dynamic_smem,
+            smem_size: static_aligned + dynamic_smem,
+            num_sms: self.limits.num_sms,
+            grid_id: self.launches,
+        };
+        Ok(func::run(&ctx, &mut self.mem, self.limits.instruction_limit)?)
+    }
+}
+
+fn copy_error(what: &str, addr: u64, len: u64, f: GlobalFault) -> GpuError {
+    GpuError::BadCopy {
+        what: format!(
+            "{what} {len} bytes at {addr:#x}: {}",
+            crate::error::FaultReason::Global(f)
+        ),
+    }
+}
+
+/// Checks a launch against the device limits and the kernel's signature; returns the
+/// parameter buffer.
+fn check_launch(
+    limits: &DeviceLimits,
+    k: &Kernel,
+    grid: [u32; 3],
+    block: [u32; 3],
+    dynamic_smem: u32,
+    args: &[KernelArg],
+) -> Result<Vec<u8>, GpuError> {
+    let bad = |what: String| GpuError::BadLaunch {
+        kernel: k.name.clone(),
+        what,
+    };
+    for (d, name) in ["x", "y", "z"].iter().enumerate() {
+        if block[d] == 0 || block[d] > limits.max_block_dim[d] {
+            return Err(bad(format!(
+                "block.{name} = {} must be in 1..={}",
+                block[d], limits.max_block_dim[d]
+            )));
+        }
+        if grid[d] == 0 || grid[d] > limits.max_grid_dim[d] {
+            return Err(bad(format!(
+                "grid.{name} = {} must be in 1..={}",
+                grid[d], limits.max_grid_dim[d]
+            )));
+        }
+    }
+    let threads = block[0] as u64 * block[1] as u64 * block[2] as u64;
+    if threads > limits.max_threads_per_block as u64 {
+        return Err(bad(format!(
+            "{threads} threads per block exceed the limit of {}",
+            limits.max_threads_per_block
+        )));
+    }
+    if let Some(req) = k.launch_bounds.req_ntid {
+        if req != block {
+            return Err(bad(format!("the kernel requires a block of {req:?} (.reqntid), got {block:?}")));
+        }
+    }
+    if let Some(max) = k.launch_bounds.max_ntid {
+        let max_threads = max.iter().map(|&d| d as u64).product::<u64>();
+        if threads > max_threads {
+            return Err(bad(format!("{threads} threads per block exceed the kernel's .maxntid {max:?}")));
+        }
+    }
+    if dynamic_smem > 0 && !k.uses_dynamic_smem {
+        return Err(bad(format!(
+            "{dynamic_smem} bytes of dynamic shared memory requested, but the kernel declares no `.extern .shared` array"
+        )));
+    }
+    let smem = k.static_smem as u64 + dynamic_smem as u64;
+    if smem > limits.max_smem_per_block as u64 {
+        return Err(bad(format!(
+            "{smem} bytes of shared memory per block exceed the limit of {}",
+            limits.max_smem_per_block
+        )));
+    }
+    if args.len() != k.params.len() {
+        return Err(bad(format!(
+            "the kernel takes {} parameters, {} given",
+            k.params.len(),
+            args.len()
+        )));
+    }
+    let mut buf = vec![0u8; k.param_size as usize];
+    for (i, (p, a)) in k.params.iter().zip(args).enumerate() {
+        let bytes = a.bytes();
+        if bytes.len() != p.size as usize {
+            return Err(bad(format!(
+                "parameter {i} (`{}`) is {} bytes, the argument {a:?} is {}",
+                p.name,
+                p.size,
+                bytes.len()
+            )));
+        }
+        buf[p.offset as usize..p.offset as usize + bytes.len()].copy_from_slice(&bytes);
+    }
+    Ok(buf)
+}

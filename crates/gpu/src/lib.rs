@@ -1,0 +1,20 @@
+//! The machine: a functional SIMT core that executes kernel IR on real values, device memory,
+//! and a CUDA-runtime-like host API.
+//!
+//! * [`alu`]: per-lane semantics of every arithmetic, comparison and conversion instruction.
+//! * [`exec`]: one warp instruction at a time, with the SIMT reconvergence stack.
+//! * [`func`]: the functional-only driver (whole grids, barriers, deadlock detection).
+//! * [`memory`]: global allocations with bounds, and the generic address windows.
+//! * [`host`]: allocate, copy, load PTX, launch.
+
+pub mod alu;
+pub mod error;
+pub mod exec;
+pub mod func;
+pub mod host;
+pub mod memory;
+pub mod validate;
+
+pub use error::ExecError;
+pub use func::LaunchStats;
+pub use host::{DevPtr, DeviceLimits, GpuError, Gpu, KernelArg, LoadError, ModuleId};

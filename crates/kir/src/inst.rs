@@ -1,0 +1,538 @@
+//! Kernel IR instructions.
+//!
+//! An instruction is an [`Op`] (the operation with its types and modifiers, fully decoded),
+//! an optional guard predicate, up to four destination registers and up to four source
+//! operands. Memory operands are split into a base operand (`srcs[0]`) and a byte offset held
+//! in the op. Register values are held as `u64` bit patterns; an operation reads only the low
+//! `ty.size()` bytes of each source and writes its result zero-extended to 64 bits (see
+//! [`Ty::mask`]), so a 32-bit register never carries stale high bits.
+
+use std::fmt;
+
+use crate::ids::{GlobalId, InstId, Reg};
+use ptx::Span;
+
+/// The PTX fundamental types are the IR's types.
+pub use ptx::ast::ScalarType as Ty;
+
+/// Helpers on [`Ty`] used throughout the IR and the machine.
+pub trait TyExt {
+    /// Width in bits of the value (`.pred` is 1).
+    fn bits(self) -> u32;
+    /// All-ones mask of the value's width.
+    fn mask(self) -> u64;
+    fn is_float(self) -> bool;
+    fn is_signed(self) -> bool;
+    /// Sign- or zero-extends the low `bits()` of `v` to 64 bits according to the type.
+    fn extend(self, v: u64) -> u64;
+}
+
+impl TyExt for Ty {
+    #[inline]
+    fn bits(self) -> u32 {
+        if self == Ty::Pred {
+            1
+        } else {
+            self.size() * 8
+        }
+    }
+    #[inline]
+    fn mask(self) -> u64 {
+        match self.bits() {
+            64.. => u64::MAX,
+            b => (1u64 << b) - 1,
+        }
+    }
+    #[inline]
+    fn is_float(self) -> bool {
+        matches!(
+            self,
+            Ty::F16 | Ty::F16x2 | Ty::Bf16 | Ty::Bf16x2 | Ty::F32 | Ty::F64
+        )
+    }
+    #[inline]
+    fn is_signed(self) -> bool {
+        matches!(self, Ty::S8 | Ty::S16 | Ty::S32 | Ty::S64)
+    }
+    #[inline]
+    fn extend(self, v: u64) -> u64 {
+        let b = self.bits();
+        if b >= 64 {
+            v
+        } else if self.is_signed() {
+            (((v << (64 - b)) as i64) >> (64 - b)) as u64
+        } else {
+            v & self.mask()
+        }
+    }
+}
+
+/// IEEE rounding modes (`.rn .rz .rm .rp`); for float→int `cvt` the `.rni .rzi .rmi .rpi`
+/// forms map to the same four.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Rounding {
+    #[default]
+    Nearest,
+    Zero,
+    Down,
+    Up,
+}
+
+/// Floating-point modifiers of an arithmetic instruction.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct FloatMode {
+    pub rounding: Rounding,
+    /// `.ftz`: subnormal inputs and results are flushed to sign-preserving zero (f32 only).
+    pub ftz: bool,
+    /// `.sat`: the result is clamped to [0.0, 1.0] (NaN becomes 0.0).
+    pub sat: bool,
+    /// `.approx`: the hardware approximation (for `div`, `rcp`, `sqrt`, `rsqrt`, `sin`, `cos`,
+    /// `ex2`, `lg2`, `tanh`). Without it the IEEE-rounded result is produced.
+    pub approx: bool,
+}
+
+/// Per-lane arithmetic and logic operations. Source operand count in brackets; all sources
+/// and the result have the instruction's type unless noted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ArithOp {
+    /// [2] integer wrap-around or float add. `.sat` on s32 saturates.
+    Add,
+    /// [2]
+    Sub,
+    /// [2] float multiply.
+    Mul,
+    /// [2] integer: low half of the product.
+    MulLo,
+    /// [2] integer: high half of the double-width product.
+    MulHi,
+    /// [2] integer: full product; the result is twice the type's width (`mul.wide.s32` → 64).
+    MulWide,
+    /// [2] `mul24.lo`: low 32 bits of the 48-bit product of the low 24 bits of each source.
+    Mul24Lo,
+    /// [2] `mul24.hi`: high 32 bits of that 48-bit product.
+    Mul24Hi,
+    /// [3] integer `a*b+c`, low half.
+    MadLo,
+    /// [3] integer, high half of `a*b` plus `c`.
+    MadHi,
+    /// [3] `c` and the result are twice the type's width.
+    MadWide,
+    /// [3] `mad24.lo`.
+    Mad24Lo,
+    /// [3] `mad24.hi`.
+    Mad24Hi,
+    /// [3] float fused multiply-add (`fma`, and `mad` on floats, which is fused on sm_20+).
+    Fma,
+    /// [2] integer division truncating toward zero (division by zero gives all ones for
+    /// unsigned, and is defined in [`ArithOp::Div`]'s implementation for signed); float
+    /// division, IEEE or `.approx`/`.full`.
+    Div,
+    /// [2] integer remainder (sign of the dividend).
+    Rem,
+    /// [2] `min` (float: NaN-ignoring as PTX specifies).
+    Min,
+    /// [2]
+    Max,
+    /// [1]
+    Abs,
+    /// [1]
+    Neg,
+    /// [2] bitwise; on `.pred` logical.
+    And,
+    /// [2]
+    Or,
+    /// [2]
+    Xor,
+    /// [1] bitwise not; on `.pred` logical.
+    Not,
+    /// [1] `cnot`: 1 if the source is 0, else 0.
+    CNot,
+    /// [2] shift left; the shift amount (a u32) is clamped to the width.
+    Shl,
+    /// [2] shift right, arithmetic for signed types; amount clamped.
+    Shr,
+    /// [1] population count; the result is a u32 whatever the source width.
+    Popc,
+    /// [1] count leading zeros; result u32.
+    Clz,
+    /// [1] bit reverse.
+    Brev,
+    /// [3] bit-field extract `bfe d, a, pos, len` (pos and len are u32).
+    Bfe,
+    /// [4] bit-field insert `bfi d, f, b, pos, len`.
+    Bfi,
+    /// [3] byte permute `prmt.b32 d, a, b, c` in the given mode.
+    Prmt(PrmtMode),
+    /// [1] reciprocal.
+    Rcp,
+    /// [1]
+    Sqrt,
+    /// [1] reciprocal square root (always approximate in PTX).
+    Rsqrt,
+    /// [1] `sin.approx`.
+    Sin,
+    /// [1] `cos.approx`.
+    Cos,
+    /// [1] `ex2.approx`: 2^a.
+    Ex2,
+    /// [1] `lg2.approx`: log2(a).
+    Lg2,
+    /// [1] `tanh.approx`.
+    Tanh,
+    /// [2] `copysign d, a, b`: magnitude of `b`, sign of `a` (PTX operand order).
+    Copysign,
+    /// [3] sum of absolute differences `sad d, a, b, c` = |a-b| + c.
+    Sad,
+}
+
+/// `prmt` modes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PrmtMode {
+    /// The default (no mode): four 4-bit selectors in `c`, each with a sign-replicate bit.
+    Generic,
+    F4e,
+    B4e,
+    Rc8,
+    Ecl,
+    Ecr,
+    Rc16,
+}
+
+/// Comparison operators of `setp`, `set`, `slct`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Cmp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    /// Unsigned comparisons on integer types (`lo ls hi hs`).
+    Lo,
+    Ls,
+    Hi,
+    Hs,
+    /// Float: ordered (neither is NaN) / unordered (either is NaN).
+    Num,
+    Nan,
+    /// Unordered float comparisons: true if either source is NaN or the relation holds.
+    Equ,
+    Neu,
+    Ltu,
+    Leu,
+    Gtu,
+    Geu,
+}
+
+/// The boolean combining operator of `setp.cmp.bool` / `set.cmp.bool`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BoolOp {
+    And,
+    Or,
+    Xor,
+}
+
+/// `testp` properties.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TestpKind {
+    Finite,
+    Infinite,
+    Number,
+    NotANumber,
+    Normal,
+    Subnormal,
+}
+
+/// State spaces of memory instructions after lowering.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Space {
+    Global,
+    Shared,
+    /// Per-thread memory: `.local` variables, spills and the `.param` variables of call sites.
+    Local,
+    /// The kernel's parameter buffer (read-only).
+    Param,
+    Const,
+    /// A generic address, resolved to one of the windows at run time.
+    Generic,
+}
+
+/// Atomic operations (`atom`, `red`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AtomOp {
+    Add,
+    Min,
+    Max,
+    /// `inc`: `old >= b ? 0 : old + 1` (unsigned).
+    Inc,
+    /// `dec`: `old == 0 || old > b ? b : old - 1` (unsigned).
+    Dec,
+    Exch,
+    /// Compare-and-swap: `srcs[2]` is the new value, `srcs[1]` the compare value.
+    Cas,
+    And,
+    Or,
+    Xor,
+}
+
+/// `vote` modes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum VoteMode {
+    All,
+    Any,
+    Uni,
+    Ballot,
+}
+
+/// `shfl` modes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ShflMode {
+    Up,
+    Down,
+    Bfly,
+    Idx,
+}
+
+/// Barrier flavours.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BarKind {
+    /// `bar.sync` / `barrier.sync`: wait until the expected threads have arrived.
+    Sync,
+    /// `bar.arrive`: arrive without waiting.
+    Arrive,
+    /// `bar.red.popc.u32`: sync, and reduce a predicate over the participating threads.
+    RedPopc,
+    /// `bar.red.and.pred`.
+    RedAnd,
+    /// `bar.red.or.pred`.
+    RedOr,
+}
+
+/// Special (read-only) registers. The dimension selector is 0, 1, 2 for x, y, z.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Special {
+    Tid(u8),
+    Ntid(u8),
+    Ctaid(u8),
+    Nctaid(u8),
+    LaneId,
+    WarpId,
+    NWarpId,
+    SmId,
+    NSmId,
+    GridId,
+    Clock,
+    Clock64,
+    GlobalTimer,
+    LanemaskEq,
+    LanemaskLe,
+    LanemaskLt,
+    LanemaskGe,
+    LanemaskGt,
+    DynamicSmemSize,
+    TotalSmemSize,
+}
+
+/// A source operand.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum Operand {
+    /// No operand (unused slot).
+    #[default]
+    None,
+    Reg(Reg),
+    /// An immediate, already encoded as the bits of the instruction's type (an f32 immediate
+    /// holds the f32 bits).
+    Imm(u64),
+    Special(Special),
+    /// The address of a module-scope `.global`/`.const` variable plus a byte offset; the
+    /// loader decides where variables live, so this is resolved at run time.
+    GlobalAddr(GlobalId, i64),
+    /// A predicate register, negated (`!%p` as a source of `setp`/`selp`/`vote`).
+    NotReg(Reg),
+}
+
+/// The operation of an instruction, fully decoded.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Op {
+    /// `mov d, a` (also `mov` of a symbol address, which lowers to an immediate or
+    /// [`Operand::GlobalAddr`]).
+    Mov(Ty),
+    /// `mov.b64 d, {a, b}` / `mov.b32 d, {a, b}`: packs `srcs` (low part first) into `d`;
+    /// `part` is the type of each part.
+    Pack { part: Ty, count: u8 },
+    /// `mov.b64 {a, b}, d`: splits `srcs[0]` into the destinations (low part first).
+    Unpack { part: Ty, count: u8 },
+    Arith {
+        op: ArithOp,
+        ty: Ty,
+        mode: FloatMode,
+    },
+    /// `setp.cmp[.bool].ty p[|q], a, b[, c]`: `p = (a cmp b) bool c`, `q = !(a cmp b) bool c`.
+    Setp {
+        cmp: Cmp,
+        combine: Option<BoolOp>,
+        ty: Ty,
+        ftz: bool,
+    },
+    /// `set.cmp[.bool].dty.sty d, a, b[, c]`: `d` is all ones (integer) or 1.0 (float) if true.
+    Set {
+        cmp: Cmp,
+        combine: Option<BoolOp>,
+        dty: Ty,
+        sty: Ty,
+        ftz: bool,
+    },
+    /// `selp.ty d, a, b, c`: `c ? a : b`, `c` a predicate.
+    Selp(Ty),
+    /// `slct.dty.cty d, a, b, c`: `c >= 0 ? a : b`, `c` of type `cty` (s32 or f32).
+    Slct { dty: Ty, cty: Ty, ftz: bool },
+    /// `cvt[.rnd][.ftz][.sat].dty.sty d, a`.
+    Cvt {
+        dty: Ty,
+        sty: Ty,
+        rounding: Option<Rounding>,
+        ftz: bool,
+        sat: bool,
+    },
+    /// `testp.kind.ty p, a`.
+    Testp { kind: TestpKind, ty: Ty },
+    /// `ld[.space].ty` / `ldu`: `vec` values into the destinations, from `srcs[0] + offset`.
+    /// Sub-word loads are extended to `dst_bits` (sign-extended for signed types).
+    Ld {
+        space: Space,
+        ty: Ty,
+        vec: u8,
+        offset: i32,
+        dst_bits: u8,
+        volatile: bool,
+    },
+    /// `st[.space].ty [srcs[0] + offset], srcs[1..=vec]`.
+    St {
+        space: Space,
+        ty: Ty,
+        vec: u8,
+        offset: i32,
+    },
+    /// `atom.space.op.ty d, [srcs[0] + offset], srcs[1] (, srcs[2] for cas)`.
+    Atom {
+        space: Space,
+        op: AtomOp,
+        ty: Ty,
+        offset: i32,
+    },
+    /// `red.space.op.ty [srcs[0] + offset], srcs[1]`: an atomic with no result.
+    Red {
+        space: Space,
+        op: AtomOp,
+        ty: Ty,
+        offset: i32,
+    },
+    /// `cvta.space.size d, a` (to generic) or `cvta.to.space.size d, a` (from generic).
+    Cvta {
+        space: Space,
+        to_generic: bool,
+        ty: Ty,
+    },
+    /// `isspacep.space p, a`.
+    IsSpace { space: Space },
+    /// `vote[.sync].mode d, a[, membermask]`.
+    Vote { mode: VoteMode },
+    /// `shfl.sync.mode.b32 d[|p], a, b, c, membermask`.
+    Shfl { mode: ShflMode },
+    /// `activemask.b32 d`.
+    Activemask,
+    /// Barriers: `srcs[0]` the barrier id, `srcs[1]` the thread count (or `None` for all
+    /// threads of the TB); `bar.red` has its predicate in `srcs[2]` and a destination.
+    Bar { kind: BarKind },
+    /// `membar`, `fence`: ordering only (the functional core is sequentially consistent).
+    Fence,
+    /// Branch to `target`; divergent when guarded by a predicate that differs across the warp.
+    Bra { target: InstId, uni: bool },
+    /// `exit`, and `ret` from the kernel itself: the active threads finish.
+    Exit,
+    /// No operation (kept where lowering needed a placeholder, e.g. a label at the very end).
+    Nop,
+}
+
+/// An instruction's guard: `@p` or `@!p`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Guard {
+    pub reg: Reg,
+    pub negated: bool,
+}
+
+/// Maximum destinations of one instruction (`ld.v4`).
+pub const MAX_DSTS: usize = 4;
+/// Maximum sources of one instruction (`st.v4`: the address and four values).
+pub const MAX_SRCS: usize = 5;
+
+/// One IR instruction.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Inst {
+    pub op: Op,
+    pub guard: Option<Guard>,
+    /// Destination registers; `None` for a sink `_` or an unused slot. Only the first
+    /// `n_dsts` are meaningful.
+    pub dsts: [Option<Reg>; MAX_DSTS],
+    pub n_dsts: u8,
+    pub srcs: [Operand; MAX_SRCS],
+    pub n_srcs: u8,
+    /// Where the instruction came from (for diagnostics).
+    pub span: Span,
+}
+
+impl Inst {
+    pub fn new(op: Op, span: Span) -> Self {
+        Inst {
+            op,
+            guard: None,
+            dsts: [None; MAX_DSTS],
+            n_dsts: 0,
+            srcs: [Operand::None; MAX_SRCS],
+            n_srcs: 0,
+            span,
+        }
+    }
+
+    pub fn dsts(&self) -> &[Option<Reg>] {
+        &self.dsts[..self.n_dsts as usize]
+    }
+
+    pub fn srcs(&self) -> &[Operand] {
+        &self.srcs[..self.n_srcs as usize]
+    }
+
+    /// Registers this instruction reads (sources, address bases and the guard).
+    pub fn uses(&self) -> impl Iterator<Item = Reg> + '_ {
+        self.srcs()
+            .iter()
+            .filter_map(|o| match *o {
+                Operand::Reg(r) | Operand::NotReg(r) => Some(r),
+                _ => None,
+            })
+            .chain(self.guard.map(|g| g.reg))
+    }
+
+    /// Registers this instruction writes.
+    pub fn defs(&self) -> impl Iterator<Item = Reg> + '_ {
+        self.dsts().iter().flatten().copied()
+    }
+
+    /// Whether control may leave this instruction other than by falling through.
+    pub fn is_terminator(&self) -> bool {
+        matches!(self.op, Op::Bra { .. } | Op::Exit)
+    }
+}
+
+impl fmt::Display for Operand {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Operand::None => f.write_str("_"),
+            Operand::Reg(r) => write!(f, "{r}"),
+            Operand::NotReg(r) => write!(f, "!{r}"),
+            Operand::Imm(v) => write!(f, "{v:#x}"),
+            Operand::Special(s) => write!(f, "{s:?}"),
+            Operand::GlobalAddr(g, off) => write!(f, "&{g}+{off}"),
+        }
+    }
+}

@@ -1,0 +1,1057 @@
+//! Instruction decoding: opcode + modifiers + operands → [`Op`] and resolved operands.
+//!
+//! Decoding is strict: every modifier must be understood (cache hints and memory-order
+//! qualifiers that do not change a sequentially consistent functional result are accepted
+//! explicitly), and anything left over is an [`LowerError::UnsupportedModifier`].
+
+use ptx::ast::{self, FloatLit, OperandKind as K};
+use ptx::Span;
+
+use super::{KernelLowerer, LowerError, Sym};
+use crate::ids::{InstId, Reg};
+use crate::inst::{
+    ArithOp, AtomOp, BarKind, BoolOp, Cmp, FloatMode, Inst, Op, Operand, PrmtMode, Rounding,
+    ShflMode, Space, Special, TestpKind, Ty, TyExt, VoteMode, MAX_DSTS,
+};
+
+/// Bits of an integer literal for an operand of type `ty` (floats take the numeric value).
+pub(super) fn int_literal_bits(v: i128, ty: Ty) -> u64 {
+    match ty {
+        Ty::F32 => (v as f32).to_bits() as u64,
+        Ty::F64 => (v as f64).to_bits(),
+        _ => (v as u64) & ty.mask(),
+    }
+}
+
+/// Bits of a float literal for an operand of type `ty`.
+pub(super) fn float_literal_bits(f: FloatLit, ty: Ty) -> u64 {
+    match (f, ty) {
+        (FloatLit::F32(b), Ty::F64) => (f32::from_bits(b) as f64).to_bits(),
+        (FloatLit::F32(b), _) => b as u64,
+        (FloatLit::F64(b), Ty::F32) => (f64::from_bits(b) as f32).to_bits() as u64,
+        (FloatLit::F64(b), _) => b,
+    }
+}
+
+/// The double-width type of `mul.wide` / `mad.wide` results.
+fn wide(ty: Ty) -> Ty {
+    match ty {
+        Ty::S16 => Ty::S32,
+        Ty::U16 => Ty::U32,
+        Ty::S32 => Ty::S64,
+        Ty::U32 => Ty::U64,
+        Ty::B16 => Ty::B32,
+        Ty::B32 => Ty::B64,
+        t => t,
+    }
+}
+
+/// Number of source operands of an arithmetic op.
+pub fn arity(op: ArithOp) -> usize {
+    use ArithOp::*;
+    match op {
+        Abs | Neg | Not | CNot | Popc | Clz | Brev | Rcp | Sqrt | Rsqrt | Sin | Cos | Ex2 | Lg2
+        | Tanh => 1,
+        Add | Sub | Mul | MulLo | MulHi | MulWide | Mul24Lo | Mul24Hi | Div | Rem | Min | Max
+        | And | Or | Xor | Shl | Shr | Copysign => 2,
+        MadLo | MadHi | MadWide | Mad24Lo | Mad24Hi | Fma | Bfe | Prmt(_) | Sad => 3,
+        Bfi => 4,
+    }
+}
+
+/// Tracks which modifiers of an instruction have been understood.
+struct Mods<'i> {
+    inst: &'i ast::Instruction,
+    used: Vec<bool>,
+}
+
+impl<'i> Mods<'i> {
+    fn new(inst: &'i ast::Instruction) -> Self {
+        Mods {
+            inst,
+            used: vec![false; inst.modifiers.len()],
+        }
+    }
+
+    /// Consumes the modifier `name` if present.
+    fn has(&mut self, name: &str) -> bool {
+        self.one_of(&[(name, ())]).is_some()
+    }
+
+    /// Consumes the first not-yet-used modifier found in `table`.
+    fn one_of<T: Copy>(&mut self, table: &[(&str, T)]) -> Option<T> {
+        for (i, m) in self.inst.modifiers.iter().enumerate() {
+            if self.used[i] {
+                continue;
+            }
+            if let Some((_, v)) = table.iter().find(|(n, _)| *n == m.value) {
+                self.used[i] = true;
+                return Some(*v);
+            }
+        }
+        None
+    }
+
+    /// Consumes every modifier in `names` (qualifiers with no functional effect).
+    fn accept(&mut self, names: &[&str]) {
+        for (i, m) in self.inst.modifiers.iter().enumerate() {
+            if names.contains(&m.value.as_str()) {
+                self.used[i] = true;
+            }
+        }
+    }
+
+    /// Consumes the next type modifier.
+    fn ty(&mut self) -> Option<Ty> {
+        for (i, m) in self.inst.modifiers.iter().enumerate() {
+            if !self.used[i] {
+                if let Some(t) = Ty::from_name(&m.value) {
+                    self.used[i] = true;
+                    return Some(t);
+                }
+            }
+        }
+        None
+    }
+
+    fn need_ty(&mut self) -> Result<Ty, LowerError> {
+        self.ty()
+            .ok_or_else(|| self.missing("a type such as `.u32`"))
+    }
+
+    fn missing(&self, what: &'static str) -> LowerError {
+        LowerError::MissingModifier {
+            inst: self.inst.opcode.value.clone(),
+            what,
+            span: self.inst.span,
+        }
+    }
+
+    fn rounding(&mut self) -> Option<Rounding> {
+        self.one_of(&[
+            ("rn", Rounding::Nearest),
+            ("rz", Rounding::Zero),
+            ("rm", Rounding::Down),
+            ("rp", Rounding::Up),
+        ])
+    }
+
+    fn float_mode(&mut self) -> FloatMode {
+        let rounding = self.rounding().unwrap_or_default();
+        let ftz = self.has("ftz");
+        let sat = self.has("sat");
+        let approx = self.has("approx") | self.has("full");
+        FloatMode {
+            rounding,
+            ftz,
+            sat,
+            approx,
+        }
+    }
+
+    fn finish(self) -> Result<(), LowerError> {
+        match self.used.iter().position(|u| !u) {
+            None => Ok(()),
+            Some(i) => Err(LowerError::UnsupportedModifier {
+                inst: self.inst.opcode.value.clone(),
+                modifier: self.inst.modifiers[i].value.clone(),
+                span: self.inst.modifiers[i].span,
+            }),
+        }
+    }
+}
+
+const CACHE_HINTS: &[&str] = &["ca", "cg", "cs", "lu", "cv", "wb", "wt", "nc"];
+const MEMORY_ORDER: &[&str] = &[
+    "relaxed", "acquire", "release", "acq_rel", "weak", "sc", "cta", "gpu", "sys", "cluster",
+];
+
+const SPACES: &[(&str, Space)] = &[
+    ("global", Space::Global),
+    ("shared", Space::Shared),
+    ("local", Space::Local),
+    ("param", Space::Param),
+    ("const", Space::Const),
+];
+
+const CMPS: &[(&str, Cmp)] = &[
+    ("eq", Cmp::Eq),
+    ("ne", Cmp::Ne),
+    ("lt", Cmp::Lt),
+    ("le", Cmp::Le),
+    ("gt", Cmp::Gt),
+    ("ge", Cmp::Ge),
+    ("lo", Cmp::Lo),
+    ("ls", Cmp::Ls),
+    ("hi", Cmp::Hi),
+    ("hs", Cmp::Hs),
+    ("num", Cmp::Num),
+    ("nan", Cmp::Nan),
+    ("equ", Cmp::Equ),
+    ("neu", Cmp::Neu),
+    ("ltu", Cmp::Ltu),
+    ("leu", Cmp::Leu),
+    ("gtu", Cmp::Gtu),
+    ("geu", Cmp::Geu),
+];
+
+const BOOL_OPS: &[(&str, BoolOp)] = &[
+    ("and", BoolOp::And),
+    ("or", BoolOp::Or),
+    ("xor", BoolOp::Xor),
+];
+
+impl<'a> KernelLowerer<'a> {
+    pub(super) fn instruction(&mut self, i: &'a ast::Instruction) -> Result<(), LowerError> {
+        let name = i.opcode.value.as_str();
+        if name == "call" {
+            return self.call(i);
+        }
+        let guard = match &i.guard {
+            None => None,
+            Some(g) => match self.lookup(&g.pred.value) {
+                Some(Sym::Reg(r)) => Some(crate::inst::Guard {
+                    reg: r,
+                    negated: g.negated,
+                }),
+                _ => {
+                    return Err(LowerError::UnknownIdentifier {
+                        name: g.pred.value.clone(),
+                        span: g.pred.span,
+                    })
+                }
+            },
+        };
+        let mut m = Mods::new(i);
+        let mut inst = match name {
+            "mov" => self.mov(i, &mut m)?,
+            "add" | "sub" | "mul" | "mad" | "mul24" | "mad24" | "div" | "rem" | "min" | "max"
+            | "abs" | "neg" | "and" | "or" | "xor" | "not" | "cnot" | "shl" | "shr" | "popc"
+            | "clz" | "brev" | "bfe" | "bfi" | "prmt" | "rcp" | "sqrt" | "rsqrt" | "sin"
+            | "cos" | "ex2" | "lg2" | "tanh" | "copysign" | "sad" | "fma" => {
+                self.arith(i, &mut m)?
+            }
+            "setp" => self.setp(i, &mut m)?,
+            "set" => self.set(i, &mut m)?,
+            "selp" => {
+                let ty = m.need_ty()?;
+                self.simple(i, Op::Selp(ty), &[ty, ty, Ty::Pred])?
+            }
+            "slct" => {
+                let ftz = m.has("ftz");
+                let dty = m.need_ty()?;
+                let cty = m.need_ty()?;
+                self.simple(i, Op::Slct { dty, cty, ftz }, &[dty, dty, cty])?
+            }
+            "cvt" => {
+                let rounding = m.one_of(&[
+                    ("rn", Rounding::Nearest),
+                    ("rz", Rounding::Zero),
+                    ("rm", Rounding::Down),
+                    ("rp", Rounding::Up),
+                    ("rni", Rounding::Nearest),
+                    ("rzi", Rounding::Zero),
+                    ("rmi", Rounding::Down),
+                    ("rpi", Rounding::Up),
+                ]);
+                let ftz = m.has("ftz");
+                let sat = m.has("sat");
+                let dty = m.need_ty()?;
+                let sty = m.need_ty()?;
+                self.simple(
+                    i,
+                    Op::Cvt {
+                        dty,
+                        sty,
+                        rounding,
+                        ftz,
+                        sat,
+                    },
+                    &[sty],
+                )?
+            }
+            "cvta" => {
+                let to = m.has("to");
+                let space = m.one_of(SPACES).ok_or_else(|| m.missing("a state space"))?;
+                let ty = m.need_ty()?;
+                self.simple(
+                    i,
+                    Op::Cvta {
+                        space,
+                        to_generic: !to,
+                        ty,
+                    },
+                    &[ty],
+                )?
+            }
+            "isspacep" => {
+                let space = m.one_of(SPACES).ok_or_else(|| m.missing("a state space"))?;
+                self.simple(i, Op::IsSpace { space }, &[Ty::U64])?
+            }
+            "testp" => {
+                let kind = m
+                    .one_of(&[
+                        ("finite", TestpKind::Finite),
+                        ("infinite", TestpKind::Infinite),
+                        ("number", TestpKind::Number),
+                        ("notanumber", TestpKind::NotANumber),
+                        ("normal", TestpKind::Normal),
+                        ("subnormal", TestpKind::Subnormal),
+                    ])
+                    .ok_or_else(|| m.missing("a property such as `.finite`"))?;
+                let ty = m.need_ty()?;
+                self.simple(i, Op::Testp { kind, ty }, &[ty])?
+            }
+            "ld" | "ldu" | "st" => self.ld_st(i, &mut m)?,
+            "atom" | "red" => self.atom(i, &mut m)?,
+            "vote" => {
+                m.has("sync");
+                let mode = m
+                    .one_of(&[
+                        ("all", VoteMode::All),
+                        ("any", VoteMode::Any),
+                        ("uni", VoteMode::Uni),
+                        ("ballot", VoteMode::Ballot),
+                    ])
+                    .ok_or_else(|| m.missing("a mode such as `.ballot`"))?;
+                m.need_ty()?;
+                self.with_optional_mask(i, Op::Vote { mode }, &[Ty::Pred], 2)?
+            }
+            "shfl" => {
+                m.has("sync");
+                let mode = m
+                    .one_of(&[
+                        ("up", ShflMode::Up),
+                        ("down", ShflMode::Down),
+                        ("bfly", ShflMode::Bfly),
+                        ("idx", ShflMode::Idx),
+                    ])
+                    .ok_or_else(|| m.missing("a mode such as `.bfly`"))?;
+                m.need_ty()?;
+                self.with_optional_mask(i, Op::Shfl { mode }, &[Ty::B32, Ty::U32, Ty::U32], 4)?
+            }
+            "activemask" => {
+                m.need_ty()?;
+                self.simple(i, Op::Activemask, &[])?
+            }
+            "bar" | "barrier" => self.barrier(i, &mut m)?,
+            "membar" | "fence" => {
+                m.accept(&[
+                    "cta", "gl", "sys", "gpu", "cluster", "sc", "acq_rel", "proxy", "alias",
+                    "async",
+                ]);
+                self.simple(i, Op::Fence, &[])?
+            }
+            "prefetch" | "prefetchu" => {
+                // A cache hint with no architectural effect on values.
+                m.accept(&["global", "local", "L1", "L2"]);
+                Inst::new(Op::Fence, i.span)
+            }
+            "bra" | "brx" if name == "bra" => {
+                let uni = m.has("uni");
+                let [target] = i.operands.as_slice() else {
+                    return Err(count_error(i, "1"));
+                };
+                let K::Ident { name: label, .. } = &target.kind else {
+                    return Err(bad(i, "a label", target.span));
+                };
+                let Some(Sym::Label(id)) = self.lookup(label) else {
+                    return Err(LowerError::UnknownLabel {
+                        name: label.clone(),
+                        span: target.span,
+                    });
+                };
+                self.fixups.push((self.insts.len(), id));
+                Inst::new(
+                    Op::Bra {
+                        target: InstId(u32::MAX),
+                        uni,
+                    },
+                    i.span,
+                )
+            }
+            "ret" => {
+                m.has("uni");
+                match self.frames.last().and_then(|f| f.ret_label) {
+                    None => Inst::new(Op::Exit, i.span),
+                    Some(label) => {
+                        self.fixups.push((self.insts.len(), label));
+                        Inst::new(
+                            Op::Bra {
+                                target: InstId(u32::MAX),
+                                uni: false,
+                            },
+                            i.span,
+                        )
+                    }
+                }
+            }
+            "exit" => Inst::new(Op::Exit, i.span),
+            _ => {
+                return Err(LowerError::UnsupportedInstruction {
+                    name: full_name(i),
+                    span: i.span,
+                })
+            }
+        };
+        m.finish()?;
+        inst.guard = guard;
+        self.push(inst);
+        Ok(())
+    }
+
+    /// Resolves a destination: a register or the sink `_`.
+    fn dst(&self, i: &ast::Instruction, o: &ast::Operand) -> Result<Option<Reg>, LowerError> {
+        match &o.kind {
+            K::Sink => Ok(None),
+            K::Ident {
+                name,
+                component: None,
+            } => match self.lookup(name) {
+                Some(Sym::Reg(r)) => Ok(Some(r)),
+                Some(_) => Err(bad(i, "a register destination", o.span)),
+                None => Err(LowerError::UnknownIdentifier {
+                    name: name.clone(),
+                    span: o.span,
+                }),
+            },
+            _ => Err(bad(i, "a register destination", o.span)),
+        }
+    }
+
+    fn reg_by_name(
+        &self,
+        i: &ast::Instruction,
+        name: &ast::Spanned<String>,
+    ) -> Result<Reg, LowerError> {
+        match self.lookup(&name.value) {
+            Some(Sym::Reg(r)) => Ok(r),
+            Some(_) => Err(bad(i, "a register", name.span)),
+            None => Err(LowerError::UnknownIdentifier {
+                name: name.value.clone(),
+                span: name.span,
+            }),
+        }
+    }
+
+    /// Resolves a source operand whose immediate (if any) has type `ty`.
+    fn src(&self, i: &ast::Instruction, o: &ast::Operand, ty: Ty) -> Result<Operand, LowerError> {
+        match &o.kind {
+            K::Int(v) => Ok(Operand::Imm(int_literal_bits(*v, ty))),
+            K::Float(f) => Ok(Operand::Imm(float_literal_bits(*f, ty))),
+            K::Not(inner) => match self.src(i, inner, Ty::Pred)? {
+                Operand::Reg(r) => Ok(Operand::NotReg(r)),
+                _ => Err(bad(i, "a predicate register after `!`", o.span)),
+            },
+            K::Ident { name, component } => {
+                if let Some(s) = special(name, *component) {
+                    return Ok(Operand::Special(s));
+                }
+                if component.is_some() {
+                    return Err(bad(i, "a register without a component", o.span));
+                }
+                match self.lookup(name) {
+                    Some(Sym::Reg(r)) => Ok(Operand::Reg(r)),
+                    // The address of a variable in its own state space.
+                    Some(Sym::Local(off) | Sym::Shared(off) | Sym::KernelParam(off)) => {
+                        Ok(Operand::Imm(off as u64))
+                    }
+                    Some(Sym::Global(g)) => Ok(Operand::GlobalAddr(g, 0)),
+                    Some(Sym::Label(_)) => Err(bad(i, "a value, not a label", o.span)),
+                    None => Err(LowerError::UnknownIdentifier {
+                        name: name.clone(),
+                        span: o.span,
+                    }),
+                }
+            }
+            _ => Err(bad(i, "a register or immediate", o.span)),
+        }
+    }
+
+    /// An instruction `op d, a, b, ...` with one destination and sources of the given types
+    /// (`srcs.len()` sources; a destination only if the op produces one).
+    fn simple(&self, i: &ast::Instruction, op: Op, srcs: &[Ty]) -> Result<Inst, LowerError> {
+        let has_dst = !matches!(op, Op::Fence);
+        let want = srcs.len() + has_dst as usize;
+        if i.operands.len() != want {
+            return Err(count_error(i, &want.to_string()));
+        }
+        let mut inst = Inst::new(op, i.span);
+        let mut ops = i.operands.iter();
+        if has_dst {
+            inst.dsts[0] = self.dst(i, ops.next().expect("counted"))?;
+            inst.n_dsts = 1;
+        }
+        for (k, (o, ty)) in ops.zip(srcs).enumerate() {
+            inst.srcs[k] = self.src(i, o, *ty)?;
+        }
+        inst.n_srcs = srcs.len() as u8;
+        Ok(inst)
+    }
+
+    /// `vote` and `shfl`: the destination may be a `d|p` pair (shfl) and the last source, the
+    /// member mask, is optional (absent in the pre-`.sync` forms: then all lanes).
+    fn with_optional_mask(
+        &self,
+        i: &ast::Instruction,
+        op: Op,
+        srcs: &[Ty],
+        max_srcs: usize,
+    ) -> Result<Inst, LowerError> {
+        let n = i.operands.len();
+        if n != srcs.len() + 1 && n != max_srcs + 1 {
+            return Err(count_error(
+                i,
+                &format!("{} or {}", srcs.len() + 1, max_srcs + 1),
+            ));
+        }
+        let mut inst = Inst::new(op, i.span);
+        match &i.operands[0].kind {
+            K::PredPair(d, p) => {
+                inst.dsts[0] = Some(self.reg_by_name(i, d)?);
+                inst.dsts[1] = Some(self.reg_by_name(i, p)?);
+                inst.n_dsts = 2;
+            }
+            _ => {
+                inst.dsts[0] = self.dst(i, &i.operands[0])?;
+                inst.n_dsts = 1;
+            }
+        }
+        for (k, o) in i.operands[1..].iter().enumerate() {
+            let ty = srcs.get(k).copied().unwrap_or(Ty::B32);
+            inst.srcs[k] = self.src(i, o, ty)?;
+        }
+        if n == srcs.len() + 1 {
+            // No member mask: the whole warp.
+            inst.srcs[max_srcs - 1] = Operand::Imm(u32::MAX as u64);
+        }
+        inst.n_srcs = max_srcs as u8;
+        Ok(inst)
+    }
+
+    fn mov(&self, i: &ast::Instruction, m: &mut Mods) -> Result<Inst, LowerError> {
+        let ty = m.need_ty()?;
+        let [d, a] = i.operands.as_slice() else {
+            return Err(count_error(i, "2"));
+        };
+        let part_of = |count: usize| match ty.size() as usize / count.max(1) {
+            1 => Ty::B8,
+            2 => Ty::B16,
+            4 => Ty::B32,
+            _ => Ty::B64,
+        };
+        match (&d.kind, &a.kind) {
+            (_, K::Vector(parts)) => {
+                if parts.len() > MAX_DSTS || parts.len() < 2 {
+                    return Err(bad(i, "a vector of 2 or 4 registers", a.span));
+                }
+                let part = part_of(parts.len());
+                let mut inst = Inst::new(
+                    Op::Pack {
+                        part,
+                        count: parts.len() as u8,
+                    },
+                    i.span,
+                );
+                inst.dsts[0] = self.dst(i, d)?;
+                inst.n_dsts = 1;
+                for (k, p) in parts.iter().enumerate() {
+                    inst.srcs[k] = self.src(i, p, part)?;
+                }
+                inst.n_srcs = parts.len() as u8;
+                Ok(inst)
+            }
+            (K::Vector(parts), _) => {
+                if parts.len() > MAX_DSTS || parts.len() < 2 {
+                    return Err(bad(i, "a vector of 2 or 4 registers", d.span));
+                }
+                let part = part_of(parts.len());
+                let mut inst = Inst::new(
+                    Op::Unpack {
+                        part,
+                        count: parts.len() as u8,
+                    },
+                    i.span,
+                );
+                for (k, p) in parts.iter().enumerate() {
+                    inst.dsts[k] = self.dst(i, p)?;
+                }
+                inst.n_dsts = parts.len() as u8;
+                inst.srcs[0] = self.src(i, a, ty)?;
+                inst.n_srcs = 1;
+                Ok(inst)
+            }
+            _ => self.simple(i, Op::Mov(ty), &[ty]),
+        }
+    }
+
+    fn arith(&self, i: &ast::Instruction, m: &mut Mods) -> Result<Inst, LowerError> {
+        use ArithOp::*;
+        let name = i.opcode.value.as_str();
+        let mode = m.float_mode();
+        let lo = m.has("lo");
+        let hi = m.has("hi");
+        let wide_mode = m.has("wide");
+        let prmt_mode = if name == "prmt" {
+            m.one_of(&[
+                ("f4e", PrmtMode::F4e),
+                ("b4e", PrmtMode::B4e),
+                ("rc8", PrmtMode::Rc8),
+                ("ecl", PrmtMode::Ecl),
+                ("ecr", PrmtMode::Ecr),
+                ("rc16", PrmtMode::Rc16),
+            ])
+            .unwrap_or(PrmtMode::Generic)
+        } else {
+            PrmtMode::Generic
+        };
+        let ty = m.need_ty()?;
+        let float = ty.is_float();
+        let int_mul = |lo: bool, hi: bool, wide: bool, l: ArithOp, h: ArithOp, w: ArithOp| {
+            if hi {
+                Some(h)
+            } else if wide {
+                Some(w)
+            } else if lo {
+                Some(l)
+            } else {
+                None
+            }
+        };
+        let op = match name {
+            "add" => Add,
+            "sub" => Sub,
+            "mul" if float => Mul,
+            "mul" => int_mul(lo, hi, wide_mode, MulLo, MulHi, MulWide)
+                .ok_or_else(|| m.missing("`.lo`, `.hi` or `.wide`"))?,
+            "mad" if float => Fma,
+            "mad" => int_mul(lo, hi, wide_mode, MadLo, MadHi, MadWide)
+                .ok_or_else(|| m.missing("`.lo`, `.hi` or `.wide`"))?,
+            "mul24" => {
+                if hi {
+                    Mul24Hi
+                } else {
+                    Mul24Lo
+                }
+            }
+            "mad24" => {
+                if hi {
+                    Mad24Hi
+                } else {
+                    Mad24Lo
+                }
+            }
+            "fma" => Fma,
+            "div" => Div,
+            "rem" => Rem,
+            "min" => Min,
+            "max" => Max,
+            "abs" => Abs,
+            "neg" => Neg,
+            "and" => And,
+            "or" => Or,
+            "xor" => Xor,
+            "not" => Not,
+            "cnot" => CNot,
+            "shl" => Shl,
+            "shr" => Shr,
+            "popc" => Popc,
+            "clz" => Clz,
+            "brev" => Brev,
+            "bfe" => Bfe,
+            "bfi" => Bfi,
+            "prmt" => Prmt(prmt_mode),
+            "rcp" => Rcp,
+            "sqrt" => Sqrt,
+            "rsqrt" => Rsqrt,
+            "sin" => Sin,
+            "cos" => Cos,
+            "ex2" => Ex2,
+            "lg2" => Lg2,
+            "tanh" => Tanh,
+            "copysign" => Copysign,
+            "sad" => Sad,
+            _ => unreachable!("dispatched by the caller"),
+        };
+        if (lo || hi || wide_mode) && float {
+            return Err(LowerError::UnsupportedModifier {
+                inst: name.into(),
+                modifier: "lo/hi/wide on a float type".into(),
+                span: i.span,
+            });
+        }
+        let n = arity(op);
+        let mut types = vec![ty; n];
+        match op {
+            Shl | Shr => types[1] = Ty::U32,
+            Bfe => {
+                types[1] = Ty::U32;
+                types[2] = Ty::U32;
+            }
+            Bfi => {
+                types[2] = Ty::U32;
+                types[3] = Ty::U32;
+            }
+            MadWide => types[2] = wide(ty),
+            _ => {}
+        }
+        self.simple(i, Op::Arith { op, ty, mode }, &types)
+    }
+
+    fn setp(&self, i: &ast::Instruction, m: &mut Mods) -> Result<Inst, LowerError> {
+        let cmp = m
+            .one_of(CMPS)
+            .ok_or_else(|| m.missing("a comparison such as `.lt`"))?;
+        let combine = m.one_of(BOOL_OPS);
+        let ftz = m.has("ftz");
+        let ty = m.need_ty()?;
+        let want = if combine.is_some() { 4 } else { 3 };
+        if i.operands.len() != want {
+            return Err(count_error(i, &want.to_string()));
+        }
+        let mut inst = Inst::new(
+            Op::Setp {
+                cmp,
+                combine,
+                ty,
+                ftz,
+            },
+            i.span,
+        );
+        match &i.operands[0].kind {
+            K::PredPair(p, q) => {
+                inst.dsts[0] = Some(self.reg_by_name(i, p)?);
+                inst.dsts[1] = Some(self.reg_by_name(i, q)?);
+                inst.n_dsts = 2;
+            }
+            _ => {
+                inst.dsts[0] = self.dst(i, &i.operands[0])?;
+                inst.n_dsts = 1;
+            }
+        }
+        inst.srcs[0] = self.src(i, &i.operands[1], ty)?;
+        inst.srcs[1] = self.src(i, &i.operands[2], ty)?;
+        if combine.is_some() {
+            inst.srcs[2] = self.src(i, &i.operands[3], Ty::Pred)?;
+        }
+        inst.n_srcs = want as u8 - 1;
+        Ok(inst)
+    }
+
+    fn set(&self, i: &ast::Instruction, m: &mut Mods) -> Result<Inst, LowerError> {
+        let cmp = m
+            .one_of(CMPS)
+            .ok_or_else(|| m.missing("a comparison such as `.lt`"))?;
+        let combine = m.one_of(BOOL_OPS);
+        let ftz = m.has("ftz");
+        let dty = m.need_ty()?;
+        let sty = m.need_ty()?;
+        let op = Op::Set {
+            cmp,
+            combine,
+            dty,
+            sty,
+            ftz,
+        };
+        if combine.is_some() {
+            self.simple(i, op, &[sty, sty, Ty::Pred])
+        } else {
+            self.simple(i, op, &[sty, sty])
+        }
+    }
+
+    /// Resolves `[base+offset]` for a memory instruction whose written space is `space`.
+    fn address(
+        &self,
+        i: &ast::Instruction,
+        o: &ast::Operand,
+        space: Option<Space>,
+    ) -> Result<(Space, Operand, i32), LowerError> {
+        let K::Address { base, offset } = &o.kind else {
+            return Err(bad(i, "an address `[...]`", o.span));
+        };
+        let offset =
+            i32::try_from(*offset).map_err(|_| bad(i, "an offset that fits in 32 bits", o.span))?;
+        let Some(base) = base else {
+            return Ok((
+                space.unwrap_or(Space::Generic),
+                Operand::Imm(offset as u32 as u64),
+                0,
+            ));
+        };
+        let sym = self
+            .lookup(&base.name)
+            .ok_or_else(|| LowerError::UnknownIdentifier {
+                name: base.name.clone(),
+                span: base.span,
+            })?;
+        Ok(match sym {
+            Sym::Reg(r) => (space.unwrap_or(Space::Generic), Operand::Reg(r), offset),
+            Sym::Local(off) => (Space::Local, Operand::Imm(off as u64), offset),
+            Sym::Shared(off) => (Space::Shared, Operand::Imm(off as u64), offset),
+            Sym::KernelParam(off) => (Space::Param, Operand::Imm(off as u64), offset),
+            Sym::Global(g) => (
+                match space {
+                    Some(Space::Const) => Space::Const,
+                    _ => Space::Global,
+                },
+                Operand::GlobalAddr(g, 0),
+                offset,
+            ),
+            Sym::Label(_) => return Err(bad(i, "an address, not a label", base.span)),
+        })
+    }
+
+    fn ld_st(&self, i: &ast::Instruction, m: &mut Mods) -> Result<Inst, LowerError> {
+        let store = i.opcode.value == "st";
+        let space = m.one_of(SPACES);
+        let volatile = m.has("volatile") | m.has("relaxed") | m.has("acquire") | m.has("release");
+        m.accept(CACHE_HINTS);
+        m.accept(MEMORY_ORDER);
+        let vec = m.one_of(&[("v2", 2u8), ("v4", 4u8)]).unwrap_or(1);
+        let ty = m.need_ty()?;
+        let [first, second] = i.operands.as_slice() else {
+            return Err(count_error(i, "2"));
+        };
+        let (addr_op, value_op) = if store {
+            (first, second)
+        } else {
+            (second, first)
+        };
+        let (space, base, offset) = self.address(i, addr_op, space)?;
+        let values: &[ast::Operand] = match &value_op.kind {
+            K::Vector(v) => v,
+            _ => std::slice::from_ref(value_op),
+        };
+        if values.len() != vec as usize {
+            return Err(bad(i, "as many values as the vector width", value_op.span));
+        }
+        if store {
+            let mut inst = Inst::new(
+                Op::St {
+                    space,
+                    ty,
+                    vec,
+                    offset,
+                },
+                i.span,
+            );
+            inst.srcs[0] = base;
+            for (k, v) in values.iter().enumerate() {
+                inst.srcs[k + 1] = self.src(i, v, ty)?;
+            }
+            inst.n_srcs = vec + 1;
+            Ok(inst)
+        } else {
+            let mut inst = Inst::new(
+                Op::Ld {
+                    space,
+                    ty,
+                    vec,
+                    offset,
+                    dst_bits: 64,
+                    volatile,
+                },
+                i.span,
+            );
+            let mut dst_bits = ty.bits();
+            for (k, v) in values.iter().enumerate() {
+                inst.dsts[k] = self.dst(i, v)?;
+                if let Some(r) = inst.dsts[k] {
+                    dst_bits = self.regs[r].ty.bits().max(ty.bits());
+                }
+            }
+            if let Op::Ld { dst_bits: d, .. } = &mut inst.op {
+                *d = dst_bits as u8;
+            }
+            inst.n_dsts = vec;
+            inst.srcs[0] = base;
+            inst.n_srcs = 1;
+            Ok(inst)
+        }
+    }
+
+    fn atom(&self, i: &ast::Instruction, m: &mut Mods) -> Result<Inst, LowerError> {
+        let red = i.opcode.value == "red";
+        let space = m.one_of(&[("global", Space::Global), ("shared", Space::Shared)]);
+        m.accept(MEMORY_ORDER);
+        m.accept(&["noftz"]);
+        let op = m
+            .one_of(&[
+                ("add", AtomOp::Add),
+                ("min", AtomOp::Min),
+                ("max", AtomOp::Max),
+                ("inc", AtomOp::Inc),
+                ("dec", AtomOp::Dec),
+                ("exch", AtomOp::Exch),
+                ("cas", AtomOp::Cas),
+                ("and", AtomOp::And),
+                ("or", AtomOp::Or),
+                ("xor", AtomOp::Xor),
+            ])
+            .ok_or_else(|| m.missing("an operation such as `.add`"))?;
+        let ty = m.need_ty()?;
+        let n_vals = if op == AtomOp::Cas { 2 } else { 1 };
+        let want = n_vals + 1 + !red as usize;
+        if i.operands.len() != want {
+            return Err(count_error(i, &want.to_string()));
+        }
+        let mut ops = i.operands.iter();
+        let dst = if red {
+            None
+        } else {
+            self.dst(i, ops.next().expect("counted"))?
+        };
+        let (space, base, offset) = self.address(i, ops.next().expect("counted"), space)?;
+        let op = if red {
+            Op::Red {
+                space,
+                op,
+                ty,
+                offset,
+            }
+        } else {
+            Op::Atom {
+                space,
+                op,
+                ty,
+                offset,
+            }
+        };
+        let mut inst = Inst::new(op, i.span);
+        if !red {
+            inst.dsts[0] = dst;
+            inst.n_dsts = 1;
+        }
+        inst.srcs[0] = base;
+        for (k, o) in ops.enumerate() {
+            inst.srcs[k + 1] = self.src(i, o, ty)?;
+        }
+        inst.n_srcs = n_vals as u8 + 1;
+        Ok(inst)
+    }
+
+    fn barrier(&self, i: &ast::Instruction, m: &mut Mods) -> Result<Inst, LowerError> {
+        m.accept(&["aligned"]);
+        if m.has("warp") {
+            // `bar.warp.sync mask` (__syncwarp): the lanes of a warp execute in lockstep in
+            // this model, so it only orders memory.
+            m.has("sync");
+            let mut inst = Inst::new(Op::Fence, i.span);
+            if i.operands.len() != 1 {
+                return Err(count_error(i, "1"));
+            }
+            inst.srcs[0] = self.src(i, &i.operands[0], Ty::B32)?;
+            inst.n_srcs = 1;
+            return Ok(inst);
+        }
+        let kind = if m.has("sync") {
+            BarKind::Sync
+        } else if m.has("arrive") {
+            BarKind::Arrive
+        } else if m.has("red") {
+            let k = m
+                .one_of(&[
+                    ("popc", BarKind::RedPopc),
+                    ("and", BarKind::RedAnd),
+                    ("or", BarKind::RedOr),
+                ])
+                .ok_or_else(|| m.missing("`.popc`, `.and` or `.or`"))?;
+            m.need_ty()?;
+            k
+        } else if i.opcode.value == "bar" && m.inst.modifiers.is_empty() {
+            BarKind::Sync
+        } else {
+            return Err(m.missing("`.sync`, `.arrive` or `.red`"));
+        };
+        let is_red = matches!(kind, BarKind::RedPopc | BarKind::RedAnd | BarKind::RedOr);
+        let ops = &i.operands;
+        let mut inst = Inst::new(Op::Bar { kind }, i.span);
+        let rest = if is_red {
+            if ops.len() != 3 && ops.len() != 4 {
+                return Err(count_error(i, "3 or 4"));
+            }
+            inst.dsts[0] = self.dst(i, &ops[0])?;
+            inst.n_dsts = 1;
+            &ops[1..]
+        } else {
+            if ops.is_empty() || ops.len() > 2 {
+                return Err(count_error(i, "1 or 2"));
+            }
+            &ops[..]
+        };
+        inst.srcs[0] = self.src(i, &rest[0], Ty::U32)?;
+        let has_count = if is_red {
+            rest.len() == 3
+        } else {
+            rest.len() == 2
+        };
+        if has_count {
+            inst.srcs[1] = self.src(i, &rest[1], Ty::U32)?;
+        }
+        if is_red {
+            inst.srcs[2] = self.src(i, rest.last().expect("counted"), Ty::Pred)?;
+        }
+        inst.n_srcs = 3;
+        Ok(inst)
+    }
+}
+
+fn special(name: &str, component: Option<char>) -> Option<Special> {
+    let dim = |c: Option<char>| match c {
+        Some('x') => Some(0u8),
+        Some('y') => Some(1),
+        Some('z') => Some(2),
+        _ => None,
+    };
+    Some(match name {
+        "%tid" => Special::Tid(dim(component)?),
+        "%ntid" => Special::Ntid(dim(component)?),
+        "%ctaid" => Special::Ctaid(dim(component)?),
+        "%nctaid" => Special::Nctaid(dim(component)?),
+        _ if component.is_some() => return None,
+        "%laneid" => Special::LaneId,
+        "%warpid" => Special::WarpId,
+        "%nwarpid" => Special::NWarpId,
+        "%smid" => Special::SmId,
+        "%nsmid" => Special::NSmId,
+        "%gridid" => Special::GridId,
+        "%clock" => Special::Clock,
+        "%clock64" => Special::Clock64,
+        "%globaltimer" => Special::GlobalTimer,
+        "%lanemask_eq" => Special::LanemaskEq,
+        "%lanemask_le" => Special::LanemaskLe,
+        "%lanemask_lt" => Special::LanemaskLt,
+        "%lanemask_ge" => Special::LanemaskGe,
+        "%lanemask_gt" => Special::LanemaskGt,
+        "%dynamic_smem_size" => Special::DynamicSmemSize,
+        "%total_smem_size" => Special::TotalSmemSize,
+        _ => return None,
+    })
+}
+
+fn full_name(i: &ast::Instruction) -> String {
+    let mut s = i.opcode.value.clone();
+    for m in &i.modifiers {
+        s.push('.');
+        s.push_str(&m.value);
+    }
+    s
+}
+
+fn bad(i: &ast::Instruction, expected: &'static str, span: Span) -> LowerError {
+    LowerError::BadOperand {
+        inst: full_name(i),
+        expected,
+        span,
+    }
+}
+
+fn count_error(i: &ast::Instruction, expected: &str) -> LowerError {
+    LowerError::OperandCount {
+        inst: full_name(i),
+        expected: expected.to_string(),
+        found: i.operands.len(),
+        span: i.span,
+    }
+}

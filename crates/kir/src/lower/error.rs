@@ -1,0 +1,70 @@
+//! Lowering errors: everything Switchyard cannot execute, found before execution starts.
+
+use ptx::Span;
+
+/// One problem found while lowering; every variant carries the span it is about.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum LowerError {
+    #[error("unsupported instruction `{name}`")]
+    UnsupportedInstruction { name: String, span: Span },
+    #[error("unsupported modifier `.{modifier}` on `{inst}`")]
+    UnsupportedModifier {
+        inst: String,
+        modifier: String,
+        span: Span,
+    },
+    #[error("`{inst}` needs {what}")]
+    MissingModifier {
+        inst: String,
+        what: &'static str,
+        span: Span,
+    },
+    #[error("`{inst}` expects {expected} operands, found {found}")]
+    OperandCount {
+        inst: String,
+        expected: String,
+        found: usize,
+        span: Span,
+    },
+    #[error("bad operand for `{inst}`: expected {expected}")]
+    BadOperand {
+        inst: String,
+        expected: &'static str,
+        span: Span,
+    },
+    #[error("unknown identifier `{name}`")]
+    UnknownIdentifier { name: String, span: Span },
+    #[error("unknown label `{name}`")]
+    UnknownLabel { name: String, span: Span },
+    #[error("call to unknown or bodiless function `{name}`")]
+    UnknownFunction { name: String, span: Span },
+    #[error("recursive call to `{name}` cannot be inlined")]
+    Recursion { name: String, span: Span },
+    #[error("`{name}` is declared twice in the same scope")]
+    Redeclared { name: String, span: Span },
+    #[error("unsupported declaration: {what}")]
+    UnsupportedDeclaration { what: String, span: Span },
+    #[error("unsupported `.address_size {size}`: Switchyard executes 64-bit PTX only")]
+    AddressSize { size: u32, span: Span },
+}
+
+impl LowerError {
+    /// The source range the error is about.
+    pub fn span(&self) -> Span {
+        use LowerError::*;
+        match self {
+            UnsupportedInstruction { span, .. }
+            | UnsupportedModifier { span, .. }
+            | MissingModifier { span, .. }
+            | OperandCount { span, .. }
+            | BadOperand { span, .. }
+            | UnknownIdentifier { span, .. }
+            | UnknownLabel { span, .. }
+            | UnknownFunction { span, .. }
+            | Recursion { span, .. }
+            | Redeclared { span, .. }
+            | UnsupportedDeclaration { span, .. }
+            | AddressSize { span, .. } => *span,
+        }
+    }
+}

@@ -1,0 +1,792 @@
+//! Lowering from the PTX syntax tree to the kernel IR.
+//!
+//! * Names are resolved through a stack of scopes (`{ ... }` blocks nest; an inlined callee
+//!   sees only its own scopes and the module scope).
+//! * Shared memory is laid out per kernel: the static `.shared` variables the kernel (and the
+//!   functions it calls) actually reference, in declaration order, then dynamic shared memory
+//!   (`.extern .shared`) at the first 16-byte-aligned offset after them.
+//! * Per-thread local memory holds `.local` variables and the `.param` variables that call
+//!   sites declare to pass arguments; a call is inlined, and the callee's `.param` parameters
+//!   become aliases of the caller's argument variables.
+//! * Every instruction is decoded strictly: an unknown opcode or modifier is an error with its
+//!   span, and lowering goes on to report the others too.
+
+mod decode;
+mod error;
+
+use std::collections::{HashMap, HashSet};
+
+use ptx::ast::{self, InitExpr, Initializer, StateSpace, Statement};
+use ptx::Span;
+
+pub use error::LowerError;
+
+use crate::cfg::Cfg;
+use crate::ids::{GlobalId, IdVec, InstId, Reg};
+use crate::inst::{Inst, Op, Ty};
+use crate::module::{
+    GlobalSpace, GlobalVar, Kernel, LaunchBounds, Module, Param, RegInfo, Relocation,
+};
+
+/// Lowers a parsed module. On failure returns every error found (in source order).
+pub fn lower_module(module: &ast::Module, source_name: &str) -> Result<Module, Vec<LowerError>> {
+    let mut errors = Vec::new();
+    if module.address_size != 64 {
+        errors.push(LowerError::AddressSize {
+            size: module.address_size,
+            span: Span::default(),
+        });
+        return Err(errors);
+    }
+    let mut globals: IdVec<GlobalId, GlobalVar> = IdVec::new();
+    let mut module_syms: HashMap<String, ModuleSym> = HashMap::new();
+    let mut functions: HashMap<&str, &ast::Function> = HashMap::new();
+    let mut shared_decls: Vec<&ast::VarDecl> = Vec::new();
+
+    for item in &module.items {
+        match item {
+            ast::Item::Var(v) => match v.space {
+                StateSpace::Global | StateSpace::Const => {
+                    let space = if v.space == StateSpace::Const {
+                        GlobalSpace::Const
+                    } else {
+                        GlobalSpace::Global
+                    };
+                    let size = var_size(v);
+                    let id = globals.push(GlobalVar {
+                        name: v.name.value.clone(),
+                        space,
+                        size,
+                        align: var_align(v),
+                        init: vec![0; size as usize],
+                        relocations: Vec::new(),
+                        span: v.span,
+                    });
+                    module_syms.insert(v.name.value.clone(), ModuleSym::Global(id));
+                }
+                StateSpace::Shared => {
+                    shared_decls.push(v);
+                    module_syms.insert(v.name.value.clone(), ModuleSym::Shared);
+                }
+                _ => errors.push(LowerError::UnsupportedDeclaration {
+                    what: format!("module-scope variable in `.{:?}` space", v.space),
+                    span: v.span,
+                }),
+            },
+            ast::Item::Function(f) => {
+                if f.body.is_some() || !functions.contains_key(f.name.value.as_str()) {
+                    functions.insert(f.name.value.as_str(), f);
+                }
+            }
+        }
+    }
+    // Initializers, now that every global has an id (they may take each other's address).
+    for item in &module.items {
+        if let ast::Item::Var(v) = item {
+            if let (Some(init), Some(ModuleSym::Global(id))) =
+                (&v.init, module_syms.get(&v.name.value))
+            {
+                let mut g = globals[*id].clone();
+                let mut offset = 0u64;
+                write_initializer(init, v.ty, &module_syms, &mut g, &mut offset, &mut errors);
+                globals[*id] = g;
+            }
+        }
+    }
+
+    let mut kernels = IdVec::new();
+    for item in &module.items {
+        let ast::Item::Function(f) = item else {
+            continue;
+        };
+        if f.kind != ast::FunctionKind::Entry || f.body.is_none() {
+            continue;
+        }
+        let ctx = ModuleCtx {
+            syms: &module_syms,
+            functions: &functions,
+            shared_decls: &shared_decls,
+        };
+        match KernelLowerer::lower(&ctx, f) {
+            Ok(k) => {
+                kernels.push(k);
+            }
+            Err(mut e) => errors.append(&mut e),
+        }
+    }
+    if errors.is_empty() {
+        Ok(Module {
+            source_name: source_name.to_string(),
+            version: module.version,
+            target: module.target.clone(),
+            kernels,
+            globals,
+        })
+    } else {
+        errors.sort_by_key(|e| e.span().start);
+        Err(errors)
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+enum ModuleSym {
+    Global(GlobalId),
+    /// A module-scope `.shared` variable; its offset depends on the kernel.
+    Shared,
+}
+
+struct ModuleCtx<'a> {
+    syms: &'a HashMap<String, ModuleSym>,
+    functions: &'a HashMap<&'a str, &'a ast::Function>,
+    shared_decls: &'a [&'a ast::VarDecl],
+}
+
+fn var_align(v: &ast::VarDecl) -> u32 {
+    v.align.unwrap_or(v.ty.size() * v.vector).max(1)
+}
+
+fn var_size(v: &ast::VarDecl) -> u64 {
+    let elems: u64 = v.array_dims.iter().map(|d| d.unwrap_or(0)).product();
+    v.ty.size() as u64 * v.vector as u64 * elems
+}
+
+fn align_up(x: u64, a: u64) -> u64 {
+    x.div_ceil(a.max(1)) * a.max(1)
+}
+
+fn write_initializer(
+    init: &Initializer,
+    ty: Ty,
+    syms: &HashMap<String, ModuleSym>,
+    g: &mut GlobalVar,
+    offset: &mut u64,
+    errors: &mut Vec<LowerError>,
+) {
+    match init {
+        Initializer::List(items) => {
+            for i in items {
+                write_initializer(i, ty, syms, g, offset, errors);
+            }
+        }
+        Initializer::Expr(e) => {
+            let size = ty.size() as u64;
+            let bits: u64 = match &e.value {
+                InitExpr::Int(v) => decode::int_literal_bits(*v, ty),
+                InitExpr::Float(f) => decode::float_literal_bits(*f, ty),
+                InitExpr::SymbolAddr {
+                    name,
+                    offset: addend,
+                    ..
+                } => {
+                    match syms.get(name) {
+                        Some(ModuleSym::Global(target)) if size >= 4 => {
+                            g.relocations.push(Relocation {
+                                offset: *offset,
+                                width: size as u8,
+                                target: *target,
+                                addend: *addend,
+                            });
+                        }
+                        _ => errors.push(LowerError::UnsupportedDeclaration {
+                            what: format!("initializer taking the address of `{name}`"),
+                            span: e.span,
+                        }),
+                    }
+                    0
+                }
+            };
+            let start = *offset as usize;
+            let end = start + size as usize;
+            if end <= g.init.len() {
+                g.init[start..end].copy_from_slice(&bits.to_le_bytes()[..size as usize]);
+            } else {
+                errors.push(LowerError::UnsupportedDeclaration {
+                    what: format!("initializer longer than `{}`", g.name),
+                    span: e.span,
+                });
+            }
+            *offset += size;
+        }
+    }
+}
+
+/// What a name means inside a function body.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Sym {
+    Reg(Reg),
+    /// Per-thread local memory at this byte offset.
+    Local(u32),
+    /// Shared memory at this byte offset.
+    Shared(u32),
+    /// The kernel's parameter buffer at this byte offset.
+    KernelParam(u32),
+    Global(GlobalId),
+    Label(u32),
+}
+
+struct Scope {
+    names: HashMap<String, Sym>,
+    /// An inlined function's outermost scope: lookups stop here and go to module scope.
+    function_root: bool,
+}
+
+/// State of one inlined function instance (the kernel itself is the first).
+struct FrameCtx {
+    /// Name prefix for registers (`""` for the kernel, `"callee#3::"` for an instance).
+    prefix: String,
+    /// Where `ret` goes; `None` in the kernel itself (`ret` exits).
+    ret_label: Option<u32>,
+    /// The function's name, for static shared variables declared in its body.
+    func_name: String,
+}
+
+struct KernelLowerer<'a> {
+    ctx: &'a ModuleCtx<'a>,
+    kernel_name: String,
+    regs: IdVec<Reg, RegInfo>,
+    insts: Vec<Inst>,
+    scopes: Vec<Scope>,
+    frames: Vec<FrameCtx>,
+    /// Label id → instruction index once placed.
+    label_pos: Vec<Option<u32>>,
+    label_names: Vec<(String, Span)>,
+    /// Branches to patch: (instruction index, label id).
+    fixups: Vec<(usize, u32)>,
+    /// Static shared layout: module-scope variable name or `func::var` → offset.
+    shared_offsets: HashMap<String, u32>,
+    static_smem: u32,
+    dynamic_smem_base: u32,
+    uses_dynamic_smem: bool,
+    local_size: u32,
+    inline_count: u32,
+    errors: Vec<LowerError>,
+}
+
+impl<'a> KernelLowerer<'a> {
+    fn lower(ctx: &'a ModuleCtx<'a>, f: &'a ast::Function) -> Result<Kernel, Vec<LowerError>> {
+        let mut l = KernelLowerer {
+            ctx,
+            kernel_name: f.name.value.clone(),
+            regs: IdVec::new(),
+            insts: Vec::new(),
+            scopes: Vec::new(),
+            frames: Vec::new(),
+            label_pos: Vec::new(),
+            label_names: Vec::new(),
+            fixups: Vec::new(),
+            shared_offsets: HashMap::new(),
+            static_smem: 0,
+            dynamic_smem_base: 0,
+            uses_dynamic_smem: false,
+            local_size: 0,
+            inline_count: 0,
+            errors: Vec::new(),
+        };
+        l.layout_shared(f);
+
+        // Parameters.
+        let mut params = Vec::new();
+        let mut param_size = 0u64;
+        let mut root = Scope {
+            names: HashMap::new(),
+            function_root: true,
+        };
+        for p in &f.params {
+            let size = p.ty.size() as u64 * p.array_len.unwrap_or(1);
+            let align = p.align.unwrap_or(p.ty.size()).max(1);
+            let offset = align_up(param_size, align as u64);
+            param_size = offset + size;
+            params.push(Param {
+                name: p.name.value.clone(),
+                ty: p.ty,
+                offset: offset as u32,
+                size: size as u32,
+                align,
+            });
+            root.names
+                .insert(p.name.value.clone(), Sym::KernelParam(offset as u32));
+        }
+        l.scopes.push(root);
+        l.frames.push(FrameCtx {
+            prefix: String::new(),
+            ret_label: None,
+            func_name: f.name.value.clone(),
+        });
+        let body = f.body.as_ref().expect("kernels with a body only");
+        l.declare_labels(body);
+        l.block(body);
+        l.frames.pop();
+        l.scopes.pop();
+
+        // A label after the last instruction (or a fall-off end) needs a landing place:
+        // running off the end of a kernel returns.
+        let end = l.insts.len() as u32;
+        if l.insts.is_empty()
+            || l.label_pos.iter().any(|p| *p == Some(end))
+            || !matches!(
+                l.insts.last().map(|i| (i.op, i.guard)),
+                Some((Op::Exit, None))
+            )
+        {
+            l.insts.push(Inst::new(Op::Exit, f.span));
+        }
+        for &(at, label) in &l.fixups {
+            match l.label_pos[label as usize] {
+                Some(pos) => {
+                    if let Op::Bra { target, .. } = &mut l.insts[at].op {
+                        *target = InstId(pos);
+                    }
+                }
+                None => {
+                    let (name, span) = l.label_names[label as usize].clone();
+                    l.errors.push(LowerError::UnknownLabel { name, span });
+                }
+            }
+        }
+        if !l.errors.is_empty() {
+            return Err(l.errors);
+        }
+        let insts = IdVec::from_vec(l.insts);
+        let cfg = Cfg::build(&insts);
+        let mut launch_bounds = LaunchBounds::default();
+        for p in &f.performance {
+            let dims = |v: &[u32]| {
+                let mut d = [1u32; 3];
+                for (i, x) in v.iter().take(3).enumerate() {
+                    d[i] = *x;
+                }
+                d
+            };
+            match &p.value {
+                ast::Performance::MaxNtid(v) => launch_bounds.max_ntid = Some(dims(v)),
+                ast::Performance::ReqNtid(v) => launch_bounds.req_ntid = Some(dims(v)),
+                ast::Performance::MinNctaPerSm(n) => launch_bounds.min_ctas_per_sm = Some(*n),
+                _ => {}
+            }
+        }
+        Ok(Kernel {
+            name: l.kernel_name,
+            params,
+            param_size: param_size as u32,
+            regs: l.regs,
+            insts,
+            static_smem: l.static_smem,
+            uses_dynamic_smem: l.uses_dynamic_smem,
+            local_size: align_up(l.local_size as u64, 8) as u32,
+            launch_bounds,
+            cfg,
+            span: f.span,
+        })
+    }
+
+    /// Lays out the static shared variables the kernel can reach, then dynamic shared memory.
+    fn layout_shared(&mut self, f: &ast::Function) {
+        let mut used = HashSet::new();
+        let mut body_shared: Vec<(String, &ast::VarDecl)> = Vec::new();
+        let mut visited = HashSet::new();
+        collect_uses(
+            f,
+            self.ctx.functions,
+            &mut used,
+            &mut body_shared,
+            &mut visited,
+        );
+        let mut offset = 0u64;
+        let mut place = |key: String, v: &ast::VarDecl, offsets: &mut HashMap<String, u32>| {
+            offset = align_up(offset, var_align(v) as u64);
+            offsets.insert(key, offset as u32);
+            offset += var_size(v);
+        };
+        for v in self.ctx.shared_decls {
+            let is_extern = v.array_dims.iter().any(|d| d.is_none());
+            if used.contains(v.name.value.as_str()) {
+                if is_extern {
+                    self.uses_dynamic_smem = true;
+                } else {
+                    place(v.name.value.clone(), v, &mut self.shared_offsets);
+                }
+            }
+        }
+        for (key, v) in body_shared {
+            let is_extern = v.array_dims.iter().any(|d| d.is_none());
+            if !is_extern && !self.shared_offsets.contains_key(&key) {
+                place(key, v, &mut self.shared_offsets);
+            }
+        }
+        self.static_smem = offset as u32;
+        self.dynamic_smem_base = align_up(offset, 16) as u32;
+    }
+
+    fn declare_labels(&mut self, block: &ast::Block) {
+        for s in &block.statements {
+            match s {
+                Statement::Label(name) => {
+                    let id = self.label_pos.len() as u32;
+                    self.label_pos.push(None);
+                    self.label_names.push((name.value.clone(), name.span));
+                    self.declare(&name.value, Sym::Label(id), name.span);
+                }
+                Statement::Block(b) => self.declare_labels(b),
+                _ => {}
+            }
+        }
+    }
+
+    fn new_label(&mut self, name: &str, span: Span) -> u32 {
+        let id = self.label_pos.len() as u32;
+        self.label_pos.push(None);
+        self.label_names.push((name.to_string(), span));
+        id
+    }
+
+    fn place_label(&mut self, id: u32) {
+        self.label_pos[id as usize] = Some(self.insts.len() as u32);
+    }
+
+    fn declare(&mut self, name: &str, sym: Sym, span: Span) {
+        let scope = self.scopes.last_mut().expect("inside a scope");
+        if scope.names.insert(name.to_string(), sym).is_some() {
+            self.errors.push(LowerError::Redeclared {
+                name: name.to_string(),
+                span,
+            });
+        }
+    }
+
+    fn lookup(&self, name: &str) -> Option<Sym> {
+        for scope in self.scopes.iter().rev() {
+            if let Some(s) = scope.names.get(name) {
+                return Some(*s);
+            }
+            if scope.function_root {
+                break;
+            }
+        }
+        match self.ctx.syms.get(name)? {
+            ModuleSym::Global(id) => Some(Sym::Global(*id)),
+            ModuleSym::Shared => self
+                .shared_offsets
+                .get(name)
+                .map(|&o| Sym::Shared(o))
+                .or(Some(Sym::Shared(self.dynamic_smem_base))),
+        }
+    }
+
+    fn alloc_local(&mut self, size: u64, align: u32) -> u32 {
+        let off = align_up(self.local_size as u64, align as u64);
+        self.local_size = (off + size) as u32;
+        off as u32
+    }
+
+    fn block(&mut self, block: &'a ast::Block) {
+        for s in &block.statements {
+            match s {
+                Statement::Reg(d) => self.reg_decl(d),
+                Statement::Var(v) => self.var_decl(v),
+                Statement::Label(name) => {
+                    if let Some(Sym::Label(id)) = self.lookup(&name.value) {
+                        self.place_label(id);
+                    }
+                }
+                Statement::Instruction(i) => {
+                    if let Err(e) = self.instruction(i) {
+                        self.errors.push(e);
+                    }
+                }
+                Statement::Block(b) => {
+                    self.scopes.push(Scope {
+                        names: HashMap::new(),
+                        function_root: false,
+                    });
+                    self.block(b);
+                    self.scopes.pop();
+                }
+                Statement::Pragma(_) => {}
+            }
+        }
+    }
+
+    fn reg_decl(&mut self, d: &ast::RegDecl) {
+        if d.vector != 1 {
+            self.errors.push(LowerError::UnsupportedDeclaration {
+                what: "vector registers (`.reg .v2`/`.v4`)".into(),
+                span: d.span,
+            });
+            return;
+        }
+        let prefix = self
+            .frames
+            .last()
+            .map(|f| f.prefix.clone())
+            .unwrap_or_default();
+        for n in &d.names {
+            match n.range {
+                None => self.new_reg(&prefix, &n.name.value, d.ty, n.name.span),
+                Some(count) => {
+                    for i in 0..count {
+                        let name = format!("{}{}", n.name.value, i);
+                        self.new_reg(&prefix, &name, d.ty, n.name.span);
+                    }
+                }
+            }
+        }
+    }
+
+    fn new_reg(&mut self, prefix: &str, name: &str, ty: Ty, span: Span) {
+        let r = self.regs.push(RegInfo {
+            name: format!("{prefix}{name}"),
+            ty,
+        });
+        self.declare(name, Sym::Reg(r), span);
+    }
+
+    fn var_decl(&mut self, v: &ast::VarDecl) {
+        match v.space {
+            StateSpace::Local | StateSpace::Param => {
+                let off = self.alloc_local(var_size(v), var_align(v));
+                self.declare(&v.name.value, Sym::Local(off), v.name.span);
+            }
+            StateSpace::Shared => {
+                let is_extern = v.array_dims.iter().any(|d| d.is_none());
+                let sym = if is_extern {
+                    self.uses_dynamic_smem = true;
+                    Sym::Shared(self.dynamic_smem_base)
+                } else {
+                    let func = &self.frames.last().expect("in a function").func_name;
+                    let key = format!("{func}::{}", v.name.value);
+                    Sym::Shared(self.shared_offsets.get(&key).copied().unwrap_or(0))
+                };
+                self.declare(&v.name.value, sym, v.name.span);
+            }
+            _ => self.errors.push(LowerError::UnsupportedDeclaration {
+                what: format!("`.{:?}` variable inside a function body", v.space).to_lowercase(),
+                span: v.span,
+            }),
+        }
+    }
+
+    fn push(&mut self, inst: Inst) {
+        self.insts.push(inst);
+    }
+
+    /// Inlines `call (rets), func, (args)`.
+    fn call(&mut self, i: &'a ast::Instruction) -> Result<(), LowerError> {
+        use ast::OperandKind as K;
+        let mut ops = i.operands.iter();
+        let mut rets: &[ast::Operand] = &[];
+        let mut first = ops.next();
+        if let Some(ast::Operand {
+            kind: K::List(l), ..
+        }) = first
+        {
+            rets = l;
+            first = ops.next();
+        }
+        let Some(ast::Operand {
+            kind: K::Ident { name, .. },
+            span: name_span,
+        }) = first
+        else {
+            return Err(LowerError::BadOperand {
+                inst: "call".into(),
+                expected: "a function name (indirect calls are not supported)",
+                span: i.span,
+            });
+        };
+        let args: &[ast::Operand] = match ops.next() {
+            Some(ast::Operand {
+                kind: K::List(l), ..
+            }) => l,
+            None => &[],
+            Some(o) => {
+                return Err(LowerError::BadOperand {
+                    inst: "call".into(),
+                    expected: "a parenthesised argument list",
+                    span: o.span,
+                })
+            }
+        };
+        if let Some(o) = ops.next() {
+            return Err(LowerError::BadOperand {
+                inst: "call".into(),
+                expected: "no prototype (indirect calls are not supported)",
+                span: o.span,
+            });
+        }
+        if i.guard.is_some() {
+            return Err(LowerError::BadOperand {
+                inst: "call".into(),
+                expected: "no guard predicate (predicated calls are not supported)",
+                span: i.span,
+            });
+        }
+        let callee = match self.ctx.functions.get(name.as_str()) {
+            Some(f) if f.body.is_some() => *f,
+            _ => {
+                return Err(LowerError::UnknownFunction {
+                    name: name.clone(),
+                    span: *name_span,
+                })
+            }
+        };
+        if self.frames.iter().any(|f| f.func_name == *name) {
+            return Err(LowerError::Recursion {
+                name: name.clone(),
+                span: *name_span,
+            });
+        }
+        if callee.returns.len() != rets.len() || callee.params.len() != args.len() {
+            return Err(LowerError::OperandCount {
+                inst: format!("call {name}"),
+                expected: format!(
+                    "{} results and {} arguments",
+                    callee.returns.len(),
+                    callee.params.len()
+                ),
+                found: rets.len() + args.len(),
+                span: i.span,
+            });
+        }
+        // Bind the callee's parameters in a fresh root scope.
+        let mut root = Scope {
+            names: HashMap::new(),
+            function_root: true,
+        };
+        let mut moves = Vec::new();
+        self.inline_count += 1;
+        let prefix = format!("{name}#{}::", self.inline_count);
+        for (decl, actual) in callee
+            .returns
+            .iter()
+            .chain(&callee.params)
+            .zip(rets.iter().chain(args))
+        {
+            let sym = match &actual.kind {
+                K::Ident { name: a, .. } => self.lookup(a),
+                _ => None,
+            };
+            match (decl.space, sym) {
+                (StateSpace::Param, Some(Sym::Local(off))) => {
+                    root.names.insert(decl.name.value.clone(), Sym::Local(off));
+                }
+                (StateSpace::Reg, Some(Sym::Reg(r))) => {
+                    let nr = self.regs.push(RegInfo {
+                        name: format!("{prefix}{}", decl.name.value),
+                        ty: decl.ty,
+                    });
+                    root.names.insert(decl.name.value.clone(), Sym::Reg(nr));
+                    moves.push((nr, r, decl.ty));
+                }
+                _ => {
+                    return Err(LowerError::BadOperand {
+                        inst: "call".into(),
+                        expected: "`.param` variables for `.param` parameters, registers for `.reg` parameters",
+                        span: actual.span,
+                    })
+                }
+            }
+        }
+        // `.reg` parameters are copied in (results in `.reg` are not supported: NVRTC passes
+        // everything through `.param`).
+        for (decl, _) in callee.returns.iter().zip(rets) {
+            if decl.space == StateSpace::Reg {
+                return Err(LowerError::BadOperand {
+                    inst: "call".into(),
+                    expected: "`.param` return values",
+                    span: decl.span,
+                });
+            }
+        }
+        for (dst, src, ty) in moves {
+            let mut m = Inst::new(Op::Mov(ty), i.span);
+            m.dsts[0] = Some(dst);
+            m.n_dsts = 1;
+            m.srcs[0] = crate::inst::Operand::Reg(src);
+            m.n_srcs = 1;
+            self.push(m);
+        }
+        let ret_label = self.new_label(&format!("{name}.return"), i.span);
+        self.scopes.push(root);
+        self.frames.push(FrameCtx {
+            prefix,
+            ret_label: Some(ret_label),
+            func_name: name.clone(),
+        });
+        let body = callee.body.as_ref().expect("checked above");
+        self.declare_labels(body);
+        self.block(body);
+        self.frames.pop();
+        self.scopes.pop();
+        self.place_label(ret_label);
+        Ok(())
+    }
+}
+
+/// Collects every identifier a function (and, transitively, its callees) mentions, and the
+/// static `.shared` variables declared in their bodies (keyed `func::var`).
+fn collect_uses<'a>(
+    f: &'a ast::Function,
+    functions: &HashMap<&'a str, &'a ast::Function>,
+    used: &mut HashSet<String>,
+    body_shared: &mut Vec<(String, &'a ast::VarDecl)>,
+    visited: &mut HashSet<String>,
+) {
+    if !visited.insert(f.name.value.clone()) {
+        return;
+    }
+    fn walk<'a>(
+        func: &str,
+        b: &'a ast::Block,
+        used: &mut HashSet<String>,
+        calls: &mut Vec<String>,
+        body_shared: &mut Vec<(String, &'a ast::VarDecl)>,
+    ) {
+        for s in &b.statements {
+            match s {
+                Statement::Instruction(i) => {
+                    for o in &i.operands {
+                        operand_names(o, used);
+                    }
+                    if i.opcode.value == "call" {
+                        for o in &i.operands {
+                            if let ast::OperandKind::Ident { name, .. } = &o.kind {
+                                calls.push(name.clone());
+                            }
+                        }
+                    }
+                }
+                Statement::Block(inner) => walk(func, inner, used, calls, body_shared),
+                Statement::Var(v) if v.space == StateSpace::Shared => {
+                    body_shared.push((format!("{func}::{}", v.name.value), v));
+                }
+                _ => {}
+            }
+        }
+    }
+    fn operand_names(o: &ast::Operand, used: &mut HashSet<String>) {
+        match &o.kind {
+            ast::OperandKind::Ident { name, .. } => {
+                used.insert(name.clone());
+            }
+            ast::OperandKind::Address { base: Some(b), .. } => {
+                used.insert(b.name.clone());
+            }
+            ast::OperandKind::Vector(v) | ast::OperandKind::List(v) => {
+                for x in v {
+                    operand_names(x, used);
+                }
+            }
+            ast::OperandKind::Not(x) => operand_names(x, used),
+            _ => {}
+        }
+    }
+    let mut calls = Vec::new();
+    if let Some(body) = &f.body {
+        walk(&f.name.value, body, used, &mut calls, body_shared);
+    }
+    for c in calls {
+        if let Some(callee) = functions.get(c.as_str()) {
+            collect_uses(callee, functions, used, body_shared, visited);
+        }
+    }
+}

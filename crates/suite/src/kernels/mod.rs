@@ -1,0 +1,78 @@
+//! The suite's kernels, one module each.
+//!
+//! Every module holds a unit struct implementing [`Kernel`], a `Problem` with a deterministic
+//! generator (`Problem::generate(size, seed)`) and a CPU reference. The CUDA C sources and the
+//! committed PTX live in `kernels/<name>/` at the repository root (see `kernels/README.md`);
+//! `tools/gen_ptx.py` regenerates the PTX.
+
+use crate::Kernel;
+
+/// The committed PTX of kernel `$name` for a [`crate::Target`], embedded at compile time.
+macro_rules! ptx {
+    ($name:literal, $target:expr) => {
+        match $target {
+            $crate::Target::Sm70 => include_str!(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../../kernels/",
+                $name,
+                "/",
+                $name,
+                ".sm_70.ptx"
+            )),
+            $crate::Target::Sm90 => include_str!(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../../kernels/",
+                $name,
+                "/",
+                $name,
+                ".sm_90.ptx"
+            )),
+        }
+    };
+}
+
+pub mod util;
+
+mod bfs;
+mod bitonic;
+mod blackscholes;
+mod branchy;
+mod conv2d;
+mod dct8;
+mod dgemv;
+mod gemm;
+mod hist;
+mod hotspot;
+mod kmeans;
+mod mandel;
+mod pathfinder;
+mod reduce;
+mod scan;
+mod spmv;
+mod srad;
+
+/// Every kernel of the suite, in a stable order.
+pub fn all() -> &'static [&'static dyn Kernel] {
+    &[
+        &gemm::Gemm,
+        &dct8::Dct8,
+        &conv2d::Conv2d,
+        &bitonic::Bitonic,
+        &hist::Hist,
+        &reduce::Reduce,
+        &scan::Scan,
+        &bfs::Bfs,
+        &hotspot::Hotspot,
+        &pathfinder::Pathfinder,
+        &mandel::Mandel,
+        &branchy::Branchy,
+        &kmeans::Kmeans,
+        &spmv::Spmv,
+        &blackscholes::BlackScholes,
+        &dgemv::Dgemv,
+        &srad::Srad,
+    ]
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,129 @@
+//! Running suite kernels on the functional core.
+
+use std::time::{Duration, Instant};
+
+use gpu::{DevPtr as GpuPtr, Gpu, KernelArg, LaunchStats, ModuleId};
+use suite::{Arg, DevPtr, Device, DeviceError, Kernel, Launch, Size, Target, Verification};
+
+/// A [`suite::Device`] backed by the functional core, counting what it executes.
+pub struct FunctionalDevice {
+    pub gpu: Gpu,
+    pub module: ModuleId,
+    pub stats: LaunchStats,
+    pub launches: u64,
+}
+
+impl FunctionalDevice {
+    /// Loads `ptx` (named `file` in diagnostics) into a fresh device.
+    pub fn new(file: &str, ptx: &str) -> Result<Self, gpu::LoadError> {
+        let mut gpu = Gpu::new();
+        let module = gpu.load_ptx(file, ptx)?;
+        Ok(FunctionalDevice {
+            gpu,
+            module,
+            stats: LaunchStats::default(),
+            launches: 0,
+        })
+    }
+}
+
+fn err(e: impl std::fmt::Display) -> DeviceError {
+    DeviceError(e.to_string())
+}
+
+impl Device for FunctionalDevice {
+    fn alloc(&mut self, bytes: u64) -> Result<DevPtr, DeviceError> {
+        Ok(DevPtr(self.gpu.alloc(bytes).0))
+    }
+
+    fn write(&mut self, dst: DevPtr, data: &[u8]) -> Result<(), DeviceError> {
+        self.gpu.copy_to_device(GpuPtr(dst.0), data).map_err(err)
+    }
+
+    fn read(&mut self, src: DevPtr, len: u64) -> Result<Vec<u8>, DeviceError> {
+        self.gpu.copy_from_device(GpuPtr(src.0), len).map_err(err)
+    }
+
+    fn launch(&mut self, l: &Launch<'_>) -> Result<(), DeviceError> {
+        let args: Vec<KernelArg> = l
+            .args
+            .iter()
+            .map(|a| match *a {
+                Arg::Ptr(p) => KernelArg::Ptr(GpuPtr(p.0)),
+                Arg::U32(v) => KernelArg::U32(v),
+                Arg::I32(v) => KernelArg::I32(v),
+                Arg::U64(v) => KernelArg::U64(v),
+                Arg::F32(v) => KernelArg::F32(v),
+                Arg::F64(v) => KernelArg::F64(v),
+            })
+            .collect();
+        let s = self
+            .gpu
+            .launch(
+                self.module,
+                l.entry,
+                [l.grid.x, l.grid.y, l.grid.z],
+                [l.block.x, l.block.y, l.block.z],
+                l.dynamic_smem,
+                &args,
+            )
+            .map_err(err)?;
+        self.stats.add(&s);
+        self.launches += 1;
+        Ok(())
+    }
+}
+
+/// The outcome of running one suite kernel.
+#[derive(Clone, Debug)]
+pub struct SuiteResult {
+    pub kernel: &'static str,
+    pub target: Target,
+    pub size: Size,
+    pub verification: Verification,
+    pub stats: LaunchStats,
+    pub launches: u64,
+    /// Wall-clock time of the device work and verification.
+    pub elapsed: Duration,
+}
+
+/// Errors of a suite run: the module did not load, or the device failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SuiteError {
+    #[error(transparent)]
+    Load(#[from] gpu::LoadError),
+    #[error("{kernel} ({target}): {error}")]
+    Device {
+        kernel: &'static str,
+        target: &'static str,
+        error: DeviceError,
+    },
+}
+
+/// Loads and runs one suite kernel on a fresh functional device.
+pub fn run_kernel(
+    k: &dyn Kernel,
+    target: Target,
+    size: Size,
+    seed: u64,
+) -> Result<SuiteResult, SuiteError> {
+    let file = format!("kernels/{0}/{0}.{1}.ptx", k.name(), target.name());
+    let mut dev = FunctionalDevice::new(&file, k.ptx(target))?;
+    let start = Instant::now();
+    let verification = k
+        .run(&mut dev, size, seed)
+        .map_err(|error| SuiteError::Device {
+            kernel: k.name(),
+            target: target.name(),
+            error,
+        })?;
+    Ok(SuiteResult {
+        kernel: k.name(),
+        target,
+        size,
+        verification,
+        stats: dev.stats,
+        launches: dev.launches,
+        elapsed: start.elapsed(),
+    })
+}

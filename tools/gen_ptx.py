@@ -1,0 +1,229 @@
+#!/usr/bin/env python3
+"""Regenerates the committed PTX of Switchyard's kernel suite with NVRTC.
+
+Every ``kernels/<name>/<name>.cu`` is compiled twice:
+
+* ``kernels/<name>/<name>.sm_70.ptx`` by NVRTC 12.x for ``compute_70``
+  (CUDA 13 no longer targets Volta, so the 12.x compiler is needed there);
+* ``kernels/<name>/<name>.sm_90.ptx`` by NVRTC 13.x for ``compute_90``.
+
+No CUDA toolkit and no GPU are needed: the NVRTC shared libraries come from
+PyPI wheels, installed (pinned) into the ignored directory ``.venv-nvrtc/``.
+The wheels ship only ``libnvrtc.so.12`` / ``libnvrtc.so.13``; a loader that
+asked for plain ``libnvrtc.so`` could silently find some other NVRTC on the
+system, so the script loads the wheel's file by full path and checks the
+major version it reports.
+
+Usage::
+
+    python3 tools/gen_ptx.py            # regenerate all PTX in place
+    python3 tools/gen_ptx.py --check    # regenerate into a temp dir, diff, exit 1 on change
+    python3 tools/gen_ptx.py gemm bfs   # only these kernels
+
+The PTX is written verbatim as NVRTC emits it (it carries its own header
+naming the compiler version), so ``--check`` is an exact comparison.
+"""
+
+import argparse
+import ctypes
+import difflib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+KERNELS = os.path.join(ROOT, "kernels")
+VENV = os.path.join(ROOT, ".venv-nvrtc")
+
+# (target suffix, wheel requirement, install dir, library file, major, arch, extra options)
+TOOLCHAINS = [
+    ("sm_70", "nvidia-cuda-nvrtc-cu12==12.9.86", "cu12", "libnvrtc.so.12", 12, "compute_70", []),
+    ("sm_90", "nvidia-cuda-nvrtc==13.0.88", "cu13", "libnvrtc.so.13", 13, "compute_90", []),
+]
+
+# NVRTC 12.x warns on every compile that pre-sm_75 targets are deprecated. We know; the line
+# would drown real diagnostics, and NVRTC has no option to silence just this one (nvcc's
+# -Wno-deprecated-gpu-targets is not accepted), so it is filtered from the log.
+KNOWN_NOISE = ("Architectures prior to '<compute/sm>_75' are deprecated",)
+
+# Fixed options: C++17, no fast-math (transcendentals stay IEEE-accurate to a few ulp
+# and the CPU references can use the same formulas), line info off so the PTX does
+# not depend on the checkout path.
+COMMON_OPTIONS = ["-std=c++17"]
+
+NVRTC_SUCCESS = 0
+
+
+def fail(msg):
+    print("gen_ptx: error: " + msg, file=sys.stderr)
+    sys.exit(1)
+
+
+def find_file(top, filename):
+    for dirpath, _dirs, files in os.walk(top):
+        if filename in files:
+            return os.path.join(dirpath, filename)
+    return None
+
+
+def ensure_wheel(requirement, subdir, libname):
+    """Installs the wheel into .venv-nvrtc/<subdir> unless it is already there (same pin)."""
+    target = os.path.join(VENV, subdir)
+    stamp = os.path.join(target, ".switchyard-pin")
+    lib = find_file(target, libname) if os.path.isdir(target) else None
+    pinned = None
+    if os.path.exists(stamp):
+        with open(stamp) as f:
+            pinned = f.read().strip()
+    if lib is None or pinned != requirement:
+        print("gen_ptx: installing %s into %s" % (requirement, os.path.relpath(target, ROOT)))
+        # The directory is ours (ignored by git); start clean so no older pin lingers.
+        shutil.rmtree(target, ignore_errors=True)
+        cmd = [sys.executable, "-m", "pip", "install", "--quiet", "--upgrade",
+               "--no-deps", "--target", target, requirement]
+        if subprocess.call(cmd) != 0:
+            fail("pip install of %s failed" % requirement)
+        with open(stamp, "w") as f:
+            f.write(requirement + "\n")
+        lib = find_file(target, libname)
+    if lib is None:
+        fail("%s not found under %s after installing %s" % (libname, target, requirement))
+    return lib
+
+
+class Nvrtc:
+    """A thin ctypes binding of the NVRTC calls the script needs."""
+
+    def __init__(self, path, want_major):
+        libdir = os.path.dirname(path)
+        # libnvrtc dlopen()s its builtins library by soname; load it first, by full path,
+        # so the wheel's copy is the one that gets used.
+        for name in sorted(os.listdir(libdir)):
+            if name.startswith("libnvrtc-builtins.so"):
+                ctypes.CDLL(os.path.join(libdir, name), mode=ctypes.RTLD_GLOBAL)
+        self.lib = ctypes.CDLL(path)
+        major, minor = ctypes.c_int(), ctypes.c_int()
+        self._check(self.lib.nvrtcVersion(ctypes.byref(major), ctypes.byref(minor)), "nvrtcVersion")
+        self.version = (major.value, minor.value)
+        if major.value != want_major:
+            fail("%s reports NVRTC %d.%d, expected major version %d"
+                 % (path, major.value, minor.value, want_major))
+        self.lib.nvrtcGetErrorString.restype = ctypes.c_char_p
+
+    def _check(self, rc, what):
+        if rc != NVRTC_SUCCESS:
+            msg = what
+            try:
+                self.lib.nvrtcGetErrorString.restype = ctypes.c_char_p
+                msg += ": " + self.lib.nvrtcGetErrorString(rc).decode()
+            except Exception:  # noqa: BLE001 - best effort message only
+                msg += ": error %d" % rc
+            raise RuntimeError(msg)
+
+    def compile(self, source, name, options):
+        """Returns (ptx or None, log)."""
+        prog = ctypes.c_void_p()
+        self._check(self.lib.nvrtcCreateProgram(
+            ctypes.byref(prog), source.encode(), name.encode(), 0, None, None),
+            "nvrtcCreateProgram")
+        try:
+            opts = (ctypes.c_char_p * len(options))(*[o.encode() for o in options])
+            rc = self.lib.nvrtcCompileProgram(prog, len(options), opts)
+            log_size = ctypes.c_size_t()
+            self._check(self.lib.nvrtcGetProgramLogSize(prog, ctypes.byref(log_size)),
+                        "nvrtcGetProgramLogSize")
+            log_buf = ctypes.create_string_buffer(log_size.value)
+            self._check(self.lib.nvrtcGetProgramLog(prog, log_buf), "nvrtcGetProgramLog")
+            log = log_buf.value.decode(errors="replace")
+            if rc != NVRTC_SUCCESS:
+                return None, log
+            ptx_size = ctypes.c_size_t()
+            self._check(self.lib.nvrtcGetPTXSize(prog, ctypes.byref(ptx_size)), "nvrtcGetPTXSize")
+            ptx_buf = ctypes.create_string_buffer(ptx_size.value)
+            self._check(self.lib.nvrtcGetPTX(prog, ptx_buf), "nvrtcGetPTX")
+            return ptx_buf.value.decode(), log
+        finally:
+            self.lib.nvrtcDestroyProgram(ctypes.byref(prog))
+
+
+def kernel_names(selected):
+    names = sorted(d for d in os.listdir(KERNELS)
+                   if os.path.isfile(os.path.join(KERNELS, d, d + ".cu")))
+    if selected:
+        missing = [s for s in selected if s not in names]
+        if missing:
+            fail("no kernels/<name>/<name>.cu for: " + ", ".join(missing))
+        names = [n for n in names if n in selected]
+    if not names:
+        fail("no kernels found under " + KERNELS)
+    return names
+
+
+def generate(names, out_root):
+    """Compiles every kernel for every target into out_root/<name>/; returns the paths."""
+    written = []
+    for suffix, req, subdir, libname, major, arch, extra in TOOLCHAINS:
+        nvrtc = Nvrtc(ensure_wheel(req, subdir, libname), major)
+        print("gen_ptx: %s with NVRTC %d.%d (%s)" % (suffix, nvrtc.version[0], nvrtc.version[1], req))
+        options = COMMON_OPTIONS + extra + ["--gpu-architecture=" + arch]
+        for name in names:
+            src_path = os.path.join(KERNELS, name, name + ".cu")
+            with open(src_path) as f:
+                source = f.read()
+            ptx, log = nvrtc.compile(source, name + ".cu", options)
+            if ptx is None:
+                print(log, file=sys.stderr)
+                fail("NVRTC %d.%d failed on %s (%s)" % (nvrtc.version + (src_path, arch)))
+            log = "\n".join(l for l in log.splitlines()
+                            if not any(noise in l for noise in KNOWN_NOISE))
+            if log.strip():
+                # Warnings are shown but do not fail the build.
+                print("gen_ptx: %s (%s):\n%s" % (name, suffix, log), file=sys.stderr)
+            out_dir = os.path.join(out_root, name)
+            os.makedirs(out_dir, exist_ok=True)
+            out_path = os.path.join(out_dir, "%s.%s.ptx" % (name, suffix))
+            with open(out_path, "w", newline="\n") as f:
+                f.write(ptx)
+            written.append((name, suffix, out_path))
+    return written
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--check", action="store_true",
+                    help="regenerate into a temporary directory and diff against the committed PTX")
+    ap.add_argument("kernels", nargs="*", help="only these kernels (default: all)")
+    args = ap.parse_args()
+    names = kernel_names(args.kernels)
+
+    if not args.check:
+        written = generate(names, KERNELS)
+        print("gen_ptx: wrote %d PTX files for %d kernels" % (len(written), len(names)))
+        return
+
+    with tempfile.TemporaryDirectory(prefix="switchyard-ptx-") as tmp:
+        written = generate(names, tmp)
+        stale = 0
+        for name, suffix, path in written:
+            committed = os.path.join(KERNELS, name, "%s.%s.ptx" % (name, suffix))
+            with open(path) as f:
+                new = f.read()
+            old = ""
+            if os.path.exists(committed):
+                with open(committed) as f:
+                    old = f.read()
+            if old != new:
+                stale += 1
+                rel = os.path.relpath(committed, ROOT)
+                sys.stdout.writelines(difflib.unified_diff(
+                    old.splitlines(True), new.splitlines(True),
+                    "a/" + rel, "b/" + rel, n=2))
+        if stale:
+            fail("%d PTX file(s) differ from their sources; run tools/gen_ptx.py" % stale)
+        print("gen_ptx: all %d PTX files are up to date" % len(written))
+
+
+if __name__ == "__main__":
+    main()
