@@ -760,8 +760,22 @@ impl<'a> Parser<'a> {
                 }
             } else if name == "attribute" {
                 self.skip_parens()?;
-            } else if let Some(s) = ScalarType::from_name(name).filter(|_| ty.is_none()) {
+            } else if let Some(s) = ScalarType::from_name(name) {
+                if ty.is_some() {
+                    return Err(ParseError::UnexpectedDirective {
+                        name: name.to_string(),
+                        context: "after the parameter's type".to_string(),
+                        span: t.span,
+                    });
+                }
                 ty = Some(s);
+            } else if vector_from_name(name).is_some() || space_from_name(name).is_some() {
+                // The tree has no vector parameters, and `.param .global` is no PTX.
+                return Err(ParseError::UnexpectedDirective {
+                    name: name.to_string(),
+                    context: "in a parameter declaration".to_string(),
+                    span: t.span,
+                });
             } else {
                 return Err(ParseError::UnknownType {
                     name: name.to_string(),
@@ -1094,7 +1108,7 @@ impl<'a> Parser<'a> {
     ) -> Result<OperandKind> {
         let first_span = self.span_from(open);
         let first_span = Span {
-            start: first_span.start + 1,
+            start: first_span.start.saturating_add(1),
             end: first_span.end,
         };
         let first = match base {

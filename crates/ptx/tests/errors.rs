@@ -292,3 +292,29 @@ fn long_tokens_are_shortened_in_messages() {
         )
     );
 }
+
+#[test]
+fn bad_parameters() {
+    let (e, pos, _) = fail(&kernel("\t.param .v2 .f32 p0\n)\n{\n\tret;\n}\n"));
+    assert_eq!(
+        e.to_string(),
+        "unexpected directive `.v2` in a parameter declaration"
+    );
+    assert_eq!(pos, (5, 9));
+    let (e, _, _) = fail(&kernel("\t.param .u32 .u64 p0\n)\n{\n\tret;\n}\n"));
+    assert_eq!(
+        e.to_string(),
+        "unexpected directive `.u64` after the parameter's type"
+    );
+    let (e, pos, _) = fail(&kernel("\t.param p0\n)\n{\n\tret;\n}\n"));
+    assert_eq!(
+        e.to_string(),
+        "expected a type such as `.b32` in parameter, found `p0`"
+    );
+    assert_eq!(pos, (5, 9));
+    let (e, _, _) = fail(&kernel("\t.local .u32 p0\n)\n{\n\tret;\n}\n"));
+    assert_eq!(
+        e.to_string(),
+        "expected `.param` or `.reg` parameter, found `.local`"
+    );
+}

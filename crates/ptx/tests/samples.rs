@@ -701,3 +701,58 @@ fn real_nvrtc13_cluster_and_register_limits() {
         ]
     );
 }
+
+#[test]
+fn real_nvrtc12_math_library_and_pointer_initializers() {
+    let (_, m) = load("nvrtc12_sm70_math.ptx");
+    let init = |name: &str| match &var(&m, name).init {
+        Some(Initializer::Expr(e)) => vec![e.value.clone()],
+        Some(Initializer::List(items)) => items
+            .iter()
+            .map(|i| match i {
+                Initializer::Expr(e) => e.value.clone(),
+                other => panic!("{other:?}"),
+            })
+            .collect(),
+        None => vec![],
+    };
+    let sym = |offset| InitExpr::SymbolAddr {
+        name: "arr".into(),
+        generic: true,
+        offset,
+    };
+    assert_eq!(init("ptrs"), [sym(0), sym(4), sym(12)]);
+    assert_eq!(
+        init("msg"),
+        [InitExpr::SymbolAddr {
+            name: "$str".into(),
+            generic: true,
+            offset: 0
+        }]
+    );
+    assert_eq!(init("big"), [InitExpr::Int(-9_223_372_036_854_775_807)]);
+    assert_eq!(var(&m, "big").space, StateSpace::Const);
+    assert_eq!(var(&m, "__cudart_sin_cos_coeffs").array_dims, [Some(128)]);
+    // The math library's slow path is an internal `.func` called from the kernel.
+    // Declared (prototype) before the kernel, defined after it.
+    let slow: Vec<bool> = m
+        .items
+        .iter()
+        .filter_map(|i| match i {
+            Item::Function(f) if f.name.value == "__internal_trig_reduction_slowpathd" => {
+                Some(f.body.is_some())
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(slow, [false, true]);
+    let k = function(&m, "m1");
+    let calls: Vec<String> = instructions(k.body.as_ref().unwrap())
+        .into_iter()
+        .filter(|i| i.opcode.value == "call")
+        .map(|i| op(&i.operands[1]))
+        .collect();
+    assert!(calls
+        .iter()
+        .any(|c| c == "__internal_trig_reduction_slowpathd"));
+}

@@ -1,3 +1,6 @@
 //! Library entry points shared by the `switchyard` command and its tests.
 
+pub mod diag;
+pub mod ptx_run;
+pub mod spec;
 pub mod suite_run;

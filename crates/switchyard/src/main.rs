@@ -1,1 +1,377 @@
-fn main() {}
+//! `switchyard`: the command-line front of the GPU multitasking lab.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use serde::Serialize;
+use serde_json::json;
+
+use suite::{Size, Target};
+use switchyard::diag::render_load_error;
+use switchyard::ptx_run::{run_file, FileRunError};
+use switchyard::spec::Spec;
+use switchyard::suite_run::{run_kernel, SuiteError, SuiteResult};
+
+#[derive(Parser)]
+#[command(
+    name = "switchyard",
+    version,
+    about = "A GPU multitasking lab: a SIMT GPU simulator that runs real PTX",
+    long_about = "A GPU multitasking lab: a SIMT GPU simulator that runs real PTX.\n\n\
+                  Without a command, runs and verifies the whole kernel suite (`switchyard run`)."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// List the kernels of the built-in suite.
+    Kernels {
+        /// Print a JSON array instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run suite kernels (all of them by default) or a PTX file, and verify the results.
+    Run(RunArgs),
+    /// Parse and lower PTX files; list their kernels and every unsupported construct.
+    Check {
+        /// PTX files to check.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(clap::Args, Default)]
+struct RunArgs {
+    /// Suite kernel names or `.ptx` files (a `.ptx` file needs `--spec`). Default: the whole suite.
+    items: Vec<String>,
+    /// Which committed PTX to run for suite kernels.
+    #[arg(long, value_enum, default_value_t = TargetArg::All)]
+    target: TargetArg,
+    /// Problem size for suite kernels.
+    #[arg(long, value_enum, default_value_t = SizeArg::Small)]
+    size: SizeArg,
+    /// Seed of the input generators.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Launch spec (TOML) for a `.ptx` file: buffers, grid, block, arguments, checks.
+    #[arg(long)]
+    spec: Option<PathBuf>,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Clone, Copy, Default, ValueEnum)]
+enum TargetArg {
+    #[value(name = "sm_70")]
+    Sm70,
+    #[value(name = "sm_90")]
+    Sm90,
+    #[default]
+    All,
+}
+
+#[derive(Clone, Copy, Default, ValueEnum)]
+enum SizeArg {
+    #[default]
+    Small,
+    Large,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        None => run(RunArgs::default()),
+        Some(Command::Kernels { json }) => kernels(json),
+        Some(Command::Run(args)) => run(args),
+        Some(Command::Check { files, json }) => check(&files, json),
+    };
+    match result {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(msg) => {
+            eprintln!("error: {msg}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// A command's outcome: `Ok(true)` success, `Ok(false)` a reported failure, `Err` a message.
+type Outcome = Result<bool, String>;
+
+fn kernels(json: bool) -> Outcome {
+    let ks = suite::all();
+    if json {
+        let v: Vec<_> = ks
+            .iter()
+            .map(|k| {
+                json!({
+                    "name": k.name(),
+                    "description": k.description(),
+                    "traits": k.traits(),
+                    "stress": format!("{:?}", k.stress()),
+                })
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&v).expect("serializable"));
+    } else {
+        println!("{:<14} {:<14} description", "kernel", "stresses");
+        for k in ks {
+            println!("{:<14} {:<14} {}", k.name(), format!("{:?}", k.stress()), k.description());
+        }
+    }
+    Ok(true)
+}
+
+#[derive(Serialize)]
+struct RunRow {
+    kernel: String,
+    target: String,
+    size: String,
+    launches: u64,
+    tbs: u64,
+    warps: u64,
+    warp_instructions: u64,
+    thread_instructions: u64,
+    seconds: f64,
+    thread_instructions_per_second: f64,
+    verified: bool,
+    detail: String,
+}
+
+impl RunRow {
+    fn from_suite(r: &SuiteResult) -> RunRow {
+        let secs = r.elapsed.as_secs_f64();
+        RunRow {
+            kernel: r.kernel.to_string(),
+            target: r.target.name().to_string(),
+            size: format!("{:?}", r.size).to_lowercase(),
+            launches: r.launches,
+            tbs: r.stats.tbs,
+            warps: r.stats.warps,
+            warp_instructions: r.stats.warp_instructions,
+            thread_instructions: r.stats.thread_instructions,
+            seconds: secs,
+            thread_instructions_per_second: r.stats.thread_instructions as f64 / secs.max(1e-9),
+            verified: r.verification.passed(),
+            detail: match &r.verification {
+                suite::Verification::Passed { checked } => format!("{checked} values match"),
+                suite::Verification::Failed { mismatches, first } => {
+                    format!("{mismatches} mismatches: {first}")
+                }
+            },
+        }
+    }
+}
+
+fn print_table(rows: &[RunRow]) {
+    println!(
+        "{:<14} {:<6} {:>4} {:>7} {:>12} {:>14} {:>9} {:>10}  result",
+        "kernel", "target", "runs", "TBs", "warp insts", "thread insts", "time ms", "Mthr-i/s"
+    );
+    for r in rows {
+        println!(
+            "{:<14} {:<6} {:>4} {:>7} {:>12} {:>14} {:>9.1} {:>10.1}  {}",
+            r.kernel,
+            r.target,
+            r.launches,
+            r.tbs,
+            r.warp_instructions,
+            r.thread_instructions,
+            r.seconds * 1e3,
+            r.thread_instructions_per_second / 1e6,
+            if r.verified {
+                format!("PASS ({})", r.detail)
+            } else {
+                format!("FAIL: {}", r.detail)
+            }
+        );
+    }
+}
+
+fn run(args: RunArgs) -> Outcome {
+    let targets: Vec<Target> = match args.target {
+        TargetArg::Sm70 => vec![Target::Sm70],
+        TargetArg::Sm90 => vec![Target::Sm90],
+        TargetArg::All => Target::ALL.to_vec(),
+    };
+    let size = match args.size {
+        SizeArg::Small => Size::Small,
+        SizeArg::Large => Size::Large,
+    };
+    let mut rows = Vec::new();
+    let mut ok = true;
+    let items: Vec<String> = if args.items.is_empty() {
+        suite::all().iter().map(|k| k.name().to_string()).collect()
+    } else {
+        args.items.clone()
+    };
+    for item in &items {
+        if item.ends_with(".ptx") {
+            ok &= run_ptx_file(Path::new(item), args.spec.as_deref(), &mut rows)?;
+            continue;
+        }
+        let Some(k) = suite::by_name(item) else {
+            let names: Vec<_> = suite::all().iter().map(|k| k.name()).collect();
+            return Err(format!(
+                "no suite kernel `{item}` (and it is not a .ptx file); kernels: {}",
+                names.join(", ")
+            ));
+        };
+        for &t in &targets {
+            match run_kernel(k, t, size, args.seed) {
+                Ok(r) => {
+                    ok &= r.verification.passed();
+                    rows.push(RunRow::from_suite(&r));
+                }
+                Err(SuiteError::Load(e)) => return Err(render_load_error(&e)),
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&rows).expect("serializable"));
+    } else {
+        print_table(&rows);
+        let passed = rows.iter().filter(|r| r.verified).count();
+        println!("{passed} passed, {} failed", rows.len() - passed);
+    }
+    Ok(ok)
+}
+
+fn run_ptx_file(path: &Path, spec: Option<&Path>, rows: &mut Vec<RunRow>) -> Outcome {
+    let Some(spec_path) = spec else {
+        return Err(format!(
+            "running `{}` needs a launch spec: --spec FILE.toml (see `switchyard run --help`)",
+            path.display()
+        ));
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let spec_text = std::fs::read_to_string(spec_path).map_err(|e| format!("{}: {e}", spec_path.display()))?;
+    let spec = Spec::parse(&spec_text).map_err(|e| format!("{}: {e}", spec_path.display()))?;
+    let name = path.display().to_string();
+    let r = match run_file(&name, &text, &spec) {
+        Ok(r) => r,
+        Err(FileRunError::Load(e)) => return Err(render_load_error(&e)),
+        Err(e) => return Err(e.to_string()),
+    };
+    let verified = r.checks.iter().all(|c| c.mismatches == 0);
+    let secs = r.elapsed.as_secs_f64();
+    let detail = if r.checks.is_empty() {
+        "ran; not verified (the spec has no [[check]])".to_string()
+    } else if verified {
+        format!("{} values match", r.checks.iter().map(|c| c.checked).sum::<usize>())
+    } else {
+        r.checks
+            .iter()
+            .filter_map(|c| c.first.clone().map(|f| format!("{} mismatches, first {f}", c.mismatches)))
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    rows.push(RunRow {
+        kernel: format!("{}:{}", name, r.kernel),
+        target: "file".into(),
+        size: "spec".into(),
+        launches: 1,
+        tbs: r.stats.tbs,
+        warps: r.stats.warps,
+        warp_instructions: r.stats.warp_instructions,
+        thread_instructions: r.stats.thread_instructions,
+        seconds: secs,
+        thread_instructions_per_second: r.stats.thread_instructions as f64 / secs.max(1e-9),
+        verified,
+        detail,
+    });
+    Ok(verified)
+}
+
+fn check(files: &[PathBuf], json: bool) -> Outcome {
+    let mut all_ok = true;
+    let mut reports = Vec::new();
+    for path in files {
+        let name = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{name}: {e}"))?;
+        let mut gpu = gpu::Gpu::new();
+        match gpu.load_ptx(&name, &text) {
+            Ok(id) => {
+                let m = gpu.module(id);
+                let kernels: Vec<_> = m.kernels.values().map(kernel_summary).collect();
+                if !json {
+                    println!("{name}: ok, {} kernel(s)", kernels.len());
+                    for k in &kernels {
+                        println!(
+                            "  {}: {} instructions, {} registers ({} pred, {} b16, {} b32, {} b64), {} B static shared{}, {} B local; params: {}",
+                            k["name"].as_str().unwrap_or_default(),
+                            k["instructions"],
+                            k["registers"]["total"],
+                            k["registers"]["pred"],
+                            k["registers"]["b16"],
+                            k["registers"]["b32"],
+                            k["registers"]["b64"],
+                            k["static_smem"],
+                            if k["dynamic_smem"].as_bool() == Some(true) { " + dynamic" } else { "" },
+                            k["local_bytes"],
+                            k["params"]
+                                .as_array()
+                                .map(|ps| ps
+                                    .iter()
+                                    .map(|p| format!("{}: {}", p["name"].as_str().unwrap_or(""), p["type"].as_str().unwrap_or("")))
+                                    .collect::<Vec<_>>()
+                                    .join(", "))
+                                .unwrap_or_default()
+                        );
+                    }
+                }
+                reports.push(json!({"file": name, "ok": true, "kernels": kernels, "errors": []}));
+            }
+            Err(e) => {
+                all_ok = false;
+                if !json {
+                    eprint!("{}", render_load_error(&e));
+                    eprintln!("{name}: {} problem(s)", e.diagnostics.len());
+                }
+                let errors: Vec<_> = e
+                    .diagnostics
+                    .iter()
+                    .map(|d| json!({"location": d.location, "message": d.message}))
+                    .collect();
+                reports.push(json!({"file": name, "ok": false, "kernels": [], "errors": errors}));
+            }
+        }
+    }
+    if json {
+        println!("{}", serde_json::to_string_pretty(&reports).expect("serializable"));
+    }
+    Ok(all_ok)
+}
+
+fn kernel_summary(k: &kir::Kernel) -> serde_json::Value {
+    use kir::TyExt;
+    let mut by_width = [0u32; 4];
+    for r in k.regs.values() {
+        let i = match r.ty.bits() {
+            1 => 0,
+            8 | 16 => 1,
+            32 => 2,
+            _ => 3,
+        };
+        by_width[i] += 1;
+    }
+    json!({
+        "name": k.name,
+        "params": k.params.iter().map(|p| json!({"name": p.name, "type": format!("{:?}", p.ty).to_lowercase(), "size": p.size})).collect::<Vec<_>>(),
+        "registers": {"total": k.regs.len(), "pred": by_width[0], "b16": by_width[1], "b32": by_width[2], "b64": by_width[3]},
+        "instructions": k.insts.len(),
+        "basic_blocks": k.cfg.blocks.len(),
+        "static_smem": k.static_smem,
+        "dynamic_smem": k.uses_dynamic_smem,
+        "local_bytes": k.local_size,
+    })
+}

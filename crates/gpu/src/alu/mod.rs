@@ -27,6 +27,8 @@ mod int;
 mod soft;
 
 #[cfg(test)]
+mod prop_tests;
+#[cfg(test)]
 mod tests;
 
 use kir::inst::{ArithOp, AtomOp, Cmp, FloatMode, Rounding, TestpKind, Ty, TyExt};

@@ -53,7 +53,8 @@ impl Problem {
     }
 
     /// Reference Y = C X C^T per block in f64 over the f32 coefficients, with the absolute sum
-    /// of the 64 terms of each output.
+    /// of the 64 terms of each output. Indexed loops on purpose: they read like the formula.
+    #[allow(clippy::needless_range_loop)]
     pub fn reference(&self) -> Vec<(f64, f64)> {
         let w = self.width;
         let mut out = vec![(0.0, 0.0); self.image.len()];

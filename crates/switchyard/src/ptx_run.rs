@@ -1,0 +1,137 @@
+//! Running a PTX file from a launch spec ([`crate::spec`]).
+
+use std::time::{Duration, Instant};
+
+use gpu::{DevPtr, Gpu, GpuError, KernelArg, LaunchStats};
+use serde::Serialize;
+
+use crate::spec::{Spec, SpecError};
+
+/// The result of checking one output buffer.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct CheckResult {
+    pub buffer: String,
+    pub checked: usize,
+    pub mismatches: usize,
+    /// The first mismatch, described.
+    pub first: Option<String>,
+}
+
+/// The outcome of a spec run.
+#[derive(Clone, Debug)]
+pub struct FileRun {
+    pub kernel: String,
+    pub stats: LaunchStats,
+    pub elapsed: Duration,
+    pub checks: Vec<CheckResult>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum FileRunError {
+    #[error("{0}")]
+    Load(#[from] gpu::LoadError),
+    #[error("spec: {0}")]
+    Spec(#[from] SpecError),
+    #[error("{0}")]
+    Gpu(#[from] GpuError),
+}
+
+/// Loads `ptx`, sets up the spec's buffers, launches once and runs the checks.
+pub fn run_file(file: &str, ptx: &str, spec: &Spec) -> Result<FileRun, FileRunError> {
+    let mut gpu = Gpu::new();
+    let module = gpu.load_ptx(file, ptx)?;
+    let kernel = match &spec.kernel {
+        Some(k) => k.clone(),
+        None => {
+            let m = gpu.module(module);
+            if m.kernels.len() != 1 {
+                return Err(SpecError::Invalid {
+                    field: "kernel".into(),
+                    what: format!(
+                        "the module has {} kernels ({}); name one",
+                        m.kernels.len(),
+                        m.kernels.values().map(|k| k.name.as_str()).collect::<Vec<_>>().join(", ")
+                    ),
+                }
+                .into());
+            }
+            m.kernels.values().next().expect("one kernel").name.clone()
+        }
+    };
+    let mut ptrs = Vec::new();
+    for b in &spec.buffers {
+        let bytes = b.initial_bytes();
+        let p = gpu.alloc(bytes.len() as u64);
+        gpu.copy_to_device(p, &bytes)?;
+        ptrs.push(p);
+    }
+    let ptr_of = |name: &str| -> DevPtr {
+        let i = spec.buffers.iter().position(|b| b.name == name).expect("validated");
+        ptrs[i]
+    };
+    let args: Vec<KernelArg> = spec
+        .args
+        .iter()
+        .map(|a| {
+            if let Some(b) = &a.buffer {
+                KernelArg::Ptr(ptr_of(b))
+            } else if let Some(v) = a.u32 {
+                KernelArg::U32(v)
+            } else if let Some(v) = a.s32 {
+                KernelArg::I32(v)
+            } else if let Some(v) = a.u64 {
+                KernelArg::U64(v)
+            } else if let Some(v) = a.s64 {
+                KernelArg::I64(v)
+            } else if let Some(v) = a.f32 {
+                KernelArg::F32(v)
+            } else {
+                KernelArg::F64(a.f64.expect("validated: exactly one field"))
+            }
+        })
+        .collect();
+    let start = Instant::now();
+    let stats = gpu.launch(
+        module,
+        &kernel,
+        Spec::dims(&spec.grid),
+        Spec::dims(&spec.block),
+        spec.dynamic_smem,
+        &args,
+    )?;
+    let elapsed = start.elapsed();
+    let mut checks = Vec::new();
+    for c in &spec.checks {
+        let b = spec.buffers.iter().find(|b| b.name == c.buffer).expect("validated");
+        let bytes = gpu.copy_from_device(ptr_of(&c.buffer), (b.len * b.ty.size()) as u64)?;
+        let n = if c.fill.is_some() { b.len } else { c.values.len() };
+        let mut result = CheckResult {
+            buffer: c.buffer.clone(),
+            checked: n,
+            mismatches: 0,
+            first: None,
+        };
+        for i in 0..n {
+            let want = c.fill.unwrap_or_else(|| c.values[i]);
+            let got = b.ty.decode(&bytes, i);
+            let ok = if b.ty.is_float() {
+                (got - want).abs() <= c.tolerance * want.abs().max(f64::MIN_POSITIVE) || got == want
+            } else {
+                got == want
+            };
+            if !ok {
+                result.mismatches += 1;
+                if result.first.is_none() {
+                    result.first = Some(format!("{}[{i}]: got {got}, want {want}", c.buffer));
+                }
+            }
+        }
+        checks.push(result);
+    }
+    Ok(FileRun {
+        kernel,
+        stats,
+        elapsed,
+        checks,
+    })
+}

@@ -1,0 +1,316 @@
+//! The launch spec for running an arbitrary PTX file: buffers, launch shape, arguments and
+//! optional checks, in TOML.
+//!
+//! ```toml
+//! kernel = "saxpy"          # entry name; optional when the module has one kernel
+//! grid = [8]                # 1 to 3 dimensions
+//! block = [128]
+//! dynamic_smem = 0          # bytes, optional
+//!
+//! [[buffer]]
+//! name = "x"
+//! type = "f32"              # u8 u16 u32 u64 s32 s64 f32 f64
+//! len = 1024
+//! init = "iota"             # zero (default) | iota | random | fill | values
+//!
+//! [[buffer]]
+//! name = "y"
+//! type = "f32"
+//! len = 1024
+//! init = "fill"
+//! value = 1.0
+//!
+//! [[arg]]
+//! buffer = "x"              # a buffer's device address
+//! [[arg]]
+//! u32 = 1024                # or s32, u64, s64, f32, f64
+//!
+//! [[check]]
+//! buffer = "y"
+//! values = [1.0, 3.5]       # a prefix of the buffer, or `fill = 2.0` for every element
+//! tolerance = 1e-6          # relative, for floats; integers compare exactly
+//! ```
+
+use serde::Deserialize;
+
+/// Element types of spec buffers.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum ElemType {
+    U8,
+    U16,
+    U32,
+    U64,
+    S32,
+    S64,
+    F32,
+    F64,
+}
+
+impl ElemType {
+    pub fn size(self) -> usize {
+        match self {
+            ElemType::U8 => 1,
+            ElemType::U16 => 2,
+            ElemType::U32 | ElemType::S32 | ElemType::F32 => 4,
+            ElemType::U64 | ElemType::S64 | ElemType::F64 => 8,
+        }
+    }
+
+    pub fn is_float(self) -> bool {
+        matches!(self, ElemType::F32 | ElemType::F64)
+    }
+
+    /// Encodes a number as this type's little-endian bytes.
+    pub fn encode(self, v: f64, out: &mut Vec<u8>) {
+        match self {
+            ElemType::U8 => out.push(v as u8),
+            ElemType::U16 => out.extend((v as u16).to_le_bytes()),
+            ElemType::U32 => out.extend((v as u32).to_le_bytes()),
+            ElemType::U64 => out.extend((v as u64).to_le_bytes()),
+            ElemType::S32 => out.extend((v as i32).to_le_bytes()),
+            ElemType::S64 => out.extend((v as i64).to_le_bytes()),
+            ElemType::F32 => out.extend((v as f32).to_le_bytes()),
+            ElemType::F64 => out.extend(v.to_le_bytes()),
+        }
+    }
+
+    /// Decodes element `i` of a byte buffer.
+    pub fn decode(self, bytes: &[u8], i: usize) -> f64 {
+        let b = &bytes[i * self.size()..(i + 1) * self.size()];
+        let mut w = [0u8; 8];
+        w[..b.len()].copy_from_slice(b);
+        let u = u64::from_le_bytes(w);
+        match self {
+            ElemType::U8 | ElemType::U16 | ElemType::U32 | ElemType::U64 => u as f64,
+            ElemType::S32 => u as u32 as i32 as f64,
+            ElemType::S64 => u as i64 as f64,
+            ElemType::F32 => f32::from_bits(u as u32) as f64,
+            ElemType::F64 => f64::from_bits(u),
+        }
+    }
+}
+
+/// How a buffer is initialised.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Init {
+    #[default]
+    Zero,
+    /// 0, 1, 2, ...
+    Iota,
+    /// Uniform in [0, 1) for floats, [0, 2^16) for integers, from `seed`.
+    Random,
+    /// Every element `value`.
+    Fill,
+    /// The listed `values`, then zeros.
+    Values,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Buffer {
+    pub name: String,
+    #[serde(rename = "type")]
+    pub ty: ElemType,
+    pub len: usize,
+    #[serde(default)]
+    pub init: Init,
+    #[serde(default)]
+    pub value: f64,
+    #[serde(default)]
+    pub values: Vec<f64>,
+    #[serde(default)]
+    pub seed: u64,
+}
+
+/// One kernel argument: exactly one field set.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Arg {
+    pub buffer: Option<String>,
+    pub u32: Option<u32>,
+    pub s32: Option<i32>,
+    pub u64: Option<u64>,
+    pub s64: Option<i64>,
+    pub f32: Option<f32>,
+    pub f64: Option<f64>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Check {
+    pub buffer: String,
+    #[serde(default)]
+    pub values: Vec<f64>,
+    pub fill: Option<f64>,
+    #[serde(default)]
+    pub tolerance: f64,
+}
+
+/// A whole launch spec.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Spec {
+    pub kernel: Option<String>,
+    pub grid: Vec<u32>,
+    pub block: Vec<u32>,
+    #[serde(default)]
+    pub dynamic_smem: u32,
+    #[serde(default, rename = "buffer")]
+    pub buffers: Vec<Buffer>,
+    #[serde(default, rename = "arg")]
+    pub args: Vec<Arg>,
+    #[serde(default, rename = "check")]
+    pub checks: Vec<Check>,
+}
+
+/// A spec problem, naming the field.
+#[derive(Debug, thiserror::Error)]
+pub enum SpecError {
+    #[error("{0}")]
+    Toml(#[from] toml::de::Error),
+    #[error("`{field}`: {what}")]
+    Invalid { field: String, what: String },
+}
+
+impl Spec {
+    pub fn parse(text: &str) -> Result<Spec, SpecError> {
+        let spec: Spec = toml::from_str(text)?;
+        spec.validate()?;
+        Ok(spec)
+    }
+
+    fn validate(&self) -> Result<(), SpecError> {
+        let invalid = |field: &str, what: &str| SpecError::Invalid {
+            field: field.to_string(),
+            what: what.to_string(),
+        };
+        for (name, dims) in [("grid", &self.grid), ("block", &self.block)] {
+            if dims.is_empty() || dims.len() > 3 {
+                return Err(invalid(name, "needs 1 to 3 dimensions"));
+            }
+        }
+        for (i, b) in self.buffers.iter().enumerate() {
+            if self.buffers[..i].iter().any(|o| o.name == b.name) {
+                return Err(invalid(&format!("buffer.{}", b.name), "declared twice"));
+            }
+            if b.len == 0 {
+                return Err(invalid(&format!("buffer.{}.len", b.name), "must be at least 1"));
+            }
+        }
+        for (i, a) in self.args.iter().enumerate() {
+            let set = [
+                a.buffer.is_some(),
+                a.u32.is_some(),
+                a.s32.is_some(),
+                a.u64.is_some(),
+                a.s64.is_some(),
+                a.f32.is_some(),
+                a.f64.is_some(),
+            ]
+            .iter()
+            .filter(|x| **x)
+            .count();
+            if set != 1 {
+                return Err(invalid(&format!("arg[{i}]"), "needs exactly one of buffer, u32, s32, u64, s64, f32, f64"));
+            }
+            if let Some(b) = &a.buffer {
+                if !self.buffers.iter().any(|x| &x.name == b) {
+                    return Err(invalid(&format!("arg[{i}].buffer"), &format!("no buffer named `{b}`")));
+                }
+            }
+        }
+        for (i, c) in self.checks.iter().enumerate() {
+            let Some(b) = self.buffers.iter().find(|x| x.name == c.buffer) else {
+                return Err(invalid(&format!("check[{i}].buffer"), &format!("no buffer named `{}`", c.buffer)));
+            };
+            if c.values.len() > b.len {
+                return Err(invalid(&format!("check[{i}].values"), "longer than the buffer"));
+            }
+            if c.values.is_empty() == c.fill.is_none() {
+                return Err(invalid(&format!("check[{i}]"), "needs exactly one of `values` or `fill`"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Launch dimensions padded to three.
+    pub fn dims(v: &[u32]) -> [u32; 3] {
+        let mut d = [1; 3];
+        d[..v.len()].copy_from_slice(v);
+        d
+    }
+}
+
+impl Buffer {
+    /// The initial bytes.
+    pub fn initial_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.len * self.ty.size());
+        let mut state = self.seed ^ 0x9e37_79b9_7f4a_7c15;
+        for i in 0..self.len {
+            let v = match self.init {
+                Init::Zero => 0.0,
+                Init::Iota => i as f64,
+                Init::Fill => self.value,
+                Init::Values => self.values.get(i).copied().unwrap_or(0.0),
+                Init::Random => {
+                    // splitmix64
+                    state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+                    let mut z = state;
+                    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+                    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+                    z ^= z >> 31;
+                    if self.ty.is_float() {
+                        (z >> 11) as f64 / (1u64 << 53) as f64
+                    } else {
+                        (z >> 48) as f64
+                    }
+                }
+            };
+            self.ty.encode(v, &mut out);
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+        grid = [2]
+        block = [64]
+        [[buffer]]
+        name = "x"
+        type = "f32"
+        len = 4
+        init = "iota"
+        [[arg]]
+        buffer = "x"
+        [[arg]]
+        u32 = 4
+        [[check]]
+        buffer = "x"
+        values = [0, 1]
+    "#;
+
+    #[test]
+    fn parses_a_spec_and_builds_buffers() {
+        let s = Spec::parse(GOOD).unwrap();
+        assert_eq!(Spec::dims(&s.grid), [2, 1, 1]);
+        let bytes = s.buffers[0].initial_bytes();
+        assert_eq!(bytes.len(), 16);
+        assert_eq!(s.buffers[0].ty.decode(&bytes, 3), 3.0);
+    }
+
+    #[test]
+    fn unknown_fields_and_bad_references_name_the_field() {
+        let e = Spec::parse(&GOOD.replace("len = 4", "len = 4\nlength = 3")).unwrap_err();
+        assert!(e.to_string().contains("length"), "{e}");
+        let e = Spec::parse(&GOOD.replace("buffer = \"x\"\n        [[arg]]", "buffer = \"nope\"\n        [[arg]]")).unwrap_err();
+        assert!(e.to_string().contains("arg[0].buffer"), "{e}");
+        let e = Spec::parse(&GOOD.replace("grid = [2]", "grid = []")).unwrap_err();
+        assert!(e.to_string().contains("grid"), "{e}");
+    }
+}
