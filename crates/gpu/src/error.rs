@@ -23,11 +23,18 @@ pub enum FaultReason {
 impl std::fmt::Display for FaultReason {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            FaultReason::Global(GlobalFault::Unallocated) => f.write_str("address is not in any allocation"),
-            FaultReason::Global(GlobalFault::OutOfBounds { base, size }) => {
-                write!(f, "access runs past the end of the {size}-byte allocation at {base:#x}")
+            FaultReason::Global(GlobalFault::Unallocated) => {
+                f.write_str("address is not in any allocation")
             }
-            FaultReason::Global(GlobalFault::Freed { base }) => write!(f, "allocation at {base:#x} was freed"),
+            FaultReason::Global(GlobalFault::OutOfBounds { base, size }) => {
+                write!(
+                    f,
+                    "access runs past the end of the {size}-byte allocation at {base:#x}"
+                )
+            }
+            FaultReason::Global(GlobalFault::Freed { base }) => {
+                write!(f, "allocation at {base:#x} was freed")
+            }
             FaultReason::OutOfBounds => f.write_str("out of bounds"),
             FaultReason::Misaligned => f.write_str("misaligned address"),
             FaultReason::ReadOnly => f.write_str("the space is read-only"),
@@ -85,7 +92,10 @@ fn describe_waiting(waiting: &[WaitingWarp], exited: u32) -> String {
         if i > 0 {
             s.push_str("; ");
         }
-        s.push_str(&format!("warp {} at barrier {} ({}, {})", w.warp, w.barrier, w.pc, w.location));
+        s.push_str(&format!(
+            "warp {} at barrier {} ({}, {})",
+            w.warp, w.barrier, w.pc, w.location
+        ));
     }
     s.push_str(&format!("); {exited} warp(s) already exited"));
     s

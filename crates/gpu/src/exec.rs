@@ -239,7 +239,10 @@ pub fn step(
         // Lowering ends every kernel with `exit`; running past it means a corrupt stack.
         return Err(ExecError::Internal {
             kernel: ctx.kernel.name.clone(),
-            what: format!("warp {} ran past the end of the kernel (pc {pc})", warp.index),
+            what: format!(
+                "warp {} ran past the end of the kernel (pc {pc})",
+                warp.index
+            ),
         });
     };
     let mask = top.mask;
@@ -350,7 +353,9 @@ impl Exec<'_, '_, '_> {
             Operand::Reg(r) => self.warp.regs[r.index() * WARP_SIZE + lane],
             Operand::Imm(v) => v,
             Operand::NotReg(r) => (self.warp.regs[r.index() * WARP_SIZE + lane] == 0) as u64,
-            Operand::GlobalAddr(g, off) => self.ctx.global_addrs[g.index()].wrapping_add(off as u64),
+            Operand::GlobalAddr(g, off) => {
+                self.ctx.global_addrs[g.index()].wrapping_add(off as u64)
+            }
             Operand::Special(s) => self.special(s, lane),
             Operand::None => 0,
         }
@@ -393,7 +398,14 @@ impl Exec<'_, '_, '_> {
         }
     }
 
-    fn fault(&self, lane: usize, space: Space, addr: u64, size: u32, reason: FaultReason) -> ExecError {
+    fn fault(
+        &self,
+        lane: usize,
+        space: Space,
+        addr: u64,
+        size: u32,
+        reason: FaultReason,
+    ) -> ExecError {
         let linear = self.warp.index * WARP_SIZE as u32 + lane as u32;
         ExecError::MemoryFault {
             kernel: self.ctx.kernel.name.clone(),
@@ -424,7 +436,14 @@ impl Exec<'_, '_, '_> {
 
     /// Loads `size` bytes at `addr` for `lane`.
     #[inline]
-    fn load(&mut self, space: Space, addr: u64, size: u32, lane: usize, hint: &mut usize) -> Result<u64, ExecError> {
+    fn load(
+        &mut self,
+        space: Space,
+        addr: u64,
+        size: u32,
+        lane: usize,
+        hint: &mut usize,
+    ) -> Result<u64, ExecError> {
         let (sp, a) = self.resolve(space, addr);
         if a % size as u64 != 0 {
             return Err(self.fault(lane, space, addr, size, FaultReason::Misaligned));
@@ -441,7 +460,9 @@ impl Exec<'_, '_, '_> {
             Space::Local => {
                 let frame = self.ctx.kernel.local_size as usize;
                 let bytes = &self.warp.local[lane * frame..(lane + 1) * frame];
-                slice(bytes, a, size).map(memory::read_le).ok_or_else(|| oob(self))
+                slice(bytes, a, size)
+                    .map(memory::read_le)
+                    .ok_or_else(|| oob(self))
             }
             Space::Param => slice(&self.ctx.params, a, size)
                 .map(memory::read_le)
@@ -451,7 +472,15 @@ impl Exec<'_, '_, '_> {
     }
 
     #[inline]
-    fn store(&mut self, space: Space, addr: u64, size: u32, value: u64, lane: usize, hint: &mut usize) -> Result<(), ExecError> {
+    fn store(
+        &mut self,
+        space: Space,
+        addr: u64,
+        size: u32,
+        value: u64,
+        lane: usize,
+        hint: &mut usize,
+    ) -> Result<(), ExecError> {
         let (sp, a) = self.resolve(space, addr);
         if a % size as u64 != 0 {
             return Err(self.fault(lane, space, addr, size, FaultReason::Misaligned));
@@ -566,7 +595,11 @@ impl Exec<'_, '_, '_> {
                     } else {
                         (c as u32 as i32) >= 0
                     };
-                    let v = if pick_a { self.read(s[0], l) } else { self.read(s[1], l) };
+                    let v = if pick_a {
+                        self.read(s[0], l)
+                    } else {
+                        self.read(s[1], l)
+                    };
                     self.write(0, l, v & m);
                 }
             }
@@ -631,12 +664,22 @@ impl Exec<'_, '_, '_> {
                 ..
             } => {
                 let size = ty.size();
-                let dmask = if dst_bits >= 64 { u64::MAX } else { (1u64 << dst_bits) - 1 };
+                let dmask = if dst_bits >= 64 {
+                    u64::MAX
+                } else {
+                    (1u64 << dst_bits) - 1
+                };
                 let mut hint = 0;
                 for l in lanes(exec) {
                     let addr = self.read(s[0], l).wrapping_add(offset as i64 as u64);
                     if vec > 1 && addr % (size as u64 * vec as u64) != 0 {
-                        return Err(self.fault(l, space, addr, size * vec as u32, FaultReason::Misaligned));
+                        return Err(self.fault(
+                            l,
+                            space,
+                            addr,
+                            size * vec as u32,
+                            FaultReason::Misaligned,
+                        ));
                     }
                     for k in 0..vec as usize {
                         let a = addr.wrapping_add(k as u64 * size as u64);
@@ -656,7 +699,13 @@ impl Exec<'_, '_, '_> {
                 for l in lanes(exec) {
                     let addr = self.read(s[0], l).wrapping_add(offset as i64 as u64);
                     if vec > 1 && addr % (size as u64 * vec as u64) != 0 {
-                        return Err(self.fault(l, space, addr, size * vec as u32, FaultReason::Misaligned));
+                        return Err(self.fault(
+                            l,
+                            space,
+                            addr,
+                            size * vec as u32,
+                            FaultReason::Misaligned,
+                        ));
                     }
                     for k in 0..vec as usize {
                         let a = addr.wrapping_add(k as u64 * size as u64);
@@ -683,12 +732,18 @@ impl Exec<'_, '_, '_> {
                 let mut hint = 0;
                 for l in lanes(exec) {
                     let addr = self.read(s[0], l).wrapping_add(offset as i64 as u64);
-                    if let (Space::Const | Space::Param | Space::Local, _) = self.resolve(space, addr) {
+                    if let (Space::Const | Space::Param | Space::Local, _) =
+                        self.resolve(space, addr)
+                    {
                         return Err(self.fault(l, space, addr, size, FaultReason::AtomicSpace));
                     }
                     let old = self.load(space, addr, size, l, &mut hint)?;
                     let b = self.read(s[1], l);
-                    let c = if op == AtomOp::Cas { self.read(s[2], l) } else { 0 };
+                    let c = if op == AtomOp::Cas {
+                        self.read(s[2], l)
+                    } else {
+                        0
+                    };
                     let new = alu::atom(op, ty, old, b, c);
                     self.store(space, addr, size, new, l, &mut hint)?;
                     if matches!(inst.op, Op::Atom { .. }) {
@@ -802,7 +857,10 @@ impl Exec<'_, '_, '_> {
             });
         }
         if let Some(c) = count {
-            if c == 0 || c % WARP_SIZE as u32 != 0 || c > self.ctx.threads_per_tb().next_multiple_of(32) {
+            if c == 0
+                || c % WARP_SIZE as u32 != 0
+                || c > self.ctx.threads_per_tb().next_multiple_of(32)
+            {
                 return Err(ExecError::BadBarrier {
                     kernel: self.ctx.kernel.name.clone(),
                     location: self.ctx.location(InstId(self.pc)),

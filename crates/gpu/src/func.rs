@@ -52,7 +52,11 @@ struct Barriers {
 }
 
 /// Runs every TB of the launch to completion.
-pub fn run(ctx: &LaunchCtx<'_>, mem: &mut DeviceMemory, limit: u64) -> Result<LaunchStats, ExecError> {
+pub fn run(
+    ctx: &LaunchCtx<'_>,
+    mem: &mut DeviceMemory,
+    limit: u64,
+) -> Result<LaunchStats, ExecError> {
     let mut stats = LaunchStats::default();
     let mut shared = vec![0u8; ctx.smem_size as usize];
     for linear in 0..ctx.num_tbs() {
@@ -62,13 +66,23 @@ pub fn run(ctx: &LaunchCtx<'_>, mem: &mut DeviceMemory, limit: u64) -> Result<La
             shared: &mut shared,
             sm: (linear % ctx.num_sms.max(1) as u64) as u32,
         };
-        let s = run_tb(ctx, &mut tb, mem, limit.saturating_sub(stats.warp_instructions))?;
+        let s = run_tb(
+            ctx,
+            &mut tb,
+            mem,
+            limit.saturating_sub(stats.warp_instructions),
+        )?;
         stats.add(&s);
     }
     Ok(stats)
 }
 
-fn run_tb(ctx: &LaunchCtx<'_>, tb: &mut TbView<'_>, mem: &mut DeviceMemory, limit: u64) -> Result<LaunchStats, ExecError> {
+fn run_tb(
+    ctx: &LaunchCtx<'_>,
+    tb: &mut TbView<'_>,
+    mem: &mut DeviceMemory,
+    limit: u64,
+) -> Result<LaunchStats, ExecError> {
     let n = ctx.warps_per_tb();
     let mut warps: Vec<Warp> = (0..n).map(|i| Warp::new(ctx, i)).collect();
     let mut status = vec![WarpStatus::Ready; n as usize];

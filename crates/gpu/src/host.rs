@@ -104,7 +104,11 @@ pub struct LoadError {
 }
 
 fn render(d: &[Diagnostic]) -> String {
-    let mut s = d.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("; ");
+    let mut s = d
+        .iter()
+        .map(|d| d.to_string())
+        .collect::<Vec<_>>()
+        .join("; ");
     if d.len() > 1 {
         s = format!("{} problems: {s}", d.len());
     }
@@ -177,7 +181,10 @@ impl Gpu {
             Ok(())
         } else {
             Err(GpuError::BadCopy {
-                what: format!("free of {:#x}, which is not the start of a live allocation", ptr.0),
+                what: format!(
+                    "free of {:#x}, which is not the start of a live allocation",
+                    ptr.0
+                ),
             })
         }
     }
@@ -236,7 +243,11 @@ impl Gpu {
         }
         // Place module variables, then write their initial values (with the addresses of
         // other variables patched in).
-        let global_addrs: Vec<u64> = ir.globals.values().map(|g| self.mem.alloc(g.size.max(1))).collect();
+        let global_addrs: Vec<u64> = ir
+            .globals
+            .values()
+            .map(|g| self.mem.alloc(g.size.max(1)))
+            .collect();
         for (id, g) in ir.globals.iter() {
             let mut bytes = g.init.clone();
             for r in &g.relocations {
@@ -289,7 +300,13 @@ impl Gpu {
             return Err(GpuError::UnknownKernel {
                 name: kernel.to_string(),
                 module: m.source.name.clone(),
-                available: m.ir.kernels.values().map(|k| k.name.as_str()).collect::<Vec<_>>().join(", "),
+                available: m
+                    .ir
+                    .kernels
+                    .values()
+                    .map(|k| k.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
             });
         };
         let params = check_launch(&self.limits, k, grid, block, dynamic_smem, args)?;
@@ -311,7 +328,11 @@ impl Gpu {
             num_sms: self.limits.num_sms,
             grid_id: self.launches,
         };
-        Ok(func::run(&ctx, &mut self.mem, self.limits.instruction_limit)?)
+        Ok(func::run(
+            &ctx,
+            &mut self.mem,
+            self.limits.instruction_limit,
+        )?)
     }
 }
 
@@ -361,13 +382,17 @@ fn check_launch(
     }
     if let Some(req) = k.launch_bounds.req_ntid {
         if req != block {
-            return Err(bad(format!("the kernel requires a block of {req:?} (.reqntid), got {block:?}")));
+            return Err(bad(format!(
+                "the kernel requires a block of {req:?} (.reqntid), got {block:?}"
+            )));
         }
     }
     if let Some(max) = k.launch_bounds.max_ntid {
         let max_threads = max.iter().map(|&d| d as u64).product::<u64>();
         if threads > max_threads {
-            return Err(bad(format!("{threads} threads per block exceed the kernel's .maxntid {max:?}")));
+            return Err(bad(format!(
+                "{threads} threads per block exceed the kernel's .maxntid {max:?}"
+            )));
         }
     }
     if dynamic_smem > 0 && !k.uses_dynamic_smem {

@@ -17,4 +17,4 @@ pub mod validate;
 
 pub use error::ExecError;
 pub use func::LaunchStats;
-pub use host::{DevPtr, DeviceLimits, GpuError, Gpu, KernelArg, LoadError, ModuleId};
+pub use host::{DevPtr, DeviceLimits, Gpu, GpuError, KernelArg, LoadError, ModuleId};

@@ -158,7 +158,13 @@ impl DeviceMemory {
 
     /// Writes the low `len` (≤ 8) bytes of `value` little-endian.
     #[inline]
-    pub fn write(&mut self, addr: u64, len: u32, value: u64, hint: &mut usize) -> Result<(), GlobalFault> {
+    pub fn write(
+        &mut self,
+        addr: u64,
+        len: u32,
+        value: u64,
+        hint: &mut usize,
+    ) -> Result<(), GlobalFault> {
         let (i, off) = self.find(addr, len as u64, hint)?;
         write_le(&mut self.allocs[i].data[off..off + len as usize], value);
         Ok(())

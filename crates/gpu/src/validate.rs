@@ -19,12 +19,25 @@ pub fn check_module(m: &Module) -> Vec<(Span, String)> {
                     }
                 }
                 Op::Atom { op, ty, .. } | Op::Red { op, ty, .. } => {
-                    let float_ok = matches!(op, AtomOp::Add | AtomOp::Exch | AtomOp::Min | AtomOp::Max | AtomOp::Cas);
+                    let float_ok = matches!(
+                        op,
+                        AtomOp::Add | AtomOp::Exch | AtomOp::Min | AtomOp::Max | AtomOp::Cas
+                    );
                     if (ty == Ty::F32 || ty == Ty::F64) && !float_ok {
-                        problems.push((inst.span, format!("unsupported instruction: atomic `{op:?}` on `.{ty:?}`").to_lowercase()));
+                        problems.push((
+                            inst.span,
+                            format!("unsupported instruction: atomic `{op:?}` on `.{ty:?}`")
+                                .to_lowercase(),
+                        ));
                     }
                     if !matches!(ty.size(), 4 | 8) {
-                        problems.push((inst.span, format!("unsupported instruction: atomic on a {}-byte type", ty.size())));
+                        problems.push((
+                            inst.span,
+                            format!(
+                                "unsupported instruction: atomic on a {}-byte type",
+                                ty.size()
+                            ),
+                        ));
                     }
                 }
                 _ => {}

@@ -1,12 +1,11 @@
-//! Size and speed: a megabyte of NVRTC-style PTX parses, and quickly.
-//!
-//! The hard bound here is generous because tests run unoptimised-ish (`opt-level = 1`) on a
-//! shared machine; in release the same input takes a few milliseconds.
+//! Size: a megabyte of NVRTC-style PTX parses into the expected number of items. (Speed is a
+//! benchmark figure in BENCHMARKS.md, not a timed test; the times printed here are for
+//! information only.)
 
 use std::time::Instant;
 
 #[test]
-fn parses_a_megabyte_quickly() {
+fn parses_a_megabyte() {
     let sample = include_str!("data/reduce_shared.ptx");
     // Keep the header once; repeat everything after it.
     let split = sample.find("\t// .globl").unwrap();
@@ -34,5 +33,4 @@ fn parses_a_megabyte_quickly() {
         elapsed.as_secs_f64() * 1e3
     );
     assert_eq!(module.items.len(), 2 * copies);
-    assert!(elapsed.as_secs_f64() < 2.0, "took {elapsed:?}");
 }

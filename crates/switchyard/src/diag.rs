@@ -14,7 +14,9 @@ pub fn render_load_error(e: &gpu::LoadError) -> String {
         let end = (d.span.end as usize).clamp(start, e.source_text.len());
         let diag = Diagnostic::error()
             .with_message(&d.message)
-            .with_labels(vec![Label::primary((), start..end).with_message(&d.location)]);
+            .with_labels(vec![
+                Label::primary((), start..end).with_message(&d.location)
+            ]);
         if term::emit(&mut buf, &config, &file, &diag).is_err() {
             return e.to_string();
         }

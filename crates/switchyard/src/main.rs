@@ -120,11 +120,19 @@ fn kernels(json: bool) -> Outcome {
                 })
             })
             .collect();
-        println!("{}", serde_json::to_string_pretty(&v).expect("serializable"));
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&v).expect("serializable")
+        );
     } else {
         println!("{:<14} {:<14} description", "kernel", "stresses");
         for k in ks {
-            println!("{:<14} {:<14} {}", k.name(), format!("{:?}", k.stress()), k.description());
+            println!(
+                "{:<14} {:<14} {}",
+                k.name(),
+                format!("{:?}", k.stress()),
+                k.description()
+            );
         }
     }
     Ok(true)
@@ -237,7 +245,10 @@ fn run(args: RunArgs) -> Outcome {
         }
     }
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&rows).expect("serializable"));
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&rows).expect("serializable")
+        );
     } else {
         print_table(&rows);
         let passed = rows.iter().filter(|r| r.verified).count();
@@ -254,7 +265,8 @@ fn run_ptx_file(path: &Path, spec: Option<&Path>, rows: &mut Vec<RunRow>) -> Out
         ));
     };
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let spec_text = std::fs::read_to_string(spec_path).map_err(|e| format!("{}: {e}", spec_path.display()))?;
+    let spec_text =
+        std::fs::read_to_string(spec_path).map_err(|e| format!("{}: {e}", spec_path.display()))?;
     let spec = Spec::parse(&spec_text).map_err(|e| format!("{}: {e}", spec_path.display()))?;
     let name = path.display().to_string();
     let r = match run_file(&name, &text, &spec) {
@@ -267,11 +279,18 @@ fn run_ptx_file(path: &Path, spec: Option<&Path>, rows: &mut Vec<RunRow>) -> Out
     let detail = if r.checks.is_empty() {
         "ran; not verified (the spec has no [[check]])".to_string()
     } else if verified {
-        format!("{} values match", r.checks.iter().map(|c| c.checked).sum::<usize>())
+        format!(
+            "{} values match",
+            r.checks.iter().map(|c| c.checked).sum::<usize>()
+        )
     } else {
         r.checks
             .iter()
-            .filter_map(|c| c.first.clone().map(|f| format!("{} mismatches, first {f}", c.mismatches)))
+            .filter_map(|c| {
+                c.first
+                    .clone()
+                    .map(|f| format!("{} mismatches, first {f}", c.mismatches))
+            })
             .collect::<Vec<_>>()
             .join("; ")
     };
@@ -347,7 +366,10 @@ fn check(files: &[PathBuf], json: bool) -> Outcome {
         }
     }
     if json {
-        println!("{}", serde_json::to_string_pretty(&reports).expect("serializable"));
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&reports).expect("serializable")
+        );
     }
     Ok(all_ok)
 }

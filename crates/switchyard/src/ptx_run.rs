@@ -50,7 +50,11 @@ pub fn run_file(file: &str, ptx: &str, spec: &Spec) -> Result<FileRun, FileRunEr
                     what: format!(
                         "the module has {} kernels ({}); name one",
                         m.kernels.len(),
-                        m.kernels.values().map(|k| k.name.as_str()).collect::<Vec<_>>().join(", ")
+                        m.kernels
+                            .values()
+                            .map(|k| k.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     ),
                 }
                 .into());
@@ -66,7 +70,11 @@ pub fn run_file(file: &str, ptx: &str, spec: &Spec) -> Result<FileRun, FileRunEr
         ptrs.push(p);
     }
     let ptr_of = |name: &str| -> DevPtr {
-        let i = spec.buffers.iter().position(|b| b.name == name).expect("validated");
+        let i = spec
+            .buffers
+            .iter()
+            .position(|b| b.name == name)
+            .expect("validated");
         ptrs[i]
     };
     let args: Vec<KernelArg> = spec
@@ -102,9 +110,17 @@ pub fn run_file(file: &str, ptx: &str, spec: &Spec) -> Result<FileRun, FileRunEr
     let elapsed = start.elapsed();
     let mut checks = Vec::new();
     for c in &spec.checks {
-        let b = spec.buffers.iter().find(|b| b.name == c.buffer).expect("validated");
+        let b = spec
+            .buffers
+            .iter()
+            .find(|b| b.name == c.buffer)
+            .expect("validated");
         let bytes = gpu.copy_from_device(ptr_of(&c.buffer), (b.len * b.ty.size()) as u64)?;
-        let n = if c.fill.is_some() { b.len } else { c.values.len() };
+        let n = if c.fill.is_some() {
+            b.len
+        } else {
+            c.values.len()
+        };
         let mut result = CheckResult {
             buffer: c.buffer.clone(),
             checked: n,

@@ -196,7 +196,10 @@ impl Spec {
                 return Err(invalid(&format!("buffer.{}", b.name), "declared twice"));
             }
             if b.len == 0 {
-                return Err(invalid(&format!("buffer.{}.len", b.name), "must be at least 1"));
+                return Err(invalid(
+                    &format!("buffer.{}.len", b.name),
+                    "must be at least 1",
+                ));
             }
         }
         for (i, a) in self.args.iter().enumerate() {
@@ -213,23 +216,38 @@ impl Spec {
             .filter(|x| **x)
             .count();
             if set != 1 {
-                return Err(invalid(&format!("arg[{i}]"), "needs exactly one of buffer, u32, s32, u64, s64, f32, f64"));
+                return Err(invalid(
+                    &format!("arg[{i}]"),
+                    "needs exactly one of buffer, u32, s32, u64, s64, f32, f64",
+                ));
             }
             if let Some(b) = &a.buffer {
                 if !self.buffers.iter().any(|x| &x.name == b) {
-                    return Err(invalid(&format!("arg[{i}].buffer"), &format!("no buffer named `{b}`")));
+                    return Err(invalid(
+                        &format!("arg[{i}].buffer"),
+                        &format!("no buffer named `{b}`"),
+                    ));
                 }
             }
         }
         for (i, c) in self.checks.iter().enumerate() {
             let Some(b) = self.buffers.iter().find(|x| x.name == c.buffer) else {
-                return Err(invalid(&format!("check[{i}].buffer"), &format!("no buffer named `{}`", c.buffer)));
+                return Err(invalid(
+                    &format!("check[{i}].buffer"),
+                    &format!("no buffer named `{}`", c.buffer),
+                ));
             };
             if c.values.len() > b.len {
-                return Err(invalid(&format!("check[{i}].values"), "longer than the buffer"));
+                return Err(invalid(
+                    &format!("check[{i}].values"),
+                    "longer than the buffer",
+                ));
             }
             if c.values.is_empty() == c.fill.is_none() {
-                return Err(invalid(&format!("check[{i}]"), "needs exactly one of `values` or `fill`"));
+                return Err(invalid(
+                    &format!("check[{i}]"),
+                    "needs exactly one of `values` or `fill`",
+                ));
             }
         }
         Ok(())
@@ -308,7 +326,11 @@ mod tests {
     fn unknown_fields_and_bad_references_name_the_field() {
         let e = Spec::parse(&GOOD.replace("len = 4", "len = 4\nlength = 3")).unwrap_err();
         assert!(e.to_string().contains("length"), "{e}");
-        let e = Spec::parse(&GOOD.replace("buffer = \"x\"\n        [[arg]]", "buffer = \"nope\"\n        [[arg]]")).unwrap_err();
+        let e = Spec::parse(&GOOD.replace(
+            "buffer = \"x\"\n        [[arg]]",
+            "buffer = \"nope\"\n        [[arg]]",
+        ))
+        .unwrap_err();
         assert!(e.to_string().contains("arg[0].buffer"), "{e}");
         let e = Spec::parse(&GOOD.replace("grid = [2]", "grid = []")).unwrap_err();
         assert!(e.to_string().contains("grid"), "{e}");

@@ -10,17 +10,24 @@ use super::soft::{self, Fmt, Val, BF16, F16, F32, F64};
 #[derive(Clone, Copy)]
 enum Kind {
     /// An integer of `bits` bits (the `.b` types act as unsigned).
-    Int { signed: bool, bits: u32 },
+    Int {
+        signed: bool,
+        bits: u32,
+    },
     Float(Fmt),
 }
 
 #[inline]
 fn kind(ty: Ty) -> Option<Kind> {
     Some(match ty {
-        Ty::U8 | Ty::U16 | Ty::U32 | Ty::U64 | Ty::B8 | Ty::B16 | Ty::B32 | Ty::B64 => {
-            Kind::Int { signed: false, bits: ty.bits() }
-        }
-        Ty::S8 | Ty::S16 | Ty::S32 | Ty::S64 => Kind::Int { signed: true, bits: ty.bits() },
+        Ty::U8 | Ty::U16 | Ty::U32 | Ty::U64 | Ty::B8 | Ty::B16 | Ty::B32 | Ty::B64 => Kind::Int {
+            signed: false,
+            bits: ty.bits(),
+        },
+        Ty::S8 | Ty::S16 | Ty::S32 | Ty::S64 => Kind::Int {
+            signed: true,
+            bits: ty.bits(),
+        },
         Ty::F16 => Kind::Float(F16),
         Ty::Bf16 => Kind::Float(BF16),
         Ty::F32 => Kind::Float(F32),
@@ -58,7 +65,13 @@ pub(crate) fn cvt(
         return 0;
     };
     match (dk, sk) {
-        (Kind::Int { signed: ds, bits: db }, Kind::Int { .. }) => {
+        (
+            Kind::Int {
+                signed: ds,
+                bits: db,
+            },
+            Kind::Int { .. },
+        ) => {
             // Truncate or extend according to the source's signedness; `.sat` clamps to the
             // destination's range ("For integer destination types, .sat limits the result to
             // MININT..MAXINT for the size of the operation").

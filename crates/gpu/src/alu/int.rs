@@ -69,7 +69,11 @@ pub(crate) fn arith(
     let mask = ty.mask();
     let signed = ty.is_signed();
     // Values reduced to the type: `sa`/`sb` sign-extended when signed, `ua`/`ub` zero-extended.
-    let (sa, sb, sc) = (ty.extend(a) as i64, ty.extend(b) as i64, ty.extend(c) as i64);
+    let (sa, sb, sc) = (
+        ty.extend(a) as i64,
+        ty.extend(b) as i64,
+        ty.extend(c) as i64,
+    );
     let (ua, ub, uc) = (a & mask, b & mask, c & mask);
     let r = match op {
         // `.sat` (s32 only in PTX): the exact result clamped to the type's range.
@@ -83,7 +87,7 @@ pub(crate) fn arith(
             if w > 32 {
                 return unsupported;
             }
-            wide_product(ty, a, b) as u64 & low_mask(2 * w)
+            return Ok(wide_product(ty, a, b) as u64 & low_mask(2 * w));
         }
         ArithOp::MadLo | ArithOp::Fma => ua.wrapping_mul(ub).wrapping_add(uc),
         ArithOp::MadHi => {
@@ -100,7 +104,7 @@ pub(crate) fn arith(
                 return unsupported;
             }
             // `c` and the result are 2w bits wide.
-            (wide_product(ty, a, b) as u64).wrapping_add(c) & low_mask(2 * w)
+            return Ok((wide_product(ty, a, b) as u64).wrapping_add(c) & low_mask(2 * w));
         }
         ArithOp::Mul24Lo | ArithOp::Mul24Hi | ArithOp::Mad24Lo | ArithOp::Mad24Hi => {
             if w != 32 {

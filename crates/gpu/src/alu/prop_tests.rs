@@ -32,7 +32,10 @@ struct Big {
 
 impl Big {
     fn zero() -> Big {
-        Big { neg: false, mag: [0; L] }
+        Big {
+            neg: false,
+            mag: [0; L],
+        }
     }
 
     /// `(-1)^neg * m * 2^e`.
@@ -102,8 +105,20 @@ impl Big {
 
     fn cmp(&self, o: &Big) -> Ordering {
         let (az, bz) = (self.is_zero(), o.is_zero());
-        let sa = if az { 0 } else if self.neg { -1 } else { 1 };
-        let sb = if bz { 0 } else if o.neg { -1 } else { 1 };
+        let sa = if az {
+            0
+        } else if self.neg {
+            -1
+        } else {
+            1
+        };
+        let sb = if bz {
+            0
+        } else if o.neg {
+            -1
+        } else {
+            1
+        };
         if sa != sb {
             return sa.cmp(&sb);
         }
@@ -182,7 +197,10 @@ fn cmp_mid(ex: &Exact, x: u64, y: u64, is64: bool) -> Ordering {
         }
         Exact::Sqrt { a } => {
             let xy = big_prod(x, y, is64);
-            let lhs = big_prod(x, x, is64).add(&xy).add(&xy).add(&big_prod(y, y, is64));
+            let lhs = big_prod(x, x, is64)
+                .add(&xy)
+                .add(&xy)
+                .add(&big_prod(y, y, is64));
             let a = big(*a, is64);
             let a2 = a.add(&a);
             lhs.cmp(&a2.add(&a2))
@@ -237,17 +255,43 @@ fn check(ex: &Exact, is64: bool, r: [u64; 4], cancel: bool) -> Result<(), TestCa
         return Ok(());
     }
     // rm is the largest float ≤ exact; rp the smallest ≥ exact.
-    prop_assert!(cmp1(ex, rm, is64) != Ordering::Greater, "rm above exact: {}", ctx);
-    prop_assert!(cmp1(ex, next_up(rm, is64), is64) == Ordering::Greater, "rm not largest: {}", ctx);
-    prop_assert!(cmp1(ex, rp, is64) != Ordering::Less, "rp below exact: {}", ctx);
-    prop_assert!(cmp1(ex, next_down(rp, is64), is64) == Ordering::Less, "rp not smallest: {}", ctx);
+    prop_assert!(
+        cmp1(ex, rm, is64) != Ordering::Greater,
+        "rm above exact: {}",
+        ctx
+    );
+    prop_assert!(
+        cmp1(ex, next_up(rm, is64), is64) == Ordering::Greater,
+        "rm not largest: {}",
+        ctx
+    );
+    prop_assert!(
+        cmp1(ex, rp, is64) != Ordering::Less,
+        "rp below exact: {}",
+        ctx
+    );
+    prop_assert!(
+        cmp1(ex, next_down(rp, is64), is64) == Ordering::Less,
+        "rp not smallest: {}",
+        ctx
+    );
     prop_assert!(rp == rm || rp == next_up(rm, is64), "not adjacent: {}", ctx);
     // rz: toward zero.
-    prop_assert_eq!(rz, if sign_e == Ordering::Greater { rm } else { rp }, "rz: {}", ctx);
+    prop_assert_eq!(
+        rz,
+        if sign_e == Ordering::Greater { rm } else { rp },
+        "rz: {}",
+        ctx
+    );
     // A nonzero exact result that rounds to zero keeps its sign.
     for x in r {
         if is_zero(x, is64) {
-            prop_assert_eq!(is_neg(x, is64), sign_e == Ordering::Less, "zero sign: {}", ctx);
+            prop_assert_eq!(
+                is_neg(x, is64),
+                sign_e == Ordering::Less,
+                "zero sign: {}",
+                ctx
+            );
         }
     }
     // rn: nearer of rm/rp; ties to the even significand.
@@ -271,19 +315,31 @@ fn check(ex: &Exact, is64: bool, r: [u64; 4], cancel: bool) -> Result<(), TestCa
 }
 
 fn modes() -> [Rounding; 4] {
-    [Rounding::Nearest, Rounding::Zero, Rounding::Down, Rounding::Up]
+    [
+        Rounding::Nearest,
+        Rounding::Zero,
+        Rounding::Down,
+        Rounding::Up,
+    ]
 }
 
 fn run(op: ArithOp, ty: Ty, a: u64, b: u64, c: u64) -> [u64; 4] {
     modes().map(|r| {
-        let m = FloatMode { rounding: r, ..FloatMode::default() };
+        let m = FloatMode {
+            rounding: r,
+            ..FloatMode::default()
+        };
         arith(op, ty, m, a, b, c, 0).unwrap()
     })
 }
 
 /// Makes an f32 finite: an all-ones exponent field loses its top bit (0xFF → 0x7F).
 fn fin32(x: u32) -> u64 {
-    let x = if x & 0x7F80_0000 == 0x7F80_0000 { x & !0x4000_0000 } else { x };
+    let x = if x & 0x7F80_0000 == 0x7F80_0000 {
+        x & !0x4000_0000
+    } else {
+        x
+    };
     x as u64
 }
 fn fin64(x: u64) -> u64 {

@@ -143,7 +143,11 @@ pub(crate) fn unpack(fmt: Fmt, bits: u64) -> Val {
         if f == 0 {
             Val::Zero(neg)
         } else {
-            Val::Fin { neg, sig: f, exp: min_exp }
+            Val::Fin {
+                neg,
+                sig: f,
+                exp: min_exp,
+            }
         }
     } else {
         Val::Fin {
@@ -264,9 +268,17 @@ fn norm125(e: Ext) -> Ext {
     let lead = 127 - e.sig.leading_zeros() as i32;
     let s = 125 - lead;
     if s >= 0 {
-        Ext { sig: e.sig << s, exp: e.exp - s, ..e }
+        Ext {
+            sig: e.sig << s,
+            exp: e.exp - s,
+            ..e
+        }
     } else {
-        Ext { sig: shr_jam(e.sig, (-s) as u32), exp: e.exp - s, ..e }
+        Ext {
+            sig: shr_jam(e.sig, (-s) as u32),
+            exp: e.exp - s,
+            ..e
+        }
     }
 }
 
@@ -279,17 +291,33 @@ pub(crate) fn add_ext(a: Ext, b: Ext) -> Ext {
     let d = (hi.exp - lo.exp) as u32;
     let lo_sig = shr_jam(lo.sig, d);
     if hi.neg == lo.neg {
-        Ext { neg: hi.neg, sig: hi.sig + lo_sig, exp: hi.exp }
+        Ext {
+            neg: hi.neg,
+            sig: hi.sig + lo_sig,
+            exp: hi.exp,
+        }
     } else if hi.sig >= lo_sig {
-        Ext { neg: hi.neg, sig: hi.sig - lo_sig, exp: hi.exp }
+        Ext {
+            neg: hi.neg,
+            sig: hi.sig - lo_sig,
+            exp: hi.exp,
+        }
     } else {
-        Ext { neg: lo.neg, sig: lo_sig - hi.sig, exp: hi.exp }
+        Ext {
+            neg: lo.neg,
+            sig: lo_sig - hi.sig,
+            exp: hi.exp,
+        }
     }
 }
 
 #[inline]
 fn fin_ext(neg: bool, sig: u64, exp: i32) -> Ext {
-    Ext { neg, sig: sig as u128, exp }
+    Ext {
+        neg,
+        sig: sig as u128,
+        exp,
+    }
 }
 
 /// IEEE addition `a + b` in `fmt` with rounding `rnd`; any NaN result is canonical.
@@ -314,9 +342,21 @@ pub(crate) fn add(fmt: Fmt, a: u64, b: u64, rnd: Rounding) -> u64 {
         (Val::Zero(_), _) => b & fmt.mask(),
         (_, Val::Zero(_)) => a & fmt.mask(),
         (
-            Val::Fin { neg: an, sig: asig, exp: ae },
-            Val::Fin { neg: bn, sig: bsig, exp: be },
-        ) => pack_ext(fmt, add_ext(fin_ext(an, asig, ae), fin_ext(bn, bsig, be)), rnd),
+            Val::Fin {
+                neg: an,
+                sig: asig,
+                exp: ae,
+            },
+            Val::Fin {
+                neg: bn,
+                sig: bsig,
+                exp: be,
+            },
+        ) => pack_ext(
+            fmt,
+            add_ext(fin_ext(an, asig, ae), fin_ext(bn, bsig, be)),
+            rnd,
+        ),
     }
 }
 
@@ -332,8 +372,16 @@ pub(crate) fn mul(fmt: Fmt, a: u64, b: u64, rnd: Rounding) -> u64 {
         | (Val::Zero(x), Val::Fin { neg: y, .. })
         | (Val::Fin { neg: x, .. }, Val::Zero(y)) => fmt.zero(x != y),
         (
-            Val::Fin { neg: an, sig: asig, exp: ae },
-            Val::Fin { neg: bn, sig: bsig, exp: be },
+            Val::Fin {
+                neg: an,
+                sig: asig,
+                exp: ae,
+            },
+            Val::Fin {
+                neg: bn,
+                sig: bsig,
+                exp: be,
+            },
         ) => round_pack(fmt, an != bn, asig as u128 * bsig as u128, ae + be, rnd),
     }
 }
@@ -376,13 +424,21 @@ pub(crate) fn fma(fmt: Fmt, a: u64, b: u64, c: u64, rnd: Rounding) -> u64 {
         };
     }
     let (
-        Val::Fin { sig: asig, exp: ae, .. },
-        Val::Fin { sig: bsig, exp: be, .. },
+        Val::Fin {
+            sig: asig, exp: ae, ..
+        },
+        Val::Fin {
+            sig: bsig, exp: be, ..
+        },
     ) = (va, vb)
     else {
         return fmt.nan(); // unreachable: both factors are finite nonzero here
     };
-    let prod = Ext { neg: psign, sig: asig as u128 * bsig as u128, exp: ae + be };
+    let prod = Ext {
+        neg: psign,
+        sig: asig as u128 * bsig as u128,
+        exp: ae + be,
+    };
     match vc {
         Val::Fin { neg, sig, exp } => pack_ext(fmt, add_ext(prod, fin_ext(neg, sig, exp)), rnd),
         _ => round_pack(fmt, prod.neg, prod.sig, prod.exp, rnd),
@@ -410,8 +466,16 @@ pub(crate) fn div(fmt: Fmt, a: u64, b: u64, rnd: Rounding) -> u64 {
         | (Val::Zero(x), Val::Fin { neg: y, .. })
         | (Val::Fin { neg: x, .. }, Val::Inf(y)) => fmt.zero(x != y),
         (
-            Val::Fin { neg: an, sig: asig, exp: ae },
-            Val::Fin { neg: bn, sig: bsig, exp: be },
+            Val::Fin {
+                neg: an,
+                sig: asig,
+                exp: ae,
+            },
+            Val::Fin {
+                neg: bn,
+                sig: bsig,
+                exp: be,
+            },
         ) => {
             let (na, ea) = norm_to(asig, ae, 126);
             let (nb, eb) = norm_to(bsig, be, 52);
@@ -451,7 +515,11 @@ pub(crate) fn sqrt(fmt: Fmt, a: u64, rnd: Rounding) -> u64 {
         Val::Nan | Val::Inf(true) | Val::Fin { neg: true, .. } => fmt.nan(),
         Val::Inf(false) => fmt.inf(false),
         Val::Zero(n) => fmt.zero(n),
-        Val::Fin { neg: false, sig, exp } => {
+        Val::Fin {
+            neg: false,
+            sig,
+            exp,
+        } => {
             let (mut s, mut e) = norm_to(sig, exp, 126);
             if e & 1 != 0 {
                 s >>= 1; // the bit shifted out is zero: norm_to shifted left by ≥ 73

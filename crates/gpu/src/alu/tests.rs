@@ -11,16 +11,28 @@ const RP: Rounding = Rounding::Up;
 const ALL: [Rounding; 4] = [RN, RZ, RM, RP];
 
 fn m(r: Rounding) -> FloatMode {
-    FloatMode { rounding: r, ..FloatMode::default() }
+    FloatMode {
+        rounding: r,
+        ..FloatMode::default()
+    }
 }
 fn ftz() -> FloatMode {
-    FloatMode { ftz: true, ..FloatMode::default() }
+    FloatMode {
+        ftz: true,
+        ..FloatMode::default()
+    }
 }
 fn sat() -> FloatMode {
-    FloatMode { sat: true, ..FloatMode::default() }
+    FloatMode {
+        sat: true,
+        ..FloatMode::default()
+    }
 }
 fn approx() -> FloatMode {
-    FloatMode { approx: true, ..FloatMode::default() }
+    FloatMode {
+        approx: true,
+        ..FloatMode::default()
+    }
 }
 
 fn i(op: ArithOp, ty: Ty, a: u64, b: u64) -> u64 {
@@ -55,7 +67,15 @@ fn p2(e: i32) -> u64 {
 fn add_sub_wrap_and_garbage_high_bits() {
     assert_eq!(i(ArithOp::Add, Ty::U32, 0xFFFF_FFFF, 1), 0);
     // Bits above the type are ignored, and the result is zero-extended.
-    assert_eq!(i(ArithOp::Add, Ty::S32, 0xDEAD_BEEF_0000_0001, 0xFFFF_FFFF_FFFF_FFFE), 0xFFFF_FFFF);
+    assert_eq!(
+        i(
+            ArithOp::Add,
+            Ty::S32,
+            0xDEAD_BEEF_0000_0001,
+            0xFFFF_FFFF_FFFF_FFFE
+        ),
+        0xFFFF_FFFF
+    );
     assert_eq!(i(ArithOp::Sub, Ty::S32, 0, 1), 0xFFFF_FFFF);
     assert_eq!(i(ArithOp::Add, Ty::U16, 0xFFFF, 2), 1);
     assert_eq!(i(ArithOp::Add, Ty::U64, u64::MAX, 1), 0);
@@ -63,7 +83,10 @@ fn add_sub_wrap_and_garbage_high_bits() {
 
 #[test]
 fn add_sub_sat_s32() {
-    let sat = FloatMode { sat: true, ..FloatMode::default() };
+    let sat = FloatMode {
+        sat: true,
+        ..FloatMode::default()
+    };
     let add = |a, b| arith(ArithOp::Add, Ty::S32, sat, s32(a), s32(b), 0, 0).unwrap();
     let sub = |a, b| arith(ArithOp::Sub, Ty::S32, sat, s32(a), s32(b), 0, 0).unwrap();
     assert_eq!(add(i32::MAX, 1), s32(i32::MAX));
@@ -79,31 +102,63 @@ fn mul_hi_and_wide() {
     assert_eq!(i(ArithOp::MulHi, Ty::S32, s32(-2), 3), 0xFFFF_FFFF);
     assert_eq!(i(ArithOp::MulLo, Ty::S32, s32(-2), 3), s32(-6));
     // 0xFFFFFFFF^2 = 0xFFFFFFFE_00000001.
-    assert_eq!(i(ArithOp::MulHi, Ty::U32, 0xFFFF_FFFF, 0xFFFF_FFFF), 0xFFFF_FFFE);
+    assert_eq!(
+        i(ArithOp::MulHi, Ty::U32, 0xFFFF_FFFF, 0xFFFF_FFFF),
+        0xFFFF_FFFE
+    );
     // Signed view of the same bits: (-1)*(-1) = 1, high half 0.
     assert_eq!(i(ArithOp::MulHi, Ty::S32, 0xFFFF_FFFF, 0xFFFF_FFFF), 0);
     assert_eq!(i(ArithOp::MulHi, Ty::S64, u64::MAX, 1), u64::MAX);
     assert_eq!(i(ArithOp::MulHi, Ty::U64, u64::MAX, 2), 1);
-    assert_eq!(i(ArithOp::MulHi, Ty::S64, i64::MIN as u64, i64::MIN as u64), 1 << 62);
+    assert_eq!(
+        i(ArithOp::MulHi, Ty::S64, i64::MIN as u64, i64::MIN as u64),
+        1 << 62
+    );
     assert_eq!(i(ArithOp::MulWide, Ty::S32, s32(-2), 3), (-6i64) as u64);
-    assert_eq!(i(ArithOp::MulWide, Ty::S32, 0x1234_5678_FFFF_FFFF, 0xFFFF_FFFF), 1);
-    assert_eq!(i(ArithOp::MulWide, Ty::U32, 0xFFFF_FFFF, 0xFFFF_FFFF), 0xFFFF_FFFE_0000_0001);
+    assert_eq!(
+        i(
+            ArithOp::MulWide,
+            Ty::S32,
+            0x1234_5678_FFFF_FFFF,
+            0xFFFF_FFFF
+        ),
+        1
+    );
+    assert_eq!(
+        i(ArithOp::MulWide, Ty::U32, 0xFFFF_FFFF, 0xFFFF_FFFF),
+        0xFFFF_FFFE_0000_0001
+    );
     assert_eq!(i(ArithOp::MulWide, Ty::U16, 0xFFFF, 0xFFFF), 0xFFFE_0001);
     assert_eq!(i(ArithOp::MulWide, Ty::S16, 0xFFFF, 2), 0xFFFF_FFFE);
     assert_eq!(i3(ArithOp::MadWide, Ty::S32, s32(-2), 3, 10), 4);
     assert_eq!(i3(ArithOp::MadHi, Ty::U32, 0xFFFF_FFFF, 0xFFFF_FFFF, 2), 0);
     assert_eq!(i3(ArithOp::MadLo, Ty::U32, 0x10000, 0x10000, 5), 5);
     assert!(matches!(
-        arith(ArithOp::MulWide, Ty::U64, 1, 1, 0, 0),
-        Err(AluError::Unsupported { op: ArithOp::MulWide, ty: Ty::U64 })
+        arith(ArithOp::MulWide, Ty::U64, FloatMode::default(), 1, 1, 0, 0),
+        Err(AluError::Unsupported {
+            op: ArithOp::MulWide,
+            ty: Ty::U64
+        })
     ));
 }
 
 #[test]
 fn mad_hi_sat_s32() {
-    let sat = FloatMode { sat: true, ..FloatMode::default() };
+    let sat = FloatMode {
+        sat: true,
+        ..FloatMode::default()
+    };
     // hi(0x40000000 * 4) = 1; 1 + MAX saturates.
-    let r = arith(ArithOp::MadHi, Ty::S32, sat, 0x4000_0000, 4, s32(i32::MAX), 0).unwrap();
+    let r = arith(
+        ArithOp::MadHi,
+        Ty::S32,
+        sat,
+        0x4000_0000,
+        4,
+        s32(i32::MAX),
+        0,
+    )
+    .unwrap();
     assert_eq!(r, s32(i32::MAX));
 }
 
@@ -112,15 +167,27 @@ fn mul24() {
     // The upper byte of each source is ignored: 2 * 3.
     assert_eq!(i(ArithOp::Mul24Lo, Ty::U32, 0xFF00_0002, 3), 6);
     // 0xFFFFFF^2 = 0xFFFF_FE00_0001; bits 47..16 = 0xFFFF_FE00.
-    assert_eq!(i(ArithOp::Mul24Hi, Ty::U32, 0xFF_FFFF, 0xFF_FFFF), 0xFFFF_FE00);
-    assert_eq!(i(ArithOp::Mul24Lo, Ty::U32, 0xFF_FFFF, 0xFF_FFFF), 0xFE00_0001);
+    assert_eq!(
+        i(ArithOp::Mul24Hi, Ty::U32, 0xFF_FFFF, 0xFF_FFFF),
+        0xFFFF_FE00
+    );
+    assert_eq!(
+        i(ArithOp::Mul24Lo, Ty::U32, 0xFF_FFFF, 0xFF_FFFF),
+        0xFE00_0001
+    );
     // Signed: 0xFFFFFF is -1 in 24 bits.
     assert_eq!(i(ArithOp::Mul24Lo, Ty::S32, 0x00FF_FFFF, 2), s32(-2));
     assert_eq!(i(ArithOp::Mul24Hi, Ty::S32, 0x00FF_FFFF, 2), 0xFFFF_FFFF);
     // (-2^23)^2 = 2^46; >> 16 = 2^30.
-    assert_eq!(i(ArithOp::Mul24Hi, Ty::S32, 0x80_0000, 0x80_0000), 0x4000_0000);
+    assert_eq!(
+        i(ArithOp::Mul24Hi, Ty::S32, 0x80_0000, 0x80_0000),
+        0x4000_0000
+    );
     assert_eq!(i3(ArithOp::Mad24Lo, Ty::U32, 4, 5, 6), 26);
-    assert_eq!(i3(ArithOp::Mad24Hi, Ty::U32, 0xFF_FFFF, 0xFF_FFFF, 0x100), 0xFFFF_FF00);
+    assert_eq!(
+        i3(ArithOp::Mad24Hi, Ty::U32, 0xFF_FFFF, 0xFF_FFFF, 0x100),
+        0xFFFF_FF00
+    );
 }
 
 #[test]
@@ -130,9 +197,15 @@ fn div_rem_edge_cases() {
     assert_eq!(i(ArithOp::Div, Ty::S32, 7, 0), 0xFFFF_FFFF);
     assert_eq!(i(ArithOp::Rem, Ty::S32, s32(-7), 0), s32(-7));
     assert_eq!(i(ArithOp::Div, Ty::U64, 7, 0), u64::MAX);
-    assert_eq!(i(ArithOp::Div, Ty::S32, s32(i32::MIN), s32(-1)), 0x8000_0000);
+    assert_eq!(
+        i(ArithOp::Div, Ty::S32, s32(i32::MIN), s32(-1)),
+        0x8000_0000
+    );
     assert_eq!(i(ArithOp::Rem, Ty::S32, s32(i32::MIN), s32(-1)), 0);
-    assert_eq!(i(ArithOp::Div, Ty::S64, i64::MIN as u64, u64::MAX), i64::MIN as u64);
+    assert_eq!(
+        i(ArithOp::Div, Ty::S64, i64::MIN as u64, u64::MAX),
+        i64::MIN as u64
+    );
     assert_eq!(i(ArithOp::Rem, Ty::S64, i64::MIN as u64, u64::MAX), 0);
     // Truncation toward zero; remainder takes the dividend's sign.
     assert_eq!(i(ArithOp::Div, Ty::S32, s32(-7), 2), s32(-3));
@@ -231,14 +304,18 @@ fn bfe_cases() {
     // pos and len use only their low 8 bits: 0x104 is 4.
     assert_eq!(bfe(Ty::U32, 0x1234_5678, 0x104, 0x104), 0x7);
     assert_eq!(bfe(Ty::U64, 0xABCD_0000_0000_0000, 48, 16), 0xABCD);
-    assert_eq!(bfe(Ty::S64, 0xABCD_0000_0000_0000, 48, 16), 0xFFFF_FFFF_FFFF_ABCD);
+    assert_eq!(
+        bfe(Ty::S64, 0xABCD_0000_0000_0000, 48, 16),
+        0xFFFF_FFFF_FFFF_ABCD
+    );
     assert_eq!(bfe(Ty::S64, 0x8000_0000, 31, 1), u64::MAX);
     assert_eq!(bfe(Ty::U64, u64::MAX, 0, 64), u64::MAX);
 }
 
 #[test]
 fn bfi_cases() {
-    let bfi = |ty, a, b, pos, len| arith(ArithOp::Bfi, ty, FloatMode::default(), a, b, pos, len).unwrap();
+    let bfi =
+        |ty, a, b, pos, len| arith(ArithOp::Bfi, ty, FloatMode::default(), a, b, pos, len).unwrap();
     assert_eq!(bfi(Ty::B32, 0xF, 0, 4, 4), 0xF0);
     assert_eq!(bfi(Ty::B32, 0xA, 0xFFFF_FFFF, 8, 4), 0xFFFF_FAFF);
     // Only bits that fit below the msb are inserted.
@@ -285,7 +362,10 @@ fn sad() {
 fn float_ops_on_int_types_are_unsupported() {
     assert!(matches!(
         arith(ArithOp::Sin, Ty::S32, FloatMode::default(), 0, 0, 0, 0),
-        Err(AluError::Unsupported { op: ArithOp::Sin, ty: Ty::S32 })
+        Err(AluError::Unsupported {
+            op: ArithOp::Sin,
+            ty: Ty::S32
+        })
     ));
     assert!(arith(ArithOp::Sqrt, Ty::U64, FloatMode::default(), 0, 0, 0, 0).is_err());
     assert!(arith(ArithOp::Add, Ty::B128, FloatMode::default(), 0, 0, 0, 0).is_err());
@@ -335,7 +415,10 @@ fn exact_zero_sign_depends_on_mode() {
     assert_eq!(f64r(ArithOp::Add, RM, d(2.0), d(-2.0), 0), 1 << 63);
     // -0 + -0 = -0 in every mode; +0 + -0 = +0 except rm.
     for r in ALL {
-        assert_eq!(f32r(ArithOp::Add, r, 0x8000_0000, 0x8000_0000, 0), 0x8000_0000);
+        assert_eq!(
+            f32r(ArithOp::Add, r, 0x8000_0000, 0x8000_0000, 0),
+            0x8000_0000
+        );
     }
     assert_eq!(f32r(ArithOp::Add, RM, 0, 0x8000_0000, 0), 0x8000_0000);
     assert_eq!(f32r(ArithOp::Add, RP, 0, 0x8000_0000, 0), 0);
@@ -374,9 +457,18 @@ fn f32_fma_is_fused_and_directed() {
     assert_eq!(f32r(ArithOp::Fma, RN, f(2.0), f(3.0), f(-6.0)), 0);
     assert_eq!(f32r(ArithOp::Fma, RM, f(2.0), f(3.0), f(-6.0)), 0x8000_0000);
     // Inf * 0 + x is NaN; inf - inf is NaN.
-    assert_eq!(f32r(ArithOp::Fma, RZ, f(f32::INFINITY), 0, f(1.0)), 0x7FFF_FFFF);
     assert_eq!(
-        f32r(ArithOp::Fma, RP, f(f32::INFINITY), f(1.0), f(f32::NEG_INFINITY)),
+        f32r(ArithOp::Fma, RZ, f(f32::INFINITY), 0, f(1.0)),
+        0x7FFF_FFFF
+    );
+    assert_eq!(
+        f32r(
+            ArithOp::Fma,
+            RP,
+            f(f32::INFINITY),
+            f(1.0),
+            f(f32::NEG_INFINITY)
+        ),
         0x7FFF_FFFF
     );
 }
@@ -430,9 +522,18 @@ fn f64_directed() {
     assert_eq!(f64r(ArithOp::Fma, RN, a, a, d(-1.0)), d(2f64.powi(-51)));
     assert_eq!(f64r(ArithOp::Fma, RP, a, a, d(-1.0)), d(2f64.powi(-51)) + 1);
     // 1/3 = 1.0101...b × 2^-2: fraction 0x5555555555555, then 0101... (< half).
-    assert_eq!(f64r(ArithOp::Div, RN, d(1.0), d(3.0), 0), 0x3FD5_5555_5555_5555);
-    assert_eq!(f64r(ArithOp::Div, RZ, d(1.0), d(3.0), 0), 0x3FD5_5555_5555_5555);
-    assert_eq!(f64r(ArithOp::Div, RP, d(1.0), d(3.0), 0), 0x3FD5_5555_5555_5556);
+    assert_eq!(
+        f64r(ArithOp::Div, RN, d(1.0), d(3.0), 0),
+        0x3FD5_5555_5555_5555
+    );
+    assert_eq!(
+        f64r(ArithOp::Div, RZ, d(1.0), d(3.0), 0),
+        0x3FD5_5555_5555_5555
+    );
+    assert_eq!(
+        f64r(ArithOp::Div, RP, d(1.0), d(3.0), 0),
+        0x3FD5_5555_5555_5556
+    );
     // sqrt(2) = 1.41421356237309504880...; the nearest f64 (…BCD = 1.41421356237309514547)
     // is above it.
     assert_eq!(f64r(ArithOp::Sqrt, RN, d(2.0), 0, 0), 0x3FF6_A09E_667F_3BCD);
@@ -447,7 +548,10 @@ fn f64_directed() {
     let max = d(f64::MAX);
     assert_eq!(f64r(ArithOp::Add, RN, max, max, 0), d(f64::INFINITY));
     assert_eq!(f64r(ArithOp::Add, RZ, max, max, 0), max);
-    assert_eq!(f64r(ArithOp::Mul, RM, max, d(-2.0), 0), d(f64::NEG_INFINITY));
+    assert_eq!(
+        f64r(ArithOp::Mul, RM, max, d(-2.0), 0),
+        d(f64::NEG_INFINITY)
+    );
     assert_eq!(f64r(ArithOp::Mul, RP, max, d(-2.0), 0), d(-f64::MAX));
 }
 
@@ -482,11 +586,23 @@ fn ftz_and_sat() {
     let r = arith(ArithOp::Add, Ty::F32, ftz(), 0x8000_0001, 0x8000_0000, 0, 0).unwrap();
     assert_eq!(r, 0x8000_0000);
     let r = arith(ArithOp::Mul, Ty::F32, ftz(), 0x0040_0000, f(4.0), 0, 0).unwrap();
-    assert_eq!(r, 0, "2^-127 × 4 would be 2^-125, but the input is flushed first");
+    assert_eq!(
+        r, 0,
+        "2^-127 × 4 would be 2^-125, but the input is flushed first"
+    );
     // Subnormal results flush: 2^-126 × 0.5 = 2^-127.
     let r = arith(ArithOp::Mul, Ty::F32, ftz(), p2(-126), f(0.5), 0, 0).unwrap();
     assert_eq!(r, 0);
-    let r = arith(ArithOp::Mul, Ty::F32, ftz(), p2(-126) | 1 << 31, f(0.5), 0, 0).unwrap();
+    let r = arith(
+        ArithOp::Mul,
+        Ty::F32,
+        ftz(),
+        p2(-126) | 1 << 31,
+        f(0.5),
+        0,
+        0,
+    )
+    .unwrap();
     assert_eq!(r, 0x8000_0000);
     assert_eq!(f32r(ArithOp::Mul, RN, p2(-126), f(0.5), 0), 0x0040_0000);
     // .sat
@@ -504,7 +620,10 @@ fn nan_is_canonical() {
     let qnan_payload = 0x7FC0_0001;
     for r in ALL {
         assert_eq!(f32r(ArithOp::Add, r, qnan_payload, f(1.0), 0), 0x7FFF_FFFF);
-        assert_eq!(f32r(ArithOp::Sub, r, f(f32::INFINITY), f(f32::INFINITY), 0), 0x7FFF_FFFF);
+        assert_eq!(
+            f32r(ArithOp::Sub, r, f(f32::INFINITY), f(f32::INFINITY), 0),
+            0x7FFF_FFFF
+        );
         assert_eq!(f32r(ArithOp::Mul, r, 0, f(f32::INFINITY), 0), 0x7FFF_FFFF);
         assert_eq!(f32r(ArithOp::Sqrt, r, f(-4.0), 0, 0), 0x7FFF_FFFF);
         assert_eq!(
@@ -513,7 +632,10 @@ fn nan_is_canonical() {
         );
         assert_eq!(f64r(ArithOp::Div, r, 0, 0, 0), 0x7FFF_FFFF_FFFF_FFFF);
     }
-    assert_eq!(f32r(ArithOp::Fma, RN, f(1.0), f(1.0), 0xFFC0_0000), 0x7FFF_FFFF);
+    assert_eq!(
+        f32r(ArithOp::Fma, RN, f(1.0), f(1.0), 0xFFC0_0000),
+        0x7FFF_FFFF
+    );
 }
 
 #[test]
@@ -565,10 +687,24 @@ fn approx_functions() {
     assert_eq!(ap(ArithOp::Ex2, Ty::F32, f(3.0)), f(8.0));
     assert_eq!(ap(ArithOp::Ex2, Ty::F32, f(-1.0)), f(0.5));
     assert_eq!(ap(ArithOp::Ex2, Ty::F32, f(f32::NEG_INFINITY)), 0);
-    assert_eq!(ap(ArithOp::Ex2, Ty::F32, f(f32::INFINITY)), f(f32::INFINITY));
+    assert_eq!(
+        ap(ArithOp::Ex2, Ty::F32, f(f32::INFINITY)),
+        f(f32::INFINITY)
+    );
     // 2^-130 is subnormal: 2^(-130+149) = 2^19 units of 2^-149.
     assert_eq!(ap(ArithOp::Ex2, Ty::F32, f(-130.0)), 1 << 19);
-    let r = arith(ArithOp::Ex2, Ty::F32, FloatMode { ftz: true, ..approx() }, f(-130.0), 0, 0, 0);
+    let r = arith(
+        ArithOp::Ex2,
+        Ty::F32,
+        FloatMode {
+            ftz: true,
+            ..approx()
+        },
+        f(-130.0),
+        0,
+        0,
+        0,
+    );
     assert_eq!(r.unwrap(), 0);
     assert_eq!(ap(ArithOp::Lg2, Ty::F32, f(8.0)), f(3.0));
     assert_eq!(ap(ArithOp::Lg2, Ty::F32, 0), f(f32::NEG_INFINITY));
@@ -601,15 +737,24 @@ fn half_precision_arith() {
     // f16: 1.0 = 0x3C00, 2.0 = 0x4000, 3.0 = 0x4200, 65504 = 0x7BFF, +inf = 0x7C00.
     assert_eq!(i(ArithOp::Add, Ty::F16, 0x3C00, 0x3C00), 0x4000);
     assert_eq!(i(ArithOp::Add, Ty::F16, 0x7BFF, 0x7BFF), 0x7C00);
-    assert_eq!(arith(ArithOp::Add, Ty::F16, m(RZ), 0x7BFF, 0x7BFF, 0, 0).unwrap(), 0x7BFF);
+    assert_eq!(
+        arith(ArithOp::Add, Ty::F16, m(RZ), 0x7BFF, 0x7BFF, 0, 0).unwrap(),
+        0x7BFF
+    );
     assert_eq!(i3(ArithOp::Fma, Ty::F16, 0x4000, 0x4200, 0x3C00), 0x4700); // 2*3+1 = 7
     assert_eq!(i(ArithOp::Add, Ty::F16, 0x7E00, 0x3C00), 0x7FFF);
     // Packed pairs: (1.0, 2.0) + (1.0, 1.0) = (2.0, 3.0), low element first.
-    assert_eq!(i(ArithOp::Add, Ty::F16x2, 0x4000_3C00, 0x3C00_3C00), 0x4200_4000);
+    assert_eq!(
+        i(ArithOp::Add, Ty::F16x2, 0x4000_3C00, 0x3C00_3C00),
+        0x4200_4000
+    );
     assert_eq!(i(ArithOp::Neg, Ty::F16x2, 0x4000_3C00, 0), 0xC000_BC00);
     // bf16: 1.0 = 0x3F80, 1.5 = 0x3FC0.
     assert_eq!(i(ArithOp::Mul, Ty::Bf16, 0x3FC0, 0x3FC0), 0x4010); // 2.25
-    assert_eq!(i(ArithOp::Max, Ty::Bf16x2, 0x3F80_BF80, 0x4000_0000), 0x4000_0000);
+    assert_eq!(
+        i(ArithOp::Max, Ty::Bf16x2, 0x3F80_BF80, 0x4000_0000),
+        0x4000_0000
+    );
     // Subnormal f16 product: 2^-14 × 2^-5 = 2^-19 = 32 units of 2^-24.
     assert_eq!(i(ArithOp::Mul, Ty::F16, 0x0400, 0x2800), 0x0020);
     let r = arith(ArithOp::Mul, Ty::F16, ftz(), 0x0400, 0x2800, 0, 0).unwrap();
@@ -656,7 +801,11 @@ fn compare_floats() {
         (Cmp::Geu, true),
     ] {
         assert_eq!(compare(c, Ty::F32, false, nan, one), expect, "{c:?} NaN");
-        assert_eq!(compare(c, Ty::F64, false, d(1.0), d(f64::NAN)), expect, "{c:?} NaN f64");
+        assert_eq!(
+            compare(c, Ty::F64, false, d(1.0), d(f64::NAN)),
+            expect,
+            "{c:?} NaN f64"
+        );
     }
     assert!(compare(Cmp::Eq, Ty::F32, false, f(-0.0), f(0.0)));
     assert!(compare(Cmp::Lt, Ty::F32, false, f(-2.0), f(1.0)));
@@ -669,7 +818,13 @@ fn compare_floats() {
     assert!(!compare(Cmp::Eq, Ty::F32, false, 1, 0));
     assert!(compare(Cmp::Gt, Ty::F32, false, 1, 0));
     assert!(compare(Cmp::Lt, Ty::F16, false, 0xBC00, 0x3C00));
-    assert!(compare(Cmp::Gt, Ty::F32, false, f(f32::INFINITY), f(f32::MAX)));
+    assert!(compare(
+        Cmp::Gt,
+        Ty::F32,
+        false,
+        f(f32::INFINITY),
+        f(f32::MAX)
+    ));
 }
 
 #[test]
@@ -680,7 +835,10 @@ fn testp_kinds() {
         (0, [true, false, true, false, false, false]),
         (1, [true, false, true, false, false, true]),
         (0x8000_0001, [true, false, true, false, false, true]),
-        (f(f32::NEG_INFINITY), [false, true, true, false, false, false]),
+        (
+            f(f32::NEG_INFINITY),
+            [false, true, true, false, false, false],
+        ),
         (0x7FC0_0000, [false, false, false, true, false, false]),
     ];
     let kinds = [
@@ -718,24 +876,63 @@ fn set_values() {
 
 #[test]
 fn cvt_float_to_int_saturates() {
-    assert_eq!(cvt(Ty::S32, Ty::F32, Some(RZ), false, false, f(1e10)), 0x7FFF_FFFF);
-    assert_eq!(cvt(Ty::S32, Ty::F32, Some(RZ), false, false, f(-1e10)), 0x8000_0000);
-    assert_eq!(cvt(Ty::S32, Ty::F32, Some(RN), false, false, f(f32::NAN)), 0);
+    assert_eq!(
+        cvt(Ty::S32, Ty::F32, Some(RZ), false, false, f(1e10)),
+        0x7FFF_FFFF
+    );
+    assert_eq!(
+        cvt(Ty::S32, Ty::F32, Some(RZ), false, false, f(-1e10)),
+        0x8000_0000
+    );
+    assert_eq!(
+        cvt(Ty::S32, Ty::F32, Some(RN), false, false, f(f32::NAN)),
+        0
+    );
     assert_eq!(cvt(Ty::U32, Ty::F32, Some(RZ), false, false, f(-1.5)), 0);
     assert_eq!(cvt(Ty::U32, Ty::F32, None, false, false, f(-1.5)), 0);
     assert_eq!(cvt(Ty::S32, Ty::F32, None, false, false, f(-1.9)), s32(-1));
-    assert_eq!(cvt(Ty::S32, Ty::F32, None, false, false, f(f32::NEG_INFINITY)), 0x8000_0000);
+    assert_eq!(
+        cvt(Ty::S32, Ty::F32, None, false, false, f(f32::NEG_INFINITY)),
+        0x8000_0000
+    );
     assert_eq!(cvt(Ty::U8, Ty::F32, Some(RN), false, false, f(300.0)), 0xFF);
-    assert_eq!(cvt(Ty::S8, Ty::F32, Some(RN), false, false, f(-300.0)), 0x80);
-    assert_eq!(cvt(Ty::S16, Ty::F32, Some(RN), false, false, f(-2.0)), 0xFFFE);
-    assert_eq!(cvt(Ty::U64, Ty::F32, Some(RZ), false, false, f(1.8446744e19)), u64::MAX);
-    assert_eq!(cvt(Ty::S64, Ty::F64, Some(RZ), false, false, d(9.3e18)), i64::MAX as u64);
-    assert_eq!(cvt(Ty::S64, Ty::F64, Some(RZ), false, false, d(-9.3e18)), i64::MIN as u64);
-    assert_eq!(cvt(Ty::U64, Ty::F64, Some(RZ), false, false, d(f64::INFINITY)), u64::MAX);
+    assert_eq!(
+        cvt(Ty::S8, Ty::F32, Some(RN), false, false, f(-300.0)),
+        0x80
+    );
+    assert_eq!(
+        cvt(Ty::S16, Ty::F32, Some(RN), false, false, f(-2.0)),
+        0xFFFE
+    );
+    assert_eq!(
+        cvt(Ty::U64, Ty::F32, Some(RZ), false, false, f(1.8446744e19)),
+        u64::MAX
+    );
+    assert_eq!(
+        cvt(Ty::S64, Ty::F64, Some(RZ), false, false, d(9.3e18)),
+        i64::MAX as u64
+    );
+    assert_eq!(
+        cvt(Ty::S64, Ty::F64, Some(RZ), false, false, d(-9.3e18)),
+        i64::MIN as u64
+    );
+    assert_eq!(
+        cvt(Ty::U64, Ty::F64, Some(RZ), false, false, d(f64::INFINITY)),
+        u64::MAX
+    );
     // -2^31 - 0.5 truncates to exactly i32::MIN.
-    assert_eq!(cvt(Ty::S32, Ty::F64, Some(RZ), false, false, d(-2147483648.5)), 0x8000_0000);
-    assert_eq!(cvt(Ty::S32, Ty::F64, Some(RM), false, false, d(-2147483648.5)), 0x8000_0000);
-    assert_eq!(cvt(Ty::S32, Ty::F16, Some(RZ), false, false, 0xC500), s32(-5));
+    assert_eq!(
+        cvt(Ty::S32, Ty::F64, Some(RZ), false, false, d(-2147483648.5)),
+        0x8000_0000
+    );
+    assert_eq!(
+        cvt(Ty::S32, Ty::F64, Some(RM), false, false, d(-2147483648.5)),
+        0x8000_0000
+    );
+    assert_eq!(
+        cvt(Ty::S32, Ty::F16, Some(RZ), false, false, 0xC500),
+        s32(-5)
+    );
 }
 
 #[test]
@@ -747,49 +944,158 @@ fn cvt_integer_rounding_modes() {
     assert_eq!(rni(0.5), 0);
     assert_eq!(rni(1.5), 2);
     assert_eq!(rni(2.5000002), 3);
-    assert_eq!(cvt(Ty::S32, Ty::F32, Some(RM), false, false, f(-0.5)), s32(-1));
+    assert_eq!(
+        cvt(Ty::S32, Ty::F32, Some(RM), false, false, f(-0.5)),
+        s32(-1)
+    );
     assert_eq!(cvt(Ty::S32, Ty::F32, Some(RP), false, false, f(0.5)), 1);
     assert_eq!(cvt(Ty::S32, Ty::F32, Some(RP), false, false, f(-0.5)), 0);
-    assert_eq!(cvt(Ty::S32, Ty::F32, Some(RZ), false, false, f(-1.9)), s32(-1));
+    assert_eq!(
+        cvt(Ty::S32, Ty::F32, Some(RZ), false, false, f(-1.9)),
+        s32(-1)
+    );
     // .ftz on an f32 source: -tiny rounds down to -1 unless flushed.
-    assert_eq!(cvt(Ty::S32, Ty::F32, Some(RM), false, false, 0x8000_0001), s32(-1));
+    assert_eq!(
+        cvt(Ty::S32, Ty::F32, Some(RM), false, false, 0x8000_0001),
+        s32(-1)
+    );
     assert_eq!(cvt(Ty::S32, Ty::F32, Some(RM), true, false, 0x8000_0001), 0);
     // Round to integral in the same float type.
-    assert_eq!(cvt(Ty::F32, Ty::F32, Some(RN), false, false, f(2.5)), f(2.0));
-    assert_eq!(cvt(Ty::F32, Ty::F32, Some(RN), false, false, f(3.5)), f(4.0));
-    assert_eq!(cvt(Ty::F32, Ty::F32, Some(RN), false, false, f(-0.4)), f(-0.0));
-    assert_eq!(cvt(Ty::F32, Ty::F32, Some(RP), false, false, f(1.1)), f(2.0));
-    assert_eq!(cvt(Ty::F32, Ty::F32, Some(RM), false, false, f(-1.1)), f(-2.0));
-    assert_eq!(cvt(Ty::F32, Ty::F32, Some(RZ), false, false, f(-1.9)), f(-1.0));
-    assert_eq!(cvt(Ty::F32, Ty::F32, Some(RZ), false, false, f(1e20)), f(1e20));
-    assert_eq!(cvt(Ty::F64, Ty::F64, Some(RP), false, false, d(0.1)), d(1.0));
-    assert_eq!(cvt(Ty::F64, Ty::F64, Some(RN), false, false, d(4503599627370495.5)), d(4503599627370496.0));
-    assert_eq!(cvt(Ty::F32, Ty::F32, Some(RN), false, false, 0x7FC0_0001), 0x7FFF_FFFF);
+    assert_eq!(
+        cvt(Ty::F32, Ty::F32, Some(RN), false, false, f(2.5)),
+        f(2.0)
+    );
+    assert_eq!(
+        cvt(Ty::F32, Ty::F32, Some(RN), false, false, f(3.5)),
+        f(4.0)
+    );
+    assert_eq!(
+        cvt(Ty::F32, Ty::F32, Some(RN), false, false, f(-0.4)),
+        f(-0.0)
+    );
+    assert_eq!(
+        cvt(Ty::F32, Ty::F32, Some(RP), false, false, f(1.1)),
+        f(2.0)
+    );
+    assert_eq!(
+        cvt(Ty::F32, Ty::F32, Some(RM), false, false, f(-1.1)),
+        f(-2.0)
+    );
+    assert_eq!(
+        cvt(Ty::F32, Ty::F32, Some(RZ), false, false, f(-1.9)),
+        f(-1.0)
+    );
+    assert_eq!(
+        cvt(Ty::F32, Ty::F32, Some(RZ), false, false, f(1e20)),
+        f(1e20)
+    );
+    assert_eq!(
+        cvt(Ty::F64, Ty::F64, Some(RP), false, false, d(0.1)),
+        d(1.0)
+    );
+    assert_eq!(
+        cvt(
+            Ty::F64,
+            Ty::F64,
+            Some(RN),
+            false,
+            false,
+            d(4503599627370495.5)
+        ),
+        d(4503599627370496.0)
+    );
+    assert_eq!(
+        cvt(Ty::F32, Ty::F32, Some(RN), false, false, 0x7FC0_0001),
+        0x7FFF_FFFF
+    );
 }
 
 #[test]
 fn cvt_int_to_float() {
     let two24 = 1u64 << 24;
     // 2^24 + 1 is halfway between 2^24 (fraction 0, even) and 2^24 + 2.
-    assert_eq!(cvt(Ty::F32, Ty::U64, Some(RN), false, false, two24 + 1), 0x4B80_0000);
-    assert_eq!(cvt(Ty::F32, Ty::U64, Some(RZ), false, false, two24 + 1), 0x4B80_0000);
-    assert_eq!(cvt(Ty::F32, Ty::U64, Some(RP), false, false, two24 + 1), 0x4B80_0001);
+    assert_eq!(
+        cvt(Ty::F32, Ty::U64, Some(RN), false, false, two24 + 1),
+        0x4B80_0000
+    );
+    assert_eq!(
+        cvt(Ty::F32, Ty::U64, Some(RZ), false, false, two24 + 1),
+        0x4B80_0000
+    );
+    assert_eq!(
+        cvt(Ty::F32, Ty::U64, Some(RP), false, false, two24 + 1),
+        0x4B80_0001
+    );
     // 2^24 + 3: halfway between 2^24 + 2 (odd fraction) and 2^24 + 4 → 2^24 + 4.
-    assert_eq!(cvt(Ty::F32, Ty::U64, Some(RN), false, false, two24 + 3), 0x4B80_0002);
-    assert_eq!(cvt(Ty::F32, Ty::U32, None, false, false, two24 + 3), 0x4B80_0002);
-    assert_eq!(cvt(Ty::F32, Ty::S32, Some(RM), false, false, s32(-(1 << 24) - 1)), 0xCB80_0001);
-    assert_eq!(cvt(Ty::F32, Ty::S32, Some(RZ), false, false, s32(-(1 << 24) - 1)), 0xCB80_0000);
+    assert_eq!(
+        cvt(Ty::F32, Ty::U64, Some(RN), false, false, two24 + 3),
+        0x4B80_0002
+    );
+    assert_eq!(
+        cvt(Ty::F32, Ty::U32, None, false, false, two24 + 3),
+        0x4B80_0002
+    );
+    assert_eq!(
+        cvt(
+            Ty::F32,
+            Ty::S32,
+            Some(RM),
+            false,
+            false,
+            s32(-(1 << 24) - 1)
+        ),
+        0xCB80_0001
+    );
+    assert_eq!(
+        cvt(
+            Ty::F32,
+            Ty::S32,
+            Some(RZ),
+            false,
+            false,
+            s32(-(1 << 24) - 1)
+        ),
+        0xCB80_0000
+    );
     // u64::MAX = 2^64 - 1 → rn 2^64 (0x5F800000); rz the largest f32 below, 0x5F7FFFFF.
-    assert_eq!(cvt(Ty::F32, Ty::U64, Some(RN), false, false, u64::MAX), 0x5F80_0000);
-    assert_eq!(cvt(Ty::F32, Ty::U64, Some(RZ), false, false, u64::MAX), 0x5F7F_FFFF);
-    assert_eq!(cvt(Ty::F32, Ty::S64, Some(RN), false, false, i64::MIN as u64), 0xDF00_0000);
+    assert_eq!(
+        cvt(Ty::F32, Ty::U64, Some(RN), false, false, u64::MAX),
+        0x5F80_0000
+    );
+    assert_eq!(
+        cvt(Ty::F32, Ty::U64, Some(RZ), false, false, u64::MAX),
+        0x5F7F_FFFF
+    );
+    assert_eq!(
+        cvt(Ty::F32, Ty::S64, Some(RN), false, false, i64::MIN as u64),
+        0xDF00_0000
+    );
     // s8 -1 with garbage above.
-    assert_eq!(cvt(Ty::F32, Ty::S8, Some(RN), false, false, 0xABFF), f(-1.0));
+    assert_eq!(
+        cvt(Ty::F32, Ty::S8, Some(RN), false, false, 0xABFF),
+        f(-1.0)
+    );
     // u64 → f64: 2^53 + 1 ties to 2^53; rp goes to 2^53 + 2.
     let two53 = 1u64 << 53;
-    assert_eq!(cvt(Ty::F64, Ty::U64, Some(RN), false, false, two53 + 1), d(two53 as f64));
-    assert_eq!(cvt(Ty::F64, Ty::U64, Some(RP), false, false, two53 + 1), d(two53 as f64) + 1);
-    assert_eq!(cvt(Ty::F64, Ty::S64, Some(RM), false, false, (-(two53 as i64) - 1) as u64), d(-(two53 as f64)) + 1);
+    assert_eq!(
+        cvt(Ty::F64, Ty::U64, Some(RN), false, false, two53 + 1),
+        d(two53 as f64)
+    );
+    assert_eq!(
+        cvt(Ty::F64, Ty::U64, Some(RP), false, false, two53 + 1),
+        d(two53 as f64) + 1
+    );
+    assert_eq!(
+        cvt(
+            Ty::F64,
+            Ty::S64,
+            Some(RM),
+            false,
+            false,
+            (-(two53 as i64) - 1) as u64
+        ),
+        d(-(two53 as f64)) + 1
+    );
     // int → f16 overflow: 70000 > 65504.
     assert_eq!(cvt(Ty::F16, Ty::U32, Some(RN), false, false, 70000), 0x7C00);
     assert_eq!(cvt(Ty::F16, Ty::U32, Some(RZ), false, false, 70000), 0x7BFF);
@@ -803,15 +1109,24 @@ fn cvt_int_to_int() {
     assert_eq!(cvt(Ty::U32, Ty::U8, None, false, false, 0x1FF), 0xFF);
     assert_eq!(cvt(Ty::U32, Ty::S8, None, false, false, 0x80), 0xFFFF_FF80);
     assert_eq!(cvt(Ty::S64, Ty::S32, None, false, false, s32(-1)), u64::MAX);
-    assert_eq!(cvt(Ty::U64, Ty::U32, None, false, false, 0xDEAD_0000_FFFF_FFFF), 0xFFFF_FFFF);
+    assert_eq!(
+        cvt(Ty::U64, Ty::U32, None, false, false, 0xDEAD_0000_FFFF_FFFF),
+        0xFFFF_FFFF
+    );
     assert_eq!(cvt(Ty::U16, Ty::S32, None, false, false, s32(-1)), 0xFFFF);
     assert_eq!(cvt(Ty::S8, Ty::S32, None, false, false, 0x1234), 0x34);
     assert_eq!(cvt(Ty::S8, Ty::S32, None, false, true, 300), 0x7F);
     assert_eq!(cvt(Ty::S8, Ty::S32, None, false, true, s32(-300)), 0x80);
     assert_eq!(cvt(Ty::U8, Ty::S32, None, false, true, s32(-5)), 0);
     assert_eq!(cvt(Ty::U32, Ty::S32, None, false, true, s32(-1)), 0);
-    assert_eq!(cvt(Ty::S32, Ty::U32, None, false, true, 0xFFFF_FFFF), 0x7FFF_FFFF);
-    assert_eq!(cvt(Ty::S64, Ty::U64, None, false, true, u64::MAX), i64::MAX as u64);
+    assert_eq!(
+        cvt(Ty::S32, Ty::U32, None, false, true, 0xFFFF_FFFF),
+        0x7FFF_FFFF
+    );
+    assert_eq!(
+        cvt(Ty::S64, Ty::U64, None, false, true, u64::MAX),
+        i64::MAX as u64
+    );
     assert_eq!(cvt(Ty::U64, Ty::S64, None, false, true, i64::MIN as u64), 0);
     assert_eq!(cvt(Ty::B16, Ty::B32, None, false, false, 0x12345), 0x2345);
     assert_eq!(cvt(Ty::Pred, Ty::U32, None, false, false, 1), 0);
@@ -820,23 +1135,56 @@ fn cvt_int_to_int() {
 #[test]
 fn cvt_float_to_float() {
     // f32 → f64 is exact.
-    assert_eq!(cvt(Ty::F64, Ty::F32, None, false, false, f(0.1)), d(0.1f32 as f64));
-    assert_eq!(cvt(Ty::F64, Ty::F32, None, false, false, 1), d(2f64.powi(-149)));
+    assert_eq!(
+        cvt(Ty::F64, Ty::F32, None, false, false, f(0.1)),
+        d(0.1f32 as f64)
+    );
+    assert_eq!(
+        cvt(Ty::F64, Ty::F32, None, false, false, 1),
+        d(2f64.powi(-149))
+    );
     assert_eq!(cvt(Ty::F64, Ty::F32, None, true, false, 1), 0);
     // f64 1/3 → f32: the f64 value is just below 1/3, still above 0x3EAAAAAA.
     let third = d(1.0 / 3.0);
-    assert_eq!(cvt(Ty::F32, Ty::F64, Some(RN), false, false, third), 0x3EAA_AAAB);
-    assert_eq!(cvt(Ty::F32, Ty::F64, Some(RZ), false, false, third), 0x3EAA_AAAA);
-    assert_eq!(cvt(Ty::F32, Ty::F64, Some(RP), false, false, third), 0x3EAA_AAAB);
-    assert_eq!(cvt(Ty::F32, Ty::F64, Some(RN), false, false, d(1e300)), f(f32::INFINITY));
-    assert_eq!(cvt(Ty::F32, Ty::F64, Some(RZ), false, false, d(1e300)), f(f32::MAX));
+    assert_eq!(
+        cvt(Ty::F32, Ty::F64, Some(RN), false, false, third),
+        0x3EAA_AAAB
+    );
+    assert_eq!(
+        cvt(Ty::F32, Ty::F64, Some(RZ), false, false, third),
+        0x3EAA_AAAA
+    );
+    assert_eq!(
+        cvt(Ty::F32, Ty::F64, Some(RP), false, false, third),
+        0x3EAA_AAAB
+    );
+    assert_eq!(
+        cvt(Ty::F32, Ty::F64, Some(RN), false, false, d(1e300)),
+        f(f32::INFINITY)
+    );
+    assert_eq!(
+        cvt(Ty::F32, Ty::F64, Some(RZ), false, false, d(1e300)),
+        f(f32::MAX)
+    );
     assert_eq!(cvt(Ty::F32, Ty::F64, Some(RM), false, false, d(1e-300)), 0);
     assert_eq!(cvt(Ty::F32, Ty::F64, Some(RP), false, false, d(1e-300)), 1);
-    assert_eq!(cvt(Ty::F32, Ty::F64, None, false, false, d(f64::NAN)), 0x7FFF_FFFF);
+    assert_eq!(
+        cvt(Ty::F32, Ty::F64, None, false, false, d(f64::NAN)),
+        0x7FFF_FFFF
+    );
     // 2^-130 as f32 is subnormal; .ftz flushes the result.
-    assert_eq!(cvt(Ty::F32, Ty::F64, Some(RN), false, false, d(2f64.powi(-130))), 1 << 19);
-    assert_eq!(cvt(Ty::F32, Ty::F64, Some(RN), true, false, d(2f64.powi(-130))), 0);
-    assert_eq!(cvt(Ty::F32, Ty::F32, None, true, false, 0x8000_0005), 0x8000_0000);
+    assert_eq!(
+        cvt(Ty::F32, Ty::F64, Some(RN), false, false, d(2f64.powi(-130))),
+        1 << 19
+    );
+    assert_eq!(
+        cvt(Ty::F32, Ty::F64, Some(RN), true, false, d(2f64.powi(-130))),
+        0
+    );
+    assert_eq!(
+        cvt(Ty::F32, Ty::F32, None, true, false, 0x8000_0005),
+        0x8000_0000
+    );
     assert_eq!(cvt(Ty::F32, Ty::F32, None, false, true, f(2.0)), f(1.0));
     assert_eq!(cvt(Ty::F32, Ty::F32, None, false, true, f(f32::NAN)), 0);
 }
@@ -877,9 +1225,17 @@ fn cvt_f16() {
             continue;
         }
         let x = cvt(Ty::F32, Ty::F16, None, false, false, h);
-        assert_eq!(cvt(Ty::F16, Ty::F32, Some(RN), false, false, x), h, "{h:#x}");
+        assert_eq!(
+            cvt(Ty::F16, Ty::F32, Some(RN), false, false, x),
+            h,
+            "{h:#x}"
+        );
         let y = cvt(Ty::F64, Ty::F16, None, false, false, h);
-        assert_eq!(cvt(Ty::F16, Ty::F64, Some(RZ), false, false, y), h, "{h:#x}");
+        assert_eq!(
+            cvt(Ty::F16, Ty::F64, Some(RZ), false, false, y),
+            h,
+            "{h:#x}"
+        );
         assert_eq!(f64::from_bits(y) as f32, f32::from_bits(x as u32));
     }
     // bf16: the top half of an f32, rounded.
@@ -890,9 +1246,15 @@ fn cvt_f16() {
     assert_eq!(tobf(0x3F80_8001), 0x3F81);
     assert_eq!(tobf(f(f32::MAX)), 0x7F80);
     assert_eq!(tobf(0x7FC0_0000), 0x7FFF);
-    assert_eq!(cvt(Ty::F32, Ty::Bf16, None, false, false, 0xC049), 0xC049_0000);
+    assert_eq!(
+        cvt(Ty::F32, Ty::Bf16, None, false, false, 0xC049),
+        0xC049_0000
+    );
     // f16 ⇄ bf16.
-    assert_eq!(cvt(Ty::Bf16, Ty::F16, Some(RN), false, false, 0x3C00), 0x3F80);
+    assert_eq!(
+        cvt(Ty::Bf16, Ty::F16, Some(RN), false, false, 0x3C00),
+        0x3F80
+    );
 }
 
 // ---------------------------------------------------------------- atom
@@ -906,7 +1268,10 @@ fn atomics() {
     assert_eq!(atom(AtomOp::Add, Ty::F32, 1, 1, 0), 0);
     assert_eq!(atom(AtomOp::Add, Ty::F64, 1, 1, 0), 2);
     assert_eq!(atom(AtomOp::Add, Ty::F64, d(0.1), d(0.2), 0), d(0.1 + 0.2));
-    assert_eq!(atom(AtomOp::Add, Ty::F16x2, 0x4000_3C00, 0x3C00_3C00, 0), 0x4200_4000);
+    assert_eq!(
+        atom(AtomOp::Add, Ty::F16x2, 0x4000_3C00, 0x3C00_3C00, 0),
+        0x4200_4000
+    );
     assert_eq!(atom(AtomOp::Min, Ty::S32, s32(-1), 1, 0), s32(-1));
     assert_eq!(atom(AtomOp::Min, Ty::U32, s32(-1), 1, 0), 1);
     assert_eq!(atom(AtomOp::Max, Ty::S64, (-5i64) as u64, 3, 0), 3);

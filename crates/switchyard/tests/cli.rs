@@ -1,0 +1,230 @@
+//! End-to-end tests of the `switchyard` command: each bad input gives a clear error naming its
+//! location and a non-zero exit status — never a panic (exit status 101).
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn data(name: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+fn switchyard(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_switchyard"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("the binary runs")
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// Failed cleanly: exit status 1 (2 is clap's usage error; 101 would be a panic).
+fn assert_clean_failure(o: &Output) {
+    assert_eq!(o.status.code(), Some(1), "{}", text(o));
+    assert!(!text(o).contains("panicked"), "{}", text(o));
+}
+
+#[test]
+fn kernels_json_lists_the_suite() {
+    let o = switchyard(&["kernels", "--json"]);
+    assert!(o.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let names: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["name"].as_str().unwrap())
+        .collect();
+    assert!(names.len() >= 14);
+    for required in ["gemm", "bfs", "hist", "reduce", "hotspot"] {
+        assert!(names.contains(&required), "{names:?}");
+    }
+}
+
+#[test]
+fn run_one_suite_kernel_as_json() {
+    let o = switchyard(&["run", "hist", "--target", "sm_90", "--json"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = v.as_array().unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0]["kernel"], "hist");
+    assert_eq!(rows[0]["target"], "sm_90");
+    assert_eq!(rows[0]["verified"], true);
+    assert!(rows[0]["thread_instructions"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn run_a_ptx_file_from_a_spec_and_verify_it() {
+    let o = switchyard(&[
+        "run",
+        "examples/saxpy/saxpy.ptx",
+        "--spec",
+        "examples/saxpy/saxpy.toml",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("PASS (6 values match)"), "{}", text(&o));
+}
+
+#[test]
+fn a_failed_check_exits_non_zero() {
+    let spec = std::env::temp_dir().join("switchyard-wrong-check.toml");
+    let good = std::fs::read_to_string(root().join("examples/saxpy/saxpy.toml")).unwrap();
+    std::fs::write(
+        &spec,
+        good.replace("values = [1, 3, 5", "values = [1, 4, 5"),
+    )
+    .unwrap();
+    let o = switchyard(&[
+        "run",
+        "examples/saxpy/saxpy.ptx",
+        "--spec",
+        spec.to_str().unwrap(),
+    ]);
+    assert_clean_failure(&o);
+    assert!(text(&o).contains("y[1]: got 3, want 4"), "{}", text(&o));
+}
+
+#[test]
+fn check_lists_kernels_of_every_committed_ptx_file() {
+    let mut files: Vec<String> = Vec::new();
+    for dir in std::fs::read_dir(root().join("kernels")).unwrap() {
+        let dir = dir.unwrap().path();
+        if dir.is_dir() {
+            for f in std::fs::read_dir(&dir).unwrap() {
+                let f = f.unwrap().path();
+                if f.extension().is_some_and(|e| e == "ptx") {
+                    files.push(f.display().to_string());
+                }
+            }
+        }
+    }
+    assert!(files.len() >= 28, "{} PTX files", files.len());
+    let mut args = vec!["check", "--json"];
+    args.extend(files.iter().map(String::as_str));
+    let o = switchyard(&args);
+    assert!(o.status.success(), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    for report in v.as_array().unwrap() {
+        assert_eq!(report["ok"], true, "{report}");
+        let kernels = report["kernels"].as_array().unwrap();
+        assert!(!kernels.is_empty(), "{report}");
+        for k in kernels {
+            assert!(k["instructions"].as_u64().unwrap() > 0);
+        }
+    }
+}
+
+#[test]
+fn malformed_ptx_names_file_line_and_column() {
+    let o = switchyard(&["check", &data("malformed.ptx")]);
+    assert_clean_failure(&o);
+    let t = text(&o);
+    assert!(t.contains("malformed.ptx:34:"), "{t}");
+    assert!(t.contains("%rd4"), "the source line is shown: {t}");
+}
+
+#[test]
+fn unknown_instructions_and_modifiers_are_all_reported_with_locations() {
+    let o = switchyard(&["check", &data("unknown_instruction.ptx")]);
+    assert_clean_failure(&o);
+    let t = text(&o);
+    assert!(t.contains("unsupported instruction `fmx.rn.f32`"), "{t}");
+    assert!(t.contains("unknown_instruction.ptx:39:2"), "{t}");
+    assert!(t.contains("unsupported modifier `.zz` on `ld`"), "{t}");
+    assert!(t.contains("unknown_instruction.ptx:38:"), "{t}");
+    assert!(t.contains("2 problem(s)"), "{t}");
+    // Running it fails the same way, before anything executes.
+    let o = switchyard(&[
+        "run",
+        &data("unknown_instruction.ptx"),
+        "--spec",
+        "examples/saxpy/saxpy.toml",
+    ]);
+    assert_clean_failure(&o);
+    assert!(text(&o).contains("fmx.rn.f32"), "{}", text(&o));
+}
+
+#[test]
+fn bad_launch_dimensions_are_rejected() {
+    let o = switchyard(&[
+        "run",
+        "examples/saxpy/saxpy.ptx",
+        "--spec",
+        &data("bad_launch.toml"),
+    ]);
+    assert_clean_failure(&o);
+    let t = text(&o);
+    assert!(t.contains("bad launch of `saxpy`"), "{t}");
+    assert!(t.contains("block.x = 2048"), "{t}");
+}
+
+#[test]
+fn out_of_bounds_access_names_kernel_pc_thread_and_address() {
+    let o = switchyard(&["run", &data("oob.ptx"), "--spec", &data("oob.toml")]);
+    assert_clean_failure(&o);
+    let t = text(&o);
+    assert!(t.contains("kernel `saxpy` faulted"), "{t}");
+    // Thread 500 is the first past the 500-element buffers: TB 3 (128 threads), tid 116.
+    assert!(t.contains("TB (3, 0, 0) thread (116, 0, 0)"), "{t}");
+    assert!(t.contains("oob.ptx:35:2"), "the ld.global of x: {t}");
+    assert!(t.contains("Global access of 4 bytes at 0x"), "{t}");
+    assert!(
+        t.contains("runs past the end") || t.contains("not in any allocation"),
+        "{t}"
+    );
+}
+
+#[test]
+fn a_barrier_that_can_never_complete_is_a_deadlock_error() {
+    let o = switchyard(&[
+        "run",
+        &data("deadlock.ptx"),
+        "--spec",
+        &data("deadlock.toml"),
+    ]);
+    assert_clean_failure(&o);
+    let t = text(&o);
+    assert!(
+        t.contains("kernel `split_barrier` deadlocked in TB (0, 0, 0)"),
+        "{t}"
+    );
+    assert!(t.contains("warp 0 at barrier 0"), "{t}");
+    assert!(t.contains("warp 1 at barrier 1"), "{t}");
+    assert!(t.contains("deadlock.ptx:17:"), "{t}");
+}
+
+#[test]
+fn a_bad_spec_names_the_field() {
+    let spec = std::env::temp_dir().join("switchyard-bad-spec.toml");
+    std::fs::write(&spec, "grid = [1]\nblock = [32]\nblok = 3\n").unwrap();
+    let o = switchyard(&[
+        "run",
+        "examples/saxpy/saxpy.ptx",
+        "--spec",
+        spec.to_str().unwrap(),
+    ]);
+    assert_clean_failure(&o);
+    assert!(text(&o).contains("blok"), "{}", text(&o));
+}
+
+#[test]
+fn an_unknown_kernel_name_lists_the_suite() {
+    let o = switchyard(&["run", "nosuchkernel"]);
+    assert_clean_failure(&o);
+    assert!(text(&o).contains("gemm"), "{}", text(&o));
+}
