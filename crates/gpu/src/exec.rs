@@ -13,8 +13,7 @@
 //! [`BarrierArrival`] and its driver decides when the barrier completes.
 
 use kir::inst::{
-    ArithOp, AtomOp, BarKind, BoolOp, Inst, Op, Operand, ShflMode, Space, Special, Ty, TyExt,
-    VoteMode,
+    ArithOp, AtomOp, BarKind, BoolOp, Inst, Op, Operand, ShflMode, Space, Special, Ty, VoteMode,
 };
 use kir::{Id, InstId, Kernel};
 use ptx::SourceFile;
@@ -522,8 +521,8 @@ impl Exec<'_, '_, '_> {
                 let (bits, m) = (part.bits(), part.mask());
                 for l in lanes(exec) {
                     let mut v = 0u64;
-                    for k in 0..count as usize {
-                        v |= (self.read(s[k], l) & m) << (k as u32 * bits);
+                    for (k, &op) in s.iter().enumerate().take(count as usize) {
+                        v |= (self.read(op, l) & m) << (k as u32 * bits);
                     }
                     self.write(0, l, v);
                 }
@@ -672,7 +671,7 @@ impl Exec<'_, '_, '_> {
                 let mut hint = 0;
                 for l in lanes(exec) {
                     let addr = self.read(s[0], l).wrapping_add(offset as i64 as u64);
-                    if vec > 1 && addr % (size as u64 * vec as u64) != 0 {
+                    if vec > 1 && !addr.is_multiple_of(size as u64 * vec as u64) {
                         return Err(self.fault(
                             l,
                             space,
@@ -698,7 +697,7 @@ impl Exec<'_, '_, '_> {
                 let mut hint = 0;
                 for l in lanes(exec) {
                     let addr = self.read(s[0], l).wrapping_add(offset as i64 as u64);
-                    if vec > 1 && addr % (size as u64 * vec as u64) != 0 {
+                    if vec > 1 && !addr.is_multiple_of(size as u64 * vec as u64) {
                         return Err(self.fault(
                             l,
                             space,

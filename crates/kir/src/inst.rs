@@ -5,7 +5,7 @@
 //! operands. Memory operands are split into a base operand (`srcs[0]`) and a byte offset held
 //! in the op. Register values are held as `u64` bit patterns; an operation reads only the low
 //! `ty.size()` bytes of each source and writes its result zero-extended to 64 bits (see
-//! [`Ty::mask`]), so a 32-bit register never carries stale high bits.
+//! `Ty::mask`), so a 32-bit register never carries stale high bits.
 
 use std::fmt;
 
@@ -14,58 +14,6 @@ use ptx::Span;
 
 /// The PTX fundamental types are the IR's types.
 pub use ptx::ast::ScalarType as Ty;
-
-/// Helpers on [`Ty`] used throughout the IR and the machine.
-pub trait TyExt {
-    /// Width in bits of the value (`.pred` is 1).
-    fn bits(self) -> u32;
-    /// All-ones mask of the value's width.
-    fn mask(self) -> u64;
-    fn is_float(self) -> bool;
-    fn is_signed(self) -> bool;
-    /// Sign- or zero-extends the low `bits()` of `v` to 64 bits according to the type.
-    fn extend(self, v: u64) -> u64;
-}
-
-impl TyExt for Ty {
-    #[inline]
-    fn bits(self) -> u32 {
-        if self == Ty::Pred {
-            1
-        } else {
-            self.size() * 8
-        }
-    }
-    #[inline]
-    fn mask(self) -> u64 {
-        match self.bits() {
-            64.. => u64::MAX,
-            b => (1u64 << b) - 1,
-        }
-    }
-    #[inline]
-    fn is_float(self) -> bool {
-        matches!(
-            self,
-            Ty::F16 | Ty::F16x2 | Ty::Bf16 | Ty::Bf16x2 | Ty::F32 | Ty::F64
-        )
-    }
-    #[inline]
-    fn is_signed(self) -> bool {
-        matches!(self, Ty::S8 | Ty::S16 | Ty::S32 | Ty::S64)
-    }
-    #[inline]
-    fn extend(self, v: u64) -> u64 {
-        let b = self.bits();
-        if b >= 64 {
-            v
-        } else if self.is_signed() {
-            (((v << (64 - b)) as i64) >> (64 - b)) as u64
-        } else {
-            v & self.mask()
-        }
-    }
-}
 
 /// IEEE rounding modes (`.rn .rz .rm .rp`); for float→int `cvt` the `.rni .rzi .rmi .rpi`
 /// forms map to the same four.

@@ -15,5 +15,5 @@ pub mod lower;
 pub mod module;
 
 pub use ids::{BlockId, GlobalId, Id, IdVec, InstId, KernelId, Reg};
-pub use inst::{Inst, Op, Operand, Ty, TyExt};
+pub use inst::{Inst, Op, Operand, Ty};
 pub use module::{GlobalVar, Kernel, Module};

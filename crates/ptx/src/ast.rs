@@ -114,6 +114,50 @@ impl ScalarType {
         })
     }
 
+    /// Width in bits of the value (`.pred` is 1).
+    #[inline]
+    pub fn bits(self) -> u32 {
+        if self == ScalarType::Pred {
+            1
+        } else {
+            self.size() * 8
+        }
+    }
+
+    /// All-ones mask of the value's width.
+    #[inline]
+    pub fn mask(self) -> u64 {
+        match self.bits() {
+            64.. => u64::MAX,
+            b => (1u64 << b) - 1,
+        }
+    }
+
+    #[inline]
+    pub fn is_float(self) -> bool {
+        use ScalarType::*;
+        matches!(self, F16 | F16x2 | Bf16 | Bf16x2 | F32 | F64)
+    }
+
+    #[inline]
+    pub fn is_signed(self) -> bool {
+        use ScalarType::*;
+        matches!(self, S8 | S16 | S32 | S64)
+    }
+
+    /// Sign- or zero-extends the low `bits()` of `v` to 64 bits according to the type.
+    #[inline]
+    pub fn extend(self, v: u64) -> u64 {
+        let b = self.bits();
+        if b >= 64 {
+            v
+        } else if self.is_signed() {
+            (((v << (64 - b)) as i64) >> (64 - b)) as u64
+        } else {
+            v & self.mask()
+        }
+    }
+
     /// Size in bytes (`.pred` counts as 1 for layout purposes).
     pub fn size(self) -> u32 {
         use ScalarType::*;

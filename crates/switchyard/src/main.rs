@@ -375,7 +375,6 @@ fn check(files: &[PathBuf], json: bool) -> Outcome {
 }
 
 fn kernel_summary(k: &kir::Kernel) -> serde_json::Value {
-    use kir::TyExt;
     let mut by_width = [0u32; 4];
     for r in k.regs.values() {
         let i = match r.ty.bits() {

@@ -2,7 +2,7 @@
 //! integer and floating-point types, with the rounding modifiers of "Rounding Modifiers" and
 //! the `.ftz` / `.sat` modifiers.
 
-use kir::inst::{Rounding, Ty, TyExt};
+use kir::inst::{Rounding, Ty};
 
 use super::float::saturate as fsat;
 use super::soft::{self, Fmt, Val, BF16, F16, F32, F64};

@@ -6,7 +6,7 @@
 //! Every source is first reduced to its type (sign- or zero-extended from the type's width);
 //! results are returned masked to the width of the result type.
 
-use kir::inst::{ArithOp, FloatMode, PrmtMode, Ty, TyExt};
+use kir::inst::{ArithOp, FloatMode, PrmtMode, Ty};
 
 use super::AluError;
 

@@ -31,7 +31,7 @@ mod prop_tests;
 #[cfg(test)]
 mod tests;
 
-use kir::inst::{ArithOp, AtomOp, Cmp, FloatMode, Rounding, TestpKind, Ty, TyExt};
+use kir::inst::{ArithOp, AtomOp, Cmp, FloatMode, Rounding, TestpKind, Ty};
 
 use soft::F32;
 

@@ -162,9 +162,13 @@ fn big_prod(x: u64, y: u64, is64: bool) -> Big {
 
 /// The exact result of an operation, in a form that can be compared with candidates.
 enum Exact {
-    Val(Big),
+    Val(Box<Big>),
     Div { a: u64, b: u64 },
     Sqrt { a: u64 },
+}
+
+fn val(b: Big) -> Exact {
+    Exact::Val(Box::new(b))
 }
 
 fn is_neg(bits: u64, is64: bool) -> bool {
@@ -446,15 +450,15 @@ proptest! {
     #[test]
     fn f32_add_sub_rounding((a, b) in pair32()) {
         let e = big(a, false).add(&big(b, false));
-        check(&Exact::Val(e), false, run(ArithOp::Add, Ty::F32, a, b, 0), nonzero_cancel(a, b, false))?;
+        check(&val(e), false, run(ArithOp::Add, Ty::F32, a, b, 0), nonzero_cancel(a, b, false))?;
         let nb = b ^ 0x8000_0000;
         let e = big(a, false).add(&big(nb, false));
-        check(&Exact::Val(e), false, run(ArithOp::Sub, Ty::F32, a, b, 0), nonzero_cancel(a, b, false))?;
+        check(&val(e), false, run(ArithOp::Sub, Ty::F32, a, b, 0), nonzero_cancel(a, b, false))?;
     }
 
     #[test]
     fn f32_mul_rounding((a, b) in pair32()) {
-        check(&Exact::Val(big_prod(a, b, false)), false, run(ArithOp::Mul, Ty::F32, a, b, 0), false)?;
+        check(&val(big_prod(a, b, false)), false, run(ArithOp::Mul, Ty::F32, a, b, 0), false)?;
     }
 
     #[test]
@@ -468,7 +472,7 @@ proptest! {
         };
         let p = big_prod(a, b, false);
         let cancel = !p.is_zero() || !is_zero(c, false);
-        check(&Exact::Val(p.add(&big(c, false))), false, run(ArithOp::Fma, Ty::F32, a, b, c), cancel)?;
+        check(&val(p.add(&big(c, false))), false, run(ArithOp::Fma, Ty::F32, a, b, c), cancel)?;
     }
 
     #[test]
@@ -487,8 +491,8 @@ proptest! {
     #[test]
     fn f64_add_mul_rounding((a, b) in pair64()) {
         let e = big(a, true).add(&big(b, true));
-        check(&Exact::Val(e), true, run(ArithOp::Add, Ty::F64, a, b, 0), nonzero_cancel(a, b, true))?;
-        check(&Exact::Val(big_prod(a, b, true)), true, run(ArithOp::Mul, Ty::F64, a, b, 0), false)?;
+        check(&val(e), true, run(ArithOp::Add, Ty::F64, a, b, 0), nonzero_cancel(a, b, true))?;
+        check(&val(big_prod(a, b, true)), true, run(ArithOp::Mul, Ty::F64, a, b, 0), false)?;
     }
 
     #[test]
@@ -497,7 +501,7 @@ proptest! {
         let c = if near && p.is_finite() { (-p).to_bits() ^ (c & 0xFFF) } else { fin64(c) };
         let p = big_prod(a, b, true);
         let cancel = !p.is_zero() || !is_zero(c, true);
-        check(&Exact::Val(p.add(&big(c, true))), true, run(ArithOp::Fma, Ty::F64, a, b, c), cancel)?;
+        check(&val(p.add(&big(c, true))), true, run(ArithOp::Fma, Ty::F64, a, b, c), cancel)?;
         if !is_zero(b, true) {
             check(&Exact::Div { a, b }, true, run(ArithOp::Div, Ty::F64, a, b, 0), false)?;
         }
@@ -512,15 +516,15 @@ proptest! {
     fn cvt_int_to_float(v in any::<u64>(), shift in 0u32..64) {
         let v = v >> shift;
         let r32 = modes().map(|r| cvt(Ty::F32, Ty::U64, Some(r), false, false, v));
-        check(&Exact::Val(Big::new(false, v as u128, 0)), false, r32, false)?;
+        check(&val(Big::new(false, v as u128, 0)), false, r32, false)?;
         prop_assert_eq!(r32[0], (v as f32).to_bits() as u64);
         let s = v as i64;
         let r64 = modes().map(|r| cvt(Ty::F64, Ty::S64, Some(r), false, false, v));
-        check(&Exact::Val(Big::new(s < 0, s.unsigned_abs() as u128, 0)), true, r64, false)?;
+        check(&val(Big::new(s < 0, s.unsigned_abs() as u128, 0)), true, r64, false)?;
         prop_assert_eq!(r64[0], (s as f64).to_bits());
         let i = v as i32;
         let ri = modes().map(|r| cvt(Ty::F32, Ty::S32, Some(r), false, false, v));
-        check(&Exact::Val(Big::new(i < 0, i.unsigned_abs() as u128, 0)), false, ri, false)?;
+        check(&val(Big::new(i < 0, i.unsigned_abs() as u128, 0)), false, ri, false)?;
     }
 
     /// f64 → f32 in all modes against the exact f64 value; `.rn` also against `as`.
@@ -530,7 +534,7 @@ proptest! {
         let a = if sel { (a & 0x800F_FFFF_FFFF_FFFF) | ((0x360 + (a >> 52) % 0x120) << 52) } else { fin64(a) };
         let a = fin64(a);
         let r = modes().map(|m| cvt(Ty::F32, Ty::F64, Some(m), false, false, a));
-        check(&Exact::Val(big(a, true)), false, r, false)?;
+        check(&val(big(a, true)), false, r, false)?;
         prop_assert_eq!(r[0], canon32(f64::from_bits(a) as f32));
     }
 

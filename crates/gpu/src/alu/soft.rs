@@ -499,10 +499,10 @@ fn isqrt(s: u128) -> u128 {
     for _ in 0..2 {
         r = (r + s / r) / 2;
     }
-    while r.checked_mul(r).map_or(true, |sq| sq > s) {
+    while r.checked_mul(r).is_none_or(|sq| sq > s) {
         r -= 1;
     }
-    while (r + 1).checked_mul(r + 1).map_or(false, |sq| sq <= s) {
+    while (r + 1).checked_mul(r + 1).is_some_and(|sq| sq <= s) {
         r += 1;
     }
     r

@@ -534,6 +534,15 @@ fn f64_directed() {
         f64r(ArithOp::Div, RP, d(1.0), d(3.0), 0),
         0x3FD5_5555_5555_5556
     );
+    // 1/(1 + 2^-52) = 1 - 2^-52 + 2^-104 - ...: 52 ones, then 52 zeros before the next one
+    // bit, so only a correctly kept sticky bit shows that the quotient exceeds 1 - 2^-52
+    // (0x3FEFFFFFFFFFFFFE).
+    let b = 0x3FF0_0000_0000_0001;
+    assert_eq!(f64r(ArithOp::Div, RN, d(1.0), b, 0), 0x3FEF_FFFF_FFFF_FFFE);
+    assert_eq!(f64r(ArithOp::Div, RZ, d(1.0), b, 0), 0x3FEF_FFFF_FFFF_FFFE);
+    assert_eq!(f64r(ArithOp::Div, RP, d(1.0), b, 0), 0x3FEF_FFFF_FFFF_FFFF);
+    assert_eq!(f64r(ArithOp::Rcp, RP, b, 0, 0), 0x3FEF_FFFF_FFFF_FFFF);
+    assert_eq!(f64r(ArithOp::Div, RM, d(-1.0), b, 0), 0xBFEF_FFFF_FFFF_FFFF);
     // sqrt(2) = 1.41421356237309504880...; the nearest f64 (…BCD = 1.41421356237309514547)
     // is above it.
     assert_eq!(f64r(ArithOp::Sqrt, RN, d(2.0), 0, 0), 0x3FF6_A09E_667F_3BCD);
@@ -1216,7 +1225,7 @@ fn cvt_f16() {
     // f16 → f32 is exact.
     let from16 = |h: u64| cvt(Ty::F32, Ty::F16, None, false, false, h);
     assert_eq!(from16(0x0001), f(2f32.powi(-24)));
-    assert_eq!(from16(0x3555), f(0.333251953125));
+    assert_eq!(from16(0x3555), f(1365.0 / 4096.0));
     assert_eq!(from16(0x7C00), f(f32::INFINITY));
     assert_eq!(from16(0x7E01), 0x7FFF_FFFF);
     // Round trip: every non-NaN f16 survives f16 → f32 → f16 and f16 → f64 → f16.

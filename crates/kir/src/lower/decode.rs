@@ -11,7 +11,7 @@ use super::{KernelLowerer, LowerError, Sym};
 use crate::ids::{InstId, Reg};
 use crate::inst::{
     ArithOp, AtomOp, BarKind, BoolOp, Cmp, FloatMode, Inst, Op, Operand, PrmtMode, Rounding,
-    ShflMode, Space, Special, TestpKind, Ty, TyExt, VoteMode, MAX_DSTS,
+    ShflMode, Space, Special, TestpKind, Ty, VoteMode, MAX_DSTS,
 };
 
 /// Bits of an integer literal for an operand of type `ty` (floats take the numeric value).

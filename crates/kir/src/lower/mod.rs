@@ -322,7 +322,7 @@ impl<'a> KernelLowerer<'a> {
         // running off the end of a kernel returns.
         let end = l.insts.len() as u32;
         if l.insts.is_empty()
-            || l.label_pos.iter().any(|p| *p == Some(end))
+            || l.label_pos.contains(&Some(end))
             || !matches!(
                 l.insts.last().map(|i| (i.op, i.guard)),
                 Some((Op::Exit, None))
