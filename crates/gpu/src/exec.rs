@@ -313,7 +313,7 @@ pub fn step(
                 Step::Executed
             })
         }
-        Op::Bar { kind } => {
+        Op::Bar { kind, .. } => {
             let arrival = ex.barrier(kind, exec)?;
             ex.advance();
             Ok(match arrival {
@@ -775,7 +775,9 @@ impl Exec<'_, '_, '_> {
                     self.write(0, l, active as u64);
                 }
             }
-            Op::Fence | Op::Nop => {}
+            // Preemption points act only when a preemption is pending, which the functional
+            // core never has.
+            Op::Fence | Op::Nop | Op::Pp { .. } | Op::PpDivergent { .. } => {}
             Op::Bra { .. } | Op::Exit | Op::Bar { .. } => unreachable!("handled by step"),
         }
         Ok(())

@@ -391,7 +391,9 @@ pub enum Op {
     Activemask,
     /// Barriers: `srcs[0]` the barrier id, `srcs[1]` the thread count (or `None` for all
     /// threads of the TB); `bar.red` has its predicate in `srcs[2]` and a destination.
-    Bar { kind: BarKind },
+    /// `pp` is set on a `bar.pp` (lin-lightweight §IV-A): a barrier that is also a
+    /// preemption point, with the liveness vector of the point.
+    Bar { kind: BarKind, pp: Option<LiveVector> },
     /// `membar`, `fence`: ordering only (the functional core is sequentially consistent).
     Fence,
     /// Branch to `target`; divergent when guarded by a predicate that differs across the warp.
@@ -400,6 +402,34 @@ pub enum Op {
     Exit,
     /// No operation (kept where lowering needed a placeholder, e.g. a label at the very end).
     Nop,
+    /// `pp`: a selective preemption point (lin-lightweight §IV-A) carrying the liveness
+    /// vector of the registers live here. A no-op unless a preemption is pending.
+    Pp { live: LiveVector },
+    /// The dummy instruction after a `pp`/`bar.pp` that carries the divergent (SIMT-aware)
+    /// liveness vector, used when the warp is diverged at the point (lin-lightweight §III-B).
+    /// Always a no-op for execution.
+    PpDivergent { live: LiveVector },
+}
+
+/// A liveness vector as encoded in a `pp` instruction (lin-lightweight §IV-A): one bit per
+/// architectural register for the first 54 registers, and an overflow bit that means
+/// "registers beyond the 54th are live too; save all of them".
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct LiveVector(pub u64);
+
+impl LiveVector {
+    /// Registers a `pp` instruction can name individually.
+    pub const ENCODABLE: u32 = 54;
+    /// The overflow bit.
+    pub const OVERFLOW: u64 = 1 << 54;
+
+    pub fn is_live(self, reg: u32) -> bool {
+        if reg < Self::ENCODABLE {
+            self.0 & (1 << reg) != 0
+        } else {
+            self.0 & Self::OVERFLOW != 0
+        }
+    }
 }
 
 /// An instruction's guard: `@p` or `@!p`.

@@ -347,7 +347,7 @@ impl<'a> KernelLowerer<'a> {
                 m.accept(&["global", "local", "L1", "L2"]);
                 Inst::new(Op::Fence, i.span)
             }
-            "bra" | "brx" if name == "bra" => {
+            "bra" => {
                 let uni = m.has("uni");
                 let [target] = i.operands.as_slice() else {
                     return Err(count_error(i, "1"));
@@ -966,7 +966,7 @@ impl<'a> KernelLowerer<'a> {
         };
         let is_red = matches!(kind, BarKind::RedPopc | BarKind::RedAnd | BarKind::RedOr);
         let ops = &i.operands;
-        let mut inst = Inst::new(Op::Bar { kind }, i.span);
+        let mut inst = Inst::new(Op::Bar { kind, pp: None }, i.span);
         let rest = if is_red {
             if ops.len() != 3 && ops.len() != 4 {
                 return Err(count_error(i, "3 or 4"));

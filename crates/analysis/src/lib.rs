@@ -1,0 +1,1 @@
+//! Kernel analyses for preemption (liveness, loops, preemption points, idempotence).

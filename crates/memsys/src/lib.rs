@@ -1,0 +1,1 @@
+//! The timing model of the GPU memory hierarchy.

@@ -1,0 +1,1 @@
+//! Register allocation from PTX virtual registers to physical registers, and uniformity.
