@@ -346,7 +346,7 @@ impl Exec<'_, '_, '_> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn read(&self, op: Operand, lane: usize) -> u64 {
         match op {
             Operand::Reg(r) => self.warp.regs[r.index() * WARP_SIZE + lane],
@@ -367,6 +367,7 @@ impl Exec<'_, '_, '_> {
         }
     }
 
+    #[inline(never)]
     fn special(&self, s: Special, lane: usize) -> u64 {
         let ctx = self.ctx;
         let linear = self.warp.index * WARP_SIZE as u32 + lane as u32;
@@ -511,6 +512,9 @@ impl Exec<'_, '_, '_> {
         match inst.op {
             Op::Mov(ty) => {
                 let m = ty.mask();
+                if self.map2_mov(exec, m) {
+                    return Ok(());
+                }
                 for l in lanes(exec) {
                     let v = self.read(s[0], l) & m;
                     self.write(0, l, v);
@@ -785,6 +789,9 @@ impl Exec<'_, '_, '_> {
 
     #[inline]
     fn arith(&mut self, exec: u32, op: ArithOp, ty: Ty, mode: kir::inst::FloatMode) {
+        if self.fast_arith(exec, op, ty, mode) {
+            return;
+        }
         let s = self.inst.srcs;
         for l in lanes(exec) {
             let a = self.read(s[0], l);
@@ -795,6 +802,173 @@ impl Exec<'_, '_, '_> {
             // (`crate::validate`), so an error cannot reach here.
             let v = alu::arith(op, ty, mode, a, b, c, d).unwrap_or(0);
             self.write(0, l, v);
+        }
+    }
+
+    /// The most frequent operations, decoded once per warp instruction and applied over
+    /// register rows, so a full warp's loop has no per-lane dispatch (and vectorises). Each
+    /// closure computes exactly what `alu::arith` computes for that op and type: results
+    /// masked to the type, float NaNs canonical. Returns false when the instruction needs the
+    /// general path (other ops, modifiers, or operands that are not registers or constants).
+    #[inline]
+    fn fast_arith(&mut self, exec: u32, op: ArithOp, ty: Ty, mode: kir::inst::FloatMode) -> bool {
+        use ArithOp::*;
+        const M32: u64 = 0xffff_ffff;
+        let plain = mode == kir::inst::FloatMode::default();
+        let w32 = matches!(ty, Ty::B32 | Ty::U32 | Ty::S32);
+        let w64 = matches!(ty, Ty::B64 | Ty::U64 | Ty::S64);
+        #[inline(always)]
+        fn f32v(x: u64) -> f32 {
+            f32::from_bits(x as u32)
+        }
+        #[inline(always)]
+        fn canon32(x: f32) -> u64 {
+            if x.is_nan() {
+                0x7fff_ffff
+            } else {
+                x.to_bits() as u64
+            }
+        }
+        #[inline(always)]
+        fn canon64(x: f64) -> u64 {
+            if x.is_nan() {
+                0x7fff_ffff_ffff_ffff
+            } else {
+                x.to_bits()
+            }
+        }
+        match op {
+            Add if w32 && !mode.sat => self.map2(exec, |a, b| a.wrapping_add(b) & M32),
+            Add if w64 => self.map2(exec, |a, b| a.wrapping_add(b)),
+            Sub if w32 && !mode.sat => self.map2(exec, |a, b| a.wrapping_sub(b) & M32),
+            Sub if w64 => self.map2(exec, |a, b| a.wrapping_sub(b)),
+            MulLo if w32 => self.map2(exec, |a, b| a.wrapping_mul(b) & M32),
+            MulLo if w64 => self.map2(exec, |a, b| a.wrapping_mul(b)),
+            MadLo if w32 && !mode.sat => self.map3(exec, |a, b, c| a.wrapping_mul(b).wrapping_add(c) & M32),
+            MadLo if w64 => self.map3(exec, |a, b, c| a.wrapping_mul(b).wrapping_add(c)),
+            MulWide if ty == Ty::S32 => self.map2(exec, |a, b| ((a as u32 as i32 as i64) * (b as u32 as i32 as i64)) as u64),
+            MulWide if ty == Ty::U32 => self.map2(exec, |a, b| (a & M32) * (b & M32)),
+            MadWide if ty == Ty::S32 => self.map3(exec, |a, b, c| {
+                ((a as u32 as i32 as i64) * (b as u32 as i32 as i64)) .wrapping_add(c as i64) as u64
+            }),
+            MadWide if ty == Ty::U32 => self.map3(exec, |a, b, c| ((a & M32) * (b & M32)).wrapping_add(c)),
+            And if w32 => self.map2(exec, |a, b| a & b & M32),
+            And if w64 => self.map2(exec, |a, b| a & b),
+            Or if w32 => self.map2(exec, |a, b| (a | b) & M32),
+            Or if w64 => self.map2(exec, |a, b| a | b),
+            Xor if w32 => self.map2(exec, |a, b| (a ^ b) & M32),
+            Xor if w64 => self.map2(exec, |a, b| a ^ b),
+            // Shift amounts are the low 32 bits of `b`, read as unsigned; amounts of the
+            // width or more shift everything out (PTX ISA "shl", "shr").
+            Shl if w32 => self.map2(exec, |a, b| {
+                let n = b & M32;
+                if n >= 32 { 0 } else { (a << n) & M32 }
+            }),
+            Shl if w64 => self.map2(exec, |a, b| {
+                let n = b & M32;
+                if n >= 64 { 0 } else { a << n }
+            }),
+            Shr if ty == Ty::S32 => self.map2(exec, |a, b| {
+                let n = (b & M32).min(31);
+                ((a as u32 as i32) >> n) as u32 as u64
+            }),
+            Shr if w32 => self.map2(exec, |a, b| {
+                let n = b & M32;
+                if n >= 32 { 0 } else { (a & M32) >> n }
+            }),
+            Shr if ty == Ty::S64 => self.map2(exec, |a, b| ((a as i64) >> (b & M32).min(63)) as u64),
+            Shr if w64 => self.map2(exec, |a, b| {
+                let n = b & M32;
+                if n >= 64 { 0 } else { a >> n }
+            }),
+            Min if ty == Ty::S32 => self.map2(exec, |a, b| (a as u32 as i32).min(b as u32 as i32) as u32 as u64),
+            Max if ty == Ty::S32 => self.map2(exec, |a, b| (a as u32 as i32).max(b as u32 as i32) as u32 as u64),
+            Min if ty == Ty::U32 => self.map2(exec, |a, b| (a & M32).min(b & M32)),
+            Max if ty == Ty::U32 => self.map2(exec, |a, b| (a & M32).max(b & M32)),
+            Add if ty == Ty::F32 && plain => self.map2(exec, |a, b| canon32(f32v(a) + f32v(b))),
+            Sub if ty == Ty::F32 && plain => self.map2(exec, |a, b| canon32(f32v(a) - f32v(b))),
+            Mul if ty == Ty::F32 && plain => self.map2(exec, |a, b| canon32(f32v(a) * f32v(b))),
+            Fma if ty == Ty::F32 && plain => self.map3(exec, |a, b, c| canon32(f32v(a).mul_add(f32v(b), f32v(c)))),
+            Add if ty == Ty::F64 && plain => self.map2(exec, |a, b| canon64(f64::from_bits(a) + f64::from_bits(b))),
+            Mul if ty == Ty::F64 && plain => self.map2(exec, |a, b| canon64(f64::from_bits(a) * f64::from_bits(b))),
+            Fma if ty == Ty::F64 && plain => self.map3(exec, |a, b, c| {
+                canon64(f64::from_bits(a).mul_add(f64::from_bits(b), f64::from_bits(c)))
+            }),
+            _ => false,
+        }
+    }
+
+    /// Applies `f` to the first two sources of every lane in `exec`, writing the destination.
+    #[inline(always)]
+    fn map2(&mut self, exec: u32, f: impl Fn(u64, u64) -> u64) -> bool {
+        let (Some(a), Some(b)) = (self.row(0), self.row(1)) else {
+            return false;
+        };
+        let Some(d) = self.inst.dsts[0] else {
+            return true;
+        };
+        let d = d.index() * WARP_SIZE;
+        let regs = &mut self.warp.regs;
+        if exec == u32::MAX {
+            for l in 0..WARP_SIZE {
+                regs[d + l] = f(a.get(regs, l), b.get(regs, l));
+            }
+        } else {
+            for l in lanes(exec) {
+                regs[d + l] = f(a.get(regs, l), b.get(regs, l));
+            }
+        }
+        true
+    }
+
+    /// As [`Exec::map2`], with three sources.
+    #[inline(always)]
+    fn map3(&mut self, exec: u32, f: impl Fn(u64, u64, u64) -> u64) -> bool {
+        let (Some(a), Some(b), Some(c)) = (self.row(0), self.row(1), self.row(2)) else {
+            return false;
+        };
+        let Some(d) = self.inst.dsts[0] else {
+            return true;
+        };
+        let d = d.index() * WARP_SIZE;
+        let regs = &mut self.warp.regs;
+        if exec == u32::MAX {
+            for l in 0..WARP_SIZE {
+                regs[d + l] = f(a.get(regs, l), b.get(regs, l), c.get(regs, l));
+            }
+        } else {
+            for l in lanes(exec) {
+                regs[d + l] = f(a.get(regs, l), b.get(regs, l), c.get(regs, l));
+            }
+        }
+        true
+    }
+
+    /// `mov` of a register or constant.
+    #[inline(always)]
+    fn map2_mov(&mut self, exec: u32, mask: u64) -> bool {
+        let Some(a) = self.row(0) else {
+            return false;
+        };
+        let Some(d) = self.inst.dsts[0] else {
+            return true;
+        };
+        let d = d.index() * WARP_SIZE;
+        let regs = &mut self.warp.regs;
+        for l in lanes(exec) {
+            regs[d + l] = a.get(regs, l) & mask;
+        }
+        true
+    }
+
+    /// Source `k` as a register row or a lane-invariant constant, if it is one of those.
+    #[inline(always)]
+    fn row(&self, k: usize) -> Option<Row> {
+        match self.inst.srcs[k] {
+            Operand::Reg(r) => Some(Row::Reg(r.index() * WARP_SIZE)),
+            Operand::Imm(v) => Some(Row::Const(v)),
+            Operand::GlobalAddr(g, off) => Some(Row::Const(self.ctx.global_addrs[g.index()].wrapping_add(off as u64))),
+            _ => None,
         }
     }
 
@@ -899,6 +1073,24 @@ impl Exec<'_, '_, '_> {
             reduction,
             pc: InstId(self.pc),
         }))
+    }
+}
+
+/// A source operand resolved for a lane loop.
+#[derive(Clone, Copy)]
+enum Row {
+    /// Index of lane 0 of a register in the warp's register file.
+    Reg(usize),
+    Const(u64),
+}
+
+impl Row {
+    #[inline(always)]
+    fn get(self, regs: &[u64], lane: usize) -> u64 {
+        match self {
+            Row::Reg(base) => regs[base + lane],
+            Row::Const(v) => v,
+        }
     }
 }
 

@@ -5,7 +5,6 @@
 //! machine will execute, so a kernel that cannot run is rejected with its location before
 //! anything executes. Launching checks the launch shape and the arguments against the kernel.
 
-use kir::module::GlobalSpace;
 use kir::{Id, Kernel, Module};
 use ptx::{SourceFile, Span};
 
@@ -228,10 +227,18 @@ impl Gpu {
                     .collect(),
             )
         })?;
+        self.load_module(file_name, text, ir)
+    }
+
+    /// Loads an already-lowered (possibly transformed: register-allocated, with preemption
+    /// points) module. `text` is the PTX it came from, for diagnostics.
+    pub fn load_module(&mut self, file_name: &str, text: &str, ir: Module) -> Result<ModuleId, LoadError> {
+        let source = SourceFile::new(file_name, text);
         let problems = crate::validate::check_module(&ir);
         if !problems.is_empty() {
-            return Err(fail(
-                problems
+            return Err(LoadError {
+                file: file_name.to_string(),
+                diagnostics: problems
                     .into_iter()
                     .map(|(span, message)| Diagnostic {
                         message,
@@ -239,15 +246,12 @@ impl Gpu {
                         location: source.location(span),
                     })
                     .collect(),
-            ));
+                source_text: text.to_string(),
+            });
         }
         // Place module variables, then write their initial values (with the addresses of
         // other variables patched in).
-        let global_addrs: Vec<u64> = ir
-            .globals
-            .values()
-            .map(|g| self.mem.alloc(g.size.max(1)))
-            .collect();
+        let global_addrs: Vec<u64> = ir.globals.values().map(|g| self.mem.alloc(g.size.max(1))).collect();
         for (id, g) in ir.globals.iter() {
             let mut bytes = g.init.clone();
             for r in &g.relocations {
@@ -261,7 +265,6 @@ impl Gpu {
                     .write_bytes(global_addrs[id.index()], &bytes)
                     .expect("freshly allocated");
             }
-            debug_assert!(matches!(g.space, GlobalSpace::Global | GlobalSpace::Const));
         }
         self.modules.push(LoadedModule {
             source,

@@ -148,15 +148,19 @@ struct RunRow {
     warps: u64,
     warp_instructions: u64,
     thread_instructions: u64,
+    /// Seconds spent simulating (inside launches).
     seconds: f64,
+    /// Seconds of the whole host program, including input generation and verification.
+    total_seconds: f64,
     thread_instructions_per_second: f64,
+    warp_instructions_per_second: f64,
     verified: bool,
     detail: String,
 }
 
 impl RunRow {
     fn from_suite(r: &SuiteResult) -> RunRow {
-        let secs = r.elapsed.as_secs_f64();
+        let secs = r.simulated.as_secs_f64();
         RunRow {
             kernel: r.kernel.to_string(),
             target: r.target.name().to_string(),
@@ -167,7 +171,9 @@ impl RunRow {
             warp_instructions: r.stats.warp_instructions,
             thread_instructions: r.stats.thread_instructions,
             seconds: secs,
+            total_seconds: r.elapsed.as_secs_f64(),
             thread_instructions_per_second: r.stats.thread_instructions as f64 / secs.max(1e-9),
+            warp_instructions_per_second: r.stats.warp_instructions as f64 / secs.max(1e-9),
             verified: r.verification.passed(),
             detail: match &r.verification {
                 suite::Verification::Passed { checked } => format!("{checked} values match"),
@@ -182,7 +188,7 @@ impl RunRow {
 fn print_table(rows: &[RunRow]) {
     println!(
         "{:<14} {:<6} {:>4} {:>7} {:>12} {:>14} {:>9} {:>10}  result",
-        "kernel", "target", "runs", "TBs", "warp insts", "thread insts", "time ms", "Mthr-i/s"
+        "kernel", "target", "runs", "TBs", "warp insts", "thread insts", "sim ms", "Mthr-i/s"
     );
     for r in rows {
         println!(
@@ -304,7 +310,9 @@ fn run_ptx_file(path: &Path, spec: Option<&Path>, rows: &mut Vec<RunRow>) -> Out
         warp_instructions: r.stats.warp_instructions,
         thread_instructions: r.stats.thread_instructions,
         seconds: secs,
+        total_seconds: secs,
         thread_instructions_per_second: r.stats.thread_instructions as f64 / secs.max(1e-9),
+        warp_instructions_per_second: r.stats.warp_instructions as f64 / secs.max(1e-9),
         verified,
         detail,
     });
