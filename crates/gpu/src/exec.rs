@@ -844,14 +844,20 @@ impl Exec<'_, '_, '_> {
             Sub if w64 => self.map2(exec, |a, b| a.wrapping_sub(b)),
             MulLo if w32 => self.map2(exec, |a, b| a.wrapping_mul(b) & M32),
             MulLo if w64 => self.map2(exec, |a, b| a.wrapping_mul(b)),
-            MadLo if w32 && !mode.sat => self.map3(exec, |a, b, c| a.wrapping_mul(b).wrapping_add(c) & M32),
+            MadLo if w32 && !mode.sat => {
+                self.map3(exec, |a, b, c| a.wrapping_mul(b).wrapping_add(c) & M32)
+            }
             MadLo if w64 => self.map3(exec, |a, b, c| a.wrapping_mul(b).wrapping_add(c)),
-            MulWide if ty == Ty::S32 => self.map2(exec, |a, b| ((a as u32 as i32 as i64) * (b as u32 as i32 as i64)) as u64),
+            MulWide if ty == Ty::S32 => self.map2(exec, |a, b| {
+                ((a as u32 as i32 as i64) * (b as u32 as i32 as i64)) as u64
+            }),
             MulWide if ty == Ty::U32 => self.map2(exec, |a, b| (a & M32) * (b & M32)),
             MadWide if ty == Ty::S32 => self.map3(exec, |a, b, c| {
-                ((a as u32 as i32 as i64) * (b as u32 as i32 as i64)) .wrapping_add(c as i64) as u64
+                ((a as u32 as i32 as i64) * (b as u32 as i32 as i64)).wrapping_add(c as i64) as u64
             }),
-            MadWide if ty == Ty::U32 => self.map3(exec, |a, b, c| ((a & M32) * (b & M32)).wrapping_add(c)),
+            MadWide if ty == Ty::U32 => {
+                self.map3(exec, |a, b, c| ((a & M32) * (b & M32)).wrapping_add(c))
+            }
             And if w32 => self.map2(exec, |a, b| a & b & M32),
             And if w64 => self.map2(exec, |a, b| a & b),
             Or if w32 => self.map2(exec, |a, b| (a | b) & M32),
@@ -862,11 +868,19 @@ impl Exec<'_, '_, '_> {
             // width or more shift everything out (PTX ISA "shl", "shr").
             Shl if w32 => self.map2(exec, |a, b| {
                 let n = b & M32;
-                if n >= 32 { 0 } else { (a << n) & M32 }
+                if n >= 32 {
+                    0
+                } else {
+                    (a << n) & M32
+                }
             }),
             Shl if w64 => self.map2(exec, |a, b| {
                 let n = b & M32;
-                if n >= 64 { 0 } else { a << n }
+                if n >= 64 {
+                    0
+                } else {
+                    a << n
+                }
             }),
             Shr if ty == Ty::S32 => self.map2(exec, |a, b| {
                 let n = (b & M32).min(31);
@@ -874,23 +888,43 @@ impl Exec<'_, '_, '_> {
             }),
             Shr if w32 => self.map2(exec, |a, b| {
                 let n = b & M32;
-                if n >= 32 { 0 } else { (a & M32) >> n }
+                if n >= 32 {
+                    0
+                } else {
+                    (a & M32) >> n
+                }
             }),
-            Shr if ty == Ty::S64 => self.map2(exec, |a, b| ((a as i64) >> (b & M32).min(63)) as u64),
+            Shr if ty == Ty::S64 => {
+                self.map2(exec, |a, b| ((a as i64) >> (b & M32).min(63)) as u64)
+            }
             Shr if w64 => self.map2(exec, |a, b| {
                 let n = b & M32;
-                if n >= 64 { 0 } else { a >> n }
+                if n >= 64 {
+                    0
+                } else {
+                    a >> n
+                }
             }),
-            Min if ty == Ty::S32 => self.map2(exec, |a, b| (a as u32 as i32).min(b as u32 as i32) as u32 as u64),
-            Max if ty == Ty::S32 => self.map2(exec, |a, b| (a as u32 as i32).max(b as u32 as i32) as u32 as u64),
+            Min if ty == Ty::S32 => self.map2(exec, |a, b| {
+                (a as u32 as i32).min(b as u32 as i32) as u32 as u64
+            }),
+            Max if ty == Ty::S32 => self.map2(exec, |a, b| {
+                (a as u32 as i32).max(b as u32 as i32) as u32 as u64
+            }),
             Min if ty == Ty::U32 => self.map2(exec, |a, b| (a & M32).min(b & M32)),
             Max if ty == Ty::U32 => self.map2(exec, |a, b| (a & M32).max(b & M32)),
             Add if ty == Ty::F32 && plain => self.map2(exec, |a, b| canon32(f32v(a) + f32v(b))),
             Sub if ty == Ty::F32 && plain => self.map2(exec, |a, b| canon32(f32v(a) - f32v(b))),
             Mul if ty == Ty::F32 && plain => self.map2(exec, |a, b| canon32(f32v(a) * f32v(b))),
-            Fma if ty == Ty::F32 && plain => self.map3(exec, |a, b, c| canon32(f32v(a).mul_add(f32v(b), f32v(c)))),
-            Add if ty == Ty::F64 && plain => self.map2(exec, |a, b| canon64(f64::from_bits(a) + f64::from_bits(b))),
-            Mul if ty == Ty::F64 && plain => self.map2(exec, |a, b| canon64(f64::from_bits(a) * f64::from_bits(b))),
+            Fma if ty == Ty::F32 && plain => {
+                self.map3(exec, |a, b, c| canon32(f32v(a).mul_add(f32v(b), f32v(c))))
+            }
+            Add if ty == Ty::F64 && plain => {
+                self.map2(exec, |a, b| canon64(f64::from_bits(a) + f64::from_bits(b)))
+            }
+            Mul if ty == Ty::F64 && plain => {
+                self.map2(exec, |a, b| canon64(f64::from_bits(a) * f64::from_bits(b)))
+            }
             Fma if ty == Ty::F64 && plain => self.map3(exec, |a, b, c| {
                 canon64(f64::from_bits(a).mul_add(f64::from_bits(b), f64::from_bits(c)))
             }),
@@ -967,7 +1001,9 @@ impl Exec<'_, '_, '_> {
         match self.inst.srcs[k] {
             Operand::Reg(r) => Some(Row::Reg(r.index() * WARP_SIZE)),
             Operand::Imm(v) => Some(Row::Const(v)),
-            Operand::GlobalAddr(g, off) => Some(Row::Const(self.ctx.global_addrs[g.index()].wrapping_add(off as u64))),
+            Operand::GlobalAddr(g, off) => Some(Row::Const(
+                self.ctx.global_addrs[g.index()].wrapping_add(off as u64),
+            )),
             _ => None,
         }
     }

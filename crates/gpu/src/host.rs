@@ -232,7 +232,12 @@ impl Gpu {
 
     /// Loads an already-lowered (possibly transformed: register-allocated, with preemption
     /// points) module. `text` is the PTX it came from, for diagnostics.
-    pub fn load_module(&mut self, file_name: &str, text: &str, ir: Module) -> Result<ModuleId, LoadError> {
+    pub fn load_module(
+        &mut self,
+        file_name: &str,
+        text: &str,
+        ir: Module,
+    ) -> Result<ModuleId, LoadError> {
         let source = SourceFile::new(file_name, text);
         let problems = crate::validate::check_module(&ir);
         if !problems.is_empty() {
@@ -251,7 +256,11 @@ impl Gpu {
         }
         // Place module variables, then write their initial values (with the addresses of
         // other variables patched in).
-        let global_addrs: Vec<u64> = ir.globals.values().map(|g| self.mem.alloc(g.size.max(1))).collect();
+        let global_addrs: Vec<u64> = ir
+            .globals
+            .values()
+            .map(|g| self.mem.alloc(g.size.max(1)))
+            .collect();
         for (id, g) in ir.globals.iter() {
             let mut bytes = g.init.clone();
             for r in &g.relocations {

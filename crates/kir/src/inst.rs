@@ -393,7 +393,10 @@ pub enum Op {
     /// threads of the TB); `bar.red` has its predicate in `srcs[2]` and a destination.
     /// `pp` is set on a `bar.pp` (lin-lightweight §IV-A): a barrier that is also a
     /// preemption point, with the liveness vector of the point.
-    Bar { kind: BarKind, pp: Option<LiveVector> },
+    Bar {
+        kind: BarKind,
+        pp: Option<LiveVector>,
+    },
     /// `membar`, `fence`: ordering only (the functional core is sequentially consistent).
     Fence,
     /// Branch to `target`; divergent when guarded by a predicate that differs across the warp.
