@@ -6,13 +6,16 @@
 //! * [`func`]: the functional-only driver (whole grids, barriers, deadlock detection).
 //! * [`memory`]: global allocations with bounds, and the generic address windows.
 //! * [`host`]: allocate, copy, load PTX, launch.
+//! * [`config`], [`occupancy`]: GPU presets and the TB occupancy calculator.
 
 pub mod alu;
+pub mod config;
 pub mod error;
 pub mod exec;
 pub mod func;
 pub mod host;
 pub mod memory;
+pub mod occupancy;
 pub mod validate;
 
 pub use error::ExecError;

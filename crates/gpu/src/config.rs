@@ -1,0 +1,179 @@
+//! GPU configurations: plain data read from TOML (`configs/*.toml`), every field documented
+//! there and here. Unknown or ill-typed fields are errors that name the field.
+//!
+//! So far a configuration describes the SMs (count, clock, warp schedulers) and the resources
+//! that bound occupancy ([`crate::occupancy::SmResources`]); the memory hierarchy is added
+//! with the timing model.
+
+use serde::{Deserialize, Serialize};
+
+use crate::occupancy::SmResources;
+
+/// Warp scheduling policies (the timing model's warp schedulers).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SchedulerPolicy {
+    /// Loose round robin.
+    Lrr,
+    /// Greedy then oldest.
+    Gto,
+    /// Two-level (an active set of warps, refilled from a pending set).
+    TwoLevel,
+}
+
+/// The SMs of a GPU.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SmConfig {
+    /// Number of SMs.
+    pub count: u32,
+    /// Core clock in MHz.
+    pub clock_mhz: f64,
+    /// Warp schedulers per SM (each issues up to one instruction per cycle).
+    pub warp_schedulers: u32,
+    pub scheduler: SchedulerPolicy,
+    pub resources: SmResources,
+}
+
+/// A whole GPU configuration.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GpuConfig {
+    /// Short name (`gtx480`).
+    pub name: String,
+    /// What the configuration models and where its numbers come from.
+    pub description: String,
+    pub sm: SmConfig,
+}
+
+/// A configuration that could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{file}: {message}")]
+    Parse { file: String, message: String },
+    #[error("{file}: `{field}`: {what}")]
+    Invalid {
+        file: String,
+        field: &'static str,
+        what: String,
+    },
+    #[error("no GPU preset `{0}`; presets: {1}")]
+    UnknownPreset(String, String),
+}
+
+/// The built-in presets: (name, TOML text).
+pub const PRESETS: &[(&str, &str)] = &[
+    ("gtx480", include_str!("../../../configs/gtx480.toml")),
+    ("gtx980", include_str!("../../../configs/gtx980.toml")),
+    ("k20c", include_str!("../../../configs/k20c.toml")),
+    ("maxwell16", include_str!("../../../configs/maxwell16.toml")),
+    (
+        "fault-study",
+        include_str!("../../../configs/fault-study.toml"),
+    ),
+    ("v100", include_str!("../../../configs/v100.toml")),
+    ("a100", include_str!("../../../configs/a100.toml")),
+    ("h100", include_str!("../../../configs/h100.toml")),
+];
+
+impl GpuConfig {
+    /// Parses and validates a configuration; `file` names it in errors.
+    pub fn from_toml(file: &str, text: &str) -> Result<GpuConfig, ConfigError> {
+        let c: GpuConfig = toml::from_str(text).map_err(|e| ConfigError::Parse {
+            file: file.to_string(),
+            message: e.to_string(),
+        })?;
+        c.validate(file)?;
+        Ok(c)
+    }
+
+    /// A built-in preset by name.
+    pub fn preset(name: &str) -> Result<GpuConfig, ConfigError> {
+        match PRESETS.iter().find(|(n, _)| *n == name) {
+            Some((n, text)) => GpuConfig::from_toml(&format!("configs/{n}.toml"), text),
+            None => Err(ConfigError::UnknownPreset(
+                name.to_string(),
+                PRESETS
+                    .iter()
+                    .map(|(n, _)| *n)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            )),
+        }
+    }
+
+    fn validate(&self, file: &str) -> Result<(), ConfigError> {
+        let invalid = |field: &'static str, what: &str| ConfigError::Invalid {
+            file: file.to_string(),
+            field,
+            what: what.to_string(),
+        };
+        let r = &self.sm.resources;
+        if self.sm.count == 0 {
+            return Err(invalid("sm.count", "must be at least 1"));
+        }
+        if !(self.sm.clock_mhz > 0.0) {
+            return Err(invalid("sm.clock_mhz", "must be positive"));
+        }
+        if self.sm.warp_schedulers == 0 {
+            return Err(invalid("sm.warp_schedulers", "must be at least 1"));
+        }
+        if r.max_warps == 0 || r.max_threads == 0 || r.max_tbs == 0 || r.registers == 0 {
+            return Err(invalid(
+                "sm.resources",
+                "max_warps, max_threads, max_tbs and registers must be positive",
+            ));
+        }
+        if r.max_threads > r.max_warps * 32 {
+            return Err(invalid(
+                "sm.resources.max_threads",
+                "exceeds max_warps × 32",
+            ));
+        }
+        if r.shared_memory.is_empty() || r.shared_memory.windows(2).any(|w| w[0] > w[1]) {
+            return Err(invalid(
+                "sm.resources.shared_memory",
+                "needs at least one size, smallest first",
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_preset_loads() {
+        for (name, _) in PRESETS {
+            let c = GpuConfig::preset(name).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(&c.name, name);
+        }
+    }
+
+    #[test]
+    fn unknown_fields_are_named() {
+        let text = PRESETS[0].1.replace("count = 15", "count = 15\ncuont = 3");
+        let e = GpuConfig::from_toml("x.toml", &text)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("cuont"), "{e}");
+        let text = PRESETS[0].1.replace("count = 15", "count = 0");
+        let e = GpuConfig::from_toml("x.toml", &text)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("sm.count"), "{e}");
+        let text = PRESETS[0]
+            .1
+            .replace("scheduler = \"lrr\"", "scheduler = \"fifo\"");
+        let e = GpuConfig::from_toml("x.toml", &text)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("fifo") && e.contains("lrr"), "{e}");
+        assert!(GpuConfig::preset("gtx4800")
+            .unwrap_err()
+            .to_string()
+            .contains("gtx480"));
+    }
+}

@@ -1,0 +1,160 @@
+//! Thread-block occupancy: how many TBs of a kernel fit on one SM at once, and which
+//! resource limits it.
+//!
+//! A TB needs warp slots, registers, shared memory and a TB slot; the SM holds as many TBs as
+//! the scarcest of the four allows (papers/tanasic-thesis §5.2.3; papers/lin-lightweight
+//! Table II lists the limiting factor of every kernel). Registers are allocated with a
+//! granularity that differs between machines, which is configuration, not code:
+//!
+//! * `Thread { unit }`: registers per thread are rounded up to a multiple of `unit`, and a TB
+//!   takes `threads (padded to whole warps) × rounded registers` — the rule of GPGPU-Sim 3.x,
+//!   which the GTX480 studies used (`(regs + 3) & ~3`).
+//! * `Warp { unit }`: each warp takes `registers per thread × 32` rounded up to a multiple of
+//!   `unit` (256 on Kepler and later, as NVIDIA's occupancy calculator documents).
+//!
+//! Shared memory per TB is rounded up to `shared_allocation_unit`. Where an SM offers several
+//! shared-memory carve-outs (Kepler's 16/32/48 KB split), the smallest carve-out that fits one
+//! TB is used (papers/tanasic-thesis Table 5.1, footnote 2).
+
+use serde::{Deserialize, Serialize};
+
+/// Warp size in threads (fixed by PTX).
+pub const WARP_SIZE: u32 = 32;
+
+/// How registers are allocated to a TB.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "granularity", rename_all = "snake_case", deny_unknown_fields)]
+pub enum RegisterAllocation {
+    /// Registers per thread rounded up to a multiple of `unit`.
+    Thread { unit: u32 },
+    /// Registers per warp rounded up to a multiple of `unit`.
+    Warp { unit: u32 },
+}
+
+/// The per-SM resources that bound occupancy.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SmResources {
+    /// Resident threads per SM.
+    pub max_threads: u32,
+    /// Resident warps per SM (warp slots).
+    pub max_warps: u32,
+    /// Resident TBs per SM (TB slots).
+    pub max_tbs: u32,
+    /// 32-bit registers per SM.
+    pub registers: u32,
+    /// Largest register count one thread may use.
+    pub max_registers_per_thread: u32,
+    pub register_allocation: RegisterAllocation,
+    /// Shared-memory carve-outs in bytes, smallest first; the smallest that fits one TB is
+    /// used. A single entry for a fixed size.
+    pub shared_memory: Vec<u32>,
+    /// Shared memory is allocated to a TB in multiples of this many bytes.
+    pub shared_allocation_unit: u32,
+}
+
+/// What one TB of a kernel takes, after allocation granularity.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TbDemand {
+    pub warps: u32,
+    pub threads: u32,
+    /// Registers allocated to the whole TB.
+    pub registers: u32,
+    /// Shared memory allocated to the TB, in bytes.
+    pub shared_memory: u32,
+}
+
+impl TbDemand {
+    /// The demand of a TB of `threads` threads using `regs_per_thread` registers and
+    /// `smem` bytes of shared memory (static plus dynamic), on an SM with `sm`'s granularity.
+    pub fn for_kernel(sm: &SmResources, threads: u32, regs_per_thread: u32, smem: u32) -> TbDemand {
+        let warps = threads.div_ceil(WARP_SIZE);
+        let registers = match sm.register_allocation {
+            RegisterAllocation::Thread { unit } => {
+                warps * WARP_SIZE * regs_per_thread.next_multiple_of(unit.max(1))
+            }
+            RegisterAllocation::Warp { unit } => {
+                warps * (regs_per_thread * WARP_SIZE).next_multiple_of(unit.max(1))
+            }
+        };
+        TbDemand {
+            warps,
+            threads,
+            registers,
+            shared_memory: smem.next_multiple_of(sm.shared_allocation_unit.max(1)),
+        }
+    }
+}
+
+/// A resource that can limit occupancy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Limit {
+    /// Warp slots (or resident threads).
+    Warps,
+    Registers,
+    SharedMemory,
+    /// TB slots.
+    TbSlots,
+}
+
+/// The result of an occupancy calculation.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Occupancy {
+    /// TBs that fit on one SM at once (0: the kernel cannot run on this SM).
+    pub tbs_per_sm: u32,
+    /// Every resource whose own limit equals `tbs_per_sm`.
+    pub limited_by: Vec<Limit>,
+    /// The limit each resource imposes alone.
+    pub by_warps: u32,
+    pub by_registers: u32,
+    pub by_shared_memory: u32,
+    pub by_tb_slots: u32,
+    /// The shared-memory carve-out chosen, in bytes.
+    pub shared_memory_config: u32,
+    /// Resident warps at full occupancy.
+    pub warps_per_sm: u32,
+}
+
+impl Occupancy {
+    /// Occupancy of TBs with demand `d` on an SM with resources `sm`.
+    pub fn of(sm: &SmResources, d: &TbDemand) -> Occupancy {
+        let per = |capacity: u32, need: u32| if need == 0 { u32::MAX } else { capacity / need };
+        let by_warps = per(sm.max_warps, d.warps).min(per(sm.max_threads, d.threads));
+        let by_registers = per(sm.registers, d.registers);
+        let shared_memory_config = sm
+            .shared_memory
+            .iter()
+            .copied()
+            .find(|&c| c >= d.shared_memory)
+            .or_else(|| sm.shared_memory.last().copied())
+            .unwrap_or(0);
+        let by_shared_memory = per(shared_memory_config, d.shared_memory);
+        let by_tb_slots = sm.max_tbs;
+        let tbs = by_warps
+            .min(by_registers)
+            .min(by_shared_memory)
+            .min(by_tb_slots);
+        let mut limited_by = Vec::new();
+        for (limit, value) in [
+            (Limit::Warps, by_warps),
+            (Limit::Registers, by_registers),
+            (Limit::SharedMemory, by_shared_memory),
+            (Limit::TbSlots, by_tb_slots),
+        ] {
+            if value == tbs {
+                limited_by.push(limit);
+            }
+        }
+        Occupancy {
+            tbs_per_sm: tbs,
+            limited_by,
+            by_warps,
+            by_registers,
+            by_shared_memory,
+            by_tb_slots,
+            shared_memory_config,
+            warps_per_sm: tbs * d.warps,
+        }
+    }
+}
