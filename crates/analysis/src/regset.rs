@@ -193,7 +193,10 @@ mod tests {
         assert!(s.insert(Reg(129)));
         assert!(!s.insert(Reg(64)));
         assert_eq!(s.len(), 3);
-        assert_eq!(s.iter().collect::<Vec<_>>(), vec![Reg(0), Reg(64), Reg(129)]);
+        assert_eq!(
+            s.iter().collect::<Vec<_>>(),
+            vec![Reg(0), Reg(64), Reg(129)]
+        );
         assert!(s.remove(Reg(64)));
         assert!(!s.contains(Reg(64)));
         assert!(!s.remove(Reg(500)));

@@ -112,7 +112,7 @@ impl GpuConfig {
         if self.sm.count == 0 {
             return Err(invalid("sm.count", "must be at least 1"));
         }
-        if !(self.sm.clock_mhz > 0.0) {
+        if self.sm.clock_mhz.is_nan() || self.sm.clock_mhz <= 0.0 {
             return Err(invalid("sm.clock_mhz", "must be positive"));
         }
         if self.sm.warp_schedulers == 0 {

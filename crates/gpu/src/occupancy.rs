@@ -119,7 +119,7 @@ pub struct Occupancy {
 impl Occupancy {
     /// Occupancy of TBs with demand `d` on an SM with resources `sm`.
     pub fn of(sm: &SmResources, d: &TbDemand) -> Occupancy {
-        let per = |capacity: u32, need: u32| if need == 0 { u32::MAX } else { capacity / need };
+        let per = |capacity: u32, need: u32| capacity.checked_div(need).unwrap_or(u32::MAX);
         let by_warps = per(sm.max_warps, d.warps).min(per(sm.max_threads, d.threads));
         let by_registers = per(sm.registers, d.registers);
         let shared_memory_config = sm

@@ -4,9 +4,11 @@ use gpu::config::GpuConfig;
 use gpu::occupancy::{Limit, Occupancy, TbDemand};
 use Limit::*;
 
-/// papers/lin-lightweight Table II: (label, warps/TB, TBs/SM, Vec_reg/Warp = registers per
-/// thread, Smem/TB bytes, limiting factors).
-const LIN_TABLE_II: &[(&str, u32, u32, u32, u32, &[Limit])] = &[
+/// A row of papers/lin-lightweight Table II: (label, warps/TB, TBs/SM, Vec_reg/Warp =
+/// registers per thread, Smem/TB bytes, limiting factors).
+type LinRow = (&'static str, u32, u32, u32, u32, &'static [Limit]);
+
+const LIN_TABLE_II: &[LinRow] = &[
     ("BP_1", 8, 6, 13, 1128, &[Warps]),
     ("BP_2", 8, 6, 18, 40, &[Warps, Registers]),
     ("BFS_1", 16, 3, 7, 44, &[Warps]),
