@@ -31,7 +31,11 @@ impl<T> DelayQueue<T> {
     /// after it was sent (at least 1: every hop costs a cycle).
     pub fn new(capacity: usize, latency: u64) -> Self {
         let capacity = capacity.max(1);
-        Self { buf: VecDeque::with_capacity(capacity.min(4096)), capacity, latency: latency.max(1) }
+        Self {
+            buf: VecDeque::with_capacity(capacity.min(4096)),
+            capacity,
+            latency: latency.max(1),
+        }
     }
 
     /// Sends `msg` at cycle `now`; it becomes visible at `now + latency`.

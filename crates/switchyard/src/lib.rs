@@ -1,5 +1,6 @@
 //! Library entry points shared by the `switchyard` command and its tests.
 
+pub mod analyze;
 pub mod diag;
 pub mod ptx_run;
 pub mod spec;

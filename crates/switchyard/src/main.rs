@@ -36,6 +36,9 @@ enum Command {
     },
     /// Run suite kernels (all of them by default) or a PTX file, and verify the results.
     Run(RunArgs),
+    /// Compiler analyses for preemption: registers, occupancy, liveness, preemption points
+    /// and context sizes, for a suite kernel or a PTX file.
+    Analyze(AnalyzeArgs),
     /// Parse and lower PTX files; list their kernels and every unsupported construct.
     Check {
         /// PTX files to check.
@@ -68,6 +71,33 @@ struct RunArgs {
     json: bool,
 }
 
+#[derive(clap::Args)]
+struct AnalyzeArgs {
+    /// Suite kernel names or `.ptx` files. Default: the whole suite.
+    items: Vec<String>,
+    /// Which committed PTX to analyse for suite kernels.
+    #[arg(long, value_enum, default_value_t = TargetArg::Sm70)]
+    target: TargetArg,
+    /// GPU preset for the occupancy figure.
+    #[arg(long, default_value = "gtx480")]
+    gpu: String,
+    /// Threads per TB for occupancy (default: the kernel's .reqntid/.maxntid, else 256).
+    #[arg(long)]
+    block: Option<u32>,
+    /// Register limit of the allocator (spills beyond it).
+    #[arg(long, default_value_t = 255)]
+    max_registers: u32,
+    /// NVIDIA's register count from `ptxas -v`, shown beside ours.
+    #[arg(long)]
+    ptxas: Option<u32>,
+    /// Instructions between preemption points outside loops (K of lin-lightweight §IV-A).
+    #[arg(long, default_value_t = 1000)]
+    interval: usize,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
 #[derive(Clone, Copy, Default, ValueEnum)]
 enum TargetArg {
     #[value(name = "sm_70")]
@@ -92,6 +122,7 @@ fn main() -> ExitCode {
         Some(Command::Kernels { json }) => kernels(json),
         Some(Command::Run(args)) => run(args),
         Some(Command::Check { files, json }) => check(&files, json),
+        Some(Command::Analyze(args)) => analyze(args),
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,
@@ -403,4 +434,100 @@ fn kernel_summary(k: &kir::Kernel) -> serde_json::Value {
         "dynamic_smem": k.uses_dynamic_smem,
         "local_bytes": k.local_size,
     })
+}
+
+fn analyze(args: AnalyzeArgs) -> Outcome {
+    use switchyard::analyze::{analyze_module, AnalyzeOptions};
+    let gpu = gpu::config::GpuConfig::preset(&args.gpu).map_err(|e| e.to_string())?;
+    let opts = AnalyzeOptions {
+        gpu,
+        block: args.block,
+        alloc: regalloc::AllocConfig {
+            max_registers: args.max_registers,
+            ..regalloc::AllocConfig::default()
+        },
+        points: analysis::PpConfig {
+            straight_line_interval: args.interval,
+        },
+        ptxas_registers: args.ptxas,
+    };
+    let target = match args.target {
+        TargetArg::Sm90 => Target::Sm90,
+        _ => Target::Sm70,
+    };
+    let items: Vec<String> = if args.items.is_empty() {
+        suite::all().iter().map(|k| k.name().to_string()).collect()
+    } else {
+        args.items.clone()
+    };
+    let mut all = Vec::new();
+    for item in &items {
+        let (name, text) = if item.ends_with(".ptx") {
+            let text = std::fs::read_to_string(item).map_err(|e| format!("{item}: {e}"))?;
+            (item.clone(), text)
+        } else {
+            let k = suite::by_name(item)
+                .ok_or_else(|| format!("no suite kernel `{item}` (and it is not a .ptx file)"))?;
+            (
+                format!("kernels/{0}/{0}.{1}.ptx", k.name(), target.name()),
+                k.ptx(target).to_string(),
+            )
+        };
+        let source = ptx::SourceFile::new(name.as_str(), text.as_str());
+        let ast = ptx::parse(&text).map_err(|e| format!("{}: {e}", source.location(e.span())))?;
+        let module = kir::lower::lower_module(&ast, &name).map_err(|errs| {
+            errs.iter()
+                .map(|e| format!("{}: {e}", source.location(e.span())))
+                .collect::<Vec<_>>()
+                .join("\n")
+        })?;
+        let reports =
+            analyze_module(&module, &source, &opts).map_err(|e| format!("{name}: {e}"))?;
+        for r in reports {
+            all.push(json!({"file": name, "kernel": r}));
+            if !args.json {
+                println!(
+                    "{name}: kernel {} ({} instructions)",
+                    r.name, r.instructions
+                );
+                let g = &r.registers;
+                println!(
+                    "  registers: {} allocated{} ({} virtual, {} predicates, {} spilled)",
+                    g.allocated,
+                    g.ptxas.map(|p| format!(", ptxas {p}")).unwrap_or_default(),
+                    g.virtual_registers,
+                    g.predicates,
+                    g.spilled_values
+                );
+                let o = &r.occupancy;
+                println!(
+                    "  occupancy on {} with {} threads/TB: {} TBs/SM ({} warps), limited by {:?}",
+                    o.gpu, o.threads_per_tb, o.tbs_per_sm, o.warps_per_sm, o.limited_by
+                );
+                let l = &r.live_registers;
+                println!(
+                    "  live 32-bit registers per thread: avg {:.1}, min {}, max {}",
+                    l.average, l.min, l.max
+                );
+                let c = &r.context;
+                println!(
+                    "  register context per warp: BASELINE {} B, LIVE {:.0} B ({:.1}% less), LIVE divergent {:.0} B",
+                    c.baseline_bytes_per_warp, c.live_bytes_per_warp, c.live_reduction_percent, c.live_divergent_bytes_per_warp
+                );
+                for p in &r.preemption_points {
+                    println!(
+                        "  {:<6} at pc{} ({}): {} live registers, {} divergent",
+                        p.kind, p.pc, p.location, p.live_registers, p.divergent_live_registers
+                    );
+                }
+            }
+        }
+    }
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&all).expect("serializable")
+        );
+    }
+    Ok(true)
 }

@@ -228,3 +228,28 @@ fn an_unknown_kernel_name_lists_the_suite() {
     assert_clean_failure(&o);
     assert!(text(&o).contains("gemm"), "{}", text(&o));
 }
+
+#[test]
+fn analyze_reports_registers_occupancy_points_and_context() {
+    let o = switchyard(&["analyze", "gemm", "--gpu", "gtx480", "--json"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let k = &v[0]["kernel"];
+    assert_eq!(k["name"], "gemm_tiled");
+    let allocated = k["registers"]["allocated"].as_u64().unwrap();
+    assert!((8..=64).contains(&allocated), "{k}");
+    // The k-loop of the tiled GEMM has barriers: its point is a bar.pp.
+    let points = k["preemption_points"].as_array().unwrap();
+    assert!(points.iter().any(|p| p["kind"] == "bar.pp"), "{k}");
+    let c = &k["context"];
+    let baseline = c["baseline_bytes_per_warp"].as_f64().unwrap();
+    let live = c["live_bytes_per_warp"].as_f64().unwrap();
+    let divergent = c["live_divergent_bytes_per_warp"].as_f64().unwrap();
+    assert!(live > 0.0 && live < baseline, "{c}");
+    assert!(divergent >= live, "{c}");
+    assert_eq!(
+        baseline,
+        (allocated * 128 + k["registers"]["predicates"].as_u64().unwrap() * 4) as f64
+    );
+    assert!(k["occupancy"]["tbs_per_sm"].as_u64().unwrap() >= 1);
+}

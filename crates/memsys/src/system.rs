@@ -1,0 +1,1066 @@
+//! The memory-system facade: configuration, address mapping, and the stepping of every
+//! component in its clock domain.
+//!
+//! Path of a request (papers/lin-thesis §4.3.1: "requests that miss the L1 D-cache go through
+//! the interconnect along the SM-to-L2 direction; the corresponding replies go through the
+//! interconnect along the L2-to-SM direction"):
+//!
+//! 1. **Issue (core domain).** [`MemorySystem::issue`] takes one coalesced warp access. It is
+//!    accepted whole or refused whole ([`Stall`]): the L1 tag port must be free, an access slot
+//!    free, every missing line must get an MSHR entry or merge, and the SM's input queue of the
+//!    request network must hold every packet the access sends. The L1 port then stays busy one
+//!    cycle per `l1_lines_per_cycle` lines. Loads to `Global`/`Local` use the L1 data cache,
+//!    loads to `Const` the constant cache; hits return `hit_latency` core cycles after their
+//!    lookup. Stores follow the L1 write policy and always travel to the L2 (write-through);
+//!    atomics bypass the L1 and are performed at the L2.
+//! 2. **SM→L2 network (interconnect domain).** See [`crate::icnt`]. A read request is a header;
+//!    a store or atomic carries its sectors.
+//! 3. **L2 slice (L2 domain).** A request accepted from the network spends `hit_latency` L2
+//!    cycles in the slice pipeline, then looks up the tags (one request per L2 cycle): a read
+//!    hit is answered; a miss takes or merges into an MSHR entry and fetches the missing sectors
+//!    from DRAM; a write is absorbed write-back write-allocate (papers/lin-thesis Table 4.1:
+//!    WBWA) and acknowledged; an atomic reads the line and marks it dirty. Evicted dirty lines
+//!    become DRAM writes. Without an MSHR or queue slot the head request waits.
+//! 4. **DRAM channel (DRAM domain).** See [`crate::dram`]. Read data returns to its slice,
+//!    which fills the line and answers every merged request.
+//! 5. **L2→SM network**, then the SM fills its L1 or constant cache (`l1_fills_per_cycle` per
+//!    core cycle) and counts the line done. When the last line of an access is done, a
+//!    [`Completion`] appears in [`MemorySystem::pop_completed`]. Stores complete when every
+//!    line's write acknowledgement has returned (a context save needs to know that).
+//!
+//! **Address mapping** (documented choice, GPGPU-Sim-like): the address is split into chunks of
+//! `interleave_bytes` (256 B by default). Chunk `c` goes to DRAM channel `(c mod n + h(c div n))
+//! mod n` with `h = 0` for [`AddressHash::Linear`] and an XOR-fold of the upper bits for
+//! [`AddressHash::Fold`] (which spreads power-of-two strides; it permutes channels within each
+//! group of `n` chunks, so no two addresses alias). Within the channel, group `g = c div n`
+//! goes to sub-slice `g mod s` (s = L2 slices per channel), and the channel-local address is
+//! `g × interleave + offset`; the L2 indexes its sets with the slice-local address
+//! `(g div s) × interleave + offset` so that every set is used.
+//!
+//! **Clocks.** Components tick at their own domain's edges ([`crate::clock`]); when edges
+//! coincide the order is core, interconnect, L2, DRAM, and inside a domain components go in
+//! index order. Every queue between domains is stamped in its producer's cycles with a ready
+//! time strictly after the producer's current cycle, so data never crosses in zero time.
+
+use std::collections::VecDeque;
+
+use serde::{Deserialize, Serialize};
+
+use crate::cache::{Cache, CacheSpec, CacheStats, ReadOutcome, ReservationFail};
+use crate::clock::{ClockScheduler, ClockSpec, Domain, DomainSet};
+use crate::coalesce::{LineRequest, SECTOR_BYTES};
+use crate::dram::{DramChannel, DramRequest, DramSpec, DramStats};
+use crate::icnt::{Crossbar, IcntSpec, IcntStats, Packet};
+use crate::port::DelayQueue;
+use crate::{ConfigError, Priority};
+
+/// What a warp memory instruction does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum AccessKind {
+    /// Read; data returns to the SM.
+    Load,
+    /// Write; an acknowledgement returns.
+    Store,
+    /// Read-modify-write performed at the L2; data returns.
+    Atomic,
+}
+
+/// The state space an access targets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Space {
+    /// Global memory (through the L1 data cache).
+    Global,
+    /// Constant memory (loads through the constant cache; stores are treated as global).
+    Const,
+    /// Per-thread local memory (spills, context save areas): treated like global.
+    Local,
+}
+
+/// One coalesced warp memory access.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemAccess {
+    /// Load, store or atomic.
+    pub kind: AccessKind,
+    /// Which space (and so which first-level cache).
+    pub space: Space,
+    /// Arbitration class in the interconnect and DRAM.
+    pub priority: Priority,
+    /// Lines touched, from [`crate::coalesce`]: distinct, each with a non-empty sector mask.
+    pub lines: Vec<LineRequest>,
+    /// Opaque tag returned with the completion (e.g. warp id and destination register).
+    pub tag: u64,
+}
+
+/// Identifier of an accepted access, unique over the life of the memory system.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct RequestId(pub u64);
+
+impl std::fmt::Display for RequestId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "req{}", self.0)
+    }
+}
+
+/// Why an access was refused; the SM retries it later. Nothing changed in the memory system.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum Stall {
+    /// The L1 tag port is still busy with the lines of an earlier access.
+    #[error("L1 port busy")]
+    L1Busy,
+    /// The SM already has `max_outstanding_accesses` accesses in flight.
+    #[error("too many outstanding accesses")]
+    TooManyOutstanding,
+    /// The L1 (or constant cache) has no free MSHR entry for a missing line.
+    #[error("MSHRs full")]
+    MshrFull,
+    /// A missing line's MSHR entry has reached its merge limit.
+    #[error("MSHR merge limit")]
+    MergeLimit,
+    /// The SM's input queue of the request network cannot hold the access's packets.
+    #[error("interconnect input queue full")]
+    InterconnectFull,
+    /// The SM index is out of range.
+    #[error("no such SM")]
+    NoSuchSm,
+}
+
+/// A finished access.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Completion {
+    /// The id [`MemorySystem::issue`] returned.
+    pub id: RequestId,
+    /// The tag of the access.
+    pub tag: u64,
+    /// Core cycle of issue.
+    pub issued: u64,
+    /// Core cycle at which the last line was done.
+    pub completed: u64,
+}
+
+impl Completion {
+    /// Core cycles from issue to completion.
+    pub fn latency(&self) -> u64 {
+        self.completed - self.issued
+    }
+}
+
+/// Shared memory (modelled by [`crate::coalesce::shared_bank_conflicts`]; the SM applies it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SharedMemSpec {
+    /// Bytes per SM.
+    pub size_bytes: u64,
+    /// Banks (32 on every NVIDIA GPU since Fermi).
+    pub banks: u32,
+    /// Bytes per bank word.
+    pub bank_bytes: u32,
+    /// Core cycles of one conflict-free access.
+    pub latency: u64,
+}
+
+impl SharedMemSpec {
+    /// Core cycles for a warp access that needs `passes` serialized passes (from
+    /// [`crate::coalesce::shared_bank_conflicts`]): the latency plus one cycle per extra pass.
+    pub fn access_cycles(&self, passes: u32) -> u64 {
+        self.latency + u64::from(passes.max(1) - 1)
+    }
+}
+
+/// How addresses are spread over DRAM channels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AddressHash {
+    /// Chunk `c` to channel `c mod n`.
+    Linear,
+    /// Channel rotated by an XOR-fold of the chunk's upper bits.
+    Fold,
+}
+
+/// The address mapping (see the module documentation).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AddressMapping {
+    /// Bytes of consecutive addresses kept in one channel / slice (a multiple of the line size).
+    pub interleave_bytes: u64,
+    /// Channel selection function.
+    pub hash: AddressHash,
+}
+
+/// Where a line lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Location {
+    /// L2 slice (global index).
+    pub slice: usize,
+    /// DRAM channel.
+    pub channel: usize,
+    /// Address as the slice's cache sees it.
+    pub slice_addr: u64,
+    /// Byte address within the channel.
+    pub dram_addr: u64,
+}
+
+/// The whole memory system's description. Every cycle count is in the named domain's cycles.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemConfig {
+    /// Number of SMs (inputs of the request network).
+    pub num_sms: usize,
+    /// Cache line size in bytes (128 on NVIDIA GPUs); the coalescer's line.
+    pub line_bytes: u64,
+    /// Clock frequencies.
+    pub clocks: ClockSpec,
+    /// L1 data cache per SM (core cycles).
+    pub l1: CacheSpec,
+    /// Constant cache per SM (core cycles).
+    pub const_cache: CacheSpec,
+    /// Lines the L1 tag port looks up per core cycle.
+    pub l1_lines_per_cycle: u32,
+    /// Replies the SM accepts from the reply network per core cycle.
+    pub l1_fills_per_cycle: u32,
+    /// Warp accesses an SM may have in flight.
+    pub max_outstanding_accesses: usize,
+    /// Shared memory per SM.
+    pub shared: SharedMemSpec,
+    /// SM→L2 request network.
+    pub icnt_request: IcntSpec,
+    /// L2→SM reply network.
+    pub icnt_reply: IcntSpec,
+    /// Total L2 slices (a multiple of `dram_channels`).
+    pub l2_slices: usize,
+    /// One L2 slice (L2 cycles; `hit_latency` is the slice pipeline before the tag lookup).
+    pub l2: CacheSpec,
+    /// Requests an L2 slice pipeline holds.
+    pub l2_input_queue: usize,
+    /// Replies an L2 slice holds while waiting for the reply network.
+    pub l2_reply_queue: usize,
+    /// Requests an L2 slice holds for DRAM.
+    pub l2_dram_queue: usize,
+    /// DRAM channels (memory controllers).
+    pub dram_channels: usize,
+    /// One DRAM channel (DRAM cycles).
+    pub dram: DramSpec,
+    /// Address to slice / channel / bank / row.
+    pub mapping: AddressMapping,
+}
+
+impl MemConfig {
+    /// Checks every field; the error names the parameter.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let bad = |what: &'static str, reason: String| Err(ConfigError::Invalid { what, reason });
+        if !self.line_bytes.is_power_of_two() || !(32..=256).contains(&self.line_bytes) {
+            return bad(
+                "line_bytes",
+                format!("{} is not a power of two in 32..=256", self.line_bytes),
+            );
+        }
+        if self.num_sms == 0 {
+            return bad("num_sms", "must be at least 1".into());
+        }
+        for (what, mhz) in [
+            ("clocks.core_mhz", self.clocks.core_mhz),
+            ("clocks.icnt_mhz", self.clocks.icnt_mhz),
+            ("clocks.l2_mhz", self.clocks.l2_mhz),
+            ("clocks.dram_mhz", self.clocks.dram_mhz),
+        ] {
+            if !(mhz.is_finite() && (1.0..=1.0e6).contains(&mhz)) {
+                return bad(what, format!("{mhz} MHz is out of range"));
+            }
+        }
+        self.l1.validate("l1", self.line_bytes)?;
+        self.const_cache.validate("const_cache", self.line_bytes)?;
+        self.l2.validate("l2", self.line_bytes)?;
+        if self.l1_lines_per_cycle == 0
+            || self.l1_fills_per_cycle == 0
+            || self.max_outstanding_accesses == 0
+        {
+            return bad(
+                "l1_lines_per_cycle / l1_fills_per_cycle / max_outstanding_accesses",
+                "must be at least 1".into(),
+            );
+        }
+        for (what, s) in [
+            ("icnt_request", &self.icnt_request),
+            ("icnt_reply", &self.icnt_reply),
+        ] {
+            if s.flit_bytes == 0
+                || s.flits_per_cycle == 0
+                || s.input_buffer == 0
+                || s.output_buffer == 0
+            {
+                return bad(
+                    what,
+                    "flit_bytes, flits_per_cycle and buffers must be at least 1".into(),
+                );
+            }
+        }
+        if self.dram_channels == 0
+            || self.l2_slices == 0
+            || !self.l2_slices.is_multiple_of(self.dram_channels)
+        {
+            return bad(
+                "l2_slices",
+                format!(
+                    "{} is not a positive multiple of dram_channels {}",
+                    self.l2_slices, self.dram_channels
+                ),
+            );
+        }
+        if self.l2_reply_queue < self.l2.mshr_max_merge as usize + 1 {
+            return bad(
+                "l2_reply_queue",
+                "must exceed l2.mshr_max_merge (a fill answers every merged request)".into(),
+            );
+        }
+        if self.l2_input_queue == 0 || self.l2_dram_queue == 0 {
+            return bad(
+                "l2_input_queue / l2_dram_queue",
+                "must be at least 1".into(),
+            );
+        }
+        if self.dram.banks == 0
+            || self.dram.row_bytes < self.line_bytes
+            || self.dram.bus_bytes_per_cycle == 0
+            || self.dram.queue_entries == 0
+        {
+            return bad(
+                "dram",
+                "banks, queue_entries, bus_bytes_per_cycle must be ≥ 1 and row_bytes ≥ line_bytes"
+                    .into(),
+            );
+        }
+        let i = self.mapping.interleave_bytes;
+        if i < self.line_bytes || !i.is_multiple_of(self.line_bytes) {
+            return bad(
+                "mapping.interleave_bytes",
+                format!("{i} is not a multiple of line_bytes {}", self.line_bytes),
+            );
+        }
+        if self.shared.banks == 0 || self.shared.bank_bytes == 0 {
+            return bad("shared", "banks and bank_bytes must be at least 1".into());
+        }
+        Ok(())
+    }
+
+    /// L2 slices per DRAM channel.
+    pub fn slices_per_channel(&self) -> usize {
+        self.l2_slices / self.dram_channels
+    }
+
+    /// Where the line holding `addr` lives.
+    pub fn locate(&self, addr: u64) -> Location {
+        let il = self.mapping.interleave_bytes;
+        let n = self.dram_channels as u64;
+        let s = self.slices_per_channel() as u64;
+        let (chunk, off) = (addr / il, addr % il);
+        let group = chunk / n;
+        let h = match self.mapping.hash {
+            AddressHash::Linear => 0,
+            AddressHash::Fold => {
+                let g = group;
+                g ^ (g >> 5) ^ (g >> 11) ^ (g >> 17)
+            }
+        };
+        let channel = ((chunk % n + h % n) % n) as usize;
+        let sub = (group % s) as usize;
+        let line_off = off & !(self.line_bytes - 1);
+        Location {
+            slice: channel * s as usize + sub,
+            channel,
+            slice_addr: (group / s) * il + line_off,
+            dram_addr: group * il + line_off,
+        }
+    }
+
+    /// Channel-local DRAM address of a line known to the L2 slice `slice` as `slice_addr`.
+    fn dram_addr_of(&self, slice: usize, slice_addr: u64) -> u64 {
+        let il = self.mapping.interleave_bytes;
+        let s = self.slices_per_channel() as u64;
+        let sub = slice as u64 % s;
+        ((slice_addr / il) * s + sub) * il + slice_addr % il
+    }
+
+    /// Peak DRAM bandwidth in bytes per second over all channels.
+    pub fn dram_peak_bytes_per_s(&self) -> f64 {
+        self.dram_channels as f64
+            * f64::from(self.dram.bus_bytes_per_cycle)
+            * self.clocks.dram_mhz
+            * 1.0e6
+    }
+}
+
+/// A snapshot of every counter, serializable to JSON.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MemStats {
+    /// Core cycles simulated.
+    pub core_cycles: u64,
+    /// Interconnect cycles simulated.
+    pub icnt_cycles: u64,
+    /// L2 cycles simulated.
+    pub l2_cycles: u64,
+    /// DRAM cycles simulated.
+    pub dram_cycles: u64,
+    /// Accesses accepted by `issue`.
+    pub accesses_issued: u64,
+    /// Accesses completed.
+    pub accesses_completed: u64,
+    /// `issue` calls refused, by any [`Stall`].
+    pub issue_stalls: u64,
+    /// Sum over accepted accesses of their latency in core cycles.
+    pub total_latency_core_cycles: u64,
+    /// L1 data caches, per SM.
+    pub l1: Vec<CacheStats>,
+    /// L1 data caches, summed.
+    pub l1_total: CacheStats,
+    /// Constant caches, summed.
+    pub const_total: CacheStats,
+    /// SM→L2 network.
+    pub icnt_request: IcntStats,
+    /// L2→SM network.
+    pub icnt_reply: IcntStats,
+    /// L2 slices.
+    pub l2: Vec<CacheStats>,
+    /// L2 slices, summed.
+    pub l2_total: CacheStats,
+    /// DRAM channels.
+    pub dram: Vec<DramStats>,
+    /// DRAM channels, summed (`cycles` summed too).
+    pub dram_total: DramStats,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ReqKind {
+    Read,
+    Write,
+    Atomic,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FillTarget {
+    L1,
+    Const,
+    None,
+}
+
+/// A request travelling from an SM to an L2 slice (and parked in L2 MSHRs).
+#[derive(Debug, Clone, Copy)]
+struct ReqMsg {
+    sm: u32,
+    slot: u32,
+    slice_addr: u64,
+    line_addr: u64,
+    sectors: u8,
+    kind: ReqKind,
+    fill: FillTarget,
+    priority: Priority,
+}
+
+/// A reply travelling from an L2 slice to an SM.
+#[derive(Debug, Clone, Copy)]
+struct ReplyMsg {
+    slot: u32,
+    line_addr: u64,
+    sectors: u8,
+    fill: FillTarget,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct DramTag {
+    slice: u32,
+    slice_addr: u64,
+    sectors: u8,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct AccessEntry {
+    id: RequestId,
+    tag: u64,
+    issued: u64,
+    pending: u32,
+}
+
+#[derive(Debug)]
+struct SmState {
+    l1: Cache<u32>,
+    cc: Cache<u32>,
+    l1_free_at: u64,
+    hits: DelayQueue<u32>,
+    slots: Vec<Option<AccessEntry>>,
+    free_slots: Vec<u32>,
+    completed: VecDeque<Completion>,
+}
+
+#[derive(Debug)]
+struct SliceState {
+    cache: Cache<ReqMsg>,
+    pipe: DelayQueue<ReqMsg>,
+    replies: VecDeque<Packet<ReplyMsg>>,
+    to_dram: DelayQueue<DramRequest<DramTag>>,
+    fills: DelayQueue<DramTag>,
+}
+
+/// The memory system of one GPU: state of every component, driven by [`MemorySystem::tick`].
+#[derive(Debug)]
+pub struct MemorySystem {
+    cfg: MemConfig,
+    clock: ClockScheduler,
+    sms: Vec<SmState>,
+    req_net: Crossbar<ReqMsg>,
+    reply_net: Crossbar<ReplyMsg>,
+    slices: Vec<SliceState>,
+    channels: Vec<DramChannel<DramTag>>,
+    next_id: u64,
+    in_flight: usize,
+    waiters: Vec<u32>,
+    l2_waiters: Vec<ReqMsg>,
+    issued: u64,
+    done: u64,
+    stalls: u64,
+    total_latency: u64,
+}
+
+impl MemorySystem {
+    /// Builds an idle memory system at time 0.
+    pub fn new(cfg: MemConfig) -> Result<Self, ConfigError> {
+        cfg.validate()?;
+        let max_lines = (cfg.line_bytes / SECTOR_BYTES) as usize * 8;
+        let sms = (0..cfg.num_sms)
+            .map(|_| SmState {
+                l1: Cache::new(cfg.l1.clone()),
+                cc: Cache::new(cfg.const_cache.clone()),
+                l1_free_at: 0,
+                hits: DelayQueue::new(cfg.max_outstanding_accesses * 32 * max_lines.max(1), 1),
+                slots: vec![None; cfg.max_outstanding_accesses],
+                free_slots: (0..cfg.max_outstanding_accesses as u32).rev().collect(),
+                completed: VecDeque::new(),
+            })
+            .collect();
+        let slices = (0..cfg.l2_slices)
+            .map(|_| SliceState {
+                cache: Cache::new(cfg.l2.clone()),
+                pipe: DelayQueue::new(cfg.l2_input_queue, cfg.l2.hit_latency),
+                replies: VecDeque::with_capacity(cfg.l2_reply_queue),
+                to_dram: DelayQueue::new(cfg.l2_dram_queue, 1),
+                fills: DelayQueue::new(usize::MAX / 2, 1),
+            })
+            .collect();
+        Ok(Self {
+            clock: ClockScheduler::new(&cfg.clocks),
+            sms,
+            req_net: Crossbar::new(cfg.icnt_request.clone(), cfg.num_sms, cfg.l2_slices),
+            reply_net: Crossbar::new(cfg.icnt_reply.clone(), cfg.l2_slices, cfg.num_sms),
+            slices,
+            channels: (0..cfg.dram_channels)
+                .map(|_| DramChannel::new(cfg.dram.clone()))
+                .collect(),
+            next_id: 0,
+            in_flight: 0,
+            waiters: Vec::new(),
+            l2_waiters: Vec::new(),
+            issued: 0,
+            done: 0,
+            stalls: 0,
+            total_latency: 0,
+            cfg,
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &MemConfig {
+        &self.cfg
+    }
+
+    /// The current core cycle (the cycle at which `issue` takes effect).
+    pub fn core_cycle(&self) -> u64 {
+        self.clock.cycle(Domain::Core)
+    }
+
+    /// The current cycle of any domain.
+    pub fn cycle(&self, d: Domain) -> u64 {
+        self.clock.cycle(d)
+    }
+
+    /// Global time in femtoseconds.
+    pub fn now_fs(&self) -> u64 {
+        self.clock.now_fs()
+    }
+
+    fn now_in(&self, d: Domain) -> u64 {
+        self.cfg.clocks.cycle_at(d, self.clock.now_fs())
+    }
+
+    /// Offers one warp access from SM `sm` at the current core cycle. Accepted whole, or
+    /// refused whole with the reason (and nothing changed but the stall counters).
+    pub fn issue(&mut self, sm: usize, access: MemAccess) -> Result<RequestId, Stall> {
+        let r = self.try_issue(sm, &access);
+        if r.is_err() {
+            self.stalls += 1;
+        }
+        r
+    }
+
+    fn try_issue(&mut self, sm: usize, a: &MemAccess) -> Result<RequestId, Stall> {
+        if sm >= self.sms.len() {
+            return Err(Stall::NoSuchSm);
+        }
+        let now = self.core_cycle();
+        let icnt_now = self.now_in(Domain::Icnt);
+        let st = &mut self.sms[sm];
+        if now < st.l1_free_at {
+            return Err(Stall::L1Busy);
+        }
+        let Some(&slot) = st.free_slots.last() else {
+            return Err(Stall::TooManyOutstanding);
+        };
+        let use_const = a.space == Space::Const && a.kind == AccessKind::Load;
+        // Pass 1: check, changing nothing.
+        let mut new_mshrs = 0usize;
+        let mut packets = 0usize;
+        for l in &a.lines {
+            match a.kind {
+                AccessKind::Load => {
+                    let cache = if use_const { &st.cc } else { &st.l1 };
+                    match cache.probe_read(l.line_addr, l.sectors) {
+                        ReadOutcome::Hit => {}
+                        ReadOutcome::Merged { fetch } => packets += usize::from(fetch != 0),
+                        ReadOutcome::Allocated { .. } => {
+                            new_mshrs += 1;
+                            packets += 1;
+                        }
+                        ReadOutcome::Fail(f) => {
+                            let cache = if use_const { &mut st.cc } else { &mut st.l1 };
+                            cache.record_reservation_fail();
+                            return Err(match f {
+                                ReservationFail::MshrFull => Stall::MshrFull,
+                                ReservationFail::MergeLimit => Stall::MergeLimit,
+                            });
+                        }
+                    }
+                }
+                AccessKind::Store | AccessKind::Atomic => packets += 1,
+            }
+        }
+        let cache_free = if use_const {
+            st.cc.mshrs_free()
+        } else {
+            st.l1.mshrs_free()
+        };
+        if new_mshrs > cache_free {
+            let cache = if use_const { &mut st.cc } else { &mut st.l1 };
+            cache.record_reservation_fail();
+            return Err(Stall::MshrFull);
+        }
+        if packets > self.req_net.input_free(sm, a.priority) {
+            return Err(Stall::InterconnectFull);
+        }
+        // Pass 2: apply.
+        st.free_slots.pop();
+        let id = RequestId(self.next_id);
+        self.next_id += 1;
+        self.issued += 1;
+        self.in_flight += 1;
+        let n = a.lines.len() as u64;
+        let per = u64::from(self.cfg.l1_lines_per_cycle);
+        st.l1_free_at = now + n.div_ceil(per).max(1);
+        if a.lines.is_empty() {
+            st.completed.push_back(Completion {
+                id,
+                tag: a.tag,
+                issued: now,
+                completed: now,
+            });
+            st.free_slots.push(slot);
+            self.in_flight -= 1;
+            self.done += 1;
+            return Ok(id);
+        }
+        st.slots[slot as usize] = Some(AccessEntry {
+            id,
+            tag: a.tag,
+            issued: now,
+            pending: a.lines.len() as u32,
+        });
+        for (j, l) in a.lines.iter().enumerate() {
+            let loc = self.cfg.locate(l.line_addr);
+            let mut msg = ReqMsg {
+                sm: sm as u32,
+                slot,
+                slice_addr: loc.slice_addr,
+                line_addr: l.line_addr,
+                sectors: l.sectors,
+                kind: ReqKind::Read,
+                fill: FillTarget::None,
+                priority: a.priority,
+            };
+            let send = match a.kind {
+                AccessKind::Load => {
+                    let (cache, target) = if use_const {
+                        (&mut st.cc, FillTarget::Const)
+                    } else {
+                        (&mut st.l1, FillTarget::L1)
+                    };
+                    let out = cache.read(l.line_addr, l.sectors, slot);
+                    if out == ReadOutcome::Hit {
+                        let ready = now + j as u64 / per + cache.spec().hit_latency.max(1);
+                        if st.hits.try_send_at(ready, slot).is_err() {
+                            unreachable!("hit queue sized for every outstanding line");
+                        }
+                    }
+                    msg.fill = target;
+                    msg.sectors = out.fetch();
+                    out.fetch() != 0
+                }
+                AccessKind::Store => {
+                    st.l1.write(l.line_addr, l.sectors);
+                    msg.kind = ReqKind::Write;
+                    true
+                }
+                AccessKind::Atomic => {
+                    msg.kind = ReqKind::Atomic;
+                    true
+                }
+            };
+            if send {
+                let data = if msg.kind == ReqKind::Read {
+                    0
+                } else {
+                    msg.sectors.count_ones() * SECTOR_BYTES as u32
+                };
+                let pkt = Packet {
+                    dest: loc.slice,
+                    flits: self.cfg.icnt_request.flits(data),
+                    priority: a.priority,
+                    payload: msg,
+                };
+                if self.req_net.try_inject(icnt_now, sm, pkt).is_err() {
+                    unreachable!("input queue space checked in pass 1");
+                }
+            }
+        }
+        Ok(id)
+    }
+
+    /// Takes the oldest completed access of SM `sm`.
+    pub fn pop_completed(&mut self, sm: usize) -> Option<Completion> {
+        self.sms.get_mut(sm)?.completed.pop_front()
+    }
+
+    /// Completed accesses of SM `sm` not yet popped, oldest first.
+    pub fn completed(&self, sm: usize) -> impl Iterator<Item = &Completion> + '_ {
+        self.sms[sm].completed.iter()
+    }
+
+    /// True when no access is in flight and every queue is empty (completions not yet popped
+    /// do not count).
+    pub fn is_idle(&self) -> bool {
+        self.in_flight == 0
+            && self.req_net.is_idle()
+            && self.reply_net.is_idle()
+            && self.slices.iter().all(|s| {
+                s.pipe.is_empty()
+                    && s.replies.is_empty()
+                    && s.to_dram.is_empty()
+                    && s.fills.is_empty()
+                    && s.cache.mshrs_in_use() == 0
+            })
+            && self.channels.iter().all(DramChannel::is_idle)
+    }
+
+    /// Ticks until [`MemorySystem::is_idle`] or `max_ticks` global steps; returns true when idle.
+    pub fn run_until_idle(&mut self, max_ticks: u64) -> bool {
+        for _ in 0..max_ticks {
+            if self.is_idle() {
+                return true;
+            }
+            self.tick();
+        }
+        self.is_idle()
+    }
+
+    /// Advances global time to the next clock edge and ticks the domains that have one, in the
+    /// order core, interconnect, L2, DRAM. Returns the domains that ticked.
+    pub fn tick(&mut self) -> DomainSet {
+        let set = self.clock.advance();
+        if set.contains(Domain::Core) {
+            let now = self.clock.cycle(Domain::Core);
+            for sm in 0..self.sms.len() {
+                self.tick_sm(sm, now);
+            }
+        }
+        if set.contains(Domain::Icnt) {
+            let now = self.clock.cycle(Domain::Icnt);
+            self.req_net.tick(now);
+            self.reply_net.tick(now);
+        }
+        if set.contains(Domain::L2) {
+            let now = self.clock.cycle(Domain::L2);
+            for s in 0..self.slices.len() {
+                self.tick_slice(s, now);
+            }
+        }
+        if set.contains(Domain::Dram) {
+            let now = self.clock.cycle(Domain::Dram);
+            for c in 0..self.channels.len() {
+                self.tick_channel(c, now);
+            }
+        }
+        set
+    }
+
+    fn line_done(&mut self, sm: usize, slot: u32, now: u64) {
+        let st = &mut self.sms[sm];
+        let e = st.slots[slot as usize].as_mut().expect("live access slot");
+        e.pending -= 1;
+        if e.pending == 0 {
+            let e = st.slots[slot as usize].take().expect("live access slot");
+            st.completed.push_back(Completion {
+                id: e.id,
+                tag: e.tag,
+                issued: e.issued,
+                completed: now,
+            });
+            st.free_slots.push(slot);
+            self.in_flight -= 1;
+            self.done += 1;
+            self.total_latency += now - e.issued;
+        }
+    }
+
+    fn tick_sm(&mut self, sm: usize, now: u64) {
+        while let Some(slot) = self.sms[sm].hits.recv(now) {
+            self.line_done(sm, slot, now);
+        }
+        let icnt_now = self.now_in(Domain::Icnt);
+        for _ in 0..self.cfg.l1_fills_per_cycle {
+            let Some(r) = self.reply_net.recv(icnt_now, sm) else {
+                break;
+            };
+            let mut waiters = std::mem::take(&mut self.waiters);
+            let st = &mut self.sms[sm];
+            match r.fill {
+                FillTarget::L1 => {
+                    st.l1.fill(r.line_addr, r.sectors, &mut waiters);
+                }
+                FillTarget::Const => {
+                    st.cc.fill(r.line_addr, r.sectors, &mut waiters);
+                }
+                FillTarget::None => waiters.push(r.slot),
+            }
+            for slot in waiters.drain(..) {
+                self.line_done(sm, slot, now);
+            }
+            self.waiters = waiters;
+        }
+    }
+
+    fn reply_for(&self, m: &ReqMsg, data: bool) -> Packet<ReplyMsg> {
+        let bytes = if data {
+            m.sectors.count_ones() * SECTOR_BYTES as u32
+        } else {
+            0
+        };
+        Packet {
+            dest: m.sm as usize,
+            flits: self.cfg.icnt_reply.flits(bytes),
+            priority: m.priority,
+            payload: ReplyMsg {
+                slot: m.slot,
+                line_addr: m.line_addr,
+                sectors: m.sectors,
+                fill: m.fill,
+            },
+        }
+    }
+
+    fn tick_slice(&mut self, s: usize, now: u64) {
+        let icnt_now = self.now_in(Domain::Icnt);
+        let dram_now = self.now_in(Domain::Dram);
+        let reply_cap = self.cfg.l2_reply_queue;
+        // 1. Replies into the reply network.
+        while let Some(p) = self.slices[s].replies.front() {
+            if !self.reply_net.can_inject(s, p.priority) {
+                break;
+            }
+            let p = self.slices[s].replies.pop_front().expect("front");
+            if self.reply_net.try_inject(icnt_now, s, p).is_err() {
+                unreachable!("checked can_inject");
+            }
+        }
+        // 2. One DRAM fill per cycle.
+        let merge = self.cfg.l2.mshr_max_merge as usize;
+        let sl = &self.slices[s];
+        if sl.fills.peek(dram_now).is_some()
+            && sl.replies.len() + merge <= reply_cap
+            && !sl.to_dram.is_full()
+        {
+            let f = self.slices[s].fills.recv(dram_now).expect("peeked");
+            let mut done = std::mem::take(&mut self.l2_waiters);
+            let sl = &mut self.slices[s];
+            if let Some(wb) = sl.cache.fill(f.slice_addr, f.sectors, &mut done) {
+                let req = self.writeback(s, wb.line_addr, wb.sectors);
+                self.slices[s]
+                    .to_dram
+                    .try_send(now, req)
+                    .expect("space checked");
+            }
+            for m in done.drain(..) {
+                if m.kind == ReqKind::Atomic {
+                    self.slices[s].cache.mark_dirty(m.slice_addr, m.sectors);
+                }
+                let p = self.reply_for(&m, true);
+                self.slices[s].replies.push_back(p);
+            }
+            self.l2_waiters = done;
+        }
+        // 3. The head of the slice pipeline looks up the tags.
+        if let Some(&m) = self.slices[s].pipe.peek(now) {
+            let sl = &self.slices[s];
+            let reply_room = sl.replies.len() < reply_cap;
+            let dram_room = !sl.to_dram.is_full();
+            let proceed = match m.kind {
+                ReqKind::Read | ReqKind::Atomic => {
+                    match sl.cache.probe_read(m.slice_addr, m.sectors) {
+                        ReadOutcome::Hit => reply_room,
+                        ReadOutcome::Merged { fetch: 0 } => true,
+                        ReadOutcome::Merged { .. } | ReadOutcome::Allocated { .. } => dram_room,
+                        ReadOutcome::Fail(_) => false,
+                    }
+                }
+                ReqKind::Write => reply_room && dram_room,
+            };
+            if !proceed {
+                self.slices[s].cache.record_reservation_fail();
+            } else {
+                self.slices[s].pipe.recv(now);
+                match m.kind {
+                    ReqKind::Read | ReqKind::Atomic => {
+                        let out = self.slices[s].cache.read(m.slice_addr, m.sectors, m);
+                        match out {
+                            ReadOutcome::Hit => {
+                                if m.kind == ReqKind::Atomic {
+                                    self.slices[s].cache.mark_dirty(m.slice_addr, m.sectors);
+                                }
+                                let p = self.reply_for(&m, true);
+                                self.slices[s].replies.push_back(p);
+                            }
+                            o => {
+                                let fetch = o.fetch();
+                                if fetch != 0 {
+                                    let req = DramRequest {
+                                        local_addr: self.cfg.dram_addr_of(s, m.slice_addr),
+                                        bytes: fetch.count_ones() * SECTOR_BYTES as u32,
+                                        write: false,
+                                        priority: m.priority,
+                                        payload: DramTag {
+                                            slice: s as u32,
+                                            slice_addr: m.slice_addr,
+                                            sectors: fetch,
+                                        },
+                                    };
+                                    self.slices[s]
+                                        .to_dram
+                                        .try_send(now, req)
+                                        .expect("space checked");
+                                }
+                            }
+                        }
+                    }
+                    ReqKind::Write => {
+                        let w = self.slices[s].cache.write(m.slice_addr, m.sectors);
+                        // A write-through L2 (not a preset) forwards the write itself.
+                        let forward = w.forward.then_some(crate::cache::Writeback {
+                            line_addr: m.slice_addr,
+                            sectors: m.sectors,
+                        });
+                        if let Some(wb) = w.writeback.or(forward) {
+                            let req = self.writeback(s, wb.line_addr, wb.sectors);
+                            self.slices[s]
+                                .to_dram
+                                .try_send(now, req)
+                                .expect("space checked");
+                        }
+                        let p = self.reply_for(&m, false);
+                        self.slices[s].replies.push_back(p);
+                    }
+                }
+            }
+        }
+        // 4. Accept one request from the request network.
+        if !self.slices[s].pipe.is_full() {
+            if let Some(m) = self.req_net.recv(icnt_now, s) {
+                self.slices[s].pipe.try_send(now, m).expect("not full");
+            }
+        }
+    }
+
+    fn writeback(&self, s: usize, slice_addr: u64, sectors: u8) -> DramRequest<DramTag> {
+        DramRequest {
+            local_addr: self.cfg.dram_addr_of(s, slice_addr),
+            bytes: sectors.count_ones() * SECTOR_BYTES as u32,
+            write: true,
+            priority: Priority::Normal,
+            payload: DramTag {
+                slice: s as u32,
+                slice_addr,
+                sectors,
+            },
+        }
+    }
+
+    fn tick_channel(&mut self, c: usize, now: u64) {
+        let l2_now = self.now_in(Domain::L2);
+        let spc = self.cfg.slices_per_channel();
+        // Accept from the channel's slices, round-robin starting at a rotating slice.
+        let mut accepted = true;
+        while accepted && self.channels[c].can_accept() {
+            accepted = false;
+            for k in 0..spc {
+                let s = c * spc + (k + now as usize) % spc;
+                if !self.channels[c].can_accept() {
+                    break;
+                }
+                if let Some(req) = self.slices[s].to_dram.recv(l2_now) {
+                    self.channels[c].try_enqueue(req).expect("can_accept");
+                    accepted = true;
+                }
+            }
+        }
+        self.channels[c].tick(now);
+        while let Some(tag) = self.channels[c].pop_return(now) {
+            self.slices[tag.slice as usize]
+                .fills
+                .try_send(now, tag)
+                .expect("unbounded");
+        }
+    }
+
+    /// A snapshot of every counter.
+    pub fn stats(&self) -> MemStats {
+        let mut s = MemStats {
+            core_cycles: self.clock.cycle(Domain::Core),
+            icnt_cycles: self.clock.cycle(Domain::Icnt),
+            l2_cycles: self.clock.cycle(Domain::L2),
+            dram_cycles: self.clock.cycle(Domain::Dram),
+            accesses_issued: self.issued,
+            accesses_completed: self.done,
+            issue_stalls: self.stalls,
+            total_latency_core_cycles: self.total_latency,
+            icnt_request: self.req_net.stats().clone(),
+            icnt_reply: self.reply_net.stats().clone(),
+            ..MemStats::default()
+        };
+        for sm in &self.sms {
+            s.l1.push(sm.l1.stats().clone());
+            s.l1_total.add(sm.l1.stats());
+            s.const_total.add(sm.cc.stats());
+        }
+        for sl in &self.slices {
+            s.l2.push(sl.cache.stats().clone());
+            s.l2_total.add(sl.cache.stats());
+        }
+        for ch in &self.channels {
+            s.dram.push(ch.stats().clone());
+            s.dram_total.add(ch.stats());
+        }
+        s
+    }
+}

@@ -1,0 +1,415 @@
+//! Drives the memory system alone: inject accesses, run until idle, assert cycles
+//! (STYLE.md, "a harness that drives one timing unit alone"). Expected latencies are derived
+//! from the configuration, never copied from the output.
+
+use memsys::presets::{gtx480, maxwell16};
+use memsys::{
+    coalesce, AccessKind, Completion, Domain, LineRequest, MemAccess, MemConfig, MemorySystem,
+    Priority, Space, Stall,
+};
+
+fn load(line_addr: u64, tag: u64) -> MemAccess {
+    MemAccess {
+        kind: AccessKind::Load,
+        space: Space::Global,
+        priority: Priority::Normal,
+        lines: vec![LineRequest {
+            line_addr,
+            sectors: 0b1111,
+        }],
+        tag,
+    }
+}
+
+/// Ticks until the next core edge.
+fn core_step(m: &mut MemorySystem) {
+    while !m.tick().contains(Domain::Core) {}
+}
+
+/// Issues (retrying on stalls) at the next possible core cycle and runs until it completes.
+fn run_one(m: &mut MemorySystem, sm: usize, a: MemAccess) -> Completion {
+    let id = loop {
+        match m.issue(sm, a.clone()) {
+            Ok(id) => break id,
+            Err(_) => core_step(m),
+        }
+    };
+    for _ in 0..10_000_000 {
+        if let Some(c) = m.pop_completed(sm) {
+            assert_eq!(c.id, id);
+            return c;
+        }
+        m.tick();
+    }
+    panic!("access never completed");
+}
+
+/// Core cycles (rounded up) of `n` cycles of domain `d`.
+fn in_core(cfg: &MemConfig, d: Domain, n: u64) -> f64 {
+    (n * cfg.clocks.period_fs(d)) as f64 / cfg.clocks.period_fs(Domain::Core) as f64
+}
+
+/// Unloaded L2-hit round trip in core cycles, from the configuration.
+fn l2_hit_expected(cfg: &MemConfig) -> f64 {
+    in_core(cfg, Domain::Icnt, cfg.icnt_request.unloaded_latency(0))
+        + in_core(cfg, Domain::L2, cfg.l2.hit_latency)
+        + in_core(cfg, Domain::Icnt, cfg.icnt_reply.unloaded_latency(128))
+}
+
+fn dram_expected(cfg: &MemConfig) -> f64 {
+    l2_hit_expected(cfg) + in_core(cfg, Domain::Dram, cfg.dram.row_closed_latency(128))
+}
+
+/// Each crossing between clock domains may add up to one cycle of the receiving domain.
+const TOLERANCE: f64 = 6.0;
+
+fn check_latencies(cfg: MemConfig) -> (u64, u64, u64) {
+    let mut m = MemorySystem::new(cfg.clone()).unwrap();
+    let a = 0x40_0000;
+    let cold = run_one(&mut m, 0, load(a, 1));
+    let l1_hit = run_one(&mut m, 0, load(a, 2));
+    let l2_hit = run_one(&mut m, 1, load(a, 3));
+    assert_eq!(l1_hit.latency(), cfg.l1.hit_latency, "L1 hit");
+    let (e2, ed) = (l2_hit_expected(&cfg), dram_expected(&cfg));
+    eprintln!(
+        "L1 hit {} (cfg {}), L2 hit {} (derived {:.1}), DRAM {} (derived {:.1}) core cycles",
+        l1_hit.latency(),
+        cfg.l1.hit_latency,
+        l2_hit.latency(),
+        e2,
+        cold.latency(),
+        ed
+    );
+    assert!(
+        (l2_hit.latency() as f64 - e2).abs() <= TOLERANCE,
+        "L2 hit {} vs {e2}",
+        l2_hit.latency()
+    );
+    assert!(
+        (cold.latency() as f64 - ed).abs() <= TOLERANCE,
+        "DRAM {} vs {ed}",
+        cold.latency()
+    );
+    let s = m.stats();
+    assert_eq!(s.l2_total.accesses, 2);
+    assert_eq!(s.l2_total.hits, 1);
+    assert_eq!(s.dram_total.reads, 1);
+    (l1_hit.latency(), l2_hit.latency(), cold.latency())
+}
+
+#[test]
+fn unloaded_latencies_gtx480() {
+    check_latencies(gtx480());
+}
+
+#[test]
+fn unloaded_latencies_maxwell16_match_table_4_1() {
+    // lin-thesis Table 4.1: L2 200 cycles, DRAM 380 cycles (taken as SM-observed round trips).
+    let (_, l2, dram) = check_latencies(maxwell16());
+    assert!((190..=215).contains(&l2), "L2 {l2}");
+    assert!((365..=400).contains(&dram), "DRAM {dram}");
+}
+
+#[test]
+fn mshr_merge_sends_one_l2_request() {
+    let mut m = MemorySystem::new(gtx480()).unwrap();
+    m.issue(0, load(0x1000, 1)).unwrap();
+    core_step(&mut m);
+    m.issue(0, load(0x1000, 2)).unwrap();
+    assert!(m.run_until_idle(1_000_000));
+    let s = m.stats();
+    assert_eq!(s.l1_total.mshr_merges, 1);
+    assert_eq!(s.icnt_request.packets, 1);
+    assert_eq!(s.l2_total.accesses, 1);
+    let a = m.pop_completed(0).unwrap();
+    let b = m.pop_completed(0).unwrap();
+    assert_eq!((a.tag, b.tag), (1, 2));
+    assert_eq!(
+        a.completed, b.completed,
+        "merged loads return with the same fill"
+    );
+}
+
+#[test]
+fn mshr_full_stalls() {
+    let mut cfg = gtx480();
+    cfg.l1.mshr_entries = 2;
+    let mut m = MemorySystem::new(cfg).unwrap();
+    let three = MemAccess {
+        lines: (0..3)
+            .map(|i| LineRequest {
+                line_addr: i * 128,
+                sectors: 1,
+            })
+            .collect(),
+        ..load(0, 0)
+    };
+    assert_eq!(m.issue(0, three), Err(Stall::MshrFull));
+    m.issue(0, load(0, 1)).unwrap();
+    assert_eq!(m.issue(0, load(128, 2)), Err(Stall::L1Busy));
+    core_step(&mut m);
+    m.issue(0, load(128, 2)).unwrap();
+    core_step(&mut m);
+    assert_eq!(m.issue(0, load(256, 3)), Err(Stall::MshrFull));
+    // Merging into a pending line needs no new entry.
+    m.issue(0, load(0, 4)).unwrap();
+    assert!(m.run_until_idle(1_000_000));
+    let s = m.stats();
+    assert_eq!(s.issue_stalls, 3);
+    assert!(s.l1_total.reservation_fails >= 2);
+    assert_eq!(s.accesses_completed, 3);
+}
+
+#[test]
+fn dirty_l2_evictions_write_dram() {
+    let mut cfg = gtx480();
+    cfg.l2.size_bytes = 2 * 1024; // 8 sets × 2 ways per slice
+    cfg.l2.assoc = 2;
+    let mut m = MemorySystem::new(cfg.clone()).unwrap();
+    for i in 0..512u64 {
+        let st = MemAccess {
+            kind: AccessKind::Store,
+            ..load(i * 128, i)
+        };
+        run_one(&mut m, 0, st);
+    }
+    assert!(m.run_until_idle(1_000_000));
+    let s = m.stats();
+    assert_eq!(s.l2_total.writes, 512);
+    assert!(s.l2_total.writebacks > 0);
+    assert_eq!(s.dram_total.writes, s.l2_total.writebacks);
+    assert_eq!(
+        s.dram_total.reads, 0,
+        "write-allocate of whole sectors fetches nothing"
+    );
+    // Stores complete when acknowledged: an L2 round trip.
+    assert!(s.total_latency_core_cycles / 512 >= cfg.l2.hit_latency);
+}
+
+/// Config where DRAM is the bottleneck: enough MSHRs and interconnect width to cover latency.
+fn dram_bound() -> MemConfig {
+    let mut cfg = gtx480();
+    cfg.l1.mshr_entries = 256;
+    cfg.max_outstanding_accesses = 256;
+    cfg.l2.mshr_entries = 256;
+    cfg.icnt_request.flits_per_cycle = 8;
+    cfg.icnt_reply.flits_per_cycle = 8;
+    cfg
+}
+
+/// Every SM streams through its own share of consecutive lines, one line per access, issuing
+/// whenever it can. Returns (stats, DRAM bus utilisation over the run).
+fn stream(cfg: MemConfig, lines: u64, line_of: impl Fn(u64) -> u64) -> (memsys::MemStats, f64) {
+    let n = cfg.num_sms as u64;
+    let mut m = MemorySystem::new(cfg.clone()).unwrap();
+    let mut next = vec![0u64; n as usize];
+    let per_sm = lines / n;
+    while next.iter().any(|&k| k < per_sm) {
+        core_step(&mut m);
+        for (sm, k) in next.iter_mut().enumerate() {
+            while m.pop_completed(sm).is_some() {}
+            if *k < per_sm {
+                let i = *k * n + sm as u64;
+                if m.issue(sm, load(line_of(i), i)).is_ok() {
+                    *k += 1;
+                }
+            }
+        }
+    }
+    assert!(m.run_until_idle(100_000_000));
+    let s = m.stats();
+    let util =
+        s.dram_total.bus_busy_cycles as f64 / (s.dram_cycles as f64 * cfg.dram_channels as f64);
+    (s, util)
+}
+
+#[test]
+fn stream_saturates_dram_bus() {
+    let cfg = dram_bound();
+    let (s, util) = stream(cfg.clone(), 30_000, |i| i * 128);
+    let gbs = s.dram_total.bytes as f64 / (s.dram_cycles as f64 / cfg.clocks.dram_mhz / 1e6) / 1e9;
+    eprintln!(
+        "stream: bus utilisation {:.1} %, {:.1} GB/s of {:.1} GB/s peak, row hits {} misses {}",
+        util * 100.0,
+        gbs,
+        cfg.dram_peak_bytes_per_s() / 1e9,
+        s.dram_total.row_hits,
+        s.dram_total.row_misses
+    );
+    assert_eq!(s.dram_total.reads, 30_000);
+    assert!(util >= 0.80, "DRAM bus utilisation {util}");
+}
+
+#[test]
+fn row_hits_are_faster_than_row_misses() {
+    let cfg = gtx480();
+    // Lines of channel 0, bank 0: those in its open row, and those each in a new row.
+    let mut same_row = Vec::new();
+    let mut new_rows = Vec::new();
+    let mut rows_seen = Vec::new();
+    let mut addr = 0u64;
+    while same_row.len() < 12 || new_rows.len() < 12 {
+        let loc = cfg.locate(addr);
+        if loc.channel == 0 {
+            let (bank, row) = cfg.dram.bank_row(loc.dram_addr);
+            if bank == 0 && row == 0 && same_row.len() < 12 {
+                same_row.push(addr);
+            } else if bank == 0 && row > 0 && !rows_seen.contains(&row) && new_rows.len() < 12 {
+                rows_seen.push(row);
+                new_rows.push(addr);
+            }
+        }
+        addr += 128;
+    }
+    let time = |lines: &[u64]| {
+        let mut m = MemorySystem::new(cfg.clone()).unwrap();
+        for (i, &a) in lines.iter().enumerate() {
+            run_one(&mut m, i % cfg.num_sms, load(a, i as u64));
+        }
+        let s = m.stats();
+        (
+            s.total_latency_core_cycles,
+            s.dram_total.row_hits,
+            s.dram_total.row_misses,
+        )
+    };
+    let (hit_t, hits, _) = time(&same_row);
+    let (miss_t, _, misses) = time(&new_rows);
+    eprintln!("12 dependent loads: same row {hit_t} core cycles, new rows {miss_t}");
+    assert_eq!(hits, 11);
+    assert_eq!(misses, 12);
+    // Each row miss pays at least tRP + tRCD DRAM cycles more than a hit.
+    let extra = in_core(&cfg, Domain::Dram, cfg.dram.t_rp + cfg.dram.t_rcd);
+    assert!(
+        (miss_t - hit_t) as f64 >= 10.0 * extra,
+        "{miss_t} vs {hit_t}"
+    );
+}
+
+#[test]
+fn context_traffic_yields_to_normal() {
+    let cfg = gtx480();
+    let mut m = MemorySystem::new(cfg.clone()).unwrap();
+    // Lines of one slice, so both SMs contend for one crossbar output and one channel.
+    let lines: Vec<u64> = (0..4096u64)
+        .map(|i| i * 128)
+        .filter(|&a| cfg.locate(a).slice == 0)
+        .take(32)
+        .collect();
+    for k in 0..16 {
+        let mut ctx = load(lines[2 * k], 100 + k as u64);
+        ctx.priority = Priority::Context;
+        m.issue(0, ctx).unwrap();
+        m.issue(1, load(lines[2 * k + 1], k as u64)).unwrap();
+        core_step(&mut m);
+    }
+    assert!(m.run_until_idle(10_000_000));
+    let mut mean = |sm| {
+        let v: Vec<u64> = std::iter::from_fn(|| m.pop_completed(sm))
+            .map(|c| c.latency())
+            .collect();
+        v.iter().sum::<u64>() as f64 / v.len() as f64
+    };
+    let (ctx, normal) = (mean(0), mean(1));
+    eprintln!("mean latency: context {ctx:.1}, normal {normal:.1} core cycles");
+    assert!(normal < ctx);
+    let s = m.stats();
+    assert_eq!(s.icnt_request.context_packets, 16);
+    assert_eq!(s.dram_total.context_requests, 16);
+}
+
+#[test]
+fn same_sequence_same_stats() {
+    let run = || {
+        let mut m = MemorySystem::new(gtx480()).unwrap();
+        let mut x = 12345u64;
+        let mut log = Vec::new();
+        for step in 0..3000u64 {
+            core_step(&mut m);
+            for sm in 0..15 {
+                while let Some(c) = m.pop_completed(sm) {
+                    log.push(c);
+                }
+            }
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let sm = (x >> 33) as usize % 15;
+            let base = ((x >> 20) % (1 << 22)) & !3;
+            let stride = [4, 8, 132, 4096][(x >> 60) as usize % 4];
+            let lanes: Vec<Option<u64>> = (0..32).map(|l| Some(base + l * stride)).collect();
+            let kind = [
+                AccessKind::Load,
+                AccessKind::Load,
+                AccessKind::Store,
+                AccessKind::Atomic,
+            ][(x >> 10) as usize % 4];
+            let a = MemAccess {
+                kind,
+                space: Space::Global,
+                priority: if step % 7 == 0 {
+                    Priority::Context
+                } else {
+                    Priority::Normal
+                },
+                lines: coalesce(&lanes, 4, 128),
+                tag: step,
+            };
+            let _ = m.issue(sm, a);
+        }
+        assert!(m.run_until_idle(100_000_000));
+        for sm in 0..15 {
+            while let Some(c) = m.pop_completed(sm) {
+                log.push(c);
+            }
+        }
+        (serde_json::to_string(&m.stats()).unwrap(), log)
+    };
+    let (a, la) = run();
+    let (b, lb) = run();
+    assert_eq!(a, b);
+    assert_eq!(la, lb);
+    assert!(la.len() > 1000);
+}
+
+#[test]
+fn config_serde_round_trip_and_unknown_fields() {
+    let cfg = maxwell16();
+    let json = serde_json::to_string(&cfg).unwrap();
+    let back: MemConfig = serde_json::from_str(&json).unwrap();
+    assert_eq!(back, cfg);
+    let bad = json.replacen("\"num_sms\"", "\"num_smz\"", 1);
+    let err = serde_json::from_str::<MemConfig>(&bad)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("num_smz"), "{err}");
+    let mut invalid = cfg;
+    invalid.l2_slices = 15;
+    assert!(invalid
+        .validate()
+        .unwrap_err()
+        .to_string()
+        .contains("l2_slices"));
+}
+
+#[test]
+fn preset_stream_is_latency_bound_by_l1_mshrs() {
+    // With GTX480's 32 L1 MSHRs per SM, 15 SMs keep 480 lines in flight: by Little's law the
+    // stream is bound by MSHRs × line / latency rather than by the DRAM bus.
+    let cfg = gtx480();
+    let (s, util) = stream(cfg.clone(), 6_000, |i| i * 128);
+    let secs = s.core_cycles as f64 / (cfg.clocks.core_mhz * 1e6);
+    let gbs = s.dram_total.bytes as f64 / secs / 1e9;
+    let mean = s.total_latency_core_cycles as f64 / s.accesses_completed as f64;
+    let bound = (cfg.num_sms * cfg.l1.mshr_entries as usize * 128) as f64
+        / (mean / (cfg.clocks.core_mhz * 1e6))
+        / 1e9;
+    eprintln!(
+        "gtx480 stream: DRAM bus {:.1} %, {gbs:.1} GB/s, mean latency {mean:.0} core cycles, MSHR bound {bound:.1} GB/s, \
+         reply network utilisation {:.1} %",
+        util * 100.0,
+        s.icnt_reply.utilisation(cfg.num_sms) * 100.0
+    );
+    assert!(gbs <= bound * 1.1);
+    assert!(util > 0.3);
+}

@@ -1,0 +1,234 @@
+//! `switchyard analyze`: the compiler side of preemption for one module — registers after
+//! allocation, occupancy on a GPU preset, liveness, selective preemption points, and the
+//! average per-warp register context of BASELINE (every allocated register) and LIVE (the
+//! registers live at the instruction), as papers/ji-ctxback §V-A and papers/lin-lightweight
+//! §III-B measure them.
+
+use analysis::{Liveness, PpConfig, PpKind, PreemptionPlan, RegSet};
+use gpu::config::GpuConfig;
+use gpu::occupancy::{Limit, Occupancy, TbDemand};
+use kir::{InstId, Kernel, Module, Ty};
+use regalloc::{allocate, AllocConfig};
+use serde::Serialize;
+
+/// Bytes one 32-bit vector register occupies per warp (32 lanes).
+const VECTOR_REG_BYTES: u64 = 128;
+/// Bytes one predicate register occupies per warp (one bit per lane).
+const PRED_REG_BYTES: u64 = 4;
+
+/// Options of an analysis.
+#[derive(Clone, Debug)]
+pub struct AnalyzeOptions {
+    pub gpu: GpuConfig,
+    /// Threads per TB for the occupancy figure; `None`: `.reqntid`/`.maxntid` if the kernel
+    /// declares one, else 256.
+    pub block: Option<u32>,
+    pub alloc: AllocConfig,
+    pub points: PpConfig,
+    /// NVIDIA's register count (`ptxas -v`), to print beside ours.
+    pub ptxas_registers: Option<u32>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Registers {
+    /// PTX virtual registers declared.
+    pub virtual_registers: usize,
+    /// 32-bit general-purpose registers per thread after allocation.
+    pub allocated: u32,
+    pub predicates: u32,
+    pub uniform: u32,
+    pub spilled_values: u32,
+    pub ptxas: Option<u32>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct OccupancyReport {
+    pub gpu: String,
+    pub threads_per_tb: u32,
+    pub tbs_per_sm: u32,
+    pub warps_per_sm: u32,
+    pub limited_by: Vec<Limit>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct LiveStats {
+    /// 32-bit registers live per thread (a 64-bit value counts 2), over all instructions.
+    pub average: f64,
+    pub min: u32,
+    pub max: u32,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ContextReport {
+    /// Bytes per warp if every allocated register is saved (BASELINE).
+    pub baseline_bytes_per_warp: u64,
+    /// Average over instructions of the bytes per warp of the registers live there (LIVE).
+    pub live_bytes_per_warp: f64,
+    /// The same with the SIMT-aware (divergent) liveness of papers/lin-lightweight §III-B.
+    pub live_divergent_bytes_per_warp: f64,
+    /// `1 - live / baseline`, in percent.
+    pub live_reduction_percent: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct PointReport {
+    pub pc: u32,
+    /// `file:line:col` of the instruction the point precedes.
+    pub location: String,
+    /// `pp` or `bar.pp`.
+    pub kind: &'static str,
+    pub live_registers: u32,
+    pub divergent_live_registers: u32,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct KernelReport {
+    pub name: String,
+    pub instructions: usize,
+    pub registers: Registers,
+    pub occupancy: OccupancyReport,
+    pub live_registers: LiveStats,
+    pub context: ContextReport,
+    pub preemption_points: Vec<PointReport>,
+}
+
+/// Why a kernel could not be analysed.
+#[derive(Debug, thiserror::Error)]
+#[error("kernel `{kernel}`: {what}")]
+pub struct AnalyzeError {
+    pub kernel: String,
+    pub what: String,
+}
+
+/// 32-bit registers a value of type `ty` occupies (0 for predicates).
+fn words(ty: Ty) -> u32 {
+    match ty {
+        Ty::Pred => 0,
+        t if t.bits() > 32 => t.bits().div_ceil(32),
+        _ => 1,
+    }
+}
+
+/// Registers and bytes per warp of a live set of *virtual* registers.
+fn live_size(k: &Kernel, set: &RegSet) -> (u32, u64) {
+    let (mut gpr_words, mut preds) = (0u32, 0u64);
+    for r in set.iter() {
+        let ty = k.regs[r].ty;
+        if ty == Ty::Pred {
+            preds += 1;
+        } else {
+            gpr_words += words(ty);
+        }
+    }
+    (
+        gpr_words,
+        gpr_words as u64 * VECTOR_REG_BYTES + preds * PRED_REG_BYTES,
+    )
+}
+
+/// Analyses every kernel of a module (`source` names the file for locations).
+pub fn analyze_module(
+    module: &Module,
+    source: &ptx::SourceFile,
+    opts: &AnalyzeOptions,
+) -> Result<Vec<KernelReport>, AnalyzeError> {
+    module
+        .kernels
+        .values()
+        .map(|k| analyze_kernel(k, source, opts))
+        .collect()
+}
+
+fn analyze_kernel(
+    k: &Kernel,
+    source: &ptx::SourceFile,
+    opts: &AnalyzeOptions,
+) -> Result<KernelReport, AnalyzeError> {
+    let alloc = allocate(k, &opts.alloc).map_err(|e| AnalyzeError {
+        kernel: k.name.clone(),
+        what: e.to_string(),
+    })?;
+    // Liveness on the virtual registers, whose types say how many 32-bit registers each
+    // value needs; allocation preserves which values are live where.
+    let mut live = Liveness::new();
+    live.compute(k);
+    let n = k.insts.len().max(1);
+    let (mut sum_words, mut sum_bytes, mut sum_div_bytes) = (0u64, 0u64, 0u64);
+    let (mut min, mut max) = (u32::MAX, 0u32);
+    for pc in 0..k.insts.len() {
+        let (w, b) = live_size(k, live.live_in(InstId(pc as u32)));
+        let (_, db) = live_size(k, live.divergent_live(InstId(pc as u32)));
+        sum_words += w as u64;
+        sum_bytes += b;
+        sum_div_bytes += db;
+        min = min.min(w);
+        max = max.max(w);
+    }
+    let baseline =
+        alloc.gpr_count as u64 * VECTOR_REG_BYTES + alloc.pred_count as u64 * PRED_REG_BYTES;
+    let live_bytes = sum_bytes as f64 / n as f64;
+
+    let threads = opts.block.unwrap_or_else(|| {
+        k.launch_bounds
+            .req_ntid
+            .or(k.launch_bounds.max_ntid)
+            .map(|d| d.iter().product())
+            .unwrap_or(256)
+    });
+    let sm = &opts.gpu.sm.resources;
+    let occ = Occupancy::of(
+        sm,
+        &TbDemand::for_kernel(sm, threads, alloc.gpr_count, k.static_smem),
+    );
+
+    let plan = PreemptionPlan::compute(k, &opts.points);
+    let preemption_points = plan
+        .points
+        .iter()
+        .map(|p| PointReport {
+            pc: p.pc.0,
+            location: source.location(k.insts[p.pc].span),
+            kind: match p.kind {
+                PpKind::Pp => "pp",
+                PpKind::BarPp => "bar.pp",
+            },
+            live_registers: live_size(k, &p.live).0,
+            divergent_live_registers: live_size(k, &p.divergent_live).0,
+        })
+        .collect();
+    Ok(KernelReport {
+        name: k.name.clone(),
+        instructions: k.insts.len(),
+        registers: Registers {
+            virtual_registers: k.regs.len(),
+            allocated: alloc.gpr_count,
+            predicates: alloc.pred_count,
+            uniform: alloc.uniform_count,
+            spilled_values: alloc.spilled_values,
+            ptxas: opts.ptxas_registers,
+        },
+        occupancy: OccupancyReport {
+            gpu: opts.gpu.name.clone(),
+            threads_per_tb: threads,
+            tbs_per_sm: occ.tbs_per_sm,
+            warps_per_sm: occ.warps_per_sm,
+            limited_by: occ.limited_by,
+        },
+        live_registers: LiveStats {
+            average: sum_words as f64 / n as f64,
+            min: if min == u32::MAX { 0 } else { min },
+            max,
+        },
+        context: ContextReport {
+            baseline_bytes_per_warp: baseline,
+            live_bytes_per_warp: live_bytes,
+            live_divergent_bytes_per_warp: sum_div_bytes as f64 / n as f64,
+            live_reduction_percent: if baseline == 0 {
+                0.0
+            } else {
+                100.0 * (1.0 - live_bytes / baseline as f64)
+            },
+        },
+        preemption_points,
+    })
+}
