@@ -13,6 +13,7 @@
 //! from lowering, or physical ones after register allocation. Analyses are objects that are
 //! computed, and recomputed for another kernel reusing their buffers.
 
+pub mod ctxback;
 pub mod idempotence;
 pub mod liveness;
 pub mod loops;

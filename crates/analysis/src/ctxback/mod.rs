@@ -1,0 +1,295 @@
+//! CTXBack: low-latency context switching by context flashback (papers/ji-ctxback), with the
+//! context sizes it is compared against.
+//!
+//! For every instruction `i` of a kernel — the instruction before which a warp receives the
+//! preemption signal — this module computes the register context each technique saves:
+//!
+//! * **BASELINE** (§V): every register the kernel was allocated;
+//! * **LIVE** (§II-B, papers/lin-lightweight): the registers live at `i`;
+//! * **CS-Defer** (§II-B, [`defer`]): keep running to a following instruction with a smaller
+//!   context and save that one;
+//! * **CTXBack** (§III, [`flashback`]): save the context of a *preceding* instruction (the
+//!   flashback point), reverting ([`revert`]) and re-executing on resume what lies between;
+//! * **CTXBack+CS-Defer** (§IV-C): per instruction, whichever has the lower estimated
+//!   preemption latency.
+//!
+//! [`routine`] turns the flashback plans into the dedicated preemption and resume routines
+//! of §IV-A, as kernel IR instructions.
+//!
+//! The analysis reasons about *physical* registers — that one register is overwritten by a
+//! later value is the whole problem CTXBack solves — so run it on a register-allocated kernel
+//! (`regalloc::allocate`). It also runs on virtual registers (the figure tests do, to name the
+//! paper's registers), where PTX code that reassigns a register plays the same role.
+//!
+//! Not implemented: on-chip scalar register backup (§III-D), and the SIMT-divergent part of
+//! the context (lanes parked elsewhere on the reconvergence stack, see [`flashback`]).
+
+pub mod defer;
+pub mod flashback;
+pub mod revert;
+pub mod routine;
+pub mod widths;
+
+use kir::{Id, InstId, Kernel};
+
+use crate::idempotence::{AliasModel, Idempotence, IdempotenceConfig};
+use crate::liveness::Liveness;
+
+pub use defer::Deferral;
+pub use flashback::{Flashback, FlashbackCost, ResumeStep, SavedReg, Version};
+pub use revert::{revert_of, Revert};
+pub use routine::{generate_routines, RoutineError, Routines};
+pub use widths::{ContextSize, RegClass, Widths};
+
+/// Which flashback points are admitted (the progression of papers/ji-ctxback §III).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Condition {
+    /// §III-A: the whole context of `f` must still be in the registers at `i`; everything
+    /// needed is re-executed.
+    Basic,
+    /// §III-B, Algorithm 1: results of `[f, i)` may also be saved and reloaded.
+    Relaxed,
+    /// §III-C, Algorithm 2: overwritten registers may also be recovered by reverting.
+    #[default]
+    Reverting,
+}
+
+/// Relative costs used to estimate preemption latency and resuming time.
+///
+/// Units are issue slots of one warp. Saving a 32-bit vector register moves 128 bytes per
+/// warp through the memory system, which bandwidth-bound context switching pays for every
+/// warp of the SM (papers/ji-ctxback §V-B: "the ratios of the preemption time of different
+/// approaches are about the same as the ratios of their context size"), so it is weighted
+/// as several ALU instructions; uniform registers and predicates are 4 bytes per warp.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct CostModel {
+    /// Storing one 32-bit vector register of a warp.
+    pub save_word: u32,
+    /// Loading one 32-bit vector register of a warp.
+    pub restore_word: u32,
+    /// Storing or loading one uniform register or one predicate.
+    pub scalar: u32,
+    /// Executing an ALU instruction (a re-execution, a revert, a deferred instruction).
+    pub alu: u32,
+    /// Re-executing a load.
+    pub memory: u32,
+}
+
+impl Default for CostModel {
+    fn default() -> Self {
+        CostModel {
+            save_word: 8,
+            restore_word: 8,
+            scalar: 1,
+            alu: 1,
+            memory: 8,
+        }
+    }
+}
+
+/// Parameters of the analysis.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct CtxBackConfig {
+    pub condition: Condition,
+    /// Flashback points are searched at most this many instructions back.
+    pub window: u32,
+    /// CS-Defer follows the path at most this many instructions forward.
+    pub defer_window: u32,
+    pub cost: CostModel,
+    /// Decides whether global loads may be re-executed: only if no store of the kernel may
+    /// alias a location it reads (relaxed idempotence, [`crate::idempotence`]).
+    pub alias: AliasModel,
+}
+
+impl Default for CtxBackConfig {
+    fn default() -> Self {
+        CtxBackConfig {
+            condition: Condition::Reverting,
+            window: 32,
+            defer_window: 32,
+            cost: CostModel::default(),
+            alias: AliasModel::Conservative,
+        }
+    }
+}
+
+/// Which technique CTXBack+CS-Defer uses at an instruction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Technique {
+    CtxBack,
+    CsDefer,
+}
+
+/// Averages over the instructions of a kernel, in 32-bit registers per thread (vector and
+/// uniform registers; predicates are left out, as in papers/ji-ctxback Fig. 7).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Summary {
+    pub instructions: usize,
+    pub baseline: f64,
+    pub live: f64,
+    pub cs_defer: f64,
+    pub ctxback: f64,
+    pub combined: f64,
+    /// Instructions whose CTXBack flashback point precedes them (the others switch at `i`).
+    pub flashed_back: usize,
+}
+
+impl Summary {
+    /// `1 − x / baseline` (0 when the baseline is empty).
+    pub fn reduction(&self, x: f64) -> f64 {
+        if self.baseline == 0.0 {
+            0.0
+        } else {
+            1.0 - x / self.baseline
+        }
+    }
+}
+
+/// Contexts of every technique at every instruction of one kernel.
+#[derive(Clone, Debug, Default)]
+pub struct CtxBack {
+    baseline: ContextSize,
+    live: Vec<ContextSize>,
+    defer: Vec<Deferral>,
+    next_smaller: Vec<Option<Deferral>>,
+    flashback: Vec<Flashback>,
+}
+
+struct Prepared {
+    live: Liveness,
+    widths: Widths,
+    global_loads_stable: bool,
+}
+
+fn prepare(kernel: &Kernel, config: &CtxBackConfig) -> Prepared {
+    let mut live = Liveness::new();
+    live.compute(kernel);
+    let idem = Idempotence::compute(
+        kernel,
+        &IdempotenceConfig {
+            alias: config.alias,
+        },
+    );
+    Prepared {
+        live,
+        widths: Widths::compute(kernel),
+        global_loads_stable: idem.kernel_relaxed(),
+    }
+}
+
+impl CtxBack {
+    /// Analyses `kernel` (register-allocated, see the module docs).
+    pub fn compute(kernel: &Kernel, config: &CtxBackConfig) -> Self {
+        let p = prepare(kernel, config);
+        let facts = flashback::KernelFacts::new(kernel, &p.live, &p.widths, p.global_loads_stable);
+        let mut planner = flashback::Planner::new(&facts, config.condition, config.cost);
+        let flashback = kernel
+            .insts
+            .ids()
+            .map(|pc| planner.best(pc, config.window))
+            .collect();
+        let (defer, next_smaller) = defer::compute(
+            kernel,
+            &p.live,
+            &p.widths,
+            config.defer_window,
+            &config.cost,
+        );
+        let live = kernel
+            .insts
+            .ids()
+            .map(|pc| p.widths.size_at(pc, p.live.live_in(pc)))
+            .collect();
+        CtxBack {
+            baseline: p.widths.all_registers(),
+            live,
+            defer,
+            next_smaller,
+            flashback,
+        }
+    }
+
+    /// Every flashback point of `pc` with its plan, nearest first (for inspection and tests;
+    /// [`CtxBack::compute`] keeps only the cheapest).
+    pub fn candidates(kernel: &Kernel, config: &CtxBackConfig, pc: InstId) -> Vec<Flashback> {
+        let p = prepare(kernel, config);
+        let facts = flashback::KernelFacts::new(kernel, &p.live, &p.widths, p.global_loads_stable);
+        flashback::Planner::new(&facts, config.condition, config.cost).candidates(pc, config.window)
+    }
+
+    /// Instructions analysed.
+    pub fn len(&self) -> usize {
+        self.flashback.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.flashback.is_empty()
+    }
+
+    /// BASELINE: every register of the kernel.
+    pub fn baseline(&self) -> ContextSize {
+        self.baseline
+    }
+
+    /// LIVE: the registers live before `pc`.
+    pub fn live(&self, pc: InstId) -> ContextSize {
+        self.live[pc.index()]
+    }
+
+    /// CS-Defer's choice for a signal before `pc` (least estimated latency).
+    pub fn cs_defer(&self, pc: InstId) -> &Deferral {
+        &self.defer[pc.index()]
+    }
+
+    /// The nearest following instruction with a smaller live context, if the path reaches
+    /// one within the window.
+    pub fn next_smaller(&self, pc: InstId) -> Option<&Deferral> {
+        self.next_smaller[pc.index()].as_ref()
+    }
+
+    /// CTXBack's choice for a signal before `pc`.
+    pub fn flashback(&self, pc: InstId) -> &Flashback {
+        &self.flashback[pc.index()]
+    }
+
+    /// Every instruction's flashback, in program order.
+    pub fn flashbacks(&self) -> &[Flashback] {
+        &self.flashback
+    }
+
+    /// CTXBack+CS-Defer: the technique with the lower estimated preemption latency at `pc`
+    /// (CTXBack on ties: it does not run the deferred instructions).
+    pub fn combined(&self, pc: InstId) -> Technique {
+        if self.defer[pc.index()].latency < self.flashback[pc.index()].cost.preempt {
+            Technique::CsDefer
+        } else {
+            Technique::CtxBack
+        }
+    }
+
+    /// The context saved by CTXBack+CS-Defer at `pc`.
+    pub fn combined_context(&self, pc: InstId) -> ContextSize {
+        match self.combined(pc) {
+            Technique::CtxBack => self.flashback[pc.index()].context,
+            Technique::CsDefer => self.defer[pc.index()].context,
+        }
+    }
+
+    /// Average contexts over the instructions.
+    pub fn summary(&self) -> Summary {
+        let n = self.len();
+        if n == 0 {
+            return Summary::default();
+        }
+        let avg = |f: &dyn Fn(usize) -> u32| (0..n).map(f).map(f64::from).sum::<f64>() / n as f64;
+        Summary {
+            instructions: n,
+            baseline: f64::from(self.baseline.words()),
+            live: avg(&|i| self.live[i].words()),
+            cs_defer: avg(&|i| self.defer[i].context.words()),
+            ctxback: avg(&|i| self.flashback[i].context.words()),
+            combined: avg(&|i| self.combined_context(InstId(i as u32)).words()),
+            flashed_back: self.flashback.iter().filter(|f| f.point != f.pc).count(),
+        }
+    }
+}
