@@ -2,8 +2,9 @@
 //! allocation, occupancy on a GPU preset, liveness, selective preemption points, and the
 //! average per-warp register context of BASELINE (every allocated register) and LIVE (the
 //! registers live at the instruction), as papers/ji-ctxback §V-A and papers/lin-lightweight
-//! §III-B measure them.
+//! §III-B measure them, and the CS-Defer and CTXBack contexts of papers/ji-ctxback §II-B, §III.
 
+use analysis::ctxback::{CtxBack, CtxBackConfig};
 use analysis::{Liveness, PpConfig, PpKind, PreemptionPlan, RegSet};
 use gpu::config::GpuConfig;
 use gpu::occupancy::{Limit, Occupancy, TbDemand};
@@ -68,6 +69,21 @@ pub struct ContextReport {
     pub live_divergent_bytes_per_warp: f64,
     /// `1 - live / baseline`, in percent.
     pub live_reduction_percent: f64,
+    /// Average register context per thread in 32-bit words (predicates excluded) of each
+    /// technique of papers/ji-ctxback §V-A, computed on the allocated kernel.
+    pub words_per_thread: TechniqueWords,
+}
+
+/// Average 32-bit register words per thread saved at a preemption, per technique.
+#[derive(Clone, Debug, Serialize)]
+pub struct TechniqueWords {
+    pub baseline: f64,
+    pub live: f64,
+    pub cs_defer: f64,
+    pub ctxback: f64,
+    pub ctxback_cs_defer: f64,
+    /// Instructions whose CTXBack flashback point precedes them.
+    pub flashed_back_instructions: usize,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -181,6 +197,7 @@ fn analyze_kernel(
         &TbDemand::for_kernel(sm, threads, alloc.gpr_count, k.static_smem),
     );
 
+    let ctx = CtxBack::compute(&alloc.kernel, &CtxBackConfig::default()).summary();
     let plan = PreemptionPlan::compute(k, &opts.points);
     let preemption_points = plan
         .points
@@ -227,6 +244,14 @@ fn analyze_kernel(
                 0.0
             } else {
                 100.0 * (1.0 - live_bytes / baseline as f64)
+            },
+            words_per_thread: TechniqueWords {
+                baseline: ctx.baseline,
+                live: ctx.live,
+                cs_defer: ctx.cs_defer,
+                ctxback: ctx.ctxback,
+                ctxback_cs_defer: ctx.combined,
+                flashed_back_instructions: ctx.flashed_back,
             },
         },
         preemption_points,

@@ -514,6 +514,18 @@ fn analyze(args: AnalyzeArgs) -> Outcome {
                     "  register context per warp: BASELINE {} B, LIVE {:.0} B ({:.1}% less), LIVE divergent {:.0} B",
                     c.baseline_bytes_per_warp, c.live_bytes_per_warp, c.live_reduction_percent, c.live_divergent_bytes_per_warp
                 );
+                let w = &c.words_per_thread;
+                let pct = |x: f64| {
+                    if w.baseline > 0.0 {
+                        100.0 * (1.0 - x / w.baseline)
+                    } else {
+                        0.0
+                    }
+                };
+                println!(
+                    "  register words per thread at a preemption (avg over instructions): BASELINE {:.1}, LIVE {:.1} (-{:.1}%), CS-Defer {:.1} (-{:.1}%), CTXBack {:.1} (-{:.1}%), CTXBack+CS-Defer {:.1} (-{:.1}%)",
+                    w.baseline, w.live, pct(w.live), w.cs_defer, pct(w.cs_defer), w.ctxback, pct(w.ctxback), w.ctxback_cs_defer, pct(w.ctxback_cs_defer)
+                );
                 for p in &r.preemption_points {
                     println!(
                         "  {:<6} at pc{} ({}): {} live registers, {} divergent",

@@ -252,4 +252,15 @@ fn analyze_reports_registers_occupancy_points_and_context() {
         (allocated * 128 + k["registers"]["predicates"].as_u64().unwrap() * 4) as f64
     );
     assert!(k["occupancy"]["tbs_per_sm"].as_u64().unwrap() >= 1);
+    // Per-instruction techniques of ji-ctxback §V-A, in 32-bit words per thread: CTXBack
+    // never saves more than LIVE, and LIVE never more than every allocated register.
+    let w = &c["words_per_thread"];
+    let (b, l, x) = (
+        w["baseline"].as_f64().unwrap(),
+        w["live"].as_f64().unwrap(),
+        w["ctxback"].as_f64().unwrap(),
+    );
+    assert_eq!(b, allocated as f64, "{w}");
+    assert!(x <= l && l < b, "{w}");
+    assert!(w["flashed_back_instructions"].as_u64().unwrap() > 0, "{w}");
 }
