@@ -7,6 +7,9 @@
 //! * [`memory`]: global allocations with bounds, and the generic address windows.
 //! * [`host`]: allocate, copy, load PTX, launch.
 //! * [`config`], [`occupancy`]: GPU presets and the TB occupancy calculator.
+//! * [`timing`]: the cycle-level engine: TB dispatch by occupancy, warp schedulers,
+//!   scoreboard, functional units, and the `memsys` memory hierarchy; values stay real
+//!   because every issued instruction executes through [`exec::step`].
 
 pub mod alu;
 pub mod config;
@@ -16,6 +19,7 @@ pub mod func;
 pub mod host;
 pub mod memory;
 pub mod occupancy;
+pub mod timing;
 pub mod validate;
 
 pub use error::ExecError;

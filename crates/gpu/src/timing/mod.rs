@@ -1,0 +1,249 @@
+//! The cycle-level timing model: SMs with warp schedulers, a scoreboard and functional
+//! units, driving the memory-hierarchy model of the `memsys` crate, with a TB dispatcher
+//! bounded by occupancy (DESIGN.md §2, "Timing model").
+//!
+//! Values stay real: an instruction executes functionally ([`crate::exec::step`]) at the
+//! cycle it issues, so results are those of the functional core and the timing model only
+//! decides the order and the cycle of each issue (DESIGN.md §1.2). Atomics therefore happen
+//! in timing order, which may differ from the functional driver's order.
+//!
+//! * [`spec`]: the pipeline description (operation classes, latencies, intervals, units).
+//! * [`scheduler`]: the [`WarpScheduler`] trait and LRR, GTO and two-level policies.
+//! * [`stats`]: [`TimedStats`], per-scheduler stall reasons.
+//! * `sm`: one SM (issue, scoreboard, memory path); `barrier`: barrier bookkeeping.
+//!
+//! **One cycle** (core clock), in a fixed order so results are deterministic (DESIGN.md §1.5):
+//! completed memory accesses release their registers; every SM, in index order, runs its
+//! schedulers in index order, each issuing at most one warp instruction; barriers complete and
+//! finished TBs leave; each SM with a free TB slot receives at most one new TB (lowest linear
+//! index first, SMs in index order); the memory system advances to the next core edge.
+//!
+//! **Dispatch.** TBs per SM come from [`crate::occupancy::Occupancy::of`]. Registers per thread
+//! are [`TimingOptions::regs_per_thread`] when given, otherwise the kernel's virtual register
+//! count (`kernel.regs.len()`, predicates included) capped at the SM's
+//! `max_registers_per_thread` — a stand-in until register allocation feeds the physical count.
+//!
+//! **End of a launch.** When the last TB has finished, the memory system runs until every
+//! store is acknowledged; `cycles` includes that drain. Each launch starts with a fresh
+//! memory system (cold caches).
+
+mod barrier;
+pub mod scheduler;
+mod sm;
+pub mod spec;
+pub mod stats;
+
+use memsys::{Domain, MemConfig, MemorySystem};
+use serde::{Deserialize, Serialize};
+
+use crate::config::GpuConfig;
+use crate::error::ExecError;
+use crate::exec::LaunchCtx;
+use crate::memory::DeviceMemory;
+use crate::occupancy::{Occupancy, TbDemand};
+
+pub use scheduler::{AnyScheduler, Gto, Lrr, TwoLevel, WarpInfo, WarpScheduler};
+pub use spec::{OpClass, OpTiming, PipelineSpec, Unit};
+pub use stats::{SchedulerStats, SmStats, StallReason, TimedStats};
+
+use sm::{Env, Sm};
+
+/// Settings of a timed run that are not part of the GPU or memory configuration.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TimingOptions {
+    pub pipeline: PipelineSpec,
+    /// Registers per thread for occupancy (see the module documentation for the default).
+    pub regs_per_thread: Option<u32>,
+    /// A launch still running after this many core cycles is stopped with an error.
+    pub max_cycles: u64,
+    /// Warp instructions one launch may execute before it is stopped as a runaway.
+    pub instruction_limit: u64,
+}
+
+impl Default for TimingOptions {
+    fn default() -> Self {
+        TimingOptions {
+            pipeline: PipelineSpec::default(),
+            regs_per_thread: None,
+            max_cycles: 1 << 32,
+            instruction_limit: 1 << 36,
+        }
+    }
+}
+
+/// Why a timed launch failed.
+#[derive(Debug, thiserror::Error)]
+pub enum TimingError {
+    /// The kernel faulted, deadlocked or ran away (as on the functional core).
+    #[error(transparent)]
+    Exec(#[from] ExecError),
+    #[error(transparent)]
+    MemoryConfig(#[from] memsys::ConfigError),
+    /// Not even one TB fits on an SM.
+    #[error("kernel `{kernel}` does not fit on an SM of `{gpu}`: a TB of {threads} threads with {regs_per_thread} registers per thread and {smem} bytes of shared memory")]
+    DoesNotFit {
+        kernel: String,
+        gpu: String,
+        threads: u32,
+        regs_per_thread: u32,
+        smem: u32,
+    },
+    #[error("kernel `{kernel}` did not finish within {limit} cycles")]
+    CycleLimit { kernel: String, limit: u64 },
+}
+
+/// A GPU with a timing model: the SM configuration, the memory hierarchy and the options.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TimedGpu {
+    pub gpu: GpuConfig,
+    pub memory: MemConfig,
+    pub options: TimingOptions,
+}
+
+impl TimedGpu {
+    /// Runs one launch to completion; see [`run_timed`].
+    pub fn launch(
+        &self,
+        ctx: &LaunchCtx<'_>,
+        mem: &mut DeviceMemory,
+    ) -> Result<TimedStats, TimingError> {
+        run_timed(ctx, mem, &self.gpu, self.memory.clone(), &self.options)
+    }
+}
+
+/// Runs every TB of a launch on the timed GPU, updating `mem` exactly as the functional core
+/// would (up to the order of atomics). The memory system's SM count and core clock are taken
+/// from `gpu`.
+pub fn run_timed(
+    ctx: &LaunchCtx<'_>,
+    mem: &mut DeviceMemory,
+    gpu: &GpuConfig,
+    mut memcfg: MemConfig,
+    opts: &TimingOptions,
+) -> Result<TimedStats, TimingError> {
+    let kernel = &ctx.kernel.name;
+    memcfg.num_sms = gpu.sm.count as usize;
+    memcfg.clocks.core_mhz = gpu.sm.clock_mhz;
+    let mut memsys = MemorySystem::new(memcfg.clone())?;
+
+    let res = &gpu.sm.resources;
+    let regs = opts
+        .regs_per_thread
+        .unwrap_or_else(|| (ctx.kernel.regs.len() as u32).min(res.max_registers_per_thread.max(1)));
+    let demand = TbDemand::for_kernel(res, ctx.threads_per_tb(), regs, ctx.smem_size);
+    let occ = Occupancy::of(res, &demand);
+    if occ.tbs_per_sm == 0 {
+        return Err(TimingError::DoesNotFit {
+            kernel: kernel.clone(),
+            gpu: gpu.name.clone(),
+            threads: ctx.threads_per_tb(),
+            regs_per_thread: regs,
+            smem: ctx.smem_size,
+        });
+    }
+    let warps_per_tb = ctx.warps_per_tb();
+    let mut sms: Vec<Sm> = (0..gpu.sm.count)
+        .map(|i| {
+            let scheds = (0..gpu.sm.warp_schedulers)
+                .map(|_| AnyScheduler::new(gpu.sm.scheduler, opts.pipeline.two_level_active))
+                .collect();
+            Sm::new(i, occ.tbs_per_sm, warps_per_tb, scheds)
+        })
+        .collect();
+    let mut env = Env {
+        ctx,
+        spec: &opts.pipeline,
+        memcfg: &memcfg,
+        frame_words: u64::from(ctx.kernel.local_size.div_ceil(4)),
+        global_loads: 0,
+        load_latency: 0,
+        shared_accesses: 0,
+        shared_passes: 0,
+        warp_instructions: 0,
+        thread_instructions: 0,
+    };
+
+    let total = ctx.num_tbs();
+    let mut next_tb = 0u64;
+    let mut resident = 0u64;
+    let core_step = |m: &mut MemorySystem| while !m.tick().contains(Domain::Core) {};
+    let last_tb_cycle = loop {
+        let now = memsys.core_cycle();
+        for sm in &mut sms {
+            sm.complete(&mut memsys, &mut env, now);
+        }
+        for sm in &mut sms {
+            sm.issue(&mut env, &mut memsys, mem, now)?;
+        }
+        if env.warp_instructions > opts.instruction_limit {
+            return Err(ExecError::InstructionLimit {
+                kernel: kernel.clone(),
+                limit: opts.instruction_limit,
+            }
+            .into());
+        }
+        for sm in &mut sms {
+            resident -= u64::from(sm.retire(ctx)?);
+        }
+        for sm in &mut sms {
+            if next_tb < total && sm.has_free_tb_slot() {
+                sm.dispatch(ctx, next_tb);
+                next_tb += 1;
+                resident += 1;
+            }
+        }
+        if next_tb == total && resident == 0 && sms.iter().all(|s| !s.has_backlog()) {
+            break now;
+        }
+        if now >= opts.max_cycles {
+            return Err(TimingError::CycleLimit {
+                kernel: kernel.clone(),
+                limit: opts.max_cycles,
+            });
+        }
+        core_step(&mut memsys);
+    };
+    // Drain stores (their completions carry no tag and are dropped).
+    loop {
+        for sm in &mut sms {
+            let now = memsys.core_cycle();
+            sm.complete(&mut memsys, &mut env, now);
+        }
+        if memsys.is_idle() {
+            break;
+        }
+        core_step(&mut memsys);
+    }
+
+    let cycles = memsys.core_cycle().max(1);
+    let mut schedulers = SchedulerStats::default();
+    for sm in &sms {
+        for s in &sm.stats.schedulers {
+            schedulers.add(s);
+        }
+    }
+    Ok(TimedStats {
+        kernel: kernel.clone(),
+        cycles,
+        cycles_to_last_tb: last_tb_cycle,
+        tbs: total,
+        warps: total * u64::from(warps_per_tb),
+        warp_instructions: env.warp_instructions,
+        thread_instructions: env.thread_instructions,
+        ipc: env.warp_instructions as f64 / cycles as f64,
+        tbs_per_sm: occ.tbs_per_sm,
+        regs_per_thread: regs,
+        global_loads: env.global_loads,
+        mean_load_latency: if env.global_loads == 0 {
+            0.0
+        } else {
+            env.load_latency as f64 / env.global_loads as f64
+        },
+        shared_accesses: env.shared_accesses,
+        shared_passes: env.shared_passes,
+        schedulers,
+        sms: sms.into_iter().map(|s| s.stats).collect(),
+        memory: memsys.stats(),
+    })
+}

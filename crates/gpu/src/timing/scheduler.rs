@@ -1,0 +1,248 @@
+//! Warp schedulers: each cycle, every scheduler of an SM ranks its warps and the SM issues
+//! the first one, in that order, that can issue.
+//!
+//! * [`Lrr`] — loose round robin: start with the warp after the one that issued last
+//!   (GPGPU-Sim `lrr`; papers/lin-lightweight Table I).
+//! * [`Gto`] — greedy then oldest: keep issuing the same warp until it stalls, then the
+//!   oldest (earliest dispatched) warp (Rogers et al., MICRO 2012; GPGPU-Sim `gto`).
+//! * [`TwoLevel`] — an active set of `n` warps ranked round-robin; a warp that waits on a
+//!   memory result (or at a barrier, so the set cannot fill with warps waiting for pending
+//!   ones) leaves the set and the oldest pending warp takes its place
+//!   (Narasiman et al., MICRO 2011; GPGPU-Sim `two_level_active`).
+
+use crate::config::SchedulerPolicy;
+
+/// A warp as a scheduler sees it: hardware-visible facts only, never values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WarpInfo {
+    /// The warp's slot in the SM (stable while the warp is resident).
+    pub slot: u32,
+    /// Dispatch order of the warp on this SM (smaller = older).
+    pub age: u64,
+    /// The warp waits for something long: an outstanding memory access its next instruction
+    /// needs, or a barrier.
+    pub long_wait: bool,
+}
+
+/// A warp-scheduling policy.
+///
+/// **Contract:** `order` receives the scheduler's resident, unfinished warps sorted by slot
+/// and writes into `order` (cleared first) the slots it is willing to issue this cycle,
+/// highest priority first, each at most once; it may leave warps out (a two-level scheduler
+/// hides its pending set). It may keep state between cycles but must be deterministic: the
+/// same sequence of calls gives the same orders. It sees no register values and cannot change
+/// any warp; whether a warp can actually issue (scoreboard, units, memory) is decided by the
+/// SM, which calls `issued` for the one warp that did, at most once per cycle.
+pub trait WarpScheduler {
+    fn order(&mut self, warps: &[WarpInfo], order: &mut Vec<u32>);
+    fn issued(&mut self, slot: u32);
+}
+
+/// Loose round robin.
+#[derive(Clone, Debug, Default)]
+pub struct Lrr {
+    last: Option<u32>,
+}
+
+impl WarpScheduler for Lrr {
+    fn order(&mut self, warps: &[WarpInfo], order: &mut Vec<u32>) {
+        order.clear();
+        let start = match self.last {
+            Some(l) => warps.iter().position(|w| w.slot > l).unwrap_or(0),
+            None => 0,
+        };
+        order.extend(warps[start..].iter().map(|w| w.slot));
+        order.extend(warps[..start].iter().map(|w| w.slot));
+    }
+
+    fn issued(&mut self, slot: u32) {
+        self.last = Some(slot);
+    }
+}
+
+/// Greedy then oldest.
+#[derive(Clone, Debug, Default)]
+pub struct Gto {
+    last: Option<u32>,
+}
+
+impl WarpScheduler for Gto {
+    fn order(&mut self, warps: &[WarpInfo], order: &mut Vec<u32>) {
+        order.clear();
+        if let Some(l) = self.last {
+            if warps.iter().any(|w| w.slot == l) {
+                order.push(l);
+            }
+        }
+        let first = order.first().copied();
+        // Oldest first; slots break ties. At most a few dozen warps: a simple selection pass
+        // avoids allocating a sorted copy.
+        let mut prev: Option<(u64, u32)> = None;
+        loop {
+            let next = warps
+                .iter()
+                .filter(|w| Some(w.slot) != first)
+                .map(|w| (w.age, w.slot))
+                .filter(|k| prev.is_none_or(|p| *k > p))
+                .min();
+            match next {
+                Some(k) => {
+                    order.push(k.1);
+                    prev = Some(k);
+                }
+                None => break,
+            }
+        }
+    }
+
+    fn issued(&mut self, slot: u32) {
+        self.last = Some(slot);
+    }
+}
+
+/// Two-level scheduling with an active set of `size` warps.
+#[derive(Clone, Debug)]
+pub struct TwoLevel {
+    size: usize,
+    active: Vec<u32>,
+    lrr: Lrr,
+}
+
+impl TwoLevel {
+    pub fn new(size: u32) -> Self {
+        TwoLevel {
+            size: size.max(1) as usize,
+            active: Vec::with_capacity(size.max(1) as usize),
+            lrr: Lrr::default(),
+        }
+    }
+}
+
+impl WarpScheduler for TwoLevel {
+    fn order(&mut self, warps: &[WarpInfo], order: &mut Vec<u32>) {
+        // Demote warps that left the SM or wait on memory.
+        self.active.retain(|s| {
+            warps
+                .iter()
+                .find(|w| w.slot == *s)
+                .is_some_and(|w| !w.long_wait)
+        });
+        // Refill from the pending warps, oldest first.
+        while self.active.len() < self.size {
+            let next = warps
+                .iter()
+                .filter(|w| !w.long_wait && !self.active.contains(&w.slot))
+                .min_by_key(|w| (w.age, w.slot));
+            match next {
+                Some(w) => self.active.push(w.slot),
+                None => break,
+            }
+        }
+        self.active.sort_unstable();
+        order.clear();
+        let start = match self.lrr.last {
+            Some(l) => self.active.iter().position(|&s| s > l).unwrap_or(0),
+            None => 0,
+        };
+        order.extend_from_slice(&self.active[start..]);
+        order.extend_from_slice(&self.active[..start]);
+    }
+
+    fn issued(&mut self, slot: u32) {
+        self.lrr.issued(slot);
+    }
+}
+
+/// The configured policies, dispatched without a virtual call on the issue path.
+#[derive(Clone, Debug)]
+pub enum AnyScheduler {
+    Lrr(Lrr),
+    Gto(Gto),
+    TwoLevel(TwoLevel),
+}
+
+impl AnyScheduler {
+    /// A fresh scheduler for `policy`; `active` is the two-level active-set size.
+    pub fn new(policy: SchedulerPolicy, active: u32) -> Self {
+        match policy {
+            SchedulerPolicy::Lrr => AnyScheduler::Lrr(Lrr::default()),
+            SchedulerPolicy::Gto => AnyScheduler::Gto(Gto::default()),
+            SchedulerPolicy::TwoLevel => AnyScheduler::TwoLevel(TwoLevel::new(active)),
+        }
+    }
+}
+
+impl WarpScheduler for AnyScheduler {
+    fn order(&mut self, warps: &[WarpInfo], order: &mut Vec<u32>) {
+        match self {
+            AnyScheduler::Lrr(s) => s.order(warps, order),
+            AnyScheduler::Gto(s) => s.order(warps, order),
+            AnyScheduler::TwoLevel(s) => s.order(warps, order),
+        }
+    }
+
+    fn issued(&mut self, slot: u32) {
+        match self {
+            AnyScheduler::Lrr(s) => s.issued(slot),
+            AnyScheduler::Gto(s) => s.issued(slot),
+            AnyScheduler::TwoLevel(s) => s.issued(slot),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn warps(slots: &[(u32, u64, bool)]) -> Vec<WarpInfo> {
+        slots
+            .iter()
+            .map(|&(slot, age, long_wait)| WarpInfo {
+                slot,
+                age,
+                long_wait,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn lrr_rotates_after_the_last_issued() {
+        let w = warps(&[(0, 0, false), (2, 1, false), (4, 2, false)]);
+        let mut s = Lrr::default();
+        let mut o = Vec::new();
+        s.order(&w, &mut o);
+        assert_eq!(o, [0, 2, 4]);
+        s.issued(2);
+        s.order(&w, &mut o);
+        assert_eq!(o, [4, 0, 2]);
+        s.issued(4);
+        s.order(&w, &mut o);
+        assert_eq!(o, [0, 2, 4]);
+    }
+
+    #[test]
+    fn gto_keeps_the_greedy_warp_then_oldest() {
+        let w = warps(&[(0, 5, false), (2, 1, false), (4, 3, false)]);
+        let mut s = Gto::default();
+        let mut o = Vec::new();
+        s.order(&w, &mut o);
+        assert_eq!(o, [2, 4, 0]);
+        s.issued(0);
+        s.order(&w, &mut o);
+        assert_eq!(o, [0, 2, 4]);
+    }
+
+    #[test]
+    fn two_level_hides_pending_warps() {
+        let w = warps(&[(0, 0, false), (1, 1, true), (2, 2, false), (3, 3, false)]);
+        let mut s = TwoLevel::new(2);
+        let mut o = Vec::new();
+        s.order(&w, &mut o);
+        assert_eq!(o, [0, 2]);
+        let w = warps(&[(0, 0, true), (1, 1, false), (2, 2, false), (3, 3, false)]);
+        s.issued(0);
+        s.order(&w, &mut o);
+        // Warp 0 waits on memory: the oldest ready pending warp (1) takes its place.
+        assert_eq!(o, [1, 2]);
+    }
+}

@@ -1,0 +1,725 @@
+//! One SM: resident TBs and warps, warp schedulers, the scoreboard, functional units, and
+//! the issue of one instruction per scheduler per cycle.
+//!
+//! **Issue.** Each cycle every scheduler ranks its warps ([`super::scheduler`]) and issues the
+//! first that can: not finished, not waiting at a barrier, none of its next instruction's
+//! source or destination registers pending (RAW and WAW through a per-register ready cycle),
+//! and its unit free (initiation interval). Issuing executes the instruction functionally
+//! ([`crate::exec::step`]) at once, so every value is real; timing only decides *when*.
+//!
+//! **Memory.** The per-lane addresses of a memory instruction are computed from the warp's
+//! registers *before* it executes (they are the addresses `step` will use). Global, local and
+//! constant accesses are coalesced and offered to the memory system, which accepts or refuses
+//! the whole access; a refused access does not issue (a memory stall) and is retried. A load
+//! or atomic keeps its destination registers pending until the memory system reports the
+//! access complete; stores and reductions are fire-and-forget (they still occupy the L1 port,
+//! MSHRs, the interconnect and DRAM). Shared-memory accesses take the shared latency plus one
+//! cycle per extra bank-conflict pass and hold the LD/ST unit one cycle per pass. Parameter
+//! loads take the constant cache's hit latency.
+//!
+//! **Local memory** has no address in device memory; for the memory system a thread's local
+//! word `w` of warp `g` (global warp index) lane `l` is placed at
+//! `LOCAL_WINDOW + ((g × frame_words + w) × 32 + l) × 4`, interleaved by lane as CUDA lays out
+//! local memory, so a warp reading one local variable touches one line.
+//!
+//! Simplifications (documented, not hidden): no instruction fetch/decode or i-cache, no
+//! operand collector or register-bank conflicts, one issue per scheduler per cycle (no dual
+//! issue), a generic access is classified by its first active lane's window, shared-memory
+//! atomics cost their bank-conflict passes only, fences do not wait for outstanding stores.
+
+use kir::inst::{Inst, Op, Operand, Space, MAX_DSTS};
+use kir::{Id, Reg};
+use memsys::{
+    coalesce::shared_bank_conflicts_with, coalesce_into, AccessKind, LineRequest, MemAccess,
+    MemConfig, MemorySystem, Priority,
+};
+
+use super::barrier::Barriers;
+use super::scheduler::{AnyScheduler, WarpInfo, WarpScheduler};
+use super::spec::{OpClass, PipelineSpec, Unit};
+use super::stats::{SmStats, StallReason};
+use crate::error::{ExecError, WaitingWarp};
+use crate::exec::{step, BarrierArrival, LaunchCtx, StackEntry, Step, TbView, Warp, WARP_SIZE};
+use crate::memory::{self, DeviceMemory, Window};
+
+/// A register waiting for a memory access (released by its completion).
+const MEM_PENDING: u64 = u64::MAX;
+/// Tag of accesses whose completion nobody waits for.
+const NO_TAG: u64 = u64::MAX;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum WarpStatus {
+    Ready,
+    Waiting(BarrierArrival),
+    Done,
+}
+
+/// A resident warp.
+pub(super) struct WarpSlot {
+    pub warp: Warp,
+    /// The TB slot it belongs to.
+    pub tb: u32,
+    pub status: WarpStatus,
+    /// Per register: the first cycle at which it may be read or written again
+    /// ([`MEM_PENDING`] while a load fills it).
+    ready_at: Vec<u64>,
+    /// Loads and atomics in flight.
+    outstanding: u32,
+    age: u64,
+}
+
+/// A resident TB.
+pub(super) struct TbSlot {
+    linear: u64,
+    ctaid: [u32; 3],
+    shared: Vec<u8>,
+    slots: Vec<u32>,
+    bars: Barriers,
+}
+
+struct PendingLoad {
+    slot: u32,
+    regs: [Option<Reg>; MAX_DSTS],
+    /// Parts of the access still in flight (see [`Backlog`]).
+    parts: u32,
+}
+
+/// The rest of a warp access too large for the memory system to accept at once. The memory
+/// system takes an access whole or not at all, and an access needs an interconnect input-queue
+/// slot (and possibly an MSHR) per line, so a scattered warp access (up to 32 lines) is split
+/// into parts of at most `chunk` lines. The instruction executes when its first part is
+/// accepted; the LD/ST unit then offers one further part per cycle until none is left, and
+/// accepts no other instruction meanwhile (GPGPU-Sim's LD/ST unit likewise serves one
+/// instruction's requests over several cycles).
+struct Backlog {
+    kind: AccessKind,
+    space: memsys::Space,
+    tag: u64,
+    lines: Vec<LineRequest>,
+    next: usize,
+}
+
+/// Launch-wide facts and counters the SMs share.
+pub(super) struct Env<'a, 'c> {
+    pub ctx: &'a LaunchCtx<'c>,
+    pub spec: &'a PipelineSpec,
+    pub memcfg: &'a MemConfig,
+    /// Local memory frame in 4-byte words.
+    pub frame_words: u64,
+    pub global_loads: u64,
+    pub load_latency: u64,
+    pub shared_accesses: u64,
+    pub shared_passes: u64,
+    pub warp_instructions: u64,
+    pub thread_instructions: u64,
+}
+
+/// Whether a warp can issue this cycle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Check {
+    Ready,
+    Blocked(StallReason),
+    /// The warp has no more instructions (its stack emptied without an `exit` reporting it).
+    Finished,
+}
+
+/// What a memory instruction does beyond the functional step.
+enum MemPlan {
+    /// Not a memory access (or no active lane): fixed class latency.
+    None,
+    /// Issued to the memory system; `pending` when the destinations wait for completion.
+    System { pending: bool },
+    /// Fixed latency and LD/ST-unit occupancy.
+    Fixed { latency: u64, busy: u64 },
+}
+
+pub(super) struct Sm {
+    id: u32,
+    warps: Vec<Option<WarpSlot>>,
+    tbs: Vec<Option<TbSlot>>,
+    warps_per_tb: u32,
+    scheds: Vec<AnyScheduler>,
+    sp_free: Vec<u64>,
+    sfu_free: u64,
+    ldst_free: u64,
+    pending: Vec<Option<PendingLoad>>,
+    free_pending: Vec<u32>,
+    backlog: Option<Backlog>,
+    next_age: u64,
+    // Scratch, reused every cycle.
+    infos: Vec<WarpInfo>,
+    checks: Vec<Check>,
+    order: Vec<u32>,
+    addrs: [Option<u64>; WARP_SIZE],
+    lines: Vec<LineRequest>,
+    pub stats: SmStats,
+}
+
+/// The entry `step` will execute next: the stack top after reconvergence pops (finished and
+/// reconverged entries), computed without changing the warp.
+fn effective_top(w: &Warp) -> Option<StackEntry> {
+    w.stack
+        .iter()
+        .rev()
+        .find(|e| e.mask != 0 && e.pc != e.rpc)
+        .copied()
+}
+
+/// Lanes of `mask` for which the instruction's guard holds.
+fn exec_mask(inst: &Inst, w: &Warp, mask: u32) -> u32 {
+    match inst.guard {
+        None => mask,
+        Some(g) => {
+            let base = g.reg.index() * WARP_SIZE;
+            let mut m = 0u32;
+            let mut rest = mask;
+            while rest != 0 {
+                let l = rest.trailing_zeros() as usize;
+                rest &= rest - 1;
+                if (w.regs[base + l] != 0) != g.negated {
+                    m |= 1 << l;
+                }
+            }
+            m
+        }
+    }
+}
+
+/// The most lines one part of a warp access may have: what the memory system can accept from
+/// an otherwise idle SM (one request-network input slot per line; one MSHR per missing line).
+fn chunk_lines(cfg: &MemConfig, space: memsys::Space, kind: AccessKind) -> usize {
+    let mut c = cfg.icnt_request.input_buffer;
+    if kind == AccessKind::Load {
+        let mshrs = if space == memsys::Space::Const {
+            cfg.const_cache.mshr_entries
+        } else {
+            cfg.l1.mshr_entries
+        };
+        c = c.min(mshrs as usize);
+    }
+    c.max(1)
+}
+
+impl Sm {
+    pub(super) fn new(
+        id: u32,
+        tbs_per_sm: u32,
+        warps_per_tb: u32,
+        schedulers: Vec<AnyScheduler>,
+    ) -> Sm {
+        let n_warps = (tbs_per_sm * warps_per_tb) as usize;
+        let n_sched = schedulers.len();
+        Sm {
+            id,
+            warps: (0..n_warps).map(|_| None).collect(),
+            tbs: (0..tbs_per_sm).map(|_| None).collect(),
+            warps_per_tb,
+            scheds: schedulers,
+            sp_free: vec![0; n_sched],
+            sfu_free: 0,
+            ldst_free: 0,
+            pending: Vec::new(),
+            free_pending: Vec::new(),
+            backlog: None,
+            next_age: 0,
+            infos: Vec::with_capacity(n_warps),
+            checks: vec![Check::Ready; n_warps],
+            order: Vec::with_capacity(n_warps),
+            addrs: [None; WARP_SIZE],
+            lines: Vec::with_capacity(64),
+            stats: SmStats {
+                schedulers: vec![Default::default(); n_sched],
+                ..Default::default()
+            },
+        }
+    }
+
+    pub(super) fn has_free_tb_slot(&self) -> bool {
+        self.tbs.iter().any(Option::is_none)
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.tbs.iter().all(Option::is_none)
+    }
+
+    /// Places TB `linear` in a free TB slot (the caller checked there is one). TB slot `k`
+    /// owns warp slots `k × warps_per_tb ..`; warp slot `s` belongs to scheduler `s mod n`.
+    pub(super) fn dispatch(&mut self, ctx: &LaunchCtx<'_>, linear: u64) {
+        let k = self
+            .tbs
+            .iter()
+            .position(Option::is_none)
+            .expect("caller checked for a free TB slot");
+        let first = k as u32 * self.warps_per_tb;
+        let slots: Vec<u32> = (first..first + self.warps_per_tb).collect();
+        for (i, &s) in slots.iter().enumerate() {
+            self.warps[s as usize] = Some(WarpSlot {
+                warp: Warp::new(ctx, i as u32),
+                tb: k as u32,
+                status: WarpStatus::Ready,
+                ready_at: vec![0; ctx.kernel.regs.len()],
+                outstanding: 0,
+                age: self.next_age,
+            });
+            self.next_age += 1;
+        }
+        self.tbs[k] = Some(TbSlot {
+            linear,
+            ctaid: ctx.ctaid(linear),
+            shared: vec![0; ctx.smem_size as usize],
+            slots,
+            bars: Barriers::default(),
+        });
+        self.stats.tbs += 1;
+    }
+
+    /// Releases the registers of completed accesses.
+    pub(super) fn complete(&mut self, memsys: &mut MemorySystem, env: &mut Env, now: u64) {
+        while let Some(c) = memsys.pop_completed(self.id as usize) {
+            if c.tag == NO_TAG {
+                continue;
+            }
+            env.global_loads += 1;
+            env.load_latency += c.latency();
+            let p = self.pending[c.tag as usize]
+                .as_mut()
+                .expect("completion of a pending load");
+            p.parts -= 1;
+            if p.parts > 0 {
+                continue;
+            }
+            let p = self.pending[c.tag as usize].take().expect("checked above");
+            self.free_pending.push(c.tag as u32);
+            let w = self.warps[p.slot as usize]
+                .as_mut()
+                .expect("a warp with loads in flight stays resident");
+            for r in p.regs.iter().flatten() {
+                w.ready_at[r.index()] = now;
+            }
+            w.outstanding -= 1;
+        }
+    }
+
+    /// One cycle of every warp scheduler.
+    pub(super) fn issue(
+        &mut self,
+        env: &mut Env,
+        memsys: &mut MemorySystem,
+        mem: &mut DeviceMemory,
+        now: u64,
+    ) -> Result<(), ExecError> {
+        if !self.is_empty() {
+            self.stats.active_cycles += 1;
+        }
+        self.drain_backlog(env, memsys);
+        let n = self.scheds.len();
+        for s in 0..n {
+            self.infos.clear();
+            let mut best: Option<StallReason> = None;
+            for slot in (s..self.warps.len()).step_by(n) {
+                let age = match &self.warps[slot] {
+                    Some(w) if w.status != WarpStatus::Done => w.age,
+                    _ => continue,
+                };
+                let c = self.check(env, slot, s, now);
+                self.checks[slot] = c;
+                match c {
+                    Check::Finished => {
+                        self.warps[slot].as_mut().expect("resident").status = WarpStatus::Done;
+                        continue;
+                    }
+                    Check::Blocked(r) => best = best.max(Some(r)),
+                    Check::Ready => {}
+                }
+                self.infos.push(WarpInfo {
+                    slot: slot as u32,
+                    age,
+                    long_wait: matches!(
+                        c,
+                        Check::Blocked(StallReason::Memory | StallReason::Barrier)
+                    ),
+                });
+            }
+            self.scheds[s].order(&self.infos, &mut self.order);
+            let mut issued = false;
+            for i in 0..self.order.len() {
+                let slot = self.order[i] as usize;
+                match self.checks[slot] {
+                    Check::Blocked(_) | Check::Finished => {}
+                    Check::Ready => match self.try_issue(env, memsys, mem, slot, s, now)? {
+                        Ok(()) => {
+                            self.scheds[s].issued(slot as u32);
+                            issued = true;
+                            break;
+                        }
+                        Err(r) => best = best.max(Some(r)),
+                    },
+                }
+            }
+            let st = &mut self.stats.schedulers[s];
+            if issued {
+                st.issued += 1;
+            } else {
+                st.stall(best.unwrap_or(StallReason::NoWarp));
+            }
+        }
+        Ok(())
+    }
+
+    fn check(&self, env: &Env, slot: usize, sched: usize, now: u64) -> Check {
+        let w = self.warps[slot].as_ref().expect("resident");
+        if let WarpStatus::Waiting(_) = w.status {
+            return Check::Blocked(StallReason::Barrier);
+        }
+        let Some(top) = effective_top(&w.warp) else {
+            return Check::Finished;
+        };
+        let inst = &env.ctx.kernel.insts.as_slice()[top.pc as usize];
+        let mut scoreboard = false;
+        for r in inst.uses().chain(inst.defs()) {
+            let t = w.ready_at[r.index()];
+            if t == MEM_PENDING {
+                return Check::Blocked(StallReason::Memory);
+            }
+            scoreboard |= t > now;
+        }
+        if scoreboard {
+            return Check::Blocked(StallReason::Scoreboard);
+        }
+        let free = match OpClass::of(inst).unit() {
+            Unit::Sp => self.sp_free[sched],
+            Unit::Sfu => self.sfu_free,
+            Unit::LdSt if self.backlog.is_some() => MEM_PENDING,
+            Unit::LdSt => self.ldst_free,
+        };
+        if free > now {
+            return Check::Blocked(StallReason::PipelineBusy);
+        }
+        Check::Ready
+    }
+
+    /// Issues the next instruction of the warp in `slot` (its check said ready). The outer
+    /// error is a functional fault; the inner one a memory-system refusal (nothing happened).
+    fn try_issue(
+        &mut self,
+        env: &mut Env,
+        memsys: &mut MemorySystem,
+        mem: &mut DeviceMemory,
+        slot: usize,
+        sched: usize,
+        now: u64,
+    ) -> Result<Result<(), StallReason>, ExecError> {
+        let ctx = env.ctx;
+        let mut ws = self.warps[slot].take().expect("resident");
+        let top = effective_top(&ws.warp).expect("checked ready");
+        let inst = &ctx.kernel.insts.as_slice()[top.pc as usize];
+        let exec = exec_mask(inst, &ws.warp, top.mask);
+        let class = OpClass::of(inst);
+        let plan = if class == OpClass::Mem && exec != 0 {
+            let linear = self.tbs[ws.tb as usize]
+                .as_ref()
+                .expect("resident TB")
+                .linear;
+            match self.plan_memory(env, memsys, &ws, linear, inst, exec, slot) {
+                Ok(p) => p,
+                Err(r) => {
+                    self.warps[slot] = Some(ws);
+                    return Ok(Err(r));
+                }
+            }
+        } else {
+            MemPlan::None
+        };
+
+        let before = (ws.warp.executed, ws.warp.thread_executed);
+        let tb = self.tbs[ws.tb as usize].as_mut().expect("resident TB");
+        let mut view = TbView {
+            ctaid: tb.ctaid,
+            shared: &mut tb.shared,
+            sm: self.id,
+        };
+        let result = step(ctx, &mut view, &mut ws.warp, mem);
+        let result = match result {
+            Ok(r) => r,
+            Err(e) => {
+                self.warps[slot] = Some(ws);
+                return Err(e);
+            }
+        };
+        match result {
+            Step::Executed => {}
+            Step::Barrier(a) => {
+                tb.bars.arrive(&a);
+                if a.wait {
+                    ws.status = WarpStatus::Waiting(a);
+                }
+            }
+            Step::Done => ws.status = WarpStatus::Done,
+        }
+        env.warp_instructions += ws.warp.executed - before.0;
+        env.thread_instructions += ws.warp.thread_executed - before.1;
+        self.stats.warp_instructions += ws.warp.executed - before.0;
+
+        let timing = env.spec.timing(class);
+        let (ready, busy) = match plan {
+            MemPlan::None => (now + u64::from(timing.latency.max(1)), timing.interval),
+            MemPlan::System { pending: true } => {
+                ws.outstanding += 1;
+                (MEM_PENDING, timing.interval)
+            }
+            MemPlan::System { pending: false } => (now + 1, timing.interval),
+            MemPlan::Fixed { latency, busy } => (now + latency.max(1), busy as u32),
+        };
+        for r in inst.defs() {
+            ws.ready_at[r.index()] = ready;
+        }
+        let until = now + u64::from(busy.max(1));
+        match class.unit() {
+            Unit::Sp => self.sp_free[sched] = until,
+            Unit::Sfu => self.sfu_free = until,
+            Unit::LdSt => self.ldst_free = until,
+        }
+        self.warps[slot] = Some(ws);
+        Ok(Ok(()))
+    }
+
+    /// Computes the lane addresses of a memory instruction and offers it to the memory
+    /// system (global/local/const) or prices it (shared, param).
+    fn plan_memory(
+        &mut self,
+        env: &mut Env,
+        memsys: &mut MemorySystem,
+        ws: &WarpSlot,
+        tb_linear: u64,
+        inst: &Inst,
+        exec: u32,
+        slot: usize,
+    ) -> Result<MemPlan, StallReason> {
+        let ctx = env.ctx;
+        let (space, ty, vec, offset, kind) = match inst.op {
+            Op::Ld {
+                space,
+                ty,
+                vec,
+                offset,
+                ..
+            } => (space, ty, vec, offset, AccessKind::Load),
+            Op::St {
+                space,
+                ty,
+                vec,
+                offset,
+            } => (space, ty, vec, offset, AccessKind::Store),
+            Op::Atom {
+                space, ty, offset, ..
+            }
+            | Op::Red {
+                space, ty, offset, ..
+            } => (space, ty, 1, offset, AccessKind::Atomic),
+            _ => return Ok(MemPlan::None),
+        };
+        let bytes = ty.size() * u32::from(vec.max(1));
+        let regs = &ws.warp.regs;
+        let base = inst.srcs[0];
+        let read = |l: usize| -> u64 {
+            let b = match base {
+                Operand::Reg(r) => regs[r.index() * WARP_SIZE + l],
+                Operand::Imm(v) => v,
+                Operand::GlobalAddr(g, off) => ctx.global_addrs[g.index()].wrapping_add(off as u64),
+                _ => 0,
+            };
+            b.wrapping_add(offset as i64 as u64)
+        };
+        let first = exec.trailing_zeros() as usize;
+        // The space the access goes to, and how a lane's address maps into it.
+        let resolved = match space {
+            Space::Generic => match memory::window(read(first)) {
+                Window::Global(_) => Space::Global,
+                Window::Shared(_) => Space::Shared,
+                Window::Local(_) => Space::Local,
+                Window::Param(_) => Space::Param,
+            },
+            s => s,
+        };
+        let strip = |a: u64| -> u64 {
+            if space == Space::Generic {
+                match memory::window(a) {
+                    Window::Global(x) | Window::Shared(x) | Window::Local(x) | Window::Param(x) => {
+                        x
+                    }
+                }
+            } else {
+                a
+            }
+        };
+        let gwarp = tb_linear * u64::from(self.warps_per_tb) + u64::from(ws.warp.index);
+        for l in 0..WARP_SIZE {
+            self.addrs[l] = if exec & (1 << l) != 0 {
+                let a = strip(read(l));
+                Some(match resolved {
+                    Space::Local => {
+                        let word = gwarp * env.frame_words + a / 4;
+                        memory::LOCAL_WINDOW + (word * WARP_SIZE as u64 + l as u64) * 4 + a % 4
+                    }
+                    _ => a,
+                })
+            } else {
+                None
+            };
+        }
+        match resolved {
+            Space::Shared => {
+                let sh = &env.memcfg.shared;
+                let passes =
+                    shared_bank_conflicts_with(&self.addrs, bytes, sh.banks, sh.bank_bytes);
+                env.shared_accesses += 1;
+                env.shared_passes += u64::from(passes);
+                Ok(MemPlan::Fixed {
+                    latency: sh.access_cycles(passes),
+                    busy: u64::from(passes.max(1)) * u64::from(env.spec.ldst_interval.max(1)),
+                })
+            }
+            Space::Param => Ok(MemPlan::Fixed {
+                latency: env.memcfg.const_cache.hit_latency,
+                busy: u64::from(env.spec.ldst_interval.max(1)),
+            }),
+            Space::Global | Space::Const | Space::Local => {
+                let msp = match resolved {
+                    Space::Const => memsys::Space::Const,
+                    Space::Local => memsys::Space::Local,
+                    _ => memsys::Space::Global,
+                };
+                coalesce_into(&self.addrs, bytes, env.memcfg.line_bytes, &mut self.lines);
+                let waits = kind != AccessKind::Store
+                    && matches!(inst.op, Op::Ld { .. } | Op::Atom { .. })
+                    && inst.defs().next().is_some();
+                let tag = if waits {
+                    self.free_pending
+                        .last()
+                        .map_or(self.pending.len() as u64, |&t| u64::from(t))
+                } else {
+                    NO_TAG
+                };
+                let chunk = chunk_lines(env.memcfg, msp, kind);
+                let first = self.lines.len().min(chunk);
+                let access = MemAccess {
+                    kind,
+                    space: msp,
+                    priority: Priority::Normal,
+                    lines: self.lines[..first].to_vec(),
+                    tag,
+                };
+                memsys
+                    .issue(self.id as usize, access)
+                    .map_err(|_| StallReason::Memory)?;
+                let parts = self.lines.len().div_ceil(chunk).max(1) as u32;
+                if parts > 1 {
+                    self.backlog = Some(Backlog {
+                        kind,
+                        space: msp,
+                        tag,
+                        lines: self.lines.clone(),
+                        next: first,
+                    });
+                }
+                if waits {
+                    let mut regs = [None; MAX_DSTS];
+                    regs[..inst.dsts().len()].copy_from_slice(inst.dsts());
+                    let p = PendingLoad {
+                        slot: slot as u32,
+                        regs,
+                        parts,
+                    };
+                    match self.free_pending.pop() {
+                        Some(t) => self.pending[t as usize] = Some(p),
+                        None => self.pending.push(Some(p)),
+                    }
+                }
+                Ok(MemPlan::System { pending: waits })
+            }
+            Space::Generic => unreachable!("resolved above"),
+        }
+    }
+
+    /// Offers the next part of a split access to the memory system.
+    fn drain_backlog(&mut self, env: &Env, memsys: &mut MemorySystem) {
+        let Some(b) = &mut self.backlog else {
+            return;
+        };
+        let chunk = chunk_lines(env.memcfg, b.space, b.kind);
+        let end = (b.next + chunk).min(b.lines.len());
+        let access = MemAccess {
+            kind: b.kind,
+            space: b.space,
+            priority: Priority::Normal,
+            lines: b.lines[b.next..end].to_vec(),
+            tag: b.tag,
+        };
+        if memsys.issue(self.id as usize, access).is_ok() {
+            b.next = end;
+            if end == b.lines.len() {
+                self.backlog = None;
+            }
+        }
+    }
+
+    /// Whether the SM still has memory work of its own (a split access) to send.
+    pub(super) fn has_backlog(&self) -> bool {
+        self.backlog.is_some()
+    }
+
+    /// Completes barriers and retires finished TBs; returns the number retired. A TB whose
+    /// live warps all wait at barriers that cannot complete is a deadlock.
+    pub(super) fn retire(&mut self, ctx: &LaunchCtx<'_>) -> Result<u32, ExecError> {
+        let mut retired = 0;
+        for k in 0..self.tbs.len() {
+            let Some(tb) = self.tbs[k].as_mut() else {
+                continue;
+            };
+            let released = tb.bars.release(&tb.slots, &mut self.warps);
+            let ws = |s: &u32| self.warps[*s as usize].as_ref().expect("resident warp");
+            let done = tb.slots.iter().all(|s| {
+                let w = ws(s);
+                w.status == WarpStatus::Done && w.outstanding == 0
+            });
+            if done {
+                for s in &tb.slots {
+                    self.warps[*s as usize] = None;
+                }
+                self.tbs[k] = None;
+                retired += 1;
+                continue;
+            }
+            let live = tb.slots.iter().filter(|s| ws(s).status != WarpStatus::Done);
+            let all_waiting = live
+                .clone()
+                .all(|s| matches!(ws(s).status, WarpStatus::Waiting(_)));
+            if !released && all_waiting && live.count() > 0 {
+                let waiting = tb
+                    .slots
+                    .iter()
+                    .filter_map(|s| match ws(s).status {
+                        WarpStatus::Waiting(a) => Some(WaitingWarp {
+                            warp: ws(s).warp.index,
+                            pc: a.pc,
+                            location: ctx.location(a.pc),
+                            barrier: a.id,
+                        }),
+                        _ => None,
+                    })
+                    .collect();
+                return Err(ExecError::BarrierDeadlock {
+                    kernel: ctx.kernel.name.clone(),
+                    ctaid: tb.ctaid,
+                    waiting,
+                    exited_warps: tb
+                        .slots
+                        .iter()
+                        .filter(|s| ws(s).status == WarpStatus::Done)
+                        .count() as u32,
+                });
+            }
+        }
+        Ok(retired)
+    }
+}

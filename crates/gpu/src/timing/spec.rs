@@ -1,0 +1,226 @@
+//! The fixed description of the SM pipeline: which functional unit executes each operation
+//! class, its dependent-issue latency and its initiation interval.
+//!
+//! Defaults are the GTX480 (Fermi) numbers of GPGPU-Sim 3.2.2's `GTX480` configuration, the
+//! simulator papers/lin-lightweight (Table I) and papers/li-pep evaluated with:
+//!
+//! | class | latency | interval | GPGPU-Sim option (entry) |
+//! | --- | --- | --- | --- |
+//! | `alu` (int add/logic/compare/move/branch) | 4 | 1 | `ptx_opcode_latency_int` ADD = 4, `initiation_int` ADD = 1 |
+//! | `imul` (int mul/mad/sad) | 5 | 2 | MAD latency 5; MUL initiation 2 (the larger of MUL and MAD) |
+//! | `idiv` (int div/rem) | 145 | 8 | int DIV |
+//! | `fp32` (f32/f16 add/mul/fma/min/max, f32 compares and conversions) | 4 | 1 | `ptx_opcode_latency_fp` ADD = 4, `initiation_fp` ADD = 1 |
+//! | `fdiv` (f32 div) | 39 | 4 | fp DIV |
+//! | `fp64` (f64 add/mul/fma, compares, conversions) | 8 | 8 | `ptx_opcode_latency_dp` ADD = 8, `initiation_dp` ADD = 8 |
+//! | `ddiv` (f64 div/rcp/sqrt) | 330 | 130 | dp DIV |
+//! | `sfu` (rcp, sqrt, rsqrt, sin, cos, ex2, lg2, tanh on f32) | 20 | 8 | assumption: Fermi has 4 SFUs per SM, so a 32-lane warp occupies them 8 cycles (NVIDIA Fermi white paper); latency as GPGPU-Sim's SFU default order of magnitude |
+//!
+//! Units: every warp scheduler owns one SP unit (Fermi's two 16-lane SP groups, one per
+//! scheduler, each taking a warp per core cycle as GPGPU-Sim models it) that executes the
+//! `alu`, `imul`, `fp32` and `fp64` classes; the SM has one SFU (transcendentals and all
+//! divisions, as GPGPU-Sim 4 routes divisions) and one LD/ST unit shared by the schedulers.
+//! The memory classes take their latencies from the memory system ([`memsys::MemConfig`]):
+//! global/local/const accesses complete when `memsys` says so, shared-memory accesses take
+//! `shared.latency + passes - 1` and hold the LD/ST unit `passes` cycles, parameter loads take
+//! the constant cache's hit latency.
+
+use kir::inst::{ArithOp, Inst, Op, Ty};
+use serde::{Deserialize, Serialize};
+
+/// Latency and initiation interval of one operation class.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OpTiming {
+    /// Core cycles from issue until a dependent instruction may issue.
+    pub latency: u32,
+    /// Core cycles the unit is busy before it accepts the next warp instruction.
+    pub interval: u32,
+}
+
+const fn t(latency: u32, interval: u32) -> OpTiming {
+    OpTiming { latency, interval }
+}
+
+/// The SM pipeline description. Every field has a default (the table in the module
+/// documentation), so a TOML file may give only the fields it changes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PipelineSpec {
+    pub alu: OpTiming,
+    pub imul: OpTiming,
+    pub idiv: OpTiming,
+    pub fp32: OpTiming,
+    pub fdiv: OpTiming,
+    pub fp64: OpTiming,
+    pub ddiv: OpTiming,
+    pub sfu: OpTiming,
+    /// Core cycles the LD/ST unit is busy per global/local/const/param instruction (shared
+    /// accesses hold it one cycle per bank-conflict pass).
+    pub ldst_interval: u32,
+    /// Warps in the active set of the two-level scheduler (Narasiman et al., MICRO 2011;
+    /// GPGPU-Sim `two_level_active:8`).
+    pub two_level_active: u32,
+}
+
+impl Default for PipelineSpec {
+    fn default() -> Self {
+        PipelineSpec {
+            alu: t(4, 1),
+            imul: t(5, 2),
+            idiv: t(145, 8),
+            fp32: t(4, 1),
+            fdiv: t(39, 4),
+            fp64: t(8, 8),
+            ddiv: t(330, 130),
+            sfu: t(20, 8),
+            ldst_interval: 1,
+            two_level_active: 8,
+        }
+    }
+}
+
+/// Execution units of an SM.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unit {
+    /// The issuing scheduler's SP unit.
+    Sp,
+    /// The SM's special-function unit.
+    Sfu,
+    /// The SM's load/store unit.
+    LdSt,
+}
+
+/// Operation classes, each with its own [`OpTiming`] (memory: see [`PipelineSpec`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpClass {
+    Alu,
+    IntMul,
+    IntDiv,
+    Fp32,
+    Fp32Div,
+    Fp64,
+    Fp64Div,
+    Sfu,
+    /// `ld`, `st`, `atom`, `red`.
+    Mem,
+}
+
+impl OpClass {
+    /// The class of an instruction, from its operation and types.
+    pub fn of(inst: &Inst) -> OpClass {
+        let float = |ty: Ty| matches!(ty, Ty::F16 | Ty::F16x2 | Ty::Bf16 | Ty::Bf16x2 | Ty::F32);
+        match inst.op {
+            Op::Ld { .. } | Op::St { .. } | Op::Atom { .. } | Op::Red { .. } => OpClass::Mem,
+            Op::Arith { op, ty, .. } => {
+                use ArithOp::*;
+                if ty == Ty::F64 {
+                    match op {
+                        Div | Rcp | Sqrt | Rsqrt => OpClass::Fp64Div,
+                        _ => OpClass::Fp64,
+                    }
+                } else if float(ty) {
+                    match op {
+                        Div => OpClass::Fp32Div,
+                        Rcp | Sqrt | Rsqrt | Sin | Cos | Ex2 | Lg2 | Tanh => OpClass::Sfu,
+                        _ => OpClass::Fp32,
+                    }
+                } else {
+                    match op {
+                        MulLo | MulHi | MulWide | Mul24Lo | Mul24Hi | MadLo | MadHi | MadWide
+                        | Mad24Lo | Mad24Hi | Sad => OpClass::IntMul,
+                        Div | Rem => OpClass::IntDiv,
+                        _ => OpClass::Alu,
+                    }
+                }
+            }
+            Op::Setp { ty, .. } | Op::Testp { ty, .. } => Self::by_type(ty, float(ty)),
+            Op::Set { sty, .. } => Self::by_type(sty, float(sty)),
+            Op::Cvt { dty, sty, .. } => {
+                if dty == Ty::F64 || sty == Ty::F64 {
+                    OpClass::Fp64
+                } else if float(dty) || float(sty) {
+                    OpClass::Fp32
+                } else {
+                    OpClass::Alu
+                }
+            }
+            _ => OpClass::Alu,
+        }
+    }
+
+    fn by_type(ty: Ty, float: bool) -> OpClass {
+        if ty == Ty::F64 {
+            OpClass::Fp64
+        } else if float {
+            OpClass::Fp32
+        } else {
+            OpClass::Alu
+        }
+    }
+
+    /// The unit that executes the class.
+    pub fn unit(self) -> Unit {
+        match self {
+            OpClass::Alu | OpClass::IntMul | OpClass::Fp32 | OpClass::Fp64 => Unit::Sp,
+            OpClass::IntDiv | OpClass::Fp32Div | OpClass::Fp64Div | OpClass::Sfu => Unit::Sfu,
+            OpClass::Mem => Unit::LdSt,
+        }
+    }
+}
+
+impl PipelineSpec {
+    /// Latency and interval of a non-memory class (`Mem` gives the LD/ST interval and a zero
+    /// latency: the memory path decides when its results are ready).
+    pub fn timing(&self, class: OpClass) -> OpTiming {
+        match class {
+            OpClass::Alu => self.alu,
+            OpClass::IntMul => self.imul,
+            OpClass::IntDiv => self.idiv,
+            OpClass::Fp32 => self.fp32,
+            OpClass::Fp32Div => self.fdiv,
+            OpClass::Fp64 => self.fp64,
+            OpClass::Fp64Div => self.ddiv,
+            OpClass::Sfu => self.sfu,
+            OpClass::Mem => t(0, self.ldst_interval),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partial_toml_keeps_defaults_and_unknown_fields_fail() {
+        let s: PipelineSpec = toml::from_str("alu = { latency = 6, interval = 1 }").unwrap();
+        assert_eq!(s.alu, t(6, 1));
+        assert_eq!(s.fp64, PipelineSpec::default().fp64);
+        let e = toml::from_str::<PipelineSpec>("alu_latency = 6").unwrap_err();
+        assert!(e.to_string().contains("alu_latency"), "{e}");
+    }
+
+    #[test]
+    fn classes_follow_types() {
+        let span = ptx::Span::new(0, 0);
+        let arith = |op, ty| {
+            OpClass::of(&Inst::new(
+                Op::Arith {
+                    op,
+                    ty,
+                    mode: Default::default(),
+                },
+                span,
+            ))
+        };
+        assert_eq!(arith(ArithOp::Add, Ty::S32), OpClass::Alu);
+        assert_eq!(arith(ArithOp::MadLo, Ty::S32), OpClass::IntMul);
+        assert_eq!(arith(ArithOp::Div, Ty::U32), OpClass::IntDiv);
+        assert_eq!(arith(ArithOp::Fma, Ty::F32), OpClass::Fp32);
+        assert_eq!(arith(ArithOp::Div, Ty::F32), OpClass::Fp32Div);
+        assert_eq!(arith(ArithOp::Ex2, Ty::F32), OpClass::Sfu);
+        assert_eq!(arith(ArithOp::Fma, Ty::F64), OpClass::Fp64);
+        assert_eq!(arith(ArithOp::Sqrt, Ty::F64), OpClass::Fp64Div);
+        assert_eq!(OpClass::Sfu.unit(), Unit::Sfu);
+        assert_eq!(OpClass::Fp64.unit(), Unit::Sp);
+    }
+}
