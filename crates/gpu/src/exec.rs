@@ -139,7 +139,18 @@ impl Warp {
 
     /// The PC the warp will execute next, if it has not finished.
     pub fn pc(&self) -> Option<InstId> {
-        self.stack.last().map(|e| InstId(e.pc))
+        self.next_entry().map(|e| InstId(e.pc))
+    }
+
+    /// The stack entry [`step`] will execute next: the top once finished and reconverged
+    /// entries are popped, found without changing the warp (a timing model inspects the next
+    /// instruction before issuing it).
+    pub fn next_entry(&self) -> Option<StackEntry> {
+        self.stack
+            .iter()
+            .rev()
+            .find(|e| e.mask != 0 && e.pc != e.rpc)
+            .copied()
     }
 
     pub fn is_done(&self) -> bool {
@@ -213,6 +224,24 @@ fn lanes(mut mask: u32) -> impl Iterator<Item = usize> {
     })
 }
 
+/// The lanes of `mask` for which `inst`'s guard predicate holds (all of them if unguarded).
+#[inline]
+pub fn guard_mask(inst: &Inst, warp: &Warp, mask: u32) -> u32 {
+    match inst.guard {
+        None => mask,
+        Some(g) => {
+            let base = g.reg.index() * WARP_SIZE;
+            let mut m = 0u32;
+            for l in lanes(mask) {
+                if (warp.regs[base + l] != 0) != g.negated {
+                    m |= 1 << l;
+                }
+            }
+            m
+        }
+    }
+}
+
 #[inline]
 fn combine(op: BoolOp, a: bool, b: bool) -> bool {
     match op {
@@ -245,19 +274,7 @@ pub fn step(
         });
     };
     let mask = top.mask;
-    let exec = match inst.guard {
-        None => mask,
-        Some(g) => {
-            let base = g.reg.index() * WARP_SIZE;
-            let mut m = 0u32;
-            for l in lanes(mask) {
-                if (warp.regs[base + l] != 0) != g.negated {
-                    m |= 1 << l;
-                }
-            }
-            m
-        }
-    };
+    let exec = guard_mask(inst, warp, mask);
     warp.executed += 1;
     warp.thread_executed += mask.count_ones() as u64;
 

@@ -8,11 +8,10 @@
 //! pre-Volta hardware does. When every live warp waits and no barrier can complete, the TB
 //! is deadlocked, and that is reported with each warp's PC instead of hanging.
 
-use crate::error::{ExecError, WaitingWarp};
-use crate::exec::{step, BarrierArrival, LaunchCtx, Step, TbView, Warp, WARP_SIZE};
+use crate::barrier::{deadlock, Barriers, TbWarps, WarpStatus};
+use crate::error::ExecError;
+use crate::exec::{step, LaunchCtx, Step, TbView, Warp};
 use crate::memory::DeviceMemory;
-use kir::inst::BarKind;
-use kir::Id;
 
 /// Instructions a warp runs before the driver moves to the next warp.
 const QUANTUM: u32 = 256;
@@ -33,22 +32,6 @@ impl LaunchStats {
         self.warp_instructions += o.warp_instructions;
         self.thread_instructions += o.thread_instructions;
     }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum WarpStatus {
-    Ready,
-    Waiting(BarrierArrival),
-    Done,
-}
-
-/// Barrier bookkeeping of one TB (16 named barriers, as PTX defines).
-#[derive(Default)]
-struct Barriers {
-    /// Warps arrived at each barrier id since it last completed.
-    arrived: [u32; 16],
-    /// Reduction accumulator per barrier id (popc sum, and, or).
-    reduce: [u32; 16],
 }
 
 /// Runs every TB of the launch to completion.
@@ -121,36 +104,18 @@ fn run_tb(
                     });
                 }
             }
-            if release(&mut bars, &mut status, &mut warps) {
+            if bars.release(&mut FuncWarps(&mut status, &mut warps)) {
                 progressed = true;
             }
         }
         if status.iter().all(|s| *s == WarpStatus::Done) {
             break;
         }
-        if release(&mut bars, &mut status, &mut warps) {
+        if bars.release(&mut FuncWarps(&mut status, &mut warps)) {
             continue;
         }
         if !progressed || status.iter().all(|s| *s != WarpStatus::Ready) {
-            let waiting = status
-                .iter()
-                .enumerate()
-                .filter_map(|(i, s)| match s {
-                    WarpStatus::Waiting(a) => Some(WaitingWarp {
-                        warp: i as u32,
-                        pc: a.pc,
-                        location: ctx.location(a.pc),
-                        barrier: a.id,
-                    }),
-                    _ => None,
-                })
-                .collect();
-            return Err(ExecError::BarrierDeadlock {
-                kernel: ctx.kernel.name.clone(),
-                ctaid: tb.ctaid,
-                waiting,
-                exited_warps: status.iter().filter(|s| **s == WarpStatus::Done).count() as u32,
-            });
+            return Err(deadlock(ctx, tb.ctaid, &FuncWarps(&mut status, &mut warps)));
         }
     }
     Ok(LaunchStats {
@@ -161,71 +126,17 @@ fn run_tb(
     })
 }
 
-impl Barriers {
-    fn arrive(&mut self, a: &BarrierArrival) {
-        let id = a.id as usize;
-        if self.arrived[id] == 0 {
-            self.reduce[id] = match a.reduction.map(|r| r.kind) {
-                Some(BarKind::RedAnd) => 1,
-                _ => 0,
-            };
-        }
-        self.arrived[id] += 1;
-        if let Some(r) = a.reduction {
-            self.reduce[id] = match r.kind {
-                BarKind::RedPopc => self.reduce[id] + r.partial,
-                BarKind::RedAnd => self.reduce[id] & r.partial,
-                _ => self.reduce[id] | r.partial,
-            };
-        }
-    }
-}
+/// The functional driver keeps statuses and warps in parallel vectors.
+struct FuncWarps<'a>(&'a mut [WarpStatus], &'a mut [Warp]);
 
-/// Completes every barrier whose expected warps have all arrived; true if one did.
-fn release(bars: &mut Barriers, status: &mut [WarpStatus], warps: &mut [Warp]) -> bool {
-    let live = status.iter().filter(|s| **s != WarpStatus::Done).count() as u32;
-    let mut any = false;
-    for id in 0..16usize {
-        if bars.arrived[id] == 0 {
-            continue;
-        }
-        // The expected count comes from any waiting warp's instruction (they agree in
-        // well-formed code; the first one is taken).
-        let count = status.iter().find_map(|s| match s {
-            WarpStatus::Waiting(a) if a.id as usize == id => Some(a.count),
-            _ => None,
-        });
-        let Some(count) = count else {
-            continue;
-        };
-        let expected = match count {
-            Some(c) => c.div_ceil(WARP_SIZE as u32),
-            None => live,
-        };
-        if bars.arrived[id] < expected {
-            continue;
-        }
-        let total = bars.reduce[id];
-        for (w, s) in status.iter_mut().enumerate() {
-            if let WarpStatus::Waiting(a) = *s {
-                if a.id as usize == id {
-                    if let Some(r) = a.reduction {
-                        if let Some(dst) = r.dst {
-                            let base = dst.index() * WARP_SIZE;
-                            let mut m = r.mask;
-                            while m != 0 {
-                                let l = m.trailing_zeros() as usize;
-                                m &= m - 1;
-                                warps[w].regs[base + l] = total as u64;
-                            }
-                        }
-                    }
-                    *s = WarpStatus::Ready;
-                }
-            }
-        }
-        bars.arrived[id] = 0;
-        any = true;
+impl TbWarps for FuncWarps<'_> {
+    fn warp_count(&self) -> usize {
+        self.1.len()
     }
-    any
+    fn get(&self, i: usize) -> (WarpStatus, &Warp) {
+        (self.0[i], &self.1[i])
+    }
+    fn get_mut(&mut self, i: usize) -> (&mut WarpStatus, &mut Warp) {
+        (&mut self.0[i], &mut self.1[i])
+    }
 }

@@ -12,6 +12,7 @@
 //!   because every issued instruction executes through [`exec::step`].
 
 pub mod alu;
+pub mod barrier;
 pub mod config;
 pub mod error;
 pub mod exec;

@@ -27,7 +27,6 @@
 //! store is acknowledged; `cycles` includes that drain. Each launch starts with a fresh
 //! memory system (cold caches).
 
-mod barrier;
 pub mod scheduler;
 mod sm;
 pub mod spec;

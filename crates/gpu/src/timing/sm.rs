@@ -34,25 +34,18 @@ use memsys::{
     MemConfig, MemorySystem, Priority,
 };
 
-use super::barrier::Barriers;
 use super::scheduler::{AnyScheduler, WarpInfo, WarpScheduler};
 use super::spec::{OpClass, PipelineSpec, Unit};
 use super::stats::{SmStats, StallReason};
-use crate::error::{ExecError, WaitingWarp};
-use crate::exec::{step, BarrierArrival, LaunchCtx, StackEntry, Step, TbView, Warp, WARP_SIZE};
+use crate::barrier::{deadlock, Barriers, TbWarps, WarpStatus};
+use crate::error::ExecError;
+use crate::exec::{guard_mask, step, LaunchCtx, Step, TbView, Warp, WARP_SIZE};
 use crate::memory::{self, DeviceMemory, Window};
 
 /// A register waiting for a memory access (released by its completion).
 const MEM_PENDING: u64 = u64::MAX;
 /// Tag of accesses whose completion nobody waits for.
 const NO_TAG: u64 = u64::MAX;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum WarpStatus {
-    Ready,
-    Waiting(BarrierArrival),
-    Done,
-}
 
 /// A resident warp.
 pub(super) struct WarpSlot {
@@ -153,36 +146,6 @@ pub(super) struct Sm {
     addrs: [Option<u64>; WARP_SIZE],
     lines: Vec<LineRequest>,
     pub stats: SmStats,
-}
-
-/// The entry `step` will execute next: the stack top after reconvergence pops (finished and
-/// reconverged entries), computed without changing the warp.
-fn effective_top(w: &Warp) -> Option<StackEntry> {
-    w.stack
-        .iter()
-        .rev()
-        .find(|e| e.mask != 0 && e.pc != e.rpc)
-        .copied()
-}
-
-/// Lanes of `mask` for which the instruction's guard holds.
-fn exec_mask(inst: &Inst, w: &Warp, mask: u32) -> u32 {
-    match inst.guard {
-        None => mask,
-        Some(g) => {
-            let base = g.reg.index() * WARP_SIZE;
-            let mut m = 0u32;
-            let mut rest = mask;
-            while rest != 0 {
-                let l = rest.trailing_zeros() as usize;
-                rest &= rest - 1;
-                if (w.regs[base + l] != 0) != g.negated {
-                    m |= 1 << l;
-                }
-            }
-            m
-        }
-    }
 }
 
 /// The most lines one part of a warp access may have: what the memory system can accept from
@@ -371,7 +334,7 @@ impl Sm {
         if let WarpStatus::Waiting(_) = w.status {
             return Check::Blocked(StallReason::Barrier);
         }
-        let Some(top) = effective_top(&w.warp) else {
+        let Some(top) = w.warp.next_entry() else {
             return Check::Finished;
         };
         let inst = &env.ctx.kernel.insts.as_slice()[top.pc as usize];
@@ -411,9 +374,9 @@ impl Sm {
     ) -> Result<Result<(), StallReason>, ExecError> {
         let ctx = env.ctx;
         let mut ws = self.warps[slot].take().expect("resident");
-        let top = effective_top(&ws.warp).expect("checked ready");
+        let top = ws.warp.next_entry().expect("checked ready");
         let inst = &ctx.kernel.insts.as_slice()[top.pc as usize];
-        let exec = exec_mask(inst, &ws.warp, top.mask);
+        let exec = guard_mask(inst, &ws.warp, top.mask);
         let class = OpClass::of(inst);
         let plan = if class == OpClass::Mem && exec != 0 {
             let linear = self.tbs[ws.tb as usize]
@@ -676,7 +639,10 @@ impl Sm {
             let Some(tb) = self.tbs[k].as_mut() else {
                 continue;
             };
-            let released = tb.bars.release(&tb.slots, &mut self.warps);
+            let released = tb.bars.release(&mut SlotWarps {
+                slots: &tb.slots,
+                warps: &mut self.warps,
+            });
             let ws = |s: &u32| self.warps[*s as usize].as_ref().expect("resident warp");
             let done = tb.slots.iter().all(|s| {
                 let w = ws(s);
@@ -695,31 +661,37 @@ impl Sm {
                 .clone()
                 .all(|s| matches!(ws(s).status, WarpStatus::Waiting(_)));
             if !released && all_waiting && live.count() > 0 {
-                let waiting = tb
-                    .slots
-                    .iter()
-                    .filter_map(|s| match ws(s).status {
-                        WarpStatus::Waiting(a) => Some(WaitingWarp {
-                            warp: ws(s).warp.index,
-                            pc: a.pc,
-                            location: ctx.location(a.pc),
-                            barrier: a.id,
-                        }),
-                        _ => None,
-                    })
-                    .collect();
-                return Err(ExecError::BarrierDeadlock {
-                    kernel: ctx.kernel.name.clone(),
-                    ctaid: tb.ctaid,
-                    waiting,
-                    exited_warps: tb
-                        .slots
-                        .iter()
-                        .filter(|s| ws(s).status == WarpStatus::Done)
-                        .count() as u32,
-                });
+                let view = SlotWarps {
+                    slots: &tb.slots,
+                    warps: &mut self.warps,
+                };
+                return Err(deadlock(ctx, tb.ctaid, &view));
             }
         }
         Ok(retired)
+    }
+}
+
+/// A resident TB's warps: slots into the SM's warp table.
+struct SlotWarps<'a> {
+    slots: &'a [u32],
+    warps: &'a mut [Option<WarpSlot>],
+}
+
+impl TbWarps for SlotWarps<'_> {
+    fn warp_count(&self) -> usize {
+        self.slots.len()
+    }
+    fn get(&self, i: usize) -> (WarpStatus, &Warp) {
+        let w = self.warps[self.slots[i] as usize]
+            .as_ref()
+            .expect("resident warp");
+        (w.status, &w.warp)
+    }
+    fn get_mut(&mut self, i: usize) -> (&mut WarpStatus, &mut Warp) {
+        let w = self.warps[self.slots[i] as usize]
+            .as_mut()
+            .expect("resident warp");
+        (&mut w.status, &mut w.warp)
     }
 }
