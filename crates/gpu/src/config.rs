@@ -1,13 +1,17 @@
 //! GPU configurations: plain data read from TOML (`configs/*.toml`), every field documented
 //! there and here. Unknown or ill-typed fields are errors that name the field.
 //!
-//! So far a configuration describes the SMs (count, clock, warp schedulers) and the resources
-//! that bound occupancy ([`crate::occupancy::SmResources`]); the memory hierarchy is added
-//! with the timing model.
+//! A configuration describes the SMs (count, clock, warp schedulers), the resources that bound
+//! occupancy ([`crate::occupancy::SmResources`]), the memory hierarchy (`[memory]`, a
+//! [`memsys::MemConfig`] whose SM count and core clock come from `[sm]`) and, optionally, the
+//! SM pipeline's latencies (`[pipeline]`, a [`PipelineSpec`]; GTX480 numbers by default).
 
 use serde::{Deserialize, Serialize};
 
+use memsys::MemConfig;
+
 use crate::occupancy::SmResources;
+use crate::timing::PipelineSpec;
 
 /// Warp scheduling policies (the timing model's warp schedulers).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -44,6 +48,11 @@ pub struct GpuConfig {
     /// What the configuration models and where its numbers come from.
     pub description: String,
     pub sm: SmConfig,
+    /// The memory hierarchy.
+    pub memory: MemConfig,
+    /// Operation latencies and initiation intervals; every field may be left out.
+    #[serde(default)]
+    pub pipeline: PipelineSpec,
 }
 
 /// A configuration that could not be read.
@@ -79,7 +88,7 @@ pub const PRESETS: &[(&str, &str)] = &[
 impl GpuConfig {
     /// Parses and validates a configuration; `file` names it in errors.
     pub fn from_toml(file: &str, text: &str) -> Result<GpuConfig, ConfigError> {
-        let c: GpuConfig = toml::from_str(text).map_err(|e| ConfigError::Parse {
+        let mut c: GpuConfig = toml::from_str(text).map_err(|e| ConfigError::Parse {
             file: file.to_string(),
             message: e.to_string(),
         })?;
@@ -102,7 +111,7 @@ impl GpuConfig {
         }
     }
 
-    fn validate(&self, file: &str) -> Result<(), ConfigError> {
+    fn validate(&mut self, file: &str) -> Result<(), ConfigError> {
         let invalid = |field: &'static str, what: &str| ConfigError::Invalid {
             file: file.to_string(),
             field,
@@ -136,6 +145,28 @@ impl GpuConfig {
                 "needs at least one size, smallest first",
             ));
         }
+        let largest = r.shared_memory.last().copied().unwrap_or(0);
+        if u64::from(largest) != self.memory.shared.size_bytes {
+            return Err(invalid(
+                "memory.shared.size_bytes",
+                &format!(
+                    "{} differs from the largest sm.resources.shared_memory carve-out {largest}",
+                    self.memory.shared.size_bytes
+                ),
+            ));
+        }
+        let mem = |e: memsys::ConfigError| {
+            let memsys::ConfigError::Invalid { what, reason } = e;
+            ConfigError::Invalid {
+                file: file.to_string(),
+                field: "memory",
+                what: format!("{what}: {reason}"),
+            }
+        };
+        self.memory
+            .complete(self.sm.count as usize, self.sm.clock_mhz)
+            .map_err(mem)?;
+        self.memory.validate().map_err(mem)?;
         Ok(())
     }
 }
@@ -171,6 +202,23 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("fifo") && e.contains("lrr"), "{e}");
+        let text = PRESETS[0].1.replace("t_rcd = 12", "t_rcd = 12\nt_rdc = 3");
+        let e = GpuConfig::from_toml("x.toml", &text)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("t_rdc"), "{e}");
+        let text = PRESETS[0].1.replace("l2_slices = 12", "l2_slices = 7");
+        let e = GpuConfig::from_toml("x.toml", &text)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("memory") && e.contains("l2_slices"), "{e}");
+        let text = PRESETS[0]
+            .1
+            .replace("size_bytes = 49152", "size_bytes = 16384");
+        let e = GpuConfig::from_toml("x.toml", &text)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("memory.shared.size_bytes"), "{e}");
         assert!(GpuConfig::preset("gtx4800")
             .unwrap_err()
             .to_string()

@@ -209,6 +209,9 @@ pub struct TbView<'a> {
     pub ctaid: [u32; 3],
     pub shared: &'a mut [u8],
     pub sm: u32,
+    /// The SM's cycle counter, read by `%clock`/`%clock64` (the timing model's core cycle);
+    /// `None` on the functional core, where the clock counts the warp's executed instructions.
+    pub clock: Option<u64>,
 }
 
 #[inline]
@@ -400,11 +403,11 @@ impl Exec<'_, '_, '_> {
             Special::SmId => self.tb.sm as u64,
             Special::NSmId => ctx.num_sms as u64,
             Special::GridId => ctx.grid_id,
-            // The functional core's clock counts the warp's executed instructions: it is
-            // deterministic and monotonic, which is all a kernel may rely on.
-            Special::Clock => self.warp.executed & 0xffff_ffff,
-            Special::Clock64 => self.warp.executed,
-            Special::GlobalTimer => self.warp.executed,
+            // Timed: the core cycle. Functional: the warp's executed instructions, which is
+            // deterministic and monotonic, all a kernel may rely on without a timing model.
+            Special::Clock => self.tb.clock.unwrap_or(self.warp.executed) & 0xffff_ffff,
+            Special::Clock64 => self.tb.clock.unwrap_or(self.warp.executed),
+            Special::GlobalTimer => self.tb.clock.unwrap_or(self.warp.executed),
             Special::LanemaskEq => lane_bit,
             Special::LanemaskLe => (lane_bit << 1).wrapping_sub(1) & 0xffff_ffff,
             Special::LanemaskLt => lane_bit - 1,

@@ -48,6 +48,7 @@ pub fn run(
             ctaid: ctx.ctaid(linear),
             shared: &mut shared,
             sm: (linear % ctx.num_sms.max(1) as u64) as u32,
+            clock: None,
         };
         let s = run_tb(
             ctx,

@@ -12,6 +12,7 @@ use crate::error::ExecError;
 use crate::exec::LaunchCtx;
 use crate::func::{self, LaunchStats};
 use crate::memory::{DeviceMemory, GlobalFault};
+use crate::timing::{run_timed, Progress, TimedGpu, TimedStats, TimingError};
 
 /// A device pointer returned by [`Gpu::alloc`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -131,6 +132,18 @@ pub enum GpuError {
     BadCopy { what: String },
     #[error(transparent)]
     Exec(#[from] ExecError),
+    /// A timed launch failed for a reason of the timing model (boxed: it is large).
+    #[error(transparent)]
+    Timing(Box<TimingError>),
+}
+
+impl From<TimingError> for GpuError {
+    fn from(e: TimingError) -> Self {
+        match e {
+            TimingError::Exec(e) => GpuError::Exec(e),
+            e => GpuError::Timing(Box::new(e)),
+        }
+    }
 }
 
 struct LoadedModule {
@@ -298,6 +311,7 @@ impl Gpu {
     }
 
     /// Launches `kernel` and runs it to completion on the functional core.
+    /// Launches `kernel` on the functional core (no timing).
     pub fn launch(
         &mut self,
         module: ModuleId,
@@ -307,6 +321,49 @@ impl Gpu {
         dynamic_smem: u32,
         args: &[KernelArg],
     ) -> Result<LaunchStats, GpuError> {
+        let (num_sms, limit) = (self.limits.num_sms, self.limits.instruction_limit);
+        let shape = (grid, block, dynamic_smem);
+        self.with_launch(module, kernel, shape, args, num_sms, |ctx, mem| {
+            Ok(func::run(ctx, mem, limit)?)
+        })
+    }
+
+    /// Launches `kernel` on the cycle-level timing model of `timed`, calling `progress` as it
+    /// runs (see [`crate::timing::run_timed`]). Device memory ends exactly as after
+    /// [`Gpu::launch`] (up to the order of atomics); `%nsmid` is the timed GPU's SM count.
+    #[allow(clippy::too_many_arguments)]
+    pub fn launch_timed(
+        &mut self,
+        timed: &TimedGpu,
+        module: ModuleId,
+        kernel: &str,
+        grid: [u32; 3],
+        block: [u32; 3],
+        dynamic_smem: u32,
+        args: &[KernelArg],
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<TimedStats, GpuError> {
+        let shape = (grid, block, dynamic_smem);
+        self.with_launch(
+            module,
+            kernel,
+            shape,
+            args,
+            timed.gpu.sm.count,
+            |ctx, mem| Ok(run_timed(ctx, mem, &timed.gpu, &timed.options, progress)?),
+        )
+    }
+
+    /// Checks a launch, builds its context and hands it to `run` with the device memory.
+    fn with_launch<R>(
+        &mut self,
+        module: ModuleId,
+        kernel: &str,
+        (grid, block, dynamic_smem): ([u32; 3], [u32; 3], u32),
+        args: &[KernelArg],
+        num_sms: u32,
+        run: impl FnOnce(&LaunchCtx<'_>, &mut DeviceMemory) -> Result<R, GpuError>,
+    ) -> Result<R, GpuError> {
         let m = &self.modules[module.0];
         let Some((_, k)) = m.ir.kernel(kernel) else {
             return Err(GpuError::UnknownKernel {
@@ -337,14 +394,10 @@ impl Gpu {
             global_addrs: &m.global_addrs,
             dynamic_smem,
             smem_size: static_aligned + dynamic_smem,
-            num_sms: self.limits.num_sms,
+            num_sms,
             grid_id: self.launches,
         };
-        Ok(func::run(
-            &ctx,
-            &mut self.mem,
-            self.limits.instruction_limit,
-        )?)
+        run(&ctx, &mut self.mem)
     }
 }
 

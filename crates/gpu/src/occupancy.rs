@@ -99,7 +99,7 @@ pub enum Limit {
 }
 
 /// The result of an occupancy calculation.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Occupancy {
     /// TBs that fit on one SM at once (0: the kernel cannot run on this SM).
     pub tbs_per_sm: u32,

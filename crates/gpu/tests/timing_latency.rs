@@ -24,7 +24,7 @@ fn memcfg() -> MemConfig {
     let Engine::Timed(t) = Engine::gtx480() else {
         unreachable!()
     };
-    let mut m = t.memory.clone();
+    let mut m = t.gpu.memory.clone();
     m.num_sms = t.gpu.sm.count as usize;
     m.clocks.core_mhz = t.gpu.sm.clock_mhz;
     m

@@ -48,6 +48,7 @@ J:
         ctaid: [0, 0, 0],
         shared: &mut shared,
         sm: 0,
+        clock: None,
     };
     let mut mem = DeviceMemory::new();
     let mut warp = Warp::new(&ctx, 0);

@@ -39,7 +39,9 @@ impl Domain {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ClockSpec {
-    /// SM core clock, MHz.
+    /// SM core clock, MHz. A GPU configuration file leaves it out: it is the GPU's
+    /// `sm.clock_mhz`.
+    #[serde(default)]
     pub core_mhz: f64,
     /// Interconnect clock, MHz.
     pub icnt_mhz: f64,

@@ -203,7 +203,9 @@ pub struct Location {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MemConfig {
-    /// Number of SMs (inputs of the request network).
+    /// Number of SMs (inputs of the request network). A GPU configuration file leaves it
+    /// out: it is the GPU's `sm.count`.
+    #[serde(default)]
     pub num_sms: usize,
     /// Cache line size in bytes (128 on NVIDIA GPUs); the coalescer's line.
     pub line_bytes: u64,
@@ -377,6 +379,30 @@ impl MemConfig {
         let s = self.slices_per_channel() as u64;
         let sub = slice as u64 % s;
         ((slice_addr / il) * s + sub) * il + slice_addr % il
+    }
+
+    /// Fills in the SM count and core clock, which a GPU configuration file gives in its
+    /// `[sm]` section; a value already present must agree.
+    pub fn complete(&mut self, num_sms: usize, core_mhz: f64) -> Result<(), ConfigError> {
+        let bad = |what: &'static str, reason: String| Err(ConfigError::Invalid { what, reason });
+        if self.num_sms != 0 && self.num_sms != num_sms {
+            return bad(
+                "num_sms",
+                format!("{} differs from the GPU's SM count {num_sms}", self.num_sms),
+            );
+        }
+        if self.clocks.core_mhz != 0.0 && self.clocks.core_mhz != core_mhz {
+            return bad(
+                "clocks.core_mhz",
+                format!(
+                    "{} differs from the GPU's core clock {core_mhz}",
+                    self.clocks.core_mhz
+                ),
+            );
+        }
+        self.num_sms = num_sms;
+        self.clocks.core_mhz = core_mhz;
+        Ok(())
     }
 
     /// Peak DRAM bandwidth in bytes per second over all channels.

@@ -413,3 +413,27 @@ fn preset_stream_is_latency_bound_by_l1_mshrs() {
     assert!(gbs <= bound * 1.1);
     assert!(util > 0.3);
 }
+
+#[test]
+fn unloaded_latencies_of_every_preset() {
+    // Every preset's derived latencies hold, and the recent GPUs land near the published
+    // microbenchmark figures their files cite (L2 hit, DRAM read; core cycles).
+    let targets = [
+        ("fault-study", None),
+        ("gtx980", None),
+        ("k20c", None),
+        ("v100", Some((193, 400))),
+        ("a100", Some((200, 480))),
+        ("h100", Some((260, 550))),
+    ];
+    for (name, target) in targets {
+        let (_, l2, dram) = check_latencies(memsys::presets::preset(name).unwrap());
+        if let Some((t2, td)) = target {
+            assert!(l2.abs_diff(t2) * 10 <= t2, "{name}: L2 {l2} vs about {t2}");
+            assert!(
+                dram.abs_diff(td) * 10 <= td,
+                "{name}: DRAM {dram} vs about {td}"
+            );
+        }
+    }
+}

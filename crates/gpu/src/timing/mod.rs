@@ -32,7 +32,7 @@ mod sm;
 pub mod spec;
 pub mod stats;
 
-use memsys::{Domain, MemConfig, MemorySystem};
+use memsys::{Domain, MemorySystem};
 use serde::{Deserialize, Serialize};
 
 use crate::config::GpuConfig;
@@ -43,36 +43,52 @@ use crate::occupancy::{Occupancy, TbDemand};
 
 pub use scheduler::{AnyScheduler, Gto, Lrr, TwoLevel, WarpInfo, WarpScheduler};
 pub use spec::{OpClass, OpTiming, PipelineSpec, Unit};
-pub use stats::{SchedulerStats, SmStats, StallReason, TimedStats};
+pub use stats::{
+    OccupancyTrace, Rates, SchedulerStats, SmStats, StallReason, TimedStats, Utilisation,
+    UtilisationClass,
+};
 
 use sm::{Env, Sm};
 
-/// Settings of a timed run that are not part of the GPU or memory configuration.
+/// Settings of a timed run that are not part of the GPU configuration.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct TimingOptions {
-    pub pipeline: PipelineSpec,
     /// Registers per thread for occupancy (see the module documentation for the default).
     pub regs_per_thread: Option<u32>,
     /// A launch still running after this many core cycles is stopped with an error.
     pub max_cycles: u64,
     /// Warp instructions one launch may execute before it is stopped as a runaway.
     pub instruction_limit: u64,
+    /// Core cycles between two samples of the occupancy trace ([`TimedStats::occupancy`]).
+    pub sample_interval: u64,
 }
 
 impl Default for TimingOptions {
     fn default() -> Self {
         TimingOptions {
-            pipeline: PipelineSpec::default(),
             regs_per_thread: None,
             max_cycles: 1 << 32,
             instruction_limit: 1 << 36,
+            sample_interval: 1000,
         }
     }
 }
 
+/// Where a running launch stands, reported every [`PROGRESS_INTERVAL`] core cycles.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Progress {
+    pub cycle: u64,
+    pub tbs_done: u64,
+    pub tbs_total: u64,
+    pub warp_instructions: u64,
+}
+
+/// Core cycles between two progress reports.
+pub const PROGRESS_INTERVAL: u64 = 1 << 16;
+
 /// Why a timed launch failed.
-#[derive(Debug, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum TimingError {
     /// The kernel faulted, deadlocked or ran away (as on the functional core).
     #[error(transparent)]
@@ -92,36 +108,45 @@ pub enum TimingError {
     CycleLimit { kernel: String, limit: u64 },
 }
 
-/// A GPU with a timing model: the SM configuration, the memory hierarchy and the options.
+/// A GPU with a timing model: its configuration (SMs, memory hierarchy, pipeline) and the
+/// options of a run.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TimedGpu {
     pub gpu: GpuConfig,
-    pub memory: MemConfig,
     pub options: TimingOptions,
 }
 
 impl TimedGpu {
+    /// The GPU with default options.
+    pub fn new(gpu: GpuConfig) -> TimedGpu {
+        TimedGpu {
+            gpu,
+            options: TimingOptions::default(),
+        }
+    }
+
     /// Runs one launch to completion; see [`run_timed`].
     pub fn launch(
         &self,
         ctx: &LaunchCtx<'_>,
         mem: &mut DeviceMemory,
     ) -> Result<TimedStats, TimingError> {
-        run_timed(ctx, mem, &self.gpu, self.memory.clone(), &self.options)
+        run_timed(ctx, mem, &self.gpu, &self.options, &mut |_| {})
     }
 }
 
 /// Runs every TB of a launch on the timed GPU, updating `mem` exactly as the functional core
-/// would (up to the order of atomics). The memory system's SM count and core clock are taken
-/// from `gpu`.
+/// would (up to the order of atomics), and calls `progress` every [`PROGRESS_INTERVAL`] core
+/// cycles.
 pub fn run_timed(
     ctx: &LaunchCtx<'_>,
     mem: &mut DeviceMemory,
     gpu: &GpuConfig,
-    mut memcfg: MemConfig,
     opts: &TimingOptions,
+    progress: &mut dyn FnMut(Progress),
 ) -> Result<TimedStats, TimingError> {
     let kernel = &ctx.kernel.name;
+    let mut memcfg = gpu.memory.clone();
     memcfg.num_sms = gpu.sm.count as usize;
     memcfg.clocks.core_mhz = gpu.sm.clock_mhz;
     let mut memsys = MemorySystem::new(memcfg.clone())?;
@@ -145,14 +170,14 @@ pub fn run_timed(
     let mut sms: Vec<Sm> = (0..gpu.sm.count)
         .map(|i| {
             let scheds = (0..gpu.sm.warp_schedulers)
-                .map(|_| AnyScheduler::new(gpu.sm.scheduler, opts.pipeline.two_level_active))
+                .map(|_| AnyScheduler::new(gpu.sm.scheduler, gpu.pipeline.two_level_active))
                 .collect();
             Sm::new(i, occ.tbs_per_sm, warps_per_tb, scheds)
         })
         .collect();
     let mut env = Env {
         ctx,
-        spec: &opts.pipeline,
+        spec: &gpu.pipeline,
         memcfg: &memcfg,
         frame_words: u64::from(ctx.kernel.local_size.div_ceil(4)),
         global_loads: 0,
@@ -166,6 +191,12 @@ pub fn run_timed(
     let total = ctx.num_tbs();
     let mut next_tb = 0u64;
     let mut resident = 0u64;
+    let mut tbs_done = 0u64;
+    let interval = opts.sample_interval.max(1);
+    let mut trace = OccupancyTrace {
+        interval,
+        warps: Vec::new(),
+    };
     let core_step = |m: &mut MemorySystem| while !m.tick().contains(Domain::Core) {};
     let last_tb_cycle = loop {
         let now = memsys.core_cycle();
@@ -183,7 +214,9 @@ pub fn run_timed(
             .into());
         }
         for sm in &mut sms {
-            resident -= u64::from(sm.retire(ctx)?);
+            let r = u64::from(sm.retire(ctx)?);
+            resident -= r;
+            tbs_done += r;
         }
         for sm in &mut sms {
             if next_tb < total && sm.has_free_tb_slot() {
@@ -191,6 +224,17 @@ pub fn run_timed(
                 next_tb += 1;
                 resident += 1;
             }
+        }
+        if now.is_multiple_of(interval) {
+            trace.warps.push(sms.iter().map(Sm::resident_warps).sum());
+        }
+        if now.is_multiple_of(PROGRESS_INTERVAL) {
+            progress(Progress {
+                cycle: now,
+                tbs_done,
+                tbs_total: total,
+                warp_instructions: env.warp_instructions,
+            });
         }
         if next_tb == total && resident == 0 && sms.iter().all(|s| !s.has_backlog()) {
             break now;
@@ -222,8 +266,13 @@ pub fn run_timed(
             schedulers.add(s);
         }
     }
+    let (warp_cycles, active): (u64, u64) = sms.iter().fold((0, 0), |(w, a), s| {
+        (w + s.stats.resident_warp_cycles, a + s.stats.active_cycles)
+    });
+    let memory = memsys.stats();
     Ok(TimedStats {
         kernel: kernel.clone(),
+        gpu: gpu.name.clone(),
         cycles,
         cycles_to_last_tb: last_tb_cycle,
         tbs: total,
@@ -232,7 +281,14 @@ pub fn run_timed(
         thread_instructions: env.thread_instructions,
         ipc: env.warp_instructions as f64 / cycles as f64,
         tbs_per_sm: occ.tbs_per_sm,
+        occupancy_limit: occ,
         regs_per_thread: regs,
+        achieved_occupancy: if active == 0 {
+            0.0
+        } else {
+            warp_cycles as f64 / active as f64 / f64::from(res.max_warps)
+        },
+        occupancy: trace,
         global_loads: env.global_loads,
         mean_load_latency: if env.global_loads == 0 {
             0.0
@@ -241,8 +297,10 @@ pub fn run_timed(
         },
         shared_accesses: env.shared_accesses,
         shared_passes: env.shared_passes,
+        utilisation: Utilisation::of(&schedulers, &memory, &memcfg),
+        rates: Rates::of(&memory, &memcfg),
         schedulers,
         sms: sms.into_iter().map(|s| s.stats).collect(),
-        memory: memsys.stats(),
+        memory,
     })
 }

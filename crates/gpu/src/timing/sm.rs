@@ -139,6 +139,7 @@ pub(super) struct Sm {
     free_pending: Vec<u32>,
     backlog: Option<Backlog>,
     next_age: u64,
+    resident_tbs: u32,
     // Scratch, reused every cycle.
     infos: Vec<WarpInfo>,
     checks: Vec<Check>,
@@ -185,6 +186,7 @@ impl Sm {
             free_pending: Vec::new(),
             backlog: None,
             next_age: 0,
+            resident_tbs: 0,
             infos: Vec::with_capacity(n_warps),
             checks: vec![Check::Ready; n_warps],
             order: Vec::with_capacity(n_warps),
@@ -202,7 +204,12 @@ impl Sm {
     }
 
     pub(super) fn is_empty(&self) -> bool {
-        self.tbs.iter().all(Option::is_none)
+        self.resident_tbs == 0
+    }
+
+    /// Warp slots held by resident TBs.
+    pub(super) fn resident_warps(&self) -> u32 {
+        self.resident_tbs * self.warps_per_tb
     }
 
     /// Places TB `linear` in a free TB slot (the caller checked there is one). TB slot `k`
@@ -234,6 +241,7 @@ impl Sm {
             bars: Barriers::default(),
         });
         self.stats.tbs += 1;
+        self.resident_tbs += 1;
     }
 
     /// Releases the registers of completed accesses.
@@ -273,6 +281,7 @@ impl Sm {
     ) -> Result<(), ExecError> {
         if !self.is_empty() {
             self.stats.active_cycles += 1;
+            self.stats.resident_warp_cycles += u64::from(self.resident_warps());
         }
         self.drain_backlog(env, memsys);
         let n = self.scheds.len();
@@ -400,6 +409,7 @@ impl Sm {
             ctaid: tb.ctaid,
             shared: &mut tb.shared,
             sm: self.id,
+            clock: Some(now),
         };
         let result = step(ctx, &mut view, &mut ws.warp, mem);
         let result = match result {
@@ -653,6 +663,7 @@ impl Sm {
                     self.warps[*s as usize] = None;
                 }
                 self.tbs[k] = None;
+                self.resident_tbs -= 1;
                 retired += 1;
                 continue;
             }

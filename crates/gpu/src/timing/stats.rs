@@ -1,7 +1,9 @@
 //! Counters of a timed launch (serializable to JSON; DESIGN.md §1.6).
 
-use memsys::MemStats;
+use memsys::{MemConfig, MemStats};
 use serde::Serialize;
+
+use crate::occupancy::Occupancy;
 
 /// Why a warp scheduler issued nothing in a cycle. When several warps are blocked for
 /// different reasons the cycle is charged to the warp closest to issuing, in the order
@@ -70,8 +72,160 @@ pub struct SmStats {
     pub active_cycles: u64,
     pub tbs: u64,
     pub warp_instructions: u64,
+    /// Sum over cycles of the warps resident on the SM (warp slots held by resident TBs).
+    pub resident_warp_cycles: u64,
     /// Per warp scheduler.
     pub schedulers: Vec<SchedulerStats>,
+}
+
+/// Resident warps over the whole GPU, sampled every `interval` core cycles (sample `k` is
+/// taken at the end of cycle `k × interval`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct OccupancyTrace {
+    pub interval: u64,
+    pub warps: Vec<u32>,
+}
+
+/// How busy a kernel keeps the GPU's throughput resources, papers/lin-thesis §3.4.1, with its
+/// class by Table 3.3.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Utilisation {
+    /// Issued instructions over scheduler cycles (cycles × schedulers per SM × SMs).
+    pub scheduler: f64,
+    /// L1 data-port use: hits over the lines the L1 tag ports could serve (the data port is
+    /// busy for one cycle per hit, reading a whole line; §3.4.1 counts hits only).
+    pub l1: f64,
+    /// Interconnect throughput over the *sustainable* throughput, 60% of peak (§3.4.1: output
+    /// contention caps a crossbar at about 60%), per direction: flits moved over
+    /// `0.6 × inputs × flits_per_cycle × cycles`, the inputs being the SMs (requests) and the
+    /// L2 slices (replies). May exceed 1 when the traffic pattern avoids contention.
+    pub icnt_request: f64,
+    pub icnt_reply: f64,
+    /// L2 data-port use: hits over slice cycles (one access per L2 cycle per slice).
+    pub l2: f64,
+    /// DRAM data-bus busy cycles over channel cycles.
+    pub dram: f64,
+    pub class: UtilisationClass,
+}
+
+/// papers/lin-thesis Table 3.3.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UtilisationClass {
+    /// Scheduler < 60%, interconnect < 60%, DRAM < 50%, L1 < 60% and L2 < 60%.
+    #[default]
+    Underutilised,
+    /// Neither of the others.
+    Moderate,
+    /// Scheduler > 80%, interconnect > 90%, DRAM > 70%, L1 > 80% or L2 > 80%.
+    Saturated,
+}
+
+/// lin-thesis §3.4.1: "at most 60% of the peak bandwidth can be achieved".
+pub const SUSTAINABLE_ICNT_FRACTION: f64 = 0.6;
+
+fn ratio(n: u64, d: f64) -> f64 {
+    if d > 0.0 {
+        n as f64 / d
+    } else {
+        0.0
+    }
+}
+
+impl Utilisation {
+    /// The utilisations of a run of `cycles` core cycles with `schedulers` issue slots summed.
+    pub fn of(sched: &SchedulerStats, mem: &MemStats, cfg: &MemConfig) -> Utilisation {
+        let cycles = mem.core_cycles.max(1) as f64;
+        let sms = cfg.num_sms as f64;
+        let icnt = |flits: u64, inputs: usize, spec: &memsys::IcntSpec| {
+            let peak = inputs as f64 * f64::from(spec.flits_per_cycle) * mem.icnt_cycles as f64;
+            ratio(flits, SUSTAINABLE_ICNT_FRACTION * peak)
+        };
+        let mut u = Utilisation {
+            scheduler: ratio(sched.issued, sched.cycles() as f64),
+            l1: ratio(
+                mem.l1_total.hits,
+                cycles * sms * f64::from(cfg.l1_lines_per_cycle),
+            ),
+            icnt_request: icnt(mem.icnt_request.flits, cfg.num_sms, &cfg.icnt_request),
+            icnt_reply: icnt(mem.icnt_reply.flits, cfg.l2_slices, &cfg.icnt_reply),
+            l2: ratio(
+                mem.l2_total.hits,
+                mem.l2_cycles as f64 * cfg.l2_slices as f64,
+            ),
+            dram: ratio(mem.dram_total.bus_busy_cycles, mem.dram_total.cycles as f64),
+            class: UtilisationClass::Underutilised,
+        };
+        u.class = u.classify();
+        u
+    }
+
+    /// The class of papers/lin-thesis Table 3.3 (the interconnect counts its busier direction).
+    pub fn classify(&self) -> UtilisationClass {
+        let icnt = self.icnt_request.max(self.icnt_reply);
+        if self.scheduler > 0.8 || icnt > 0.9 || self.dram > 0.7 || self.l1 > 0.8 || self.l2 > 0.8 {
+            UtilisationClass::Saturated
+        } else if self.scheduler < 0.6
+            && icnt < 0.6
+            && self.dram < 0.5
+            && self.l1 < 0.6
+            && self.l2 < 0.6
+        {
+            UtilisationClass::Underutilised
+        } else {
+            UtilisationClass::Moderate
+        }
+    }
+}
+
+/// Rates derived from the counters, for the readable summary.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Rates {
+    pub l1_hit_rate: f64,
+    pub l2_hit_rate: f64,
+    pub l1_mshr_merges: u64,
+    pub l2_mshr_merges: u64,
+    /// Row-buffer hits over DRAM requests.
+    pub row_buffer_hit_rate: f64,
+    /// Bytes moved on the DRAM buses per second of simulated time, and the fraction of peak.
+    pub dram_gbps: f64,
+    pub dram_peak_fraction: f64,
+    /// Bytes carried by each network per second (flits × flit size).
+    pub icnt_request_gbps: f64,
+    pub icnt_reply_gbps: f64,
+}
+
+impl Rates {
+    pub fn of(mem: &MemStats, cfg: &MemConfig) -> Rates {
+        let seconds = mem.core_cycles as f64 / (cfg.clocks.core_mhz * 1e6);
+        let gbps = |bytes: f64| {
+            if seconds > 0.0 {
+                bytes / seconds / 1e9
+            } else {
+                0.0
+            }
+        };
+        let dram_gbps = gbps(mem.dram_total.bytes as f64);
+        let hit_rate = |c: &memsys::CacheStats| ratio(c.hits, c.accesses as f64);
+        Rates {
+            l1_hit_rate: hit_rate(&mem.l1_total),
+            l2_hit_rate: hit_rate(&mem.l2_total),
+            l1_mshr_merges: mem.l1_total.mshr_merges,
+            l2_mshr_merges: mem.l2_total.mshr_merges,
+            row_buffer_hit_rate: ratio(
+                mem.dram_total.row_hits,
+                (mem.dram_total.row_hits + mem.dram_total.row_misses) as f64,
+            ),
+            dram_gbps,
+            dram_peak_fraction: dram_gbps * 1e9 / cfg.dram_peak_bytes_per_s(),
+            icnt_request_gbps: gbps(
+                mem.icnt_request.flits as f64 * f64::from(cfg.icnt_request.flit_bytes),
+            ),
+            icnt_reply_gbps: gbps(
+                mem.icnt_reply.flits as f64 * f64::from(cfg.icnt_reply.flit_bytes),
+            ),
+        }
+    }
 }
 
 /// Counters of a timed launch.
@@ -89,9 +243,17 @@ pub struct TimedStats {
     pub thread_instructions: u64,
     /// Warp instructions per core cycle, whole GPU.
     pub ipc: f64,
-    /// TBs resident per SM at full occupancy, and the registers per thread assumed.
+    /// The GPU configuration's name.
+    pub gpu: String,
+    /// Occupancy at dispatch (TBs per SM, limiting factors) and the registers per thread
+    /// assumed.
+    pub occupancy_limit: Occupancy,
     pub tbs_per_sm: u32,
     pub regs_per_thread: u32,
+    /// Mean resident warps per SM over its active cycles, as a fraction of its warp slots.
+    pub achieved_occupancy: f64,
+    /// Resident warps over time.
+    pub occupancy: OccupancyTrace,
     /// Load and atomic accesses that went through the memory system (the parts of a split
     /// warp access counted separately), and their mean latency in core cycles (issue to data).
     pub global_loads: u64,
@@ -102,5 +264,7 @@ pub struct TimedStats {
     /// All schedulers summed.
     pub schedulers: SchedulerStats,
     pub sms: Vec<SmStats>,
+    pub utilisation: Utilisation,
+    pub rates: Rates,
     pub memory: MemStats,
 }

@@ -1,18 +1,11 @@
-//! Shared by the `timing_*` tests: a small device that loads PTX and runs launches on either
-//! the functional core or the timed GPU, over the same device memory.
-//!
-//! `gpu::Gpu` keeps its memory and modules private, so the pieces of its `load_ptx` and
-//! `launch` that build a `LaunchCtx` (global placement, parameter buffer, shared-memory size)
-//! are repeated here. A `Gpu::launch_with` taking an engine would remove this copy.
+//! Shared by the `timing_*` tests: a device (the host API, [`gpu::Gpu`]) that runs every
+//! launch on either the functional core or the timed GPU, over the same kind of device memory.
 
 #![allow(dead_code)]
 
 use gpu::config::GpuConfig;
-use gpu::exec::LaunchCtx;
-use gpu::memory::DeviceMemory;
-use gpu::timing::{TimedGpu, TimedStats, TimingOptions};
-use kir::{Id, Module};
-use ptx::SourceFile;
+use gpu::timing::{TimedGpu, TimedStats};
+use gpu::{DevPtr, Gpu, KernelArg, ModuleId};
 
 /// Which engine runs a launch.
 #[derive(Clone, Debug)]
@@ -22,22 +15,18 @@ pub enum Engine {
 }
 
 impl Engine {
-    /// The timed GTX480: `configs/gtx480.toml` with the matching memory preset.
+    /// The timed GTX480 (`configs/gtx480.toml`).
     pub fn gtx480() -> Engine {
-        Engine::Timed(Box::new(TimedGpu {
-            gpu: GpuConfig::preset("gtx480").unwrap(),
-            memory: memsys::presets::gtx480(),
-            options: TimingOptions::default(),
-        }))
+        Engine::Timed(Box::new(TimedGpu::new(
+            GpuConfig::preset("gtx480").unwrap(),
+        )))
     }
 }
 
-/// A loaded module over its own device memory.
+/// A loaded module on its own device.
 pub struct Device {
-    pub mem: DeviceMemory,
-    pub module: Module,
-    pub source: SourceFile,
-    pub global_addrs: Vec<u64>,
+    pub gpu: Gpu,
+    pub module: ModuleId,
     pub engine: Engine,
     /// Allocations made through `alloc`: (base, size).
     pub allocs: Vec<(u64, u64)>,
@@ -46,33 +35,13 @@ pub struct Device {
 
 impl Device {
     pub fn new(file: &str, ptx_text: &str, engine: Engine) -> Device {
-        let ast = ptx::parse(ptx_text).unwrap_or_else(|e| panic!("{file}: {e}"));
-        let module =
-            kir::lower::lower_module(&ast, file).unwrap_or_else(|e| panic!("{file}: {}", e[0]));
-        let problems = gpu::validate::check_module(&module);
-        assert!(problems.is_empty(), "{file}: {problems:?}");
-        let mut mem = DeviceMemory::new();
-        let global_addrs: Vec<u64> = module
-            .globals
-            .values()
-            .map(|g| mem.alloc(g.size.max(1)))
-            .collect();
-        for (id, g) in module.globals.iter() {
-            let mut bytes = g.init.clone();
-            for r in &g.relocations {
-                let addr = global_addrs[r.target.index()].wrapping_add(r.addend as u64);
-                let (at, w) = (r.offset as usize, r.width as usize);
-                bytes[at..at + w].copy_from_slice(&addr.to_le_bytes()[..w]);
-            }
-            if !bytes.is_empty() {
-                mem.write_bytes(global_addrs[id.index()], &bytes).unwrap();
-            }
-        }
+        let mut gpu = Gpu::new();
+        let module = gpu
+            .load_ptx(file, ptx_text)
+            .unwrap_or_else(|e| panic!("{e}"));
         Device {
-            mem,
+            gpu,
             module,
-            source: SourceFile::new(file, ptx_text),
-            global_addrs,
             engine,
             allocs: Vec::new(),
             stats: Vec::new(),
@@ -80,17 +49,17 @@ impl Device {
     }
 
     pub fn alloc(&mut self, bytes: u64) -> u64 {
-        let p = self.mem.alloc(bytes);
+        let p = self.gpu.alloc(bytes).0;
         self.allocs.push((p, bytes));
         p
     }
 
     pub fn write(&mut self, addr: u64, data: &[u8]) {
-        self.mem.write_bytes(addr, data).unwrap();
+        self.gpu.copy_to_device(DevPtr(addr), data).unwrap();
     }
 
     pub fn read(&self, addr: u64, len: u64) -> Vec<u8> {
-        self.mem.read_bytes(addr, len).unwrap().to_vec()
+        self.gpu.copy_from_device(DevPtr(addr), len).unwrap()
     }
 
     /// Every allocation's bytes, in allocation order.
@@ -108,44 +77,28 @@ impl Device {
         dynamic_smem: u32,
         args: &[Vec<u8>],
     ) -> Result<Option<TimedStats>, String> {
-        let (_, k) = self
-            .module
-            .kernel(entry)
-            .ok_or_else(|| format!("no kernel {entry}"))?;
-        assert_eq!(args.len(), k.params.len(), "argument count of {entry}");
-        let mut params = vec![0u8; k.param_size as usize];
-        for (p, a) in k.params.iter().zip(args) {
-            assert_eq!(a.len(), p.size as usize, "size of parameter {}", p.name);
-            params[p.offset as usize..p.offset as usize + a.len()].copy_from_slice(a);
-        }
-        let static_aligned = if k.uses_dynamic_smem {
-            k.static_smem.next_multiple_of(16)
-        } else {
-            k.static_smem
-        };
-        let num_sms = match &self.engine {
-            Engine::Functional => 15,
-            Engine::Timed(t) => t.gpu.sm.count,
-        };
-        let ctx = LaunchCtx {
-            kernel: k,
-            source: &self.source,
-            grid,
-            block,
-            params,
-            global_addrs: &self.global_addrs,
-            dynamic_smem,
-            smem_size: static_aligned + dynamic_smem,
-            num_sms,
-            grid_id: self.stats.len() as u64 + 1,
-        };
+        let args: Vec<KernelArg> = args.iter().map(|a| KernelArg::Bytes(a.clone())).collect();
         match &self.engine {
             Engine::Functional => {
-                gpu::func::run(&ctx, &mut self.mem, 1 << 36).map_err(|e| e.to_string())?;
+                self.gpu
+                    .launch(self.module, entry, grid, block, dynamic_smem, &args)
+                    .map_err(|e| e.to_string())?;
                 Ok(None)
             }
             Engine::Timed(t) => {
-                let s = t.launch(&ctx, &mut self.mem).map_err(|e| e.to_string())?;
+                let s = self
+                    .gpu
+                    .launch_timed(
+                        t,
+                        self.module,
+                        entry,
+                        grid,
+                        block,
+                        dynamic_smem,
+                        &args,
+                        &mut |_| {},
+                    )
+                    .map_err(|e| e.to_string())?;
                 self.stats.push(s.clone());
                 Ok(Some(s))
             }
@@ -160,16 +113,15 @@ impl suite::Device for Device {
     }
 
     fn write(&mut self, dst: suite::DevPtr, data: &[u8]) -> Result<(), suite::DeviceError> {
-        self.mem
-            .write_bytes(dst.0, data)
-            .map_err(|e| suite::DeviceError(format!("{e:?}")))
+        self.gpu
+            .copy_to_device(DevPtr(dst.0), data)
+            .map_err(|e| suite::DeviceError(e.to_string()))
     }
 
     fn read(&mut self, src: suite::DevPtr, len: u64) -> Result<Vec<u8>, suite::DeviceError> {
-        self.mem
-            .read_bytes(src.0, len)
-            .map(|b| b.to_vec())
-            .map_err(|e| suite::DeviceError(format!("{e:?}")))
+        self.gpu
+            .copy_from_device(DevPtr(src.0), len)
+            .map_err(|e| suite::DeviceError(e.to_string()))
     }
 
     fn launch(&mut self, l: &suite::Launch<'_>) -> Result<(), suite::DeviceError> {
