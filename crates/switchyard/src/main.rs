@@ -1,17 +1,13 @@
 //! `switchyard`: the command-line front of the GPU multitasking lab.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use serde::Serialize;
 use serde_json::json;
 
-use suite::{Size, Target};
+use suite::Target;
 use switchyard::diag::render_load_error;
-use switchyard::ptx_run::{run_file, FileRunError};
-use switchyard::spec::Spec;
-use switchyard::suite_run::{run_kernel, SuiteError, SuiteResult};
 
 #[derive(Parser)]
 #[command(
@@ -50,7 +46,7 @@ enum Command {
     },
 }
 
-#[derive(clap::Args, Default)]
+#[derive(clap::Args)]
 struct RunArgs {
     /// Suite kernel names or `.ptx` files (a `.ptx` file needs `--spec`). Default: the whole suite.
     items: Vec<String>,
@@ -66,9 +62,36 @@ struct RunArgs {
     /// Launch spec (TOML) for a `.ptx` file: buffers, grid, block, arguments, checks.
     #[arg(long)]
     spec: Option<PathBuf>,
+    /// GPU to time on: a preset (gtx480, gtx980, k20c, maxwell16, fault-study, v100, a100,
+    /// h100) or a configuration file (`configs/*.toml` documents every field).
+    #[arg(long, default_value = "gtx480")]
+    gpu: String,
+    /// Run on the functional core only (no timing; faster).
+    #[arg(long)]
+    functional: bool,
+    /// Warp scheduler policy, overriding the GPU's.
+    #[arg(long, value_enum)]
+    scheduler: Option<SchedulerArg>,
+    /// Where timed runs write their statistics (JSON; rewritten after every kernel, so a later
+    /// failure keeps the earlier results).
+    #[arg(long, default_value = "switchyard-stats.json")]
+    stats: PathBuf,
+    /// Do not write the statistics file.
+    #[arg(long)]
+    no_stats: bool,
+    /// Print every timed launch's full summary (stall reasons, hit rates, utilisations).
+    #[arg(long)]
+    detail: bool,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum SchedulerArg {
+    Lrr,
+    Gto,
+    TwoLevel,
 }
 
 #[derive(clap::Args)]
@@ -115,10 +138,13 @@ enum SizeArg {
     Large,
 }
 
+mod cmd_run;
+use cmd_run::run;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        None => run(RunArgs::default()),
+        None => run(default_run_args()),
         Some(Command::Kernels { json }) => kernels(json),
         Some(Command::Run(args)) => run(args),
         Some(Command::Check { files, json }) => check(&files, json),
@@ -131,6 +157,14 @@ fn main() -> ExitCode {
             eprintln!("error: {msg}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// `switchyard run` with every option at its default (what `switchyard` alone runs).
+fn default_run_args() -> RunArgs {
+    match Cli::parse_from(["switchyard", "run"]).command {
+        Some(Command::Run(a)) => a,
+        _ => unreachable!("`switchyard run` parses as the run command"),
     }
 }
 
@@ -167,187 +201,6 @@ fn kernels(json: bool) -> Outcome {
         }
     }
     Ok(true)
-}
-
-#[derive(Serialize)]
-struct RunRow {
-    kernel: String,
-    target: String,
-    size: String,
-    launches: u64,
-    tbs: u64,
-    warps: u64,
-    warp_instructions: u64,
-    thread_instructions: u64,
-    /// Seconds spent simulating (inside launches).
-    seconds: f64,
-    /// Seconds of the whole host program, including input generation and verification.
-    total_seconds: f64,
-    thread_instructions_per_second: f64,
-    warp_instructions_per_second: f64,
-    verified: bool,
-    detail: String,
-}
-
-impl RunRow {
-    fn from_suite(r: &SuiteResult) -> RunRow {
-        let secs = r.simulated.as_secs_f64();
-        RunRow {
-            kernel: r.kernel.to_string(),
-            target: r.target.name().to_string(),
-            size: format!("{:?}", r.size).to_lowercase(),
-            launches: r.launches,
-            tbs: r.stats.tbs,
-            warps: r.stats.warps,
-            warp_instructions: r.stats.warp_instructions,
-            thread_instructions: r.stats.thread_instructions,
-            seconds: secs,
-            total_seconds: r.elapsed.as_secs_f64(),
-            thread_instructions_per_second: r.stats.thread_instructions as f64 / secs.max(1e-9),
-            warp_instructions_per_second: r.stats.warp_instructions as f64 / secs.max(1e-9),
-            verified: r.verification.passed(),
-            detail: match &r.verification {
-                suite::Verification::Passed { checked } => format!("{checked} values match"),
-                suite::Verification::Failed { mismatches, first } => {
-                    format!("{mismatches} mismatches: {first}")
-                }
-            },
-        }
-    }
-}
-
-fn print_table(rows: &[RunRow]) {
-    println!(
-        "{:<14} {:<6} {:>4} {:>7} {:>12} {:>14} {:>9} {:>10}  result",
-        "kernel", "target", "runs", "TBs", "warp insts", "thread insts", "sim ms", "Mthr-i/s"
-    );
-    for r in rows {
-        println!(
-            "{:<14} {:<6} {:>4} {:>7} {:>12} {:>14} {:>9.1} {:>10.1}  {}",
-            r.kernel,
-            r.target,
-            r.launches,
-            r.tbs,
-            r.warp_instructions,
-            r.thread_instructions,
-            r.seconds * 1e3,
-            r.thread_instructions_per_second / 1e6,
-            if r.verified {
-                format!("PASS ({})", r.detail)
-            } else {
-                format!("FAIL: {}", r.detail)
-            }
-        );
-    }
-}
-
-fn run(args: RunArgs) -> Outcome {
-    let targets: Vec<Target> = match args.target {
-        TargetArg::Sm70 => vec![Target::Sm70],
-        TargetArg::Sm90 => vec![Target::Sm90],
-        TargetArg::All => Target::ALL.to_vec(),
-    };
-    let size = match args.size {
-        SizeArg::Small => Size::Small,
-        SizeArg::Large => Size::Large,
-    };
-    let mut rows = Vec::new();
-    let mut ok = true;
-    let items: Vec<String> = if args.items.is_empty() {
-        suite::all().iter().map(|k| k.name().to_string()).collect()
-    } else {
-        args.items.clone()
-    };
-    for item in &items {
-        if item.ends_with(".ptx") {
-            ok &= run_ptx_file(Path::new(item), args.spec.as_deref(), &mut rows)?;
-            continue;
-        }
-        let Some(k) = suite::by_name(item) else {
-            let names: Vec<_> = suite::all().iter().map(|k| k.name()).collect();
-            return Err(format!(
-                "no suite kernel `{item}` (and it is not a .ptx file); kernels: {}",
-                names.join(", ")
-            ));
-        };
-        for &t in &targets {
-            match run_kernel(k, t, size, args.seed) {
-                Ok(r) => {
-                    ok &= r.verification.passed();
-                    rows.push(RunRow::from_suite(&r));
-                }
-                Err(SuiteError::Load(e)) => return Err(render_load_error(&e)),
-                Err(e) => return Err(e.to_string()),
-            }
-        }
-    }
-    if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&rows).expect("serializable")
-        );
-    } else {
-        print_table(&rows);
-        let passed = rows.iter().filter(|r| r.verified).count();
-        println!("{passed} passed, {} failed", rows.len() - passed);
-    }
-    Ok(ok)
-}
-
-fn run_ptx_file(path: &Path, spec: Option<&Path>, rows: &mut Vec<RunRow>) -> Outcome {
-    let Some(spec_path) = spec else {
-        return Err(format!(
-            "running `{}` needs a launch spec: --spec FILE.toml (see `switchyard run --help`)",
-            path.display()
-        ));
-    };
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let spec_text =
-        std::fs::read_to_string(spec_path).map_err(|e| format!("{}: {e}", spec_path.display()))?;
-    let spec = Spec::parse(&spec_text).map_err(|e| format!("{}: {e}", spec_path.display()))?;
-    let name = path.display().to_string();
-    let r = match run_file(&name, &text, &spec) {
-        Ok(r) => r,
-        Err(FileRunError::Load(e)) => return Err(render_load_error(&e)),
-        Err(e) => return Err(e.to_string()),
-    };
-    let verified = r.checks.iter().all(|c| c.mismatches == 0);
-    let secs = r.elapsed.as_secs_f64();
-    let detail = if r.checks.is_empty() {
-        "ran; not verified (the spec has no [[check]])".to_string()
-    } else if verified {
-        format!(
-            "{} values match",
-            r.checks.iter().map(|c| c.checked).sum::<usize>()
-        )
-    } else {
-        r.checks
-            .iter()
-            .filter_map(|c| {
-                c.first
-                    .clone()
-                    .map(|f| format!("{} mismatches, first {f}", c.mismatches))
-            })
-            .collect::<Vec<_>>()
-            .join("; ")
-    };
-    rows.push(RunRow {
-        kernel: format!("{}:{}", name, r.kernel),
-        target: "file".into(),
-        size: "spec".into(),
-        launches: 1,
-        tbs: r.stats.tbs,
-        warps: r.stats.warps,
-        warp_instructions: r.stats.warp_instructions,
-        thread_instructions: r.stats.thread_instructions,
-        seconds: secs,
-        total_seconds: secs,
-        thread_instructions_per_second: r.stats.thread_instructions as f64 / secs.max(1e-9),
-        warp_instructions_per_second: r.stats.warp_instructions as f64 / secs.max(1e-9),
-        verified,
-        detail,
-    });
-    Ok(verified)
 }
 
 fn check(files: &[PathBuf], json: bool) -> Outcome {

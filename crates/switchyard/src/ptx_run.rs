@@ -2,6 +2,7 @@
 
 use std::time::{Duration, Instant};
 
+use gpu::timing::{TimedGpu, TimedStats};
 use gpu::{DevPtr, Gpu, GpuError, KernelArg, LaunchStats};
 use serde::Serialize;
 
@@ -22,6 +23,8 @@ pub struct CheckResult {
 pub struct FileRun {
     pub kernel: String,
     pub stats: LaunchStats,
+    /// The timing model's statistics, when the launch was timed.
+    pub timed: Option<TimedStats>,
     pub elapsed: Duration,
     pub checks: Vec<CheckResult>,
 }
@@ -36,8 +39,14 @@ pub enum FileRunError {
     Gpu(#[from] GpuError),
 }
 
-/// Loads `ptx`, sets up the spec's buffers, launches once and runs the checks.
-pub fn run_file(file: &str, ptx: &str, spec: &Spec) -> Result<FileRun, FileRunError> {
+/// Loads `ptx`, sets up the spec's buffers, launches once (timed on `timed` if given, else on
+/// the functional core) and runs the checks.
+pub fn run_file(
+    file: &str,
+    ptx: &str,
+    spec: &Spec,
+    timed: Option<&TimedGpu>,
+) -> Result<FileRun, FileRunError> {
     let mut gpu = Gpu::new();
     let module = gpu.load_ptx(file, ptx)?;
     let kernel = match &spec.kernel {
@@ -99,14 +108,26 @@ pub fn run_file(file: &str, ptx: &str, spec: &Spec) -> Result<FileRun, FileRunEr
         })
         .collect();
     let start = Instant::now();
-    let stats = gpu.launch(
-        module,
-        &kernel,
-        Spec::dims(&spec.grid),
-        Spec::dims(&spec.block),
-        spec.dynamic_smem,
-        &args,
-    )?;
+    let (grid, block) = (Spec::dims(&spec.grid), Spec::dims(&spec.block));
+    let (stats, timed) = match timed {
+        None => (
+            gpu.launch(module, &kernel, grid, block, spec.dynamic_smem, &args)?,
+            None,
+        ),
+        Some(t) => {
+            let s = gpu.launch_timed(
+                t,
+                module,
+                &kernel,
+                grid,
+                block,
+                spec.dynamic_smem,
+                &args,
+                &mut |_| {},
+            )?;
+            (s.launch_stats(), Some(s))
+        }
+    };
     let elapsed = start.elapsed();
     let mut checks = Vec::new();
     for c in &spec.checks {
@@ -147,6 +168,7 @@ pub fn run_file(file: &str, ptx: &str, spec: &Spec) -> Result<FileRun, FileRunEr
     Ok(FileRun {
         kernel,
         stats,
+        timed,
         elapsed,
         checks,
     })

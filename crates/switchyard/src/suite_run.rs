@@ -1,32 +1,54 @@
-//! Running suite kernels on the functional core.
+//! Running suite kernels on the functional core or the timed GPU.
 
 use std::time::{Duration, Instant};
 
+use gpu::timing::{Progress, TimedGpu, TimedStats};
 use gpu::{DevPtr as GpuPtr, Gpu, KernelArg, LaunchStats, ModuleId};
 use suite::{Arg, DevPtr, Device, DeviceError, Kernel, Launch, Size, Target, Verification};
 
-/// A [`suite::Device`] backed by the functional core, counting what it executes.
-pub struct FunctionalDevice {
+/// A progress callback: the kernel's name and where its current launch stands.
+pub type ProgressFn<'a> = dyn FnMut(&str, Progress) + 'a;
+
+/// A [`suite::Device`] backed by the simulator, counting what it executes. Launches run on the
+/// functional core, or on the timing model when `timed` is set.
+pub struct SimDevice<'p> {
     pub gpu: Gpu,
     pub module: ModuleId,
     pub stats: LaunchStats,
     pub launches: u64,
     /// Wall-clock time spent inside kernel launches (simulation only).
     pub launch_time: Duration,
+    /// The timed GPU, if launches are timed.
+    pub timed: Option<Box<TimedGpu>>,
+    /// Statistics of every timed launch, in order.
+    pub timed_stats: Vec<TimedStats>,
+    /// Called as timed launches run.
+    pub progress: Option<Box<ProgressFn<'p>>>,
 }
 
-impl FunctionalDevice {
+/// The functional-only device (the name most tests use).
+pub type FunctionalDevice = SimDevice<'static>;
+
+impl<'p> SimDevice<'p> {
     /// Loads `ptx` (named `file` in diagnostics) into a fresh device.
     pub fn new(file: &str, ptx: &str) -> Result<Self, gpu::LoadError> {
         let mut gpu = Gpu::new();
         let module = gpu.load_ptx(file, ptx)?;
-        Ok(FunctionalDevice {
+        Ok(SimDevice::with_gpu(gpu, module))
+    }
+
+    /// A device over an already loaded module.
+    pub fn with_gpu(gpu: Gpu, module: ModuleId) -> Self {
+        SimDevice {
             gpu,
             module,
             stats: LaunchStats::default(),
             launches: 0,
             launch_time: Duration::ZERO,
-        })
+            timed: None,
+            timed_stats: Vec::new(),
+            progress: None,
+        }
     }
 }
 
@@ -34,7 +56,7 @@ fn err(e: impl std::fmt::Display) -> DeviceError {
     DeviceError(e.to_string())
 }
 
-impl Device for FunctionalDevice {
+impl Device for SimDevice<'_> {
     fn alloc(&mut self, bytes: u64) -> Result<DevPtr, DeviceError> {
         Ok(DevPtr(self.gpu.alloc(bytes).0))
     }
@@ -60,18 +82,39 @@ impl Device for FunctionalDevice {
                 Arg::F64(v) => KernelArg::F64(v),
             })
             .collect();
+        let grid = [l.grid.x, l.grid.y, l.grid.z];
+        let block = [l.block.x, l.block.y, l.block.z];
         let start = Instant::now();
-        let s = self
-            .gpu
-            .launch(
-                self.module,
-                l.entry,
-                [l.grid.x, l.grid.y, l.grid.z],
-                [l.block.x, l.block.y, l.block.z],
-                l.dynamic_smem,
-                &args,
-            )
-            .map_err(err)?;
+        let s = match &self.timed {
+            None => self
+                .gpu
+                .launch(self.module, l.entry, grid, block, l.dynamic_smem, &args)
+                .map_err(err)?,
+            Some(t) => {
+                let entry = l.entry;
+                let mut report = |p: Progress| {
+                    if let Some(f) = self.progress.as_mut() {
+                        f(entry, p)
+                    }
+                };
+                let s = self
+                    .gpu
+                    .launch_timed(
+                        t,
+                        self.module,
+                        entry,
+                        grid,
+                        block,
+                        l.dynamic_smem,
+                        &args,
+                        &mut report,
+                    )
+                    .map_err(err)?;
+                let counts = s.launch_stats();
+                self.timed_stats.push(s);
+                counts
+            }
+        };
         self.launch_time += start.elapsed();
         self.stats.add(&s);
         self.launches += 1;
@@ -93,6 +136,8 @@ pub struct SuiteResult {
     pub elapsed: Duration,
     /// Wall-clock time inside kernel launches only: what simulation speed is measured on.
     pub simulated: Duration,
+    /// Statistics of every launch, when run on the timing model.
+    pub timed: Vec<TimedStats>,
 }
 
 /// Errors of a suite run: the module did not load, or the device failed.
@@ -115,8 +160,23 @@ pub fn run_kernel(
     size: Size,
     seed: u64,
 ) -> Result<SuiteResult, SuiteError> {
+    run_kernel_on(k, target, size, seed, None, None)
+}
+
+/// Loads and runs one suite kernel on a fresh device: timed on `timed` if given (calling
+/// `progress` as launches run), else functional.
+pub fn run_kernel_on<'p>(
+    k: &dyn Kernel,
+    target: Target,
+    size: Size,
+    seed: u64,
+    timed: Option<&TimedGpu>,
+    progress: Option<Box<ProgressFn<'p>>>,
+) -> Result<SuiteResult, SuiteError> {
     let file = format!("kernels/{0}/{0}.{1}.ptx", k.name(), target.name());
-    let mut dev = FunctionalDevice::new(&file, k.ptx(target))?;
+    let mut dev = SimDevice::new(&file, k.ptx(target))?;
+    dev.timed = timed.map(|t| Box::new(t.clone()));
+    dev.progress = progress;
     let start = Instant::now();
     let verification = k
         .run(&mut dev, size, seed)
@@ -134,5 +194,6 @@ pub fn run_kernel(
         launches: dev.launches,
         elapsed: start.elapsed(),
         simulated: dev.launch_time,
+        timed: dev.timed_stats,
     })
 }

@@ -1,9 +1,8 @@
 //! Register-allocated suite kernels run unchanged on the functional core and still verify:
 //! with the default budget, with uniform registers, and under pressure with spill code.
 
-use std::time::Duration;
 
-use gpu::{Gpu, LaunchStats};
+use gpu::Gpu;
 use regalloc::{allocate_module, AllocConfig};
 use suite::{Size, Target};
 use switchyard::suite_run::FunctionalDevice;
@@ -25,13 +24,7 @@ fn run_allocated(config: &AllocConfig) {
                     continue;
                 }
             };
-            let mut dev = FunctionalDevice {
-                gpu,
-                module: module_id,
-                stats: LaunchStats::default(),
-                launches: 0,
-                launch_time: Duration::ZERO,
-            };
+            let mut dev = FunctionalDevice::with_gpu(gpu, module_id);
             match k.run(&mut dev, Size::Small, 1) {
                 Ok(v) if v.passed() => {}
                 Ok(v) => failures.push(format!("{} {}: {v:?}", k.name(), target.name())),

@@ -19,9 +19,11 @@
 //! index first, SMs in index order); the memory system advances to the next core edge.
 //!
 //! **Dispatch.** TBs per SM come from [`crate::occupancy::Occupancy::of`]. Registers per thread
-//! are [`TimingOptions::regs_per_thread`] when given, otherwise the kernel's virtual register
-//! count (`kernel.regs.len()`, predicates included) capped at the SM's
-//! `max_registers_per_thread` — a stand-in until register allocation feeds the physical count.
+//! are [`TimingOptions::regs_per_thread`] when given, otherwise the count of the `regalloc`
+//! allocator (what `ptxas -v` would report, within the margin `regalloc/REGISTERS.md`
+//! measures) under the SM's `max_registers_per_thread`. The timed kernel itself is not
+//! rewritten: a kernel the allocator would spill is timed without its spill code. Should
+//! allocation fail, the virtual register count, capped, stands in.
 //!
 //! **End of a launch.** When the last TB has finished, the memory system runs until every
 //! store is acknowledged; `cycles` includes that drain. Each launch starts with a fresh
@@ -135,6 +137,18 @@ impl TimedGpu {
     }
 }
 
+/// Registers per thread of `kernel` after allocation under `max` (see the module docs).
+pub fn physical_registers(kernel: &kir::Kernel, max: u32) -> u32 {
+    let config = regalloc::AllocConfig {
+        max_registers: max.max(1),
+        ..Default::default()
+    };
+    match regalloc::allocate(kernel, &config) {
+        Ok(a) => a.gpr_count.max(1),
+        Err(_) => (kernel.regs.len() as u32).clamp(1, max.max(1)),
+    }
+}
+
 /// Runs every TB of a launch on the timed GPU, updating `mem` exactly as the functional core
 /// would (up to the order of atomics), and calls `progress` every [`PROGRESS_INTERVAL`] core
 /// cycles.
@@ -154,7 +168,7 @@ pub fn run_timed(
     let res = &gpu.sm.resources;
     let regs = opts
         .regs_per_thread
-        .unwrap_or_else(|| (ctx.kernel.regs.len() as u32).min(res.max_registers_per_thread.max(1)));
+        .unwrap_or_else(|| physical_registers(ctx.kernel, res.max_registers_per_thread));
     let demand = TbDemand::for_kernel(res, ctx.threads_per_tb(), regs, ctx.smem_size);
     let occ = Occupancy::of(res, &demand);
     if occ.tbs_per_sm == 0 {

@@ -268,3 +268,85 @@ pub struct TimedStats {
     pub rates: Rates,
     pub memory: MemStats,
 }
+
+impl TimedStats {
+    /// The counts a functional launch reports.
+    pub fn launch_stats(&self) -> crate::func::LaunchStats {
+        crate::func::LaunchStats {
+            tbs: self.tbs,
+            warps: self.warps,
+            warp_instructions: self.warp_instructions,
+            thread_instructions: self.thread_instructions,
+        }
+    }
+
+    /// A readable multi-line summary of the launch.
+    pub fn summary(&self) -> String {
+        use std::fmt::Write;
+        let mut o = String::new();
+        let pct = |x: f64| format!("{:.1}%", 100.0 * x);
+        let limits: Vec<String> = self
+            .occupancy_limit
+            .limited_by
+            .iter()
+            .map(|l| format!("{l:?}").to_lowercase())
+            .collect();
+        let _ = writeln!(
+            o,
+            "{} on {}: {} cycles ({} to the last TB), {} warp instructions, IPC {:.2}",
+            self.kernel,
+            self.gpu,
+            self.cycles,
+            self.cycles_to_last_tb,
+            self.warp_instructions,
+            self.ipc
+        );
+        let _ = writeln!(
+            o,
+            "  occupancy: {} TBs/SM ({} warps) limited by {}; {} registers/thread; achieved {}",
+            self.tbs_per_sm,
+            self.occupancy_limit.warps_per_sm,
+            limits.join(" and "),
+            self.regs_per_thread,
+            pct(self.achieved_occupancy)
+        );
+        let s = &self.schedulers;
+        let c = s.cycles().max(1) as f64;
+        let _ = writeln!(
+            o,
+            "  scheduler cycles: issued {}, memory {}, scoreboard {}, pipeline busy {}, barrier {}, no warp {}",
+            pct(s.issued as f64 / c),
+            pct(s.memory as f64 / c),
+            pct(s.scoreboard as f64 / c),
+            pct(s.pipeline_busy as f64 / c),
+            pct(s.barrier as f64 / c),
+            pct(s.no_warp as f64 / c)
+        );
+        let r = &self.rates;
+        let _ = writeln!(
+            o,
+            "  memory: L1 hits {}, L2 hits {}, MSHR merges L1 {} / L2 {}, row-buffer hits {}, DRAM {:.1} GB/s ({} of peak), mean load latency {:.1} cycles",
+            pct(r.l1_hit_rate),
+            pct(r.l2_hit_rate),
+            r.l1_mshr_merges,
+            r.l2_mshr_merges,
+            pct(r.row_buffer_hit_rate),
+            r.dram_gbps,
+            pct(r.dram_peak_fraction),
+            self.mean_load_latency
+        );
+        let u = &self.utilisation;
+        let _ = writeln!(
+            o,
+            "  utilisation (lin-thesis §3.4): scheduler {}, L1 {}, icnt SM→L2 {}, icnt L2→SM {}, L2 {}, DRAM {} → {:?}",
+            pct(u.scheduler),
+            pct(u.l1),
+            pct(u.icnt_request),
+            pct(u.icnt_reply),
+            pct(u.l2),
+            pct(u.dram),
+            u.class
+        );
+        o
+    }
+}
