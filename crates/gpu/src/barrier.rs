@@ -59,6 +59,9 @@ impl Barriers {
     /// Completes every barrier whose expected warps have all arrived, making their warps
     /// ready and writing `bar.red` results; true if one did.
     pub fn release(&mut self, warps: &mut impl TbWarps) -> bool {
+        if self.arrived.iter().all(|&a| a == 0) {
+            return false;
+        }
         let n = warps.warp_count();
         let live = (0..n)
             .filter(|&i| warps.get(i).0 != WarpStatus::Done)

@@ -23,6 +23,7 @@
 //! per line; an MSHR entry lives until all its downstream fetches have been filled.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use serde::{Deserialize, Serialize};
 
@@ -224,6 +225,31 @@ struct Mshr<W> {
     waiters: Vec<W>,
 }
 
+/// Hashes line addresses for the MSHR table: one multiply (Fibonacci hashing). Line
+/// addresses are already well spread in their upper bits, and the table is probed for every
+/// line of every access, so the default SipHash dominated the cost of a cache lookup. Only
+/// lookups use the hash (the table is never iterated), so results do not depend on it.
+#[derive(Default)]
+pub struct LineHasher(u64);
+
+impl Hasher for LineHasher {
+    fn finish(&self) -> u64 {
+        // The product's high bits are mixed; fold them into the low bits the table indexes by
+        // (line addresses have zero low bits, and so do their products).
+        self.0 ^ (self.0 >> 29)
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+
+    fn write_u64(&mut self, x: u64) {
+        self.0 = (self.0 ^ x).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
 /// The mutable state and counters of one cache (its spec inside).
 #[derive(Debug, Clone)]
 pub struct Cache<W> {
@@ -231,9 +257,11 @@ pub struct Cache<W> {
     sets: u64,
     lines: Vec<Line>,
     stamp: u64,
-    mshr: HashMap<u64, Mshr<W>>,
+    mshr: HashMap<u64, Mshr<W>, BuildHasherDefault<LineHasher>>,
     spare: Vec<Vec<W>>,
     stats: CacheStats,
+    /// Bumped by every call that may change lines or MSHRs (see [`Cache::version`]).
+    version: u64,
 }
 
 impl<W> Cache<W> {
@@ -246,9 +274,10 @@ impl<W> Cache<W> {
             sets,
             lines,
             stamp: 0,
-            mshr: HashMap::new(),
+            mshr: HashMap::default(),
             spare: Vec::new(),
             stats: CacheStats::default(),
+            version: 0,
         }
     }
 
@@ -260,6 +289,12 @@ impl<W> Cache<W> {
     /// The counters.
     pub fn stats(&self) -> &CacheStats {
         &self.stats
+    }
+
+    /// Changes whenever the cache's contents or MSHRs may have changed: two equal versions
+    /// mean [`Cache::probe_read`] answers the same (a controller may remember a refusal).
+    pub fn version(&self) -> u64 {
+        self.version
     }
 
     /// Counts a refusal the controller decided on (e.g. no room downstream).
@@ -358,6 +393,7 @@ impl<W> Cache<W> {
     /// Reads sectors `mask` of a line. On a miss `waiter` is parked in the line's MSHR entry and
     /// returned by [`Cache::fill`]; on a hit or a failure it is dropped.
     pub fn read(&mut self, line_addr: u64, mask: u8, waiter: W) -> ReadOutcome {
+        self.version += 1;
         let out = self.probe_read(line_addr, mask);
         match out {
             ReadOutcome::Fail(_) => {
@@ -404,6 +440,7 @@ impl<W> Cache<W> {
 
     /// Writes sectors `mask` of a line according to the write policy.
     pub fn write(&mut self, line_addr: u64, mask: u8) -> WriteOutcome {
+        self.version += 1;
         let mask = self.widen(mask);
         self.stats.accesses += 1;
         self.stats.writes += 1;
@@ -455,6 +492,7 @@ impl<W> Cache<W> {
     /// Marks sectors of a present line dirty (an atomic performed at this cache). Returns false
     /// when the line is absent.
     pub fn mark_dirty(&mut self, line_addr: u64, mask: u8) -> bool {
+        self.version += 1;
         let mask = self.widen(mask);
         match self.find(line_addr) {
             Some(i) => {
@@ -501,6 +539,7 @@ impl<W> Cache<W> {
     /// evicting a dirty victim, returned) and, when the line's MSHR entry has no fetch left
     /// outstanding, frees the entry and appends its waiters to `done` in arrival order.
     pub fn fill(&mut self, line_addr: u64, mask: u8, done: &mut Vec<W>) -> Option<Writeback> {
+        self.version += 1;
         self.stats.fills += 1;
         let (i, wb) = match self.find(line_addr) {
             Some(i) => (i, None),
@@ -575,6 +614,23 @@ mod tests {
         );
         assert_eq!(c.stats().sector_misses, 1);
         assert_eq!(c.stats().reservation_fails, 2);
+    }
+
+    #[test]
+    fn version_tracks_every_change_a_probe_can_see() {
+        let mut c: Cache<u32> = Cache::new(spec(WritePolicy::WriteEvict));
+        c.read(0, 1, 1);
+        c.read(256, 1, 2);
+        let v = c.version();
+        let full = c.probe_read(512, 1);
+        assert_eq!(full, ReadOutcome::Fail(ReservationFail::MshrFull));
+        // Probing and counting refusals change nothing.
+        c.record_reservation_fail();
+        assert_eq!((c.version(), c.probe_read(512, 1)), (v, full));
+        // A fill frees an MSHR: the version moves and the same probe now succeeds.
+        c.fill(0, 1, &mut Vec::new());
+        assert_ne!(c.version(), v);
+        assert_eq!(c.probe_read(512, 1), ReadOutcome::Allocated { fetch: 1 });
     }
 
     #[test]

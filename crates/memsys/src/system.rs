@@ -513,6 +513,11 @@ struct SmState {
     slots: Vec<Option<AccessEntry>>,
     free_slots: Vec<u32>,
     completed: VecDeque<Completion>,
+    /// The last load refused for want of an MSHR: (L1 version, constant-cache version,
+    /// whether it read the constant cache, lines, the refusal). A retry of the same lines before either cache changes gets the
+    /// same answer without probing every line again (an SM retries a refused access every
+    /// cycle, so this is the hot path of a memory-bound kernel).
+    refused: Option<(u64, u64, bool, Vec<LineRequest>, Stall)>,
 }
 
 #[derive(Debug)]
@@ -554,6 +559,7 @@ impl MemorySystem {
                 l1: Cache::new(cfg.l1.clone()),
                 cc: Cache::new(cfg.const_cache.clone()),
                 l1_free_at: 0,
+                refused: None,
                 hits: DelayQueue::new(cfg.max_outstanding_accesses * 32 * max_lines.max(1), 1),
                 slots: vec![None; cfg.max_outstanding_accesses],
                 free_slots: (0..cfg.max_outstanding_accesses as u32).rev().collect(),
@@ -638,6 +644,18 @@ impl MemorySystem {
             return Err(Stall::TooManyOutstanding);
         };
         let use_const = a.space == Space::Const && a.kind == AccessKind::Load;
+        if let Some((v1, vc, c, lines, stall)) = &st.refused {
+            if a.kind == AccessKind::Load
+                && *c == use_const
+                && *v1 == st.l1.version()
+                && *vc == st.cc.version()
+                && *lines == a.lines
+            {
+                let cache = if use_const { &mut st.cc } else { &mut st.l1 };
+                cache.record_reservation_fail();
+                return Err(*stall);
+            }
+        }
         // Pass 1: check, changing nothing.
         let mut new_mshrs = 0usize;
         let mut packets = 0usize;
@@ -655,10 +673,14 @@ impl MemorySystem {
                         ReadOutcome::Fail(f) => {
                             let cache = if use_const { &mut st.cc } else { &mut st.l1 };
                             cache.record_reservation_fail();
-                            return Err(match f {
+                            let stall = match f {
                                 ReservationFail::MshrFull => Stall::MshrFull,
                                 ReservationFail::MergeLimit => Stall::MergeLimit,
-                            });
+                            };
+                            let versions = (st.l1.version(), st.cc.version());
+                            st.refused =
+                                Some((versions.0, versions.1, use_const, a.lines.clone(), stall));
+                            return Err(stall);
                         }
                     }
                 }
@@ -673,6 +695,14 @@ impl MemorySystem {
         if new_mshrs > cache_free {
             let cache = if use_const { &mut st.cc } else { &mut st.l1 };
             cache.record_reservation_fail();
+            let versions = (st.l1.version(), st.cc.version());
+            st.refused = Some((
+                versions.0,
+                versions.1,
+                use_const,
+                a.lines.clone(),
+                Stall::MshrFull,
+            ));
             return Err(Stall::MshrFull);
         }
         if packets > self.req_net.input_free(sm, a.priority) {

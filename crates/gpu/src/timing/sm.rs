@@ -58,6 +58,13 @@ pub(super) struct WarpSlot {
     ready_at: Vec<u64>,
     /// Loads and atomics in flight.
     outstanding: u32,
+    /// The next instruction reads or writes a register a load is filling: nothing changes
+    /// that until one of this warp's accesses completes (which clears the flag).
+    waits_for_memory: bool,
+    /// The next instruction has a register hazard until this cycle: only this warp's own
+    /// issue or a completion could change its registers' ready cycles, and neither can happen
+    /// before then.
+    hazard_until: u64,
     age: u64,
 }
 
@@ -135,6 +142,17 @@ pub(super) struct Sm {
     sp_free: Vec<u64>,
     sfu_free: u64,
     ldst_free: u64,
+    /// The cycle the memory system last refused an access of this SM. The refused
+    /// instruction holds the LD/ST unit for the rest of that cycle: the unit accepts one
+    /// instruction per cycle, and a refused one sits in it as a stalled instruction would.
+    ldst_refused_at: u64,
+    /// The warp slot and PC of the last refused access, whose lines `lines` still holds: the
+    /// warp has not run since, so its retry reuses them instead of coalescing again.
+    refused_access: Option<(usize, u32)>,
+    /// Set when a cycle issued nothing and every warp waits on something only a memory
+    /// completion, a new TB or the given cycle can change: until then each cycle would repeat
+    /// that one exactly, so it is only counted (each scheduler charged the same stall reason).
+    sleep: Option<(u64, Vec<StallReason>)>,
     pending: Vec<Option<PendingLoad>>,
     free_pending: Vec<u32>,
     backlog: Option<Backlog>,
@@ -182,6 +200,9 @@ impl Sm {
             sp_free: vec![0; n_sched],
             sfu_free: 0,
             ldst_free: 0,
+            ldst_refused_at: u64::MAX,
+            refused_access: None,
+            sleep: None,
             pending: Vec::new(),
             free_pending: Vec::new(),
             backlog: None,
@@ -229,6 +250,8 @@ impl Sm {
                 status: WarpStatus::Ready,
                 ready_at: vec![0; ctx.kernel.regs.len()],
                 outstanding: 0,
+                waits_for_memory: false,
+                hazard_until: 0,
                 age: self.next_age,
             });
             self.next_age += 1;
@@ -242,6 +265,7 @@ impl Sm {
         });
         self.stats.tbs += 1;
         self.resident_tbs += 1;
+        self.sleep = None;
     }
 
     /// Releases the registers of completed accesses.
@@ -267,7 +291,9 @@ impl Sm {
             for r in p.regs.iter().flatten() {
                 w.ready_at[r.index()] = now;
             }
+            w.waits_for_memory = false;
             w.outstanding -= 1;
+            self.sleep = None;
         }
     }
 
@@ -283,8 +309,21 @@ impl Sm {
             self.stats.active_cycles += 1;
             self.stats.resident_warp_cycles += u64::from(self.resident_warps());
         }
+        if let Some((until, reasons)) = &self.sleep {
+            if now < *until {
+                for (st, &r) in self.stats.schedulers.iter_mut().zip(reasons) {
+                    st.stall(r);
+                }
+                return Ok(());
+            }
+            self.sleep = None;
+        }
         self.drain_backlog(env, memsys);
         let n = self.scheds.len();
+        // Whether this cycle can repeat unchanged (see `sleep`), and until when.
+        let mut sleepy = self.backlog.is_none();
+        let mut wake = u64::MAX;
+        let mut reasons = Vec::new();
         for s in 0..n {
             self.infos.clear();
             let mut best: Option<StallReason> = None;
@@ -295,6 +334,15 @@ impl Sm {
                 };
                 let c = self.check(env, slot, s, now);
                 self.checks[slot] = c;
+                if sleepy {
+                    let w = self.warps[slot].as_ref().expect("resident");
+                    match c {
+                        Check::Blocked(StallReason::Barrier) | Check::Finished => {}
+                        Check::Blocked(StallReason::Memory) if w.waits_for_memory => {}
+                        Check::Blocked(StallReason::Scoreboard) => wake = wake.min(w.hazard_until),
+                        _ => sleepy = false,
+                    }
+                }
                 match c {
                     Check::Finished => {
                         self.warps[slot].as_mut().expect("resident").status = WarpStatus::Done;
@@ -331,37 +379,57 @@ impl Sm {
             let st = &mut self.stats.schedulers[s];
             if issued {
                 st.issued += 1;
+                sleepy = false;
             } else {
-                st.stall(best.unwrap_or(StallReason::NoWarp));
+                let r = best.unwrap_or(StallReason::NoWarp);
+                st.stall(r);
+                reasons.push(r);
             }
+        }
+        if sleepy && wake > now + 1 {
+            self.sleep = Some((wake, reasons));
         }
         Ok(())
     }
 
-    fn check(&self, env: &Env, slot: usize, sched: usize, now: u64) -> Check {
-        let w = self.warps[slot].as_ref().expect("resident");
+    /// Whether the warp in `slot` can issue at `now`. Register hazards are remembered until
+    /// they can change (see [`WarpSlot::waits_for_memory`] and [`WarpSlot::hazard_until`]),
+    /// so a blocked warp costs little per cycle; the answer is the same as a full check.
+    fn check(&mut self, env: &Env, slot: usize, sched: usize, now: u64) -> Check {
+        let w = self.warps[slot].as_mut().expect("resident");
         if let WarpStatus::Waiting(_) = w.status {
             return Check::Blocked(StallReason::Barrier);
+        }
+        if w.waits_for_memory {
+            return Check::Blocked(StallReason::Memory);
+        }
+        if now < w.hazard_until {
+            return Check::Blocked(StallReason::Scoreboard);
         }
         let Some(top) = w.warp.next_entry() else {
             return Check::Finished;
         };
         let inst = &env.ctx.kernel.insts.as_slice()[top.pc as usize];
-        let mut scoreboard = false;
+        let mut hazard = 0;
         for r in inst.uses().chain(inst.defs()) {
             let t = w.ready_at[r.index()];
             if t == MEM_PENDING {
+                w.waits_for_memory = true;
                 return Check::Blocked(StallReason::Memory);
             }
-            scoreboard |= t > now;
+            hazard = hazard.max(t);
         }
-        if scoreboard {
+        if hazard > now {
+            w.hazard_until = hazard;
             return Check::Blocked(StallReason::Scoreboard);
         }
         let free = match OpClass::of(inst).unit() {
             Unit::Sp => self.sp_free[sched],
             Unit::Sfu => self.sfu_free,
             Unit::LdSt if self.backlog.is_some() => MEM_PENDING,
+            Unit::LdSt if self.ldst_refused_at == now => {
+                return Check::Blocked(StallReason::Memory)
+            }
             Unit::LdSt => self.ldst_free,
         };
         if free > now {
@@ -387,6 +455,11 @@ impl Sm {
         let inst = &ctx.kernel.insts.as_slice()[top.pc as usize];
         let exec = guard_mask(inst, &ws.warp, top.mask);
         let class = OpClass::of(inst);
+        if class.unit() == Unit::LdSt && self.ldst_refused_at == now {
+            // Checked ready earlier this cycle, before another warp's access was refused.
+            self.warps[slot] = Some(ws);
+            return Ok(Err(StallReason::Memory));
+        }
         let plan = if class == OpClass::Mem && exec != 0 {
             let linear = self.tbs[ws.tb as usize]
                 .as_ref()
@@ -395,6 +468,7 @@ impl Sm {
             match self.plan_memory(env, memsys, &ws, linear, inst, exec, slot) {
                 Ok(p) => p,
                 Err(r) => {
+                    self.ldst_refused_at = now;
                     self.warps[slot] = Some(ws);
                     return Ok(Err(r));
                 }
@@ -504,6 +578,8 @@ impl Sm {
             b.wrapping_add(offset as i64 as u64)
         };
         let first = exec.trailing_zeros() as usize;
+        let pc = ws.warp.next_entry().map_or(u32::MAX, |e| e.pc);
+        let retry = self.refused_access == Some((slot, pc));
         // The space the access goes to, and how a lane's address maps into it.
         let resolved = match space {
             Space::Generic => match memory::window(read(first)) {
@@ -527,6 +603,9 @@ impl Sm {
         };
         let gwarp = tb_linear * u64::from(self.warps_per_tb) + u64::from(ws.warp.index);
         for l in 0..WARP_SIZE {
+            if retry {
+                break;
+            }
             self.addrs[l] = if exec & (1 << l) != 0 {
                 let a = strip(read(l));
                 Some(match resolved {
@@ -562,7 +641,9 @@ impl Sm {
                     Space::Local => memsys::Space::Local,
                     _ => memsys::Space::Global,
                 };
-                coalesce_into(&self.addrs, bytes, env.memcfg.line_bytes, &mut self.lines);
+                if !retry {
+                    coalesce_into(&self.addrs, bytes, env.memcfg.line_bytes, &mut self.lines);
+                }
                 let waits = kind != AccessKind::Store
                     && matches!(inst.op, Op::Ld { .. } | Op::Atom { .. })
                     && inst.defs().next().is_some();
@@ -582,9 +663,11 @@ impl Sm {
                     lines: self.lines[..first].to_vec(),
                     tag,
                 };
-                memsys
-                    .issue(self.id as usize, access)
-                    .map_err(|_| StallReason::Memory)?;
+                if memsys.issue(self.id as usize, access).is_err() {
+                    self.refused_access = Some((slot, pc));
+                    return Err(StallReason::Memory);
+                }
+                self.refused_access = None;
                 let parts = self.lines.len().div_ceil(chunk).max(1) as u32;
                 if parts > 1 {
                     self.backlog = Some(Backlog {
