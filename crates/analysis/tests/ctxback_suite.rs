@@ -7,7 +7,9 @@
 //! are applied to that state, and the resume routine is run from garbage registers; every
 //! register live at `i` must end with the same term. A revert gives back the shared operand's
 //! term only if the register holds the term the reverted instruction wrote and its other
-//! operands hold the terms they had then — the algebraic content of an exact inverse.
+//! operands hold the terms they had then — the algebraic content of an exact inverse. The
+//! same check runs with a warp preempted and resumed before every instruction of a block in
+//! turn (repeated preemption, where only what each resume rebuilt is in the registers).
 //!
 //! Run with `--nocapture` for the per-kernel context sizes.
 
@@ -160,6 +162,69 @@ fn check(k: &Kernel, live: &RegSet, fb: &Flashback) -> Result<(), String> {
     Ok(())
 }
 
+/// The state after preempting a warp whose registers hold `st` with `fb`'s preemption
+/// routine and resuming it with the resume routine from garbage.
+fn preempt_and_resume(k: &Kernel, terms: &mut Terms, st: &[u64], fb: &Flashback) -> Vec<u64> {
+    let mut pre = st.to_vec();
+    for &d in &fb.preempt_reverts {
+        revert(k, terms, &mut pre, d);
+    }
+    let mut rs: Vec<u64> = (0..st.len()).map(|_| terms.fresh()).collect();
+    for s in &fb.resume {
+        match *s {
+            ResumeStep::Load(r) => rs[r.index()] = pre[r.index()],
+            ResumeStep::Reexecute(j) => run(k, terms, &mut rs, j),
+            ResumeStep::Revert(j) => revert(k, terms, &mut rs, j),
+            ResumeStep::Jump(p) => {
+                for j in p.0..fb.pc.0 {
+                    run(k, terms, &mut rs, InstId(j));
+                }
+            }
+        }
+    }
+    rs
+}
+
+/// Repeated preemption: a warp preempted before *every* instruction of a block in turn, each
+/// time resumed (twice) and then running that instruction, must find every live register holding the
+/// value an undisturbed run gives it. A routine that reads, at preemption, a register an
+/// earlier resume did not rebuild fails this (a single preemption never does: `check`).
+fn check_chain(
+    k: &Kernel,
+    live: &Liveness,
+    ctx: &CtxBack,
+    start: InstId,
+    end: InstId,
+) -> Result<(), String> {
+    let n = k.regs.len();
+    let mut terms = Terms::default();
+    let mut reference: Vec<u64> = (0..n).map(|_| terms.fresh()).collect();
+    // Only the registers live at the block's start hold known values when it is entered.
+    let mut st: Vec<u64> = (0..n).map(|_| terms.fresh()).collect();
+    for r in live.live_in(start).iter() {
+        st[r.index()] = reference[r.index()];
+    }
+    for pc in start.0..end.0 {
+        let pc = InstId(pc);
+        let fb = ctx.flashback(pc);
+        // Twice: a resumed warp may be preempted again before it executes anything.
+        st = preempt_and_resume(k, &mut terms, &st, fb);
+        st = preempt_and_resume(k, &mut terms, &st, fb);
+        for r in live.live_in(pc).iter() {
+            if st[r.index()] != reference[r.index()] {
+                return Err(format!(
+                    "{}: {} not restored after preemptions before {start}..={pc}",
+                    fb.describe(k),
+                    k.regs[r].name
+                ));
+            }
+        }
+        run(k, &mut terms, &mut st, pc);
+        run(k, &mut terms, &mut reference, pc);
+    }
+    Ok(())
+}
+
 fn side_effect(op: &Op) -> bool {
     matches!(
         op,
@@ -213,6 +278,11 @@ fn every_flashback_is_sound_and_the_contexts_shrink() {
             assert!(d.context.words() <= ctx.live(pc).words());
             if let Some(n) = ctx.next_smaller(pc) {
                 assert!(n.context.words() < ctx.live(pc).words());
+            }
+        }
+        for block in k.cfg.blocks.values() {
+            if let Err(e) = check_chain(&k, &live, &ctx, block.start, block.end) {
+                panic!("{name}: {e}");
             }
         }
         let r = generate_routines(&k, &ctx).expect("routines");

@@ -58,6 +58,37 @@
 //! A candidate whose schedule fails the check is dropped, so an imperfect plan can only cost
 //! context, never correctness.
 //!
+//! # Repeated preemption
+//!
+//! The paper's conditions (§III-A–C) read the register file at `i` as if it held the last
+//! value of *every* register: the context of `f` "is still in the registers", and a
+//! preemption-time revert reads its operands there. That holds on a warp's first preemption,
+//! but a warp that has been preempted and resumed before holds only what that resume routine
+//! rebuilt — the live registers of where it resumed, plus whatever the routine happened to
+//! recompute — and the rest is garbage (or an older version: a resume routine that loads
+//! `Initial` and never re-executes the later definition leaves that older value). A second
+//! preemption that saved such a register, or reverted with it, restored a wrong context
+//! (found by executing the routines: `crates/switchyard/tests/ctxback_routines_execute.rs`,
+//! and since checked symbolically by `tests/ctxback_suite.rs`). So:
+//!
+//! * the preemption routine of `i` reads (saves, reverts, uses as a revert operand) only
+//!   registers that hold their last version at `i` whatever happened before (`Reliable`:
+//!   `N(i)`). At a block's first instruction that is `live_in(i)`; past an instruction `j`,
+//!   it is `G(j) = N(j) ∩ restored(j)` — a warp reaches `j` by running or by `j`'s resume
+//!   routine, which rebuilds [`Flashback::restored`] only — updated by `j`'s own results
+//!   (all of them if `j` is unguarded, else only those already held: skipped lanes keep the
+//!   old value);
+//! * the resume routine of `i` rebuilds the last version of every register its preemption
+//!   routine reads, not only `live_in(i)` (`Planner::plan` adds them to the targets), so a
+//!   warp resumed at `i` and preempted again at once saves the same values.
+//!
+//! `live_in(i)` is always in both sets, so plain LIVE switching (`f = i`) is always
+//! possible. On the suite the cost is a few resume-time re-executions and 14 fewer flashed
+//! back instructions out of 8166; the average contexts do not change. `N(i)` assumes every
+//! earlier resume in the block used these routines; a mechanism that resumes some
+//! instructions otherwise (CS-Defer's LIVE switch at a later instruction, for one) rebuilds
+//! only `live_in` there, and must recompute `N` accordingly.
+//!
 //! # What the mechanism must provide
 //!
 //! The preemption routine runs the reverts under the warp's active mask at `i`, then stores
@@ -72,8 +103,9 @@
 //!
 //! On-chip scalar register backup (§III-D) is not implemented.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap as StdHashMap, HashSet as StdHashSet};
 use std::fmt;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use kir::inst::{Op, Operand, Space, Special};
 use kir::{Id, Inst, InstId, Kernel, Reg};
@@ -82,6 +114,40 @@ use super::revert::{revert_of, Revert};
 use super::widths::{ContextSize, RegClass, Widths};
 use super::{Condition, CostModel};
 use crate::liveness::Liveness;
+use crate::regset::RegSet;
+
+/// The planner's maps are keyed by small integers (registers, versions) and looked up
+/// millions of times per kernel: an Fx-style multiplicative hash instead of SipHash (there is
+/// no untrusted input to defend against). Nothing depends on the iteration order.
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u32(&mut self, v: u32) {
+        self.write_u64(u64::from(v));
+    }
+
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+
+    fn write_usize(&mut self, v: usize) {
+        self.write_u64(v as u64);
+    }
+}
+
+type HashMap<K, V> = StdHashMap<K, V, BuildHasherDefault<IdHasher>>;
+type HashSet<K> = StdHashSet<K, BuildHasherDefault<IdHasher>>;
 
 /// A version of a register inside a flashback window.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -153,6 +219,10 @@ pub struct Flashback {
     pub resume: Vec<ResumeStep>,
     pub context: ContextSize,
     pub cost: FlashbackCost,
+    /// Registers holding their value at `pc` once the resume routine (and its jump) has run,
+    /// sorted: `live_in(pc)`, every register the preemption routine reads, and whatever else
+    /// the routine happens to rebuild (see "Repeated preemption" in the module docs).
+    pub restored: Vec<Reg>,
 }
 
 impl Flashback {
@@ -340,6 +410,97 @@ impl<'k> KernelFacts<'k> {
     }
 }
 
+/// The registers that hold their last version before each instruction whatever earlier
+/// preemptions of the warp did (`N(i)` of "Repeated preemption" in the module docs). Walk the
+/// instructions in program order: [`Reliable::enter`] before planning `pc`,
+/// [`Reliable::leave`] with the flashback chosen for it.
+pub(crate) struct Reliable<'a> {
+    facts: &'a KernelFacts<'a>,
+    set: RegSet,
+}
+
+impl<'a> Reliable<'a> {
+    pub fn new(facts: &'a KernelFacts<'a>) -> Self {
+        Reliable {
+            facts,
+            set: RegSet::with_capacity(facts.kernel.regs.len()),
+        }
+    }
+
+    /// The set before `pc`. A block is entered from anywhere, so at its first instruction only
+    /// the live registers are known to hold their values.
+    pub fn enter(&mut self, pc: InstId) -> &RegSet {
+        let cfg = &self.facts.kernel.cfg;
+        if cfg.blocks[cfg.block_of[pc.index()]].start == pc {
+            self.set.copy_from(self.facts.live.live_in(pc));
+        }
+        &self.set
+    }
+
+    /// Moves past `pc`, whose preemption uses `fb`. A warp is at `pc` either having run the
+    /// code before it, or resumed by `fb`'s routine, which rebuilds `fb.restored` only; then
+    /// `pc` executes from registers that hold their values (its uses are live) and its
+    /// results hold theirs — a guarded one only if the lanes it skips kept theirs.
+    pub fn leave(&mut self, pc: InstId, fb: &Flashback) {
+        let lost: Vec<Reg> = self
+            .set
+            .iter()
+            .filter(|r| fb.restored.binary_search(r).is_err())
+            .collect();
+        for r in lost {
+            self.set.remove(r);
+        }
+        let guarded = self.facts.kernel.insts[pc].guard.is_some();
+        for &r in &self.facts.res[pc.index()] {
+            if !guarded || self.set.contains(r) {
+                self.set.insert(r);
+            } else {
+                self.set.remove(r);
+            }
+        }
+    }
+}
+
+/// The cheapest flashback of every instruction of the kernel, in program order.
+pub(crate) fn best_of_all(
+    facts: &KernelFacts<'_>,
+    planner: &mut Planner<'_>,
+    window: u32,
+) -> Vec<Flashback> {
+    let mut reliable = Reliable::new(facts);
+    facts
+        .kernel
+        .insts
+        .ids()
+        .map(|pc| {
+            planner.set_reliable(reliable.enter(pc));
+            let fb = planner.best(pc, window);
+            reliable.leave(pc, &fb);
+            fb
+        })
+        .collect()
+}
+
+/// Every flashback point of `pc` with its plan, nearest first, given the cheapest flashbacks
+/// of the instructions before it in its block.
+pub(crate) fn candidates_of(
+    facts: &KernelFacts<'_>,
+    planner: &mut Planner<'_>,
+    pc: InstId,
+    window: u32,
+) -> Vec<Flashback> {
+    let cfg = &facts.kernel.cfg;
+    let start = cfg.blocks[cfg.block_of[pc.index()]].start;
+    let mut reliable = Reliable::new(facts);
+    for j in start.0..pc.0 {
+        planner.set_reliable(reliable.enter(InstId(j)));
+        let fb = planner.best(InstId(j), window);
+        reliable.leave(InstId(j), &fb);
+    }
+    planner.set_reliable(reliable.enter(pc));
+    planner.candidates(pc, window)
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Method {
     Reexec(u32),
@@ -359,6 +520,8 @@ enum State {
 const STEP_BUDGET: u32 = 20_000;
 /// Recursion depth of the schedule's on-demand production of a value.
 const DEPTH_LIMIT: u32 = 256;
+/// Rounds of [`Planner::plan`] that add the preemption routine's reads to the targets.
+const TARGET_ROUNDS: u32 = 16;
 
 /// The flashback planner: reusable buffers for one kernel.
 pub(crate) struct Planner<'a> {
@@ -373,6 +536,8 @@ pub(crate) struct Planner<'a> {
     saved: HashMap<Reg, u32>,
     saved_trail: Vec<Reg>,
     steps: u32,
+    /// Registers that hold their last version at `i` whatever earlier preemptions did.
+    reliable: RegSet,
     // Schedule state.
     cur: HashMap<Reg, u32>,
     out: Vec<ResumeStep>,
@@ -387,16 +552,23 @@ impl<'a> Planner<'a> {
             cost,
             f: 0,
             i: 0,
-            defs: HashMap::new(),
-            memo: HashMap::new(),
+            defs: HashMap::default(),
+            memo: HashMap::default(),
             trail: Vec::new(),
-            saved: HashMap::new(),
+            saved: HashMap::default(),
             saved_trail: Vec::new(),
             steps: 0,
-            cur: HashMap::new(),
+            reliable: RegSet::with_capacity(facts.kernel.regs.len()),
+            cur: HashMap::default(),
             out: Vec::new(),
             pred_phase_over: false,
         }
+    }
+
+    /// Sets the registers the preemption routine may read at `i`: those that hold their last
+    /// version there whatever earlier preemptions did ([`Reliable`] computes them).
+    pub fn set_reliable(&mut self, set: &RegSet) {
+        self.reliable.copy_from(set);
     }
 
     /// The earliest flashback point the window of `i` allows (`window` instructions back at
@@ -468,7 +640,8 @@ impl<'a> Planner<'a> {
     }
 
     /// The preemption-time reverts that turn the last version of `r` into version `k`, if
-    /// each is reversible with operands still holding their values at `i`.
+    /// each is reversible with operands still holding their values at `i` (and reliably so,
+    /// see [`Planner::set_reliable`]).
     fn preempt_chain(&self, r: Reg, k: u32) -> Option<Vec<u32>> {
         let chain: Vec<u32> = self
             .defs
@@ -483,7 +656,7 @@ impl<'a> Planner<'a> {
                 return None;
             }
             for &u in &rv.operands {
-                if u == r || self.ver_at(u, d) != self.last(u) {
+                if u == r || self.ver_at(u, d) != self.last(u) || !self.reliable.contains(u) {
                     return None;
                 }
             }
@@ -497,7 +670,7 @@ impl<'a> Planner<'a> {
             Condition::Relaxed => k == self.last(r),
             Condition::Reverting => k == self.last(r) || self.preempt_chain(r, k).is_some(),
         };
-        ok && self.saved.get(&r).is_none_or(|&s| s == k)
+        ok && self.reliable.contains(r) && self.saved.get(&r).is_none_or(|&s| s == k)
     }
 
     // ----- resolution -----
@@ -713,8 +886,47 @@ impl<'a> Planner<'a> {
     }
 
     /// Plans the flashback from `f` for a signal before `i`; `None` if `f` is not a flashback
-    /// point under the configured condition.
+    /// point under the configured condition. The preemption routine reads only registers of
+    /// [`Planner::set_reliable`]'s set, and the resume routine rebuilds the last version of
+    /// every register the preemption routine reads, not only of `live_in(i)` (see "Repeated
+    /// preemption" in the module docs): those registers are added to the targets until the
+    /// plan restores all of them.
     pub fn plan(&mut self, f: InstId, i: InstId) -> Option<Flashback> {
+        let facts = self.facts;
+        let mut targets: Vec<Reg> = facts.live.live_in(i).iter().collect();
+        // Each round adds at least one register, so this only bounds pathological cases.
+        for _ in 0..TARGET_ROUNDS {
+            let mut fb = self.plan_for(f, i, &targets)?;
+            let mut missing: Vec<Reg> = fb
+                .saved
+                .iter()
+                .map(|s| s.reg)
+                .chain(fb.preempt_reverts.iter().flat_map(|&d| {
+                    let rv = facts.revert[d.index()].as_ref().expect("reversible");
+                    rv.operands.iter().copied()
+                }))
+                .filter(|&r| !self.present(r, self.last(r)))
+                .collect();
+            if missing.is_empty() {
+                let mut restored: Vec<Reg> = self
+                    .cur
+                    .iter()
+                    .filter(|&(&r, &k)| k == self.last(r))
+                    .map(|(&r, _)| r)
+                    .collect();
+                restored.sort();
+                fb.restored = restored;
+                return Some(fb);
+            }
+            missing.sort();
+            missing.dedup();
+            targets.extend(missing);
+        }
+        None
+    }
+
+    /// One round of [`Planner::plan`]: rebuild the last versions of `targets`.
+    fn plan_for(&mut self, f: InstId, i: InstId, targets: &[Reg]) -> Option<Flashback> {
         let facts = self.facts;
         self.f = f.0;
         self.i = i.0;
@@ -729,8 +941,7 @@ impl<'a> Planner<'a> {
         self.saved.clear();
         self.saved_trail.clear();
         self.steps = 0;
-        let targets: Vec<Reg> = facts.live.live_in(i).iter().collect();
-        for &r in &targets {
+        for &r in targets {
             let k = self.last(r);
             if self.resolve(r, k).is_err() {
                 return None;
@@ -738,11 +949,11 @@ impl<'a> Planner<'a> {
         }
         // What the chosen methods actually use.
         let window = (i.0 - f.0) as usize;
-        let mut seen = HashSet::new();
+        let mut seen = HashSet::default();
         let mut reexec = vec![false; window];
         let mut reverts = Vec::new();
         let mut saved = Vec::new();
-        for &r in &targets {
+        for &r in targets {
             self.mark(
                 r,
                 self.last(r),
@@ -756,7 +967,7 @@ impl<'a> Planner<'a> {
         reverts.sort_unstable_by(|a, b| b.cmp(a));
         reverts.dedup();
         // Saved registers the recovery phase reads.
-        let mut early = HashSet::new();
+        let mut early = HashSet::default();
         let (mut rx, mut rr, mut rs) = (vec![false; window], Vec::new(), Vec::new());
         for &d in &reverts {
             let rv = facts.revert[d as usize].as_ref().expect("reversible");
@@ -825,7 +1036,8 @@ impl<'a> Planner<'a> {
                 }
             }
         }
-        // The check: every register live at `i` holds its value at `i`.
+        // The check: every target (the registers live at `i`, and those the preemption
+        // routine reads) holds its value at `i`.
         if !targets.iter().all(|&r| self.present(r, self.last(r))) {
             return None;
         }
@@ -925,6 +1137,86 @@ impl<'a> Planner<'a> {
                 preempt,
                 resume: resume_cost,
             },
+            restored: Vec::new(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ctxback::{CtxBack, CtxBackConfig};
+    use crate::test_util::kernel;
+
+    /// The shape of srad_update (suite) where the executed routines first failed: `%r2` is
+    /// incremented by a reversible `add` (pc7) and last read by the `min` (pc8). The planner
+    /// used to flash pc9 back to pc0, saving `%r2`'s pc2 value by reverting pc7 at preemption;
+    /// its resume routine then left `%r2` at that value (dead at pc9, so not a target), and a
+    /// warp preempted again before pc9 reverted it once more and saved a wrong `%r2`. Likewise
+    /// a register an earlier instruction's resume routine did not rebuild must not be read.
+    const REPEATED: &str = "
+    .reg .b32 %r<6>;
+    .reg .b64 %rd<4>;
+    ld.param.u64 %rd0, [k_in];
+    ld.global.u32 %r1, [%rd0];
+    ld.global.u32 %r2, [%rd0+4];
+    ld.global.u32 %r3, [%rd0+8];
+    add.u32 %r4, %r1, %r2;          // pc4
+    mul.wide.u32 %rd1, %r4, 4;
+    add.s64 %rd2, %rd0, %rd1;
+    add.u32 %r2, %r2, 1;            // pc7: reversible
+    min.u32 %r3, %r2, %r3;          // pc8: last read of %r2
+    add.u32 %r1, %r3, %r1;          // pc9: reversible
+    mul.wide.u32 %rd3, %r1, 4;      // pc10
+    ld.param.u64 %rd1, [k_out];
+    st.global.u64 [%rd1], %rd2;
+    st.global.u64 [%rd1+8], %rd3;
+    st.global.u32 [%rd1+16], %r3;
+    st.global.u32 [%rd1+20], %r1;
+    exit;
+";
+
+    /// What the preemption routine of `fb` reads from the registers at `fb.pc`.
+    fn reads_at_preemption(k: &Kernel, fb: &Flashback) -> Vec<Reg> {
+        let mut v: Vec<Reg> = fb.saved.iter().map(|s| s.reg).collect();
+        for &d in &fb.preempt_reverts {
+            v.extend(revert_of(&k.insts[d]).expect("reversible").operands);
+        }
+        v.sort();
+        v.dedup();
+        v
+    }
+
+    #[test]
+    fn preemption_reads_only_what_every_resume_rebuilds() {
+        let k = kernel(REPEATED);
+        let ctx = CtxBack::compute(&k, &CtxBackConfig::default());
+        let mut live = Liveness::new();
+        live.compute(&k);
+        let widths = Widths::compute(&k);
+        let facts = KernelFacts::new(&k, &live, &widths, false);
+        let mut reliable = Reliable::new(&facts);
+        let mut flashed = 0;
+        for pc in k.insts.ids() {
+            let fb = ctx.flashback(pc);
+            let n = reliable.enter(pc).clone();
+            for r in reads_at_preemption(&k, fb) {
+                let name = &k.regs[r].name;
+                // Held at `pc` whatever was preempted before (N(i))...
+                assert!(n.contains(r), "{}: reads {name}", fb.describe(&k));
+                // ... and again after this very routine resumed the warp.
+                assert!(
+                    fb.restored.binary_search(&r).is_ok(),
+                    "{}: does not rebuild {name}",
+                    fb.describe(&k)
+                );
+            }
+            for r in live.live_in(pc).iter() {
+                assert!(fb.restored.binary_search(&r).is_ok());
+            }
+            flashed += usize::from(fb.point != pc);
+            reliable.leave(pc, fb);
+        }
+        assert!(flashed > 0, "the kernel still flashes back");
     }
 }

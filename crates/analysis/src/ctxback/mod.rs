@@ -14,7 +14,10 @@
 //!   preemption latency.
 //!
 //! [`routine`] turns the flashback plans into the dedicated preemption and resume routines
-//! of §IV-A, as kernel IR instructions.
+//! of §IV-A, as kernel IR instructions, and installs them after the kernel's code
+//! ([`Routines::install`]) so that the functional core executes them. The plans hold when a
+//! warp is preempted again after a resume, at the same or a later instruction ("Repeated
+//! preemption" in [`flashback`]).
 //!
 //! The analysis reasons about *physical* registers — that one register is overwritten by a
 //! later value is the whole problem CTXBack solves — so run it on a register-allocated kernel
@@ -22,7 +25,8 @@
 //! paper's registers), where PTX code that reassigns a register plays the same role.
 //!
 //! Not implemented: on-chip scalar register backup (§III-D), and the SIMT-divergent part of
-//! the context (lanes parked elsewhere on the reconvergence stack, see [`flashback`]).
+//! the context (lanes parked elsewhere on the reconvergence stack, see [`flashback`] and
+//! [`routine`]): the routines save and rebuild the context of the warp's active lanes only.
 
 pub mod defer;
 pub mod flashback;
@@ -38,7 +42,7 @@ use crate::liveness::Liveness;
 pub use defer::Deferral;
 pub use flashback::{Flashback, FlashbackCost, ResumeStep, SavedReg, Version};
 pub use revert::{revert_of, Revert};
-pub use routine::{generate_routines, RoutineError, Routines};
+pub use routine::{generate_routines, InstalledRoutines, RoutineError, Routines};
 pub use widths::{ContextSize, RegClass, Widths};
 
 /// Which flashback points are admitted (the progression of papers/ji-ctxback §III).
@@ -183,11 +187,7 @@ impl CtxBack {
         let p = prepare(kernel, config);
         let facts = flashback::KernelFacts::new(kernel, &p.live, &p.widths, p.global_loads_stable);
         let mut planner = flashback::Planner::new(&facts, config.condition, config.cost);
-        let flashback = kernel
-            .insts
-            .ids()
-            .map(|pc| planner.best(pc, config.window))
-            .collect();
+        let flashback = flashback::best_of_all(&facts, &mut planner, config.window);
         let (defer, next_smaller) = defer::compute(
             kernel,
             &p.live,
@@ -210,11 +210,14 @@ impl CtxBack {
     }
 
     /// Every flashback point of `pc` with its plan, nearest first (for inspection and tests;
-    /// [`CtxBack::compute`] keeps only the cheapest).
+    /// [`CtxBack::compute`] keeps only the cheapest). What a plan may read at preemption
+    /// depends on the flashbacks chosen before `pc` in its block (see "Repeated preemption"
+    /// in [`flashback`]), so those are computed first.
     pub fn candidates(kernel: &Kernel, config: &CtxBackConfig, pc: InstId) -> Vec<Flashback> {
         let p = prepare(kernel, config);
         let facts = flashback::KernelFacts::new(kernel, &p.live, &p.widths, p.global_loads_stable);
-        flashback::Planner::new(&facts, config.condition, config.cost).candidates(pc, config.window)
+        let mut planner = flashback::Planner::new(&facts, config.condition, config.cost);
+        flashback::candidates_of(&facts, &mut planner, pc, config.window)
     }
 
     /// Instructions analysed.

@@ -27,11 +27,33 @@
 //! **Sharing.** Instructions with the same flashback point usually save the same registers;
 //! identical routines are stored once and every instruction keeps the index of its routine
 //! ([`Routines::preempt_of`], [`Routines::resume_of`]).
+//!
+//! **Installing.** [`Routines::install`] appends the routines after the kernel's last
+//! instruction (the routines' own code region, §IV-A: "transferred to the device memory with
+//! the kernel code"), rebuilds the control-flow graph over the whole code and grows the local
+//! size by the context area, giving a kernel the functional core runs as is: a mechanism
+//! redirects a warp to [`InstalledRoutines::preempt_entry`] and, on resume, starts it at
+//! [`InstalledRoutines::resume_entry`]. `crates/switchyard/tests/ctxback_routines_execute.rs`
+//! executes every routine that way.
+//!
+//! **Divergent warps (not handled here).** A routine rebuilds the context of the lanes that
+//! run it: the warp's active lanes, those of its top SIMT stack entry at the preempted
+//! instruction, for which the flashback was planned. Lanes parked at other PCs on the
+//! reconvergence stack (the other side of a divergent branch, or lanes waiting at its
+//! reconvergence point) need the registers live where *they* wait, which the routine does
+//! not save (even with its stores run by every lane, it stores only the registers the active
+//! lanes need, and its reverts would not apply to them); nor does it save or rebuild the stack.
+//! A mechanism that preempts a diverged warp must save what those lanes need
+//! (`Liveness::divergent_live`) and the stack by other means. The execution test checks
+//! diverged warps on their active lanes only, and counts how often parked lanes needed an
+//! unsaved register.
 
 use std::collections::HashMap;
+use std::ops::Range;
 
+use kir::cfg::Cfg;
 use kir::inst::{Cmp, Op, Operand, Space};
-use kir::{Inst, InstId, Kernel, Reg, Ty};
+use kir::{Id, IdVec, Inst, InstId, Kernel, Reg, Ty};
 use thiserror::Error;
 
 use super::flashback::{Flashback, ResumeStep};
@@ -269,4 +291,198 @@ pub fn generate_routines(kernel: &Kernel, ctx: &CtxBack) -> Result<Routines, Rou
         out.resume_of.push(rid);
     }
     Ok(out)
+}
+
+/// A kernel with its routines appended (see [`Routines::install`]).
+#[derive(Clone, Debug)]
+pub struct InstalledRoutines {
+    /// The kernel's instructions, then every preemption routine, then every resume routine;
+    /// its `cfg` covers all of them and its `local_size` includes the context area.
+    pub kernel: Kernel,
+    /// Instructions of the original kernel: program counters below it are the kernel's own.
+    pub kernel_len: u32,
+    /// The code of each distinct preemption routine (indexed like [`Routines::preempt`]).
+    pub preempt: Vec<Range<InstId>>,
+    /// The code of each distinct resume routine (indexed like [`Routines::resume`]).
+    pub resume: Vec<Range<InstId>>,
+    preempt_of: Vec<u32>,
+    resume_of: Vec<u32>,
+}
+
+impl InstalledRoutines {
+    /// The code of the preemption routine of a warp preempted before kernel instruction `pc`;
+    /// its first instruction is the entry.
+    pub fn preempt_code(&self, pc: InstId) -> Range<InstId> {
+        self.preempt[self.preempt_of[pc.index()] as usize].clone()
+    }
+
+    /// The code of the resume routine of a warp preempted before `pc`.
+    pub fn resume_code(&self, pc: InstId) -> Range<InstId> {
+        self.resume[self.resume_of[pc.index()] as usize].clone()
+    }
+
+    /// Where a warp preempted before `pc` jumps to save its context.
+    pub fn preempt_entry(&self, pc: InstId) -> InstId {
+        self.preempt_code(pc).start
+    }
+
+    /// Where a warp preempted before `pc` starts when it resumes.
+    pub fn resume_entry(&self, pc: InstId) -> InstId {
+        self.resume_code(pc).start
+    }
+}
+
+impl Routines {
+    /// `kernel` (the one the routines were generated for) with the routines appended as a
+    /// code region of their own.
+    ///
+    /// The routines' branch targets are kernel program counters already, so their code is
+    /// copied unchanged. The CFG is rebuilt over the whole code: the routines are unreachable
+    /// from the kernel's entry, so they change no post-dominator of the kernel's blocks, and
+    /// every kernel branch reconverges where it did — except that "the virtual exit" is now
+    /// one past the *last routine* instruction (`Cfg::reconvergence` encodes it as the code
+    /// length, which must not name the first routine instruction, or a warp diverged at such a
+    /// branch would pop its stack entry on entering that routine). A resume routine's jump
+    /// into the middle of a kernel block splits that block in the new CFG; the split moves
+    /// no branch's reconvergence point either (the new edge comes from unreachable code, and
+    /// a block's first half post-dominates whatever the whole block did).
+    ///
+    /// Each thread's local memory grows to hold the context area
+    /// (`context_base + context_bytes`).
+    ///
+    /// # Panics
+    ///
+    /// If `kernel` is not the one the routines were generated for (a different length).
+    pub fn install(&self, kernel: &Kernel) -> InstalledRoutines {
+        let n = kernel.insts.len();
+        assert_eq!(
+            self.preempt_of.len(),
+            n,
+            "routines of another kernel installed into `{}`",
+            kernel.name
+        );
+        let mut insts: Vec<Inst> = kernel.insts.values().cloned().collect();
+        let place = |routines: &[Vec<Inst>], insts: &mut Vec<Inst>| -> Vec<Range<InstId>> {
+            routines
+                .iter()
+                .map(|r| {
+                    let start = InstId(insts.len() as u32);
+                    insts.extend(r.iter().cloned());
+                    start..InstId(insts.len() as u32)
+                })
+                .collect()
+        };
+        let preempt = place(&self.preempt, &mut insts);
+        let resume = place(&self.resume, &mut insts);
+        debug_assert!(insts[n..].iter().all(|i| match i.op {
+            Op::Bra { target, .. } => target.index() < n,
+            _ => true,
+        }));
+        let insts = IdVec::from_vec(insts);
+        let cfg = Cfg::build(&insts);
+        debug_assert!(kernel.insts.iter().all(|(pc, i)| {
+            let (old, new) = (
+                kernel.cfg.reconvergence[pc.index()],
+                cfg.reconvergence[pc.index()],
+            );
+            !matches!(i.op, Op::Bra { .. })
+                || old == new
+                || (old.index() == n && new.index() == insts.len())
+        }));
+        let mut out = kernel.clone();
+        out.insts = insts;
+        out.cfg = cfg;
+        out.local_size = out.local_size.max(self.context_base + self.context_bytes);
+        InstalledRoutines {
+            kernel: out,
+            kernel_len: n as u32,
+            preempt,
+            resume,
+            preempt_of: self.preempt_of.clone(),
+            resume_of: self.resume_of.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ctxback::{CtxBack, CtxBackConfig};
+    use crate::test_util::kernel;
+
+    /// A divergent branch reconverging at the virtual exit, and a flashback whose resume
+    /// routine jumps into the middle of a block.
+    const BODY: &str = "
+    .reg .b32 %r<6>;
+    .reg .b64 %rd<2>;
+    .reg .pred %p<2>;
+    mov.u32 %r0, %tid.x;
+    ld.param.u64 %rd0, [k_out];
+    setp.lt.u32 %p0, %r0, 5;
+    @%p0 bra DONE;
+    add.u32 %r1, %r0, 7;
+    xor.b32 %r2, %r1, %r0;
+    mul.lo.u32 %r3, %r2, %r1;
+    add.u32 %r1, %r1, %r3;
+    st.global.u32 [%rd0], %r1;
+    exit;
+DONE:
+    exit;
+";
+
+    #[test]
+    fn install_appends_the_routines_and_keeps_reconvergence() {
+        let k = kernel(BODY);
+        let ctx = CtxBack::compute(&k, &CtxBackConfig::default());
+        let r = generate_routines(&k, &ctx).expect("routines");
+        let inst = r.install(&k);
+        let n = k.insts.len();
+        assert_eq!(inst.kernel_len as usize, n);
+        let total: usize = r.preempt.iter().chain(&r.resume).map(Vec::len).sum();
+        assert_eq!(inst.kernel.insts.len(), n + total);
+        // The kernel's own code is untouched.
+        for pc in k.insts.ids() {
+            assert_eq!(inst.kernel.insts[pc], k.insts[pc]);
+        }
+        // Every routine lies after the kernel, where the kernel's routine index says.
+        for pc in k.insts.ids() {
+            let p = inst.preempt_code(pc);
+            let code: Vec<&Inst> = (p.start.0..p.end.0)
+                .map(|j| &inst.kernel.insts[InstId(j)])
+                .collect();
+            assert!(p.start.index() >= n);
+            assert_eq!(
+                code,
+                r.preempt[r.preempt_of[pc.index()] as usize]
+                    .iter()
+                    .collect::<Vec<_>>()
+            );
+            assert!(matches!(code.last().unwrap().op, Op::Exit));
+            let q = inst.resume_code(pc);
+            assert!(q.start.index() >= n && q.start < q.end);
+            assert_eq!(inst.resume_entry(pc), q.start);
+            assert!(matches!(
+                inst.kernel.insts[InstId(q.end.0 - 1)].op,
+                Op::Bra { target, .. } if target <= pc
+            ));
+        }
+        // Some resume routine jumps into the middle of a block, which the new CFG splits.
+        let mid_block = |t: InstId| k.cfg.blocks[k.cfg.block_of[t.index()]].start != t;
+        assert!(r.resume.iter().any(|q| matches!(
+            q.last().unwrap().op,
+            Op::Bra { target, .. } if mid_block(target)
+        )));
+        assert!(inst.kernel.cfg.blocks.len() > k.cfg.blocks.len() + r.preempt.len());
+        // The branch at pc3 reconverges at the virtual exit: one past the new code, not the
+        // first routine instruction.
+        assert_eq!(k.cfg.reconvergence[3], InstId(n as u32));
+        assert_eq!(
+            inst.kernel.cfg.reconvergence[3],
+            InstId(inst.kernel.insts.len() as u32)
+        );
+        assert_eq!(inst.kernel.cfg.block_of.len(), inst.kernel.insts.len());
+        assert_eq!(inst.kernel.cfg.reconvergence.len(), inst.kernel.insts.len());
+        assert_eq!(inst.kernel.local_size, r.context_base + r.context_bytes);
+        assert!(r.context_bytes > 0);
+    }
 }
