@@ -16,9 +16,15 @@ fn data(name: &str) -> String {
         .to_string()
 }
 
+/// Runs the command in the repository root. `run` is given `--no-stats` unless the test
+/// names a statistics file, so tests never write into the tree.
 fn switchyard(args: &[&str]) -> Output {
+    let mut args: Vec<&str> = args.to_vec();
+    if args.first() == Some(&"run") && !args.iter().any(|a| a.starts_with("--stats")) {
+        args.push("--no-stats");
+    }
     Command::new(env!("CARGO_BIN_EXE_switchyard"))
-        .args(args)
+        .args(&args)
         .current_dir(root())
         .output()
         .expect("the binary runs")
@@ -263,4 +269,133 @@ fn analyze_reports_registers_occupancy_points_and_context() {
     assert_eq!(b, allocated as f64, "{w}");
     assert!(x <= l && l < b, "{w}");
     assert!(w["flashed_back_instructions"].as_u64().unwrap() > 0, "{w}");
+}
+
+fn temp(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("switchyard-{}-{name}", std::process::id()))
+}
+
+fn read_json(path: &std::path::Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+#[test]
+fn timed_run_prints_cycles_and_writes_deterministic_statistics() {
+    let (a, b) = (temp("a.json"), temp("b.json"));
+    let mut outs = Vec::new();
+    for path in [&a, &b] {
+        let o = switchyard(&[
+            "run",
+            "gemm",
+            "--target",
+            "sm_70",
+            "--gpu",
+            "gtx480",
+            "--stats",
+            path.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", text(&o));
+        outs.push(text(&o));
+    }
+    let t = &outs[0];
+    assert!(
+        t.contains("cycles") && t.contains("IPC") && t.contains("TBs/SM"),
+        "{t}"
+    );
+    assert!(t.contains("timed on gtx480"), "{t}");
+    let v = read_json(&a);
+    assert_eq!(v["gpu"]["name"], "gtx480");
+    let launch = &v["runs"][0]["launches"][0];
+    assert_eq!(v["runs"][0]["verified"], true);
+    let cycles = launch["cycles"].as_u64().unwrap();
+    let insts = launch["warp_instructions"].as_u64().unwrap();
+    assert!(cycles > 0 && insts > 0);
+    // Each scheduler cycle, up to the cycle the last TB finished (the store drain after it
+    // has no scheduler cycles), is an issue or exactly one stall.
+    let to_last_tb = launch["cycles_to_last_tb"].as_u64().unwrap();
+    let s = &launch["schedulers"];
+    let sum: u64 = [
+        "issued",
+        "no_warp",
+        "barrier",
+        "memory",
+        "scoreboard",
+        "pipeline_busy",
+    ]
+    .iter()
+    .map(|k| s[k].as_u64().unwrap())
+    .sum();
+    assert_eq!(sum, (to_last_tb + 1) * 15 * 2, "15 SMs × 2 schedulers");
+    assert_eq!(s["issued"].as_u64().unwrap(), insts);
+    let class = launch["utilisation"]["class"].as_str().unwrap();
+    assert!(["underutilised", "moderate", "saturated"].contains(&class));
+    // Same inputs, same statistics.
+    assert_eq!(
+        std::fs::read_to_string(&a).unwrap(),
+        std::fs::read_to_string(&b).unwrap()
+    );
+    let detail = switchyard(&["run", "gemm", "--target", "sm_70", "--detail"]);
+    assert!(
+        text(&detail).contains("utilisation (lin-thesis §3.4)"),
+        "{}",
+        text(&detail)
+    );
+}
+
+#[test]
+fn functional_runs_skip_the_timing_model() {
+    let o = switchyard(&["run", "hist", "--target", "sm_70", "--functional", "--json"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v[0]["cycles"].is_null());
+    assert_eq!(v[0]["verified"], true);
+}
+
+#[test]
+fn a_scheduler_override_and_a_gpu_file_are_accepted() {
+    let o = switchyard(&[
+        "run",
+        "reduce",
+        "--target",
+        "sm_70",
+        "--gpu",
+        "configs/maxwell16.toml",
+        "--scheduler",
+        "two-level",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v[0]["cycles"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn bad_gpu_configurations_name_the_preset_or_field() {
+    let o = switchyard(&["run", "gemm", "--gpu", "gtx4800"]);
+    assert_clean_failure(&o);
+    assert!(text(&o).contains("no GPU preset `gtx4800`") && text(&o).contains("maxwell16"));
+    let bad = temp("bad-gpu.toml");
+    let good = std::fs::read_to_string(root().join("configs/gtx480.toml")).unwrap();
+    std::fs::write(&bad, good.replace("t_cl = 12", "t_cl = 12\ntcl = 3")).unwrap();
+    let o = switchyard(&["run", "gemm", "--gpu", bad.to_str().unwrap()]);
+    assert_clean_failure(&o);
+    assert!(text(&o).contains("tcl"), "{}", text(&o));
+}
+
+#[test]
+fn statistics_of_finished_kernels_survive_a_later_failure() {
+    let path = temp("partial.json");
+    let o = switchyard(&[
+        "run",
+        "hist",
+        "no-such-kernel",
+        "--target",
+        "sm_70",
+        "--stats",
+        path.to_str().unwrap(),
+    ]);
+    assert_clean_failure(&o);
+    let v = read_json(&path);
+    assert_eq!(v["runs"].as_array().unwrap().len(), 1);
+    assert_eq!(v["runs"][0]["kernel"], "hist");
 }
