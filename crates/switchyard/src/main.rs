@@ -304,28 +304,35 @@ fn analyze(args: AnalyzeArgs) -> Outcome {
         },
         ptxas_registers: args.ptxas,
     };
-    let target = match args.target {
-        TargetArg::Sm90 => Target::Sm90,
-        _ => Target::Sm70,
+    let targets: Vec<Target> = match args.target {
+        TargetArg::Sm70 => vec![Target::Sm70],
+        TargetArg::Sm90 => vec![Target::Sm90],
+        TargetArg::All => Target::ALL.to_vec(),
     };
     let items: Vec<String> = if args.items.is_empty() {
         suite::all().iter().map(|k| k.name().to_string()).collect()
     } else {
         args.items.clone()
     };
-    let mut all = Vec::new();
+    // (file name, PTX text) of everything to analyse: each suite kernel once per target.
+    let mut sources = Vec::new();
     for item in &items {
-        let (name, text) = if item.ends_with(".ptx") {
+        if item.ends_with(".ptx") {
             let text = std::fs::read_to_string(item).map_err(|e| format!("{item}: {e}"))?;
-            (item.clone(), text)
+            sources.push((item.clone(), text));
         } else {
             let k = suite::by_name(item)
                 .ok_or_else(|| format!("no suite kernel `{item}` (and it is not a .ptx file)"))?;
-            (
-                format!("kernels/{0}/{0}.{1}.ptx", k.name(), target.name()),
-                k.ptx(target).to_string(),
-            )
-        };
+            for &target in &targets {
+                sources.push((
+                    format!("kernels/{0}/{0}.{1}.ptx", k.name(), target.name()),
+                    k.ptx(target).to_string(),
+                ));
+            }
+        }
+    }
+    let mut all = Vec::new();
+    for (name, text) in sources {
         let source = ptx::SourceFile::new(name.as_str(), text.as_str());
         let ast = ptx::parse(&text).map_err(|e| format!("{}: {e}", source.location(e.span())))?;
         let module = kir::lower::lower_module(&ast, &name).map_err(|errs| {

@@ -1,7 +1,6 @@
 //! Register-allocated suite kernels run unchanged on the functional core and still verify:
 //! with the default budget, with uniform registers, and under pressure with spill code.
 
-
 use gpu::Gpu;
 use regalloc::{allocate_module, AllocConfig};
 use suite::{Size, Target};
