@@ -70,20 +70,9 @@ pub enum ConfigError {
     UnknownPreset(String, String),
 }
 
-/// The built-in presets: (name, TOML text).
-pub const PRESETS: &[(&str, &str)] = &[
-    ("gtx480", include_str!("../../../configs/gtx480.toml")),
-    ("gtx980", include_str!("../../../configs/gtx980.toml")),
-    ("k20c", include_str!("../../../configs/k20c.toml")),
-    ("maxwell16", include_str!("../../../configs/maxwell16.toml")),
-    (
-        "fault-study",
-        include_str!("../../../configs/fault-study.toml"),
-    ),
-    ("v100", include_str!("../../../configs/v100.toml")),
-    ("a100", include_str!("../../../configs/a100.toml")),
-    ("h100", include_str!("../../../configs/h100.toml")),
-];
+/// The built-in presets: (name, TOML text). The files are compiled into `memsys`, which reads
+/// their `[memory]` sections; this is the same list.
+pub const PRESETS: &[(&str, &str)] = memsys::presets::FILES;
 
 impl GpuConfig {
     /// Parses and validates a configuration; `file` names it in errors.
