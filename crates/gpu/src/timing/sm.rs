@@ -152,7 +152,9 @@ pub(super) struct Sm {
     /// Set when a cycle issued nothing and every warp waits on something only a memory
     /// completion, a new TB or the given cycle can change: until then each cycle would repeat
     /// that one exactly, so it is only counted (each scheduler charged the same stall reason).
-    sleep: Option<(u64, Vec<StallReason>)>,
+    sleep: Option<u64>,
+    /// Each scheduler's stall reason in the last fully evaluated cycle (what `sleep` charges).
+    stall_reasons: Vec<StallReason>,
     pending: Vec<Option<PendingLoad>>,
     free_pending: Vec<u32>,
     backlog: Option<Backlog>,
@@ -203,6 +205,7 @@ impl Sm {
             ldst_refused_at: u64::MAX,
             refused_access: None,
             sleep: None,
+            stall_reasons: Vec::with_capacity(n_sched),
             pending: Vec::new(),
             free_pending: Vec::new(),
             backlog: None,
@@ -309,9 +312,9 @@ impl Sm {
             self.stats.active_cycles += 1;
             self.stats.resident_warp_cycles += u64::from(self.resident_warps());
         }
-        if let Some((until, reasons)) = &self.sleep {
-            if now < *until {
-                for (st, &r) in self.stats.schedulers.iter_mut().zip(reasons) {
+        if let Some(until) = self.sleep {
+            if now < until {
+                for (st, &r) in self.stats.schedulers.iter_mut().zip(&self.stall_reasons) {
                     st.stall(r);
                 }
                 return Ok(());
@@ -323,7 +326,7 @@ impl Sm {
         // Whether this cycle can repeat unchanged (see `sleep`), and until when.
         let mut sleepy = self.backlog.is_none();
         let mut wake = u64::MAX;
-        let mut reasons = Vec::new();
+        self.stall_reasons.clear();
         for s in 0..n {
             self.infos.clear();
             let mut best: Option<StallReason> = None;
@@ -383,11 +386,11 @@ impl Sm {
             } else {
                 let r = best.unwrap_or(StallReason::NoWarp);
                 st.stall(r);
-                reasons.push(r);
+                self.stall_reasons.push(r);
             }
         }
         if sleepy && wake > now + 1 {
-            self.sleep = Some((wake, reasons));
+            self.sleep = Some(wake);
         }
         Ok(())
     }
@@ -465,7 +468,7 @@ impl Sm {
                 .as_ref()
                 .expect("resident TB")
                 .linear;
-            match self.plan_memory(env, memsys, &ws, linear, inst, exec, slot) {
+            match self.plan_memory(env, memsys, &ws, linear, inst, top.pc, exec, slot) {
                 Ok(p) => p,
                 Err(r) => {
                     self.ldst_refused_at = now;
@@ -539,6 +542,7 @@ impl Sm {
         ws: &WarpSlot,
         tb_linear: u64,
         inst: &Inst,
+        pc: u32,
         exec: u32,
         slot: usize,
     ) -> Result<MemPlan, StallReason> {
@@ -578,7 +582,6 @@ impl Sm {
             b.wrapping_add(offset as i64 as u64)
         };
         let first = exec.trailing_zeros() as usize;
-        let pc = ws.warp.next_entry().map_or(u32::MAX, |e| e.pc);
         let retry = self.refused_access == Some((slot, pc));
         // The space the access goes to, and how a lane's address maps into it.
         let resolved = match space {
