@@ -128,6 +128,8 @@ pub struct Crossbar<T> {
     rr: Vec<usize>,
     outputs: Vec<DelayQueue<T>>,
     queued: usize,
+    /// Scratch of `tick`: per output and class, the inputs requesting it.
+    requests: Vec<Vec<u32>>,
     stats: IcntStats,
 }
 
@@ -146,6 +148,9 @@ impl<T> Crossbar<T> {
                 .map(|_| DelayQueue::new(spec.output_buffer, spec.latency))
                 .collect(),
             queued: 0,
+            requests: (0..outputs * 2)
+                .map(|_| Vec::with_capacity(inputs))
+                .collect(),
             stats: IcntStats::default(),
             spec,
         }
@@ -210,6 +215,11 @@ impl<T> Crossbar<T> {
     }
 
     /// One interconnect cycle of arbitration. Returns true when a packet was granted.
+    ///
+    /// Equivalent to letting every output (in the rotating order) scan the inputs round-robin
+    /// from the one after its last grant, class by class, for an idle input whose ready head
+    /// packet is addressed to it; built input-first so that a cycle costs one pass over the
+    /// inputs plus the requests actually present, not inputs × outputs × classes.
     pub fn tick(&mut self, now: u64) -> bool {
         self.stats.cycles += 1;
         if self.queued == 0 {
@@ -217,6 +227,28 @@ impl<T> Crossbar<T> {
         }
         let n_out = self.outputs.len();
         let n_in = self.inputs.len();
+        // Requests: per output and class, the idle inputs whose ready head goes there, in
+        // ascending input order.
+        for r in &mut self.requests {
+            r.clear();
+        }
+        let mut any = false;
+        for i in 0..n_in {
+            if self.in_busy[i] > now {
+                continue;
+            }
+            for class in 0..2 {
+                if let Some((ready, p)) = self.inputs[i][class].front() {
+                    if *ready <= now {
+                        self.requests[p.dest * 2 + class].push(i as u32);
+                        any = true;
+                    }
+                }
+            }
+        }
+        if !any {
+            return false;
+        }
         let mut progressed = false;
         for k in 0..n_out {
             let o = (k + now as usize) % n_out;
@@ -224,18 +256,22 @@ impl<T> Crossbar<T> {
                 continue;
             }
             let mut chosen = None;
-            'class: for class in 0..2 {
-                for j in 0..n_in {
-                    let i = (self.rr[o] + j) % n_in;
-                    if self.in_busy[i] > now {
-                        continue;
-                    }
-                    if let Some((ready, p)) = self.inputs[i][class].front() {
-                        if *ready <= now && p.dest == o {
-                            chosen = Some((i, class));
-                            break 'class;
-                        }
-                    }
+            for class in 0..2 {
+                let reqs = &self.requests[o * 2 + class];
+                if reqs.is_empty() {
+                    continue;
+                }
+                // The first idle requester at or after `rr[o]`, wrapping around.
+                let rr = self.rr[o] as u32;
+                let idle = |i: &&u32| self.in_busy[**i as usize] <= now;
+                let pick = reqs
+                    .iter()
+                    .filter(|&&i| i >= rr)
+                    .find(idle)
+                    .or_else(|| reqs.iter().filter(|&&i| i < rr).find(idle));
+                if let Some(&i) = pick {
+                    chosen = Some((i as usize, class));
+                    break;
                 }
             }
             let Some((i, class)) = chosen else { continue };
@@ -257,6 +293,7 @@ impl<T> Crossbar<T> {
             }
             progressed = true;
         }
+        // Output contention: idle inputs still holding a ready head after arbitration.
         for i in 0..n_in {
             if self.in_busy[i] > now {
                 continue;

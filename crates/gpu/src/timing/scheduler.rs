@@ -36,6 +36,12 @@ pub struct WarpInfo {
 pub trait WarpScheduler {
     fn order(&mut self, warps: &[WarpInfo], order: &mut Vec<u32>);
     fn issued(&mut self, slot: u32);
+    /// Whether `order` reads [`WarpInfo::long_wait`]. When it does not, the SM passes
+    /// `false` there and checks warps only as far down the order as it needs to find one
+    /// that can issue, which gives the same issue as checking all of them first.
+    fn reads_long_wait(&self) -> bool {
+        true
+    }
 }
 
 /// Loose round robin.
@@ -57,6 +63,10 @@ impl WarpScheduler for Lrr {
 
     fn issued(&mut self, slot: u32) {
         self.last = Some(slot);
+    }
+
+    fn reads_long_wait(&self) -> bool {
+        false
     }
 }
 
@@ -97,6 +107,10 @@ impl WarpScheduler for Gto {
 
     fn issued(&mut self, slot: u32) {
         self.last = Some(slot);
+    }
+
+    fn reads_long_wait(&self) -> bool {
+        false
     }
 }
 
@@ -186,6 +200,14 @@ impl WarpScheduler for AnyScheduler {
             AnyScheduler::Lrr(s) => s.issued(slot),
             AnyScheduler::Gto(s) => s.issued(slot),
             AnyScheduler::TwoLevel(s) => s.issued(slot),
+        }
+    }
+
+    fn reads_long_wait(&self) -> bool {
+        match self {
+            AnyScheduler::Lrr(s) => s.reads_long_wait(),
+            AnyScheduler::Gto(s) => s.reads_long_wait(),
+            AnyScheduler::TwoLevel(s) => s.reads_long_wait(),
         }
     }
 }

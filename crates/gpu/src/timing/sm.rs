@@ -58,14 +58,53 @@ pub(super) struct WarpSlot {
     ready_at: Vec<u64>,
     /// Loads and atomics in flight.
     outstanding: u32,
-    /// The next instruction reads or writes a register a load is filling: nothing changes
-    /// that until one of this warp's accesses completes (which clears the flag).
-    waits_for_memory: bool,
-    /// The next instruction has a register hazard until this cycle: only this warp's own
-    /// issue or a completion could change its registers' ready cycles, and neither can happen
-    /// before then.
-    hazard_until: u64,
+}
+
+/// What the issue stage reads of a warp slot every cycle, kept apart from the warp's
+/// registers and stack so that scanning an SM's warps touches one small array (the hardware
+/// keeps the same facts beside the scheduler: the decoded next instruction in the instruction
+/// buffer and its scoreboard state). It is derived from the [`WarpSlot`] and refreshed
+/// whenever something it depends on changes: the warp's own issue (next instruction, ready
+/// cycles of its destinations), a completion (ready cycles), a barrier release, dispatch and
+/// retirement.
+#[derive(Clone, Copy, Debug)]
+struct WarpHot {
+    state: HotState,
+    /// The next instruction's PC ([`NO_PC`] when the warp has none left).
+    next_pc: u32,
+    /// The unit the next instruction needs.
+    unit: Unit,
+    /// The first cycle at which every register the next instruction reads or writes is
+    /// ready, or [`MEM_PENDING`] while a load fills one of them.
+    ready: u64,
+    /// Dispatch order on this SM (smaller = older).
     age: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum HotState {
+    Empty,
+    Ready,
+    Waiting,
+    Done,
+}
+
+/// [`WarpHot::next_pc`] of a warp without a next instruction.
+const NO_PC: u32 = u32::MAX;
+
+impl WarpHot {
+    const EMPTY: WarpHot = WarpHot {
+        state: HotState::Empty,
+        next_pc: NO_PC,
+        unit: Unit::Sp,
+        ready: 0,
+        age: 0,
+    };
+
+    /// Whether the slot holds a warp that has not finished.
+    fn live(&self) -> bool {
+        matches!(self.state, HotState::Ready | HotState::Waiting)
+    }
 }
 
 /// A resident TB.
@@ -114,6 +153,14 @@ pub(super) struct Env<'a, 'c> {
     pub thread_instructions: u64,
 }
 
+/// What the checks of one cycle found about sleeping (see [`Sm::sleep`]).
+struct SleepCheck {
+    /// Every warp checked so far waits on something only a completion, a new TB or `wake`
+    /// can change, and nothing issued.
+    possible: bool,
+    wake: u64,
+}
+
 /// Whether a warp can issue this cycle.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Check {
@@ -135,7 +182,10 @@ enum MemPlan {
 
 pub(super) struct Sm {
     id: u32,
-    warps: Vec<Option<WarpSlot>>,
+    /// Warp slots (boxed: a warp leaves its slot while it issues, and moving a pointer is
+    /// cheaper than moving the warp).
+    warps: Vec<Option<Box<WarpSlot>>>,
+    hot: Vec<WarpHot>,
     tbs: Vec<Option<TbSlot>>,
     warps_per_tb: u32,
     scheds: Vec<AnyScheduler>,
@@ -153,6 +203,12 @@ pub(super) struct Sm {
     /// completion, a new TB or the given cycle can change: until then each cycle would repeat
     /// that one exactly, so it is only counted (each scheduler charged the same stall reason).
     sleep: Option<u64>,
+    /// Warps whose last issue left them without a next instruction: they are finished from
+    /// the next cycle on (what a check of them would find then).
+    finishing: Vec<u32>,
+    /// Something `retire` looks at changed (a warp arrived at a barrier, finished, or had a
+    /// load complete); until then `retire` would find nothing to do.
+    retire_due: bool,
     /// Each scheduler's stall reason in the last fully evaluated cycle (what `sleep` charges).
     stall_reasons: Vec<StallReason>,
     pending: Vec<Option<PendingLoad>>,
@@ -196,6 +252,7 @@ impl Sm {
         Sm {
             id,
             warps: (0..n_warps).map(|_| None).collect(),
+            hot: vec![WarpHot::EMPTY; n_warps],
             tbs: (0..tbs_per_sm).map(|_| None).collect(),
             warps_per_tb,
             scheds: schedulers,
@@ -205,6 +262,8 @@ impl Sm {
             ldst_refused_at: u64::MAX,
             refused_access: None,
             sleep: None,
+            finishing: Vec::new(),
+            retire_due: false,
             stall_reasons: Vec::with_capacity(n_sched),
             pending: Vec::new(),
             free_pending: Vec::new(),
@@ -247,17 +306,16 @@ impl Sm {
         let first = k as u32 * self.warps_per_tb;
         let slots: Vec<u32> = (first..first + self.warps_per_tb).collect();
         for (i, &s) in slots.iter().enumerate() {
-            self.warps[s as usize] = Some(WarpSlot {
+            self.warps[s as usize] = Some(Box::new(WarpSlot {
                 warp: Warp::new(ctx, i as u32),
                 tb: k as u32,
                 status: WarpStatus::Ready,
                 ready_at: vec![0; ctx.kernel.regs.len()],
                 outstanding: 0,
-                waits_for_memory: false,
-                hazard_until: 0,
-                age: self.next_age,
-            });
+            }));
+            self.hot[s as usize].age = self.next_age;
             self.next_age += 1;
+            self.refresh(ctx, s as usize);
         }
         self.tbs[k] = Some(TbSlot {
             linear,
@@ -294,9 +352,10 @@ impl Sm {
             for r in p.regs.iter().flatten() {
                 w.ready_at[r.index()] = now;
             }
-            w.waits_for_memory = false;
             w.outstanding -= 1;
+            self.refresh(env.ctx, p.slot as usize);
             self.sleep = None;
+            self.retire_due = true;
         }
     }
 
@@ -321,54 +380,70 @@ impl Sm {
             }
             self.sleep = None;
         }
+        for i in 0..self.finishing.len() {
+            let slot = self.finishing[i] as usize;
+            if self.warps[slot].is_some() {
+                self.mark_done(slot);
+            }
+        }
+        self.finishing.clear();
         self.drain_backlog(env, memsys);
         let n = self.scheds.len();
         // Whether this cycle can repeat unchanged (see `sleep`), and until when.
-        let mut sleepy = self.backlog.is_none();
-        let mut wake = u64::MAX;
+        let mut sleep = SleepCheck {
+            possible: self.backlog.is_none(),
+            wake: u64::MAX,
+        };
         self.stall_reasons.clear();
         for s in 0..n {
+            // A policy that ignores long waits gets its order first and the warps are checked
+            // lazily along it; otherwise every warp is checked first.
+            let lazy = !self.scheds[s].reads_long_wait();
             self.infos.clear();
             let mut best: Option<StallReason> = None;
             for slot in (s..self.warps.len()).step_by(n) {
-                let age = match &self.warps[slot] {
-                    Some(w) if w.status != WarpStatus::Done => w.age,
-                    _ => continue,
-                };
-                let c = self.check(env, slot, s, now);
-                self.checks[slot] = c;
-                if sleepy {
-                    let w = self.warps[slot].as_ref().expect("resident");
+                let h = &self.hot[slot];
+                if !h.live() {
+                    continue;
+                }
+                let age = h.age;
+                let long_wait = if lazy {
+                    false
+                } else {
+                    let c = self.check_noting(slot, s, now, &mut sleep);
+                    self.checks[slot] = c;
                     match c {
-                        Check::Blocked(StallReason::Barrier) | Check::Finished => {}
-                        Check::Blocked(StallReason::Memory) if w.waits_for_memory => {}
-                        Check::Blocked(StallReason::Scoreboard) => wake = wake.min(w.hazard_until),
-                        _ => sleepy = false,
+                        Check::Finished => continue,
+                        Check::Blocked(r) => best = best.max(Some(r)),
+                        Check::Ready => {}
                     }
-                }
-                match c {
-                    Check::Finished => {
-                        self.warps[slot].as_mut().expect("resident").status = WarpStatus::Done;
-                        continue;
-                    }
-                    Check::Blocked(r) => best = best.max(Some(r)),
-                    Check::Ready => {}
-                }
+                    matches!(
+                        c,
+                        Check::Blocked(StallReason::Memory | StallReason::Barrier)
+                    )
+                };
                 self.infos.push(WarpInfo {
                     slot: slot as u32,
                     age,
-                    long_wait: matches!(
-                        c,
-                        Check::Blocked(StallReason::Memory | StallReason::Barrier)
-                    ),
+                    long_wait,
                 });
             }
             self.scheds[s].order(&self.infos, &mut self.order);
             let mut issued = false;
             for i in 0..self.order.len() {
                 let slot = self.order[i] as usize;
-                match self.checks[slot] {
-                    Check::Blocked(_) | Check::Finished => {}
+                let c = if lazy {
+                    self.check_noting(slot, s, now, &mut sleep)
+                } else {
+                    self.checks[slot]
+                };
+                match c {
+                    Check::Finished => {}
+                    Check::Blocked(r) => {
+                        if lazy {
+                            best = best.max(Some(r));
+                        }
+                    }
                     Check::Ready => match self.try_issue(env, memsys, mem, slot, s, now)? {
                         Ok(()) => {
                             self.scheds[s].issued(slot as u32);
@@ -382,51 +457,62 @@ impl Sm {
             let st = &mut self.stats.schedulers[s];
             if issued {
                 st.issued += 1;
-                sleepy = false;
+                sleep.possible = false;
             } else {
                 let r = best.unwrap_or(StallReason::NoWarp);
                 st.stall(r);
                 self.stall_reasons.push(r);
             }
         }
+        let (sleepy, wake) = (sleep.possible, sleep.wake);
         if sleepy && wake > now + 1 {
             self.sleep = Some(wake);
         }
         Ok(())
     }
 
-    /// Whether the warp in `slot` can issue at `now`. Register hazards are remembered until
-    /// they can change (see [`WarpSlot::waits_for_memory`] and [`WarpSlot::hazard_until`]),
-    /// so a blocked warp costs little per cycle; the answer is the same as a full check.
-    fn check(&mut self, env: &Env, slot: usize, sched: usize, now: u64) -> Check {
-        let w = self.warps[slot].as_mut().expect("resident");
-        if let WarpStatus::Waiting(_) = w.status {
+    /// [`Sm::check`], marking a finished warp done and noting whether the answer lets the SM
+    /// sleep (see [`Sm::sleep`]).
+    fn check_noting(
+        &mut self,
+        slot: usize,
+        sched: usize,
+        now: u64,
+        sleep: &mut SleepCheck,
+    ) -> Check {
+        let c = self.check(slot, sched, now);
+        if sleep.possible {
+            let h = &self.hot[slot];
+            match c {
+                Check::Blocked(StallReason::Barrier) | Check::Finished => {}
+                Check::Blocked(StallReason::Memory) if h.ready == MEM_PENDING => {}
+                Check::Blocked(StallReason::Scoreboard) => sleep.wake = sleep.wake.min(h.ready),
+                _ => sleep.possible = false,
+            }
+        }
+        if c == Check::Finished {
+            self.mark_done(slot);
+        }
+        c
+    }
+
+    /// Whether the warp in `slot` can issue at `now`, from its [`WarpHot`] (the same answer
+    /// as looking at the warp itself, which the hot copy mirrors).
+    fn check(&self, slot: usize, sched: usize, now: u64) -> Check {
+        let h = &self.hot[slot];
+        if h.state == HotState::Waiting {
             return Check::Blocked(StallReason::Barrier);
         }
-        if w.waits_for_memory {
+        if h.next_pc == NO_PC {
+            return Check::Finished;
+        }
+        if h.ready == MEM_PENDING {
             return Check::Blocked(StallReason::Memory);
         }
-        if now < w.hazard_until {
+        if h.ready > now {
             return Check::Blocked(StallReason::Scoreboard);
         }
-        let Some(top) = w.warp.next_entry() else {
-            return Check::Finished;
-        };
-        let inst = &env.ctx.kernel.insts.as_slice()[top.pc as usize];
-        let mut hazard = 0;
-        for r in inst.uses().chain(inst.defs()) {
-            let t = w.ready_at[r.index()];
-            if t == MEM_PENDING {
-                w.waits_for_memory = true;
-                return Check::Blocked(StallReason::Memory);
-            }
-            hazard = hazard.max(t);
-        }
-        if hazard > now {
-            w.hazard_until = hazard;
-            return Check::Blocked(StallReason::Scoreboard);
-        }
-        let free = match OpClass::of(inst).unit() {
+        let free = match h.unit {
             Unit::Sp => self.sp_free[sched],
             Unit::Sfu => self.sfu_free,
             Unit::LdSt if self.backlog.is_some() => MEM_PENDING,
@@ -439,6 +525,42 @@ impl Sm {
             return Check::Blocked(StallReason::PipelineBusy);
         }
         Check::Ready
+    }
+
+    /// Recomputes the [`WarpHot`] of `slot` from the warp in it.
+    fn refresh(&mut self, ctx: &LaunchCtx<'_>, slot: usize) {
+        let h = &mut self.hot[slot];
+        let Some(w) = self.warps[slot].as_ref() else {
+            *h = WarpHot::EMPTY;
+            return;
+        };
+        h.state = match w.status {
+            WarpStatus::Ready => HotState::Ready,
+            WarpStatus::Waiting(_) => HotState::Waiting,
+            WarpStatus::Done => HotState::Done,
+        };
+        let Some(top) = w.warp.next_entry() else {
+            h.next_pc = NO_PC;
+            return;
+        };
+        let inst = &ctx.kernel.insts.as_slice()[top.pc as usize];
+        h.next_pc = top.pc;
+        h.unit = OpClass::of(inst).unit();
+        h.ready = 0;
+        for r in inst.uses().chain(inst.defs()) {
+            let t = w.ready_at[r.index()];
+            h.ready = h.ready.max(t);
+            if t == MEM_PENDING {
+                break;
+            }
+        }
+    }
+
+    /// The warp in `slot` has finished.
+    fn mark_done(&mut self, slot: usize) {
+        self.warps[slot].as_mut().expect("resident").status = WarpStatus::Done;
+        self.hot[slot].state = HotState::Done;
+        self.retire_due = true;
     }
 
     /// Issues the next instruction of the warp in `slot` (its check said ready). The outer
@@ -503,9 +625,14 @@ impl Sm {
                 if a.wait {
                     ws.status = WarpStatus::Waiting(a);
                 }
+                self.retire_due = true;
             }
-            Step::Done => ws.status = WarpStatus::Done,
+            Step::Done => {
+                ws.status = WarpStatus::Done;
+                self.retire_due = true;
+            }
         }
+        let finishing = ws.status != WarpStatus::Done && ws.warp.next_entry().is_none();
         env.warp_instructions += ws.warp.executed - before.0;
         env.thread_instructions += ws.warp.thread_executed - before.1;
         self.stats.warp_instructions += ws.warp.executed - before.0;
@@ -523,6 +650,9 @@ impl Sm {
         for r in inst.defs() {
             ws.ready_at[r.index()] = ready;
         }
+        if finishing {
+            self.finishing.push(slot as u32);
+        }
         let until = now + u64::from(busy.max(1));
         match class.unit() {
             Unit::Sp => self.sp_free[sched] = until,
@@ -530,6 +660,7 @@ impl Sm {
             Unit::LdSt => self.ldst_free = until,
         }
         self.warps[slot] = Some(ws);
+        self.refresh(ctx, slot);
         Ok(Ok(()))
     }
 
@@ -730,6 +861,10 @@ impl Sm {
     /// Completes barriers and retires finished TBs; returns the number retired. A TB whose
     /// live warps all wait at barriers that cannot complete is a deadlock.
     pub(super) fn retire(&mut self, ctx: &LaunchCtx<'_>) -> Result<u32, ExecError> {
+        if !self.retire_due {
+            return Ok(0);
+        }
+        self.retire_due = false;
         let mut retired = 0;
         for k in 0..self.tbs.len() {
             let Some(tb) = self.tbs[k].as_mut() else {
@@ -739,6 +874,15 @@ impl Sm {
                 slots: &tb.slots,
                 warps: &mut self.warps,
             });
+            if released {
+                self.sleep = None;
+                for &s in &tb.slots {
+                    let w = self.warps[s as usize].as_ref().expect("resident warp");
+                    if w.status == WarpStatus::Ready {
+                        self.hot[s as usize].state = HotState::Ready;
+                    }
+                }
+            }
             let ws = |s: &u32| self.warps[*s as usize].as_ref().expect("resident warp");
             let done = tb.slots.iter().all(|s| {
                 let w = ws(s);
@@ -747,6 +891,7 @@ impl Sm {
             if done {
                 for s in &tb.slots {
                     self.warps[*s as usize] = None;
+                    self.hot[*s as usize] = WarpHot::EMPTY;
                 }
                 self.tbs[k] = None;
                 self.resident_tbs -= 1;
@@ -772,7 +917,7 @@ impl Sm {
 /// A resident TB's warps: slots into the SM's warp table.
 struct SlotWarps<'a> {
     slots: &'a [u32],
-    warps: &'a mut [Option<WarpSlot>],
+    warps: &'a mut [Option<Box<WarpSlot>>],
 }
 
 impl TbWarps for SlotWarps<'_> {
