@@ -35,8 +35,8 @@ pub use coalesce::{coalesce, coalesce_into, shared_bank_conflicts, LineRequest};
 pub use dram::{DramSpec, DramStats};
 pub use icnt::{IcntSpec, IcntStats};
 pub use system::{
-    AccessKind, AddressHash, AddressMapping, Completion, Location, MemAccess, MemConfig, MemStats,
-    MemorySystem, RequestId, SharedMemSpec, Space, Stall,
+    AccessKind, AddressHash, AddressMapping, Completion, IssueState, Location, MemAccess,
+    MemConfig, MemStats, MemorySystem, RequestId, SharedMemSpec, Space, Stall,
 };
 
 /// Scheduling class of a request. Context-save/restore traffic is `Context`: it competes for

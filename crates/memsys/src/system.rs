@@ -529,6 +529,16 @@ struct SliceState {
     fills: DelayQueue<DramTag>,
 }
 
+/// See [`MemorySystem::issue_state`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IssueState {
+    l1_busy: bool,
+    free_slots: usize,
+    l1_version: u64,
+    cc_version: u64,
+    icnt_free: [usize; 2],
+}
+
 /// The memory system of one GPU: state of every component, driven by [`MemorySystem::tick`].
 #[derive(Debug)]
 pub struct MemorySystem {
@@ -630,11 +640,34 @@ impl MemorySystem {
     /// Offers one warp access from SM `sm` at the current core cycle. Accepted whole, or
     /// refused whole with the reason (and nothing changed but the stall counters).
     pub fn issue(&mut self, sm: usize, access: MemAccess) -> Result<RequestId, Stall> {
-        let r = self.try_issue(sm, &access);
+        self.offer(sm, &access)
+    }
+
+    /// [`MemorySystem::issue`] without giving up the access (an SM that retries a refused
+    /// access keeps it).
+    pub fn offer(&mut self, sm: usize, access: &MemAccess) -> Result<RequestId, Stall> {
+        let r = self.try_issue(sm, access);
         if r.is_err() {
             self.stalls += 1;
         }
         r
+    }
+
+    /// Everything the answer to an offer from SM `sm` at the current core cycle depends on
+    /// besides the offer itself. Two equal states give the same answer to the same offer, so
+    /// an SM that was refused can tell that retrying would be refused again.
+    pub fn issue_state(&self, sm: usize) -> IssueState {
+        let st = &self.sms[sm];
+        IssueState {
+            l1_busy: self.core_cycle() < st.l1_free_at,
+            free_slots: st.free_slots.len(),
+            l1_version: st.l1.version(),
+            cc_version: st.cc.version(),
+            icnt_free: [
+                self.req_net.input_free(sm, Priority::Normal),
+                self.req_net.input_free(sm, Priority::Context),
+            ],
+        }
     }
 
     fn try_issue(&mut self, sm: usize, a: &MemAccess) -> Result<RequestId, Stall> {

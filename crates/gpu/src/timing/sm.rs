@@ -30,8 +30,8 @@
 use kir::inst::{Inst, Op, Operand, Space, MAX_DSTS};
 use kir::{Id, Reg};
 use memsys::{
-    coalesce::shared_bank_conflicts_with, coalesce_into, AccessKind, LineRequest, MemAccess,
-    MemConfig, MemorySystem, Priority,
+    coalesce::shared_bank_conflicts_with, coalesce_into, AccessKind, IssueState, LineRequest,
+    MemAccess, MemConfig, MemorySystem, Priority,
 };
 
 use super::scheduler::{AnyScheduler, WarpInfo, WarpScheduler};
@@ -155,10 +155,15 @@ pub(super) struct Env<'a, 'c> {
 
 /// What the checks of one cycle found about sleeping (see [`Sm::sleep`]).
 struct SleepCheck {
-    /// Every warp checked so far waits on something only a completion, a new TB or `wake`
-    /// can change, and nothing issued.
+    /// Every warp checked so far waits on something only a completion, a new TB, `wake` or
+    /// a change in the memory system's answer to the refused access can change, and nothing
+    /// issued.
     possible: bool,
     wake: u64,
+    /// Ready warps checked, and issues attempted (every ready warp must have been tried and
+    /// refused for the cycle to repeat).
+    ready: u32,
+    attempted: u32,
 }
 
 /// Whether a warp can issue this cycle.
@@ -203,6 +208,13 @@ pub(super) struct Sm {
     /// completion, a new TB or the given cycle can change: until then each cycle would repeat
     /// that one exactly, so it is only counted (each scheduler charged the same stall reason).
     sleep: Option<u64>,
+    /// While sleeping on a refused access: the memory system's [`memsys::IssueState`] after
+    /// the refusal. The cycle repeats (the same offer refused again) until it changes.
+    refusal: Option<IssueState>,
+    /// The memory system refused an access this cycle (the one in `offer`).
+    refused_now: bool,
+    /// The last access offered to the memory system (reused to avoid an allocation).
+    offer: MemAccess,
     /// Warps whose last issue left them without a next instruction: they are finished from
     /// the next cycle on (what a check of them would find then).
     finishing: Vec<u32>,
@@ -262,6 +274,15 @@ impl Sm {
             ldst_refused_at: u64::MAX,
             refused_access: None,
             sleep: None,
+            refusal: None,
+            refused_now: false,
+            offer: MemAccess {
+                kind: AccessKind::Load,
+                space: memsys::Space::Global,
+                priority: Priority::Normal,
+                lines: Vec::with_capacity(64),
+                tag: NO_TAG,
+            },
             finishing: Vec::new(),
             retire_due: false,
             stall_reasons: Vec::with_capacity(n_sched),
@@ -372,7 +393,17 @@ impl Sm {
             self.stats.resident_warp_cycles += u64::from(self.resident_warps());
         }
         if let Some(until) = self.sleep {
-            if now < until {
+            let holds = match &self.refusal {
+                None => true,
+                Some(state) => memsys.issue_state(self.id as usize) == *state,
+            };
+            if now < until && holds {
+                if self.refusal.is_some() {
+                    // The cycle repeats, and so does its refused offer (and its counters).
+                    let r = memsys.offer(self.id as usize, &self.offer);
+                    debug_assert!(r.is_err(), "an unchanged memory system refuses again");
+                    self.ldst_refused_at = now;
+                }
                 for (st, &r) in self.stats.schedulers.iter_mut().zip(&self.stall_reasons) {
                     st.stall(r);
                 }
@@ -380,6 +411,7 @@ impl Sm {
             }
             self.sleep = None;
         }
+        self.refused_now = false;
         for i in 0..self.finishing.len() {
             let slot = self.finishing[i] as usize;
             if self.warps[slot].is_some() {
@@ -393,6 +425,8 @@ impl Sm {
         let mut sleep = SleepCheck {
             possible: self.backlog.is_none(),
             wake: u64::MAX,
+            ready: 0,
+            attempted: 0,
         };
         self.stall_reasons.clear();
         for s in 0..n {
@@ -444,7 +478,10 @@ impl Sm {
                             best = best.max(Some(r));
                         }
                     }
-                    Check::Ready => match self.try_issue(env, memsys, mem, slot, s, now)? {
+                    Check::Ready => match {
+                        sleep.attempted += 1;
+                        self.try_issue(env, memsys, mem, slot, s, now)?
+                    } {
                         Ok(()) => {
                             self.scheds[s].issued(slot as u32);
                             issued = true;
@@ -465,8 +502,11 @@ impl Sm {
             }
         }
         let (sleepy, wake) = (sleep.possible, sleep.wake);
-        if sleepy && wake > now + 1 {
+        if sleepy && sleep.ready == sleep.attempted && wake > now + 1 {
             self.sleep = Some(wake);
+            self.refusal = self
+                .refused_now
+                .then(|| memsys.issue_state(self.id as usize));
         }
         Ok(())
     }
@@ -485,8 +525,14 @@ impl Sm {
             let h = &self.hot[slot];
             match c {
                 Check::Blocked(StallReason::Barrier) | Check::Finished => {}
-                Check::Blocked(StallReason::Memory) if h.ready == MEM_PENDING => {}
+                // Waiting for a load, or for the LD/ST unit another warp's refused access
+                // holds this cycle.
+                Check::Blocked(StallReason::Memory)
+                    if h.ready == MEM_PENDING || self.ldst_refused_at == now => {}
                 Check::Blocked(StallReason::Scoreboard) => sleep.wake = sleep.wake.min(h.ready),
+                // A ready warp keeps the cycle repeatable only if its issue is attempted and
+                // refused (counted against `attempted`).
+                Check::Ready => sleep.ready += 1,
                 _ => sleep.possible = false,
             }
         }
@@ -790,15 +836,15 @@ impl Sm {
                 };
                 let chunk = chunk_lines(env.memcfg, msp, kind);
                 let first = self.lines.len().min(chunk);
-                let access = MemAccess {
-                    kind,
-                    space: msp,
-                    priority: Priority::Normal,
-                    lines: self.lines[..first].to_vec(),
-                    tag,
-                };
-                if memsys.issue(self.id as usize, access).is_err() {
+                self.offer.kind = kind;
+                self.offer.space = msp;
+                self.offer.priority = Priority::Normal;
+                self.offer.tag = tag;
+                self.offer.lines.clear();
+                self.offer.lines.extend_from_slice(&self.lines[..first]);
+                if memsys.offer(self.id as usize, &self.offer).is_err() {
                     self.refused_access = Some((slot, pc));
+                    self.refused_now = true;
                     return Err(StallReason::Memory);
                 }
                 self.refused_access = None;
