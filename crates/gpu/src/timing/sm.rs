@@ -201,9 +201,11 @@ pub(super) struct Sm {
     /// instruction holds the LD/ST unit for the rest of that cycle: the unit accepts one
     /// instruction per cycle, and a refused one sits in it as a stalled instruction would.
     ldst_refused_at: u64,
-    /// The warp slot and PC of the last refused access, whose lines `lines` still holds: the
-    /// warp has not run since, so its retry reuses them instead of coalescing again.
-    refused_access: Option<(usize, u32)>,
+    /// The warp slot and PC of the last refused access, whose lines `lines` (and `offer`)
+    /// still hold: the warp has not run since, so its retry reuses them instead of coalescing
+    /// again, and while the memory system's state is the one after the refusal, the retry is
+    /// known to be refused again.
+    refused_access: Option<(usize, u32, IssueState)>,
     /// Set when a cycle issued nothing and every warp waits on something only a memory
     /// completion, a new TB or the given cycle can change: until then each cycle would repeat
     /// that one exactly, so it is only counted (each scheduler charged the same stall reason).
@@ -621,6 +623,21 @@ impl Sm {
         now: u64,
     ) -> Result<Result<(), StallReason>, ExecError> {
         let ctx = env.ctx;
+        if let Some((s0, pc0, state)) = self.refused_access {
+            // The same offer, to a memory system in the same state: refused again (made,
+            // for its counters).
+            if s0 == slot
+                && pc0 == self.hot[slot].next_pc
+                && self.ldst_refused_at != now
+                && memsys.issue_state(self.id as usize) == state
+            {
+                let r = memsys.offer(self.id as usize, &self.offer);
+                debug_assert!(r.is_err(), "an unchanged memory system refuses again");
+                self.ldst_refused_at = now;
+                self.refused_now = true;
+                return Ok(Err(StallReason::Memory));
+            }
+        }
         let mut ws = self.warps[slot].take().expect("resident");
         let top = ws.warp.next_entry().expect("checked ready");
         let inst = &ctx.kernel.insts.as_slice()[top.pc as usize];
@@ -759,7 +776,9 @@ impl Sm {
             b.wrapping_add(offset as i64 as u64)
         };
         let first = exec.trailing_zeros() as usize;
-        let retry = self.refused_access == Some((slot, pc));
+        let retry = self
+            .refused_access
+            .is_some_and(|(s, p, _)| (s, p) == (slot, pc));
         // The space the access goes to, and how a lane's address maps into it.
         let resolved = match space {
             Space::Generic => match memory::window(read(first)) {
@@ -843,7 +862,8 @@ impl Sm {
                 self.offer.lines.clear();
                 self.offer.lines.extend_from_slice(&self.lines[..first]);
                 if memsys.offer(self.id as usize, &self.offer).is_err() {
-                    self.refused_access = Some((slot, pc));
+                    let state = memsys.issue_state(self.id as usize);
+                    self.refused_access = Some((slot, pc, state));
                     self.refused_now = true;
                     return Err(StallReason::Memory);
                 }
