@@ -231,7 +231,10 @@ pub(super) struct Sm {
     next_age: u64,
     resident_tbs: u32,
     // Scratch, reused every cycle.
-    infos: Vec<WarpInfo>,
+    /// Per scheduler: what its policy sees of its warps (see [`WarpInfo`]).
+    infos: Vec<Vec<WarpInfo>>,
+    /// Per scheduler: warps came or went since `infos` was built.
+    infos_stale: Vec<bool>,
     checks: Vec<Check>,
     order: Vec<u32>,
     addrs: [Option<u64>; WARP_SIZE],
@@ -293,7 +296,8 @@ impl Sm {
             backlog: None,
             next_age: 0,
             resident_tbs: 0,
-            infos: Vec::with_capacity(n_warps),
+            infos: vec![Vec::with_capacity(n_warps); n_sched],
+            infos_stale: vec![true; n_sched],
             checks: vec![Check::Ready; n_warps],
             order: Vec::with_capacity(n_warps),
             addrs: [None; WARP_SIZE],
@@ -349,6 +353,7 @@ impl Sm {
         });
         self.stats.tbs += 1;
         self.resident_tbs += 1;
+        self.infos_stale.fill(true);
         self.sleep = None;
     }
 
@@ -435,36 +440,40 @@ impl Sm {
             // A policy that ignores long waits gets its order first and the warps are checked
             // lazily along it; otherwise every warp is checked first.
             let lazy = !self.scheds[s].reads_long_wait();
-            self.infos.clear();
             let mut best: Option<StallReason> = None;
-            for slot in (s..self.warps.len()).step_by(n) {
-                let h = &self.hot[slot];
-                if !h.live() {
-                    continue;
-                }
-                let age = h.age;
-                let long_wait = if lazy {
-                    false
-                } else {
-                    let c = self.check_noting(slot, s, now, &mut sleep);
-                    self.checks[slot] = c;
-                    match c {
-                        Check::Finished => continue,
-                        Check::Blocked(r) => best = best.max(Some(r)),
-                        Check::Ready => {}
+            // A lazy policy's view (live warps and ages) changes only when warps come and go.
+            if !lazy || self.infos_stale[s] {
+                self.infos_stale[s] = false;
+                self.infos[s].clear();
+                for slot in (s..self.warps.len()).step_by(n) {
+                    let h = &self.hot[slot];
+                    if !h.live() {
+                        continue;
                     }
-                    matches!(
-                        c,
-                        Check::Blocked(StallReason::Memory | StallReason::Barrier)
-                    )
-                };
-                self.infos.push(WarpInfo {
-                    slot: slot as u32,
-                    age,
-                    long_wait,
-                });
+                    let age = h.age;
+                    let long_wait = if lazy {
+                        false
+                    } else {
+                        let c = self.check_noting(slot, s, now, &mut sleep);
+                        self.checks[slot] = c;
+                        match c {
+                            Check::Finished => continue,
+                            Check::Blocked(r) => best = best.max(Some(r)),
+                            Check::Ready => {}
+                        }
+                        matches!(
+                            c,
+                            Check::Blocked(StallReason::Memory | StallReason::Barrier)
+                        )
+                    };
+                    self.infos[s].push(WarpInfo {
+                        slot: slot as u32,
+                        age,
+                        long_wait,
+                    });
+                }
             }
-            self.scheds[s].order(&self.infos, &mut self.order);
+            self.scheds[s].order(&self.infos[s], &mut self.order);
             let mut issued = false;
             for i in 0..self.order.len() {
                 let slot = self.order[i] as usize;
@@ -609,6 +618,7 @@ impl Sm {
         self.warps[slot].as_mut().expect("resident").status = WarpStatus::Done;
         self.hot[slot].state = HotState::Done;
         self.retire_due = true;
+        self.infos_stale.fill(true);
     }
 
     /// Issues the next instruction of the warp in `slot` (its check said ready). The outer
@@ -961,6 +971,7 @@ impl Sm {
                 }
                 self.tbs[k] = None;
                 self.resident_tbs -= 1;
+                self.infos_stale.fill(true);
                 retired += 1;
                 continue;
             }
