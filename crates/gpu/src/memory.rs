@@ -192,16 +192,30 @@ impl DeviceMemory {
 /// Little-endian load of up to 8 bytes.
 #[inline]
 pub fn read_le(bytes: &[u8]) -> u64 {
-    let mut b = [0u8; 8];
-    b[..bytes.len()].copy_from_slice(bytes);
-    u64::from_le_bytes(b)
+    // The common widths as fixed-size reads: a variable-length copy is a `memcpy` call.
+    match *bytes {
+        [a] => u64::from(a),
+        [a, b] => u64::from(u16::from_le_bytes([a, b])),
+        [a, b, c, d] => u64::from(u32::from_le_bytes([a, b, c, d])),
+        [a, b, c, d, e, f, g, h] => u64::from_le_bytes([a, b, c, d, e, f, g, h]),
+        _ => {
+            let mut b = [0u8; 8];
+            b[..bytes.len()].copy_from_slice(bytes);
+            u64::from_le_bytes(b)
+        }
+    }
 }
 
 /// Little-endian store of the low `bytes.len()` bytes of `v`.
 #[inline]
 pub fn write_le(bytes: &mut [u8], v: u64) {
-    let n = bytes.len();
-    bytes.copy_from_slice(&v.to_le_bytes()[..n]);
+    match bytes.len() {
+        1 => bytes[0] = v as u8,
+        2 => bytes.copy_from_slice(&(v as u16).to_le_bytes()),
+        4 => bytes.copy_from_slice(&(v as u32).to_le_bytes()),
+        8 => bytes.copy_from_slice(&v.to_le_bytes()),
+        n => bytes.copy_from_slice(&v.to_le_bytes()[..n]),
+    }
 }
 
 #[cfg(test)]

@@ -200,6 +200,7 @@ pub fn run_timed(
         shared_passes: 0,
         warp_instructions: 0,
         thread_instructions: 0,
+        decoded: sm::Decoded::of(ctx.kernel),
     };
 
     let total = ctx.num_tbs();
@@ -234,7 +235,7 @@ pub fn run_timed(
         }
         for sm in &mut sms {
             if next_tb < total && sm.has_free_tb_slot() {
-                sm.dispatch(ctx, next_tb);
+                sm.dispatch(ctx, &env.decoded, next_tb);
                 next_tb += 1;
                 resident += 1;
             }

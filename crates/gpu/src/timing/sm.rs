@@ -72,8 +72,8 @@ struct WarpHot {
     state: HotState,
     /// The next instruction's PC ([`NO_PC`] when the warp has none left).
     next_pc: u32,
-    /// The unit the next instruction needs.
-    unit: Unit,
+    /// The next instruction's operation class.
+    class: OpClass,
     /// The first cycle at which every register the next instruction reads or writes is
     /// ready, or [`MEM_PENDING`] while a load fills one of them.
     ready: u64,
@@ -96,7 +96,7 @@ impl WarpHot {
     const EMPTY: WarpHot = WarpHot {
         state: HotState::Empty,
         next_pc: NO_PC,
-        unit: Unit::Sp,
+        class: OpClass::Alu,
         ready: 0,
         age: 0,
     };
@@ -151,6 +151,41 @@ pub(super) struct Env<'a, 'c> {
     pub shared_passes: u64,
     pub warp_instructions: u64,
     pub thread_instructions: u64,
+    pub decoded: Decoded,
+}
+
+/// What the issue stage needs of each instruction, decoded once per launch (as the hardware
+/// decodes into its instruction buffer): the operation class, and the registers the
+/// scoreboard looks up (sources, then destinations).
+pub(super) struct Decoded {
+    class: Vec<OpClass>,
+    /// Per instruction: where its registers start in `regs`, and how many there are.
+    spans: Vec<(u32, u32)>,
+    regs: Vec<u32>,
+}
+
+impl Decoded {
+    pub(super) fn of(kernel: &kir::Kernel) -> Decoded {
+        let insts = kernel.insts.as_slice();
+        let mut d = Decoded {
+            class: Vec::with_capacity(insts.len()),
+            spans: Vec::with_capacity(insts.len()),
+            regs: Vec::new(),
+        };
+        for inst in insts {
+            d.class.push(OpClass::of(inst));
+            let start = d.regs.len() as u32;
+            d.regs
+                .extend(inst.uses().chain(inst.defs()).map(|r| r.index() as u32));
+            d.spans.push((start, d.regs.len() as u32 - start));
+        }
+        d
+    }
+
+    fn regs(&self, pc: u32) -> &[u32] {
+        let (start, len) = self.spans[pc as usize];
+        &self.regs[start as usize..(start + len) as usize]
+    }
 }
 
 /// What the checks of one cycle found about sleeping (see [`Sm::sleep`]).
@@ -324,7 +359,7 @@ impl Sm {
 
     /// Places TB `linear` in a free TB slot (the caller checked there is one). TB slot `k`
     /// owns warp slots `k × warps_per_tb ..`; warp slot `s` belongs to scheduler `s mod n`.
-    pub(super) fn dispatch(&mut self, ctx: &LaunchCtx<'_>, linear: u64) {
+    pub(super) fn dispatch(&mut self, ctx: &LaunchCtx<'_>, decoded: &Decoded, linear: u64) {
         let k = self
             .tbs
             .iter()
@@ -342,7 +377,7 @@ impl Sm {
             }));
             self.hot[s as usize].age = self.next_age;
             self.next_age += 1;
-            self.refresh(ctx, s as usize);
+            self.refresh(decoded, s as usize);
         }
         self.tbs[k] = Some(TbSlot {
             linear,
@@ -381,7 +416,7 @@ impl Sm {
                 w.ready_at[r.index()] = now;
             }
             w.outstanding -= 1;
-            self.refresh(env.ctx, p.slot as usize);
+            self.refresh(&env.decoded, p.slot as usize);
             self.sleep = None;
             self.retire_due = true;
         }
@@ -569,7 +604,7 @@ impl Sm {
         if h.ready > now {
             return Check::Blocked(StallReason::Scoreboard);
         }
-        let free = match h.unit {
+        let free = match h.class.unit() {
             Unit::Sp => self.sp_free[sched],
             Unit::Sfu => self.sfu_free,
             Unit::LdSt if self.backlog.is_some() => MEM_PENDING,
@@ -585,7 +620,7 @@ impl Sm {
     }
 
     /// Recomputes the [`WarpHot`] of `slot` from the warp in it.
-    fn refresh(&mut self, ctx: &LaunchCtx<'_>, slot: usize) {
+    fn refresh(&mut self, decoded: &Decoded, slot: usize) {
         let h = &mut self.hot[slot];
         let Some(w) = self.warps[slot].as_ref() else {
             *h = WarpHot::EMPTY;
@@ -600,12 +635,11 @@ impl Sm {
             h.next_pc = NO_PC;
             return;
         };
-        let inst = &ctx.kernel.insts.as_slice()[top.pc as usize];
         h.next_pc = top.pc;
-        h.unit = OpClass::of(inst).unit();
+        h.class = decoded.class[top.pc as usize];
         h.ready = 0;
-        for r in inst.uses().chain(inst.defs()) {
-            let t = w.ready_at[r.index()];
+        for &r in decoded.regs(top.pc) {
+            let t = w.ready_at[r as usize];
             h.ready = h.ready.max(t);
             if t == MEM_PENDING {
                 break;
@@ -652,7 +686,7 @@ impl Sm {
         let top = ws.warp.next_entry().expect("checked ready");
         let inst = &ctx.kernel.insts.as_slice()[top.pc as usize];
         let exec = guard_mask(inst, &ws.warp, top.mask);
-        let class = OpClass::of(inst);
+        let class = self.hot[slot].class;
         if class.unit() == Unit::LdSt && self.ldst_refused_at == now {
             // Checked ready earlier this cycle, before another warp's access was refused.
             self.warps[slot] = Some(ws);
@@ -733,7 +767,7 @@ impl Sm {
             Unit::LdSt => self.ldst_free = until,
         }
         self.warps[slot] = Some(ws);
-        self.refresh(ctx, slot);
+        self.refresh(&env.decoded, slot);
         Ok(Ok(()))
     }
 
