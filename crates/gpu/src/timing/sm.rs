@@ -524,17 +524,17 @@ impl Sm {
                             best = best.max(Some(r));
                         }
                     }
-                    Check::Ready => match {
+                    Check::Ready => {
                         sleep.attempted += 1;
-                        self.try_issue(env, memsys, mem, slot, s, now)?
-                    } {
-                        Ok(()) => {
-                            self.scheds[s].issued(slot as u32);
-                            issued = true;
-                            break;
+                        match self.try_issue(env, memsys, mem, slot, s, now)? {
+                            Ok(()) => {
+                                self.scheds[s].issued(slot as u32);
+                                issued = true;
+                                break;
+                            }
+                            Err(r) => best = best.max(Some(r)),
                         }
-                        Err(r) => best = best.max(Some(r)),
-                    },
+                    }
                 }
             }
             let st = &mut self.stats.schedulers[s];
