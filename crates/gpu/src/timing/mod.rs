@@ -64,6 +64,10 @@ pub struct TimingOptions {
     pub instruction_limit: u64,
     /// Core cycles between two samples of the occupancy trace ([`TimedStats::occupancy`]).
     pub sample_interval: u64,
+    /// The engine's exact speed shortcuts (an SM sleeping through cycles that would repeat,
+    /// a refused access known to be refused again, lazy warp checks along an LRR/GTO order;
+    /// see `sm`). They never change a result; turning them off checks exactly that.
+    pub shortcuts: bool,
 }
 
 impl Default for TimingOptions {
@@ -73,6 +77,7 @@ impl Default for TimingOptions {
             max_cycles: 1 << 32,
             instruction_limit: 1 << 36,
             sample_interval: 1000,
+            shortcuts: true,
         }
     }
 }
@@ -186,7 +191,7 @@ pub fn run_timed(
             let scheds = (0..gpu.sm.warp_schedulers)
                 .map(|_| AnyScheduler::new(gpu.sm.scheduler, gpu.pipeline.two_level_active))
                 .collect();
-            Sm::new(i, occ.tbs_per_sm, warps_per_tb, scheds)
+            Sm::new(i, occ.tbs_per_sm, warps_per_tb, scheds, opts.shortcuts)
         })
         .collect();
     let mut env = Env {

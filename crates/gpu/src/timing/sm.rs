@@ -22,6 +22,15 @@
 //! `LOCAL_WINDOW + ((g × frame_words + w) × 32 + l) × 4`, interleaved by lane as CUDA lays out
 //! local memory, so a warp reading one local variable touches one line.
 //!
+//! **Speed without changing results.** The scheduler reads a compact per-slot [`WarpHot`]
+//! (the decoded next instruction's class and the cycle its registers are ready) that is
+//! recomputed only when it can change; LRR and GTO, whose order ignores long waits, check
+//! warps only along their order until one issues; and an SM whose cycle would repeat exactly
+//! (every warp waits on a load, a barrier, a known hazard cycle, or an access the memory system
+//! refused and would refuse again: same [`IssueState`]) sleeps, charging each cycle the same
+//! stall reasons and repeating the refused offer for its counters. Each of these was checked
+//! to leave every statistic of the large suite byte-identical.
+//!
 //! Simplifications (documented, not hidden): no instruction fetch/decode or i-cache, no
 //! operand collector or register-bank conflicts, one issue per scheduler per cycle (no dual
 //! issue), a generic access is classified by its first active lane's window, shared-memory
@@ -245,6 +254,8 @@ pub(super) struct Sm {
     /// completion, a new TB or the given cycle can change: until then each cycle would repeat
     /// that one exactly, so it is only counted (each scheduler charged the same stall reason).
     sleep: Option<u64>,
+    /// Whether the exact speed shortcuts are on ([`super::TimingOptions::shortcuts`]).
+    shortcuts: bool,
     /// While sleeping on a refused access: the memory system's [`memsys::IssueState`] after
     /// the refusal. The cycle repeats (the same offer refused again) until it changes.
     refusal: Option<IssueState>,
@@ -298,6 +309,7 @@ impl Sm {
         tbs_per_sm: u32,
         warps_per_tb: u32,
         schedulers: Vec<AnyScheduler>,
+        shortcuts: bool,
     ) -> Sm {
         let n_warps = (tbs_per_sm * warps_per_tb) as usize;
         let n_sched = schedulers.len();
@@ -313,6 +325,7 @@ impl Sm {
             ldst_free: 0,
             ldst_refused_at: u64::MAX,
             refused_access: None,
+            shortcuts,
             sleep: None,
             refusal: None,
             refused_now: false,
@@ -474,7 +487,7 @@ impl Sm {
         for s in 0..n {
             // A policy that ignores long waits gets its order first and the warps are checked
             // lazily along it; otherwise every warp is checked first.
-            let lazy = !self.scheds[s].reads_long_wait();
+            let lazy = self.shortcuts && !self.scheds[s].reads_long_wait();
             let mut best: Option<StallReason> = None;
             // A lazy policy's view (live warps and ages) changes only when warps come and go.
             if !lazy || self.infos_stale[s] {
@@ -548,7 +561,7 @@ impl Sm {
             }
         }
         let (sleepy, wake) = (sleep.possible, sleep.wake);
-        if sleepy && sleep.ready == sleep.attempted && wake > now + 1 {
+        if self.shortcuts && sleepy && sleep.ready == sleep.attempted && wake > now + 1 {
             self.sleep = Some(wake);
             self.refusal = self
                 .refused_now
@@ -667,7 +680,7 @@ impl Sm {
         now: u64,
     ) -> Result<Result<(), StallReason>, ExecError> {
         let ctx = env.ctx;
-        if let Some((s0, pc0, state)) = self.refused_access {
+        if let Some((s0, pc0, state)) = self.refused_access.filter(|_| self.shortcuts) {
             // The same offer, to a memory system in the same state: refused again (made,
             // for its counters).
             if s0 == slot
