@@ -116,6 +116,23 @@ impl GpuConfig {
         if self.sm.warp_schedulers == 0 {
             return Err(invalid("sm.warp_schedulers", "must be at least 1"));
         }
+        if self.pipeline.register_banks == 0 {
+            return Err(invalid("pipeline.register_banks", "must be at least 1"));
+        }
+        let f = &self.pipeline.fetch;
+        if f.inst_bytes == 0 || f.ibuffer_entries == 0 || f.hit_latency == 0 {
+            return Err(invalid(
+                "pipeline.fetch",
+                "inst_bytes, ibuffer_entries and hit_latency must be positive",
+            ));
+        }
+        let way_bytes = f.icache_line_bytes.checked_mul(f.icache_assoc).unwrap_or(0);
+        if way_bytes == 0 || f.icache_bytes == 0 || !f.icache_bytes.is_multiple_of(way_bytes) {
+            return Err(invalid(
+                "pipeline.fetch.icache_bytes",
+                "must be a positive multiple of icache_line_bytes × icache_assoc",
+            ));
+        }
         if r.max_warps == 0 || r.max_threads == 0 || r.max_tbs == 0 || r.registers == 0 {
             return Err(invalid(
                 "sm.resources",
@@ -208,6 +225,40 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("memory.shared.size_bytes"), "{e}");
+        for (from, to, field) in [
+            (
+                "register_banks = 16",
+                "register_banks = 0",
+                "pipeline.register_banks",
+            ),
+            (
+                "icache_bytes = 2048",
+                "icache_bytes = 2000",
+                "pipeline.fetch.icache_bytes",
+            ),
+            (
+                "icache_assoc = 4",
+                "icache_assoc = 4294967295",
+                "pipeline.fetch.icache_bytes",
+            ),
+            (
+                "ibuffer_entries = 2",
+                "ibuffer_entries = 0",
+                "pipeline.fetch",
+            ),
+            (
+                "hit_latency = 2 ",
+                "hit_latency = 2\nhit_latncy = 1 ",
+                "hit_latncy",
+            ),
+        ] {
+            let text = PRESETS[0].1.replace(from, to);
+            assert_ne!(text, PRESETS[0].1, "{from}");
+            let e = GpuConfig::from_toml("x.toml", &text)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(field), "{e}");
+        }
         assert!(GpuConfig::preset("gtx4800")
             .unwrap_err()
             .to_string()

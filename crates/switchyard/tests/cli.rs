@@ -317,6 +317,7 @@ fn timed_run_prints_cycles_and_writes_deterministic_statistics() {
     let sum: u64 = [
         "issued",
         "no_warp",
+        "fetch",
         "barrier",
         "memory",
         "scoreboard",

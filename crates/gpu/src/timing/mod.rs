@@ -29,6 +29,7 @@
 //! store is acknowledged; `cycles` includes that drain. Each launch starts with a fresh
 //! memory system (cold caches).
 
+mod frontend;
 pub mod scheduler;
 mod sm;
 pub mod spec;
@@ -44,10 +45,10 @@ use crate::memory::DeviceMemory;
 use crate::occupancy::{Occupancy, TbDemand};
 
 pub use scheduler::{AnyScheduler, Gto, Lrr, TwoLevel, WarpInfo, WarpScheduler};
-pub use spec::{OpClass, OpTiming, PipelineSpec, Unit};
+pub use spec::{FetchSpec, OpClass, OpTiming, PipelineSpec, Unit};
 pub use stats::{
-    OccupancyTrace, Rates, SchedulerStats, SmStats, StallReason, TimedStats, Utilisation,
-    UtilisationClass,
+    FrontendStats, OccupancyTrace, Rates, SchedulerStats, SmStats, StallReason, TimedStats,
+    Utilisation, UtilisationClass,
 };
 
 use sm::{Env, Sm};
@@ -191,7 +192,14 @@ pub fn run_timed(
             let scheds = (0..gpu.sm.warp_schedulers)
                 .map(|_| AnyScheduler::new(gpu.sm.scheduler, gpu.pipeline.two_level_active))
                 .collect();
-            Sm::new(i, occ.tbs_per_sm, warps_per_tb, scheds, opts.shortcuts)
+            Sm::new(
+                i,
+                occ.tbs_per_sm,
+                warps_per_tb,
+                scheds,
+                &gpu.pipeline,
+                opts.shortcuts,
+            )
         })
         .collect();
     let mut env = Env {
@@ -240,7 +248,7 @@ pub fn run_timed(
         }
         for sm in &mut sms {
             if next_tb < total && sm.has_free_tb_slot() {
-                sm.dispatch(ctx, &env.decoded, next_tb);
+                sm.dispatch(ctx, &env.decoded, next_tb, now);
                 next_tb += 1;
                 resident += 1;
             }
@@ -280,6 +288,11 @@ pub fn run_timed(
     }
 
     let cycles = memsys.core_cycle().max(1);
+    let mut frontend = FrontendStats::default();
+    for sm in &mut sms {
+        sm.stats.frontend = sm.frontend_stats();
+        frontend.add(&sm.stats.frontend);
+    }
     let mut schedulers = SchedulerStats::default();
     for sm in &sms {
         for s in &sm.stats.schedulers {
@@ -317,6 +330,7 @@ pub fn run_timed(
         },
         shared_accesses: env.shared_accesses,
         shared_passes: env.shared_passes,
+        frontend,
         utilisation: Utilisation::of(&schedulers, &memory, &memcfg),
         rates: Rates::of(&memory, &memcfg),
         schedulers,

@@ -31,10 +31,17 @@
 //! stall reasons and repeating the refused offer for its counters. Each of these was checked
 //! to leave every statistic of the large suite byte-identical.
 //!
-//! Simplifications (documented, not hidden): no instruction fetch/decode or i-cache, no
-//! operand collector or register-bank conflicts, one issue per scheduler per cycle (no dual
-//! issue), a generic access is classified by its first active lane's window, shared-memory
-//! atomics cost their bank-conflict passes only, fences do not wait for outstanding stores.
+//! **Front end and operands** ([`super::spec`]): a warp issues only from its instruction
+//! buffer, which a fetch through the SM's i-cache fills when it empties or after its PC leaves
+//! the sequence (a `Fetch` stall meanwhile); an issued instruction reads its sources through
+//! single-ported register banks and a read that waits for its bank delays the result. Operands
+//! are read at issue, so no WAR hazard can arise and the scoreboard tracks RAW and WAW only.
+//!
+//! Simplifications (documented, not hidden): one issue per scheduler per cycle (no dual
+//! issue), i-cache misses cost a fixed latency instead of travelling to the L2, writebacks do
+//! not compete for register-bank ports, a generic access is classified by its first active
+//! lane's window, shared-memory atomics cost their bank-conflict passes only, fences do not
+//! wait for outstanding stores.
 
 use kir::inst::{Inst, Op, Operand, Space, MAX_DSTS};
 use kir::{Id, Reg};
@@ -43,9 +50,10 @@ use memsys::{
     MemAccess, MemConfig, MemorySystem, Priority,
 };
 
+use super::frontend::{FetchUnit, RegisterBanks};
 use super::scheduler::{AnyScheduler, WarpInfo, WarpScheduler};
 use super::spec::{OpClass, PipelineSpec, Unit};
-use super::stats::{SmStats, StallReason};
+use super::stats::{FrontendStats, SmStats, StallReason};
 use crate::barrier::{deadlock, Barriers, TbWarps, WarpStatus};
 use crate::error::ExecError;
 use crate::exec::{guard_mask, step, LaunchCtx, Step, TbView, Warp, WARP_SIZE};
@@ -88,6 +96,10 @@ struct WarpHot {
     ready: u64,
     /// Dispatch order on this SM (smaller = older).
     age: u64,
+    /// The cycle from which the instruction buffer holds the next instruction.
+    fetch_ready: u64,
+    /// One past the last PC the instruction buffer holds.
+    buffer_end: u32,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -108,6 +120,8 @@ impl WarpHot {
         class: OpClass::Alu,
         ready: 0,
         age: 0,
+        fetch_ready: 0,
+        buffer_end: 0,
     };
 
     /// Whether the slot holds a warp that has not finished.
@@ -168,8 +182,9 @@ pub(super) struct Env<'a, 'c> {
 /// scoreboard looks up (sources, then destinations).
 pub(super) struct Decoded {
     class: Vec<OpClass>,
-    /// Per instruction: where its registers start in `regs`, and how many there are.
-    spans: Vec<(u32, u32)>,
+    /// Per instruction: where its registers start in `regs`, how many there are, and how
+    /// many of them are sources (they come first).
+    spans: Vec<(u32, u32, u32)>,
     regs: Vec<u32>,
 }
 
@@ -184,16 +199,24 @@ impl Decoded {
         for inst in insts {
             d.class.push(OpClass::of(inst));
             let start = d.regs.len() as u32;
-            d.regs
-                .extend(inst.uses().chain(inst.defs()).map(|r| r.index() as u32));
-            d.spans.push((start, d.regs.len() as u32 - start));
+            d.regs.extend(inst.uses().map(|r| r.index() as u32));
+            let uses = d.regs.len() as u32 - start;
+            d.regs.extend(inst.defs().map(|r| r.index() as u32));
+            d.spans.push((start, d.regs.len() as u32 - start, uses));
         }
         d
     }
 
+    /// The registers instruction `pc` reads or writes.
     fn regs(&self, pc: u32) -> &[u32] {
-        let (start, len) = self.spans[pc as usize];
+        let (start, len, _) = self.spans[pc as usize];
         &self.regs[start as usize..(start + len) as usize]
+    }
+
+    /// The registers instruction `pc` reads.
+    fn sources(&self, pc: u32) -> &[u32] {
+        let (start, _, uses) = self.spans[pc as usize];
+        &self.regs[start as usize..(start + uses) as usize]
     }
 }
 
@@ -240,6 +263,10 @@ pub(super) struct Sm {
     scheds: Vec<AnyScheduler>,
     sp_free: Vec<u64>,
     sfu_free: u64,
+    fetch: FetchUnit,
+    banks: RegisterBanks,
+    /// Instructions one fetch brings into a warp's buffer.
+    ibuffer_entries: u32,
     ldst_free: u64,
     /// The cycle the memory system last refused an access of this SM. The refused
     /// instruction holds the LD/ST unit for the rest of that cycle: the unit accepts one
@@ -309,6 +336,7 @@ impl Sm {
         tbs_per_sm: u32,
         warps_per_tb: u32,
         schedulers: Vec<AnyScheduler>,
+        spec: &PipelineSpec,
         shortcuts: bool,
     ) -> Sm {
         let n_warps = (tbs_per_sm * warps_per_tb) as usize;
@@ -322,6 +350,9 @@ impl Sm {
             scheds: schedulers,
             sp_free: vec![0; n_sched],
             sfu_free: 0,
+            fetch: FetchUnit::new(&spec.fetch),
+            banks: RegisterBanks::new(spec.register_banks),
+            ibuffer_entries: spec.fetch.ibuffer_entries.max(1),
             ldst_free: 0,
             ldst_refused_at: u64::MAX,
             refused_access: None,
@@ -372,7 +403,13 @@ impl Sm {
 
     /// Places TB `linear` in a free TB slot (the caller checked there is one). TB slot `k`
     /// owns warp slots `k × warps_per_tb ..`; warp slot `s` belongs to scheduler `s mod n`.
-    pub(super) fn dispatch(&mut self, ctx: &LaunchCtx<'_>, decoded: &Decoded, linear: u64) {
+    pub(super) fn dispatch(
+        &mut self,
+        ctx: &LaunchCtx<'_>,
+        decoded: &Decoded,
+        linear: u64,
+        now: u64,
+    ) {
         let k = self
             .tbs
             .iter()
@@ -391,6 +428,7 @@ impl Sm {
             self.hot[s as usize].age = self.next_age;
             self.next_age += 1;
             self.refresh(decoded, s as usize);
+            self.fill_buffer(s as usize, now);
         }
         self.tbs[k] = Some(TbSlot {
             linear,
@@ -589,6 +627,7 @@ impl Sm {
                 Check::Blocked(StallReason::Memory)
                     if h.ready == MEM_PENDING || self.ldst_refused_at == now => {}
                 Check::Blocked(StallReason::Scoreboard) => sleep.wake = sleep.wake.min(h.ready),
+                Check::Blocked(StallReason::Fetch) => sleep.wake = sleep.wake.min(h.fetch_ready),
                 // A ready warp keeps the cycle repeatable only if its issue is attempted and
                 // refused (counted against `attempted`).
                 Check::Ready => sleep.ready += 1,
@@ -610,6 +649,9 @@ impl Sm {
         }
         if h.next_pc == NO_PC {
             return Check::Finished;
+        }
+        if now < h.fetch_ready {
+            return Check::Blocked(StallReason::Fetch);
         }
         if h.ready == MEM_PENDING {
             return Check::Blocked(StallReason::Memory);
@@ -657,6 +699,25 @@ impl Sm {
             if t == MEM_PENDING {
                 break;
             }
+        }
+    }
+
+    /// Starts the fetch that fills the instruction buffer of `slot` from its next PC.
+    fn fill_buffer(&mut self, slot: usize, now: u64) {
+        let h = &mut self.hot[slot];
+        if h.next_pc == NO_PC {
+            return;
+        }
+        h.fetch_ready = self.fetch.fetch(h.next_pc, now);
+        h.buffer_end = h.next_pc.saturating_add(self.ibuffer_entries);
+    }
+
+    /// Front-end counters so far.
+    pub(super) fn frontend_stats(&self) -> FrontendStats {
+        FrontendStats {
+            fetches: self.fetch.fetches,
+            icache_misses: self.fetch.misses,
+            operand_conflict_cycles: self.banks.conflict_cycles,
         }
     }
 
@@ -757,15 +818,20 @@ impl Sm {
         env.thread_instructions += ws.warp.thread_executed - before.1;
         self.stats.warp_instructions += ws.warp.executed - before.0;
 
+        // Operand collection: reads that wait for a register bank delay the result.
+        let late = self.banks.read(env.decoded.sources(top.pc), now);
         let timing = env.spec.timing(class);
         let (ready, busy) = match plan {
-            MemPlan::None => (now + u64::from(timing.latency.max(1)), timing.interval),
+            MemPlan::None => (
+                now + u64::from(timing.latency.max(1)) + late,
+                timing.interval,
+            ),
             MemPlan::System { pending: true } => {
                 ws.outstanding += 1;
                 (MEM_PENDING, timing.interval)
             }
             MemPlan::System { pending: false } => (now + 1, timing.interval),
-            MemPlan::Fixed { latency, busy } => (now + latency.max(1), busy as u32),
+            MemPlan::Fixed { latency, busy } => (now + latency.max(1) + late, busy as u32),
         };
         for r in inst.defs() {
             ws.ready_at[r.index()] = ready;
@@ -781,6 +847,11 @@ impl Sm {
         }
         self.warps[slot] = Some(ws);
         self.refresh(&env.decoded, slot);
+        // The buffer still holds the next instruction only if it follows the one issued.
+        let next = self.hot[slot].next_pc;
+        if next != NO_PC && !(next == top.pc + 1 && next < self.hot[slot].buffer_end) {
+            self.fill_buffer(slot, now);
+        }
         Ok(Ok(()))
     }
 

@@ -23,6 +23,26 @@
 //! global/local/const accesses complete when `memsys` says so, shared-memory accesses take
 //! `shared.latency + passes - 1` and hold the LD/ST unit `passes` cycles, parameter loads take
 //! the constant cache's hit latency.
+//!
+//! **Front end** ([`FetchSpec`]): each warp has an instruction buffer of `ibuffer_entries`
+//! instructions, filled by one fetch of that many sequential instructions through the SM's
+//! instruction cache. As in GPGPU-Sim, a warp fetches only when its buffer is empty (it has
+//! issued what the buffer held) or after its next PC left the sequence (a taken branch,
+//! divergence or reconvergence flushes the buffer); the SM fetches for one warp per cycle.
+//! GTX480 values are GPGPU-Sim 3.2.2's (`gpgpu_cache:il1 4:128:4`: 2 KB, 128 B lines,
+//! 4-way; two-instruction buffers; one fetch per cycle); an i-cache miss costs a fixed
+//! `miss_latency` (about the unloaded L2 hit latency of the preset's memory system) instead of
+//! travelling through the memory system.
+//!
+//! **Operand collector** ([`PipelineSpec::register_banks`]): the register file has that many
+//! single-ported banks (GPGPU-Sim GTX480: `gpgpu_num_reg_banks 16`, `reg_bank_use_warp_id 0`);
+//! register `r` lives in bank `r mod banks`. An issued instruction reads each distinct source
+//! register through its bank, one read per bank per cycle across the SM; reads that must wait
+//! for a bank delay the instruction's result by as many cycles (conflict-free reads cost
+//! nothing beyond the class latency, which already contains the operand-read stage). Banks
+//! are indexed by the kernel's virtual registers, since the timed kernel is not rewritten by
+//! the register allocator. Writebacks do not take bank ports, and memory instructions' address
+//! reads are charged to the banks but do not delay the access.
 
 use kir::inst::{ArithOp, Inst, Op, Ty};
 use serde::{Deserialize, Serialize};
@@ -60,6 +80,44 @@ pub struct PipelineSpec {
     /// Warps in the active set of the two-level scheduler (Narasiman et al., MICRO 2011;
     /// GPGPU-Sim `two_level_active:8`).
     pub two_level_active: u32,
+    /// Instruction fetch and the instruction cache.
+    pub fetch: FetchSpec,
+    /// Single-ported register-file banks per SM read by the operand collector (at least 1).
+    pub register_banks: u32,
+}
+
+/// The front end: instruction buffers and the instruction cache (see the module docs).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FetchSpec {
+    /// Bytes of one instruction in the i-cache (8 for the 64-bit SASS of Fermi to Maxwell,
+    /// 16 from Volta on).
+    pub inst_bytes: u32,
+    /// Instructions one fetch brings into a warp's instruction buffer.
+    pub ibuffer_entries: u32,
+    /// Instruction cache per SM: bytes, line bytes and ways.
+    pub icache_bytes: u32,
+    pub icache_line_bytes: u32,
+    pub icache_assoc: u32,
+    /// Core cycles from the start of a fetch that hits until its instructions can issue
+    /// (fetch and decode).
+    pub hit_latency: u32,
+    /// Extra core cycles of a fetch that misses the i-cache.
+    pub miss_latency: u32,
+}
+
+impl Default for FetchSpec {
+    fn default() -> Self {
+        FetchSpec {
+            inst_bytes: 8,
+            ibuffer_entries: 2,
+            icache_bytes: 2048,
+            icache_line_bytes: 128,
+            icache_assoc: 4,
+            hit_latency: 2,
+            miss_latency: 140,
+        }
+    }
 }
 
 impl Default for PipelineSpec {
@@ -75,6 +133,8 @@ impl Default for PipelineSpec {
             sfu: t(20, 8),
             ldst_interval: 1,
             two_level_active: 8,
+            fetch: FetchSpec::default(),
+            register_banks: 16,
         }
     }
 }

@@ -7,11 +7,14 @@ use crate::occupancy::Occupancy;
 
 /// Why a warp scheduler issued nothing in a cycle. When several warps are blocked for
 /// different reasons the cycle is charged to the warp closest to issuing, in the order
-/// `PipelineBusy` > `Scoreboard` > `Memory` > `Barrier` > `NoWarp`.
+/// `PipelineBusy` > `Scoreboard` > `Memory` > `Barrier` > `Fetch` > `NoWarp`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum StallReason {
     /// The scheduler has no resident, unfinished warp.
     NoWarp,
+    /// No instruction: the warp's instruction buffer is empty while its next instructions
+    /// are fetched (after a branch, or when it has issued what the buffer held).
+    Fetch,
     /// Every warp waits at a barrier.
     Barrier,
     /// Waiting for a load's data, or the memory system refused the access (L1 port, MSHRs,
@@ -28,6 +31,7 @@ pub enum StallReason {
 pub struct SchedulerStats {
     pub issued: u64,
     pub no_warp: u64,
+    pub fetch: u64,
     pub barrier: u64,
     pub memory: u64,
     pub scoreboard: u64,
@@ -38,6 +42,7 @@ impl SchedulerStats {
     pub fn stall(&mut self, r: StallReason) {
         match r {
             StallReason::NoWarp => self.no_warp += 1,
+            StallReason::Fetch => self.fetch += 1,
             StallReason::Barrier => self.barrier += 1,
             StallReason::Memory => self.memory += 1,
             StallReason::Scoreboard => self.scoreboard += 1,
@@ -48,6 +53,7 @@ impl SchedulerStats {
     pub fn add(&mut self, o: &SchedulerStats) {
         self.issued += o.issued;
         self.no_warp += o.no_warp;
+        self.fetch += o.fetch;
         self.barrier += o.barrier;
         self.memory += o.memory;
         self.scoreboard += o.scoreboard;
@@ -58,10 +64,30 @@ impl SchedulerStats {
     pub fn cycles(&self) -> u64 {
         self.issued
             + self.no_warp
+            + self.fetch
             + self.barrier
             + self.memory
             + self.scoreboard
             + self.pipeline_busy
+    }
+}
+
+/// Counters of the instruction front end and the operand collector, summed over SMs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct FrontendStats {
+    /// Instruction-buffer fills (each through the i-cache).
+    pub fetches: u64,
+    pub icache_misses: u64,
+    /// Cycles instructions waited for register-bank ports beyond the conflict-free read,
+    /// summed over instructions.
+    pub operand_conflict_cycles: u64,
+}
+
+impl FrontendStats {
+    pub fn add(&mut self, o: &FrontendStats) {
+        self.fetches += o.fetches;
+        self.icache_misses += o.icache_misses;
+        self.operand_conflict_cycles += o.operand_conflict_cycles;
     }
 }
 
@@ -76,6 +102,7 @@ pub struct SmStats {
     pub resident_warp_cycles: u64,
     /// Per warp scheduler.
     pub schedulers: Vec<SchedulerStats>,
+    pub frontend: FrontendStats,
 }
 
 /// Resident warps over the whole GPU, sampled every `interval` core cycles (sample `k` is
@@ -261,6 +288,8 @@ pub struct TimedStats {
     /// Shared-memory warp accesses and their bank-conflict passes, summed.
     pub shared_accesses: u64,
     pub shared_passes: u64,
+    /// Instruction fetch and operand collection.
+    pub frontend: FrontendStats,
     /// All schedulers summed.
     pub schedulers: SchedulerStats,
     pub sms: Vec<SmStats>,
@@ -314,13 +343,22 @@ impl TimedStats {
         let c = s.cycles().max(1) as f64;
         let _ = writeln!(
             o,
-            "  scheduler cycles: issued {}, memory {}, scoreboard {}, pipeline busy {}, barrier {}, no warp {}",
+            "  scheduler cycles: issued {}, memory {}, scoreboard {}, pipeline busy {}, barrier {}, fetch {}, no warp {}",
             pct(s.issued as f64 / c),
             pct(s.memory as f64 / c),
             pct(s.scoreboard as f64 / c),
             pct(s.pipeline_busy as f64 / c),
             pct(s.barrier as f64 / c),
+            pct(s.fetch as f64 / c),
             pct(s.no_warp as f64 / c)
+        );
+        let f = &self.frontend;
+        let _ = writeln!(
+            o,
+            "  front end: {} fetches, i-cache misses {}, operand bank-conflict cycles {}",
+            f.fetches,
+            pct(f.icache_misses as f64 / f.fetches.max(1) as f64),
+            f.operand_conflict_cycles
         );
         let r = &self.rates;
         let _ = writeln!(

@@ -1,0 +1,176 @@
+//! The SM front end and operand collector state: the instruction cache, the fetch port and
+//! the register-file banks (the model is described in [`super::spec`]).
+
+use super::spec::FetchSpec;
+
+/// A set-associative instruction cache with LRU replacement, holding line numbers.
+#[derive(Clone, Debug)]
+pub(super) struct ICache {
+    sets: usize,
+    assoc: usize,
+    /// `sets × assoc` entries: (line, last use), `u64::MAX` line when empty.
+    ways: Vec<(u64, u64)>,
+    clock: u64,
+}
+
+impl ICache {
+    pub(super) fn new(spec: &FetchSpec) -> ICache {
+        let assoc = spec.icache_assoc.max(1) as usize;
+        let lines = (spec.icache_bytes / spec.icache_line_bytes.max(1)).max(1) as usize;
+        let sets = (lines / assoc).max(1);
+        ICache {
+            sets,
+            assoc,
+            ways: vec![(u64::MAX, 0); sets * assoc],
+            clock: 0,
+        }
+    }
+
+    /// Looks up `line`, filling it on a miss (evicting the least recently used way); true
+    /// on a hit.
+    pub(super) fn access(&mut self, line: u64) -> bool {
+        self.clock += 1;
+        let set = (line % self.sets as u64) as usize;
+        let ways = &mut self.ways[set * self.assoc..(set + 1) * self.assoc];
+        if let Some(w) = ways.iter_mut().find(|w| w.0 == line) {
+            w.1 = self.clock;
+            return true;
+        }
+        let victim = ways
+            .iter_mut()
+            .min_by_key(|w| w.1)
+            .expect("at least one way");
+        *victim = (line, self.clock);
+        false
+    }
+}
+
+/// The SM's instruction fetch: one fetch may start per cycle.
+#[derive(Clone, Debug)]
+pub(super) struct FetchUnit {
+    pub icache: ICache,
+    /// The first cycle at which the fetch port is free.
+    port_free: u64,
+    line_insts: u64,
+    hit_latency: u64,
+    miss_latency: u64,
+    pub fetches: u64,
+    pub misses: u64,
+}
+
+impl FetchUnit {
+    pub(super) fn new(spec: &FetchSpec) -> FetchUnit {
+        FetchUnit {
+            icache: ICache::new(spec),
+            port_free: 0,
+            line_insts: u64::from((spec.icache_line_bytes / spec.inst_bytes.max(1)).max(1)),
+            hit_latency: u64::from(spec.hit_latency.max(1)),
+            miss_latency: u64::from(spec.miss_latency),
+            fetches: 0,
+            misses: 0,
+        }
+    }
+
+    /// Starts a fetch of the instructions at `pc` requested at cycle `now` (it starts on the
+    /// first free cycle of the port after `now`); returns the cycle its instructions can
+    /// issue.
+    pub(super) fn fetch(&mut self, pc: u32, now: u64) -> u64 {
+        let start = (now + 1).max(self.port_free);
+        self.port_free = start + 1;
+        self.fetches += 1;
+        let hit = self.icache.access(u64::from(pc) / self.line_insts);
+        if !hit {
+            self.misses += 1;
+        }
+        start + self.hit_latency + if hit { 0 } else { self.miss_latency }
+    }
+}
+
+/// The register-file banks, each serving one read per cycle.
+#[derive(Clone, Debug)]
+pub(super) struct RegisterBanks {
+    free_at: Vec<u64>,
+    pub conflict_cycles: u64,
+}
+
+impl RegisterBanks {
+    pub(super) fn new(banks: u32) -> RegisterBanks {
+        RegisterBanks {
+            free_at: vec![0; banks.max(1) as usize],
+            conflict_cycles: 0,
+        }
+    }
+
+    /// Reads the source registers `regs` (virtual register indices, possibly repeated) of an
+    /// instruction issued at `now`; returns the cycles its operands arrive later than a
+    /// conflict-free read would.
+    pub(super) fn read(&mut self, regs: &[u32], now: u64) -> u64 {
+        let n = self.free_at.len() as u32;
+        let mut extra = 0;
+        for (i, &r) in regs.iter().enumerate() {
+            if regs[..i].contains(&r) {
+                continue; // one read serves every use of the same register
+            }
+            let b = &mut self.free_at[(r % n) as usize];
+            let slot = now.max(*b);
+            *b = slot + 1;
+            extra = extra.max(slot - now);
+        }
+        self.conflict_cycles += extra;
+        extra
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec() -> FetchSpec {
+        FetchSpec {
+            icache_bytes: 4 * 128,
+            icache_line_bytes: 128,
+            icache_assoc: 2,
+            ..FetchSpec::default()
+        }
+    }
+
+    #[test]
+    fn icache_is_lru_within_a_set() {
+        // 2 sets × 2 ways: lines 0, 2, 4 share set 0.
+        let mut c = ICache::new(&spec());
+        assert!(!c.access(0));
+        assert!(!c.access(2));
+        assert!(c.access(0));
+        assert!(!c.access(4)); // evicts 2, the least recently used
+        assert!(c.access(0));
+        assert!(!c.access(2));
+        // Set 1 is independent of set 0.
+        assert!(!c.access(1));
+        assert!(c.access(1));
+        assert!(c.access(0));
+        assert!(!c.access(4)); // 2 evicted 4 above
+    }
+
+    #[test]
+    fn fetch_port_takes_one_fetch_per_cycle() {
+        let s = spec();
+        let mut f = FetchUnit::new(&s);
+        let miss = u64::from(s.hit_latency + s.miss_latency);
+        // 16 instructions of 8 B per 128 B line: pcs 0 and 15 share line 0.
+        assert_eq!(f.fetch(0, 10), 11 + miss);
+        assert_eq!(f.fetch(15, 10), 12 + u64::from(s.hit_latency));
+        assert_eq!(f.fetch(16, 20), 21 + miss);
+        assert_eq!((f.fetches, f.misses), (3, 2));
+    }
+
+    #[test]
+    fn banks_serialise_reads_of_one_bank() {
+        let mut b = RegisterBanks::new(4);
+        assert_eq!(b.read(&[1, 2, 3], 100), 0);
+        // Registers 1 and 5 share bank 1; reading r1 twice is one read.
+        assert_eq!(b.read(&[1, 5, 1], 200), 1);
+        // The same cycle as an earlier reader of bank 1: wait behind it.
+        assert_eq!(b.read(&[9], 200), 2);
+        assert_eq!(b.conflict_cycles, 3);
+    }
+}
