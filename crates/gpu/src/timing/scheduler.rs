@@ -38,7 +38,9 @@ pub trait WarpScheduler {
     fn issued(&mut self, slot: u32);
     /// Whether `order` reads [`WarpInfo::long_wait`]. When it does not, the SM passes
     /// `false` there and checks warps only as far down the order as it needs to find one
-    /// that can issue, which gives the same issue as checking all of them first.
+    /// that can issue, which gives the same issue as checking all of them first. Such a
+    /// policy's `order` must also be a pure function of the warps and of state that only
+    /// `issued` changes: the SM reuses an order until a warp issues or warps come or go.
     fn reads_long_wait(&self) -> bool {
         true
     }

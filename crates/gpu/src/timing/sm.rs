@@ -309,7 +309,9 @@ pub(super) struct Sm {
     /// Per scheduler: warps came or went since `infos` was built.
     infos_stale: Vec<bool>,
     checks: Vec<Check>,
-    order: Vec<u32>,
+    /// Per scheduler: its last order, and whether it still holds (see `issue`).
+    orders: Vec<Vec<u32>>,
+    order_valid: Vec<bool>,
     addrs: [Option<u64>; WARP_SIZE],
     lines: Vec<LineRequest>,
     pub stats: SmStats,
@@ -378,7 +380,8 @@ impl Sm {
             infos: vec![Vec::with_capacity(n_warps); n_sched],
             infos_stale: vec![true; n_sched],
             checks: vec![Check::Ready; n_warps],
-            order: Vec::with_capacity(n_warps),
+            orders: vec![Vec::with_capacity(n_warps); n_sched],
+            order_valid: vec![false; n_sched],
             addrs: [None; WARP_SIZE],
             lines: Vec::with_capacity(64),
             stats: SmStats {
@@ -530,6 +533,7 @@ impl Sm {
             // A lazy policy's view (live warps and ages) changes only when warps come and go.
             if !lazy || self.infos_stale[s] {
                 self.infos_stale[s] = false;
+                self.order_valid[s] = false;
                 self.infos[s].clear();
                 for slot in (s..self.warps.len()).step_by(n) {
                     let h = &self.hot[slot];
@@ -559,10 +563,15 @@ impl Sm {
                     });
                 }
             }
-            self.scheds[s].order(&self.infos[s], &mut self.order);
+            // A lazy policy's order is a pure function of its view and of its state, which only
+            // `issued` changes (the `reads_long_wait` contract): reuse it until either changes.
+            if !lazy || !self.order_valid[s] {
+                self.scheds[s].order(&self.infos[s], &mut self.orders[s]);
+                self.order_valid[s] = lazy;
+            }
             let mut issued = false;
-            for i in 0..self.order.len() {
-                let slot = self.order[i] as usize;
+            for i in 0..self.orders[s].len() {
+                let slot = self.orders[s][i] as usize;
                 let c = if lazy {
                     self.check_noting(slot, s, now, &mut sleep)
                 } else {
@@ -580,6 +589,7 @@ impl Sm {
                         match self.try_issue(env, memsys, mem, slot, s, now)? {
                             Ok(()) => {
                                 self.scheds[s].issued(slot as u32);
+                                self.order_valid[s] = false;
                                 issued = true;
                                 break;
                             }
