@@ -7,7 +7,7 @@ mod timing_common;
 
 use gpu::config::GpuConfig;
 use gpu::timing::{TimedGpu, TimedStats};
-use timing_common::{run_kernel, Engine};
+use timing_common::{dependent_chain, run_kernel, Engine};
 
 /// `rounds` iterations of a loop of `adds` independent adds (plus three loop-control
 /// instructions), one warp.
@@ -93,18 +93,7 @@ fn chain(banks: u32, rounds: u32) -> TimedStats {
     let mut config = GpuConfig::preset("gtx480").unwrap();
     config.pipeline.register_banks = banks;
     let engine = Engine::Timed(Box::new(TimedGpu::new(config)));
-    let mut b =
-        format!("    mov.u32 %r10, 0;\n    mov.u32 %r11, 1;\n    mov.u32 %r20, 0;\n    mov.u32 %r21, {rounds};\nL:\n");
-    for i in 0..32 {
-        b += "    add.u32 %r10, %r10, %r11;\n";
-        if i == 8 {
-            b += "    add.u32 %r20, %r20, 1;\n";
-        }
-        if i == 20 {
-            b += "    setp.lt.u32 %p1, %r20, %r21;\n";
-        }
-    }
-    b += "    @%p1 bra L;\n    st.global.u32 [%rd0], %r10;\n";
+    let b = dependent_chain(rounds, "%r11");
     let (s, out) = run_kernel(engine, "", &b, 1, 32, 0, 4, &[]);
     assert_eq!(
         u32::from_le_bytes(out[..4].try_into().unwrap()),

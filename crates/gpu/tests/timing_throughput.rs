@@ -5,7 +5,7 @@
 
 mod timing_common;
 
-use timing_common::{run_kernel, Engine};
+use timing_common::{dependent_chain, run_kernel, Engine};
 
 /// `rounds` iterations of 32 adds over 8 independent accumulators, with the loop control
 /// interleaved so it never delays the adds.
@@ -25,23 +25,6 @@ fn independent_body(rounds: u32) -> String {
         b += &format!("    add.u32 %r10, %r10, %r{};\n", 10 + i);
     }
     b += "    mul.wide.u32 %rd5, %r2, 4;\n    add.s64 %rd5, %rd0, %rd5;\n    st.global.u32 [%rd5], %r10;\n";
-    b
-}
-
-/// `rounds` iterations of 32 adds, each depending on the previous one.
-fn dependent_body(rounds: u32) -> String {
-    let mut b =
-        format!("    mov.u32 %r10, 0;\n    mov.u32 %r20, 0;\n    mov.u32 %r21, {rounds};\nL:\n");
-    for i in 0..32 {
-        b += "    add.u32 %r10, %r10, 1;\n";
-        if i == 8 {
-            b += "    add.u32 %r20, %r20, 1;\n";
-        }
-        if i == 20 {
-            b += "    setp.lt.u32 %p1, %r20, %r21;\n";
-        }
-    }
-    b += "    @%p1 bra L;\n    st.global.u32 [%rd0], %r10;\n";
     b
 }
 
@@ -97,7 +80,7 @@ fn dependent_chain_issues_once_per_alu_latency() {
         let (s, out) = run_kernel(
             Engine::gtx480(),
             "",
-            &dependent_body(rounds),
+            &dependent_chain(rounds, "1"),
             1,
             32,
             0,

@@ -219,3 +219,21 @@ pub fn run_kernel(
         .unwrap_or_else(|e| panic!("{e}"));
     (s, d.read(out, out_bytes.max(8)))
 }
+
+/// `rounds` iterations of 32 adds `%r10 += operand`, each depending on the previous one, with
+/// the loop control interleaved so it never delays them; stores `%r10` to `out[0]`.
+pub fn dependent_chain(rounds: u32, operand: &str) -> String {
+    let mut b =
+        format!("    mov.u32 %r10, 0;\n    mov.u32 %r11, 1;\n    mov.u32 %r20, 0;\n    mov.u32 %r21, {rounds};\nL:\n");
+    for i in 0..32 {
+        b += &format!("    add.u32 %r10, %r10, {operand};\n");
+        if i == 8 {
+            b += "    add.u32 %r20, %r20, 1;\n";
+        }
+        if i == 20 {
+            b += "    setp.lt.u32 %p1, %r20, %r21;\n";
+        }
+    }
+    b += "    @%p1 bra L;\n    st.global.u32 [%rd0], %r10;\n";
+    b
+}
