@@ -34,11 +34,48 @@ impl LaunchStats {
     }
 }
 
+/// Something that looks at, and may change, a warp just before each of its instructions
+/// executes on the functional driver: a test's probe, a tracer, a fault injector.
+pub trait StepHook {
+    fn before_step(
+        &mut self,
+        ctx: &LaunchCtx<'_>,
+        tb: &mut TbView<'_>,
+        warp: &mut Warp,
+        mem: &mut DeviceMemory,
+    );
+}
+
+/// The hook of a plain run: nothing (compiled away).
+struct NoHook;
+
+impl StepHook for NoHook {
+    #[inline(always)]
+    fn before_step(
+        &mut self,
+        _: &LaunchCtx<'_>,
+        _: &mut TbView<'_>,
+        _: &mut Warp,
+        _: &mut DeviceMemory,
+    ) {
+    }
+}
+
 /// Runs every TB of the launch to completion.
 pub fn run(
     ctx: &LaunchCtx<'_>,
     mem: &mut DeviceMemory,
     limit: u64,
+) -> Result<LaunchStats, ExecError> {
+    run_with_hook(ctx, mem, limit, &mut NoHook)
+}
+
+/// [`run`], calling `hook` before every warp instruction.
+pub fn run_with_hook<H: StepHook>(
+    ctx: &LaunchCtx<'_>,
+    mem: &mut DeviceMemory,
+    limit: u64,
+    hook: &mut H,
 ) -> Result<LaunchStats, ExecError> {
     let mut stats = LaunchStats::default();
     let mut shared = vec![0u8; ctx.smem_size as usize];
@@ -55,17 +92,19 @@ pub fn run(
             &mut tb,
             mem,
             limit.saturating_sub(stats.warp_instructions),
+            hook,
         )?;
         stats.add(&s);
     }
     Ok(stats)
 }
 
-fn run_tb(
+fn run_tb<H: StepHook>(
     ctx: &LaunchCtx<'_>,
     tb: &mut TbView<'_>,
     mem: &mut DeviceMemory,
     limit: u64,
+    hook: &mut H,
 ) -> Result<LaunchStats, ExecError> {
     let n = ctx.warps_per_tb();
     let mut warps: Vec<Warp> = (0..n).map(|i| Warp::new(ctx, i)).collect();
@@ -79,6 +118,7 @@ fn run_tb(
                 continue;
             }
             for _ in 0..QUANTUM {
+                hook.before_step(ctx, tb, &mut warps[w], mem);
                 match step(ctx, tb, &mut warps[w], mem)? {
                     Step::Executed => {}
                     Step::Barrier(a) => {

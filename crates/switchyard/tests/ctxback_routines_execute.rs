@@ -63,8 +63,8 @@ use analysis::ctxback::{
     generate_routines, Condition, CostModel, CtxBack, CtxBackConfig, InstalledRoutines, ResumeStep,
 };
 use analysis::{AliasModel, Liveness};
-use gpu::barrier::{deadlock, Barriers, TbWarps, WarpStatus};
 use gpu::exec::{step, LaunchCtx, StackEntry, Step, TbView, Warp, WARP_SIZE};
+use gpu::func::StepHook;
 use gpu::memory::DeviceMemory;
 use kir::inst::{Op, Operand, Space};
 use kir::{Id, InstId, Kernel, Module};
@@ -472,23 +472,20 @@ impl<'p> Probe<'p> {
 }
 
 // ------------------------------------------------------------------------------------------
-// A functional driver with the probe (`gpu::func::run`, plus a hook before each step)
+// The functional driver with the probe as its step hook
 // ------------------------------------------------------------------------------------------
 
-const QUANTUM: u32 = 256;
 const INSTRUCTION_LIMIT: u64 = 1 << 32;
 
-struct Warps<'a>(&'a mut [WarpStatus], &'a mut [Warp]);
-
-impl TbWarps for Warps<'_> {
-    fn warp_count(&self) -> usize {
-        self.1.len()
-    }
-    fn get(&self, i: usize) -> (WarpStatus, &Warp) {
-        (self.0[i], &self.1[i])
-    }
-    fn get_mut(&mut self, i: usize) -> (&mut WarpStatus, &mut Warp) {
-        (&mut self.0[i], &mut self.1[i])
+impl StepHook for Probe<'_> {
+    fn before_step(
+        &mut self,
+        ctx: &LaunchCtx<'_>,
+        tb: &mut TbView<'_>,
+        warp: &mut Warp,
+        mem: &mut DeviceMemory,
+    ) {
+        Probe::before_step(self, ctx, tb, warp, mem);
     }
 }
 
@@ -497,62 +494,9 @@ fn run_launch(
     mem: &mut DeviceMemory,
     probe: &mut Probe<'_>,
 ) -> Result<(), String> {
-    let mut shared = vec![0u8; ctx.smem_size as usize];
-    let mut executed = 0u64;
-    for linear in 0..ctx.num_tbs() {
-        shared.fill(0);
-        let mut tb = TbView {
-            ctaid: ctx.ctaid(linear),
-            shared: &mut shared,
-            sm: (linear % u64::from(ctx.num_sms.max(1))) as u32,
-            clock: None,
-        };
-        let n = ctx.warps_per_tb() as usize;
-        let mut warps: Vec<Warp> = (0..n as u32).map(|i| Warp::new(ctx, i)).collect();
-        let mut status = vec![WarpStatus::Ready; n];
-        let mut bars = Barriers::default();
-        loop {
-            let mut progressed = false;
-            for w in 0..n {
-                if status[w] != WarpStatus::Ready {
-                    continue;
-                }
-                for _ in 0..QUANTUM {
-                    probe.before_step(ctx, &mut tb, &mut warps[w], mem);
-                    match step(ctx, &mut tb, &mut warps[w], mem).map_err(|e| e.to_string())? {
-                        Step::Executed => {}
-                        Step::Barrier(a) => {
-                            bars.arrive(&a);
-                            if a.wait {
-                                status[w] = WarpStatus::Waiting(a);
-                            }
-                            break;
-                        }
-                        Step::Done => {
-                            status[w] = WarpStatus::Done;
-                            break;
-                        }
-                    }
-                }
-                progressed = true;
-                executed += u64::from(QUANTUM);
-                if executed > INSTRUCTION_LIMIT {
-                    return Err("instruction limit".into());
-                }
-                bars.release(&mut Warps(&mut status, &mut warps));
-            }
-            if status.iter().all(|s| *s == WarpStatus::Done) {
-                break;
-            }
-            if bars.release(&mut Warps(&mut status, &mut warps)) {
-                continue;
-            }
-            if !progressed || status.iter().all(|s| *s != WarpStatus::Ready) {
-                return Err(deadlock(ctx, tb.ctaid, &Warps(&mut status, &mut warps)).to_string());
-            }
-        }
-    }
-    Ok(())
+    gpu::func::run_with_hook(ctx, mem, INSTRUCTION_LIMIT, probe)
+        .map(|_| ())
+        .map_err(|e| e.to_string())
 }
 
 // ------------------------------------------------------------------------------------------
