@@ -11,6 +11,9 @@ use std::fmt;
 mod kernels;
 
 pub use kernels::all;
+/// The suite's deterministic generator (splitmix64), also for tests and tools that need inputs
+/// reproducible on every platform.
+pub use kernels::util::Rng;
 
 /// A device address returned by [`Device::alloc`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -265,7 +265,7 @@ impl Buffer {
     /// The initial bytes.
     pub fn initial_bytes(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(self.len * self.ty.size());
-        let mut state = self.seed ^ 0x9e37_79b9_7f4a_7c15;
+        let mut rng = suite::Rng::new(self.seed ^ 0x9e37_79b9_7f4a_7c15);
         for i in 0..self.len {
             let v = match self.init {
                 Init::Zero => 0.0,
@@ -273,12 +273,7 @@ impl Buffer {
                 Init::Fill => self.value,
                 Init::Values => self.values.get(i).copied().unwrap_or(0.0),
                 Init::Random => {
-                    // splitmix64
-                    state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-                    let mut z = state;
-                    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-                    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-                    z ^= z >> 31;
+                    let z = rng.next_u64();
                     if self.ty.is_float() {
                         (z >> 11) as f64 / (1u64 << 53) as f64
                     } else {

@@ -42,19 +42,6 @@ fn eval(inst: &Inst, regs: &mut HashMap<Reg, u64>) {
     regs.insert(inst.dsts[0].unwrap(), out);
 }
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        // splitmix64
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-}
-
 const EDGES: [u64; 6] = [0, 1, 0x7fff_ffff, 0x8000_0000, 0xffff_ffff, u64::MAX];
 
 /// Instructions of the table (each is reversible) in every operand position.
@@ -106,7 +93,7 @@ const IRREVERSIBLE: &[&str] = &[
 
 #[test]
 fn table_entries_round_trip_exactly() {
-    let mut rng = Rng(0x5eed);
+    let mut rng = suite::Rng::new(0x5eed);
     for text in REVERSIBLE {
         let k = kernel(text);
         let inst = &k.insts.values().next().expect("one instruction").clone();
@@ -121,7 +108,7 @@ fn table_entries_round_trip_exactly() {
                 let v = if round < EDGES.len() * EDGES.len() {
                     EDGES[(round + r.0 as usize) % EDGES.len()]
                 } else {
-                    rng.next()
+                    rng.next_u64()
                 };
                 let rty = k.regs[r].ty;
                 let v = if rty == kir::Ty::Pred {

@@ -171,16 +171,12 @@ fn check_routine_code(inst: &InstalledRoutines, context: &Range<usize>) -> Resul
 /// the kernel's launches, separately for converged and diverged arrivals.
 const PROBED_ARRIVALS: [u32; 3] = [1, 2, 16];
 
-struct Rng(u64);
+/// The suite's splitmix64 generator, with the draws the program generator needs.
+struct Rng(suite::Rng);
 
 impl Rng {
-    /// splitmix64.
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
 
     fn below(&mut self, n: u64) -> u64 {
@@ -252,7 +248,7 @@ impl<'p> Probe<'p> {
                 ..Stats::default()
             },
             failures: Vec::new(),
-            rng: Rng(seed),
+            rng: Rng(suite::Rng::new(seed)),
         }
     }
 
@@ -1135,7 +1131,7 @@ impl Gen {
     /// The whole kernel.
     fn program(seed: u64) -> String {
         let mut g = Gen {
-            rng: Rng(seed),
+            rng: Rng(suite::Rng::new(seed)),
             out: String::new(),
             labels: 0,
             depth: 0,
@@ -1296,7 +1292,7 @@ fn random_program_routines_restore_the_live_registers() {
         let module = lower(&file, &text);
         let source = SourceFile::new(&file, &text);
         let original = module.kernels.values().next().expect("one kernel");
-        let mut rng = Rng(seed ^ 0xfeed);
+        let mut rng = Rng(suite::Rng::new(seed ^ 0xfeed));
         let input: Vec<u8> = (0..IN_WORDS)
             .flat_map(|_| (rng.next() as u32).to_le_bytes())
             .collect();
