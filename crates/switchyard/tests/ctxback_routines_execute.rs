@@ -261,76 +261,6 @@ impl<'p> Probe<'p> {
         (self.stats, self.failures)
     }
 
-    /// Called before each warp instruction: maybe preempt and resume the warp.
-    fn before_step(
-        &mut self,
-        ctx: &LaunchCtx<'_>,
-        tb: &mut TbView<'_>,
-        warp: &mut Warp,
-        mem: &mut DeviceMemory,
-    ) {
-        let Some(top) = warp.next_entry() else {
-            return;
-        };
-        let pc = InstId(top.pc);
-        if pc.0 >= self.prep.installed.kernel_len {
-            self.failures
-                .push(format!("warp {} ran into routine code at {pc}", warp.index));
-            return;
-        }
-        let live_entries = warp
-            .stack
-            .iter()
-            .filter(|e| e.mask != 0 && e.pc != e.rpc)
-            .count();
-        let converged = live_entries == 1;
-        let seen = &mut self.arrivals[pc.index()][usize::from(!converged)];
-        *seen += 1;
-        if !PROBED_ARRIVALS.contains(seen) || self.failures.len() >= 10 {
-            return;
-        }
-        let fb = self.prep.ctx.flashback(pc);
-        if converged {
-            assert_eq!(
-                top.mask,
-                warp.valid & !warp.exited,
-                "a converged warp runs every live lane"
-            );
-            self.stats.converged += 1;
-        } else {
-            self.stats.diverged += 1;
-            // The limitation, measured: lanes parked below the top entry need the registers
-            // live where they wait, which the routine (run by the active lanes) does not save.
-            let k = self.prep.installed.kernel_len;
-            let parked_need = warp.stack[..warp.stack.len() - 1]
-                .iter()
-                .filter(|e| e.mask & !warp.exited != 0 && e.pc < k)
-                .flat_map(|e| self.prep.live.live_in(InstId(e.pc)).iter())
-                .any(|r| !fb.saved.iter().any(|s| s.reg == r));
-            self.stats.parked_unsaved += u64::from(parked_need);
-        }
-        self.stats.flashed_back += u64::from(fb.point != pc);
-        self.stats.preempt_reverting += u64::from(!fb.preempt_reverts.is_empty());
-        self.stats.resume_reverting += u64::from(!fb.resume_reverts().is_empty());
-        self.stats.reexecuting += u64::from(
-            fb.resume
-                .iter()
-                .any(|s| matches!(s, ResumeStep::Reexecute(_))),
-        );
-        match self.preempt_and_resume(ctx, tb, warp, mem, pc, top.mask) {
-            Ok(restored) => *warp = restored,
-            Err(e) => self.failures.push(format!(
-                "{} {pc} ({}, warp {} of TB {:?}, mask {:#010x}): {e}\n    {}",
-                self.prep.kernel.name,
-                if converged { "converged" } else { "diverged" },
-                warp.index,
-                tb.ctaid,
-                top.mask,
-                fb.describe(&self.prep.kernel),
-            )),
-        }
-    }
-
     /// Runs the preemption and resume routines of `pc` on copies of `warp`; the restored warp.
     fn preempt_and_resume(
         &mut self,
@@ -474,6 +404,7 @@ impl<'p> Probe<'p> {
 const INSTRUCTION_LIMIT: u64 = 1 << 32;
 
 impl StepHook for Probe<'_> {
+    /// Called before each warp instruction: maybe preempt and resume the warp.
     fn before_step(
         &mut self,
         ctx: &LaunchCtx<'_>,
@@ -481,7 +412,66 @@ impl StepHook for Probe<'_> {
         warp: &mut Warp,
         mem: &mut DeviceMemory,
     ) {
-        Probe::before_step(self, ctx, tb, warp, mem);
+        let Some(top) = warp.next_entry() else {
+            return;
+        };
+        let pc = InstId(top.pc);
+        if pc.0 >= self.prep.installed.kernel_len {
+            self.failures
+                .push(format!("warp {} ran into routine code at {pc}", warp.index));
+            return;
+        }
+        let live_entries = warp
+            .stack
+            .iter()
+            .filter(|e| e.mask != 0 && e.pc != e.rpc)
+            .count();
+        let converged = live_entries == 1;
+        let seen = &mut self.arrivals[pc.index()][usize::from(!converged)];
+        *seen += 1;
+        if !PROBED_ARRIVALS.contains(seen) || self.failures.len() >= 10 {
+            return;
+        }
+        let fb = self.prep.ctx.flashback(pc);
+        if converged {
+            assert_eq!(
+                top.mask,
+                warp.valid & !warp.exited,
+                "a converged warp runs every live lane"
+            );
+            self.stats.converged += 1;
+        } else {
+            self.stats.diverged += 1;
+            // The limitation, measured: lanes parked below the top entry need the registers
+            // live where they wait, which the routine (run by the active lanes) does not save.
+            let k = self.prep.installed.kernel_len;
+            let parked_need = warp.stack[..warp.stack.len() - 1]
+                .iter()
+                .filter(|e| e.mask & !warp.exited != 0 && e.pc < k)
+                .flat_map(|e| self.prep.live.live_in(InstId(e.pc)).iter())
+                .any(|r| !fb.saved.iter().any(|s| s.reg == r));
+            self.stats.parked_unsaved += u64::from(parked_need);
+        }
+        self.stats.flashed_back += u64::from(fb.point != pc);
+        self.stats.preempt_reverting += u64::from(!fb.preempt_reverts.is_empty());
+        self.stats.resume_reverting += u64::from(!fb.resume_reverts().is_empty());
+        self.stats.reexecuting += u64::from(
+            fb.resume
+                .iter()
+                .any(|s| matches!(s, ResumeStep::Reexecute(_))),
+        );
+        match self.preempt_and_resume(ctx, tb, warp, mem, pc, top.mask) {
+            Ok(restored) => *warp = restored,
+            Err(e) => self.failures.push(format!(
+                "{} {pc} ({}, warp {} of TB {:?}, mask {:#010x}): {e}\n    {}",
+                self.prep.kernel.name,
+                if converged { "converged" } else { "diverged" },
+                warp.index,
+                tb.ctaid,
+                top.mask,
+                fb.describe(&self.prep.kernel),
+            )),
+        }
     }
 }
 
