@@ -616,7 +616,8 @@ impl MemorySystem {
         self.clock.cycle(Domain::Core)
     }
 
-    /// The current cycle of any domain.
+    /// The current cycle of any domain: the edges counted so far, which is the domain's cycle
+    /// at the current global time (the clock scheduler's invariant) without a division.
     pub fn cycle(&self, d: Domain) -> u64 {
         self.clock.cycle(d)
     }
@@ -624,17 +625,6 @@ impl MemorySystem {
     /// Global time in femtoseconds.
     pub fn now_fs(&self) -> u64 {
         self.clock.now_fs()
-    }
-
-    /// The cycle of domain `d` at the current global time. The clock scheduler's count is
-    /// exactly that (every edge up to now has been counted, none after), and reading it
-    /// avoids a division per call.
-    fn now_in(&self, d: Domain) -> u64 {
-        debug_assert_eq!(
-            self.clock.cycle(d),
-            self.cfg.clocks.cycle_at(d, self.clock.now_fs())
-        );
-        self.clock.cycle(d)
     }
 
     /// Offers one warp access from SM `sm` at the current core cycle. Accepted whole, or
@@ -675,7 +665,7 @@ impl MemorySystem {
             return Err(Stall::NoSuchSm);
         }
         let now = self.core_cycle();
-        let icnt_now = self.now_in(Domain::Icnt);
+        let icnt_now = self.cycle(Domain::Icnt);
         let st = &mut self.sms[sm];
         if now < st.l1_free_at {
             return Err(Stall::L1Busy);
@@ -925,7 +915,7 @@ impl MemorySystem {
         while let Some(slot) = self.sms[sm].hits.recv(now) {
             self.line_done(sm, slot, now);
         }
-        let icnt_now = self.now_in(Domain::Icnt);
+        let icnt_now = self.cycle(Domain::Icnt);
         for _ in 0..self.cfg.l1_fills_per_cycle {
             let Some(r) = self.reply_net.recv(icnt_now, sm) else {
                 break;
@@ -968,8 +958,8 @@ impl MemorySystem {
     }
 
     fn tick_slice(&mut self, s: usize, now: u64) {
-        let icnt_now = self.now_in(Domain::Icnt);
-        let dram_now = self.now_in(Domain::Dram);
+        let icnt_now = self.cycle(Domain::Icnt);
+        let dram_now = self.cycle(Domain::Dram);
         let reply_cap = self.cfg.l2_reply_queue;
         // 1. Replies into the reply network.
         while let Some(p) = self.slices[s].replies.front() {
@@ -1103,7 +1093,7 @@ impl MemorySystem {
     }
 
     fn tick_channel(&mut self, c: usize, now: u64) {
-        let l2_now = self.now_in(Domain::L2);
+        let l2_now = self.cycle(Domain::L2);
         let spc = self.cfg.slices_per_channel();
         // Accept from the channel's slices, round-robin starting at a rotating slice.
         let mut accepted = true;

@@ -48,7 +48,7 @@ impl ICache {
 /// The SM's instruction fetch: one fetch may start per cycle.
 #[derive(Clone, Debug)]
 pub(super) struct FetchUnit {
-    pub icache: ICache,
+    icache: ICache,
     /// The first cycle at which the fetch port is free.
     port_free: u64,
     line_insts: u64,

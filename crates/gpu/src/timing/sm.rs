@@ -283,9 +283,9 @@ pub(super) struct Sm {
     sleep: Option<u64>,
     /// Whether the exact speed shortcuts are on ([`super::TimingOptions::shortcuts`]).
     shortcuts: bool,
-    /// While sleeping on a refused access: the memory system's [`memsys::IssueState`] after
-    /// the refusal. The cycle repeats (the same offer refused again) until it changes.
-    refusal: Option<IssueState>,
+    /// The SM sleeps on a refused access (`refused_access`): the cycle repeats, the same
+    /// offer refused again, until the memory system's [`IssueState`] changes.
+    sleeps_on_refusal: bool,
     /// The memory system refused an access this cycle (the one in `offer`).
     refused_now: bool,
     /// The last access offered to the memory system (reused to avoid an allocation).
@@ -360,7 +360,7 @@ impl Sm {
             refused_access: None,
             shortcuts,
             sleep: None,
-            refusal: None,
+            sleeps_on_refusal: false,
             refused_now: false,
             offer: MemAccess {
                 kind: AccessKind::Load,
@@ -489,16 +489,11 @@ impl Sm {
             self.stats.resident_warp_cycles += u64::from(self.resident_warps());
         }
         if let Some(until) = self.sleep {
-            let holds = match &self.refusal {
-                None => true,
-                Some(state) => memsys.issue_state(self.id as usize) == *state,
-            };
+            let holds = !self.sleeps_on_refusal || self.refusal_holds(memsys);
             if now < until && holds {
-                if self.refusal.is_some() {
+                if self.sleeps_on_refusal {
                     // The cycle repeats, and so does its refused offer (and its counters).
-                    let r = memsys.offer(self.id as usize, &self.offer);
-                    debug_assert!(r.is_err(), "an unchanged memory system refuses again");
-                    self.ldst_refused_at = now;
+                    self.repeat_refusal(memsys, now);
                 }
                 for (st, &r) in self.stats.schedulers.iter_mut().zip(&self.stall_reasons) {
                     st.stall(r);
@@ -608,12 +603,13 @@ impl Sm {
                 self.stall_reasons.push(r);
             }
         }
-        let (sleepy, wake) = (sleep.possible, sleep.wake);
-        if self.shortcuts && sleepy && sleep.ready == sleep.attempted && wake > now + 1 {
-            self.sleep = Some(wake);
-            self.refusal = self
-                .refused_now
-                .then(|| memsys.issue_state(self.id as usize));
+        if self.shortcuts
+            && sleep.possible
+            && sleep.ready == sleep.attempted
+            && sleep.wake > now + 1
+        {
+            self.sleep = Some(sleep.wake);
+            self.sleeps_on_refusal = self.refused_now;
         }
         Ok(())
     }
@@ -684,6 +680,22 @@ impl Sm {
         Check::Ready
     }
 
+    /// Whether the memory system is still in the state in which it refused `refused_access`
+    /// (so that it would refuse the same offer again).
+    fn refusal_holds(&self, memsys: &MemorySystem) -> bool {
+        self.refused_access
+            .is_some_and(|(_, _, state)| memsys.issue_state(self.id as usize) == state)
+    }
+
+    /// Offers the refused access again to a memory system known to refuse it, for the
+    /// counters the refusal updates.
+    fn repeat_refusal(&mut self, memsys: &mut MemorySystem, now: u64) {
+        let r = memsys.offer(self.id as usize, &self.offer);
+        debug_assert!(r.is_err(), "an unchanged memory system refuses again");
+        self.ldst_refused_at = now;
+        self.refused_now = true;
+    }
+
     /// Recomputes the [`WarpHot`] of `slot` from the warp in it.
     fn refresh(&mut self, decoded: &Decoded, slot: usize) {
         let h = &mut self.hot[slot];
@@ -751,20 +763,15 @@ impl Sm {
         now: u64,
     ) -> Result<Result<(), StallReason>, ExecError> {
         let ctx = env.ctx;
-        if let Some((s0, pc0, state)) = self.refused_access.filter(|_| self.shortcuts) {
+        let same_offer = self
+            .refused_access
+            .is_some_and(|(s, pc, _)| s == slot && pc == self.hot[slot].next_pc);
+        if self.shortcuts && same_offer && self.ldst_refused_at != now && self.refusal_holds(memsys)
+        {
             // The same offer, to a memory system in the same state: refused again (made,
             // for its counters).
-            if s0 == slot
-                && pc0 == self.hot[slot].next_pc
-                && self.ldst_refused_at != now
-                && memsys.issue_state(self.id as usize) == state
-            {
-                let r = memsys.offer(self.id as usize, &self.offer);
-                debug_assert!(r.is_err(), "an unchanged memory system refuses again");
-                self.ldst_refused_at = now;
-                self.refused_now = true;
-                return Ok(Err(StallReason::Memory));
-            }
+            self.repeat_refusal(memsys, now);
+            return Ok(Err(StallReason::Memory));
         }
         let mut ws = self.warps[slot].take().expect("resident");
         let top = ws.warp.next_entry().expect("checked ready");
@@ -823,7 +830,6 @@ impl Sm {
                 self.retire_due = true;
             }
         }
-        let finishing = ws.status != WarpStatus::Done && ws.warp.next_entry().is_none();
         env.warp_instructions += ws.warp.executed - before.0;
         env.thread_instructions += ws.warp.thread_executed - before.1;
         self.stats.warp_instructions += ws.warp.executed - before.0;
@@ -846,9 +852,6 @@ impl Sm {
         for r in inst.defs() {
             ws.ready_at[r.index()] = ready;
         }
-        if finishing {
-            self.finishing.push(slot as u32);
-        }
         let until = now + u64::from(busy.max(1));
         match class.unit() {
             Unit::Sp => self.sp_free[sched] = until,
@@ -857,6 +860,11 @@ impl Sm {
         }
         self.warps[slot] = Some(ws);
         self.refresh(&env.decoded, slot);
+        let h = &self.hot[slot];
+        if h.next_pc == NO_PC && h.state != HotState::Done {
+            // No `exit`, but nothing left to run either (see `finishing`).
+            self.finishing.push(slot as u32);
+        }
         // The buffer still holds the next instruction only if it follows the one issued.
         let next = self.hot[slot].next_pc;
         if next != NO_PC && !(next == top.pc + 1 && next < self.hot[slot].buffer_end) {
