@@ -49,7 +49,7 @@
 use std::fmt::Write as _;
 
 use kir::inst::{BarKind, Inst, Op};
-use kir::{Id, IdVec, InstId, Kernel};
+use kir::{Id, InstId, Kernel};
 
 use crate::liveness::Liveness;
 use crate::loops::{reachable, LoopForest, LoopId};
@@ -280,52 +280,52 @@ pub fn insert_points(
             return Err(InsertError::NotABarrier { pc: p.pc });
         }
     }
-    let mut group_start = Vec::with_capacity(n + 1);
-    let mut new_pc = Vec::with_capacity(n + 1);
-    let mut point_pcs = vec![InstId(0); points.len()];
-    let mut insts: IdVec<InstId, Inst> = IdVec::new();
-    for (pc, inst) in kernel.insts.iter() {
-        let here = InstId::new(insts.len());
-        group_start.push(here);
-        let mut inst = inst.clone();
-        if let Some(i) = at[pc.index()] {
-            let p = &points[i];
-            point_pcs[i] = here;
-            match p.kind {
-                PpKind::Pp => {
-                    insts.push(Inst::new(
+    // Each `pp` (and its divergent-liveness dummy) goes before its instruction; a `bar.pp`
+    // is the barrier itself, carrying the vector.
+    let mut marked = kernel.clone();
+    let mut inserts = Vec::new();
+    for p in points {
+        let inst = &mut marked.insts[p.pc];
+        match p.kind {
+            PpKind::Pp => {
+                inserts.push((
+                    p.pc,
+                    Inst::new(
                         Op::Pp {
                             live: p.live.to_live_vector(),
                         },
                         inst.span,
-                    ));
-                    insts.push(Inst::new(
+                    ),
+                ));
+                inserts.push((
+                    p.pc,
+                    Inst::new(
                         Op::PpDivergent {
                             live: p.divergent_live.to_live_vector(),
                         },
                         inst.span,
-                    ));
-                }
-                PpKind::BarPp => {
-                    if let Op::Bar { ref mut pp, .. } = inst.op {
-                        *pp = Some(p.live.to_live_vector());
-                    }
+                    ),
+                ));
+            }
+            PpKind::BarPp => {
+                if let Op::Bar { ref mut pp, .. } = inst.op {
+                    *pp = Some(p.live.to_live_vector());
                 }
             }
         }
-        new_pc.push(InstId::new(insts.len()));
-        insts.push(inst);
     }
-    group_start.push(InstId::new(insts.len()));
-    new_pc.push(InstId::new(insts.len()));
-    for pc in insts.ids() {
-        if let Op::Bra { ref mut target, .. } = insts[pc].op {
-            *target = group_start[target.index()];
-        }
-    }
-    let mut out = kernel.clone();
-    out.cfg = kir::cfg::Cfg::build(&insts);
-    out.insts = insts;
+    let kir::Inserted {
+        kernel: out,
+        group_start,
+        new_pc,
+    } = marked.insert_before(&inserts);
+    let point_pcs = points
+        .iter()
+        .map(|p| match p.kind {
+            PpKind::Pp => group_start[p.pc.index()],
+            PpKind::BarPp => new_pc[p.pc.index()],
+        })
+        .collect();
     Ok(WithPoints {
         kernel: out,
         group_start,

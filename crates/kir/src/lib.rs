@@ -16,4 +16,4 @@ pub mod module;
 
 pub use ids::{BlockId, GlobalId, Id, IdVec, InstId, KernelId, Reg};
 pub use inst::{Inst, Op, Operand, Ty};
-pub use module::{GlobalVar, Kernel, Module};
+pub use module::{GlobalVar, Inserted, Kernel, Module};

@@ -1,7 +1,7 @@
 //! Kernels and modules of the IR.
 
 use crate::cfg::Cfg;
-use crate::ids::{GlobalId, IdVec, InstId, KernelId, Reg};
+use crate::ids::{GlobalId, Id, IdVec, InstId, KernelId, Reg};
 use crate::inst::{Inst, Ty};
 use ptx::Span;
 
@@ -110,5 +110,62 @@ impl Kernel {
 
     pub fn is_empty(&self) -> bool {
         self.insts.is_empty()
+    }
+}
+
+/// A kernel with instructions inserted before some of its instructions
+/// ([`Kernel::insert_before`]).
+#[derive(Clone, Debug)]
+pub struct Inserted {
+    pub kernel: Kernel,
+    /// For every old PC (and the old length), the new PC of the first instruction of its
+    /// group: the first instruction inserted before it, else the instruction itself.
+    pub group_start: Vec<InstId>,
+    /// For every old PC (and the old length), the new PC of the old instruction itself.
+    pub new_pc: Vec<InstId>,
+}
+
+impl Kernel {
+    /// A copy of the kernel with each `(pc, inst)` of `inserts` placed just before old
+    /// instruction `pc` (several before the same `pc` keep their order; `pc` may be the
+    /// kernel's length, to append). Branches to `pc` go to the first instruction inserted
+    /// before it, so inserted code runs on every path into `pc`; the CFG is rebuilt.
+    ///
+    /// # Panics
+    ///
+    /// If an insertion point lies beyond the kernel's length.
+    pub fn insert_before(&self, inserts: &[(InstId, Inst)]) -> Inserted {
+        let n = self.insts.len();
+        let mut before: Vec<Vec<&Inst>> = vec![Vec::new(); n + 1];
+        for (pc, inst) in inserts {
+            assert!(pc.index() <= n, "insertion at {pc} beyond {n} instructions");
+            before[pc.index()].push(inst);
+        }
+        let mut insts: IdVec<InstId, Inst> = IdVec::new();
+        let mut group_start = Vec::with_capacity(n + 1);
+        let mut new_pc = Vec::with_capacity(n + 1);
+        for (pc, group) in before.iter().enumerate() {
+            group_start.push(InstId::new(insts.len()));
+            for &inst in group {
+                insts.push(inst.clone());
+            }
+            new_pc.push(InstId::new(insts.len()));
+            if pc < n {
+                insts.push(self.insts[InstId::new(pc)].clone());
+            }
+        }
+        for pc in insts.ids() {
+            if let crate::inst::Op::Bra { ref mut target, .. } = insts[pc].op {
+                *target = group_start[target.index()];
+            }
+        }
+        let mut kernel = self.clone();
+        kernel.cfg = Cfg::build(&insts);
+        kernel.insts = insts;
+        Inserted {
+            kernel,
+            group_start,
+            new_pc,
+        }
     }
 }
