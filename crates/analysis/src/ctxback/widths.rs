@@ -112,7 +112,15 @@ pub struct Widths {
     classes: Vec<RegClass>,
     /// Registers declared 64 bits wide (virtual registers only; physical ones are `.b32`).
     declared_wide: Vec<bool>,
-    paired: bool,
+    /// The odd half of each even register of a pair (allocated kernels).
+    partners: Vec<Option<Reg>>,
+}
+
+/// `(file prefix, number)` of an allocated register name: `R12` → `("R", 12)`.
+fn file_number(name: &str) -> Option<(&str, u32)> {
+    let digits = name.find(|c: char| c.is_ascii_digit())?;
+    let (prefix, n) = name.split_at(digits);
+    Some((prefix, n.parse().ok()?))
 }
 
 impl Widths {
@@ -125,6 +133,23 @@ impl Widths {
             .values()
             .all(|r| !r.name.contains('%') && !r.name.contains("::"));
         let classes: Vec<RegClass> = kernel.regs.ids().map(|r| reg_class(kernel, r)).collect();
+        // Pairs are numbered within their file (`R2k, R2k+1`, `UR2k, UR2k+1`), whatever the
+        // registers' positions in `kernel.regs`.
+        let partners = kernel
+            .regs
+            .ids()
+            .map(|r| {
+                let next = Reg::new(r.index() + 1);
+                let (file, n) = file_number(&kernel.regs[r].name)?;
+                let (file2, n2) = file_number(&kernel.regs.get(next)?.name)?;
+                (paired
+                    && n.is_multiple_of(2)
+                    && file == file2
+                    && n2 == n + 1
+                    && classes[r.index()] != RegClass::Predicate)
+                    .then_some(next)
+            })
+            .collect();
         let wide_def = |inst: &Inst, slot: usize, d: Reg| {
             classes[d.index()] != RegClass::Predicate
                 && (def_bits(inst, slot) > 32 || kernel.regs[d].ty.bits() > 32)
@@ -169,7 +194,7 @@ impl Widths {
             wide_in,
             declared_wide: kernel.regs.values().map(|r| r.ty.bits() > 32).collect(),
             classes,
-            paired,
+            partners,
         }
     }
 
@@ -186,13 +211,7 @@ impl Widths {
 
     /// The odd half `R2k+1` that a 64-bit write to `R2k` also overwrites (allocated kernels).
     pub fn partner(&self, r: Reg) -> Option<Reg> {
-        let p = r.index() + 1;
-        (self.paired
-            && r.index().is_multiple_of(2)
-            && p < self.classes.len()
-            && self.classes[p] == self.classes[r.index()]
-            && self.classes[p] != RegClass::Predicate)
-            .then(|| Reg::new(p))
+        self.partners[r.index()]
     }
 
     pub fn class(&self, r: Reg) -> RegClass {
