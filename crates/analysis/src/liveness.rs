@@ -66,7 +66,7 @@
 //! paper keeps both versions (plain and divergent) and picks one from the SIMT stack.
 
 use kir::inst::Op;
-use kir::{BlockId, Id, InstId, Kernel};
+use kir::{BlockId, Id, InstId, Kernel, Reg};
 
 use crate::regset::RegSet;
 
@@ -347,6 +347,17 @@ impl Liveness {
     /// documentation). Equal to `live_in(pc)` outside divergent regions.
     pub fn divergent_live(&self, pc: InstId) -> &RegSet {
         &self.divergent[pc.index()]
+    }
+
+    /// Keeps `r` live from just after `after` up to and including before `until` (same block,
+    /// `after < until`), as if `until` read it: a value the code does not read but that must
+    /// survive there (an OSRB backup, `ctxback::osrb`).
+    pub fn keep_live(&mut self, r: Reg, after: InstId, until: InstId) {
+        for pc in after.index()..until.index() {
+            self.live_out[pc].insert(r);
+            self.live_in[pc + 1].insert(r);
+            self.divergent[pc + 1].insert(r);
+        }
     }
 
     /// Every potentially divergent branch of the kernel, in program order.

@@ -13,19 +13,28 @@
 //! point), `pre[...]` the reverting instructions of the preemption routine, `resume[...]`
 //! Fig. (c)'s routine (`ld` = `GLD`, `Ik` = re-execute, `Ik^-1` = revert, `jump Ik` = `JUMP`).
 
-use analysis::ctxback::{Condition, CtxBack, CtxBackConfig, Flashback, ResumeStep, Version};
+use analysis::ctxback::{
+    backup_scalars, BackupSlot, Condition, CtxBack, CtxBackConfig, Flashback, OsrbConfig,
+    OsrbKernel, ResumeStep, Version,
+};
 use kir::inst::Op;
 use kir::{Id, InstId, Kernel};
 
 /// A kernel whose figure instructions are `body`; `regs` are the figure's registers (all
 /// `.b32`), loaded from memory before the figure and stored after it.
 fn figure(regs: &[&str], body: &str) -> (Kernel, u32) {
-    let loads: String = regs
+    figure_io(regs, regs, regs, body)
+}
+
+/// [`figure`] with the registers declared, loaded before the figure and stored after it
+/// (live at the signal) given separately.
+fn figure_io(regs: &[&str], loaded: &[&str], stored: &[&str], body: &str) -> (Kernel, u32) {
+    let loads: String = loaded
         .iter()
         .enumerate()
         .map(|(n, r)| format!("    ld.global.u32 %{r}, [%rd0+{}];\n", 4 * n))
         .collect();
-    let stores: String = regs
+    let stores: String = stored
         .iter()
         .enumerate()
         .map(|(n, r)| format!("    st.global.u32 [%rd1+{}], %{r};\n", 4 * n))
@@ -73,33 +82,39 @@ fn reg(k: &Kernel, r: kir::Reg) -> &str {
 
 /// The paper's notation for a flashback.
 fn paper(k: &Kernel, i0: u32, fb: &Flashback) -> String {
+    paper_named(k, &|pc| name(i0, pc), fb)
+}
+
+/// [`paper`] with instructions named by `name`.
+fn paper_named(k: &Kernel, name: &dyn Fn(InstId) -> String, fb: &Flashback) -> String {
     let saved: Vec<String> = fb
         .saved
         .iter()
         .map(|s| match s.version {
             Version::Initial => reg(k, s.reg).to_string(),
-            Version::Def(pc) => format!("{}@{}", reg(k, s.reg), name(i0, pc)),
+            Version::Def(pc) => format!("{}@{}", reg(k, s.reg), name(pc)),
         })
         .collect();
     let pre: Vec<String> = fb
         .preempt_reverts
         .iter()
-        .map(|&pc| format!("{}^-1", name(i0, pc)))
+        .map(|&pc| format!("{}^-1", name(pc)))
         .collect();
     let resume: Vec<String> = fb
         .resume
         .iter()
         .map(|s| match *s {
             ResumeStep::Load(r) => format!("ld {}", reg(k, r)),
-            ResumeStep::Reexecute(pc) => name(i0, pc),
-            ResumeStep::Revert(pc) => format!("{}^-1", name(i0, pc)),
-            ResumeStep::Jump(pc) => format!("jump {}", name(i0, pc)),
+            ResumeStep::Reexecute(pc) => name(pc),
+            ResumeStep::Revert(pc) => format!("{}^-1", name(pc)),
+            ResumeStep::CopyBack(pc) => format!("cp {}", name(pc)),
+            ResumeStep::Jump(pc) => format!("jump {}", name(pc)),
         })
         .collect();
     format!(
         "{} <- {} save[{}] pre[{}] resume[{}]",
-        name(i0, fb.pc),
-        name(i0, fb.point),
+        name(fb.pc),
+        name(fb.point),
         saved.join(" "),
         pre.join("; "),
         resume.join("; ")
@@ -200,20 +215,11 @@ fn fig4_revert_at_resume() {
     );
 }
 
-/// Fig. 5 is on-chip scalar register backup (§III-D), which is not implemented. What the
-/// figure states about the code without it: I0 is not re-executable because I1 overwrote the
-/// scalar S4 (`or` is not reversible), so every flashback strategy swaps V7.
+/// Fig. 5 without OSRB: I0 is not re-executable because I1 overwrote the scalar S4 (`or` is
+/// not reversible), so every flashback strategy swaps V7.
 #[test]
 fn fig5_without_scalar_backup_v7_is_swapped() {
-    let (k, i0) = figure(
-        &["v2", "v7", "v11", "v12", "s4"],
-        "
-    add.u32 %v7, %v2, %s4;     // I0
-    or.b32 %s4, %s4, 2;        // I1
-    mul.lo.u32 %v11, %v11, %v2;// I2
-    sub.u32 %v12, %v11, %v7;   // I3
-",
-    );
+    let (k, i0) = figure(&["v2", "v7", "v11", "v12", "s4"], FIG5);
     let cands = CtxBack::candidates(&k, &CtxBackConfig::default(), InstId(i0 + 4));
     assert_eq!(cands.len(), 5);
     for fb in &cands {
@@ -225,6 +231,85 @@ fn fig5_without_scalar_backup_v7_is_swapped() {
     }
     let ctx = CtxBack::compute(&k, &CtxBackConfig::default());
     assert_eq!(ctx.flashback(InstId(i0 + 4)).context.words(), 4);
+}
+
+const FIG5: &str = "
+    add.u32 %v7, %v2, %s4;     // I0
+    or.b32 %s4, %s4, 2;        // I1
+    mul.lo.u32 %v11, %v11, %v2;// I2
+    sub.u32 %v12, %v11, %v7;   // I3
+";
+
+/// Fig. 5 as the paper draws it: V7 is dead at I4 (only I3 reads it), and `s4` is a scalar
+/// register (renamed `UR4`, the allocator's uniform-register name).
+fn fig5_kernel() -> (Kernel, u32) {
+    let (mut k, i0) = figure_io(
+        &["v2", "v7", "v11", "v12", "s4"],
+        &["v2", "v11", "s4"],
+        &["v2", "v11", "v12", "s4"],
+        FIG5,
+    );
+    let s4 = k.regs.ids().find(|&r| k.regs[r].name == "%s4").unwrap();
+    k.regs[s4].name = "UR4".into();
+    (k, i0)
+}
+
+fn osrb(uniform_registers: u32) -> CtxBackConfig {
+    CtxBackConfig {
+        osrb: Some(OsrbConfig { uniform_registers }),
+        ..CtxBackConfig::default()
+    }
+}
+
+/// Instruction names of a kernel rewritten by OSRB: `Ik` as in the figure, `B` the backup copy.
+fn osrb_name(o: &OsrbKernel, i0: u32, pc: InstId) -> String {
+    match o.origin[pc.index()] {
+        Some(orig) => format!("I{}", orig.0 - i0),
+        None => "B".into(),
+    }
+}
+
+/// Fig. 5 (b): OSRB copies S4 into an unused scalar register (the paper's S11; here the
+/// first uniform register the kernel does not use, `UR1`) before I1 overwrites it. I4 then
+/// flashes back to I0: the resume routine reloads the backup, copies S4 back, re-executes
+/// I0 (V7) and I1 (S4), and V7 is no longer saved.
+#[test]
+fn fig5_scalar_backup_lets_i0_reexecute() {
+    let (k, i0) = fig5_kernel();
+    let (o, ctx) = backup_scalars(&k, &osrb(12));
+    assert_eq!(o.backups.len(), 1, "{:?}", o.backups);
+    let b = o.backups[0];
+    assert_eq!(
+        b.before,
+        InstId(i0 + 1),
+        "backed up just before I1 overwrites S4"
+    );
+    assert_eq!(reg(&o.kernel, b.scalar), "UR4");
+    let BackupSlot::UnusedUniform(s11) = b.slot else {
+        panic!("{:?}", b.slot)
+    };
+    assert_eq!(reg(&o.kernel, s11), "UR1");
+    assert_eq!(o.origin[b.copy.index()], None);
+    // The backup is an ordinary `mov` between I0 and I1.
+    let copy = &o.kernel.insts[b.copy];
+    assert!(matches!(copy.op, Op::Mov(_)));
+    assert_eq!(copy.dsts[0], Some(s11));
+    assert_eq!(osrb_name(&o, i0, InstId(b.copy.0 - 1)), "I0");
+    assert_eq!(osrb_name(&o, i0, InstId(b.copy.0 + 1)), "I1");
+
+    let i4 = InstId(b.copy.0 + 4);
+    assert_eq!(osrb_name(&o, i0, i4), "I4");
+    let fb = ctx.flashback(i4);
+    assert_eq!(
+        paper_named(&o.kernel, &|pc| osrb_name(&o, i0, pc), fb),
+        "I4 <- I0 save[v2 v11@I2 UR1@B] pre[] resume[ld v2; ld UR1; cp B; I0; I1; ld v11; jump I3]"
+    );
+    // Two vector registers and the 4-byte backup, against three vector registers and S4.
+    assert_eq!((fb.context.vector, fb.context.uniform), (2, 1));
+    let plain = CtxBack::compute(&k, &CtxBackConfig::default());
+    let before = plain.flashback(InstId(i0 + 4));
+    assert_eq!((before.context.vector, before.context.uniform), (3, 1));
+    assert!(fb.cost.preempt < before.cost.preempt);
 }
 
 /// Fig. 6: reverting I4 at preemption recovers r2; re-executing I1 restores r1, which makes

@@ -124,6 +124,19 @@ fn revert(k: &Kernel, terms: &mut Terms, st: &mut [u64], pc: InstId) {
     };
 }
 
+/// `mov y, x` undoing the copy `c: mov x, y` (OSRB): `y` gets back what `c` copied, if `x`
+/// still holds `c`'s result.
+fn copy_back(k: &Kernel, terms: &mut Terms, st: &mut [u64], c: InstId) {
+    let inst = &k.insts[c];
+    let (Some(x), kir::inst::Operand::Reg(y)) = (inst.dsts[0], inst.srcs[0]) else {
+        panic!("{c} is not a register copy");
+    };
+    st[y.index()] = match terms.apps.get(&st[x.index()]) {
+        Some((p, args)) if *p == c.0 => args[0],
+        _ => terms.fresh(),
+    };
+}
+
 /// Whether the routines of `fb` rebuild every register live at `fb.pc`.
 fn check(k: &Kernel, live: &RegSet, fb: &Flashback) -> Result<(), String> {
     let n = k.regs.len();
@@ -147,6 +160,7 @@ fn check(k: &Kernel, live: &RegSet, fb: &Flashback) -> Result<(), String> {
             ResumeStep::Load(r) => rs[r.index()] = saved[&r],
             ResumeStep::Reexecute(j) => run(k, &mut terms, &mut rs, j),
             ResumeStep::Revert(j) => revert(k, &mut terms, &mut rs, j),
+            ResumeStep::CopyBack(c) => copy_back(k, &mut terms, &mut rs, c),
             ResumeStep::Jump(p) => {
                 for j in p.0..fb.pc.0 {
                     run(k, &mut terms, &mut rs, InstId(j));
@@ -175,6 +189,7 @@ fn preempt_and_resume(k: &Kernel, terms: &mut Terms, st: &[u64], fb: &Flashback)
             ResumeStep::Load(r) => rs[r.index()] = pre[r.index()],
             ResumeStep::Reexecute(j) => run(k, terms, &mut rs, j),
             ResumeStep::Revert(j) => revert(k, terms, &mut rs, j),
+            ResumeStep::CopyBack(c) => copy_back(k, terms, &mut rs, c),
             ResumeStep::Jump(p) => {
                 for j in p.0..fb.pc.0 {
                     run(k, terms, &mut rs, InstId(j));

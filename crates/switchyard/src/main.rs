@@ -116,6 +116,19 @@ struct AnalyzeArgs {
     /// Instructions between preemption points outside loops (K of lin-lightweight §IV-A).
     #[arg(long, default_value_t = 1000)]
     interval: usize,
+    /// Uniform (scalar) registers per warp the allocator may use for warp-uniform values
+    /// (NVIDIA Turing and later: 63; 0: none).
+    #[arg(long, default_value_t = 0)]
+    uniform_registers: u32,
+    /// Also compute CTXBack with on-chip scalar register backup (ji-ctxback §III-D); free
+    /// uniform registers up to --uniform-registers hold backups.
+    #[arg(long)]
+    osrb: bool,
+    /// Print, for every instruction, what each technique does on a signal before it:
+    /// CTXBack's flashback point, saved registers, reverts, re-executions and costs, and
+    /// CS-Defer's targets.
+    #[arg(long)]
+    per_instruction: bool,
     /// Print JSON instead of text.
     #[arg(long)]
     json: bool,
@@ -297,8 +310,16 @@ fn analyze(args: AnalyzeArgs) -> Outcome {
         block: args.block,
         alloc: regalloc::AllocConfig {
             max_registers: args.max_registers,
+            uniform_registers: args.uniform_registers,
             ..regalloc::AllocConfig::default()
         },
+        ctxback: analysis::ctxback::CtxBackConfig {
+            osrb: args.osrb.then_some(analysis::ctxback::OsrbConfig {
+                uniform_registers: args.uniform_registers,
+            }),
+            ..analysis::ctxback::CtxBackConfig::default()
+        },
+        per_instruction: args.per_instruction,
         points: analysis::PpConfig {
             straight_line_interval: args.interval,
         },
@@ -386,11 +407,35 @@ fn analyze(args: AnalyzeArgs) -> Outcome {
                     "  register words per thread at a preemption (avg over instructions): BASELINE {:.1}, LIVE {:.1} (-{:.1}%), CS-Defer {:.1} (-{:.1}%), CTXBack {:.1} (-{:.1}%), CTXBack+CS-Defer {:.1} (-{:.1}%)",
                     w.baseline, w.live, pct(w.live), w.cs_defer, pct(w.cs_defer), w.ctxback, pct(w.ctxback), w.ctxback_cs_defer, pct(w.ctxback_cs_defer)
                 );
+                if let (Some(o), Some(x)) = (&r.osrb, w.ctxback_osrb) {
+                    println!(
+                        "  on-chip scalar register backup: CTXBack {:.1} (-{:.1}%); {} backups of {} sites ({} dead uniform, {} unused uniform, {} dead vector registers; {} without a free register)",
+                        x, pct(x), o.backups, o.sites, o.dead_uniform, o.unused_uniform, o.dead_vector, o.unplaced
+                    );
+                }
                 for p in &r.preemption_points {
                     println!(
                         "  {:<6} at pc{} ({}): {} live registers, {} divergent",
                         p.kind, p.pc, p.location, p.live_registers, p.divergent_live_registers
                     );
+                }
+                if let Some(rows) = &r.per_instruction {
+                    println!(
+                        "  per instruction (words: LIVE, CTXBack, CS-Defer; pick; CTXBack plan):"
+                    );
+                    for row in rows {
+                        println!(
+                            "  {:>7} {:>3} {:>3} {:>3} {:<8} {}{}  | {}",
+                            format!("pc{}", row.pc),
+                            row.live_words,
+                            row.ctxback.words,
+                            row.cs_defer.words,
+                            row.combined,
+                            if row.backup_copy { "[OSRB copy] " } else { "" },
+                            row.source,
+                            row.ctxback.plan
+                        );
+                    }
                 }
             }
         }

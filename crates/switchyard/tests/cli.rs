@@ -271,6 +271,59 @@ fn analyze_reports_registers_occupancy_points_and_context() {
     assert!(w["flashed_back_instructions"].as_u64().unwrap() > 0, "{w}");
 }
 
+/// `--per-instruction` and `--osrb` on papers/ji-ctxback Fig. 5 as a kernel: one scalar
+/// backup, whose copy-back the table shows, and a smaller CTXBack context with it.
+#[test]
+fn analyze_per_instruction_table_and_scalar_backup() {
+    let file = data("fig5_osrb.ptx");
+    let args = [
+        "analyze",
+        file.as_str(),
+        "--uniform-registers",
+        "63",
+        "--osrb",
+        "--per-instruction",
+    ];
+    let o = switchyard(&[&args[..], &["--json"]].concat());
+    assert!(o.status.success(), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let k = &v[0]["kernel"];
+    assert_eq!(k["osrb"]["backups"], 1, "{}", k["osrb"]);
+    assert!(k["registers"]["uniform"].as_u64().unwrap() >= 1);
+    let rows = k["per_instruction"].as_array().unwrap();
+    assert_eq!(rows.iter().filter(|r| r["backup_copy"] == true).count(), 1);
+    for (n, r) in rows.iter().enumerate() {
+        assert_eq!(r["pc"], n as u64);
+        let x = &r["ctxback"];
+        assert!(x["point"].as_u64().unwrap() <= n as u64, "{r}");
+        assert!(
+            r["combined"] == "ctxback" || r["combined"] == "cs-defer",
+            "{r}"
+        );
+        assert!(
+            r["location"].as_str().unwrap().contains("fig5_osrb.ptx:"),
+            "{r}"
+        );
+    }
+    assert!(rows
+        .iter()
+        .any(|r| !r["ctxback"]["copied_back"].as_array().unwrap().is_empty()));
+    let w = &k["context"]["words_per_thread"];
+    assert!(
+        w["ctxback_osrb"].as_f64().unwrap() < w["ctxback"].as_f64().unwrap(),
+        "{w}"
+    );
+    // The text table marks the copy and prints every plan.
+    let o = switchyard(&args);
+    assert!(o.status.success(), "{}", text(&o));
+    let t = text(&o);
+    assert!(
+        t.contains("[OSRB copy]") && t.contains("on-chip scalar register backup"),
+        "{t}"
+    );
+    assert_eq!(t.matches(" <- pc").count(), rows.len(), "{t}");
+}
+
 fn temp(name: &str) -> PathBuf {
     std::env::temp_dir().join(format!("switchyard-{}-{name}", std::process::id()))
 }

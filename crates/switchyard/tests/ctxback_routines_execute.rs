@@ -60,7 +60,8 @@ use std::ops::Range;
 use std::time::Instant;
 
 use analysis::ctxback::{
-    generate_routines, Condition, CostModel, CtxBack, CtxBackConfig, InstalledRoutines, ResumeStep,
+    backup_scalars, generate_routines, Condition, CostModel, CtxBack, CtxBackConfig,
+    InstalledRoutines, OsrbConfig, ResumeStep,
 };
 use analysis::{AliasModel, Liveness};
 use gpu::exec::{step, LaunchCtx, StackEntry, Step, TbView, Warp, WARP_SIZE};
@@ -87,13 +88,19 @@ struct Prepared {
     context: Range<usize>,
 }
 
+/// With `config.osrb` set, the kernel is first rewritten with its scalar backups, and the
+/// backup registers count as live over their periods (what the analysis assumes).
 fn prepare(kernel: Kernel, config: &CtxBackConfig) -> Prepared {
-    let ctx = CtxBack::compute(&kernel, config);
+    let (osrb, ctx) = backup_scalars(&kernel, config);
+    let kernel = osrb.kernel;
     let routines = generate_routines(&kernel, &ctx)
         .unwrap_or_else(|e| panic!("{}: routines: {e}", kernel.name));
     let installed = routines.install(&kernel);
     let mut live = Liveness::new();
     live.compute(&kernel);
+    for b in &osrb.backups {
+        live.keep_live(b.slot.reg(), b.copy, b.until);
+    }
     let base = routines.context_base as usize;
     let context = base..base + routines.context_bytes as usize;
     if let Err(e) = check_routine_code(&installed, &context) {
@@ -210,6 +217,8 @@ struct Stats {
     resume_reverting: u64,
     /// Probes whose resume routine re-executes kernel instructions before its jump.
     reexecuting: u64,
+    /// Probes whose resume routine copies a scalar back from its OSRB backup (§III-D).
+    copying_back: u64,
 }
 
 impl Stats {
@@ -224,6 +233,7 @@ impl Stats {
         self.preempt_reverting += o.preempt_reverting;
         self.resume_reverting += o.resume_reverting;
         self.reexecuting += o.reexecuting;
+        self.copying_back += o.copying_back;
     }
 }
 
@@ -455,6 +465,11 @@ impl StepHook for Probe<'_> {
         self.stats.flashed_back += u64::from(fb.point != pc);
         self.stats.preempt_reverting += u64::from(!fb.preempt_reverts.is_empty());
         self.stats.resume_reverting += u64::from(!fb.resume_reverts().is_empty());
+        self.stats.copying_back += u64::from(
+            fb.resume
+                .iter()
+                .any(|s| matches!(s, ResumeStep::CopyBack(_))),
+        );
         self.stats.reexecuting += u64::from(
             fb.resume
                 .iter()
@@ -623,7 +638,7 @@ fn report(what: &str, s: &Stats, started: Instant) {
         "{what}: {} kernels, {} instructions, {} reached and preempted ({} converged + {} \
          diverged probes, {} of the diverged with parked lanes needing registers the routine \
          does not save; {} flash back, {} revert at preemption, {} revert at resume, {} \
-         re-execute inside the resume routine) in {:.2?}",
+         re-execute inside the resume routine, {} copy back an OSRB backup) in {:.2?}",
         s.kernels,
         s.instructions,
         s.pcs,
@@ -634,13 +649,14 @@ fn report(what: &str, s: &Stats, started: Instant) {
         s.preempt_reverting,
         s.resume_reverting,
         s.reexecuting,
+        s.copying_back,
         started.elapsed()
     );
 }
 
 /// Every suite kernel of one target, register-allocated, through its own host program: the
 /// probes, then the suite's verification of the output computed from the resumed warps.
-fn check_suite(target: Target) {
+fn check_suite(target: Target, alloc: &AllocConfig, config: &CtxBackConfig) {
     let started = Instant::now();
     let mut total = Stats::default();
     let mut failures = Vec::new();
@@ -652,8 +668,8 @@ fn check_suite(target: Target) {
             .kernels
             .values()
             .map(|kern| {
-                let a = allocate(kern, &AllocConfig::default()).expect("allocates");
-                prepare(a.kernel, &CtxBackConfig::default())
+                let a = allocate(kern, alloc).expect("allocates");
+                prepare(a.kernel, config)
             })
             .collect();
         let (mem, global_addrs) = load_globals(&module);
@@ -692,12 +708,25 @@ fn check_suite(target: Target) {
 
 #[test]
 fn suite_sm70_routines_restore_the_live_registers() {
-    check_suite(Target::Sm70);
+    check_suite(
+        Target::Sm70,
+        &AllocConfig::default(),
+        &CtxBackConfig::default(),
+    );
 }
 
+/// sm_90 with uniform registers and on-chip scalar register backup.
 #[test]
 fn suite_sm90_routines_restore_the_live_registers() {
-    check_suite(Target::Sm90);
+    let alloc = AllocConfig {
+        uniform_registers: 63,
+        ..AllocConfig::default()
+    };
+    let config = CtxBackConfig {
+        osrb: Some(OsrbConfig::default()),
+        ..CtxBackConfig::default()
+    };
+    check_suite(Target::Sm90, &alloc, &config);
 }
 
 // ------------------------------------------------------------------------------------------
@@ -1243,6 +1272,9 @@ fn ctxback_config(seed: u64) -> CtxBackConfig {
             // The program's pointers never overlap: global loads may be re-executed.
             AliasModel::RestrictParams
         },
+        // With the uniform-register allocation (`alloc_config`): scalar backups, and copies
+        // back from the kernel's own register copies on both variants.
+        osrb: (seed % 3 == 2).then(OsrbConfig::default),
         ..CtxBackConfig::default()
     }
 }
@@ -1328,4 +1360,53 @@ fn random_program_routines_restore_the_live_registers() {
     );
     assert!(total.diverged > 0 && total.flashed_back > 0 && total.reexecuting > 0);
     assert!(total.preempt_reverting > 0 && total.resume_reverting > 0);
+}
+
+/// papers/ji-ctxback Fig. 5 as a kernel: a warp-uniform `%s4` (from a parameter) is read by
+/// I0 and then overwritten by the irreversible `or` of I1. Allocated with uniform registers,
+/// `%s4` lives in a uniform register, and OSRB backs it up before I1: the routines copy it
+/// back. The rewritten kernel must compute what the original does, and every preemption must
+/// restore the live registers (the backup included).
+const FIG5_KERNEL: &str = include_str!("data/fig5_osrb.ptx");
+
+#[test]
+fn fig5_scalar_backup_routines_restore_the_live_registers() {
+    let file = "fig5.ptx";
+    let module = lower(file, FIG5_KERNEL);
+    let source = SourceFile::new(file, FIG5_KERNEL);
+    let original = module.kernels.values().next().expect("one kernel");
+    let alloc = AllocConfig {
+        uniform_registers: 63,
+        ..AllocConfig::default()
+    };
+    let allocated = allocate(original, &alloc).expect("allocates").kernel;
+    let config = CtxBackConfig {
+        osrb: Some(OsrbConfig::default()),
+        ..CtxBackConfig::default()
+    };
+    let mut rng = Rng(suite::Rng::new(5));
+    let input: Vec<u8> = (0..IN_WORDS)
+        .flat_map(|_| (rng.next() as u32).to_le_bytes())
+        .collect();
+    let reference = run_random(&allocated, &module, &source, &input, 32, None).expect("runs");
+    let prep = prepare(allocated, &config);
+    let plain = run_random(&prep.kernel, &module, &source, &input, 32, None).expect("runs");
+    assert_eq!(
+        plain, reference,
+        "the backups change what the kernel computes"
+    );
+    let mut probe = Probe::new(&prep, 5);
+    let result = run_random(
+        &prep.installed.kernel,
+        &module,
+        &source,
+        &input,
+        32,
+        Some(&mut probe),
+    );
+    let (s, failures) = probe.finish();
+    report("fig5 with OSRB", &s, Instant::now());
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert_eq!(result.expect("runs"), reference);
+    assert!(s.copying_back > 0, "no resume routine copied a backup back");
 }

@@ -101,7 +101,9 @@
 //! constant and parameter loads always are (no store of the warp lies in the window, and a
 //! store by another warp between the load and a barrier would be a data race).
 //!
-//! On-chip scalar register backup (§III-D) is not implemented.
+//! With on-chip scalar register backup (§III-D, [`super::osrb`]) a fourth way is allowed,
+//! after the other three: 4. **copied back** (`v` is the value a whole-register copy
+//! `c: mov x, r` in the window read): `mov r, x` at resume, once `(x, Def(c))` is restorable.
 
 use std::collections::{HashMap as StdHashMap, HashSet as StdHashSet};
 use std::fmt;
@@ -189,6 +191,9 @@ pub enum ResumeStep {
     Reexecute(InstId),
     /// Execute the reverting instruction of the kernel's instruction.
     Revert(InstId),
+    /// Copy back from a register copy `mov x, y` of the kernel: `mov y, x` (on-chip scalar
+    /// register backup, §III-D; see [`super::osrb`]).
+    CopyBack(InstId),
     /// Jump into the kernel: the instructions from here up to the preempted one run again in
     /// place, then execution goes on.
     Jump(InstId),
@@ -278,6 +283,7 @@ impl Flashback {
                         ResumeStep::Load(r) => write!(f, "ld {}", k.regs[r].name)?,
                         ResumeStep::Reexecute(j) => write!(f, "{j}")?,
                         ResumeStep::Revert(j) => write!(f, "{j}^-1")?,
+                        ResumeStep::CopyBack(j) => write!(f, "cp {j}")?,
                         ResumeStep::Jump(j) => write!(f, "jump {j}")?,
                     }
                 }
@@ -302,6 +308,28 @@ pub(crate) struct KernelFacts<'k> {
     pub breaker: Vec<bool>,
     revert: Vec<Option<Revert>>,
     is_load: Vec<bool>,
+    /// `(x, y)` for a register copy `mov x, y` whose source can be copied back (OSRB).
+    copy: Vec<Option<(Reg, Reg)>>,
+}
+
+/// `(x, y)` if `inst` is `mov x, y` copying one whole 32-bit register into another, so that
+/// `mov y, x` gives `y`'s value back (OSRB's copy back, §III-D): unguarded, not a predicate,
+/// and not half of a 64-bit value.
+pub fn register_copy(kernel: &Kernel, widths: &Widths, pc: InstId) -> Option<(Reg, Reg)> {
+    let inst = &kernel.insts[pc];
+    let Op::Mov(ty) = inst.op else { return None };
+    let (Some(x), Operand::Reg(y)) = (inst.dsts[0], inst.srcs[0]) else {
+        return None;
+    };
+    // A 32-bit write makes `x` narrow whatever it held before; `y` must hold a 32-bit value.
+    let word = |r: Reg| widths.class(r) != RegClass::Predicate && kernel.regs[r].ty.bits() <= 32;
+    (inst.guard.is_none()
+        && ty.bits() == 32
+        && x != y
+        && word(x)
+        && word(y)
+        && !widths.wide_before(pc, y))
+    .then_some((x, y))
 }
 
 /// Whether an instruction ends the idempotent region a flashback window may span.
@@ -352,6 +380,11 @@ pub fn is_reexecutable(inst: &Inst, global_loads_stable: bool) -> bool {
 }
 
 impl<'k> KernelFacts<'k> {
+    /// Registers `pc` overwrites (destinations and the odd halves of pairs).
+    pub fn overwrites(&self, pc: InstId) -> &[Reg] {
+        &self.res[pc.index()]
+    }
+
     pub fn new(
         kernel: &'k Kernel,
         live: &'k Liveness,
@@ -365,7 +398,9 @@ impl<'k> KernelFacts<'k> {
         let mut breaker = Vec::with_capacity(n);
         let mut revert = Vec::with_capacity(n);
         let mut is_load = Vec::with_capacity(n);
+        let mut copy = Vec::with_capacity(n);
         for (pc, inst) in kernel.insts.iter() {
+            copy.push(register_copy(kernel, widths, pc));
             let mut r: Vec<Reg> = Vec::new();
             for (slot, d) in inst.dsts().iter().enumerate() {
                 let Some(d) = *d else { continue };
@@ -406,6 +441,7 @@ impl<'k> KernelFacts<'k> {
             breaker,
             revert,
             is_load,
+            copy,
         }
     }
 }
@@ -506,6 +542,7 @@ enum Method {
     Reexec(u32),
     Saved,
     Revert(u32),
+    CopyBack(u32),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -528,9 +565,13 @@ pub(crate) struct Planner<'a> {
     facts: &'a KernelFacts<'a>,
     condition: Condition,
     cost: CostModel,
+    /// Whether values may be copied back from register copies (OSRB, §III-D).
+    copy_back: bool,
     f: u32,
     i: u32,
     defs: HashMap<Reg, Vec<u32>>,
+    /// The register copies of the window, by source register.
+    copies: HashMap<Reg, Vec<u32>>,
     memo: HashMap<(Reg, u32), State>,
     trail: Vec<(Reg, u32)>,
     saved: HashMap<Reg, u32>,
@@ -545,14 +586,21 @@ pub(crate) struct Planner<'a> {
 }
 
 impl<'a> Planner<'a> {
-    pub fn new(facts: &'a KernelFacts<'a>, condition: Condition, cost: CostModel) -> Self {
+    pub fn new(
+        facts: &'a KernelFacts<'a>,
+        condition: Condition,
+        cost: CostModel,
+        copy_back: bool,
+    ) -> Self {
         Planner {
             facts,
             condition,
             cost,
+            copy_back,
             f: 0,
             i: 0,
             defs: HashMap::default(),
+            copies: HashMap::default(),
             memo: HashMap::default(),
             trail: Vec::new(),
             saved: HashMap::default(),
@@ -761,6 +809,24 @@ impl<'a> Planner<'a> {
                 }
             }
         }
+        // 4. Copy back from a register copy of this version (OSRB).
+        if let Some(cs) = self.copies.get(&r) {
+            for c in cs.clone() {
+                if self.ver_at(r, c) != k {
+                    continue;
+                }
+                let (x, _) = self.facts.copy[c as usize].expect("a copy");
+                let cp = self.checkpoint();
+                match self.resolve(x, c + 1) {
+                    Ok(()) => {
+                        self.set((r, k), State::Done(Method::CopyBack(c)));
+                        return Ok(());
+                    }
+                    Err(again) => cycle |= again,
+                }
+                self.rollback(cp);
+            }
+        }
         if cycle {
             self.memo.remove(&(r, k));
         } else {
@@ -797,6 +863,10 @@ impl<'a> Planner<'a> {
                 }
             }
             Some(Method::Saved) => saved.push((r, k)),
+            Some(Method::CopyBack(c)) => {
+                let (x, _) = self.facts.copy[c as usize].expect("a copy");
+                self.mark(x, c + 1, seen, reexec, reverts, saved);
+            }
             Some(Method::Revert(d)) => {
                 reverts.push(d);
                 self.mark(r, d + 1, seen, reexec, reverts, saved);
@@ -881,6 +951,15 @@ impl<'a> Planner<'a> {
                 self.cur.insert(r, k);
                 true
             }
+            Some(Method::CopyBack(c)) => {
+                let (x, _) = self.facts.copy[c as usize].expect("a copy");
+                if !self.ensure(x, c + 1, depth + 1) || !self.present(x, c + 1) {
+                    return false;
+                }
+                self.out.push(ResumeStep::CopyBack(InstId(c)));
+                self.cur.insert(r, k);
+                true
+            }
             None => false,
         }
     }
@@ -931,9 +1010,13 @@ impl<'a> Planner<'a> {
         self.f = f.0;
         self.i = i.0;
         self.defs.clear();
+        self.copies.clear();
         for j in f.0..i.0 {
             for &r in &facts.res[j as usize] {
                 self.defs.entry(r).or_default().push(j);
+            }
+            if let Some((_, y)) = facts.copy[j as usize].filter(|_| self.copy_back) {
+                self.copies.entry(y).or_default().push(j);
             }
         }
         self.memo.clear();
@@ -1122,7 +1205,7 @@ impl<'a> Planner<'a> {
                     word_cost(sr, c.restore_word)
                 }
                 ResumeStep::Reexecute(j) => exec_cost(j),
-                ResumeStep::Revert(_) => c.alu,
+                ResumeStep::Revert(_) | ResumeStep::CopyBack(_) => c.alu,
                 ResumeStep::Jump(p) => (p.0..i.0).map(|j| exec_cost(InstId(j))).sum::<u32>(),
             };
         }

@@ -24,12 +24,15 @@
 //! (`regalloc::allocate`). It also runs on virtual registers (the figure tests do, to name the
 //! paper's registers), where PTX code that reassigns a register plays the same role.
 //!
-//! Not implemented: on-chip scalar register backup (§III-D), and the SIMT-divergent part of
-//! the context (lanes parked elsewhere on the reconvergence stack, see [`flashback`] and
+//! On-chip scalar register backup (§III-D) is [`osrb`]: a rewrite of the kernel that the
+//! analysis then runs on ([`backup_scalars`]).
+//!
+//! Not implemented: the SIMT-divergent part of the context (lanes parked elsewhere on the reconvergence stack, see [`flashback`] and
 //! [`routine`]): the routines save and rebuild the context of the warp's active lanes only.
 
 pub mod defer;
 pub mod flashback;
+pub mod osrb;
 pub mod revert;
 pub mod routine;
 pub mod widths;
@@ -41,6 +44,7 @@ use crate::liveness::Liveness;
 
 pub use defer::Deferral;
 pub use flashback::{Flashback, FlashbackCost, ResumeStep, SavedReg, Version};
+pub use osrb::{backup_scalars, Backup, BackupSlot, OsrbConfig, OsrbKernel};
 pub use revert::{revert_of, Revert};
 pub use routine::{generate_routines, InstalledRoutines, RoutineError, Routines};
 pub use widths::{ContextSize, RegClass, Widths};
@@ -103,6 +107,11 @@ pub struct CtxBackConfig {
     /// Decides whether global loads may be re-executed: only if no store of the kernel may
     /// alias a location it reads (relaxed idempotence, [`crate::idempotence`]).
     pub alias: AliasModel,
+    /// On-chip scalar register backup (§III-D, [`osrb`]): off by default, because unlike the
+    /// other techniques it changes the kernel's code. When set, [`backup_scalars`] inserts the
+    /// backups, and every analysis may copy values back from register copies
+    /// ([`ResumeStep::CopyBack`]).
+    pub osrb: Option<OsrbConfig>,
 }
 
 impl Default for CtxBackConfig {
@@ -113,6 +122,7 @@ impl Default for CtxBackConfig {
             defer_window: 32,
             cost: CostModel::default(),
             alias: AliasModel::Conservative,
+            osrb: None,
         }
     }
 }
@@ -165,9 +175,13 @@ struct Prepared {
     global_loads_stable: bool,
 }
 
-fn prepare(kernel: &Kernel, config: &CtxBackConfig) -> Prepared {
+/// `backups`: OSRB copies of `kernel`, whose registers stay live over their backup period.
+fn prepare(kernel: &Kernel, config: &CtxBackConfig, backups: &[Backup]) -> Prepared {
     let mut live = Liveness::new();
     live.compute(kernel);
+    for b in backups {
+        live.keep_live(b.slot.reg(), b.copy, b.until);
+    }
     let idem = Idempotence::compute(
         kernel,
         &IdempotenceConfig {
@@ -184,9 +198,21 @@ fn prepare(kernel: &Kernel, config: &CtxBackConfig) -> Prepared {
 impl CtxBack {
     /// Analyses `kernel` (register-allocated, see the module docs).
     pub fn compute(kernel: &Kernel, config: &CtxBackConfig) -> Self {
-        let p = prepare(kernel, config);
+        Self::compute_with(kernel, config, &[])
+    }
+
+    /// Analyses a kernel rewritten by OSRB ([`backup_scalars`] returns this analysis). A
+    /// backup register counts as live over its backup period: a preemption there must keep
+    /// it, since a later one in the period may copy back from it.
+    pub fn compute_osrb(osrb: &OsrbKernel, config: &CtxBackConfig) -> Self {
+        Self::compute_with(&osrb.kernel, config, &osrb.backups)
+    }
+
+    fn compute_with(kernel: &Kernel, config: &CtxBackConfig, backups: &[Backup]) -> Self {
+        let p = prepare(kernel, config, backups);
         let facts = flashback::KernelFacts::new(kernel, &p.live, &p.widths, p.global_loads_stable);
-        let mut planner = flashback::Planner::new(&facts, config.condition, config.cost);
+        let mut planner =
+            flashback::Planner::new(&facts, config.condition, config.cost, config.osrb.is_some());
         let flashback = flashback::best_of_all(&facts, &mut planner, config.window);
         let (defer, next_smaller) = defer::compute(
             kernel,
@@ -214,9 +240,10 @@ impl CtxBack {
     /// depends on the flashbacks chosen before `pc` in its block (see "Repeated preemption"
     /// in [`flashback`]), so those are computed first.
     pub fn candidates(kernel: &Kernel, config: &CtxBackConfig, pc: InstId) -> Vec<Flashback> {
-        let p = prepare(kernel, config);
+        let p = prepare(kernel, config, &[]);
         let facts = flashback::KernelFacts::new(kernel, &p.live, &p.widths, p.global_loads_stable);
-        let mut planner = flashback::Planner::new(&facts, config.condition, config.cost);
+        let mut planner =
+            flashback::Planner::new(&facts, config.condition, config.cost, config.osrb.is_some());
         flashback::candidates_of(&facts, &mut planner, pc, config.window)
     }
 
@@ -280,19 +307,32 @@ impl CtxBack {
 
     /// Average contexts over the instructions.
     pub fn summary(&self) -> Summary {
-        let n = self.len();
+        self.summary_over((0..self.len() as u32).map(InstId), self.baseline)
+    }
+
+    /// Average contexts over the instructions `pcs`, against `baseline` (for a kernel
+    /// rewritten by OSRB: its original instructions, and the original kernel's registers).
+    pub fn summary_over(
+        &self,
+        pcs: impl Iterator<Item = InstId> + Clone,
+        baseline: ContextSize,
+    ) -> Summary {
+        let n = pcs.clone().count();
         if n == 0 {
             return Summary::default();
         }
-        let avg = |f: &dyn Fn(usize) -> u32| (0..n).map(f).map(f64::from).sum::<f64>() / n as f64;
+        let avg =
+            |f: &dyn Fn(InstId) -> u32| pcs.clone().map(f).map(f64::from).sum::<f64>() / n as f64;
         Summary {
             instructions: n,
-            baseline: f64::from(self.baseline.words()),
-            live: avg(&|i| self.live[i].words()),
-            cs_defer: avg(&|i| self.defer[i].context.words()),
-            ctxback: avg(&|i| self.flashback[i].context.words()),
-            combined: avg(&|i| self.combined_context(InstId(i as u32)).words()),
-            flashed_back: self.flashback.iter().filter(|f| f.point != f.pc).count(),
+            baseline: f64::from(baseline.words()),
+            live: avg(&|pc| self.live[pc.index()].words()),
+            cs_defer: avg(&|pc| self.defer[pc.index()].context.words()),
+            ctxback: avg(&|pc| self.flashback[pc.index()].context.words()),
+            combined: avg(&|pc| self.combined_context(pc).words()),
+            flashed_back: pcs
+                .filter(|pc| self.flashback[pc.index()].point != *pc)
+                .count(),
         }
     }
 }

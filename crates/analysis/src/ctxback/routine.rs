@@ -70,6 +70,9 @@ pub enum RoutineError {
     /// A planned revert is not in the reversible table (an analysis bug).
     #[error("kernel `{kernel}`: {pc} is not reversible")]
     NotReversible { kernel: String, pc: InstId },
+    /// A planned copy back names an instruction that is not a register copy (an analysis bug).
+    #[error("kernel `{kernel}`: {pc} is not a register copy")]
+    NotACopy { kernel: String, pc: InstId },
 }
 
 /// The routines of one kernel.
@@ -241,6 +244,20 @@ pub fn resume_routine(
                         pc: j,
                     })?;
                 out.push(rv.inst);
+            }
+            ResumeStep::CopyBack(c) => {
+                // The planner checked the copy (`flashback::register_copy`): swap its registers.
+                let mut mov = kernel.insts[c].clone();
+                let (Op::Mov(_), Some(x), Operand::Reg(y)) = (mov.op, mov.dsts[0], mov.srcs[0])
+                else {
+                    return Err(RoutineError::NotACopy {
+                        kernel: kernel.name.clone(),
+                        pc: c,
+                    });
+                };
+                mov.dsts[0] = Some(y);
+                mov.srcs[0] = Operand::Reg(x);
+                out.push(mov);
             }
             ResumeStep::Jump(p) => {
                 out.push(Inst::new(
