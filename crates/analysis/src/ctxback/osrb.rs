@@ -429,6 +429,15 @@ mod tests {
     use super::*;
     use crate::test_util::kernel;
 
+    /// Renames the `%s…` registers `UR…`: the uniform registers of an allocated kernel.
+    fn scalars_uniform(k: &mut Kernel) {
+        for r in k.regs.ids() {
+            if let Some(n) = k.regs[r].name.strip_prefix("%s") {
+                k.regs[r].name = format!("UR{n}");
+            }
+        }
+    }
+
     /// Fig. 5's code after `add.u32 %v9, %v9, %s9`; `keep` lists the registers stored at the
     /// end (live there). `%s…` registers become uniform (`UR…`). Only used registers are
     /// declared: a declared, unused one would be a dead register to back up into.
@@ -458,11 +467,7 @@ mod tests {
 {stores}    exit;
 "
         ));
-        for r in k.regs.ids() {
-            if let Some(n) = k.regs[r].name.strip_prefix("%s") {
-                k.regs[r].name = format!("UR{n}");
-            }
-        }
+        scalars_uniform(&mut k);
         k
     }
 
@@ -530,11 +535,7 @@ mod tests {
     exit;
 ",
         );
-        for r in k.regs.ids() {
-            if let Some(n) = k.regs[r].name.strip_prefix("%s") {
-                k.regs[r].name = format!("UR{n}");
-            }
-        }
+        scalars_uniform(&mut k);
         let (placed, sites, added) = placements(
             &k,
             &CtxBackConfig::default(),
