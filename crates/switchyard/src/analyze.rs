@@ -4,8 +4,9 @@
 //! registers live at the instruction), as papers/ji-ctxback §V-A and papers/lin-lightweight
 //! §III-B measure them, and the CS-Defer and CTXBack contexts of papers/ji-ctxback §II-B, §III.
 
+use analysis::ctxback::widths::reg_class;
 use analysis::ctxback::{
-    backup_scalars, BackupSlot, CtxBack, CtxBackConfig, ResumeStep, Technique,
+    backup_scalars, BackupSlot, CtxBack, CtxBackConfig, RegClass, ResumeStep, Technique,
 };
 use analysis::{Liveness, PpConfig, PpKind, PreemptionPlan, RegSet};
 use gpu::config::GpuConfig;
@@ -257,7 +258,7 @@ fn analyze_kernel(
     let uniform: Vec<bool> = alloc
         .assignment
         .iter()
-        .map(|p| p.is_some_and(|p| alloc.kernel.regs[p].name.starts_with("UR")))
+        .map(|p| p.is_some_and(|p| reg_class(&alloc.kernel, p) == RegClass::Uniform))
         .collect();
     let n = k.insts.len().max(1);
     let (mut sum_words, mut sum_bytes, mut sum_div_bytes) = (0u64, 0u64, 0u64);

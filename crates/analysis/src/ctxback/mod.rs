@@ -27,8 +27,9 @@
 //! On-chip scalar register backup (§III-D) is [`osrb`]: a rewrite of the kernel that the
 //! analysis then runs on ([`backup_scalars`]).
 //!
-//! Not implemented: the SIMT-divergent part of the context (lanes parked elsewhere on the reconvergence stack, see [`flashback`] and
-//! [`routine`]): the routines save and rebuild the context of the warp's active lanes only.
+//! Not implemented: the SIMT-divergent part of the context (lanes parked elsewhere on the
+//! reconvergence stack, see [`flashback`] and [`routine`]): the routines save and rebuild the
+//! context of the warp's active lanes only.
 
 pub mod defer;
 pub mod flashback;

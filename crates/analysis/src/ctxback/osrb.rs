@@ -16,12 +16,13 @@
 //! instructions before `d`, and no other definition of `S` in `(j, d)`. Only such a reader can
 //! lie between a flashback point and `d`.
 //!
-//! Every site gets a backup in a first pass; CTXBack then runs on that kernel, and only the
-//! backups some chosen flashback copies back from are kept (the paper's rule: "OSRB only
-//! backs up the scalar registers that do provide better flashback-points"). The copy-back is
-//! the planner's last resort (after re-execution, saving and reverting), so a backup survives
-//! only where nothing cheaper restores the value. The second pass rebuilds the kernel with
-//! the kept backups; the analysis of that kernel is the result.
+//! Every site gets a backup in a first pass, and CTXBack runs on that kernel. A block keeps
+//! its backups only if they lower the sum of its instructions' estimated preemption
+//! latencies, and then only those some chosen flashback copies back from (the paper's rule:
+//! "OSRB only backs up the scalar registers that do provide better flashback-points"). The
+//! copy-back is the planner's last resort (after re-execution, saving and reverting), so a
+//! backup is used only where nothing cheaper restores the value. The second pass rebuilds
+//! the kernel with the kept backups; the analysis of that kernel is the result.
 //!
 //! # Where the backup goes
 //!
@@ -54,7 +55,7 @@ use kir::module::RegInfo;
 use kir::{Id, Inst, InstId, Kernel, Reg, Ty};
 
 use super::flashback::{is_side_effect, KernelFacts, ResumeStep};
-use super::widths::{RegClass, Widths};
+use super::widths::{reg_class, RegClass, Widths};
 use super::{CtxBack, CtxBackConfig};
 use crate::liveness::Liveness;
 
@@ -270,10 +271,10 @@ impl Slots<'_> {
 /// Inserts the copies of `placed` into `kernel`, adding `added` uniform registers.
 fn rewrite(kernel: &Kernel, placed: &[(Site, BackupSlot)], added: usize) -> OsrbKernel {
     let mut base = kernel.clone();
-    let uniform_count = base
+    let uniform_count = kernel
         .regs
-        .values()
-        .filter(|r| r.name.starts_with("UR"))
+        .ids()
+        .filter(|&r| reg_class(kernel, r) == RegClass::Uniform)
         .count();
     for k in 0..added {
         base.regs.push(RegInfo {
@@ -366,11 +367,14 @@ pub fn backup_scalars(kernel: &Kernel, config: &CtxBackConfig) -> (OsrbKernel, C
     };
     let (placed, sites, added) = placements(kernel, config, osrb);
     let unplaced = sites - placed.len();
-    if placed.is_empty() {
+    let unchanged = |ctx: CtxBack| {
         let mut out = OsrbKernel::unchanged(kernel);
         out.sites = sites;
         out.unplaced = unplaced;
-        return (out, CtxBack::compute(kernel, config));
+        (out, ctx)
+    };
+    if placed.is_empty() {
+        return unchanged(CtxBack::compute(kernel, config));
     }
     // Pass 1: every backup, against none.
     let none = CtxBack::compute(kernel, config);
@@ -403,10 +407,7 @@ pub fn backup_scalars(kernel: &Kernel, config: &CtxBackConfig) -> (OsrbKernel, C
         .map(|(p, _)| *p)
         .collect();
     if kept.is_empty() {
-        let mut out = OsrbKernel::unchanged(kernel);
-        out.sites = sites;
-        out.unplaced = unplaced;
-        return (out, none);
+        return unchanged(none);
     }
     // Pass 2: the kept backups only (their registers stay free: a subset of the periods),
     // with the added uniform registers renumbered densely in order of first use.
