@@ -463,6 +463,35 @@ pub struct Inst {
 }
 
 impl Inst {
+    /// `selp.u32 g, 1, 0, p`: a predicate as 0/1 in a 32-bit register (predicate spills,
+    /// context saves).
+    pub fn pred_to_word(g: Reg, p: Reg, span: Span) -> Self {
+        let mut i = Inst::new(Op::Selp(Ty::U32), span);
+        i.dsts[0] = Some(g);
+        i.n_dsts = 1;
+        i.srcs[..3].copy_from_slice(&[Operand::Imm(1), Operand::Imm(0), Operand::Reg(p)]);
+        i.n_srcs = 3;
+        i
+    }
+
+    /// `setp.ne.u32 p, g, 0`: a predicate back from its 32-bit register.
+    pub fn word_to_pred(p: Reg, g: Reg, span: Span) -> Self {
+        let mut i = Inst::new(
+            Op::Setp {
+                cmp: Cmp::Ne,
+                combine: None,
+                ty: Ty::U32,
+                ftz: false,
+            },
+            span,
+        );
+        i.dsts[0] = Some(p);
+        i.n_dsts = 1;
+        i.srcs[..2].copy_from_slice(&[Operand::Reg(g), Operand::Imm(0)]);
+        i.n_srcs = 2;
+        i
+    }
+
     pub fn new(op: Op, span: Span) -> Self {
         Inst {
             op,

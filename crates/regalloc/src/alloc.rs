@@ -14,7 +14,7 @@
 use std::collections::HashMap;
 
 use kir::cfg::Cfg;
-use kir::inst::{Cmp, Op, Operand, Space};
+use kir::inst::{Op, Operand, Space};
 use kir::module::RegInfo;
 use kir::{BlockId, Id, IdVec, Inst, InstId, Kernel, Reg, Ty};
 
@@ -339,7 +339,7 @@ impl Work {
                     if used || (defined && guarded) {
                         let load = match home[&v.index()] {
                             Home::Slot { offset, wide } => local_load(t, offset, wide, span),
-                            Home::Gpr(g) => gpr_to_pred(t, g, span),
+                            Home::Gpr(g) => Inst::word_to_pred(t, g, span),
                         };
                         new.push(WInst {
                             inst: load,
@@ -349,7 +349,7 @@ impl Work {
                     if defined {
                         let store = match home[&v.index()] {
                             Home::Slot { offset, wide } => local_store(t, offset, wide, span),
-                            Home::Gpr(g) => pred_to_gpr(g, t, span),
+                            Home::Gpr(g) => Inst::pred_to_word(g, t, span),
                         };
                         after.push(WInst {
                             inst: store,
@@ -519,37 +519,6 @@ fn local_store(t: Reg, offset: u32, wide: bool, span: ptx::Span) -> Inst {
     i.srcs[0] = Operand::Imm(0);
     i.srcs[1] = Operand::Reg(t);
     i.n_srcs = 2;
-    i
-}
-
-/// `setp.ne.u32 p, g, 0`: a predicate back from its GPR home.
-fn gpr_to_pred(p: Reg, g: Reg, span: ptx::Span) -> Inst {
-    let mut i = Inst::new(
-        Op::Setp {
-            cmp: Cmp::Ne,
-            combine: None,
-            ty: Ty::U32,
-            ftz: false,
-        },
-        span,
-    );
-    i.dsts[0] = Some(p);
-    i.n_dsts = 1;
-    i.srcs[0] = Operand::Reg(g);
-    i.srcs[1] = Operand::Imm(0);
-    i.n_srcs = 2;
-    i
-}
-
-/// `selp.u32 g, 1, 0, p`: a predicate into its GPR home as 0/1.
-fn pred_to_gpr(g: Reg, p: Reg, span: ptx::Span) -> Inst {
-    let mut i = Inst::new(Op::Selp(Ty::U32), span);
-    i.dsts[0] = Some(g);
-    i.n_dsts = 1;
-    i.srcs[0] = Operand::Imm(1);
-    i.srcs[1] = Operand::Imm(0);
-    i.srcs[2] = Operand::Reg(p);
-    i.n_srcs = 3;
     i
 }
 

@@ -52,7 +52,7 @@ use std::collections::HashMap;
 use std::ops::Range;
 
 use kir::cfg::Cfg;
-use kir::inst::{Cmp, Op, Operand, Space};
+use kir::inst::{Op, Operand, Space};
 use kir::{Id, IdVec, Inst, InstId, Kernel, Reg, Ty};
 use thiserror::Error;
 
@@ -184,12 +184,7 @@ pub fn preempt_routine(
             pc: fb.pc,
         })?;
         for (p, off) in preds {
-            let mut sel = Inst::new(Op::Selp(Ty::U32), span);
-            sel.dsts[0] = Some(scratch);
-            sel.n_dsts = 1;
-            sel.srcs[..3].copy_from_slice(&[Operand::Imm(1), Operand::Imm(0), Operand::Reg(p)]);
-            sel.n_srcs = 3;
-            out.push(sel);
+            out.push(Inst::pred_to_word(scratch, p, span));
             out.push(local(true, scratch, off, false, span));
         }
     }
@@ -218,20 +213,7 @@ pub fn resume_routine(
                             pc: fb.pc,
                         })?;
                     out.push(local(false, scratch, off, false, span));
-                    let mut set = Inst::new(
-                        Op::Setp {
-                            cmp: Cmp::Ne,
-                            combine: None,
-                            ty: Ty::U32,
-                            ftz: false,
-                        },
-                        span,
-                    );
-                    set.dsts[0] = Some(r);
-                    set.n_dsts = 1;
-                    set.srcs[..2].copy_from_slice(&[Operand::Reg(scratch), Operand::Imm(0)]);
-                    set.n_srcs = 2;
-                    out.push(set);
+                    out.push(Inst::word_to_pred(r, scratch, span));
                 } else {
                     out.push(local(false, r, off, wide, span));
                 }
