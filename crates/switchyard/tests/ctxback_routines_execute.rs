@@ -38,14 +38,16 @@
 //! register pressure (spills, heavy reuse of physical registers) or with uniform registers —
 //! under rotating conditions (§III-A–C), cost models and alias models.
 //!
-//! **Divergent warps: active lanes only.** The routines run under one mask, that of the
-//! warp's top SIMT stack entry at `i`. Lanes parked elsewhere on the stack (the other side of
-//! a divergent branch, or waiting at its reconvergence point) are not saved by them (see
-//! `analysis::ctxback::routine`), so at a diverged arrival the probe checks the active lanes
-//! only, and hands the resume routine the parked lanes' registers as they were — as if a
-//! mechanism had saved those lanes in full by other means (`Liveness::divergent_live`). A
-//! diverged preemption is therefore *not* shown to be restorable by these routines alone.
-//! Exited lanes get garbage like active ones: their registers are gone after a switch.
+//! **Divergent warps: every lane group by its own routines.** The lanes of a diverged warp
+//! wait at different PCs: the top SIMT stack entry's lanes at `i`, the others parked on the
+//! stack (the pending side of a divergent branch, or waiting at a reconvergence point). Each
+//! group is in the state of a thread about to execute its own PC, so the probe runs, under
+//! each group's mask, the preemption routine of that group's PC, and at resume the group's
+//! resume routine (as a mechanism would, by pushing a one-entry stack whose reconvergence PC
+//! is the group's PC, and restoring the warp's saved SIMT stack afterwards). Parked PCs are
+//! always block starts (branch targets, fall-throughs of branches, reconvergence points), so
+//! their routines are plain saves of the live-in. Every group's live-in is checked in its
+//! lanes. Exited lanes get garbage like active ones: their registers are gone after a switch.
 //!
 //! **Not covered.** Memory the routines re-read is unchanged between preemption and resume
 //! here (nothing runs in between), so the alias/idempotence side of re-executing global loads
@@ -207,8 +209,11 @@ struct Stats {
     pcs: usize,
     converged: u64,
     diverged: u64,
-    /// Diverged probes whose parked lanes need a register the routine does not save.
-    parked_unsaved: u64,
+    /// Parked lane groups saved and restored by the routines of their own PCs.
+    parked_groups: u64,
+    /// Diverged probes whose parked lanes need a register the active lanes' routine does not
+    /// save (so the parked groups' own routines are what restores them).
+    parked_needing: u64,
     /// Probes whose flashback point precedes the instruction.
     flashed_back: u64,
     /// Probes whose preemption routine reverts an instruction (§III-C, Fig. 3).
@@ -228,7 +233,8 @@ impl Stats {
         self.pcs += o.pcs;
         self.converged += o.converged;
         self.diverged += o.diverged;
-        self.parked_unsaved += o.parked_unsaved;
+        self.parked_groups += o.parked_groups;
+        self.parked_needing += o.parked_needing;
         self.flashed_back += o.flashed_back;
         self.preempt_reverting += o.preempt_reverting;
         self.resume_reverting += o.resume_reverting;
@@ -271,19 +277,30 @@ impl<'p> Probe<'p> {
         (self.stats, self.failures)
     }
 
-    /// Runs the preemption and resume routines of `pc` on copies of `warp`; the restored warp.
+    /// Runs, for every lane group of `warp` (see [`lane_groups`]; the first is the active
+    /// lanes at `pc`), the preemption routine of the group's PC under the group's mask, then
+    /// from a register file full of garbage the groups' resume routines; the restored warp.
     fn preempt_and_resume(
         &mut self,
         ctx: &LaunchCtx<'_>,
         tb: &mut TbView<'_>,
         warp: &Warp,
         mem: &mut DeviceMemory,
-        pc: InstId,
-        mask: u32,
+        groups: &[LaneGroup],
     ) -> Result<Warp, String> {
         let prep = self.prep;
-        let regs = prep.kernel.regs.len();
-        let only = |entry: InstId| {
+        for g in &groups[1..] {
+            let k = &prep.kernel;
+            if k.cfg.blocks[k.cfg.block_of[g.pc.index()]].start != g.pc
+                || prep.ctx.flashback(g.pc).point != g.pc
+            {
+                return Err(format!(
+                    "lanes parked at {}, which is not a block start",
+                    g.pc
+                ));
+            }
+        }
+        let only = |entry: InstId, mask: u32| {
             vec![StackEntry {
                 pc: entry.0,
                 rpc: u32::MAX,
@@ -294,104 +311,115 @@ impl<'p> Probe<'p> {
             step(ctx, tb, w, mem).map_err(|e| e.to_string())
         };
 
-        // Preemption: the routine's reverts and stores, then `exit`.
-        let code = prep.installed.preempt_code(pc);
-        let mut pw = warp.clone();
-        pw.stack = only(code.start);
-        for _ in 0..=code.end.0 - code.start.0 {
-            match pw.pc() {
-                Some(at) if code.contains(&at) => {}
-                Some(at) => return Err(format!("preemption routine went to {at}")),
-                None => break,
+        // Preemption: each group's routine (reverts and stores, then `exit`) in turn, each
+        // storing into its own lanes' context areas.
+        let mut local = warp.local.clone();
+        for g in groups {
+            let code = prep.installed.preempt_code(g.pc);
+            let mut pw = warp.clone();
+            pw.local = local;
+            pw.stack = only(code.start, g.mask);
+            for _ in 0..=code.end.0 - code.start.0 {
+                match pw.pc() {
+                    Some(at) if code.contains(&at) => {}
+                    Some(at) => return Err(format!("preemption routine of {} went to {at}", g.pc)),
+                    None => break,
+                }
+                match run(&mut pw, tb, mem)? {
+                    Step::Executed => {}
+                    Step::Done => break,
+                    Step::Barrier(_) => return Err("barrier in the preemption routine".into()),
+                }
             }
-            match run(&mut pw, tb, mem)? {
-                Step::Executed => {}
-                Step::Done => break,
-                Step::Barrier(_) => return Err("barrier in the preemption routine".into()),
+            if !pw.is_done() || pw.exited != warp.exited | g.mask {
+                return Err(format!(
+                    "the preemption routine of {} did not end with its lanes' exit",
+                    g.pc
+                ));
             }
-        }
-        if !pw.is_done() || pw.exited != warp.exited | mask {
-            return Err("the preemption routine did not end with the active lanes' exit".into());
+            local = pw.local;
         }
         let frame = ctx.kernel.local_size as usize;
-        let outside_context = |a: &Warp, b: &Warp| {
+        let outside_context = |a: &[u8], b: &[u8]| {
             (0..WARP_SIZE).all(|l| {
-                let (x, y) = (&a.local[l * frame..], &b.local[l * frame..]);
+                let (x, y) = (&a[l * frame..], &b[l * frame..]);
                 x[..prep.context.start] == y[..prep.context.start]
                     && x[prep.context.end..frame] == y[prep.context.end..frame]
             })
         };
-        if !outside_context(&pw, warp) {
-            return Err("the preemption routine wrote local memory outside the context".into());
+        if !outside_context(&local, &warp.local) {
+            return Err("a preemption routine wrote local memory outside the context".into());
         }
 
-        // Resume: garbage everywhere but in parked lanes, then the routine and its jump.
-        let parked = warp.valid & !warp.exited & !mask;
+        // Resume: garbage in every register of every lane, then each group's routine and
+        // its jump back to the group's PC.
         let mut rw = warp.clone();
-        rw.local = pw.local;
-        for r in 0..regs {
-            for l in 0..WARP_SIZE {
-                if parked & (1 << l) == 0 {
-                    rw.regs[r * WARP_SIZE + l] = self.rng.next();
+        rw.local = local;
+        for r in rw.regs.iter_mut() {
+            *r = self.rng.next();
+        }
+        for g in groups {
+            let pc = g.pc;
+            rw.stack = only(prep.installed.resume_entry(pc), g.mask);
+            let code = prep.installed.resume_code(pc);
+            let Op::Bra { target: jump, .. } =
+                prep.installed.kernel.insts[InstId(code.end.0 - 1)].op
+            else {
+                unreachable!("checked by check_routine_code");
+            };
+            if jump > pc
+                || prep.kernel.cfg.block_of[jump.index()] != prep.kernel.cfg.block_of[pc.index()]
+            {
+                return Err(format!(
+                    "the resume routine jumps to {jump}, outside {pc}'s block"
+                ));
+            }
+            let budget = (code.end.0 - code.start.0) + (pc.0 - jump.0) + 1;
+            let mut jumped = false;
+            for n in 0..=budget {
+                let Some(at) = rw.pc() else {
+                    return Err("the warp finished while resuming".into());
+                };
+                if jumped && at == pc {
+                    break;
+                }
+                if n == budget {
+                    return Err(format!("resuming did not reach {pc} (at {at})"));
+                }
+                if code.contains(&at) {
+                    jumped |= at.0 + 1 == code.end.0;
+                } else if !(jumped && (jump..pc).contains(&at)) {
+                    return Err(format!("resuming {pc} went to {at}"));
+                }
+                match run(&mut rw, tb, mem)? {
+                    Step::Executed => {}
+                    Step::Done => return Err("the warp exited while resuming".into()),
+                    Step::Barrier(_) => return Err(format!("barrier at {at} while resuming")),
                 }
             }
-        }
-        rw.stack = only(prep.installed.resume_entry(pc));
-        let code = prep.installed.resume_code(pc);
-        let Op::Bra { target: jump, .. } = prep.installed.kernel.insts[InstId(code.end.0 - 1)].op
-        else {
-            unreachable!("checked by check_routine_code");
-        };
-        if jump > pc
-            || prep.kernel.cfg.block_of[jump.index()] != prep.kernel.cfg.block_of[pc.index()]
-        {
-            return Err(format!(
-                "the resume routine jumps to {jump}, outside {pc}'s block"
-            ));
-        }
-        let budget = (code.end.0 - code.start.0) + (pc.0 - jump.0) + 1;
-        let mut jumped = false;
-        for n in 0..=budget {
-            let Some(at) = rw.pc() else {
-                return Err("the warp finished while resuming".into());
-            };
-            if jumped && at == pc {
-                break;
-            }
-            if n == budget {
-                return Err(format!("resuming did not reach {pc} (at {at})"));
-            }
-            if code.contains(&at) {
-                jumped |= at.0 + 1 == code.end.0;
-            } else if !(jumped && (jump..pc).contains(&at)) {
-                return Err(format!("resuming went to {at}"));
-            }
-            match run(&mut rw, tb, mem)? {
-                Step::Executed => {}
-                Step::Done => return Err("the warp exited while resuming".into()),
-                Step::Barrier(_) => return Err(format!("barrier at {at} while resuming")),
+            let resumed = rw.next_entry().expect("checked above");
+            if resumed.mask != g.mask || rw.stack.len() != 1 || rw.exited != warp.exited {
+                return Err(format!("resumed {pc} with stack {:?}", rw.stack));
             }
         }
-        let resumed = rw.next_entry().expect("checked above");
-        if resumed.mask != mask || rw.stack.len() != 1 || rw.exited != warp.exited {
-            return Err(format!("resumed with stack {:?}", rw.stack));
-        }
-        if !outside_context(&rw, warp) {
+        if !outside_context(&rw.local, &warp.local) {
             return Err("resuming wrote local memory outside the context".into());
         }
 
-        // The check: every live register, every active lane.
+        // The check: every register live at each group's PC, in every lane of the group.
         let mut bad = String::new();
-        for r in prep.live.live_in(pc).iter() {
-            for l in (0..WARP_SIZE).filter(|l| mask & (1 << l) != 0) {
-                let at = r.index() * WARP_SIZE + l;
-                if rw.regs[at] != warp.regs[at] {
-                    let _ = write!(
-                        bad,
-                        "\n    {} lane {l}: {:#x}, expected {:#x}",
-                        prep.kernel.regs[r].name, rw.regs[at], warp.regs[at]
-                    );
-                    break;
+        for g in groups {
+            for r in prep.live.live_in(g.pc).iter() {
+                for l in (0..WARP_SIZE).filter(|l| g.mask & (1 << l) != 0) {
+                    let at = r.index() * WARP_SIZE + l;
+                    if rw.regs[at] != warp.regs[at] {
+                        let _ = write!(
+                            bad,
+                            "\n    {} lane {l} (at {}): {:#x}, expected {:#x}",
+                            prep.kernel.regs[r].name, g.pc, rw.regs[at], warp.regs[at]
+                        );
+                        break;
+                    }
                 }
             }
         }
@@ -399,12 +427,45 @@ impl<'p> Probe<'p> {
             return Err(format!("live registers not restored:{bad}"));
         }
 
-        // The warp goes on from the restored state (its counters as if nothing happened).
+        // The warp goes on from the restored state (its stack and counters as if nothing
+        // happened).
         let mut restored = warp.clone();
         restored.regs = rw.regs;
         restored.local = rw.local;
         Ok(restored)
     }
+}
+
+/// Lanes of a warp that wait at the same PC: a SIMT stack entry's live lanes that no entry
+/// above it holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct LaneGroup {
+    pc: InstId,
+    mask: u32,
+}
+
+/// Where every live lane of `warp` is, top entry first: the top group runs, the others are
+/// parked on the stack (the pending side of a divergent branch, or waiting at a
+/// reconvergence point). Entries about to be popped (empty, or at their reconvergence PC)
+/// hold no lanes of their own: theirs are at the PC of the entry below. Lanes at the virtual
+/// exit (`pc >= kernel_len`) need nothing and form no group.
+fn lane_groups(warp: &Warp, kernel_len: u32) -> Vec<LaneGroup> {
+    let mut claimed = warp.exited | !warp.valid;
+    let mut out = Vec::new();
+    for e in warp.stack.iter().rev() {
+        if e.mask == 0 || e.pc == e.rpc {
+            continue;
+        }
+        let mask = e.mask & !claimed;
+        claimed |= e.mask;
+        if mask != 0 && e.pc < kernel_len {
+            out.push(LaneGroup {
+                pc: InstId(e.pc),
+                mask,
+            });
+        }
+    }
+    out
 }
 
 // ------------------------------------------------------------------------------------------
@@ -443,6 +504,12 @@ impl StepHook for Probe<'_> {
             return;
         }
         let fb = self.prep.ctx.flashback(pc);
+        let groups = lane_groups(warp, self.prep.installed.kernel_len);
+        assert_eq!(
+            groups.first().map(|g| (g.pc, g.mask)),
+            Some((pc, top.mask & !warp.exited)),
+            "the top entry's lanes come first"
+        );
         if converged {
             assert_eq!(
                 top.mask,
@@ -452,15 +519,16 @@ impl StepHook for Probe<'_> {
             self.stats.converged += 1;
         } else {
             self.stats.diverged += 1;
-            // The limitation, measured: lanes parked below the top entry need the registers
-            // live where they wait, which the routine (run by the active lanes) does not save.
-            let k = self.prep.installed.kernel_len;
-            let parked_need = warp.stack[..warp.stack.len() - 1]
-                .iter()
-                .filter(|e| e.mask & !warp.exited != 0 && e.pc < k)
-                .flat_map(|e| self.prep.live.live_in(InstId(e.pc)).iter())
-                .any(|r| !fb.saved.iter().any(|s| s.reg == r));
-            self.stats.parked_unsaved += u64::from(parked_need);
+            // Lanes parked below the top entry are saved by the routines of their own PCs.
+            let parked = &groups[1..];
+            self.stats.parked_groups += parked.len() as u64;
+            self.stats.parked_needing += u64::from(parked.iter().any(|g| {
+                self.prep
+                    .live
+                    .live_in(g.pc)
+                    .iter()
+                    .any(|r| !fb.saved.iter().any(|s| s.reg == r))
+            }));
         }
         self.stats.flashed_back += u64::from(fb.point != pc);
         self.stats.preempt_reverting += u64::from(!fb.preempt_reverts.is_empty());
@@ -475,7 +543,7 @@ impl StepHook for Probe<'_> {
                 .iter()
                 .any(|s| matches!(s, ResumeStep::Reexecute(_))),
         );
-        match self.preempt_and_resume(ctx, tb, warp, mem, pc, top.mask) {
+        match self.preempt_and_resume(ctx, tb, warp, mem, &groups) {
             Ok(restored) => *warp = restored,
             Err(e) => self.failures.push(format!(
                 "{} {pc} ({}, warp {} of TB {:?}, mask {:#010x}): {e}\n    {}",
@@ -636,15 +704,17 @@ fn lower(file: &str, text: &str) -> Module {
 fn report(what: &str, s: &Stats, started: Instant) {
     println!(
         "{what}: {} kernels, {} instructions, {} reached and preempted ({} converged + {} \
-         diverged probes, {} of the diverged with parked lanes needing registers the routine \
-         does not save; {} flash back, {} revert at preemption, {} revert at resume, {} \
+         diverged probes; {} parked lane groups restored by their own routines, {} diverged \
+         probes whose parked lanes need registers the active lanes' routine does not save; {} \
+         flash back, {} revert at preemption, {} revert at resume, {} \
          re-execute inside the resume routine, {} copy back an OSRB backup) in {:.2?}",
         s.kernels,
         s.instructions,
         s.pcs,
         s.converged,
         s.diverged,
-        s.parked_unsaved,
+        s.parked_groups,
+        s.parked_needing,
         s.flashed_back,
         s.preempt_reverting,
         s.resume_reverting,
@@ -704,6 +774,7 @@ fn check_suite(target: Target, alloc: &AllocConfig, config: &CtxBackConfig) {
         "most instructions are reached"
     );
     assert!(total.diverged > 0 && total.flashed_back > 0 && total.preempt_reverting > 0);
+    assert!(total.parked_groups > 0 && total.parked_needing > 0);
 }
 
 #[test]
@@ -1360,6 +1431,7 @@ fn random_program_routines_restore_the_live_registers() {
     );
     assert!(total.diverged > 0 && total.flashed_back > 0 && total.reexecuting > 0);
     assert!(total.preempt_reverting > 0 && total.resume_reverting > 0);
+    assert!(total.parked_groups > 0 && total.parked_needing > 0);
 }
 
 /// papers/ji-ctxback Fig. 5 as a kernel: a warp-uniform `%s4` (from a parameter) is read by

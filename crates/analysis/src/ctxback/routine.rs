@@ -36,17 +36,21 @@
 //! [`InstalledRoutines::resume_entry`]. `crates/switchyard/tests/ctxback_routines_execute.rs`
 //! executes every routine that way.
 //!
-//! **Divergent warps (not handled here).** A routine rebuilds the context of the lanes that
-//! run it: the warp's active lanes, those of its top SIMT stack entry at the preempted
-//! instruction, for which the flashback was planned. Lanes parked at other PCs on the
-//! reconvergence stack (the other side of a divergent branch, or lanes waiting at its
-//! reconvergence point) need the registers live where *they* wait, which the routine does
-//! not save (even with its stores run by every lane, it stores only the registers the active
-//! lanes need, and its reverts would not apply to them); nor does it save or rebuild the stack.
-//! A mechanism that preempts a diverged warp must save what those lanes need
-//! (`Liveness::divergent_live`) and the stack by other means. The execution test checks
-//! diverged warps on their active lanes only, and counts how often parked lanes needed an
-//! unsaved register.
+//! **Divergent warps: one routine per lane group.** A routine rebuilds the context of the
+//! lanes that run it. A diverged warp's lanes wait at several PCs: the top SIMT stack entry's
+//! at the preempted instruction, the others parked on the stack (the pending side of a
+//! divergent branch, or waiting at its reconvergence point), each lane at the PC of the
+//! topmost entry that holds it. Every such group is in the state of a thread about to execute
+//! its own PC, so the mechanism saves it by running *the routines of that PC* under the
+//! group's mask: the preemption routines one group after another (each lane stores only into
+//! its own context area), and at resume each group's resume routine under a one-entry stack
+//! whose reconvergence PC is the group's PC (the routine's jump brings the lanes there,
+//! and the entry pops), before restoring the warp's SIMT stack, which the mechanism saves
+//! as it saves the PC. Parked PCs are block starts (branch targets, branch fall-throughs,
+//! reconvergence points), where the flashback point is the PC itself: their routines are
+//! plain saves of the live-in. The union of [`crate::Liveness::divergent_live`] is what these
+//! routines save in total. `crates/switchyard/tests/ctxback_routines_execute.rs` preempts
+//! diverged warps this way and checks every group's live registers.
 
 use std::collections::HashMap;
 use std::ops::Range;
