@@ -16,7 +16,8 @@
 use std::collections::HashMap;
 
 use analysis::ctxback::{
-    generate_routines, revert_of, CtxBack, CtxBackConfig, Flashback, ResumeStep,
+    generate_routines, preempt_routine, resume_routine, revert_of, CtxBack, CtxBackConfig,
+    Flashback, ResumeStep,
 };
 use analysis::{Liveness, RegSet};
 use kir::inst::Op;
@@ -253,6 +254,7 @@ fn every_flashback_is_sound_and_the_contexts_shrink() {
     let mut reductions = [0.0f64; 4];
     let mut count = 0;
     let (mut flashed, mut total, mut routines) = (0usize, 0usize, 0usize);
+    let (mut resumes, mut offset_entries) = (0usize, 0usize);
     for (name, k) in kernels() {
         let ctx = CtxBack::compute(&k, &config);
         let mut live = Liveness::new();
@@ -302,7 +304,16 @@ fn every_flashback_is_sound_and_the_contexts_shrink() {
         }
         let r = generate_routines(&k, &ctx).expect("routines");
         assert_eq!(r.preempt_of.len(), k.insts.len());
+        // Shared routines: every instruction's entry runs exactly its own routine's code.
+        for fb in ctx.flashbacks() {
+            let own = preempt_routine(&k, fb, r.context_base).expect("routine");
+            assert_eq!(r.preempt_code(fb.pc), own, "{name} {}", fb.pc);
+            let own = resume_routine(&k, fb, r.context_base).expect("routine");
+            assert_eq!(r.resume_code(fb.pc), own, "{name} {}", fb.pc);
+        }
         routines += r.preempt.len();
+        resumes += r.resume.len();
+        offset_entries += r.preempt_of.iter().filter(|e| e.offset > 0).count();
         let s = ctx.summary();
         flashed += s.flashed_back;
         total += s.instructions;
@@ -324,7 +335,12 @@ fn every_flashback_is_sound_and_the_contexts_shrink() {
     println!(
         "average reduction vs BASELINE over {count} kernels: LIVE {live:.1}% CS-Defer \
          {defer:.1}% CTXBack {ctxback:.1}% CTXBack+CS-Defer {combined:.1}%; {flashed} of \
-         {total} instructions flash back; {routines} distinct preemption routines"
+         {total} instructions flash back; {routines} stored preemption routines \
+         ({offset_entries} instructions enter one at an offset), {resumes} resume routines"
+    );
+    assert!(
+        offset_entries > 0,
+        "no preemption routine is shared at an offset"
     );
     assert!(ctxback >= live, "CTXBack never saves more than LIVE");
     assert!(combined >= ctxback.min(defer) - 1e-9);

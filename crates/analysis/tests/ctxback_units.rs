@@ -4,7 +4,7 @@ use analysis::ctxback::{
     generate_routines, ContextSize, CtxBack, CtxBackConfig, RegClass, Technique,
 };
 use kir::inst::{ArithOp, Op, Operand, Space};
-use kir::{Id, InstId, Kernel};
+use kir::{InstId, Kernel};
 
 fn kernel(params: &str, body: &str) -> Kernel {
     let text = format!(
@@ -149,8 +149,8 @@ fn routines_of_fig3() {
     let ctx = CtxBack::compute(&k, &CtxBackConfig::default());
     let r = generate_routines(&k, &ctx).expect("routines");
     assert_eq!(r.context_base, 0);
-    let pre = &r.preempt[r.preempt_of[8] as usize];
-    let res = &r.resume[r.resume_of[8] as usize];
+    let pre = r.preempt_code(InstId(8));
+    let res = r.resume_code(InstId(8));
     let reg = |n: &str| k.regs.ids().find(|&x| k.regs[x].name == n).unwrap();
     let (r0, r2, r3) = (reg("%r0"), reg("%r2"), reg("%r3"));
     assert_eq!(pre.len(), 4);
@@ -242,9 +242,9 @@ fn routines_save_predicates_and_pairs() {
     assert!(fb.saved.iter().any(|s| s.class == RegClass::Predicate));
     assert!(fb.saved.iter().any(|s| s.wide), "{}", fb.describe(&k));
     let r = generate_routines(&k, &ctx).expect("routines");
-    let pre = &r.preempt[r.preempt_of[pc.index()] as usize];
+    let pre = r.preempt_code(pc);
     assert!(pre.iter().any(|i| matches!(i.op, Op::Selp(_))));
-    let res = &r.resume[r.resume_of[pc.index()] as usize];
+    let res = r.resume_code(pc);
     assert!(matches!(res[0].op, Op::Ld { .. }));
     assert!(matches!(res[1].op, Op::Setp { .. }), "predicates first");
     // The 64-bit address is at the start of the context area.

@@ -47,7 +47,10 @@ pub use defer::Deferral;
 pub use flashback::{Flashback, FlashbackCost, ResumeStep, SavedReg, Version};
 pub use osrb::{backup_scalars, Backup, BackupSlot, OsrbConfig, OsrbKernel};
 pub use revert::{revert_of, Revert};
-pub use routine::{generate_routines, InstalledRoutines, RoutineError, Routines};
+pub use routine::{
+    generate_routines, preempt_routine, resume_routine, InstalledRoutines, RoutineEntry,
+    RoutineError, Routines,
+};
 pub use widths::{ContextSize, RegClass, Widths};
 
 /// Which flashback points are admitted (the progression of papers/ji-ctxback §III).

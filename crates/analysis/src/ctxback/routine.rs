@@ -24,9 +24,13 @@
 //! `bra` into the kernel for the final jump. Branch targets are kernel program counters; the
 //! routines live in a code region of their own.
 //!
-//! **Sharing.** Instructions with the same flashback point usually save the same registers;
-//! identical routines are stored once and every instruction keeps the index of its routine
-//! ([`Routines::preempt_of`], [`Routines::resume_of`]).
+//! **Sharing** (§IV-A). Instructions with the same flashback point usually save the same
+//! registers, and their preemption routines differ only in the reverting part, which for an
+//! earlier instruction is a suffix of a later one's (reverts run latest first). So routines
+//! are stored once per distinct code, and a routine that is a *suffix* of a stored one is not
+//! stored at all: the instruction enters the longer routine at an offset ([`RoutineEntry`]).
+//! The same holds for resume routines. Sharing is by identical code only, so an entry at an
+//! offset runs exactly the instructions its own routine would.
 //!
 //! **Installing.** [`Routines::install`] appends the routines after the kernel's last
 //! instruction (the routines' own code region, §IV-A: "transferred to the device memory with
@@ -86,14 +90,35 @@ pub struct Routines {
     pub context_base: u32,
     /// Bytes of the context area (the largest routine's).
     pub context_bytes: u32,
-    /// Distinct preemption routines.
+    /// Stored preemption routines: none is a suffix of another.
     pub preempt: Vec<Vec<Inst>>,
-    /// Distinct resume routines.
+    /// Stored resume routines: none is a suffix of another.
     pub resume: Vec<Vec<Inst>>,
-    /// For every instruction of the kernel, the index of its preemption routine.
-    pub preempt_of: Vec<u32>,
-    /// For every instruction of the kernel, the index of its resume routine.
-    pub resume_of: Vec<u32>,
+    /// For every instruction of the kernel, where its preemption routine starts.
+    pub preempt_of: Vec<RoutineEntry>,
+    /// For every instruction of the kernel, where its resume routine starts.
+    pub resume_of: Vec<RoutineEntry>,
+}
+
+/// Where an instruction's routine starts: a stored routine, entered `offset` instructions in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RoutineEntry {
+    pub routine: u32,
+    pub offset: u32,
+}
+
+impl Routines {
+    /// The preemption routine of a warp preempted before `pc`, from its entry.
+    pub fn preempt_code(&self, pc: InstId) -> &[Inst] {
+        let e = self.preempt_of[pc.index()];
+        &self.preempt[e.routine as usize][e.offset as usize..]
+    }
+
+    /// The resume routine of a warp preempted before `pc`, from its entry.
+    pub fn resume_code(&self, pc: InstId) -> &[Inst] {
+        let e = self.resume_of[pc.index()];
+        &self.resume[e.routine as usize][e.offset as usize..]
+    }
 }
 
 fn local(op_is_store: bool, r: Reg, offset: u32, wide: bool, span: ptx::Span) -> Inst {
@@ -259,20 +284,37 @@ pub fn resume_routine(
     Ok(out)
 }
 
-fn intern(
-    table: &mut Vec<Vec<Inst>>,
-    index: &mut HashMap<InstId, Vec<u32>>,
-    key: InstId,
-    r: Vec<Inst>,
-) -> u32 {
-    let ids = index.entry(key).or_default();
-    if let Some(&id) = ids.iter().find(|&&id| table[id as usize] == r) {
-        return id;
+/// Stores `routines` (one per instruction) so that none is stored twice or as a suffix of
+/// another; each instruction's entry.
+fn share(routines: Vec<Vec<Inst>>) -> (Vec<Vec<Inst>>, Vec<RoutineEntry>) {
+    let mut order: Vec<usize> = (0..routines.len()).collect();
+    // Longest first, so that a host is stored before the routines it contains.
+    order.sort_by_key(|&i| (std::cmp::Reverse(routines[i].len()), i));
+    let mut stored: Vec<Vec<Inst>> = Vec::new();
+    let mut entries = vec![
+        RoutineEntry {
+            routine: 0,
+            offset: 0
+        };
+        routines.len()
+    ];
+    for i in order {
+        let r = &routines[i];
+        entries[i] = match stored.iter().position(|h| h.ends_with(r)) {
+            Some(h) => RoutineEntry {
+                routine: h as u32,
+                offset: (stored[h].len() - r.len()) as u32,
+            },
+            None => {
+                stored.push(r.clone());
+                RoutineEntry {
+                    routine: stored.len() as u32 - 1,
+                    offset: 0,
+                }
+            }
+        };
     }
-    let id = table.len() as u32;
-    table.push(r);
-    ids.push(id);
-    id
+    (stored, entries)
 }
 
 /// Generates the routines of every instruction of `kernel` from its analysis.
@@ -282,17 +324,15 @@ pub fn generate_routines(kernel: &Kernel, ctx: &CtxBack) -> Result<Routines, Rou
         context_base: base,
         ..Routines::default()
     };
-    let (mut pi, mut ri) = (HashMap::new(), HashMap::new());
+    let (mut pre, mut res) = (Vec::new(), Vec::new());
     for fb in ctx.flashbacks() {
         let (_, bytes) = layout(fb, base);
         out.context_bytes = out.context_bytes.max(bytes);
-        let p = preempt_routine(kernel, fb, base)?;
-        let r = resume_routine(kernel, fb, base)?;
-        let pid = intern(&mut out.preempt, &mut pi, fb.point, p);
-        let rid = intern(&mut out.resume, &mut ri, fb.point, r);
-        out.preempt_of.push(pid);
-        out.resume_of.push(rid);
+        pre.push(preempt_routine(kernel, fb, base)?);
+        res.push(resume_routine(kernel, fb, base)?);
     }
+    (out.preempt, out.preempt_of) = share(pre);
+    (out.resume, out.resume_of) = share(res);
     Ok(out)
 }
 
@@ -308,20 +348,25 @@ pub struct InstalledRoutines {
     pub preempt: Vec<Range<InstId>>,
     /// The code of each distinct resume routine (indexed like [`Routines::resume`]).
     pub resume: Vec<Range<InstId>>,
-    preempt_of: Vec<u32>,
-    resume_of: Vec<u32>,
+    preempt_of: Vec<RoutineEntry>,
+    resume_of: Vec<RoutineEntry>,
+}
+
+fn entered(code: &[Range<InstId>], e: RoutineEntry) -> Range<InstId> {
+    let r = &code[e.routine as usize];
+    InstId(r.start.0 + e.offset)..r.end
 }
 
 impl InstalledRoutines {
-    /// The code of the preemption routine of a warp preempted before kernel instruction `pc`;
-    /// its first instruction is the entry.
+    /// The code of the preemption routine of a warp preempted before kernel instruction `pc`,
+    /// from its entry (the first instruction) to the end of the stored routine it shares.
     pub fn preempt_code(&self, pc: InstId) -> Range<InstId> {
-        self.preempt[self.preempt_of[pc.index()] as usize].clone()
+        entered(&self.preempt, self.preempt_of[pc.index()])
     }
 
-    /// The code of the resume routine of a warp preempted before `pc`.
+    /// The code of the resume routine of a warp preempted before `pc`, from its entry.
     pub fn resume_code(&self, pc: InstId) -> Range<InstId> {
-        self.resume[self.resume_of[pc.index()] as usize].clone()
+        entered(&self.resume, self.resume_of[pc.index()])
     }
 
     /// Where a warp preempted before `pc` jumps to save its context.
@@ -454,12 +499,7 @@ DONE:
                 .map(|j| &inst.kernel.insts[InstId(j)])
                 .collect();
             assert!(p.start.index() >= n);
-            assert_eq!(
-                code,
-                r.preempt[r.preempt_of[pc.index()] as usize]
-                    .iter()
-                    .collect::<Vec<_>>()
-            );
+            assert_eq!(code, r.preempt_code(pc).iter().collect::<Vec<_>>());
             assert!(matches!(code.last().unwrap().op, Op::Exit));
             let q = inst.resume_code(pc);
             assert!(q.start.index() >= n && q.start < q.end);
@@ -487,5 +527,28 @@ DONE:
         assert_eq!(inst.kernel.cfg.reconvergence.len(), inst.kernel.insts.len());
         assert_eq!(inst.kernel.local_size, r.context_base + r.context_bytes);
         assert!(r.context_bytes > 0);
+    }
+
+    #[test]
+    fn a_routine_that_is_a_suffix_of_another_enters_it_at_an_offset() {
+        let span = ptx::Span::default();
+        let st = |off: u32| local(true, Reg(0), off, false, span);
+        let exit = Inst::new(Op::Exit, span);
+        let long = vec![st(0), st(4), exit.clone()];
+        let short = vec![st(4), exit.clone()];
+        let other = vec![st(8), exit.clone()];
+        let (stored, entries) = share(vec![
+            short.clone(),
+            long.clone(),
+            other.clone(),
+            long.clone(),
+            vec![exit.clone()],
+        ]);
+        assert_eq!(stored, vec![long, other]);
+        let at = |routine, offset| RoutineEntry { routine, offset };
+        assert_eq!(
+            entries,
+            vec![at(0, 1), at(0, 0), at(1, 0), at(0, 0), at(0, 2)]
+        );
     }
 }
