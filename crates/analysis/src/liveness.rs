@@ -66,6 +66,8 @@
 //! paper keeps both versions (plain and divergent) and picks one from the SIMT stack.
 
 use kir::inst::Op;
+use kir::liveness::{step_back, BlockLiveness};
+use kir::regset::reset_sets;
 use kir::{BlockId, Id, InstId, Kernel, Reg};
 
 use crate::regset::RegSet;
@@ -130,22 +132,11 @@ pub struct Liveness {
     /// For every block, the branches whose region contains it: index into `branches`, and
     /// the sides it is reachable from (`FROM_TARGET | FROM_FALLTHROUGH`).
     enclosing: Vec<Vec<(u32, u8)>>,
+    blocks: BlockLiveness,
     // Scratch, kept between computations.
-    block_gen: Vec<RegSet>,
-    block_kill: Vec<RegSet>,
-    block_in: Vec<RegSet>,
-    block_out: Vec<RegSet>,
     scratch: RegSet,
     seen: Vec<u8>,
     stack: Vec<BlockId>,
-}
-
-fn resize_sets(v: &mut Vec<RegSet>, n: usize, cap: usize) {
-    v.truncate(n);
-    for s in v.iter_mut() {
-        s.reset(cap);
-    }
-    v.resize_with(n, || RegSet::with_capacity(cap));
 }
 
 impl Liveness {
@@ -160,81 +151,26 @@ impl Liveness {
         let nr = kernel.regs.len();
         self.n_insts = n;
         self.n_regs = nr;
-        resize_sets(&mut self.live_in, n + 1, nr);
-        resize_sets(&mut self.live_out, n + 1, nr);
-        resize_sets(&mut self.divergent, n + 1, nr);
+        reset_sets(&mut self.live_in, n + 1, nr);
+        reset_sets(&mut self.live_out, n + 1, nr);
+        reset_sets(&mut self.divergent, n + 1, nr);
         self.branches.clear();
         if n == 0 {
             self.enclosing.clear();
             return;
         }
-        self.block_dataflow(kernel);
+        self.blocks.compute_kernel(kernel);
         self.per_instruction(kernel);
         self.divergent_sets(kernel);
-    }
-
-    fn block_dataflow(&mut self, kernel: &Kernel) {
-        let cfg = &kernel.cfg;
-        let nb = cfg.blocks.len();
-        let nr = self.n_regs;
-        resize_sets(&mut self.block_gen, nb, nr);
-        resize_sets(&mut self.block_kill, nb, nr);
-        resize_sets(&mut self.block_in, nb, nr);
-        resize_sets(&mut self.block_out, nb, nr);
-        for (b, block) in cfg.blocks.iter() {
-            let (gen, kill) = (
-                &mut self.block_gen[b.index()],
-                &mut self.block_kill[b.index()],
-            );
-            for pc in (block.start.index()..block.end.index()).rev() {
-                let inst = &kernel.insts[InstId::new(pc)];
-                if inst.guard.is_none() {
-                    for d in inst.defs() {
-                        gen.remove(d);
-                        kill.insert(d);
-                    }
-                }
-                for u in inst.uses() {
-                    gen.insert(u);
-                }
-            }
-        }
-        // Iterate in reverse program order (close to postorder for the backward problem)
-        // until nothing changes.
-        let mut changed = true;
-        while changed {
-            changed = false;
-            for b in (0..nb).rev() {
-                let out = &mut self.scratch;
-                out.reset(nr);
-                for s in &cfg.blocks[BlockId::new(b)].succs {
-                    out.union_with(&self.block_in[s.index()]);
-                }
-                self.block_out[b].copy_from(out);
-                out.subtract(&self.block_kill[b]);
-                out.union_with(&self.block_gen[b]);
-                if self.block_in[b].union_with(out) {
-                    changed = true;
-                }
-            }
-        }
     }
 
     fn per_instruction(&mut self, kernel: &Kernel) {
         for (b, block) in kernel.cfg.blocks.iter() {
             let mut cur = std::mem::take(&mut self.scratch);
-            cur.copy_from(&self.block_out[b.index()]);
+            cur.copy_from(&self.blocks.live_out[b.index()]);
             for pc in (block.start.index()..block.end.index()).rev() {
-                let inst = &kernel.insts[InstId::new(pc)];
                 self.live_out[pc].copy_from(&cur);
-                if inst.guard.is_none() {
-                    for d in inst.defs() {
-                        cur.remove(d);
-                    }
-                }
-                for u in inst.uses() {
-                    cur.insert(u);
-                }
+                step_back(&mut cur, &kernel.insts[InstId::new(pc)]);
                 self.live_in[pc].copy_from(&cur);
             }
             self.scratch = cur;

@@ -11,9 +11,12 @@ pub mod cfg;
 pub mod dom;
 pub mod ids;
 pub mod inst;
+pub mod liveness;
 pub mod lower;
 pub mod module;
+pub mod regset;
 
 pub use ids::{BlockId, GlobalId, Id, IdVec, InstId, KernelId, Reg};
 pub use inst::{Inst, Op, Operand, Ty};
 pub use module::{GlobalVar, Inserted, Kernel, Module};
+pub use regset::RegSet;

@@ -19,9 +19,9 @@ use kir::module::RegInfo;
 use kir::{BlockId, Id, IdVec, Inst, InstId, Kernel, Reg, Ty};
 
 use crate::color::{self, Graph, Node};
-use crate::liveness::{self, step_back};
 use crate::uniformity::Uniformity;
 use crate::{AllocConfig, AllocError, Allocation, Origin, Phase};
+use kir::liveness::{step_back, BlockLiveness};
 
 /// GPRs below which a single instruction's operands and spill temporaries may not fit.
 pub(crate) const MIN_GPRS: u32 = 16;
@@ -190,12 +190,13 @@ impl Work {
     /// Liveness, interference graph, spill costs and `mov` partners.
     fn graph(&self, depth: &[u32]) -> Graph {
         let n = self.vregs.len();
-        let block_refs: Vec<Vec<&Inst>> = self
-            .blocks
-            .iter()
-            .map(|b| b.iter().map(|w| &w.inst).collect())
-            .collect();
-        let live = liveness::compute(n, &block_refs, &self.succs);
+        let mut live = BlockLiveness::new();
+        live.compute(
+            n,
+            self.blocks.len(),
+            |b| self.blocks[b].iter().map(|w| &w.inst),
+            |b| self.succs[b].iter().copied(),
+        );
         let mut appears = vec![false; n];
         let mut cost = vec![0f64; n];
         for (b, insts) in self.blocks.iter().enumerate() {
@@ -232,8 +233,8 @@ impl Work {
                     // Every definition, even a dead one, writes its register: it interferes
                     // with everything live after the instruction.
                     for l in live_now.iter() {
-                        if Some(Reg::new(l)) != unguarded_copy {
-                            g.add_edge(d.index(), l);
+                        if Some(l) != unguarded_copy {
+                            g.add_edge(d.index(), l.index());
                         }
                     }
                     for &d2 in &defs[i + 1..] {

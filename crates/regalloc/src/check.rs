@@ -19,12 +19,12 @@
 //! targets that land on the start of the corresponding block.
 
 use kir::inst::{Cmp, Op, Operand, Space};
-use kir::{BlockId, Id, Inst, InstId, Kernel, Reg, Ty};
+use kir::{BlockId, Id, InstId, Kernel, Reg, Ty};
 use thiserror::Error;
 
-use crate::liveness;
 use crate::uniformity::Uniformity;
 use crate::{Allocation, Phase};
+use kir::liveness::BlockLiveness;
 
 /// Why an allocation is wrong. `pc` is an instruction of the allocated kernel, `inst` one of
 /// the original, `vreg` an original virtual register and `location` a physical register.
@@ -166,17 +166,8 @@ impl Checker<'_> {
             return Ok(());
         }
         // Registers read before any write start out zero, like every location.
-        let orig_blocks: Vec<Vec<&Inst>> = self
-            .orig
-            .cfg
-            .blocks
-            .values()
-            .map(|b| {
-                (b.start.0..b.end.0)
-                    .map(|i| &self.orig.insts[InstId(i)])
-                    .collect()
-            })
-            .collect();
+        let mut live = BlockLiveness::new();
+        live.compute_kernel(self.orig);
         let succs: Vec<Vec<usize>> = self
             .orig
             .cfg
@@ -184,8 +175,7 @@ impl Checker<'_> {
             .values()
             .map(|b| b.succs.iter().map(|s| s.index()).collect())
             .collect();
-        let live = liveness::compute(self.orig.regs.len(), &orig_blocks, &succs);
-        let entry: Set = live.live_in[0].iter().map(|v| v as u32).collect();
+        let entry: Set = live.live_in[0].iter().map(|v| v.0).collect();
         let mut input: Vec<Option<State>> = vec![None; nb];
         input[0] = Some(vec![entry; self.n_locs()]);
         let mut work = vec![0usize];

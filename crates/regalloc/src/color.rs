@@ -16,8 +16,6 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use crate::liveness::BitSet;
-
 /// A value to colour.
 #[derive(Clone, Debug)]
 pub struct Node {
@@ -35,7 +33,8 @@ pub struct Node {
 pub struct Graph {
     pub nodes: Vec<Node>,
     adj: Vec<Vec<u32>>,
-    matrix: BitSet,
+    /// Bit `a * n + b`: whether `a` and `b` interfere.
+    matrix: Vec<u64>,
     /// `mov`-related nodes, for biased colouring.
     pub partners: Vec<Vec<u32>>,
 }
@@ -46,7 +45,7 @@ impl Graph {
         Graph {
             nodes,
             adj: vec![Vec::new(); n],
-            matrix: BitSet::new(n * n),
+            matrix: vec![0; (n * n).div_ceil(64)],
             partners: vec![Vec::new(); n],
         }
     }
@@ -60,8 +59,10 @@ impl Graph {
         if a == b || self.nodes[a].class.is_none() || self.nodes[a].class != self.nodes[b].class {
             return;
         }
-        if self.matrix.insert(a * n + b) {
-            self.matrix.insert(b * n + a);
+        let (ab, ba) = (a * n + b, b * n + a);
+        if self.matrix[ab / 64] & 1 << (ab % 64) == 0 {
+            self.matrix[ab / 64] |= 1 << (ab % 64);
+            self.matrix[ba / 64] |= 1 << (ba % 64);
             self.adj[a].push(b as u32);
             self.adj[b].push(a as u32);
         }

@@ -37,7 +37,6 @@
 mod alloc;
 mod check;
 mod color;
-mod liveness;
 pub mod uniformity;
 
 use kir::{InstId, Kernel, Module, Reg};
