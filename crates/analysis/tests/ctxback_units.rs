@@ -106,18 +106,66 @@ DONE:
     assert_eq!(ctx.cs_defer(InstId(6)).target, InstId(7));
 }
 
+/// A diverged warp's top stack entry pops at its reconvergence point and the parked lanes run
+/// next, so CS-Defer's path from inside a divergent region ends there.
+#[test]
+fn cs_defer_stops_at_the_reconvergence_point_of_an_enclosing_branch() {
+    let k = kernel(
+        PARAMS,
+        "
+    .reg .b32 %r<8>;
+    .reg .b64 %rd<2>;
+    .reg .pred %p<2>;
+    mov.u32 %r0, %tid.x;
+    mov.u32 %r5, 3;
+    setp.lt.u32 %p0, %r0, 5;
+    @%p0 bra SKIP;
+    add.u32 %r1, %r0, 1;
+    mul.lo.u32 %r2, %r1, %r5;
+    add.u32 %r5, %r2, %r0;
+SKIP:
+    add.u32 %r6, %r5, 1;
+    ld.param.u64 %rd0, [k_out];
+    st.global.u32 [%rd0], %r6;
+    exit;
+",
+    );
+    let ctx = CtxBack::compute(&k, &CtxBackConfig::default());
+    // pc4..=pc6 are the not-taken side of pc3, which reconverges at SKIP (pc7).
+    for pc in 4..=6 {
+        let pc = InstId(pc);
+        assert!(ctx.cs_defer(pc).target <= InstId(7), "{pc}");
+        assert!(ctx.combined_deferral(pc).target <= InstId(7), "{pc}");
+        assert!(ctx.next_smaller(pc).is_none_or(|d| d.target <= InstId(7)));
+    }
+    assert_eq!(
+        ctx.next_smaller(InstId(6)).map(|d| d.target),
+        Some(InstId(7))
+    );
+    // From the reconvergence point on, the path goes on to the exit, whose context is empty.
+    assert_eq!(
+        ctx.next_smaller(InstId(7)).map(|d| d.target),
+        Some(InstId(10))
+    );
+}
+
 #[test]
 fn combined_picks_the_lower_latency() {
     let k = kernel(PARAMS, STRAIGHT);
     let ctx = CtxBack::compute(&k, &CtxBackConfig::default());
     for pc in k.insts.ids() {
-        let (fb, d) = (ctx.flashback(pc), ctx.cs_defer(pc));
+        let (fb, d) = (ctx.flashback(pc), ctx.combined_deferral(pc));
         let expect = if d.latency < fb.cost.preempt {
             Technique::CsDefer
         } else {
             Technique::CtxBack
         };
         assert_eq!(ctx.combined(pc), expect, "{pc}");
+        // Within the combination a switch saves at least the live-in, and CS-Defer alone
+        // takes the same path.
+        let alone = ctx.cs_defer(pc);
+        assert!(d.context.words() >= ctx.live(d.target).words());
+        assert!(alone.latency <= d.latency);
     }
 }
 

@@ -51,8 +51,15 @@
 //!
 //! **Not covered.** Memory the routines re-read is unchanged between preemption and resume
 //! here (nothing runs in between), so the alias/idempotence side of re-executing global loads
-//! is taken on trust from `analysis::idempotence`. CS-Defer (and so CTXBack+CS-Defer) has no
-//! generated routines to execute.
+//! is taken on trust from `analysis::idempotence`. CS-Defer alone has no routine set of its
+//! own; its switches are executed within CTXBack+CS-Defer.
+//!
+//! **CTXBack+CS-Defer.** The sm_70 suite once more and half of the random programs run with
+//! `generate_combined_routines`: where the combination defers, the top group's preemption
+//! routine runs the deferred instructions itself, saves the target's context and exits; its
+//! resume routine lands at the target, where the registers of `CtxBack::kept(target)` must
+//! hold what the preemption routine had computed, and the warp goes on from there (its top
+//! stack entry at the target, the deferred instructions counted as executed).
 //!
 //! Run with `--nocapture` for the counts. A failure names the kernel (or the random program's
 //! seed: `Gen::program(seed)` regenerates it), the instruction, the warp and the flashback.
@@ -62,15 +69,15 @@ use std::ops::Range;
 use std::time::Instant;
 
 use analysis::ctxback::{
-    backup_scalars, generate_routines, Condition, CostModel, CtxBack, CtxBackConfig,
-    InstalledRoutines, OsrbConfig, ResumeStep,
+    backup_scalars, generate_combined_routines, generate_routines, Condition, CostModel, CtxBack,
+    CtxBackConfig, InstalledRoutines, OsrbConfig, ResumeStep,
 };
 use analysis::{AliasModel, Liveness};
 use gpu::exec::{step, LaunchCtx, StackEntry, Step, TbView, Warp, WARP_SIZE};
 use gpu::func::StepHook;
 use gpu::memory::DeviceMemory;
 use kir::inst::{Op, Operand, Space};
-use kir::{Id, InstId, Kernel, Module};
+use kir::{Id, InstId, Kernel, Module, Reg};
 use ptx::SourceFile;
 use regalloc::{allocate, AllocConfig};
 use suite::{Arg, DevPtr, Device, DeviceError, Launch, Size, Target};
@@ -92,11 +99,15 @@ struct Prepared {
 
 /// With `config.osrb` set, the kernel is first rewritten with its scalar backups, and the
 /// backup registers count as live over their periods (what the analysis assumes).
-fn prepare(kernel: Kernel, config: &CtxBackConfig) -> Prepared {
+fn prepare(kernel: Kernel, config: &CtxBackConfig, combined: bool) -> Prepared {
     let (osrb, ctx) = backup_scalars(&kernel, config);
     let kernel = osrb.kernel;
-    let routines = generate_routines(&kernel, &ctx)
-        .unwrap_or_else(|e| panic!("{}: routines: {e}", kernel.name));
+    let routines = if combined {
+        generate_combined_routines(&kernel, &ctx)
+    } else {
+        generate_routines(&kernel, &ctx)
+    }
+    .unwrap_or_else(|e| panic!("{}: routines: {e}", kernel.name));
     let installed = routines.install(&kernel);
     let mut live = Liveness::new();
     live.compute(&kernel);
@@ -117,16 +128,30 @@ fn prepare(kernel: Kernel, config: &CtxBackConfig) -> Prepared {
     }
 }
 
-/// What the routines may contain: no instruction writes global or shared memory, every
-/// store is a `st.local` into the context area addressed without a base register, a
-/// preemption routine ends with its only `exit` and a resume routine with its only branch, an
-/// unguarded one into the kernel.
+/// What the routines may contain: apart from a CS-Defer switch's copies of the deferred
+/// kernel instructions (no control flow or barrier among them), no instruction writes global
+/// or shared memory, every store is a `st.local` into the context area addressed without a
+/// base register, a preemption routine ends with its only `exit` and a resume routine with
+/// its only branch, an unguarded one into the kernel.
 fn check_routine_code(inst: &InstalledRoutines, context: &Range<usize>) -> Result<(), String> {
     let k = &inst.kernel;
     let code = |r: &Range<InstId>| (r.start.0..r.end.0).map(|j| (InstId(j), &k.insts[InstId(j)]));
+    let mut copied = vec![false; k.insts.len()];
+    for pc in 0..inst.kernel_len {
+        if let Some(d) = inst.deferral(InstId(pc)) {
+            let copies = d.preempt.start.0..d.preempt.start.0 + d.deferred;
+            copied[copies.start as usize..copies.end as usize].fill(true);
+        }
+    }
     for (n, r) in inst.preempt.iter().enumerate() {
         for (pc, i) in code(r) {
             let last = pc.0 + 1 == r.end.0;
+            if copied[pc.index()] {
+                if matches!(i.op, Op::Bra { .. } | Op::Exit | Op::Bar { .. }) || last {
+                    return Err(format!("preemption routine {n}: {pc} defers {:?}", i.op));
+                }
+                continue;
+            }
             match i.op {
                 Op::St {
                     space: Space::Local,
@@ -224,6 +249,8 @@ struct Stats {
     reexecuting: u64,
     /// Probes whose resume routine copies a scalar back from its OSRB backup (§III-D).
     copying_back: u64,
+    /// Probes switched by a CS-Defer routine of CTXBack+CS-Defer (§IV-C).
+    deferred: u64,
 }
 
 impl Stats {
@@ -240,6 +267,7 @@ impl Stats {
         self.resume_reverting += o.resume_reverting;
         self.reexecuting += o.reexecuting;
         self.copying_back += o.copying_back;
+        self.deferred += o.deferred;
     }
 }
 
@@ -311,15 +339,70 @@ impl<'p> Probe<'p> {
             step(ctx, tb, w, mem).map_err(|e| e.to_string())
         };
 
-        // Preemption: each group's routine (reverts and stores, then `exit`) in turn, each
-        // storing into its own lanes' context areas.
+        // What each group runs: its PC's CTXBack routines, or for the top group the CS-Defer
+        // switch of CTXBack+CS-Defer where the combination defers (it runs the deferred
+        // instructions first and resumes at its target).
+        struct Plan {
+            preempt: Range<InstId>,
+            resume: Range<InstId>,
+            /// Where the group resumes.
+            land: InstId,
+            /// Routine instructions before the saving part.
+            deferred: u32,
+            /// The registers that must come back, and their values.
+            check: Vec<Reg>,
+            expected: Vec<u64>,
+        }
+        let mut plans: Vec<Plan> = groups
+            .iter()
+            .enumerate()
+            .map(
+                |(n, g)| match prep.installed.deferral(g.pc).filter(|_| n == 0) {
+                    Some(d) => Plan {
+                        preempt: d.preempt,
+                        resume: d.resume,
+                        land: d.target,
+                        deferred: d.deferred,
+                        check: prep.ctx.kept(d.target).iter().map(|s| s.reg).collect(),
+                        expected: Vec::new(),
+                    },
+                    None => Plan {
+                        preempt: prep.installed.preempt_code(g.pc),
+                        resume: prep.installed.resume_code(g.pc),
+                        land: g.pc,
+                        deferred: 0,
+                        check: prep.live.live_in(g.pc).iter().collect(),
+                        expected: warp.regs.clone(),
+                    },
+                },
+            )
+            .collect();
+        let frame = ctx.kernel.local_size as usize;
+        let outside_context = |a: &[u8], b: &[u8]| {
+            (0..WARP_SIZE).all(|l| {
+                let (x, y) = (&a[l * frame..], &b[l * frame..]);
+                x[..prep.context.start] == y[..prep.context.start]
+                    && x[prep.context.end..frame] == y[prep.context.end..frame]
+            })
+        };
+
+        // Preemption: each group's routine (deferred instructions or reverts, stores, then
+        // `exit`) in turn, each storing into its own lanes' context areas.
         let mut local = warp.local.clone();
-        for g in groups {
-            let code = prep.installed.preempt_code(g.pc);
+        for (g, plan) in groups.iter().zip(&mut plans) {
+            let code = plan.preempt.clone();
             let mut pw = warp.clone();
             pw.local = local;
             pw.stack = only(code.start, g.mask);
-            for _ in 0..=code.end.0 - code.start.0 {
+            let mut before_save = None;
+            for n in 0..=code.end.0 - code.start.0 {
+                if n == plan.deferred {
+                    // The context the saving part must preserve.
+                    before_save = Some(pw.local.clone());
+                    if plan.expected.is_empty() {
+                        plan.expected = pw.regs.clone();
+                    }
+                }
                 match pw.pc() {
                     Some(at) if code.contains(&at) => {}
                     Some(at) => return Err(format!("preemption routine of {} went to {at}", g.pc)),
@@ -337,59 +420,55 @@ impl<'p> Probe<'p> {
                     g.pc
                 ));
             }
+            let Some(before_save) = before_save else {
+                return Err(format!("the preemption routine of {} is too short", g.pc));
+            };
+            if !outside_context(&pw.local, &before_save) {
+                return Err("a preemption routine wrote local memory outside the context".into());
+            }
             local = pw.local;
         }
-        let frame = ctx.kernel.local_size as usize;
-        let outside_context = |a: &[u8], b: &[u8]| {
-            (0..WARP_SIZE).all(|l| {
-                let (x, y) = (&a[l * frame..], &b[l * frame..]);
-                x[..prep.context.start] == y[..prep.context.start]
-                    && x[prep.context.end..frame] == y[prep.context.end..frame]
-            })
-        };
-        if !outside_context(&local, &warp.local) {
-            return Err("a preemption routine wrote local memory outside the context".into());
-        }
+        let preempted_local = local.clone();
 
         // Resume: garbage in every register of every lane, then each group's routine and
-        // its jump back to the group's PC.
+        // its jump back to where the group resumes.
         let mut rw = warp.clone();
         rw.local = local;
         for r in rw.regs.iter_mut() {
             *r = self.rng.next();
         }
-        for g in groups {
-            let pc = g.pc;
-            rw.stack = only(prep.installed.resume_entry(pc), g.mask);
-            let code = prep.installed.resume_code(pc);
+        for (g, plan) in groups.iter().zip(&plans) {
+            let land = plan.land;
+            let code = plan.resume.clone();
+            rw.stack = only(code.start, g.mask);
             let Op::Bra { target: jump, .. } =
                 prep.installed.kernel.insts[InstId(code.end.0 - 1)].op
             else {
                 unreachable!("checked by check_routine_code");
             };
-            if jump > pc
-                || prep.kernel.cfg.block_of[jump.index()] != prep.kernel.cfg.block_of[pc.index()]
+            if jump > land
+                || prep.kernel.cfg.block_of[jump.index()] != prep.kernel.cfg.block_of[land.index()]
             {
                 return Err(format!(
-                    "the resume routine jumps to {jump}, outside {pc}'s block"
+                    "the resume routine jumps to {jump}, outside {land}'s block"
                 ));
             }
-            let budget = (code.end.0 - code.start.0) + (pc.0 - jump.0) + 1;
+            let budget = (code.end.0 - code.start.0) + (land.0 - jump.0) + 1;
             let mut jumped = false;
             for n in 0..=budget {
                 let Some(at) = rw.pc() else {
                     return Err("the warp finished while resuming".into());
                 };
-                if jumped && at == pc {
+                if jumped && at == land {
                     break;
                 }
                 if n == budget {
-                    return Err(format!("resuming did not reach {pc} (at {at})"));
+                    return Err(format!("resuming did not reach {land} (at {at})"));
                 }
                 if code.contains(&at) {
                     jumped |= at.0 + 1 == code.end.0;
-                } else if !(jumped && (jump..pc).contains(&at)) {
-                    return Err(format!("resuming {pc} went to {at}"));
+                } else if !(jumped && (jump..land).contains(&at)) {
+                    return Err(format!("resuming {land} went to {at}"));
                 }
                 match run(&mut rw, tb, mem)? {
                     Step::Executed => {}
@@ -399,24 +478,24 @@ impl<'p> Probe<'p> {
             }
             let resumed = rw.next_entry().expect("checked above");
             if resumed.mask != g.mask || rw.stack.len() != 1 || rw.exited != warp.exited {
-                return Err(format!("resumed {pc} with stack {:?}", rw.stack));
+                return Err(format!("resumed {land} with stack {:?}", rw.stack));
             }
         }
-        if !outside_context(&rw.local, &warp.local) {
+        if !outside_context(&rw.local, &preempted_local) {
             return Err("resuming wrote local memory outside the context".into());
         }
 
-        // The check: every register live at each group's PC, in every lane of the group.
+        // The check: every register that must come back, in every lane of each group.
         let mut bad = String::new();
-        for g in groups {
-            for r in prep.live.live_in(g.pc).iter() {
+        for (g, plan) in groups.iter().zip(&plans) {
+            for &r in &plan.check {
                 for l in (0..WARP_SIZE).filter(|l| g.mask & (1 << l) != 0) {
                     let at = r.index() * WARP_SIZE + l;
-                    if rw.regs[at] != warp.regs[at] {
+                    if rw.regs[at] != plan.expected[at] {
                         let _ = write!(
                             bad,
                             "\n    {} lane {l} (at {}): {:#x}, expected {:#x}",
-                            prep.kernel.regs[r].name, g.pc, rw.regs[at], warp.regs[at]
+                            prep.kernel.regs[r].name, plan.land, rw.regs[at], plan.expected[at]
                         );
                         break;
                     }
@@ -428,10 +507,22 @@ impl<'p> Probe<'p> {
         }
 
         // The warp goes on from the restored state (its stack and counters as if nothing
-        // happened).
+        // happened), its top entry at the deferral's target if it deferred.
         let mut restored = warp.clone();
         restored.regs = rw.regs;
         restored.local = rw.local;
+        if plans[0].land != groups[0].pc {
+            let top = restored
+                .stack
+                .iter()
+                .rposition(|e| e.mask != 0 && e.pc != e.rpc)
+                .expect("a top entry");
+            restored.stack[top].pc = plans[0].land.0;
+            // The deferred instructions count as executed (the functional `%clock`), unguarded
+            // branches included.
+            restored.executed += u64::from(prep.ctx.combined_deferral(groups[0].pc).deferred);
+            self.stats.deferred += 1;
+        }
         Ok(restored)
     }
 }
@@ -530,6 +621,33 @@ impl StepHook for Probe<'_> {
                     .any(|r| !fb.saved.iter().any(|s| s.reg == r))
             }));
         }
+        if self.prep.installed.deferral(pc).is_some() {
+            // Counted by `preempt_and_resume`: the CS-Defer routine, not the flashback, runs.
+        } else {
+            self.count_flashback(pc);
+        }
+        match self.preempt_and_resume(ctx, tb, warp, mem, &groups) {
+            Ok(restored) => *warp = restored,
+            Err(e) => self.failures.push(format!(
+                "{} {pc} ({}, warp {} of TB {:?}, mask {:#010x}): {e}\n    {}",
+                self.prep.kernel.name,
+                if converged { "converged" } else { "diverged" },
+                warp.index,
+                tb.ctaid,
+                top.mask,
+                match self.prep.installed.deferral(pc) {
+                    Some(d) => format!("CS-Defer to {} ({} deferred)", d.target, d.deferred),
+                    None => fb.describe(&self.prep.kernel),
+                },
+            )),
+        }
+    }
+}
+
+impl Probe<'_> {
+    /// Counts what the flashback of `pc` does.
+    fn count_flashback(&mut self, pc: InstId) {
+        let fb = self.prep.ctx.flashback(pc);
         self.stats.flashed_back += u64::from(fb.point != pc);
         self.stats.preempt_reverting += u64::from(!fb.preempt_reverts.is_empty());
         self.stats.resume_reverting += u64::from(!fb.resume_reverts().is_empty());
@@ -543,18 +661,6 @@ impl StepHook for Probe<'_> {
                 .iter()
                 .any(|s| matches!(s, ResumeStep::Reexecute(_))),
         );
-        match self.preempt_and_resume(ctx, tb, warp, mem, &groups) {
-            Ok(restored) => *warp = restored,
-            Err(e) => self.failures.push(format!(
-                "{} {pc} ({}, warp {} of TB {:?}, mask {:#010x}): {e}\n    {}",
-                self.prep.kernel.name,
-                if converged { "converged" } else { "diverged" },
-                warp.index,
-                tb.ctaid,
-                top.mask,
-                fb.describe(&self.prep.kernel),
-            )),
-        }
     }
 }
 
@@ -707,7 +813,8 @@ fn report(what: &str, s: &Stats, started: Instant) {
          diverged probes; {} parked lane groups restored by their own routines, {} diverged \
          probes whose parked lanes need registers the active lanes' routine does not save; {} \
          flash back, {} revert at preemption, {} revert at resume, {} \
-         re-execute inside the resume routine, {} copy back an OSRB backup) in {:.2?}",
+         re-execute inside the resume routine, {} copy back an OSRB backup; {} switched by a \
+         CS-Defer routine instead) in {:.2?}",
         s.kernels,
         s.instructions,
         s.pcs,
@@ -720,13 +827,14 @@ fn report(what: &str, s: &Stats, started: Instant) {
         s.resume_reverting,
         s.reexecuting,
         s.copying_back,
+        s.deferred,
         started.elapsed()
     );
 }
 
 /// Every suite kernel of one target, register-allocated, through its own host program: the
 /// probes, then the suite's verification of the output computed from the resumed warps.
-fn check_suite(target: Target, alloc: &AllocConfig, config: &CtxBackConfig) {
+fn check_suite(target: Target, alloc: &AllocConfig, config: &CtxBackConfig, combined: bool) {
     let started = Instant::now();
     let mut total = Stats::default();
     let mut failures = Vec::new();
@@ -739,7 +847,7 @@ fn check_suite(target: Target, alloc: &AllocConfig, config: &CtxBackConfig) {
             .values()
             .map(|kern| {
                 let a = allocate(kern, alloc).expect("allocates");
-                prepare(a.kernel, config)
+                prepare(a.kernel, config, combined)
             })
             .collect();
         let (mem, global_addrs) = load_globals(&module);
@@ -775,6 +883,7 @@ fn check_suite(target: Target, alloc: &AllocConfig, config: &CtxBackConfig) {
     );
     assert!(total.diverged > 0 && total.flashed_back > 0 && total.preempt_reverting > 0);
     assert!(total.parked_groups > 0 && total.parked_needing > 0);
+    assert_eq!(total.deferred > 0, combined);
 }
 
 #[test]
@@ -783,6 +892,18 @@ fn suite_sm70_routines_restore_the_live_registers() {
         Target::Sm70,
         &AllocConfig::default(),
         &CtxBackConfig::default(),
+        false,
+    );
+}
+
+/// CTXBack+CS-Defer: CS-Defer routines where the combination defers, CTXBack's elsewhere.
+#[test]
+fn suite_sm70_combined_routines_restore_the_live_registers() {
+    check_suite(
+        Target::Sm70,
+        &AllocConfig::default(),
+        &CtxBackConfig::default(),
+        true,
     );
 }
 
@@ -797,7 +918,7 @@ fn suite_sm90_routines_restore_the_live_registers() {
         osrb: Some(OsrbConfig::default()),
         ..CtxBackConfig::default()
     };
-    check_suite(Target::Sm90, &alloc, &config);
+    check_suite(Target::Sm90, &alloc, &config, false);
 }
 
 // ------------------------------------------------------------------------------------------
@@ -1391,13 +1512,14 @@ fn random_program_routines_restore_the_live_registers() {
             .collect();
         let threads = rng.pick(&[32, 48, 64, 96]);
         let config = ctxback_config(seed);
+        let combined = (seed / 2) % 2 == 1;
         let (alloc_name, alloc) = alloc_config(seed);
         let allocated = allocate(original, &alloc).unwrap_or_else(|e| panic!("{file}: {e}"));
         for (variant, kernel) in [
             ("virtual registers", original.clone()),
             (alloc_name, allocated.kernel),
         ] {
-            let prep = prepare(kernel, &config);
+            let prep = prepare(kernel, &config, combined);
             // %clock makes the output depend on the instruction count, which allocation
             // changes: the reference is a plain run of the same kernel.
             let reference = run_random(&prep.kernel, &module, &source, &input, threads, None)
@@ -1413,7 +1535,10 @@ fn random_program_routines_restore_the_live_registers() {
             );
             let (s, f) = probe.finish();
             total.add(&s);
-            let name = format!("{file} ({variant}, {threads} threads, {config:?})");
+            let name = format!(
+                "{file} ({variant}, {threads} threads, {config:?}{})",
+                if combined { ", CTXBack+CS-Defer" } else { "" }
+            );
             failures.extend(f.into_iter().map(|f| format!("{name}: {f}")));
             match result {
                 Ok(out) if out == reference => {}
@@ -1431,7 +1556,7 @@ fn random_program_routines_restore_the_live_registers() {
     );
     assert!(total.diverged > 0 && total.flashed_back > 0 && total.reexecuting > 0);
     assert!(total.preempt_reverting > 0 && total.resume_reverting > 0);
-    assert!(total.parked_groups > 0 && total.parked_needing > 0);
+    assert!(total.parked_groups > 0 && total.parked_needing > 0 && total.deferred > 0);
 }
 
 /// papers/ji-ctxback Fig. 5 as a kernel: a warp-uniform `%s4` (from a parameter) is read by
@@ -1461,7 +1586,7 @@ fn fig5_scalar_backup_routines_restore_the_live_registers() {
         .flat_map(|_| (rng.next() as u32).to_le_bytes())
         .collect();
     let reference = run_random(&allocated, &module, &source, &input, 32, None).expect("runs");
-    let prep = prepare(allocated, &config);
+    let prep = prepare(allocated, &config, false);
     let plain = run_random(&prep.kernel, &module, &source, &input, 32, None).expect("runs");
     assert_eq!(
         plain, reference,

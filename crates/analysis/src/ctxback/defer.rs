@@ -4,8 +4,11 @@
 //! From instruction `i` the warp's path is followed while it is statically known: through
 //! its basic block, then into the block's single successor when the block falls through or
 //! ends in an unguarded branch. It stops at a guarded branch or `exit` (the path depends on
-//! data), after a barrier (deferring past a `bar` could wait for warps that are themselves
-//! being preempted), after an unguarded `exit`, or after `window` instructions.
+//! data), at a barrier (deferring past a `bar` could wait for warps that are themselves
+//! being preempted), at the reconvergence PC of a divergent branch enclosing `i` (a diverged
+//! warp's top SIMT stack entry pops there and the parked lanes run next, so the path is no
+//! longer the warp's), or after `window` instructions. The instruction it stops at is still a
+//! candidate: the switch happens before it.
 //!
 //! **The deferral estimate** is the number of instructions the warp executes before it
 //! switches (`j − i` along the path), each costing [`CostModel::alu`]. Like the paper (§V-B)
@@ -21,7 +24,7 @@
 use kir::inst::Op;
 use kir::{InstId, Kernel};
 
-use super::widths::{ContextSize, Widths};
+use super::widths::ContextSize;
 use super::CostModel;
 use crate::liveness::Liveness;
 
@@ -46,14 +49,23 @@ pub fn save_cost(c: ContextSize, cost: &CostModel) -> u32 {
 }
 
 /// The statically known path from `pc`, `window` instructions at most beyond it: `(j, steps)`.
-fn path(kernel: &Kernel, pc: InstId, window: u32) -> Vec<(InstId, u32)> {
+pub(crate) fn path(
+    kernel: &Kernel,
+    live: &Liveness,
+    pc: InstId,
+    window: u32,
+) -> Vec<(InstId, u32)> {
     let n = kernel.insts.len() as u32;
+    let stops: Vec<InstId> = live
+        .enclosing_branches(kernel, pc)
+        .map(|e| e.branch.reconvergence)
+        .collect();
     let mut out = Vec::new();
     let mut j = pc.0;
     let mut steps = 0;
     loop {
         out.push((InstId(j), steps));
-        if steps == window {
+        if steps == window || (steps > 0 && stops.contains(&InstId(j))) {
             break;
         }
         let inst = &kernel.insts[InstId(j)];
@@ -73,22 +85,21 @@ fn path(kernel: &Kernel, pc: InstId, window: u32) -> Vec<(InstId, u32)> {
     out
 }
 
-/// CS-Defer for every instruction.
+/// CS-Defer for every instruction, saving `size(j)` at a switch before `j`.
 pub(crate) fn compute(
     kernel: &Kernel,
     live: &Liveness,
-    widths: &Widths,
+    size: impl Fn(InstId) -> ContextSize,
     window: u32,
     cost: &CostModel,
 ) -> (Vec<Deferral>, Vec<Option<Deferral>>) {
-    let size = |j: InstId| widths.size_at(j, live.live_in(j));
     let mut best = Vec::with_capacity(kernel.insts.len());
     let mut nearest = Vec::with_capacity(kernel.insts.len());
     for pc in kernel.insts.ids() {
         let here = size(pc);
         let mut b: Option<Deferral> = None;
         let mut near: Option<Deferral> = None;
-        for (j, steps) in path(kernel, pc, window) {
+        for (j, steps) in path(kernel, live, pc, window) {
             let context = size(j);
             let d = Deferral {
                 pc,

@@ -497,24 +497,44 @@ impl<'a> Reliable<'a> {
     }
 }
 
-/// The cheapest flashback of every instruction of the kernel, in program order.
+/// The cheapest flashback of every instruction of the kernel, in program order, with the
+/// registers a plain switch before it must save for the flashbacks after it to hold
+/// (`live_in(pc) ∪ (N(pc) ∩ restored(pc))`: what the flashback's resume leaves reliable, see
+/// [`CtxBack::kept`](super::CtxBack::kept)).
 pub(crate) fn best_of_all(
     facts: &KernelFacts<'_>,
     planner: &mut Planner<'_>,
     window: u32,
-) -> Vec<Flashback> {
+) -> (Vec<Flashback>, Vec<Vec<SavedReg>>) {
     let mut reliable = Reliable::new(facts);
     facts
         .kernel
         .insts
         .ids()
         .map(|pc| {
-            planner.set_reliable(reliable.enter(pc));
+            let n = reliable.enter(pc);
+            planner.set_reliable(n);
             let fb = planner.best(pc, window);
+            let live = facts.live.live_in(pc);
+            let kept = fb
+                .restored
+                .iter()
+                .copied()
+                .filter(|&r| n.contains(r) && !live.contains(r))
+                .chain(live.iter())
+                .collect::<std::collections::BTreeSet<Reg>>()
+                .into_iter()
+                .map(|reg| SavedReg {
+                    reg,
+                    version: Version::Initial,
+                    wide: facts.widths.wide_before(pc, reg),
+                    class: facts.widths.class(reg),
+                })
+                .collect();
             reliable.leave(pc, &fb);
-            fb
+            (fb, kept)
         })
-        .collect()
+        .unzip()
 }
 
 /// Every flashback point of `pc` with its plan, nearest first, given the cheapest flashbacks

@@ -27,9 +27,10 @@
 //! On-chip scalar register backup (§III-D) is [`osrb`]: a rewrite of the kernel that the
 //! analysis then runs on ([`backup_scalars`]).
 //!
-//! Not implemented: the SIMT-divergent part of the context (lanes parked elsewhere on the
-//! reconvergence stack, see [`flashback`] and [`routine`]): the routines save and rebuild the
-//! context of the warp's active lanes only.
+//! A diverged warp is saved lane group by lane group, each group (the top SIMT stack entry's
+//! lanes, and each parked entry's own) with the routines of the PC where it waits (see
+//! "Divergent warps" in [`routine`]). [`generate_combined_routines`] adds CTXBack+CS-Defer's
+//! CS-Defer switches (§IV-C).
 
 pub mod defer;
 pub mod flashback;
@@ -48,8 +49,8 @@ pub use flashback::{Flashback, FlashbackCost, ResumeStep, SavedReg, Version};
 pub use osrb::{backup_scalars, Backup, BackupSlot, OsrbConfig, OsrbKernel};
 pub use revert::{revert_of, Revert};
 pub use routine::{
-    generate_routines, preempt_routine, resume_routine, InstalledRoutines, RoutineEntry,
-    RoutineError, Routines,
+    generate_combined_routines, generate_routines, preempt_routine, resume_routine, DeferEntry,
+    InstalledDefer, InstalledRoutines, RoutineEntry, RoutineError, Routines,
 };
 pub use widths::{ContextSize, RegClass, Widths};
 
@@ -171,6 +172,10 @@ pub struct CtxBack {
     defer: Vec<Deferral>,
     next_smaller: Vec<Option<Deferral>>,
     flashback: Vec<Flashback>,
+    /// Per instruction: what a plain switch before it saves within CTXBack+CS-Defer.
+    kept: Vec<Vec<SavedReg>>,
+    /// CS-Defer's choice within CTXBack+CS-Defer: switching saves [`CtxBack::kept`].
+    combined_defer: Vec<Deferral>,
 }
 
 struct Prepared {
@@ -217,11 +222,18 @@ impl CtxBack {
         let facts = flashback::KernelFacts::new(kernel, &p.live, &p.widths, p.global_loads_stable);
         let mut planner =
             flashback::Planner::new(&facts, config.condition, config.cost, config.osrb.is_some());
-        let flashback = flashback::best_of_all(&facts, &mut planner, config.window);
+        let (flashback, kept) = flashback::best_of_all(&facts, &mut planner, config.window);
         let (defer, next_smaller) = defer::compute(
             kernel,
             &p.live,
-            &p.widths,
+            |j| p.widths.size_at(j, p.live.live_in(j)),
+            config.defer_window,
+            &config.cost,
+        );
+        let (combined_defer, _) = defer::compute(
+            kernel,
+            &p.live,
+            |j| p.widths.size_of(j, kept[j.index()].iter().map(|s| s.reg)),
             config.defer_window,
             &config.cost,
         );
@@ -236,6 +248,8 @@ impl CtxBack {
             defer,
             next_smaller,
             flashback,
+            kept,
+            combined_defer,
         }
     }
 
@@ -291,10 +305,25 @@ impl CtxBack {
         &self.flashback
     }
 
+    /// The registers a plain switch before `pc` saves within CTXBack+CS-Defer, sorted:
+    /// `live_in(pc)`, and every register that CTXBack's resume of `pc` leaves holding its
+    /// last version (`N(pc) ∩ restored(pc)`, see "Repeated preemption" in [`flashback`]).
+    /// The flashbacks of the instructions after `pc` in its block may read those, whichever
+    /// way the warp was resumed at `pc`.
+    pub fn kept(&self, pc: InstId) -> &[SavedReg] {
+        &self.kept[pc.index()]
+    }
+
+    /// CS-Defer's choice within CTXBack+CS-Defer for a signal before `pc`: like
+    /// [`CtxBack::cs_defer`], but the switch saves [`CtxBack::kept`] instead of the live-in.
+    pub fn combined_deferral(&self, pc: InstId) -> &Deferral {
+        &self.combined_defer[pc.index()]
+    }
+
     /// CTXBack+CS-Defer: the technique with the lower estimated preemption latency at `pc`
     /// (CTXBack on ties: it does not run the deferred instructions).
     pub fn combined(&self, pc: InstId) -> Technique {
-        if self.defer[pc.index()].latency < self.flashback[pc.index()].cost.preempt {
+        if self.combined_defer[pc.index()].latency < self.flashback[pc.index()].cost.preempt {
             Technique::CsDefer
         } else {
             Technique::CtxBack
@@ -305,7 +334,7 @@ impl CtxBack {
     pub fn combined_context(&self, pc: InstId) -> ContextSize {
         match self.combined(pc) {
             Technique::CtxBack => self.flashback[pc.index()].context,
-            Technique::CsDefer => self.defer[pc.index()].context,
+            Technique::CsDefer => self.combined_defer[pc.index()].context,
         }
     }
 

@@ -220,8 +220,13 @@ impl Widths {
 
     /// The size of the context `set` just before `pc`.
     pub fn size_at(&self, pc: InstId, set: &RegSet) -> ContextSize {
+        self.size_of(pc, set.iter())
+    }
+
+    /// The size of the context `regs` just before `pc`.
+    pub fn size_of(&self, pc: InstId, regs: impl IntoIterator<Item = Reg>) -> ContextSize {
         let mut c = ContextSize::default();
-        for r in set.iter() {
+        for r in regs {
             c.add(self.class(r), self.wide_before(pc, r));
         }
         c
