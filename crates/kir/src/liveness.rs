@@ -81,15 +81,13 @@ impl BlockLiveness {
         reset_sets(&mut self.live_out, n_blocks, n_regs);
         for b in 0..n_blocks {
             let (gen, kill) = (&mut self.gen[b], &mut self.kill[b]);
+            // gen: the block applied backwards to nothing; kill: its unguarded writes.
             for inst in insts(b).rev() {
+                step_back(gen, inst);
                 if inst.guard.is_none() {
                     for d in inst.defs() {
-                        gen.remove(d);
                         kill.insert(d);
                     }
-                }
-                for u in inst.uses() {
-                    gen.insert(u);
                 }
             }
         }

@@ -621,9 +621,8 @@ impl StepHook for Probe<'_> {
                     .any(|r| !fb.saved.iter().any(|s| s.reg == r))
             }));
         }
-        if self.prep.installed.deferral(pc).is_some() {
-            // Counted by `preempt_and_resume`: the CS-Defer routine, not the flashback, runs.
-        } else {
+        // Where a CS-Defer routine runs instead, `preempt_and_resume` counts it.
+        if self.prep.installed.deferral(pc).is_none() {
             self.count_flashback(pc);
         }
         match self.preempt_and_resume(ctx, tb, warp, mem, &groups) {

@@ -48,35 +48,34 @@ pub fn save_cost(c: ContextSize, cost: &CostModel) -> u32 {
     c.vector * cost.save_word + (c.uniform + c.predicates) * cost.scalar
 }
 
+/// The next instruction on the statically known path after `j`: the fall-through, or an
+/// unguarded branch's target; `None` where the path ends (a barrier, `exit`, a guarded
+/// branch, or the end of the code).
+pub(crate) fn next_on_path(kernel: &Kernel, j: InstId) -> Option<InstId> {
+    let inst = &kernel.insts[j];
+    match inst.op {
+        Op::Bar { .. } | Op::Exit => None,
+        Op::Bra { target, .. } if inst.guard.is_none() => Some(target),
+        Op::Bra { .. } => None,
+        _ => Some(InstId(j.0 + 1)).filter(|x| (x.0 as usize) < kernel.insts.len()),
+    }
+}
+
 /// The statically known path from `pc`, `window` instructions at most beyond it: `(j, steps)`.
-pub(crate) fn path(
-    kernel: &Kernel,
-    live: &Liveness,
-    pc: InstId,
-    window: u32,
-) -> Vec<(InstId, u32)> {
-    let n = kernel.insts.len() as u32;
+fn path(kernel: &Kernel, live: &Liveness, pc: InstId, window: u32) -> Vec<(InstId, u32)> {
     let stops: Vec<InstId> = live
         .enclosing_branches(kernel, pc)
         .map(|e| e.branch.reconvergence)
         .collect();
     let mut out = Vec::new();
-    let mut j = pc.0;
+    let mut j = pc;
     let mut steps = 0;
     loop {
-        out.push((InstId(j), steps));
-        if steps == window || (steps > 0 && stops.contains(&InstId(j))) {
+        out.push((j, steps));
+        if steps == window || (steps > 0 && stops.contains(&j)) {
             break;
         }
-        let inst = &kernel.insts[InstId(j)];
-        let next = match inst.op {
-            Op::Bar { .. } => None,
-            Op::Exit => None,
-            Op::Bra { target, .. } if inst.guard.is_none() => Some(target.0),
-            Op::Bra { .. } => None,
-            _ => Some(j + 1).filter(|&x| x < n),
-        };
-        match next {
+        match next_on_path(kernel, j) {
             Some(x) => j = x,
             None => break,
         }

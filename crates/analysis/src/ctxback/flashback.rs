@@ -515,15 +515,14 @@ pub(crate) fn best_of_all(
             let n = reliable.enter(pc);
             planner.set_reliable(n);
             let fb = planner.best(pc, window);
-            let live = facts.live.live_in(pc);
-            let kept = fb
-                .restored
+            let mut kept = facts.live.live_in(pc).clone();
+            for &r in &fb.restored {
+                if n.contains(r) {
+                    kept.insert(r);
+                }
+            }
+            let kept = kept
                 .iter()
-                .copied()
-                .filter(|&r| n.contains(r) && !live.contains(r))
-                .chain(live.iter())
-                .collect::<std::collections::BTreeSet<Reg>>()
-                .into_iter()
                 .map(|reg| SavedReg {
                     reg,
                     version: Version::Initial,

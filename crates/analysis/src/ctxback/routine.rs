@@ -70,6 +70,7 @@ use kir::inst::{Op, Operand, Space};
 use kir::{Id, IdVec, Inst, InstId, Kernel, Reg, Ty};
 use thiserror::Error;
 
+use super::defer::next_on_path;
 use super::flashback::{Flashback, ResumeStep};
 use super::revert::revert_of;
 use super::widths::RegClass;
@@ -361,19 +362,17 @@ pub fn generate_combined_routines(
 }
 
 /// The kernel instructions a warp runs from `pc` through `steps` steps of the statically
-/// known path (see [`super::defer`]), unguarded branches left out (the copies run in a row).
+/// known path ([`next_on_path`]), unguarded branches left out (the copies run in a row); and
+/// where the path arrives.
 fn deferred_code(kernel: &Kernel, pc: InstId, steps: u32) -> (Vec<Inst>, InstId) {
     let mut out = Vec::new();
     let mut j = pc;
     for _ in 0..steps {
         let inst = &kernel.insts[j];
-        j = match inst.op {
-            Op::Bra { target, .. } if inst.guard.is_none() => target,
-            _ => {
-                out.push(inst.clone());
-                InstId(j.0 + 1)
-            }
-        };
+        if !matches!(inst.op, Op::Bra { .. }) {
+            out.push(inst.clone());
+        }
+        j = next_on_path(kernel, j).expect("a deferral's path goes on for its steps");
     }
     (out, j)
 }
