@@ -256,7 +256,10 @@ fn fig5_kernel() -> (Kernel, u32) {
 
 fn osrb(uniform_registers: u32) -> CtxBackConfig {
     CtxBackConfig {
-        osrb: Some(OsrbConfig { uniform_registers }),
+        osrb: Some(OsrbConfig {
+            uniform_registers,
+            ..OsrbConfig::default()
+        }),
         ..CtxBackConfig::default()
     }
 }
@@ -310,6 +313,93 @@ fn fig5_scalar_backup_lets_i0_reexecute() {
     let before = plain.flashback(InstId(i0 + 4));
     assert_eq!((before.context.vector, before.context.uniform), (3, 1));
     assert!(fb.cost.preempt < before.cost.preempt);
+}
+
+/// Fig. 5 when the warp has no register to spare (§III-D: "CTXBack can also store the
+/// backup into unused shared memory if there is no unused register"): the kernel's one
+/// uniform register is S4 itself, the file has no other (`uniform_registers: 1`), and every
+/// vector register is live over the backup period or written in it (V12 by I3). The backup
+/// goes to the warp's first shared word, `st.shared [%warp_smem], S4`, and the resume routine
+/// loads it back. Since the TB's shared memory survives the switch, nothing is saved for it:
+/// I4 saves V2 and V11 only, against V2, V7, V11 and S4 without OSRB.
+#[test]
+fn fig5_scalar_backup_in_shared_memory_without_a_free_register() {
+    let (k, i0) = fig5_kernel();
+    let config = CtxBackConfig {
+        osrb: Some(OsrbConfig {
+            uniform_registers: 1,
+            shared_words: 8,
+            registers: true,
+        }),
+        ..CtxBackConfig::default()
+    };
+    let (o, ctx) = backup_scalars(&k, &config);
+    assert_eq!(o.backups.len(), 1, "{:?}", o.backups);
+    let b = o.backups[0];
+    assert_eq!(b.before, InstId(i0 + 1));
+    assert_eq!(b.slot, BackupSlot::Shared(0));
+    assert_eq!(o.kernel.warp_smem, 4, "one word per warp");
+    assert_eq!(
+        o.kernel.insts[b.copy].as_warp_smem_store(),
+        Some((0, b.scalar))
+    );
+    assert_eq!(reg(&o.kernel, b.scalar), "UR4");
+    let i4 = InstId(b.copy.0 + 4);
+    let fb = ctx.flashback(i4);
+    assert_eq!(
+        paper_named(&o.kernel, &|pc| osrb_name(&o, i0, pc), fb),
+        "I4 <- I0 save[v2 v11@I2] pre[] resume[ld v2; cp B; I0; I1; ld v11; jump I3]"
+    );
+    assert_eq!((fb.context.vector, fb.context.uniform), (2, 0));
+    // Without a shared word, the site finds no place and the kernel is unchanged.
+    let none = CtxBackConfig {
+        osrb: Some(OsrbConfig {
+            uniform_registers: 1,
+            shared_words: 0,
+            registers: true,
+        }),
+        ..CtxBackConfig::default()
+    };
+    let (o, ctx) = backup_scalars(&k, &none);
+    assert_eq!((o.backups.len(), o.unplaced), (0, 1));
+    assert_eq!(ctx.flashback(InstId(i0 + 4)).context.words(), 4);
+}
+
+/// Two shared-memory backups in one word: the second (`c2`, of S5) overwrites the first's
+/// (`c1`, of S4). A flashback whose window holds both must not copy S4 back from the word, as
+/// it now holds S5; one whose window ends before `c2` may. (OSRB's placement never gives one
+/// word to two backups a window could both span; the planner stays right regardless.)
+#[test]
+fn a_shared_backup_overwritten_in_the_window_is_not_copied_back() {
+    let (mut k, i0) = figure_io(
+        &["v2", "v7", "v11", "v12", "s4", "s5"],
+        &["v2", "v11", "s4", "s5"],
+        &["v2", "v11", "v12", "s4", "s5"],
+        "
+    add.u32 %v7, %v2, %s4;     // I0
+    mov.u32 %v12, 0;           // I1: c1 = st.shared [%warp_smem], S4
+    or.b32 %s4, %s4, 2;        // I2
+    mov.u32 %v12, 0;           // I3: c2 = st.shared [%warp_smem], S5
+    or.b32 %s5, %s5, 3;        // I4
+    sub.u32 %v12, %v11, %v7;   // I5
+",
+    );
+    let by_name = |name: &str| k.regs.ids().find(|&r| k.regs[r].name == name).unwrap();
+    let (s4, s5) = (by_name("%s4"), by_name("%s5"));
+    let (c1, c2) = (InstId(i0 + 1), InstId(i0 + 3));
+    k.insts[c1] = kir::Inst::warp_smem_store(0, s4, k.insts[c1].span);
+    k.insts[c2] = kir::Inst::warp_smem_store(0, s5, k.insts[c2].span);
+    k.warp_smem = 4;
+    let config = osrb(63);
+    let copies_back_c1 = |i: u32| {
+        CtxBack::candidates(&k, &config, InstId(i0 + i))
+            .iter()
+            .any(|fb| fb.resume.contains(&ResumeStep::CopyBack(c1)))
+    };
+    assert!(copies_back_c1(3), "before c2, S4 comes back from the word");
+    for i in 4..=6 {
+        assert!(!copies_back_c1(i), "I{i}: the word holds S5 by then");
+    }
 }
 
 /// Fig. 6: reverting I4 at preemption recovers r2; re-executing I1 restores r1, which makes

@@ -36,13 +36,50 @@ pub struct LaunchCtx<'a> {
     /// Device address of each module-scope variable, indexed by `GlobalId`.
     pub global_addrs: &'a [u64],
     pub dynamic_smem: u32,
-    /// Bytes of shared memory per TB: static variables, then dynamic shared memory.
+    /// Bytes of shared memory per TB ([`SharedLayout::size`]).
     pub smem_size: u32,
+    /// Where the warps' own shared memory starts ([`SharedLayout::warp_base`]).
+    pub warp_smem_base: u32,
     pub num_sms: u32,
     pub grid_id: u64,
 }
 
+/// Where a TB's shared memory keeps what: the static variables from offset 0, the dynamic
+/// shared memory after them (16-byte aligned when the kernel declares it), then, for each
+/// warp in order, the [`Kernel::warp_smem`] bytes it owns ([`Special::WarpSmem`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SharedLayout {
+    /// Offset of warp 0's own bytes.
+    pub warp_base: u32,
+    /// Bytes of shared memory per TB.
+    pub size: u32,
+}
+
+impl SharedLayout {
+    pub fn of(kernel: &Kernel, block: [u32; 3], dynamic_smem: u32) -> Self {
+        let static_end = if kernel.uses_dynamic_smem {
+            kernel.static_smem.next_multiple_of(16)
+        } else {
+            kernel.static_smem
+        };
+        let warp_base = (static_end + dynamic_smem).next_multiple_of(4);
+        let threads = block.iter().product::<u32>();
+        let warps = threads.div_ceil(WARP_SIZE as u32);
+        let size = if kernel.warp_smem == 0 {
+            static_end + dynamic_smem
+        } else {
+            warp_base + warps * kernel.warp_smem
+        };
+        SharedLayout { warp_base, size }
+    }
+}
+
 impl LaunchCtx<'_> {
+    /// `%warp_smem` of the TB's warp `warp`: where its own shared bytes start.
+    pub fn warp_smem(&self, warp: u32) -> u64 {
+        u64::from(self.warp_smem_base) + u64::from(warp) * u64::from(self.kernel.warp_smem)
+    }
+
     pub fn threads_per_tb(&self) -> u32 {
         self.block[0] * self.block[1] * self.block[2]
     }
@@ -415,6 +452,7 @@ impl Exec<'_, '_, '_> {
             Special::LanemaskGt => !((lane_bit << 1).wrapping_sub(1)) & 0xffff_ffff,
             Special::DynamicSmemSize => ctx.dynamic_smem as u64,
             Special::TotalSmemSize => ctx.smem_size as u64,
+            Special::WarpSmem => ctx.warp_smem(self.warp.index),
         }
     }
 

@@ -9,7 +9,7 @@ use kir::{Id, Kernel, Module};
 use ptx::{SourceFile, Span};
 
 use crate::error::ExecError;
-use crate::exec::LaunchCtx;
+use crate::exec::{LaunchCtx, SharedLayout};
 use crate::func::{self, LaunchStats};
 use crate::memory::{DeviceMemory, GlobalFault};
 use crate::timing::{run_timed, Progress, TimedGpu, TimedStats, TimingError};
@@ -379,11 +379,7 @@ impl Gpu {
             });
         };
         let params = check_launch(&self.limits, k, grid, block, dynamic_smem, args)?;
-        let static_aligned = if k.uses_dynamic_smem {
-            k.static_smem.next_multiple_of(16)
-        } else {
-            k.static_smem
-        };
+        let layout = SharedLayout::of(k, block, dynamic_smem);
         self.launches += 1;
         let ctx = LaunchCtx {
             kernel: k,
@@ -393,7 +389,8 @@ impl Gpu {
             params,
             global_addrs: &m.global_addrs,
             dynamic_smem,
-            smem_size: static_aligned + dynamic_smem,
+            smem_size: layout.size,
+            warp_smem_base: layout.warp_base,
             num_sms,
             grid_id: self.launches,
         };
@@ -465,7 +462,9 @@ fn check_launch(
             "{dynamic_smem} bytes of dynamic shared memory requested, but the kernel declares no `.extern .shared` array"
         )));
     }
-    let smem = k.static_smem as u64 + dynamic_smem as u64;
+    let smem = k.static_smem as u64
+        + dynamic_smem as u64
+        + threads.div_ceil(crate::exec::WARP_SIZE as u64) * k.warp_smem as u64;
     if smem > limits.max_smem_per_block as u64 {
         return Err(bad(format!(
             "{smem} bytes of shared memory per block exceed the limit of {}",

@@ -40,6 +40,7 @@ J:
         global_addrs: &[],
         dynamic_smem: 0,
         smem_size: 0,
+        warp_smem_base: 0,
         num_sms: 1,
         grid_id: 1,
     };

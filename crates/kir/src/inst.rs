@@ -279,6 +279,11 @@ pub enum Special {
     LanemaskGt,
     DynamicSmemSize,
     TotalSmemSize,
+    /// The byte address, in the TB's shared memory, of this warp's own
+    /// [`Kernel::warp_smem`](crate::Kernel::warp_smem) bytes. Not a PTX register: hardware
+    /// support for mechanisms that keep per-warp state on chip without a register to address
+    /// it (OSRB's shared-memory backups, papers/ji-ctxback §III-D).
+    WarpSmem,
 }
 
 /// A source operand.
@@ -490,6 +495,62 @@ impl Inst {
         i.srcs[..2].copy_from_slice(&[Operand::Reg(g), Operand::Imm(0)]);
         i.n_srcs = 2;
         i
+    }
+
+    /// `st.shared.b32 [%warp_smem + offset], r`: a word into the warp's own shared memory
+    /// ([`Special::WarpSmem`]).
+    pub fn warp_smem_store(offset: i32, r: Reg, span: Span) -> Self {
+        let mut i = Inst::new(
+            Op::St {
+                space: Space::Shared,
+                ty: Ty::B32,
+                vec: 1,
+                offset,
+            },
+            span,
+        );
+        i.srcs[..2].copy_from_slice(&[Operand::Special(Special::WarpSmem), Operand::Reg(r)]);
+        i.n_srcs = 2;
+        i
+    }
+
+    /// `ld.shared.b32 r, [%warp_smem + offset]`: a word back from the warp's own shared
+    /// memory.
+    pub fn warp_smem_load(r: Reg, offset: i32, span: Span) -> Self {
+        let mut i = Inst::new(
+            Op::Ld {
+                space: Space::Shared,
+                ty: Ty::B32,
+                vec: 1,
+                offset,
+                dst_bits: 32,
+                volatile: false,
+            },
+            span,
+        );
+        i.dsts[0] = Some(r);
+        i.n_dsts = 1;
+        i.srcs[0] = Operand::Special(Special::WarpSmem);
+        i.n_srcs = 1;
+        i
+    }
+
+    /// `(offset, r)` if this is an unguarded [`Inst::warp_smem_store`] of one word: a store
+    /// no other warp or TB can see.
+    pub fn as_warp_smem_store(&self) -> Option<(i32, Reg)> {
+        match (self.op, self.srcs[0], self.srcs[1]) {
+            (
+                Op::St {
+                    space: Space::Shared,
+                    ty,
+                    vec: 1,
+                    offset,
+                },
+                Operand::Special(Special::WarpSmem),
+                Operand::Reg(r),
+            ) if self.guard.is_none() && ty.bits() == 32 => Some((offset, r)),
+            _ => None,
+        }
     }
 
     pub fn new(op: Op, span: Span) -> Self {

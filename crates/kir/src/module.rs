@@ -97,6 +97,11 @@ pub struct Kernel {
     pub uses_dynamic_smem: bool,
     /// Bytes of per-thread local memory (`.local` variables and call-site `.param` space).
     pub local_size: u32,
+    /// Bytes of shared memory each warp owns, after the TB's static and dynamic shared
+    /// memory and addressed through [`Special::WarpSmem`](crate::inst::Special::WarpSmem).
+    /// 0 for kernels from PTX; on-chip scalar register backup (papers/ji-ctxback §III-D)
+    /// keeps its last-resort backups there.
+    pub warp_smem: u32,
     pub launch_bounds: LaunchBounds,
     pub cfg: Cfg,
     pub span: Span,

@@ -107,11 +107,14 @@ pub struct OsrbReport {
     /// Backup copies kept in the kernel.
     pub backups: usize,
     /// ... of which in a dead uniform register, an unused uniform register, a dead vector
-    /// register.
+    /// register, the warp's shared memory.
     pub dead_uniform: usize,
     pub unused_uniform: usize,
     pub dead_vector: usize,
-    /// Sites with no free register.
+    pub shared: usize,
+    /// Bytes of shared memory each warp of the rewritten kernel owns for its backups.
+    pub warp_smem: u32,
+    /// Sites with no free register and no free shared word.
     pub unplaced: usize,
 }
 
@@ -311,6 +314,8 @@ fn analyze_kernel(
             dead_uniform: count(|s| matches!(s, BackupSlot::DeadUniform(_))),
             unused_uniform: count(|s| matches!(s, BackupSlot::UnusedUniform(_))),
             dead_vector: count(|s| matches!(s, BackupSlot::DeadVector(_))),
+            shared: count(|s| matches!(s, BackupSlot::Shared(_))),
+            warp_smem: o.kernel.warp_smem,
             unplaced: o.unplaced,
         }
     });

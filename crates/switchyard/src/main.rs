@@ -124,6 +124,10 @@ struct AnalyzeArgs {
     /// uniform registers up to --uniform-registers hold backups.
     #[arg(long)]
     osrb: bool,
+    /// With --osrb: 32-bit words of shared memory per warp for backups that find no free
+    /// register (the last resort of ji-ctxback §III-D).
+    #[arg(long, default_value_t = 8, requires = "osrb")]
+    osrb_shared_words: u32,
     /// Print, for every instruction, what each technique does on a signal before it:
     /// CTXBack's flashback point, saved registers, reverts, re-executions and costs, and
     /// CS-Defer's targets.
@@ -316,6 +320,8 @@ fn analyze(args: AnalyzeArgs) -> Outcome {
         ctxback: analysis::ctxback::CtxBackConfig {
             osrb: args.osrb.then_some(analysis::ctxback::OsrbConfig {
                 uniform_registers: args.uniform_registers,
+                shared_words: args.osrb_shared_words,
+                registers: true,
             }),
             ..analysis::ctxback::CtxBackConfig::default()
         },
@@ -409,8 +415,8 @@ fn analyze(args: AnalyzeArgs) -> Outcome {
                 );
                 if let (Some(o), Some(x)) = (&r.osrb, w.ctxback_osrb) {
                     println!(
-                        "  on-chip scalar register backup: CTXBack {:.1} (-{:.1}%); {} backups of {} sites ({} dead uniform, {} unused uniform, {} dead vector registers; {} without a free register)",
-                        x, pct(x), o.backups, o.sites, o.dead_uniform, o.unused_uniform, o.dead_vector, o.unplaced
+                        "  on-chip scalar register backup: CTXBack {:.1} (-{:.1}%); {} backups of {} sites ({} dead uniform, {} unused uniform, {} dead vector registers, {} shared words of {} B per warp; {} without a place)",
+                        x, pct(x), o.backups, o.sites, o.dead_uniform, o.unused_uniform, o.dead_vector, o.shared, o.warp_smem, o.unplaced
                     );
                 }
                 for p in &r.preemption_points {

@@ -324,6 +324,38 @@ fn analyze_per_instruction_table_and_scalar_backup() {
     assert_eq!(t.matches(" <- pc").count(), rows.len(), "{t}");
 }
 
+/// OSRB's destinations from the command line: with every uniform register the warp has in
+/// use (the kernel needs 9), the backup goes to the warp's shared memory; with one more it
+/// takes the spare uniform register; with no shared word either, it finds no place.
+#[test]
+fn analyze_scalar_backup_destinations() {
+    let file = data("fig5_osrb_shared.ptx");
+    let osrb = |extra: &[&str]| {
+        let args = [&["analyze", file.as_str(), "--osrb", "--json"][..], extra].concat();
+        let o = switchyard(&args);
+        assert!(o.status.success(), "{}", text(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let o = &v[0]["kernel"]["osrb"];
+        let n = |f: &str| o[f].as_u64().unwrap();
+        (
+            n("shared"),
+            n("unused_uniform"),
+            n("unplaced"),
+            n("warp_smem"),
+        )
+    };
+    assert_eq!(osrb(&["--uniform-registers", "9"]), (1, 0, 0, 4));
+    assert_eq!(osrb(&["--uniform-registers", "10"]), (0, 1, 0, 0));
+    assert_eq!(
+        osrb(&["--uniform-registers", "9", "--osrb-shared-words", "0"]),
+        (0, 0, 1, 0)
+    );
+    // Shared words without OSRB is a usage error.
+    let o = switchyard(&["analyze", file.as_str(), "--osrb-shared-words", "4"]);
+    assert!(!o.status.success());
+    assert!(text(&o).contains("--osrb"), "{}", text(&o));
+}
+
 fn temp(name: &str) -> PathBuf {
     std::env::temp_dir().join(format!("switchyard-{}-{name}", std::process::id()))
 }

@@ -33,10 +33,11 @@
 //! host program, register-allocated (the analysis' intended input), and over 100 seeded
 //! random structured programs (nested ifs and loops with lane-dependent conditions and trip
 //! counts, 32/64-bit integer, float and predicate arithmetic with the reversible forms of
-//! `revert.rs` and the Fig. 4 shape, guarded instructions, global and local loads, stores,
-//! barriers, `%clock`), each on virtual registers and once allocated — plainly, under
-//! register pressure (spills, heavy reuse of physical registers) or with uniform registers —
-//! under rotating conditions (§III-A–C), cost models and alias models.
+//! `revert.rs`, the Fig. 4 shape, the Fig. 5 shape on a warp-uniform register, guarded
+//! instructions, global and local loads, stores, barriers, `%clock`), each on virtual
+//! registers and once allocated — plainly, under register pressure (spills, heavy reuse of
+//! physical registers) or with uniform registers and OSRB (its backups in registers, or all
+//! in shared memory) — under rotating conditions (§III-A–C), cost models and alias models.
 //!
 //! **Divergent warps: every lane group by its own routines.** The lanes of a diverged warp
 //! wait at different PCs: the top SIMT stack entry's lanes at `i`, the others parked on the
@@ -69,11 +70,11 @@ use std::ops::Range;
 use std::time::Instant;
 
 use analysis::ctxback::{
-    backup_scalars, generate_combined_routines, generate_routines, Condition, CostModel, CtxBack,
-    CtxBackConfig, InstalledRoutines, OsrbConfig, ResumeStep,
+    backup_scalars, generate_combined_routines, generate_routines, BackupSlot, Condition,
+    CostModel, CtxBack, CtxBackConfig, InstalledRoutines, OsrbConfig, ResumeStep,
 };
 use analysis::{AliasModel, Liveness};
-use gpu::exec::{step, LaunchCtx, StackEntry, Step, TbView, Warp, WARP_SIZE};
+use gpu::exec::{step, LaunchCtx, SharedLayout, StackEntry, Step, TbView, Warp, WARP_SIZE};
 use gpu::func::StepHook;
 use gpu::memory::DeviceMemory;
 use kir::inst::{Op, Operand, Space};
@@ -112,7 +113,9 @@ fn prepare(kernel: Kernel, config: &CtxBackConfig, combined: bool) -> Prepared {
     let mut live = Liveness::new();
     live.compute(&kernel);
     for b in &osrb.backups {
-        live.keep_live(b.slot.reg(), b.copy, b.until);
+        if let Some(r) = b.slot.reg() {
+            live.keep_live(r, b.copy, b.until);
+        }
     }
     let base = routines.context_base as usize;
     let context = base..base + routines.context_bytes as usize;
@@ -249,6 +252,8 @@ struct Stats {
     reexecuting: u64,
     /// Probes whose resume routine copies a scalar back from its OSRB backup (§III-D).
     copying_back: u64,
+    /// ... of which from a backup in the warp's shared memory.
+    copying_back_shared: u64,
     /// Probes switched by a CS-Defer routine of CTXBack+CS-Defer (§IV-C).
     deferred: u64,
 }
@@ -267,6 +272,7 @@ impl Stats {
         self.resume_reverting += o.resume_reverting;
         self.reexecuting += o.reexecuting;
         self.copying_back += o.copying_back;
+        self.copying_back_shared += o.copying_back_shared;
         self.deferred += o.deferred;
     }
 }
@@ -650,10 +656,19 @@ impl Probe<'_> {
         self.stats.flashed_back += u64::from(fb.point != pc);
         self.stats.preempt_reverting += u64::from(!fb.preempt_reverts.is_empty());
         self.stats.resume_reverting += u64::from(!fb.resume_reverts().is_empty());
-        self.stats.copying_back += u64::from(
-            fb.resume
+        let copies: Vec<InstId> = fb
+            .resume
+            .iter()
+            .filter_map(|s| match *s {
+                ResumeStep::CopyBack(c) => Some(c),
+                _ => None,
+            })
+            .collect();
+        self.stats.copying_back += u64::from(!copies.is_empty());
+        self.stats.copying_back_shared += u64::from(
+            copies
                 .iter()
-                .any(|s| matches!(s, ResumeStep::CopyBack(_))),
+                .any(|&c| self.prep.kernel.insts[c].as_warp_smem_store().is_some()),
         );
         self.stats.reexecuting += u64::from(
             fb.resume
@@ -720,11 +735,7 @@ fn launch_ctx<'a>(
     for (p, a) in kernel.params.iter().zip(args) {
         params[p.offset as usize..p.offset as usize + a.len()].copy_from_slice(a);
     }
-    let static_smem = if kernel.uses_dynamic_smem {
-        kernel.static_smem.next_multiple_of(16)
-    } else {
-        kernel.static_smem
-    };
+    let layout = SharedLayout::of(kernel, block, dynamic_smem);
     LaunchCtx {
         kernel,
         source,
@@ -733,7 +744,8 @@ fn launch_ctx<'a>(
         params,
         global_addrs,
         dynamic_smem,
-        smem_size: static_smem + dynamic_smem,
+        smem_size: layout.size,
+        warp_smem_base: layout.warp_base,
         num_sms: 15,
         grid_id: 1,
     }
@@ -812,8 +824,8 @@ fn report(what: &str, s: &Stats, started: Instant) {
          diverged probes; {} parked lane groups restored by their own routines, {} diverged \
          probes whose parked lanes need registers the active lanes' routine does not save; {} \
          flash back, {} revert at preemption, {} revert at resume, {} \
-         re-execute inside the resume routine, {} copy back an OSRB backup; {} switched by a \
-         CS-Defer routine instead) in {:.2?}",
+         re-execute inside the resume routine, {} copy back an OSRB backup ({} from shared \
+         memory); {} switched by a CS-Defer routine instead) in {:.2?}",
         s.kernels,
         s.instructions,
         s.pcs,
@@ -826,6 +838,7 @@ fn report(what: &str, s: &Stats, started: Instant) {
         s.resume_reverting,
         s.reexecuting,
         s.copying_back,
+        s.copying_back_shared,
         s.deferred,
         started.elapsed()
     );
@@ -1191,6 +1204,25 @@ impl Gen {
         self.line(&format!("mov.u32 {a}, {k};"));
     }
 
+    /// The shape of papers/ji-ctxback Fig. 5 on random registers: the warp-uniform `%s0` is
+    /// read, then overwritten by an irreversible `or`, so re-executing the read needs OSRB's
+    /// backup of `%s0` (§III-D) when it sits in a uniform register.
+    fn fig5(&mut self) {
+        let mut regs = Vec::new();
+        while regs.len() < 4 {
+            let r = self.rd32();
+            if !regs.contains(&r) {
+                regs.push(r);
+            }
+        }
+        let [v2, v7, v11, v12] = [&regs[0], &regs[1], &regs[2], &regs[3]];
+        let k = self.imm32();
+        self.line(&format!("add.u32 {v7}, {v2}, %s0;"));
+        self.line(&format!("or.b32 %s0, %s0, {k};"));
+        self.line(&format!("mul.lo.u32 {v11}, {v11}, {v2};"));
+        self.line(&format!("sub.u32 {v12}, {v11}, {v7};"));
+    }
+
     /// `%rdT = p_in + 4 * (a & (words - 1))` for an element of `bytes` bytes.
     fn address(&mut self, bytes: u32) -> String {
         let (t, a, rd) = (self.rd32(), self.rs32(), self.r64());
@@ -1258,6 +1290,8 @@ impl Gen {
                 let s = self.rng.pick(&["%laneid", "%ntid.x", "%clock", "%tid.x"]);
                 self.line(&format!("mov.u32 {d}, {s};"));
             }
+            // Outside branches and loops `%s0` stays warp-uniform.
+            36..=39 if self.depth == 0 => self.fig5(),
             36..=65 => self.int32(),
             66..=79 => self.int64(),
             80..=89 => self.float(),
@@ -1351,7 +1385,7 @@ impl Gen {
             ".version 7.0\n.target sm_70\n.address_size 64\n\
              .visible .entry rnd(.param .u64 p_in, .param .u64 p_out)\n{{\n\
              .reg .b32 %r<{}>;\n.reg .b64 %rd<{}>;\n.reg .f32 %f<{GEN_F}>;\n\
-             .reg .pred %p<{GEN_P}>;\n.local .align 8 .b32 lbuf[8];\n",
+             .reg .pred %p<{GEN_P}>;\n.reg .b32 %s0;\n.local .align 8 .b32 lbuf[8];\n",
             LOOP_R + 2 * MAX_DEPTH,
             GEN_RD.end
         ));
@@ -1360,6 +1394,7 @@ impl Gen {
         g.line("ld.param.u64 %rd1, [p_out];");
         g.line(&format!("mul.wide.u32 %rd2, %r0, {};", 4 * SLOTS));
         g.line("add.s64 %rd2, %rd1, %rd2;");
+        g.line("cvt.u32.u64 %s0, %rd0;");
         for k in 1..=GEN_R {
             let (m, a) = (g.odd32(), g.imm32());
             g.line(&format!("mad.lo.u32 %r{k}, %r0, {m}, {a};"));
@@ -1464,8 +1499,19 @@ fn ctxback_config(seed: u64) -> CtxBackConfig {
             AliasModel::RestrictParams
         },
         // With the uniform-register allocation (`alloc_config`): scalar backups, and copies
-        // back from the kernel's own register copies on both variants.
-        osrb: (seed % 3 == 2).then(OsrbConfig::default),
+        // back from the kernel's own register copies on both variants. Every other time, the
+        // backups go to the warp's shared memory, two words that the sites take turns in.
+        osrb: (seed % 3 == 2).then(|| {
+            if (seed / 3) % 2 == 1 {
+                OsrbConfig {
+                    uniform_registers: 0,
+                    shared_words: 2,
+                    registers: false,
+                }
+            } else {
+                OsrbConfig::default()
+            }
+        }),
         ..CtxBackConfig::default()
     }
 }
@@ -1556,6 +1602,7 @@ fn random_program_routines_restore_the_live_registers() {
     assert!(total.diverged > 0 && total.flashed_back > 0 && total.reexecuting > 0);
     assert!(total.preempt_reverting > 0 && total.resume_reverting > 0);
     assert!(total.parked_groups > 0 && total.parked_needing > 0 && total.deferred > 0);
+    assert!(total.copying_back_shared > 0 && total.copying_back > total.copying_back_shared);
 }
 
 /// papers/ji-ctxback Fig. 5 as a kernel: a warp-uniform `%s4` (from a parameter) is read by
@@ -1565,31 +1612,48 @@ fn random_program_routines_restore_the_live_registers() {
 /// restore the live registers (the backup included).
 const FIG5_KERNEL: &str = include_str!("data/fig5_osrb.ptx");
 
-#[test]
-fn fig5_scalar_backup_routines_restore_the_live_registers() {
-    let file = "fig5.ptx";
-    let module = lower(file, FIG5_KERNEL);
-    let source = SourceFile::new(file, FIG5_KERNEL);
+/// The same with no register to spare at I1, and a different `%s4` in every warp: the backup
+/// goes to the warp's own shared memory.
+const FIG5_SHARED_KERNEL: &str = include_str!("data/fig5_osrb_shared.ptx");
+
+/// Runs a Fig. 5 kernel allocated with uniform registers, rewritten by OSRB (`osrb` gives
+/// the warp's uniform registers for backups; `None`: every one the allocator left), over
+/// `threads` threads, preempting it everywhere. Returns the backups' slots and the counts.
+fn fig5_with_backups(
+    file: &str,
+    text: &str,
+    osrb: impl FnOnce(&regalloc::Allocation) -> OsrbConfig,
+    threads: u32,
+) -> (Vec<BackupSlot>, Stats) {
+    let module = lower(file, text);
+    let source = SourceFile::new(file, text);
     let original = module.kernels.values().next().expect("one kernel");
     let alloc = AllocConfig {
         uniform_registers: 63,
         ..AllocConfig::default()
     };
-    let allocated = allocate(original, &alloc).expect("allocates").kernel;
+    let allocation = allocate(original, &alloc).expect("allocates");
     let config = CtxBackConfig {
-        osrb: Some(OsrbConfig::default()),
+        osrb: Some(osrb(&allocation)),
         ..CtxBackConfig::default()
     };
+    let allocated = allocation.kernel;
     let mut rng = Rng(suite::Rng::new(5));
     let input: Vec<u8> = (0..IN_WORDS)
         .flat_map(|_| (rng.next() as u32).to_le_bytes())
         .collect();
-    let reference = run_random(&allocated, &module, &source, &input, 32, None).expect("runs");
+    let reference = run_random(&allocated, &module, &source, &input, threads, None).expect("runs");
+    let slots = backup_scalars(&allocated, &config)
+        .0
+        .backups
+        .iter()
+        .map(|b| b.slot)
+        .collect();
     let prep = prepare(allocated, &config, false);
-    let plain = run_random(&prep.kernel, &module, &source, &input, 32, None).expect("runs");
+    let plain = run_random(&prep.kernel, &module, &source, &input, threads, None).expect("runs");
     assert_eq!(
         plain, reference,
-        "the backups change what the kernel computes"
+        "{file}: the backups change what the kernel computes"
     );
     let mut probe = Probe::new(&prep, 5);
     let result = run_random(
@@ -1597,12 +1661,47 @@ fn fig5_scalar_backup_routines_restore_the_live_registers() {
         &module,
         &source,
         &input,
-        32,
+        threads,
         Some(&mut probe),
     );
     let (s, failures) = probe.finish();
-    report("fig5 with OSRB", &s, Instant::now());
+    report(file, &s, Instant::now());
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-    assert_eq!(result.expect("runs"), reference);
-    assert!(s.copying_back > 0, "no resume routine copied a backup back");
+    assert_eq!(result.expect("runs"), reference, "{file}");
+    assert!(
+        s.copying_back > 0,
+        "{file}: no resume routine copied a backup back"
+    );
+    (slots, s)
+}
+
+#[test]
+fn fig5_scalar_backup_routines_restore_the_live_registers() {
+    let (slots, _) = fig5_with_backups("fig5.ptx", FIG5_KERNEL, |_| OsrbConfig::default(), 32);
+    assert!(
+        matches!(
+            slots[..],
+            [BackupSlot::UnusedUniform(_) | BackupSlot::DeadUniform(_)]
+        ),
+        "{slots:?}"
+    );
+}
+
+/// §III-D's last resort, executed: the warp's uniform registers are all taken and no vector
+/// register is free, so `%s4` is backed up into the warp's own shared memory. (Two warps run
+/// it, each with its own `%s4`; that warps' words do not overlap is checked where the
+/// functional core can interleave them: `crates/gpu/tests/warp_smem.rs`.)
+#[test]
+fn fig5_shared_memory_backup_routines_restore_the_live_registers() {
+    let (slots, _) = fig5_with_backups(
+        "fig5_shared.ptx",
+        FIG5_SHARED_KERNEL,
+        |a| OsrbConfig {
+            uniform_registers: a.uniform_count,
+            shared_words: 8,
+            registers: true,
+        },
+        64,
+    );
+    assert_eq!(slots, [BackupSlot::Shared(0)]);
 }

@@ -102,8 +102,11 @@
 //! store by another warp between the load and a barrier would be a data race).
 //!
 //! With on-chip scalar register backup (§III-D, [`super::osrb`]) a fourth way is allowed,
-//! after the other three: 4. **copied back** (`v` is the value a whole-register copy
-//! `c: mov x, r` in the window read): `mov r, x` at resume, once `(x, Def(c))` is restorable.
+//! after the other three: 4. **copied back** (`v` is the value a backup copy `c` in the window
+//! read): for a whole-register copy `c: mov x, r`, `mov r, x` at resume once `(x, Def(c))` is
+//! restorable; for a copy into the warp's own shared memory
+//! (`c: st.shared [%warp_smem + o], r`, [`Backing::Shared`]), `ld.shared r, [%warp_smem + o]`
+//! at resume, if no later copy in the window reused the word.
 
 use std::collections::{HashMap as StdHashMap, HashSet as StdHashSet};
 use std::fmt;
@@ -308,36 +311,55 @@ pub(crate) struct KernelFacts<'k> {
     pub breaker: Vec<bool>,
     revert: Vec<Option<Revert>>,
     is_load: Vec<bool>,
-    /// `(x, y)` for a register copy `mov x, y` whose source can be copied back (OSRB).
-    copy: Vec<Option<(Reg, Reg)>>,
+    /// `(backing, y)` for a backup copy of `y` that can be copied back (OSRB).
+    copy: Vec<Option<(Backing, Reg)>>,
 }
 
-/// `(x, y)` if `inst` is `mov x, y` copying one whole 32-bit register into another, so that
-/// `mov y, x` gives `y`'s value back (OSRB's copy back, §III-D): unguarded, not a predicate,
-/// and not half of a 64-bit value.
-pub fn register_copy(kernel: &Kernel, widths: &Widths, pc: InstId) -> Option<(Reg, Reg)> {
+/// Where an OSRB backup copy (§III-D) keeps the value of the register it copies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Backing {
+    /// Another register: the copy is `mov x, y`, and `mov y, x` gives `y` back.
+    Reg(Reg),
+    /// The warp's own shared memory at this byte offset: the copy is
+    /// `st.shared [%warp_smem + offset], y`, and the matching `ld.shared` gives `y` back.
+    /// The TB's shared memory survives a switch (the mechanism saves it with the TB), so
+    /// nothing needs restoring first.
+    Shared(i32),
+}
+
+/// `(backing, y)` if `inst` copies one whole 32-bit register `y` where copying back gives
+/// `y`'s value: `mov x, y` (OSRB's copy back, §III-D), unguarded, not a predicate and not
+/// half of a 64-bit value, or a store of `y` into the warp's own shared memory
+/// ([`Inst::as_warp_smem_store`]).
+pub fn backup_copy(kernel: &Kernel, widths: &Widths, pc: InstId) -> Option<(Backing, Reg)> {
     let inst = &kernel.insts[pc];
+    // A 32-bit write makes `x` narrow whatever it held before; `y` must hold a 32-bit value.
+    let word = |r: Reg| widths.class(r) != RegClass::Predicate && kernel.regs[r].ty.bits() <= 32;
+    if let Some((offset, y)) = inst.as_warp_smem_store() {
+        return (word(y) && !widths.wide_before(pc, y)).then_some((Backing::Shared(offset), y));
+    }
     let Op::Mov(ty) = inst.op else { return None };
     let (Some(x), Operand::Reg(y)) = (inst.dsts[0], inst.srcs[0]) else {
         return None;
     };
-    // A 32-bit write makes `x` narrow whatever it held before; `y` must hold a 32-bit value.
-    let word = |r: Reg| widths.class(r) != RegClass::Predicate && kernel.regs[r].ty.bits() <= 32;
     (inst.guard.is_none()
         && ty.bits() == 32
         && x != y
         && word(x)
         && word(y)
         && !widths.wide_before(pc, y))
-    .then_some((x, y))
+    .then_some((Backing::Reg(x), y))
 }
 
 /// Whether an instruction ends the idempotent region a flashback window may span.
+///
+/// A store into the warp's own shared memory (an OSRB backup) does not: no other warp sees
+/// it, and the kernel never reads it back.
 pub fn is_side_effect(inst: &Inst) -> bool {
     matches!(
         inst.op,
         Op::St { .. } | Op::Atom { .. } | Op::Red { .. } | Op::Bar { .. }
-    )
+    ) && inst.as_warp_smem_store().is_none()
 }
 
 fn unstable_special(s: Special) -> bool {
@@ -400,7 +422,7 @@ impl<'k> KernelFacts<'k> {
         let mut is_load = Vec::with_capacity(n);
         let mut copy = Vec::with_capacity(n);
         for (pc, inst) in kernel.insts.iter() {
-            copy.push(register_copy(kernel, widths, pc));
+            copy.push(backup_copy(kernel, widths, pc));
             let mut r: Vec<Reg> = Vec::new();
             for (slot, d) in inst.dsts().iter().enumerate() {
                 let Some(d) = *d else { continue };
@@ -828,13 +850,17 @@ impl<'a> Planner<'a> {
                 }
             }
         }
-        // 4. Copy back from a register copy of this version (OSRB).
+        // 4. Copy back from a backup copy of this version (OSRB).
         if let Some(cs) = self.copies.get(&r) {
             for c in cs.clone() {
                 if self.ver_at(r, c) != k {
                     continue;
                 }
-                let (x, _) = self.facts.copy[c as usize].expect("a copy");
+                let Backing::Reg(x) = self.facts.copy[c as usize].expect("a copy").0 else {
+                    // In the warp's shared memory, which the switch keeps.
+                    self.set((r, k), State::Done(Method::CopyBack(c)));
+                    return Ok(());
+                };
                 let cp = self.checkpoint();
                 match self.resolve(x, c + 1) {
                     Ok(()) => {
@@ -883,8 +909,9 @@ impl<'a> Planner<'a> {
             }
             Some(Method::Saved) => saved.push((r, k)),
             Some(Method::CopyBack(c)) => {
-                let (x, _) = self.facts.copy[c as usize].expect("a copy");
-                self.mark(x, c + 1, seen, reexec, reverts, saved);
+                if let Backing::Reg(x) = self.facts.copy[c as usize].expect("a copy").0 {
+                    self.mark(x, c + 1, seen, reexec, reverts, saved);
+                }
             }
             Some(Method::Revert(d)) => {
                 reverts.push(d);
@@ -971,9 +998,10 @@ impl<'a> Planner<'a> {
                 true
             }
             Some(Method::CopyBack(c)) => {
-                let (x, _) = self.facts.copy[c as usize].expect("a copy");
-                if !self.ensure(x, c + 1, depth + 1) || !self.present(x, c + 1) {
-                    return false;
+                if let Backing::Reg(x) = self.facts.copy[c as usize].expect("a copy").0 {
+                    if !self.ensure(x, c + 1, depth + 1) || !self.present(x, c + 1) {
+                        return false;
+                    }
                 }
                 self.out.push(ResumeStep::CopyBack(InstId(c)));
                 self.cur.insert(r, k);
@@ -1034,7 +1062,14 @@ impl<'a> Planner<'a> {
             for &r in &facts.res[j as usize] {
                 self.defs.entry(r).or_default().push(j);
             }
-            if let Some((_, y)) = facts.copy[j as usize].filter(|_| self.copy_back) {
+            if let Some((backing, y)) = facts.copy[j as usize].filter(|_| self.copy_back) {
+                if let Backing::Shared(_) = backing {
+                    // A later backup into the same word overwrites this one's. (A register
+                    // backup's later overwrite is a new version of the register instead.)
+                    for cs in self.copies.values_mut() {
+                        cs.retain(|&c| facts.copy[c as usize].map(|(b, _)| b) != Some(backing));
+                    }
+                }
                 self.copies.entry(y).or_default().push(j);
             }
         }

@@ -45,7 +45,7 @@ use crate::idempotence::{AliasModel, Idempotence, IdempotenceConfig};
 use crate::liveness::Liveness;
 
 pub use defer::Deferral;
-pub use flashback::{Flashback, FlashbackCost, ResumeStep, SavedReg, Version};
+pub use flashback::{Backing, Flashback, FlashbackCost, ResumeStep, SavedReg, Version};
 pub use osrb::{backup_scalars, Backup, BackupSlot, OsrbConfig, OsrbKernel};
 pub use revert::{revert_of, Revert};
 pub use routine::{
@@ -189,7 +189,9 @@ fn prepare(kernel: &Kernel, config: &CtxBackConfig, backups: &[Backup]) -> Prepa
     let mut live = Liveness::new();
     live.compute(kernel);
     for b in backups {
-        live.keep_live(b.slot.reg(), b.copy, b.until);
+        if let Some(r) = b.slot.reg() {
+            live.keep_live(r, b.copy, b.until);
+        }
     }
     let idem = Idempotence::compute(
         kernel,

@@ -39,11 +39,25 @@
 //!    allocation granularity leaves similar slack), added to the kernel's registers;
 //! 3. a **dead vector register**: the scalar is copied into every active lane. Unlike the
 //!    paper, which packs one scalar per lane, it takes the whole register, so saving it costs
-//!    a vector register, and the planner uses it only where that still pays.
+//!    a vector register, and the planner uses it only where that still pays;
+//! 4. a **word of the warp's own shared memory** (the paper's "unused shared memory"), one of
+//!    [`OsrbConfig::shared_words`]: `st.shared [%warp_smem + 4w], S` and, at resume,
+//!    `ld.shared S, [%warp_smem + 4w]`.
 //!
-//! Shared memory, the paper's last resort, is not used: addressing a per-warp slot needs a
-//! register, which is exactly what is missing there. A site with no free register is left
-//! without a backup ([`OsrbKernel::unplaced`]).
+//! A site that finds none of these is left without a backup ([`OsrbKernel::unplaced`]).
+//!
+//! **Addressing shared memory without a register.** A per-warp shared slot needs an address
+//! that differs from warp to warp, and this fallback applies exactly when no register is free
+//! to hold one (reserving one at kernel entry would only move the shortage: that register
+//! could hold a backup itself). So the words are addressed as local memory is, by hardware:
+//! the rewritten kernel declares [`Kernel::warp_smem`] bytes per warp, which the TB's shared
+//! memory places after its static and dynamic shared memory, and `%warp_smem`
+//! ([`kir::inst::Special::WarpSmem`]) is the address of the executing warp's bytes. They
+//! belong to the TB's shared memory, so a switch saves and restores them with it (every
+//! mechanism that evicts a TB keeps its shared memory); the register context does not count
+//! them, and the resume routine loads the backup directly. The price is the TB's larger
+//! shared-memory footprint (warps × `warp_smem` bytes, which may lower occupancy) and a
+//! shared-memory access instead of a register move in the kernel.
 //!
 //! Only uniform registers are backed up: the execution mask, the other scalar the paper backs
 //! up, is part of Switchyard's SIMT stack, not a register.
@@ -65,13 +79,22 @@ pub struct OsrbConfig {
     /// Uniform registers every warp has. Those the kernel does not use are free backup slots
     /// (step 2 of the search); 0 leaves only dead registers.
     pub uniform_registers: u32,
+    /// 32-bit words of shared memory each warp may take for backups that find no register
+    /// (step 4 of the search); 0 uses no shared memory.
+    pub shared_words: u32,
+    /// Whether backups may go to registers (steps 1–3). `false` sends every backup to
+    /// shared memory, to study that destination alone.
+    pub registers: bool,
 }
 
 impl Default for OsrbConfig {
-    /// NVIDIA Turing and later: `UR0 .. UR62`.
+    /// NVIDIA Turing and later: `UR0 .. UR62`; up to 8 shared words (32 B) per warp, 1 KiB
+    /// for a TB of 1,024 threads.
     fn default() -> Self {
         OsrbConfig {
             uniform_registers: 63,
+            shared_words: 8,
+            registers: true,
         }
     }
 }
@@ -85,19 +108,24 @@ pub enum BackupSlot {
     UnusedUniform(Reg),
     /// A vector register of the kernel, dead over the backup period.
     DeadVector(Reg),
+    /// The word at this byte offset of the warp's own shared memory
+    /// ([`Kernel::warp_smem`]).
+    Shared(u32),
 }
 
 impl BackupSlot {
-    pub fn reg(self) -> Reg {
+    /// The register holding the backup (`None`: it is in shared memory).
+    pub fn reg(self) -> Option<Reg> {
         match self {
             BackupSlot::DeadUniform(r)
             | BackupSlot::UnusedUniform(r)
-            | BackupSlot::DeadVector(r) => r,
+            | BackupSlot::DeadVector(r) => Some(r),
+            BackupSlot::Shared(_) => None,
         }
     }
 }
 
-/// One backup copy `mov B, S` of the rewritten kernel.
+/// One backup copy (`mov B, S`, or `st.shared [%warp_smem + o], S`) of the rewritten kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Backup {
     /// The copy, in the rewritten kernel.
@@ -217,12 +245,23 @@ struct Slots<'a> {
     busy: Vec<Vec<(u32, u32)>>,
     /// Uniform registers that may still be added.
     spare_uniform: u32,
+    /// Periods taken, per shared word of the warp.
+    shared: Vec<Vec<(u32, u32)>>,
+    /// Shared words that may still be added.
+    spare_shared: u32,
+    /// Whether registers may hold backups ([`OsrbConfig::registers`]).
+    registers: bool,
+}
+
+fn overlaps(periods: &[(u32, u32)], site: &Site) -> bool {
+    let (a, b) = (site.before.0, site.end.0);
+    periods.iter().any(|&(x, y)| x <= b && a <= y)
 }
 
 impl Slots<'_> {
     fn free(&self, r: Reg, site: &Site) -> bool {
         let (a, b) = (site.before.0, site.end.0);
-        if self.busy[r.index()].iter().any(|&(x, y)| x <= b && a <= y) {
+        if overlaps(&self.busy[r.index()], site) {
             return false;
         }
         if r.index() >= self.kernel.regs.len() {
@@ -249,6 +288,9 @@ impl Slots<'_> {
     }
 
     fn place(&mut self, site: &Site) -> Option<BackupSlot> {
+        if !self.registers {
+            return self.place_shared(site);
+        }
         let slot = if let Some(r) = self.dead(RegClass::Uniform, site) {
             BackupSlot::DeadUniform(r)
         } else if let Some(r) = (self.kernel.regs.len()..self.busy.len())
@@ -260,17 +302,40 @@ impl Slots<'_> {
             self.spare_uniform -= 1;
             self.busy.push(Vec::new());
             BackupSlot::UnusedUniform(Reg::new(self.busy.len() - 1))
+        } else if let Some(r) = self.dead(RegClass::Vector, site) {
+            BackupSlot::DeadVector(r)
         } else {
-            BackupSlot::DeadVector(self.dead(RegClass::Vector, site)?)
+            return self.place_shared(site);
         };
-        self.busy[slot.reg().index()].push((site.before.0, site.end.0));
+        self.busy[slot.reg().expect("a register").index()].push((site.before.0, site.end.0));
         Some(slot)
+    }
+
+    /// The first shared word free over the site's period, taking a new one if needed.
+    fn place_shared(&mut self, site: &Site) -> Option<BackupSlot> {
+        let w = match self.shared.iter().position(|p| !overlaps(p, site)) {
+            Some(w) => w,
+            None if self.spare_shared > 0 => {
+                self.spare_shared -= 1;
+                self.shared.push(Vec::new());
+                self.shared.len() - 1
+            }
+            None => return None,
+        };
+        self.shared[w].push((site.before.0, site.end.0));
+        Some(BackupSlot::Shared(self.kernel.warp_smem + 4 * w as u32))
     }
 }
 
-/// Inserts the copies of `placed` into `kernel`, adding `added` uniform registers.
+/// Inserts the copies of `placed` into `kernel`, adding `added` uniform registers and the
+/// shared words the backups use.
 fn rewrite(kernel: &Kernel, placed: &[(Site, BackupSlot)], added: usize) -> OsrbKernel {
     let mut base = kernel.clone();
+    for (_, slot) in placed {
+        if let BackupSlot::Shared(at) = *slot {
+            base.warp_smem = base.warp_smem.max(at + 4);
+        }
+    }
     let uniform_count = kernel
         .regs
         .ids()
@@ -285,12 +350,24 @@ fn rewrite(kernel: &Kernel, placed: &[(Site, BackupSlot)], added: usize) -> Osrb
     let inserts: Vec<(InstId, Inst)> = placed
         .iter()
         .map(|(site, slot)| {
-            let mut mov = Inst::new(Op::Mov(Ty::B32), kernel.insts[site.before].span);
-            mov.dsts[0] = Some(slot.reg());
-            mov.n_dsts = 1;
-            mov.srcs[0] = Operand::Reg(site.scalar);
-            mov.n_srcs = 1;
-            (site.before, mov)
+            let span = kernel.insts[site.before].span;
+            let copy = match slot.reg() {
+                Some(b) => {
+                    let mut mov = Inst::new(Op::Mov(Ty::B32), span);
+                    mov.dsts[0] = Some(b);
+                    mov.n_dsts = 1;
+                    mov.srcs[0] = Operand::Reg(site.scalar);
+                    mov.n_srcs = 1;
+                    mov
+                }
+                None => {
+                    let BackupSlot::Shared(at) = *slot else {
+                        unreachable!("a slot without a register is a shared word")
+                    };
+                    Inst::warp_smem_store(at as i32, site.scalar, span)
+                }
+            };
+            (site.before, copy)
         })
         .collect();
     let ins = base.insert_before(&inserts);
@@ -340,6 +417,9 @@ fn placements(
         widths: &p.widths,
         busy: vec![Vec::new(); kernel.regs.len()],
         spare_uniform: osrb.uniform_registers.saturating_sub(existing),
+        shared: Vec::new(),
+        spare_shared: osrb.shared_words,
+        registers: osrb.registers,
     };
     let placed: Vec<(Site, BackupSlot)> = found
         .iter()
@@ -410,12 +490,21 @@ pub fn backup_scalars(kernel: &Kernel, config: &CtxBackConfig) -> (OsrbKernel, C
         return unchanged(none);
     }
     // Pass 2: the kept backups only (their registers stay free: a subset of the periods),
-    // with the added uniform registers renumbered densely in order of first use.
+    // with the added uniform registers and the shared words renumbered densely in order of
+    // first use.
     let mut renumber = std::collections::HashMap::new();
+    let mut words = std::collections::HashMap::new();
     for (_, slot) in &mut kept {
-        if let BackupSlot::UnusedUniform(r) = slot {
-            let next = kernel.regs.len() + renumber.len();
-            *r = *renumber.entry(*r).or_insert(Reg::new(next));
+        match slot {
+            BackupSlot::UnusedUniform(r) => {
+                let next = kernel.regs.len() + renumber.len();
+                *r = *renumber.entry(*r).or_insert(Reg::new(next));
+            }
+            BackupSlot::Shared(at) => {
+                let next = kernel.warp_smem + 4 * words.len() as u32;
+                *at = *words.entry(*at).or_insert(next);
+            }
+            _ => {}
         }
     }
     let mut out = rewrite(kernel, &kept, renumber.len());
@@ -472,12 +561,16 @@ mod tests {
         k
     }
 
-    /// The register the only site's backup would take, by kind and name.
-    fn slot(k: &Kernel, uniform_registers: u32) -> Option<String> {
+    /// Where the only site's backup would go, by kind and name.
+    fn slot(k: &Kernel, uniform_registers: u32, shared_words: u32) -> Option<String> {
         let (placed, sites, _) = placements(
             k,
             &CtxBackConfig::default(),
-            OsrbConfig { uniform_registers },
+            OsrbConfig {
+                uniform_registers,
+                shared_words,
+                registers: true,
+            },
         );
         assert_eq!(sites, 1, "one site: %s4 before the `or`");
         placed.first().map(|(site, slot)| {
@@ -490,26 +583,30 @@ mod tests {
                 BackupSlot::DeadUniform(r) => format!("dead {}", name(r)),
                 BackupSlot::UnusedUniform(r) => format!("unused {}", name(r)),
                 BackupSlot::DeadVector(r) => format!("vector {}", name(r)),
+                BackupSlot::Shared(at) => format!("shared +{at}"),
             }
         })
     }
 
     /// §III-D's order: a dead scalar register, then an unused one (of the warp's uniform
-    /// registers the kernel does not use), then a dead vector register, else none.
+    /// registers the kernel does not use), then a dead vector register, then the warp's
+    /// shared memory, else none.
     #[test]
     fn backup_destinations_in_order() {
         let live_out = ["v2", "v11", "v12", "s4"];
         // %s9 and %v9 are dead after their last read.
-        assert_eq!(slot(&fig5(&live_out), 63).as_deref(), Some("dead UR9"));
+        assert_eq!(slot(&fig5(&live_out), 63, 8).as_deref(), Some("dead UR9"));
         // %s9 live to the end: an unused uniform register, if the file has one to spare
         // (the kernel already uses two).
         let k = fig5(&["v2", "v11", "v12", "s4", "s9"]);
-        assert_eq!(slot(&k, 3).as_deref(), Some("unused new0"));
-        assert_eq!(slot(&k, 2).as_deref(), Some("vector %v9"));
-        // Nothing free: %v9 live too (every other vector register is live or overwritten in
-        // the backup period; %rd0 and %rd1 are 64-bit).
+        assert_eq!(slot(&k, 3, 8).as_deref(), Some("unused new0"));
+        assert_eq!(slot(&k, 2, 8).as_deref(), Some("vector %v9"));
+        // No free register: %v9 live too (every other vector register is live or overwritten
+        // in the backup period; %rd0 and %rd1 are 64-bit). Shared memory if the warp has a
+        // word to spare, else nowhere.
         let k = fig5(&["v2", "v11", "v12", "s4", "s9", "v9"]);
-        assert_eq!(slot(&k, 2), None);
+        assert_eq!(slot(&k, 2, 8).as_deref(), Some("shared +0"));
+        assert_eq!(slot(&k, 2, 0), None);
     }
 
     /// Two backups whose periods overlap never share a register.
@@ -533,22 +630,37 @@ mod tests {
     st.global.u32 [%rd1+4], %v3;
     st.global.u32 [%rd1+8], %s1;
     st.global.u32 [%rd1+12], %s2;
+    st.global.u32 [%rd1+16], %v1;
     exit;
 ",
         );
         scalars_uniform(&mut k);
-        let (placed, sites, added) = placements(
-            &k,
-            &CtxBackConfig::default(),
-            OsrbConfig {
-                uniform_registers: 63,
-            },
-        );
+        let place = |uniform_registers, shared_words| {
+            placements(
+                &k,
+                &CtxBackConfig::default(),
+                OsrbConfig {
+                    uniform_registers,
+                    shared_words,
+                    registers: true,
+                },
+            )
+        };
+        let (placed, sites, added) = place(63, 0);
         assert_eq!((sites, placed.len()), (2, 2), "{placed:?}");
         assert_ne!(placed[0].1.reg(), placed[1].1.reg());
         assert!(placed
             .iter()
             .all(|(_, s)| matches!(s, BackupSlot::UnusedUniform(_))));
         assert_eq!(added, 2);
+        // With no uniform register to add (%v2 and %v3 are written in the periods, %v1 is
+        // live to the end), the two backups take different shared words.
+        let (placed, _, added) = place(2, 8);
+        let slots: Vec<BackupSlot> = placed.iter().map(|(_, s)| *s).collect();
+        assert_eq!(slots, [BackupSlot::Shared(0), BackupSlot::Shared(4)]);
+        assert_eq!(added, 0);
+        // One word only: the second backup finds no place.
+        let (placed, _, _) = place(2, 1);
+        assert_eq!(placed.len(), 1);
     }
 }

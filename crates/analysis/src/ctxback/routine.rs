@@ -85,8 +85,8 @@ pub enum RoutineError {
     /// A planned revert is not in the reversible table (an analysis bug).
     #[error("kernel `{kernel}`: {pc} is not reversible")]
     NotReversible { kernel: String, pc: InstId },
-    /// A planned copy back names an instruction that is not a register copy (an analysis bug).
-    #[error("kernel `{kernel}`: {pc} is not a register copy")]
+    /// A planned copy back names an instruction that is not a backup copy (an analysis bug).
+    #[error("kernel `{kernel}`: {pc} is not a backup copy")]
     NotACopy { kernel: String, pc: InstId },
 }
 
@@ -281,18 +281,30 @@ pub fn resume_routine(
                 out.push(rv.inst);
             }
             ResumeStep::CopyBack(c) => {
-                // The planner checked the copy (`flashback::register_copy`): swap its registers.
-                let mut mov = kernel.insts[c].clone();
-                let (Op::Mov(_), Some(x), Operand::Reg(y)) = (mov.op, mov.dsts[0], mov.srcs[0])
-                else {
-                    return Err(RoutineError::NotACopy {
-                        kernel: kernel.name.clone(),
-                        pc: c,
-                    });
+                // The planner checked the copy (`flashback::backup_copy`): swap its registers,
+                // or load the word it stored into the warp's shared memory.
+                let copy = &kernel.insts[c];
+                let back = match (
+                    copy.as_warp_smem_store(),
+                    copy.op,
+                    copy.dsts[0],
+                    copy.srcs[0],
+                ) {
+                    (Some((offset, y)), ..) => Inst::warp_smem_load(y, offset, copy.span),
+                    (None, Op::Mov(_), Some(x), Operand::Reg(y)) => {
+                        let mut mov = copy.clone();
+                        mov.dsts[0] = Some(y);
+                        mov.srcs[0] = Operand::Reg(x);
+                        mov
+                    }
+                    _ => {
+                        return Err(RoutineError::NotACopy {
+                            kernel: kernel.name.clone(),
+                            pc: c,
+                        })
+                    }
                 };
-                mov.dsts[0] = Some(y);
-                mov.srcs[0] = Operand::Reg(x);
-                out.push(mov);
+                out.push(back);
             }
             ResumeStep::Jump(p) => {
                 out.push(Inst::new(

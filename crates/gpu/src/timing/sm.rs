@@ -43,7 +43,7 @@
 //! lane's window, shared-memory atomics cost their bank-conflict passes only, fences do not
 //! wait for outstanding stores.
 
-use kir::inst::{Inst, Op, Operand, Space, MAX_DSTS};
+use kir::inst::{Inst, Op, Operand, Space, Special, MAX_DSTS};
 use kir::{Id, Reg};
 use memsys::{
     coalesce::shared_bank_conflicts_with, coalesce_into, AccessKind, IssueState, LineRequest,
@@ -917,6 +917,7 @@ impl Sm {
                 Operand::Reg(r) => regs[r.index() * WARP_SIZE + l],
                 Operand::Imm(v) => v,
                 Operand::GlobalAddr(g, off) => ctx.global_addrs[g.index()].wrapping_add(off as u64),
+                Operand::Special(Special::WarpSmem) => ctx.warp_smem(ws.warp.index),
                 _ => 0,
             };
             b.wrapping_add(offset as i64 as u64)

@@ -373,6 +373,7 @@ impl<'a> KernelLowerer<'a> {
             static_smem: l.static_smem,
             uses_dynamic_smem: l.uses_dynamic_smem,
             local_size: align_up(l.local_size as u64, 8) as u32,
+            warp_smem: 0,
             launch_bounds,
             cfg,
             span: f.span,
