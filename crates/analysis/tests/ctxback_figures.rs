@@ -255,10 +255,16 @@ fn fig5_kernel() -> (Kernel, u32) {
 }
 
 fn osrb(uniform_registers: u32) -> CtxBackConfig {
+    osrb_shared(uniform_registers, OsrbConfig::default().shared_words)
+}
+
+/// OSRB with `uniform_registers` for the warp and `shared_words` of shared memory.
+fn osrb_shared(uniform_registers: u32, shared_words: u32) -> CtxBackConfig {
     CtxBackConfig {
         osrb: Some(OsrbConfig {
             uniform_registers,
-            ..OsrbConfig::default()
+            shared_words,
+            registers: true,
         }),
         ..CtxBackConfig::default()
     }
@@ -325,15 +331,7 @@ fn fig5_scalar_backup_lets_i0_reexecute() {
 #[test]
 fn fig5_scalar_backup_in_shared_memory_without_a_free_register() {
     let (k, i0) = fig5_kernel();
-    let config = CtxBackConfig {
-        osrb: Some(OsrbConfig {
-            uniform_registers: 1,
-            shared_words: 8,
-            registers: true,
-        }),
-        ..CtxBackConfig::default()
-    };
-    let (o, ctx) = backup_scalars(&k, &config);
+    let (o, ctx) = backup_scalars(&k, &osrb_shared(1, 8));
     assert_eq!(o.backups.len(), 1, "{:?}", o.backups);
     let b = o.backups[0];
     assert_eq!(b.before, InstId(i0 + 1));
@@ -352,15 +350,7 @@ fn fig5_scalar_backup_in_shared_memory_without_a_free_register() {
     );
     assert_eq!((fb.context.vector, fb.context.uniform), (2, 0));
     // Without a shared word, the site finds no place and the kernel is unchanged.
-    let none = CtxBackConfig {
-        osrb: Some(OsrbConfig {
-            uniform_registers: 1,
-            shared_words: 0,
-            registers: true,
-        }),
-        ..CtxBackConfig::default()
-    };
-    let (o, ctx) = backup_scalars(&k, &none);
+    let (o, ctx) = backup_scalars(&k, &osrb_shared(1, 0));
     assert_eq!((o.backups.len(), o.unplaced), (0, 1));
     assert_eq!(ctx.flashback(InstId(i0 + 4)).context.words(), 4);
 }

@@ -1185,18 +1185,23 @@ impl Gen {
         self.line(&s);
     }
 
-    /// The shape of papers/ji-ctxback Fig. 4 on random registers: `x`'s old value is wanted
-    /// back by reverting the `add`, whose operand `a` the `mov` overwrote — a revert at resume,
-    /// after re-executing the `mul`.
-    fn fig4(&mut self) {
-        let mut regs = Vec::new();
+    /// Four different general 32-bit registers to write.
+    fn distinct32(&mut self) -> [String; 4] {
+        let mut regs: Vec<String> = Vec::new();
         while regs.len() < 4 {
             let r = self.rd32();
             if !regs.contains(&r) {
                 regs.push(r);
             }
         }
-        let [a, b, c, x] = [&regs[0], &regs[1], &regs[2], &regs[3]];
+        regs.try_into().expect("four")
+    }
+
+    /// The shape of papers/ji-ctxback Fig. 4 on random registers: `x`'s old value is wanted
+    /// back by reverting the `add`, whose operand `a` the `mov` overwrote — a revert at resume,
+    /// after re-executing the `mul`.
+    fn fig4(&mut self) {
+        let [a, b, c, x] = &self.distinct32();
         let (m, k) = (self.odd32(), self.imm32());
         self.line(&format!("mul.lo.u32 {a}, {b}, {m};"));
         self.line(&format!("xor.b32 {c}, {x}, {a};"));
@@ -1208,14 +1213,7 @@ impl Gen {
     /// read, then overwritten by an irreversible `or`, so re-executing the read needs OSRB's
     /// backup of `%s0` (§III-D) when it sits in a uniform register.
     fn fig5(&mut self) {
-        let mut regs = Vec::new();
-        while regs.len() < 4 {
-            let r = self.rd32();
-            if !regs.contains(&r) {
-                regs.push(r);
-            }
-        }
-        let [v2, v7, v11, v12] = [&regs[0], &regs[1], &regs[2], &regs[3]];
+        let [v2, v7, v11, v12] = &self.distinct32();
         let k = self.imm32();
         self.line(&format!("add.u32 {v7}, {v2}, %s0;"));
         self.line(&format!("or.b32 %s0, %s0, {k};"));
