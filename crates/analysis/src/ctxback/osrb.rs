@@ -307,7 +307,9 @@ impl Slots<'_> {
         } else {
             return self.place_shared(site);
         };
-        self.busy[slot.reg().expect("a register").index()].push((site.before.0, site.end.0));
+        if let Some(r) = slot.reg() {
+            self.busy[r.index()].push((site.before.0, site.end.0));
+        }
         Some(slot)
     }
 
@@ -351,20 +353,17 @@ fn rewrite(kernel: &Kernel, placed: &[(Site, BackupSlot)], added: usize) -> Osrb
         .iter()
         .map(|(site, slot)| {
             let span = kernel.insts[site.before].span;
-            let copy = match slot.reg() {
-                Some(b) => {
+            let copy = match *slot {
+                BackupSlot::Shared(at) => Inst::warp_smem_store(at as i32, site.scalar, span),
+                BackupSlot::DeadUniform(b)
+                | BackupSlot::UnusedUniform(b)
+                | BackupSlot::DeadVector(b) => {
                     let mut mov = Inst::new(Op::Mov(Ty::B32), span);
                     mov.dsts[0] = Some(b);
                     mov.n_dsts = 1;
                     mov.srcs[0] = Operand::Reg(site.scalar);
                     mov.n_srcs = 1;
                     mov
-                }
-                None => {
-                    let BackupSlot::Shared(at) = *slot else {
-                        unreachable!("a slot without a register is a shared word")
-                    };
-                    Inst::warp_smem_store(at as i32, site.scalar, span)
                 }
             };
             (site.before, copy)
