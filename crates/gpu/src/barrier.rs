@@ -114,7 +114,7 @@ impl Barriers {
 }
 
 /// The error for a TB whose live warps all wait at barriers that cannot complete.
-pub fn deadlock(ctx: &LaunchCtx<'_>, ctaid: [u32; 3], warps: &impl TbWarps) -> ExecError {
+pub fn deadlock(ctx: &LaunchCtx, ctaid: [u32; 3], warps: &impl TbWarps) -> ExecError {
     let mut waiting = Vec::new();
     let mut exited_warps = 0;
     for i in 0..warps.warp_count() {

@@ -15,6 +15,8 @@
 use kir::inst::{
     ArithOp, AtomOp, BarKind, BoolOp, Inst, Op, Operand, ShflMode, Space, Special, Ty, VoteMode,
 };
+use std::sync::Arc;
+
 use kir::{Id, InstId, Kernel};
 use ptx::SourceFile;
 
@@ -25,16 +27,18 @@ use crate::memory::{self, DeviceMemory, Window};
 /// Lanes per warp. PTX fixes the warp size at 32 (`WARP_SZ`); masks are `u32`.
 pub const WARP_SIZE: usize = 32;
 
-/// Everything about a launch that does not change while it runs.
-pub struct LaunchCtx<'a> {
-    pub kernel: &'a Kernel,
-    pub source: &'a SourceFile,
+/// Everything about a launch that does not change while it runs. It owns its kernel (shared
+/// with the module it came from), so a long-lived machine can hold any number of launches.
+#[derive(Clone, Debug)]
+pub struct LaunchCtx {
+    pub kernel: Arc<Kernel>,
+    pub source: Arc<SourceFile>,
     pub grid: [u32; 3],
     pub block: [u32; 3],
     /// The parameter buffer (`kernel.param_size` bytes).
     pub params: Vec<u8>,
     /// Device address of each module-scope variable, indexed by `GlobalId`.
-    pub global_addrs: &'a [u64],
+    pub global_addrs: Arc<[u64]>,
     pub dynamic_smem: u32,
     /// Bytes of shared memory per TB ([`SharedLayout::size`]).
     pub smem_size: u32,
@@ -74,7 +78,42 @@ impl SharedLayout {
     }
 }
 
-impl LaunchCtx<'_> {
+impl LaunchCtx {
+    /// A launch of `kernel` with the parameter buffer `params`; the shared-memory layout
+    /// follows from the kernel and the shape.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        kernel: Arc<Kernel>,
+        source: Arc<SourceFile>,
+        global_addrs: Arc<[u64]>,
+        grid: [u32; 3],
+        block: [u32; 3],
+        dynamic_smem: u32,
+        params: Vec<u8>,
+        num_sms: u32,
+        grid_id: u64,
+    ) -> LaunchCtx {
+        let layout = SharedLayout::of(&kernel, block, dynamic_smem);
+        LaunchCtx {
+            kernel,
+            source,
+            grid,
+            block,
+            params,
+            global_addrs,
+            dynamic_smem,
+            smem_size: layout.size,
+            warp_smem_base: layout.warp_base,
+            num_sms,
+            grid_id,
+        }
+    }
+
+    /// Bytes of device memory a TB's local memory takes ([`memory::local_frame_bytes`]).
+    pub fn local_frame_bytes(&self) -> u64 {
+        memory::local_frame_bytes(self.kernel.local_size, self.warps_per_tb())
+    }
+
     /// `%warp_smem` of the TB's warp `warp`: where its own shared bytes start.
     pub fn warp_smem(&self, warp: u32) -> u64 {
         u64::from(self.warp_smem_base) + u64::from(warp) * u64::from(self.kernel.warp_smem)
@@ -136,8 +175,6 @@ pub struct Warp {
     /// Registers, `[reg][lane]`: register `r` of lane `l` is `regs[r * 32 + l]`.
     pub regs: Vec<u64>,
     pub stack: Vec<StackEntry>,
-    /// Per-thread local memory, `[lane][byte]`.
-    pub local: Vec<u8>,
     /// Lanes that exist (the last warp of a TB may be partial).
     pub valid: u32,
     /// Lanes that have exited.
@@ -149,7 +186,7 @@ pub struct Warp {
 }
 
 impl Warp {
-    pub fn new(ctx: &LaunchCtx<'_>, index: u32) -> Warp {
+    pub fn new(ctx: &LaunchCtx, index: u32) -> Warp {
         let threads = ctx.threads_per_tb();
         let first = index * WARP_SIZE as u32;
         let lanes = (threads - first).min(WARP_SIZE as u32);
@@ -166,7 +203,6 @@ impl Warp {
                 rpc: u32::MAX,
                 mask: valid,
             }],
-            local: vec![0; ctx.kernel.local_size as usize * WARP_SIZE],
             valid,
             exited: 0,
             executed: 0,
@@ -249,6 +285,9 @@ pub struct TbView<'a> {
     /// The SM's cycle counter, read by `%clock`/`%clock64` (the timing model's core cycle);
     /// `None` on the functional core, where the clock counts the warp's executed instructions.
     pub clock: Option<u64>,
+    /// Device address of the TB's local memory ([`memory::local_word_address`]); unused when
+    /// the kernel has no local memory.
+    pub local_base: u64,
 }
 
 #[inline]
@@ -293,7 +332,7 @@ fn combine(op: BoolOp, a: bool, b: bool) -> bool {
 
 /// Executes one instruction of `warp`.
 pub fn step(
-    ctx: &LaunchCtx<'_>,
+    ctx: &LaunchCtx,
     tb: &mut TbView<'_>,
     warp: &mut Warp,
     mem: &mut DeviceMemory,
@@ -387,7 +426,7 @@ pub fn step(
 }
 
 struct Exec<'a, 'b, 'c> {
-    ctx: &'a LaunchCtx<'a>,
+    ctx: &'a LaunchCtx,
     tb: &'b mut TbView<'c>,
     warp: &'b mut Warp,
     mem: &'b mut DeviceMemory,
@@ -492,6 +531,28 @@ impl Exec<'_, '_, '_> {
         }
     }
 
+    /// The device addresses and sizes of the words an aligned local access of `size` bytes at
+    /// thread offset `a` touches: one, or two for an 8-byte access (local memory interleaves
+    /// the lanes of a warp word by word, [`memory::local_word_address`]).
+    #[inline]
+    fn local_words(&self, a: u64, size: u32, lane: usize) -> ([(u64, u32); 2], usize) {
+        let words = u64::from(self.ctx.kernel.local_size.div_ceil(4));
+        let at = |off: u64| {
+            memory::local_word_address(
+                self.tb.local_base,
+                words,
+                self.warp.index,
+                lane as u32,
+                off / 4,
+            ) + off % 4
+        };
+        if size > 4 {
+            ([(at(a), 4), (at(a + 4), size - 4)], 2)
+        } else {
+            ([(at(a), size), (0, 0)], 1)
+        }
+    }
+
     /// Loads `size` bytes at `addr` for `lane`.
     #[inline]
     fn load(
@@ -516,11 +577,19 @@ impl Exec<'_, '_, '_> {
                 .map(memory::read_le)
                 .ok_or_else(|| oob(self)),
             Space::Local => {
-                let frame = self.ctx.kernel.local_size as usize;
-                let bytes = &self.warp.local[lane * frame..(lane + 1) * frame];
-                slice(bytes, a, size)
-                    .map(memory::read_le)
-                    .ok_or_else(|| oob(self))
+                if a + u64::from(size) > u64::from(self.ctx.kernel.local_size) {
+                    return Err(oob(self));
+                }
+                let mut v = 0u64;
+                let (words, n_words) = self.local_words(a, size, lane);
+                for (k, &(at, n)) in words[..n_words].iter().enumerate() {
+                    let part = self
+                        .mem
+                        .read(at, n, hint)
+                        .map_err(|f| self.fault(lane, space, addr, size, FaultReason::Global(f)))?;
+                    v |= part << (32 * k);
+                }
+                Ok(v)
             }
             Space::Param => slice(&self.ctx.params, a, size)
                 .map(memory::read_le)
@@ -552,9 +621,16 @@ impl Exec<'_, '_, '_> {
             }
             Space::Shared => slice_mut(self.tb.shared, a, size).map(|s| memory::write_le(s, value)),
             Space::Local => {
-                let frame = self.ctx.kernel.local_size as usize;
-                let bytes = &mut self.warp.local[lane * frame..(lane + 1) * frame];
-                slice_mut(bytes, a, size).map(|s| memory::write_le(s, value))
+                if a + u64::from(size) > u64::from(self.ctx.kernel.local_size) {
+                    return Err(self.fault(lane, space, addr, size, FaultReason::OutOfBounds));
+                }
+                let (words, n_words) = self.local_words(a, size, lane);
+                for (k, &(at, n)) in words[..n_words].iter().enumerate() {
+                    self.mem
+                        .write(at, n, value >> (32 * k), hint)
+                        .map_err(|f| self.fault(lane, space, addr, size, FaultReason::Global(f)))?;
+                }
+                return Ok(());
             }
             Space::Const | Space::Param => {
                 return Err(self.fault(lane, space, addr, size, FaultReason::ReadOnly))

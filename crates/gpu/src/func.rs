@@ -39,7 +39,7 @@ impl LaunchStats {
 pub trait StepHook {
     fn before_step(
         &mut self,
-        ctx: &LaunchCtx<'_>,
+        ctx: &LaunchCtx,
         tb: &mut TbView<'_>,
         warp: &mut Warp,
         mem: &mut DeviceMemory,
@@ -53,7 +53,7 @@ impl StepHook for NoHook {
     #[inline(always)]
     fn before_step(
         &mut self,
-        _: &LaunchCtx<'_>,
+        _: &LaunchCtx,
         _: &mut TbView<'_>,
         _: &mut Warp,
         _: &mut DeviceMemory,
@@ -62,45 +62,60 @@ impl StepHook for NoHook {
 }
 
 /// Runs every TB of the launch to completion.
-pub fn run(
-    ctx: &LaunchCtx<'_>,
-    mem: &mut DeviceMemory,
-    limit: u64,
-) -> Result<LaunchStats, ExecError> {
+pub fn run(ctx: &LaunchCtx, mem: &mut DeviceMemory, limit: u64) -> Result<LaunchStats, ExecError> {
     run_with_hook(ctx, mem, limit, &mut NoHook)
 }
 
 /// [`run`], calling `hook` before every warp instruction.
 pub fn run_with_hook<H: StepHook>(
-    ctx: &LaunchCtx<'_>,
+    ctx: &LaunchCtx,
     mem: &mut DeviceMemory,
     limit: u64,
     hook: &mut H,
 ) -> Result<LaunchStats, ExecError> {
     let mut stats = LaunchStats::default();
     let mut shared = vec![0u8; ctx.smem_size as usize];
-    for linear in 0..ctx.num_tbs() {
-        shared.fill(0);
-        let mut tb = TbView {
-            ctaid: ctx.ctaid(linear),
-            shared: &mut shared,
-            sm: (linear % ctx.num_sms.max(1) as u64) as u32,
-            clock: None,
-        };
-        let s = run_tb(
-            ctx,
-            &mut tb,
-            mem,
-            limit.saturating_sub(stats.warp_instructions),
-            hook,
-        )?;
-        stats.add(&s);
+    // One TB runs at a time, so one local-memory frame serves them all; it starts zeroed for
+    // every TB, as a fresh TB's local memory reads zero in every engine of this simulator.
+    let frame = vec![0u8; ctx.local_frame_bytes() as usize];
+    let local_base = if frame.is_empty() {
+        0
+    } else {
+        mem.alloc(frame.len() as u64)
+    };
+    let result = (|| {
+        for linear in 0..ctx.num_tbs() {
+            shared.fill(0);
+            if !frame.is_empty() {
+                mem.write_bytes(local_base, &frame)
+                    .expect("the frame was allocated with this size");
+            }
+            let mut tb = TbView {
+                ctaid: ctx.ctaid(linear),
+                shared: &mut shared,
+                sm: (linear % ctx.num_sms.max(1) as u64) as u32,
+                clock: None,
+                local_base,
+            };
+            let s = run_tb(
+                ctx,
+                &mut tb,
+                mem,
+                limit.saturating_sub(stats.warp_instructions),
+                hook,
+            )?;
+            stats.add(&s);
+        }
+        Ok(stats)
+    })();
+    if !frame.is_empty() {
+        mem.free(local_base);
     }
-    Ok(stats)
+    result
 }
 
 fn run_tb<H: StepHook>(
-    ctx: &LaunchCtx<'_>,
+    ctx: &LaunchCtx,
     tb: &mut TbView<'_>,
     mem: &mut DeviceMemory,
     limit: u64,

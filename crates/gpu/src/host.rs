@@ -5,11 +5,13 @@
 //! machine will execute, so a kernel that cannot run is rejected with its location before
 //! anything executes. Launching checks the launch shape and the arguments against the kernel.
 
+use std::sync::Arc;
+
 use kir::{Id, Kernel, Module};
 use ptx::{SourceFile, Span};
 
 use crate::error::ExecError;
-use crate::exec::{LaunchCtx, SharedLayout};
+use crate::exec::LaunchCtx;
 use crate::func::{self, LaunchStats};
 use crate::memory::{DeviceMemory, GlobalFault};
 use crate::timing::{run_timed, Progress, TimedGpu, TimedStats, TimingError};
@@ -147,9 +149,11 @@ impl From<TimingError> for GpuError {
 }
 
 struct LoadedModule {
-    source: SourceFile,
+    source: Arc<SourceFile>,
     ir: Module,
-    global_addrs: Vec<u64>,
+    /// The module's kernels, shared with the launches that run them.
+    kernels: Vec<Arc<Kernel>>,
+    global_addrs: Arc<[u64]>,
 }
 
 /// The device: memory, loaded modules and limits.
@@ -289,9 +293,10 @@ impl Gpu {
             }
         }
         self.modules.push(LoadedModule {
-            source,
+            source: Arc::new(source),
+            kernels: ir.kernels.values().cloned().map(Arc::new).collect(),
             ir,
-            global_addrs,
+            global_addrs: global_addrs.into(),
         });
         Ok(ModuleId(self.modules.len() - 1))
     }
@@ -362,10 +367,10 @@ impl Gpu {
         (grid, block, dynamic_smem): ([u32; 3], [u32; 3], u32),
         args: &[KernelArg],
         num_sms: u32,
-        run: impl FnOnce(&LaunchCtx<'_>, &mut DeviceMemory) -> Result<R, GpuError>,
+        run: impl FnOnce(&LaunchCtx, &mut DeviceMemory) -> Result<R, GpuError>,
     ) -> Result<R, GpuError> {
         let m = &self.modules[module.0];
-        let Some((_, k)) = m.ir.kernel(kernel) else {
+        let Some((kid, k)) = m.ir.kernel(kernel) else {
             return Err(GpuError::UnknownKernel {
                 name: kernel.to_string(),
                 module: m.source.name.clone(),
@@ -379,21 +384,18 @@ impl Gpu {
             });
         };
         let params = check_launch(&self.limits, k, grid, block, dynamic_smem, args)?;
-        let layout = SharedLayout::of(k, block, dynamic_smem);
         self.launches += 1;
-        let ctx = LaunchCtx {
-            kernel: k,
-            source: &m.source,
+        let ctx = LaunchCtx::new(
+            m.kernels[kid.index()].clone(),
+            m.source.clone(),
+            m.global_addrs.clone(),
             grid,
             block,
-            params,
-            global_addrs: &m.global_addrs,
             dynamic_smem,
-            smem_size: layout.size,
-            warp_smem_base: layout.warp_base,
+            params,
             num_sms,
-            grid_id: self.launches,
-        };
+            self.launches,
+        );
         run(&ctx, &mut self.mem)
     }
 }

@@ -34,6 +34,24 @@ pub enum Window {
     Param(u64),
 }
 
+/// Bytes of device memory one TB's local memory takes: `local_size` bytes per thread, for
+/// every lane of its `warps` warps, rounded up to whole 4-byte words.
+pub fn local_frame_bytes(local_size: u32, warps: u32) -> u64 {
+    u64::from(local_size.div_ceil(4)) * 4 * 32 * u64::from(warps)
+}
+
+/// Device address of word `word` (4 bytes) of the local memory of lane `lane` of warp `warp`
+/// of a TB whose local memory starts at `base`, with `frame_words` words per thread.
+///
+/// Local memory lives in device memory (so spills and context routines' `st.local` are real
+/// memory traffic) and is interleaved as CUDA lays it out: consecutive 32-bit words of one
+/// thread are 128 bytes apart and the 32 lanes of a warp share each 128-byte row, so a warp
+/// reading one local variable touches one line.
+#[inline]
+pub fn local_word_address(base: u64, frame_words: u64, warp: u32, lane: u32, word: u64) -> u64 {
+    base + ((u64::from(warp) * frame_words + word) * 32 + u64::from(lane)) * 4
+}
+
 /// Classifies a generic address.
 #[inline]
 pub fn window(addr: u64) -> Window {

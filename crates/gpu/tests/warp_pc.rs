@@ -31,25 +31,24 @@ J:
     let file = ptx::SourceFile::new("t.ptx", src);
     let module = kir::lower::lower_module(&ptx::parse(src).unwrap(), "t.ptx").unwrap();
     let kernel = &module.kernels[kir::KernelId(0)];
-    let ctx = LaunchCtx {
-        kernel,
-        source: &file,
-        grid: [1, 1, 1],
-        block: [32, 1, 1],
-        params: Vec::new(),
-        global_addrs: &[],
-        dynamic_smem: 0,
-        smem_size: 0,
-        warp_smem_base: 0,
-        num_sms: 1,
-        grid_id: 1,
-    };
+    let ctx = LaunchCtx::new(
+        std::sync::Arc::new(kernel.clone()),
+        std::sync::Arc::new(file),
+        std::sync::Arc::new([]),
+        [1, 1, 1],
+        [32, 1, 1],
+        0,
+        Vec::new(),
+        1,
+        1,
+    );
     let mut shared = Vec::new();
     let mut tb = TbView {
         ctaid: [0, 0, 0],
         shared: &mut shared,
         sm: 0,
         clock: None,
+        local_base: 0,
     };
     let mut mem = DeviceMemory::new();
     let mut warp = Warp::new(&ctx, 0);

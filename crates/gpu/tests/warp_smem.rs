@@ -88,24 +88,27 @@ fn expected() -> Vec<u8> {
         .collect()
 }
 
-fn launch<'a>(k: &'a Kernel, source: &'a ptx::SourceFile, out: u64) -> LaunchCtx<'a> {
+fn launch(k: &Kernel, source: &ptx::SourceFile, out: u64) -> LaunchCtx {
     let block = [THREADS, 1, 1];
     let layout = SharedLayout::of(k, block, 0);
     assert_eq!(layout.warp_base, 8, "after `own`");
     assert_eq!(layout.size, 8 + 4 * 4, "4 warps, one word each");
-    LaunchCtx {
-        kernel: k,
-        source,
-        grid: [2, 1, 1],
+    let ctx = LaunchCtx::new(
+        std::sync::Arc::new(k.clone()),
+        std::sync::Arc::new(source.clone()),
+        std::sync::Arc::new([]),
+        [2, 1, 1],
         block,
-        params: out.to_le_bytes().to_vec(),
-        global_addrs: &[],
-        dynamic_smem: 0,
-        smem_size: layout.size,
-        warp_smem_base: layout.warp_base,
-        num_sms: 1,
-        grid_id: 1,
-    }
+        0,
+        out.to_le_bytes().to_vec(),
+        1,
+        1,
+    );
+    assert_eq!(
+        (ctx.smem_size, ctx.warp_smem_base),
+        (layout.size, layout.warp_base)
+    );
+    ctx
 }
 
 #[test]

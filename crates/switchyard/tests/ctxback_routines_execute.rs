@@ -67,6 +67,7 @@
 
 use std::fmt::Write as _;
 use std::ops::Range;
+use std::sync::Arc;
 use std::time::Instant;
 
 use analysis::ctxback::{
@@ -74,7 +75,7 @@ use analysis::ctxback::{
     CostModel, CtxBack, CtxBackConfig, InstalledRoutines, OsrbConfig, ResumeStep,
 };
 use analysis::{AliasModel, Liveness};
-use gpu::exec::{step, LaunchCtx, SharedLayout, StackEntry, Step, TbView, Warp, WARP_SIZE};
+use gpu::exec::{step, LaunchCtx, StackEntry, Step, TbView, Warp, WARP_SIZE};
 use gpu::func::StepHook;
 use gpu::memory::DeviceMemory;
 use kir::inst::{Op, Operand, Space};
@@ -316,7 +317,7 @@ impl<'p> Probe<'p> {
     /// from a register file full of garbage the groups' resume routines; the restored warp.
     fn preempt_and_resume(
         &mut self,
-        ctx: &LaunchCtx<'_>,
+        ctx: &LaunchCtx,
         tb: &mut TbView<'_>,
         warp: &Warp,
         mem: &mut DeviceMemory,
@@ -394,17 +395,17 @@ impl<'p> Probe<'p> {
 
         // Preemption: each group's routine (deferred instructions or reverts, stores, then
         // `exit`) in turn, each storing into its own lanes' context areas.
-        let mut local = warp.local.clone();
+        let mut local = warp_local(ctx, tb, warp.index, mem);
         for (g, plan) in groups.iter().zip(&mut plans) {
             let code = plan.preempt.clone();
             let mut pw = warp.clone();
-            pw.local = local;
+            set_warp_local(ctx, tb, warp.index, mem, &local);
             pw.stack = only(code.start, g.mask);
             let mut before_save = None;
             for n in 0..=code.end.0 - code.start.0 {
                 if n == plan.deferred {
                     // The context the saving part must preserve.
-                    before_save = Some(pw.local.clone());
+                    before_save = Some(warp_local(ctx, tb, warp.index, mem));
                     if plan.expected.is_empty() {
                         plan.expected = pw.regs.clone();
                     }
@@ -429,17 +430,17 @@ impl<'p> Probe<'p> {
             let Some(before_save) = before_save else {
                 return Err(format!("the preemption routine of {} is too short", g.pc));
             };
-            if !outside_context(&pw.local, &before_save) {
+            if !outside_context(&warp_local(ctx, tb, warp.index, mem), &before_save) {
                 return Err("a preemption routine wrote local memory outside the context".into());
             }
-            local = pw.local;
+            local = warp_local(ctx, tb, warp.index, mem);
         }
         let preempted_local = local.clone();
 
         // Resume: garbage in every register of every lane, then each group's routine and
         // its jump back to where the group resumes.
         let mut rw = warp.clone();
-        rw.local = local;
+        set_warp_local(ctx, tb, warp.index, mem, &local);
         for r in rw.regs.iter_mut() {
             *r = self.rng.next();
         }
@@ -487,7 +488,7 @@ impl<'p> Probe<'p> {
                 return Err(format!("resumed {land} with stack {:?}", rw.stack));
             }
         }
-        if !outside_context(&rw.local, &preempted_local) {
+        if !outside_context(&warp_local(ctx, tb, warp.index, mem), &preempted_local) {
             return Err("resuming wrote local memory outside the context".into());
         }
 
@@ -516,7 +517,7 @@ impl<'p> Probe<'p> {
         // happened), its top entry at the deferral's target if it deferred.
         let mut restored = warp.clone();
         restored.regs = rw.regs;
-        restored.local = rw.local;
+        // Its local memory is the resumed warp's, already in device memory.
         if plans[0].land != groups[0].pc {
             let top = restored
                 .stack
@@ -530,6 +531,34 @@ impl<'p> Probe<'p> {
             self.stats.deferred += 1;
         }
         Ok(restored)
+    }
+}
+
+/// The local memory of warp `w` of the TB, as `[lane][byte]` (it lives in device memory,
+/// interleaved by lane: `gpu::memory::local_word_address`).
+fn warp_local(ctx: &LaunchCtx, tb: &TbView<'_>, w: u32, mem: &DeviceMemory) -> Vec<u8> {
+    let frame = ctx.kernel.local_size as u64;
+    let words = frame.div_ceil(4);
+    let mut out = Vec::with_capacity(frame as usize * WARP_SIZE);
+    for l in 0..WARP_SIZE as u32 {
+        for b in 0..frame {
+            let at = gpu::memory::local_word_address(tb.local_base, words, w, l, b / 4) + b % 4;
+            out.push(mem.read_bytes(at, 1).expect("local memory is mapped")[0]);
+        }
+    }
+    out
+}
+
+/// Writes back what [`warp_local`] read.
+fn set_warp_local(ctx: &LaunchCtx, tb: &TbView<'_>, w: u32, mem: &mut DeviceMemory, bytes: &[u8]) {
+    let frame = ctx.kernel.local_size as u64;
+    let words = frame.div_ceil(4);
+    for l in 0..WARP_SIZE as u32 {
+        for b in 0..frame {
+            let at = gpu::memory::local_word_address(tb.local_base, words, w, l, b / 4) + b % 4;
+            let v = bytes[(u64::from(l) * frame + b) as usize];
+            mem.write_bytes(at, &[v]).expect("local memory is mapped");
+        }
     }
 }
 
@@ -575,7 +604,7 @@ impl StepHook for Probe<'_> {
     /// Called before each warp instruction: maybe preempt and resume the warp.
     fn before_step(
         &mut self,
-        ctx: &LaunchCtx<'_>,
+        ctx: &LaunchCtx,
         tb: &mut TbView<'_>,
         warp: &mut Warp,
         mem: &mut DeviceMemory,
@@ -679,7 +708,7 @@ impl Probe<'_> {
 }
 
 fn run_launch(
-    ctx: &LaunchCtx<'_>,
+    ctx: &LaunchCtx,
     mem: &mut DeviceMemory,
     probe: &mut Probe<'_>,
 ) -> Result<(), String> {
@@ -716,15 +745,15 @@ fn load_globals(module: &Module) -> (DeviceMemory, Vec<u64>) {
 }
 
 /// The `LaunchCtx` of a launch of `kernel` (as `gpu::Gpu::launch` builds it).
-fn launch_ctx<'a>(
-    kernel: &'a Kernel,
-    source: &'a SourceFile,
-    global_addrs: &'a [u64],
+fn launch_ctx(
+    kernel: &Kernel,
+    source: &SourceFile,
+    global_addrs: &[u64],
     grid: [u32; 3],
     block: [u32; 3],
     dynamic_smem: u32,
     args: &[Vec<u8>],
-) -> LaunchCtx<'a> {
+) -> LaunchCtx {
     assert_eq!(
         args.len(),
         kernel.params.len(),
@@ -735,20 +764,17 @@ fn launch_ctx<'a>(
     for (p, a) in kernel.params.iter().zip(args) {
         params[p.offset as usize..p.offset as usize + a.len()].copy_from_slice(a);
     }
-    let layout = SharedLayout::of(kernel, block, dynamic_smem);
-    LaunchCtx {
-        kernel,
-        source,
+    LaunchCtx::new(
+        Arc::new(kernel.clone()),
+        Arc::new(source.clone()),
+        global_addrs.into(),
         grid,
         block,
-        params,
-        global_addrs,
         dynamic_smem,
-        smem_size: layout.size,
-        warp_smem_base: layout.warp_base,
-        num_sms: 15,
-        grid_id: 1,
-    }
+        params,
+        15,
+        1,
+    )
 }
 
 /// A `suite::Device` that runs every launch with the probe, over installed routines.

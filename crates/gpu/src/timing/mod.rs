@@ -136,7 +136,7 @@ impl TimedGpu {
     /// Runs one launch to completion; see [`run_timed`].
     pub fn launch(
         &self,
-        ctx: &LaunchCtx<'_>,
+        ctx: &LaunchCtx,
         mem: &mut DeviceMemory,
     ) -> Result<TimedStats, TimingError> {
         run_timed(ctx, mem, &self.gpu, &self.options, &mut |_| {})
@@ -159,7 +159,7 @@ pub fn physical_registers(kernel: &kir::Kernel, max: u32) -> u32 {
 /// would (up to the order of atomics), and calls `progress` every [`PROGRESS_INTERVAL`] core
 /// cycles.
 pub fn run_timed(
-    ctx: &LaunchCtx<'_>,
+    ctx: &LaunchCtx,
     mem: &mut DeviceMemory,
     gpu: &GpuConfig,
     opts: &TimingOptions,
@@ -174,7 +174,7 @@ pub fn run_timed(
     let res = &gpu.sm.resources;
     let regs = opts
         .regs_per_thread
-        .unwrap_or_else(|| physical_registers(ctx.kernel, res.max_registers_per_thread));
+        .unwrap_or_else(|| physical_registers(&ctx.kernel, res.max_registers_per_thread));
     let demand = TbDemand::for_kernel(res, ctx.threads_per_tb(), regs, ctx.smem_size);
     let occ = Occupancy::of(res, &demand);
     if occ.tbs_per_sm == 0 {
@@ -207,13 +207,21 @@ pub fn run_timed(
         spec: &gpu.pipeline,
         memcfg: &memcfg,
         frame_words: u64::from(ctx.kernel.local_size.div_ceil(4)),
+        frame_bytes: ctx.local_frame_bytes(),
+        frames: if ctx.local_frame_bytes() == 0 {
+            Vec::new()
+        } else {
+            (0..gpu.sm.count * occ.tbs_per_sm)
+                .map(|_| mem.alloc(ctx.local_frame_bytes()))
+                .collect()
+        },
         global_loads: 0,
         load_latency: 0,
         shared_accesses: 0,
         shared_passes: 0,
         warp_instructions: 0,
         thread_instructions: 0,
-        decoded: sm::Decoded::of(ctx.kernel),
+        decoded: sm::Decoded::of(&ctx.kernel),
     };
 
     let total = ctx.num_tbs();
@@ -248,7 +256,7 @@ pub fn run_timed(
         }
         for sm in &mut sms {
             if next_tb < total && sm.has_free_tb_slot() {
-                sm.dispatch(ctx, &env.decoded, next_tb, now);
+                sm.dispatch(&env, mem, next_tb, now);
                 next_tb += 1;
                 resident += 1;
             }

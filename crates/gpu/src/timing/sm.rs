@@ -132,7 +132,8 @@ impl WarpHot {
 
 /// A resident TB.
 pub(super) struct TbSlot {
-    linear: u64,
+    /// Device address of the TB's local memory.
+    local_base: u64,
     ctaid: [u32; 3],
     shared: Vec<u8>,
     slots: Vec<u32>,
@@ -162,12 +163,15 @@ struct Backlog {
 }
 
 /// Launch-wide facts and counters the SMs share.
-pub(super) struct Env<'a, 'c> {
-    pub ctx: &'a LaunchCtx<'c>,
+pub(super) struct Env<'a> {
+    pub ctx: &'a LaunchCtx,
     pub spec: &'a PipelineSpec,
     pub memcfg: &'a MemConfig,
-    /// Local memory frame in 4-byte words.
+    /// Local memory per thread in 4-byte words.
     pub frame_words: u64,
+    /// Bytes of a TB's local memory, and where each (SM, TB slot)'s lies.
+    pub frame_bytes: u64,
+    pub frames: Vec<u64>,
     pub global_loads: u64,
     pub load_latency: u64,
     pub shared_accesses: u64,
@@ -406,18 +410,21 @@ impl Sm {
 
     /// Places TB `linear` in a free TB slot (the caller checked there is one). TB slot `k`
     /// owns warp slots `k × warps_per_tb ..`; warp slot `s` belongs to scheduler `s mod n`.
-    pub(super) fn dispatch(
-        &mut self,
-        ctx: &LaunchCtx<'_>,
-        decoded: &Decoded,
-        linear: u64,
-        now: u64,
-    ) {
+    pub(super) fn dispatch(&mut self, env: &Env, mem: &mut DeviceMemory, linear: u64, now: u64) {
+        let (ctx, decoded) = (env.ctx, &env.decoded);
         let k = self
             .tbs
             .iter()
             .position(Option::is_none)
             .expect("caller checked for a free TB slot");
+        let local_base = if env.frame_bytes == 0 {
+            0
+        } else {
+            let base = env.frames[self.id as usize * self.tbs.len() + k];
+            mem.write_bytes(base, &vec![0; env.frame_bytes as usize])
+                .expect("frames are allocated for every TB slot");
+            base
+        };
         let first = k as u32 * self.warps_per_tb;
         let slots: Vec<u32> = (first..first + self.warps_per_tb).collect();
         for (i, &s) in slots.iter().enumerate() {
@@ -434,7 +441,7 @@ impl Sm {
             self.fill_buffer(s as usize, now);
         }
         self.tbs[k] = Some(TbSlot {
-            linear,
+            local_base,
             ctaid: ctx.ctaid(linear),
             shared: vec![0; ctx.smem_size as usize],
             slots,
@@ -784,11 +791,11 @@ impl Sm {
             return Ok(Err(StallReason::Memory));
         }
         let plan = if class == OpClass::Mem && exec != 0 {
-            let linear = self.tbs[ws.tb as usize]
+            let local_base = self.tbs[ws.tb as usize]
                 .as_ref()
                 .expect("resident TB")
-                .linear;
-            match self.plan_memory(env, memsys, &ws, linear, inst, top.pc, exec, slot) {
+                .local_base;
+            match self.plan_memory(env, memsys, &ws, local_base, inst, top.pc, exec, slot) {
                 Ok(p) => p,
                 Err(r) => {
                     self.ldst_refused_at = now;
@@ -807,6 +814,7 @@ impl Sm {
             shared: &mut tb.shared,
             sm: self.id,
             clock: Some(now),
+            local_base: tb.local_base,
         };
         let result = step(ctx, &mut view, &mut ws.warp, mem);
         let result = match result {
@@ -880,7 +888,7 @@ impl Sm {
         env: &mut Env,
         memsys: &mut MemorySystem,
         ws: &WarpSlot,
-        tb_linear: u64,
+        local_base: u64,
         inst: &Inst,
         pc: u32,
         exec: u32,
@@ -947,7 +955,6 @@ impl Sm {
                 a
             }
         };
-        let gwarp = tb_linear * u64::from(self.warps_per_tb) + u64::from(ws.warp.index);
         for l in 0..WARP_SIZE {
             if retry {
                 break;
@@ -956,8 +963,13 @@ impl Sm {
                 let a = strip(read(l));
                 Some(match resolved {
                     Space::Local => {
-                        let word = gwarp * env.frame_words + a / 4;
-                        memory::LOCAL_WINDOW + (word * WARP_SIZE as u64 + l as u64) * 4 + a % 4
+                        memory::local_word_address(
+                            local_base,
+                            env.frame_words,
+                            ws.warp.index,
+                            l as u32,
+                            a / 4,
+                        ) + a % 4
                     }
                     _ => a,
                 })
@@ -1073,7 +1085,7 @@ impl Sm {
 
     /// Completes barriers and retires finished TBs; returns the number retired. A TB whose
     /// live warps all wait at barriers that cannot complete is a deadlock.
-    pub(super) fn retire(&mut self, ctx: &LaunchCtx<'_>) -> Result<u32, ExecError> {
+    pub(super) fn retire(&mut self, ctx: &LaunchCtx) -> Result<u32, ExecError> {
         if !self.retire_due {
             return Ok(0);
         }
