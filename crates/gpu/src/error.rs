@@ -86,6 +86,23 @@ pub enum ExecError {
     Internal { kernel: String, what: String },
 }
 
+impl ExecError {
+    /// The same error with every PC passed through `f` (to name the PTX instruction behind
+    /// an instruction of a rewritten kernel).
+    pub fn map_pcs(mut self, f: impl Fn(InstId) -> InstId) -> ExecError {
+        match &mut self {
+            ExecError::MemoryFault { pc, .. } => *pc = f(*pc),
+            ExecError::BarrierDeadlock { waiting, .. } => {
+                for w in waiting {
+                    w.pc = f(w.pc);
+                }
+            }
+            _ => {}
+        }
+        self
+    }
+}
+
 fn describe_waiting(waiting: &[WaitingWarp], exited: u32) -> String {
     let mut s = String::from("every live warp waits at a barrier that can never complete (");
     for (i, w) in waiting.iter().enumerate() {

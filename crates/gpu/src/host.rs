@@ -7,14 +7,16 @@
 
 use std::sync::Arc;
 
-use kir::{Id, Kernel, Module};
+use kir::{Id, Kernel, KernelId, Module};
 use ptx::{SourceFile, Span};
 
 use crate::error::ExecError;
 use crate::exec::LaunchCtx;
 use crate::func::{self, LaunchStats};
 use crate::memory::{DeviceMemory, GlobalFault};
-use crate::timing::{run_timed, Progress, TimedGpu, TimedStats, TimingError};
+use crate::timing::{
+    run_launch, Machine, Progress, TimedGpu, TimedKernel, TimedStats, TimingError,
+};
 
 /// A device pointer returned by [`Gpu::alloc`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -137,6 +139,8 @@ pub enum GpuError {
     /// A timed launch failed for a reason of the timing model (boxed: it is large).
     #[error(transparent)]
     Timing(Box<TimingError>),
+    #[error("this device has no timing model (build it with `Gpu::timed`)")]
+    NotTimed,
 }
 
 impl From<TimingError> for GpuError {
@@ -153,12 +157,18 @@ struct LoadedModule {
     ir: Module,
     /// The module's kernels, shared with the launches that run them.
     kernels: Vec<Arc<Kernel>>,
+    /// Each kernel as the timed machine runs it, made at its first timed launch.
+    timed: Vec<Option<TimedKernel>>,
     global_addrs: Arc<[u64]>,
 }
 
-/// The device: memory, loaded modules and limits.
+/// The device: memory, loaded modules and limits; with a timing model, a persistent
+/// [`Machine`] that owns the memory and keeps its caches warm from one launch to the next.
 pub struct Gpu {
+    /// Device memory when there is no machine (the machine owns it otherwise).
     mem: DeviceMemory,
+    machine: Option<Box<Machine>>,
+    timing: Option<TimedGpu>,
     modules: Vec<LoadedModule>,
     pub limits: DeviceLimits,
     launches: u64,
@@ -178,22 +188,54 @@ impl Gpu {
     pub fn with_limits(limits: DeviceLimits) -> Self {
         Gpu {
             mem: DeviceMemory::new(),
+            machine: None,
+            timing: None,
             modules: Vec::new(),
             limits,
             launches: 0,
         }
     }
 
+    /// A device with the timing model `timing`: [`Gpu::launch_timed`] runs launches on one
+    /// persistent machine (functional launches use its memory too). `%nsmid` is its SM count.
+    pub fn timed(timing: TimedGpu) -> Result<Self, TimingError> {
+        let machine = Machine::new(
+            timing.gpu.clone(),
+            timing.options.clone(),
+            DeviceMemory::new(),
+        )?;
+        let mut gpu = Gpu::new();
+        gpu.limits.num_sms = timing.gpu.sm.count;
+        gpu.machine = Some(Box::new(machine));
+        gpu.timing = Some(timing);
+        Ok(gpu)
+    }
+
+    /// The timed machine, if the device has one.
+    pub fn machine(&self) -> Option<&Machine> {
+        self.machine.as_deref()
+    }
+
     pub fn memory(&self) -> &DeviceMemory {
-        &self.mem
+        match &self.machine {
+            Some(m) => m.memory(),
+            None => &self.mem,
+        }
+    }
+
+    fn memory_mut(&mut self) -> &mut DeviceMemory {
+        match &mut self.machine {
+            Some(m) => m.memory_mut(),
+            None => &mut self.mem,
+        }
     }
 
     pub fn alloc(&mut self, bytes: u64) -> DevPtr {
-        DevPtr(self.mem.alloc(bytes))
+        DevPtr(self.memory_mut().alloc(bytes))
     }
 
     pub fn free(&mut self, ptr: DevPtr) -> Result<(), GpuError> {
-        if self.mem.free(ptr.0) {
+        if self.memory_mut().free(ptr.0) {
             Ok(())
         } else {
             Err(GpuError::BadCopy {
@@ -206,13 +248,13 @@ impl Gpu {
     }
 
     pub fn copy_to_device(&mut self, dst: DevPtr, data: &[u8]) -> Result<(), GpuError> {
-        self.mem
+        self.memory_mut()
             .write_bytes(dst.0, data)
             .map_err(|f| copy_error("copy to", dst.0, data.len() as u64, f))
     }
 
     pub fn copy_from_device(&self, src: DevPtr, len: u64) -> Result<Vec<u8>, GpuError> {
-        self.mem
+        self.memory()
             .read_bytes(src.0, len)
             .map(|b| b.to_vec())
             .map_err(|f| copy_error("copy from", src.0, len, f))
@@ -273,10 +315,11 @@ impl Gpu {
         }
         // Place module variables, then write their initial values (with the addresses of
         // other variables patched in).
+        let mem = self.memory_mut();
         let global_addrs: Vec<u64> = ir
             .globals
             .values()
-            .map(|g| self.mem.alloc(g.size.max(1)))
+            .map(|g| mem.alloc(g.size.max(1)))
             .collect();
         for (id, g) in ir.globals.iter() {
             let mut bytes = g.init.clone();
@@ -287,14 +330,14 @@ impl Gpu {
                 bytes[at..at + w].copy_from_slice(&addr.to_le_bytes()[..w]);
             }
             if !bytes.is_empty() {
-                self.mem
-                    .write_bytes(global_addrs[id.index()], &bytes)
+                mem.write_bytes(global_addrs[id.index()], &bytes)
                     .expect("freshly allocated");
             }
         }
         self.modules.push(LoadedModule {
             source: Arc::new(source),
             kernels: ir.kernels.values().cloned().map(Arc::new).collect(),
+            timed: vec![None; ir.kernels.len()],
             ir,
             global_addrs: global_addrs.into(),
         });
@@ -315,7 +358,6 @@ impl Gpu {
             .map(|(g, _)| DevPtr(m.global_addrs[g.index()]))
     }
 
-    /// Launches `kernel` and runs it to completion on the functional core.
     /// Launches `kernel` on the functional core (no timing).
     pub fn launch(
         &mut self,
@@ -326,20 +368,18 @@ impl Gpu {
         dynamic_smem: u32,
         args: &[KernelArg],
     ) -> Result<LaunchStats, GpuError> {
-        let (num_sms, limit) = (self.limits.num_sms, self.limits.instruction_limit);
-        let shape = (grid, block, dynamic_smem);
-        self.with_launch(module, kernel, shape, args, num_sms, |ctx, mem| {
-            Ok(func::run(ctx, mem, limit)?)
-        })
+        let limit = self.limits.instruction_limit;
+        let (ctx, _) = self.prepare(module, kernel, (grid, block, dynamic_smem), args)?;
+        Ok(func::run(&ctx, self.memory_mut(), limit)?)
     }
 
-    /// Launches `kernel` on the cycle-level timing model of `timed`, calling `progress` as it
-    /// runs (see [`crate::timing::run_timed`]). Device memory ends exactly as after
-    /// [`Gpu::launch`] (up to the order of atomics); `%nsmid` is the timed GPU's SM count.
+    /// Launches `kernel` on the device's timed machine and runs it to completion, calling
+    /// `progress` as it runs (see [`crate::timing::run_launch`]). Device memory ends exactly
+    /// as after [`Gpu::launch`] (up to the order of atomics); caches stay warm for the next
+    /// launch.
     #[allow(clippy::too_many_arguments)]
     pub fn launch_timed(
         &mut self,
-        timed: &TimedGpu,
         module: ModuleId,
         kernel: &str,
         grid: [u32; 3],
@@ -348,27 +388,32 @@ impl Gpu {
         args: &[KernelArg],
         progress: &mut dyn FnMut(Progress),
     ) -> Result<TimedStats, GpuError> {
-        let shape = (grid, block, dynamic_smem);
-        self.with_launch(
-            module,
-            kernel,
-            shape,
-            args,
-            timed.gpu.sm.count,
-            |ctx, mem| Ok(run_timed(ctx, mem, &timed.gpu, &timed.options, progress)?),
-        )
+        if self.machine.is_none() {
+            return Err(GpuError::NotTimed);
+        }
+        let (ctx, kid) = self.prepare(module, kernel, (grid, block, dynamic_smem), args)?;
+        let timed = self.timed_kernel(module, kid);
+        let machine = self.machine.as_mut().expect("checked above");
+        Ok(run_launch(machine, ctx, &timed, progress)?)
     }
 
-    /// Checks a launch, builds its context and hands it to `run` with the device memory.
-    fn with_launch<R>(
+    /// A kernel of a loaded module as the timed machine runs it (made once).
+    fn timed_kernel(&mut self, module: ModuleId, kid: KernelId) -> TimedKernel {
+        let timing = self.timing.as_ref().expect("a timed device");
+        let m = &mut self.modules[module.0];
+        m.timed[kid.index()]
+            .get_or_insert_with(|| timing.timed_kernel(&m.kernels[kid.index()]))
+            .clone()
+    }
+
+    /// Checks a launch and builds its context.
+    fn prepare(
         &mut self,
         module: ModuleId,
         kernel: &str,
         (grid, block, dynamic_smem): ([u32; 3], [u32; 3], u32),
         args: &[KernelArg],
-        num_sms: u32,
-        run: impl FnOnce(&LaunchCtx, &mut DeviceMemory) -> Result<R, GpuError>,
-    ) -> Result<R, GpuError> {
+    ) -> Result<(LaunchCtx, KernelId), GpuError> {
         let m = &self.modules[module.0];
         let Some((kid, k)) = m.ir.kernel(kernel) else {
             return Err(GpuError::UnknownKernel {
@@ -393,10 +438,10 @@ impl Gpu {
             block,
             dynamic_smem,
             params,
-            num_sms,
+            self.limits.num_sms,
             self.launches,
         );
-        run(&ctx, &mut self.mem)
+        Ok((ctx, kid))
     }
 }
 

@@ -135,6 +135,23 @@ pub struct CacheStats {
 }
 
 impl CacheStats {
+    /// The counts between the snapshot `earlier` and `self` (counters only grow).
+    pub fn since(&self, earlier: &CacheStats) -> CacheStats {
+        CacheStats {
+            accesses: self.accesses - earlier.accesses,
+            reads: self.reads - earlier.reads,
+            writes: self.writes - earlier.writes,
+            hits: self.hits - earlier.hits,
+            misses: self.misses - earlier.misses,
+            sector_misses: self.sector_misses - earlier.sector_misses,
+            mshr_merges: self.mshr_merges - earlier.mshr_merges,
+            reservation_fails: self.reservation_fails - earlier.reservation_fails,
+            evictions: self.evictions - earlier.evictions,
+            writebacks: self.writebacks - earlier.writebacks,
+            fills: self.fills - earlier.fills,
+        }
+    }
+
     /// Adds `o` into `self` (for totals over SMs or slices).
     pub fn add(&mut self, o: &CacheStats) {
         self.accesses += o.accesses;

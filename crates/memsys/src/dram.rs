@@ -117,6 +117,23 @@ pub struct DramStats {
 }
 
 impl DramStats {
+    /// The counts between the snapshot `earlier` and `self` (counters only grow).
+    pub fn since(&self, earlier: &DramStats) -> DramStats {
+        DramStats {
+            cycles: self.cycles - earlier.cycles,
+            reads: self.reads - earlier.reads,
+            writes: self.writes - earlier.writes,
+            row_hits: self.row_hits - earlier.row_hits,
+            row_misses: self.row_misses - earlier.row_misses,
+            activates: self.activates - earlier.activates,
+            precharges: self.precharges - earlier.precharges,
+            bus_busy_cycles: self.bus_busy_cycles - earlier.bus_busy_cycles,
+            bytes: self.bytes - earlier.bytes,
+            queue_full: self.queue_full - earlier.queue_full,
+            context_requests: self.context_requests - earlier.context_requests,
+        }
+    }
+
     /// Adds `o` into `self`.
     pub fn add(&mut self, o: &DramStats) {
         self.cycles += o.cycles;

@@ -92,6 +92,19 @@ pub struct IcntStats {
 }
 
 impl IcntStats {
+    /// The counts between the snapshot `earlier` and `self` (counters only grow).
+    pub fn since(&self, earlier: &IcntStats) -> IcntStats {
+        IcntStats {
+            cycles: self.cycles - earlier.cycles,
+            packets: self.packets - earlier.packets,
+            flits: self.flits - earlier.flits,
+            output_busy_cycles: self.output_busy_cycles - earlier.output_busy_cycles,
+            blocked_input_cycles: self.blocked_input_cycles - earlier.blocked_input_cycles,
+            inject_refusals: self.inject_refusals - earlier.inject_refusals,
+            context_packets: self.context_packets - earlier.context_packets,
+        }
+    }
+
     /// Fraction of output-port cycles spent transmitting (0 when nothing was simulated).
     pub fn utilisation(&self, outputs: usize) -> f64 {
         if self.cycles == 0 || outputs == 0 {

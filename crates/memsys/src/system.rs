@@ -453,6 +453,36 @@ pub struct MemStats {
     pub dram_total: DramStats,
 }
 
+impl MemStats {
+    /// The counts between the snapshot `earlier` and `self`, both of the same memory system
+    /// (counters only grow): what happened in between.
+    pub fn since(&self, earlier: &MemStats) -> MemStats {
+        fn each<T>(now: &[T], then: &[T], f: impl Fn(&T, &T) -> T) -> Vec<T> {
+            now.iter().zip(then).map(|(a, b)| f(a, b)).collect()
+        }
+        MemStats {
+            core_cycles: self.core_cycles - earlier.core_cycles,
+            icnt_cycles: self.icnt_cycles - earlier.icnt_cycles,
+            l2_cycles: self.l2_cycles - earlier.l2_cycles,
+            dram_cycles: self.dram_cycles - earlier.dram_cycles,
+            accesses_issued: self.accesses_issued - earlier.accesses_issued,
+            accesses_completed: self.accesses_completed - earlier.accesses_completed,
+            issue_stalls: self.issue_stalls - earlier.issue_stalls,
+            total_latency_core_cycles: self.total_latency_core_cycles
+                - earlier.total_latency_core_cycles,
+            l1: each(&self.l1, &earlier.l1, CacheStats::since),
+            l1_total: self.l1_total.since(&earlier.l1_total),
+            const_total: self.const_total.since(&earlier.const_total),
+            icnt_request: self.icnt_request.since(&earlier.icnt_request),
+            icnt_reply: self.icnt_reply.since(&earlier.icnt_reply),
+            l2: each(&self.l2, &earlier.l2, CacheStats::since),
+            l2_total: self.l2_total.since(&earlier.l2_total),
+            dram: each(&self.dram, &earlier.dram, DramStats::since),
+            dram_total: self.dram_total.since(&earlier.dram_total),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum ReqKind {
     Read,

@@ -281,7 +281,9 @@ pub(crate) fn run(args: RunArgs) -> Outcome {
     let timed = if args.functional {
         None
     } else {
-        Some(TimedGpu::new(load_gpu(&args.gpu, args.scheduler)?))
+        let mut t = TimedGpu::new(load_gpu(&args.gpu, args.scheduler)?);
+        t.options.allocate = !args.unallocated;
+        Some(t)
     };
     let mut stats = timed.as_ref().map(|t| StatsFile {
         switchyard: env!("CARGO_PKG_VERSION"),

@@ -82,6 +82,10 @@ struct RunArgs {
     /// Print every timed launch's full summary (stall reasons, hit rates, utilisations).
     #[arg(long)]
     detail: bool,
+    /// Time the PTX as written instead of the register-allocated kernel (virtual registers,
+    /// no spill code; occupancy still uses the allocator's register count).
+    #[arg(long, conflicts_with = "functional")]
+    unallocated: bool,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,

@@ -47,7 +47,10 @@ pub fn run_file(
     spec: &Spec,
     timed: Option<&TimedGpu>,
 ) -> Result<FileRun, FileRunError> {
-    let mut gpu = Gpu::new();
+    let mut gpu = match timed {
+        None => Gpu::new(),
+        Some(t) => Gpu::timed(t.clone()).map_err(GpuError::from)?,
+    };
     let module = gpu.load_ptx(file, ptx)?;
     let kernel = match &spec.kernel {
         Some(k) => k.clone(),
@@ -114,9 +117,8 @@ pub fn run_file(
             gpu.launch(module, &kernel, grid, block, spec.dynamic_smem, &args)?,
             None,
         ),
-        Some(t) => {
+        Some(_) => {
             let s = gpu.launch_timed(
-                t,
                 module,
                 &kernel,
                 grid,

@@ -10,7 +10,8 @@ use suite::{Arg, DevPtr, Device, DeviceError, Kernel, Launch, Size, Target, Veri
 pub type ProgressFn<'a> = dyn FnMut(&str, Progress) + 'a;
 
 /// A [`suite::Device`] backed by the simulator, counting what it executes. Launches run on the
-/// functional core, or on the timing model when `timed` is set.
+/// functional core, or, when the device has a timing model ([`Gpu::timed`]), on its one
+/// persistent machine (caches stay warm from launch to launch).
 pub struct SimDevice<'p> {
     pub gpu: Gpu,
     pub module: ModuleId,
@@ -18,8 +19,6 @@ pub struct SimDevice<'p> {
     pub launches: u64,
     /// Wall-clock time spent inside kernel launches (simulation only).
     pub launch_time: Duration,
-    /// The timed GPU, if launches are timed.
-    pub timed: Option<Box<TimedGpu>>,
     /// Statistics of every timed launch, in order.
     pub timed_stats: Vec<TimedStats>,
     /// Called as timed launches run.
@@ -30,7 +29,7 @@ pub struct SimDevice<'p> {
 pub type FunctionalDevice = SimDevice<'static>;
 
 impl<'p> SimDevice<'p> {
-    /// Loads `ptx` (named `file` in diagnostics) into a fresh device.
+    /// Loads `ptx` (named `file` in diagnostics) into a fresh functional device.
     pub fn new(file: &str, ptx: &str) -> Result<Self, gpu::LoadError> {
         let mut gpu = Gpu::new();
         let module = gpu.load_ptx(file, ptx)?;
@@ -45,7 +44,6 @@ impl<'p> SimDevice<'p> {
             stats: LaunchStats::default(),
             launches: 0,
             launch_time: Duration::ZERO,
-            timed: None,
             timed_stats: Vec::new(),
             progress: None,
         }
@@ -85,12 +83,12 @@ impl Device for SimDevice<'_> {
         let grid = [l.grid.x, l.grid.y, l.grid.z];
         let block = [l.block.x, l.block.y, l.block.z];
         let start = Instant::now();
-        let s = match &self.timed {
+        let s = match self.gpu.machine() {
             None => self
                 .gpu
                 .launch(self.module, l.entry, grid, block, l.dynamic_smem, &args)
                 .map_err(err)?,
-            Some(t) => {
+            Some(_) => {
                 let entry = l.entry;
                 let mut report = |p: Progress| {
                     if let Some(f) = self.progress.as_mut() {
@@ -100,7 +98,6 @@ impl Device for SimDevice<'_> {
                 let s = self
                     .gpu
                     .launch_timed(
-                        t,
                         self.module,
                         entry,
                         grid,
@@ -174,8 +171,16 @@ pub fn run_kernel_on<'p>(
     progress: Option<Box<ProgressFn<'p>>>,
 ) -> Result<SuiteResult, SuiteError> {
     let file = format!("kernels/{0}/{0}.{1}.ptx", k.name(), target.name());
-    let mut dev = SimDevice::new(&file, k.ptx(target))?;
-    dev.timed = timed.map(|t| Box::new(t.clone()));
+    let mut gpu = match timed {
+        None => Gpu::new(),
+        Some(t) => Gpu::timed(t.clone()).map_err(|e| SuiteError::Device {
+            kernel: k.name(),
+            target: target.name(),
+            error: err(e),
+        })?,
+    };
+    let module = gpu.load_ptx(&file, k.ptx(target))?;
+    let mut dev = SimDevice::with_gpu(gpu, module);
     dev.progress = progress;
     let start = Instant::now();
     let verification = k

@@ -10,6 +10,7 @@
 //!   ones) leaves the set and the oldest pending warp takes its place
 //!   (Narasiman et al., MICRO 2011; GPGPU-Sim `two_level_active`).
 
+use super::ids::LaunchId;
 use crate::config::SchedulerPolicy;
 
 /// A warp as a scheduler sees it: hardware-visible facts only, never values.
@@ -22,6 +23,9 @@ pub struct WarpInfo {
     /// The warp waits for something long: an outstanding memory access its next instruction
     /// needs, or a barrier.
     pub long_wait: bool,
+    /// The launch the warp belongs to (for policies that treat kernels differently, such as
+    /// per-kernel warp quotas, papers/lin-thesis ch. 4).
+    pub launch: LaunchId,
 }
 
 /// A warp-scheduling policy.
@@ -225,6 +229,7 @@ mod tests {
                 slot,
                 age,
                 long_wait,
+                launch: LaunchId(0),
             })
             .collect()
     }

@@ -1,5 +1,14 @@
-//! One SM: resident TBs and warps, warp schedulers, the scoreboard, functional units, and
-//! the issue of one instruction per scheduler per cycle.
+//! One SM: resident TBs and warps of any launches, warp schedulers, the scoreboard,
+//! functional units, and the issue of one instruction per scheduler per cycle.
+//!
+//! **Residency.** The SM keeps a ledger of its resources ([`SmLedger`]); a TB of any launch
+//! is placed while they have room, in the lowest free TB slot and the lowest free warp slots
+//! (warp slot `s` belongs to scheduler `s mod n`). Every slot names its launch, and each
+//! launch's counters are kept here, per SM, and summed by the machine. A TB can be stopped
+//! ([`Sm::stop`]): its warps halt (at once, or each after its next preemption point), the
+//! instructions already issued finish (loads return, stores are acknowledged, results are
+//! written), and then its state leaves the SM as a [`TbContext`] that [`Sm::install`] puts
+//! back on any SM.
 //!
 //! **Issue.** Each cycle every scheduler ranks its warps ([`super::scheduler`]) and issues the
 //! first that can: not finished, not waiting at a barrier, none of its next instruction's
@@ -17,10 +26,9 @@
 //! cycle per extra bank-conflict pass and hold the LD/ST unit one cycle per pass. Parameter
 //! loads take the constant cache's hit latency.
 //!
-//! **Local memory** has no address in device memory; for the memory system a thread's local
-//! word `w` of warp `g` (global warp index) lane `l` is placed at
-//! `LOCAL_WINDOW + ((g × frame_words + w) × 32 + l) × 4`, interleaved by lane as CUDA lays out
-//! local memory, so a warp reading one local variable touches one line.
+//! **Local memory** lives in device memory, one frame per TB, interleaved by lane as CUDA lays
+//! it out ([`crate::memory::local_word_address`]), so a warp reading one local variable
+//! touches one line and a spill is real memory traffic.
 //!
 //! **Speed without changing results.** The scheduler reads a compact per-slot [`WarpHot`]
 //! (the decoded next instruction's class and the cycle its registers are ready) that is
@@ -44,37 +52,47 @@
 //! wait for outstanding stores.
 
 use kir::inst::{Inst, Op, Operand, Space, Special, MAX_DSTS};
-use kir::{Id, Reg};
+use kir::{Id, IdVec, Reg};
 use memsys::{
     coalesce::shared_bank_conflicts_with, coalesce_into, AccessKind, IssueState, LineRequest,
     MemAccess, MemConfig, MemorySystem, Priority,
 };
 
+use super::context::{StopAt, TbContext, WarpContext};
 use super::frontend::{FetchUnit, RegisterBanks};
+use super::ids::{LaunchId, SmId, TbRef};
+use super::launch::Launch;
+use super::ledger::SmLedger;
 use super::scheduler::{AnyScheduler, WarpInfo, WarpScheduler};
 use super::spec::{OpClass, PipelineSpec, Unit};
 use super::stats::{FrontendStats, SmStats, StallReason};
 use crate::barrier::{deadlock, Barriers, TbWarps, WarpStatus};
 use crate::error::ExecError;
-use crate::exec::{guard_mask, step, LaunchCtx, Step, TbView, Warp, WARP_SIZE};
+use crate::exec::{guard_mask, step, Step, TbView, Warp, WARP_SIZE};
 use crate::memory::{self, DeviceMemory, Window};
+use crate::occupancy::{SmResources, TbDemand};
 
 /// A register waiting for a memory access (released by its completion).
 const MEM_PENDING: u64 = u64::MAX;
-/// Tag of accesses whose completion nobody waits for.
-const NO_TAG: u64 = u64::MAX;
 
 /// A resident warp.
 pub(super) struct WarpSlot {
     pub warp: Warp,
+    /// The launch it belongs to.
+    pub launch: LaunchId,
     /// The TB slot it belongs to.
     pub tb: u32,
     pub status: WarpStatus,
+    /// Stopped by a stop request of its TB: it issues nothing more.
+    pub halted: bool,
     /// Per register: the first cycle at which it may be read or written again
     /// ([`MEM_PENDING`] while a load fills it).
     ready_at: Vec<u64>,
-    /// Loads and atomics in flight.
+    /// Loads and atomics in flight (their destinations wait for them).
     outstanding: u32,
+    /// Stores, reductions and loads without a destination in flight (nothing waits for them
+    /// but a stopping TB, which must see them acknowledged).
+    stores: u32,
 }
 
 /// What the issue stage reads of a warp slot every cycle, kept apart from the warp's
@@ -82,8 +100,8 @@ pub(super) struct WarpSlot {
 /// keeps the same facts beside the scheduler: the decoded next instruction in the instruction
 /// buffer and its scoreboard state). It is derived from the [`WarpSlot`] and refreshed
 /// whenever something it depends on changes: the warp's own issue (next instruction, ready
-/// cycles of its destinations), a completion (ready cycles), a barrier release, dispatch and
-/// retirement.
+/// cycles of its destinations), a completion (ready cycles), a barrier release, a halt,
+/// dispatch, installation and retirement.
 #[derive(Clone, Copy, Debug)]
 struct WarpHot {
     state: HotState,
@@ -100,6 +118,8 @@ struct WarpHot {
     fetch_ready: u64,
     /// One past the last PC the instruction buffer holds.
     buffer_end: u32,
+    /// The warp's launch (what a scheduler may see of it).
+    launch: LaunchId,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -108,6 +128,8 @@ enum HotState {
     Ready,
     Waiting,
     Done,
+    /// Halted by a stop request (neither scheduled nor finished).
+    Halted,
 }
 
 /// [`WarpHot::next_pc`] of a warp without a next instruction.
@@ -122,9 +144,10 @@ impl WarpHot {
         age: 0,
         fetch_ready: 0,
         buffer_end: 0,
+        launch: LaunchId(0),
     };
 
-    /// Whether the slot holds a warp that has not finished.
+    /// Whether the slot holds a warp the schedulers may issue from (not finished, not halted).
     fn live(&self) -> bool {
         matches!(self.state, HotState::Ready | HotState::Waiting)
     }
@@ -132,17 +155,29 @@ impl WarpHot {
 
 /// A resident TB.
 pub(super) struct TbSlot {
-    /// Device address of the TB's local memory.
-    local_base: u64,
+    tb: TbRef,
     ctaid: [u32; 3],
     shared: Vec<u8>,
     slots: Vec<u32>,
     bars: Barriers,
+    /// Device address of the TB's local memory.
+    local_base: u64,
+    /// Set by a stop request.
+    stop: Option<StopAt>,
+    /// What the TB holds in the ledger.
+    demand: TbDemand,
 }
 
-struct PendingLoad {
-    slot: u32,
+/// A memory access in flight, by tag (its index in [`Sm::pending`]).
+struct PendingAccess {
+    /// The warp slot that issued it, or `None` once that warp's TB has left the SM (its
+    /// stores may still be in flight when it finishes).
+    slot: Option<u32>,
+    launch: LaunchId,
+    /// Destination registers that wait for it (loads and atomics).
     regs: [Option<Reg>; MAX_DSTS],
+    /// Whether the warp waits for it (a load or atomic with a destination).
+    waits: bool,
     /// Parts of the access still in flight (see [`Backlog`]).
     parts: u32,
 }
@@ -160,25 +195,22 @@ struct Backlog {
     tag: u64,
     lines: Vec<LineRequest>,
     next: usize,
+    /// The part being offered (reused).
+    part: MemAccess,
 }
 
-/// Launch-wide facts and counters the SMs share.
-pub(super) struct Env<'a> {
-    pub ctx: &'a LaunchCtx,
-    pub spec: &'a PipelineSpec,
-    pub memcfg: &'a MemConfig,
-    /// Local memory per thread in 4-byte words.
-    pub frame_words: u64,
-    /// Bytes of a TB's local memory, and where each (SM, TB slot)'s lies.
-    pub frame_bytes: u64,
-    pub frames: Vec<u64>,
+/// One launch's counters on one SM (the machine sums them over SMs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct LaunchCounters {
+    pub warp_instructions: u64,
+    pub thread_instructions: u64,
+    /// Completed parts of loads and atomics the warps waited for, and their latency.
     pub global_loads: u64,
     pub load_latency: u64,
     pub shared_accesses: u64,
     pub shared_passes: u64,
-    pub warp_instructions: u64,
-    pub thread_instructions: u64,
-    pub decoded: Decoded,
+    /// Accesses issued to the memory system and not yet complete.
+    pub in_flight: u64,
 }
 
 /// What the issue stage needs of each instruction, decoded once per launch (as the hardware
@@ -224,11 +256,26 @@ impl Decoded {
     }
 }
 
+/// The fixed descriptions an SM reads while it issues.
+pub(super) struct Specs<'a> {
+    pub pipeline: &'a PipelineSpec,
+    pub memory: &'a MemConfig,
+}
+
+/// What left the SM in one retire step.
+#[derive(Default)]
+pub(super) struct Retired {
+    /// TBs that finished: the TB and its local-memory frame.
+    pub finished: Vec<(TbRef, u64)>,
+    /// TBs that were stopped and whose state was captured.
+    pub evicted: Vec<TbContext>,
+}
+
 /// What the checks of one cycle found about sleeping (see [`Sm::sleep`]).
 struct SleepCheck {
-    /// Every warp checked so far waits on something only a completion, a new TB, `wake` or
-    /// a change in the memory system's answer to the refused access can change, and nothing
-    /// issued.
+    /// Every warp checked so far waits on something only a completion, a new TB or `wake`
+    /// or a change in the memory system's answer to the refused access can change, and
+    /// nothing issued.
     possible: bool,
     wake: u64,
     /// Ready warps checked, and issues attempted (every ready warp must have been tried and
@@ -257,13 +304,15 @@ enum MemPlan {
 }
 
 pub(super) struct Sm {
-    id: u32,
+    id: SmId,
     /// Warp slots (boxed: a warp leaves its slot while it issues, and moving a pointer is
     /// cheaper than moving the warp).
     warps: Vec<Option<Box<WarpSlot>>>,
     hot: Vec<WarpHot>,
     tbs: Vec<Option<TbSlot>>,
-    warps_per_tb: u32,
+    ledger: SmLedger,
+    /// TBs with a stop request that have not left yet.
+    stopping: u32,
     scheds: Vec<AnyScheduler>,
     sp_free: Vec<u64>,
     sfu_free: u64,
@@ -298,15 +347,16 @@ pub(super) struct Sm {
     /// the next cycle on (what a check of them would find then).
     finishing: Vec<u32>,
     /// Something `retire` looks at changed (a warp arrived at a barrier, finished, or had a
-    /// load complete); until then `retire` would find nothing to do.
+    /// load complete; a TB is stopping); until then `retire` would find nothing to do.
     retire_due: bool,
     /// Each scheduler's stall reason in the last fully evaluated cycle (what `sleep` charges).
     stall_reasons: Vec<StallReason>,
-    pending: Vec<Option<PendingLoad>>,
+    pending: Vec<Option<PendingAccess>>,
     free_pending: Vec<u32>,
     backlog: Option<Backlog>,
     next_age: u64,
-    resident_tbs: u32,
+    /// Per launch (by id): its counters on this SM.
+    counters: IdVec<LaunchId, LaunchCounters>,
     // Scratch, reused every cycle.
     /// Per scheduler: what its policy sees of its warps (see [`WarpInfo`]).
     infos: Vec<Vec<WarpInfo>>,
@@ -338,21 +388,21 @@ fn chunk_lines(cfg: &MemConfig, space: memsys::Space, kind: AccessKind) -> usize
 
 impl Sm {
     pub(super) fn new(
-        id: u32,
-        tbs_per_sm: u32,
-        warps_per_tb: u32,
+        id: SmId,
+        resources: &SmResources,
         schedulers: Vec<AnyScheduler>,
         spec: &PipelineSpec,
         shortcuts: bool,
     ) -> Sm {
-        let n_warps = (tbs_per_sm * warps_per_tb) as usize;
+        let n_warps = resources.max_warps as usize;
         let n_sched = schedulers.len();
         Sm {
             id,
             warps: (0..n_warps).map(|_| None).collect(),
             hot: vec![WarpHot::EMPTY; n_warps],
-            tbs: (0..tbs_per_sm).map(|_| None).collect(),
-            warps_per_tb,
+            tbs: (0..resources.max_tbs).map(|_| None).collect(),
+            ledger: SmLedger::new(resources),
+            stopping: 0,
             scheds: schedulers,
             sp_free: vec![0; n_sched],
             sfu_free: 0,
@@ -371,7 +421,7 @@ impl Sm {
                 space: memsys::Space::Global,
                 priority: Priority::Normal,
                 lines: Vec::with_capacity(64),
-                tag: NO_TAG,
+                tag: 0,
             },
             finishing: Vec::new(),
             retire_due: false,
@@ -380,7 +430,7 @@ impl Sm {
             free_pending: Vec::new(),
             backlog: None,
             next_age: 0,
-            resident_tbs: 0,
+            counters: IdVec::new(),
             infos: vec![Vec::with_capacity(n_warps); n_sched],
             infos_stale: vec![true; n_sched],
             checks: vec![Check::Ready; n_warps],
@@ -395,89 +445,210 @@ impl Sm {
         }
     }
 
-    pub(super) fn has_free_tb_slot(&self) -> bool {
-        self.tbs.iter().any(Option::is_none)
+    pub(super) fn ledger(&self) -> &SmLedger {
+        &self.ledger
     }
 
     pub(super) fn is_empty(&self) -> bool {
-        self.resident_tbs == 0
+        self.ledger.is_empty()
     }
 
     /// Warp slots held by resident TBs.
     pub(super) fn resident_warps(&self) -> u32 {
-        self.resident_tbs * self.warps_per_tb
+        self.ledger.used_warps
     }
 
-    /// Places TB `linear` in a free TB slot (the caller checked there is one). TB slot `k`
-    /// owns warp slots `k × warps_per_tb ..`; warp slot `s` belongs to scheduler `s mod n`.
-    pub(super) fn dispatch(&mut self, env: &Env, mem: &mut DeviceMemory, linear: u64, now: u64) {
-        let (ctx, decoded) = (env.ctx, &env.decoded);
+    /// The resident TBs and whether each has a stop request.
+    pub(super) fn resident(&self) -> impl Iterator<Item = (TbRef, bool)> + '_ {
+        self.tbs.iter().flatten().map(|t| (t.tb, t.stop.is_some()))
+    }
+
+    /// Whether the SM still has memory work of its own (a split access) to send.
+    pub(super) fn has_backlog(&self) -> bool {
+        self.backlog.is_some()
+    }
+
+    /// This SM's counters of `launch`.
+    pub(super) fn counters(&self, launch: LaunchId) -> LaunchCounters {
+        self.counters.get(launch).copied().unwrap_or_default()
+    }
+
+    fn counters_mut(&mut self, launch: LaunchId) -> &mut LaunchCounters {
+        while self.counters.len() <= launch.index() {
+            self.counters.push(LaunchCounters::default());
+        }
+        &mut self.counters[launch]
+    }
+
+    /// Takes the TB's resources and the lowest free TB slot and warp slots; the new slots'
+    /// warps are built by `warp(i)` for the TB's warp `i`.
+    fn place(
+        &mut self,
+        launch: &Launch,
+        tb: TbRef,
+        ctaid: [u32; 3],
+        shared: Vec<u8>,
+        bars: Barriers,
+        local_base: u64,
+        now: u64,
+        mut warp: impl FnMut(u32) -> (Warp, WarpStatus),
+    ) {
+        debug_assert!(self.ledger.fits(&launch.demand));
+        self.ledger.take(&launch.demand);
         let k = self
             .tbs
             .iter()
             .position(Option::is_none)
-            .expect("caller checked for a free TB slot");
-        let local_base = if env.frame_bytes == 0 {
-            0
-        } else {
-            let base = env.frames[self.id as usize * self.tbs.len() + k];
-            mem.write_bytes(base, &vec![0; env.frame_bytes as usize])
-                .expect("frames are allocated for every TB slot");
-            base
-        };
-        let first = k as u32 * self.warps_per_tb;
-        let slots: Vec<u32> = (first..first + self.warps_per_tb).collect();
+            .expect("the ledger has a TB slot free");
+        let n = launch.demand.warps as usize;
+        let slots: Vec<u32> = (0..self.warps.len() as u32)
+            .filter(|&s| self.warps[s as usize].is_none())
+            .take(n)
+            .collect();
+        debug_assert_eq!(slots.len(), n, "the ledger has the warp slots free");
+        let regs = launch.ctx.kernel.regs.len();
         for (i, &s) in slots.iter().enumerate() {
+            let (w, status) = warp(i as u32);
             self.warps[s as usize] = Some(Box::new(WarpSlot {
-                warp: Warp::new(ctx, i as u32),
+                warp: w,
+                launch: tb.launch,
                 tb: k as u32,
-                status: WarpStatus::Ready,
-                ready_at: vec![0; ctx.kernel.regs.len()],
+                status,
+                halted: false,
+                ready_at: vec![0; regs],
                 outstanding: 0,
+                stores: 0,
             }));
             self.hot[s as usize].age = self.next_age;
             self.next_age += 1;
-            self.refresh(decoded, s as usize);
+            self.refresh(&launch.decoded, s as usize);
             self.fill_buffer(s as usize, now);
         }
         self.tbs[k] = Some(TbSlot {
-            local_base,
-            ctaid: ctx.ctaid(linear),
-            shared: vec![0; ctx.smem_size as usize],
+            tb,
+            ctaid,
+            shared,
             slots,
-            bars: Barriers::default(),
+            bars,
+            local_base,
+            stop: None,
+            demand: launch.demand,
         });
+        self.counters_mut(tb.launch);
+        self.infos_stale.fill(true);
+        self.sleep = None;
+        // A TB restored at a barrier may find it already complete.
+        self.retire_due = true;
+    }
+
+    /// Places a new TB `tb` of `launch` (the caller checked that it fits), its local memory
+    /// at `local_base`.
+    pub(super) fn dispatch(&mut self, launch: &Launch, tb: TbRef, local_base: u64, now: u64) {
+        let ctx = &launch.ctx;
+        self.place(
+            launch,
+            tb,
+            ctx.ctaid(tb.index),
+            vec![0; ctx.smem_size as usize],
+            Barriers::default(),
+            local_base,
+            now,
+            |i| (Warp::new(ctx, i), WarpStatus::Ready),
+        );
         self.stats.tbs += 1;
-        self.resident_tbs += 1;
+    }
+
+    /// Installs a stopped TB's state (the caller checked that it fits); it continues where
+    /// it stopped.
+    pub(super) fn install(&mut self, launch: &Launch, context: Box<TbContext>, now: u64) {
+        let TbContext {
+            tb,
+            ctaid,
+            warps,
+            shared,
+            barriers,
+            local_base,
+            ..
+        } = *context;
+        let mut warps = warps.into_iter();
+        self.place(launch, tb, ctaid, shared, barriers, local_base, now, |_| {
+            let w = warps.next().expect("one context per warp");
+            (w.warp, w.status)
+        });
+    }
+
+    /// Asks the TB `tb` to stop (see [`StopAt`]); false if it is not resident or already
+    /// stopping.
+    pub(super) fn stop(&mut self, tb: TbRef, at: StopAt) -> bool {
+        let Some(k) = self
+            .tbs
+            .iter()
+            .position(|t| t.as_ref().is_some_and(|t| t.tb == tb && t.stop.is_none()))
+        else {
+            return false;
+        };
+        let t = self.tbs[k].as_mut().expect("found above");
+        t.stop = Some(at);
+        self.stopping += 1;
+        self.retire_due = true;
+        if at == StopAt::Boundary {
+            let slots = t.slots.clone();
+            for s in slots {
+                self.halt(s as usize);
+            }
+        }
+        true
+    }
+
+    /// The warp in `slot` issues nothing more (its TB is stopping).
+    fn halt(&mut self, slot: usize) {
+        let w = self.warps[slot].as_mut().expect("resident warp");
+        if w.halted || w.status == WarpStatus::Done {
+            return;
+        }
+        w.halted = true;
+        self.hot[slot].state = HotState::Halted;
         self.infos_stale.fill(true);
         self.sleep = None;
     }
 
     /// Releases the registers of completed accesses.
-    pub(super) fn complete(&mut self, memsys: &mut MemorySystem, env: &mut Env, now: u64) {
-        while let Some(c) = memsys.pop_completed(self.id as usize) {
-            if c.tag == NO_TAG {
-                continue;
-            }
-            env.global_loads += 1;
-            env.load_latency += c.latency();
+    pub(super) fn complete(&mut self, memsys: &mut MemorySystem, launches: &[Launch], now: u64) {
+        while let Some(c) = memsys.pop_completed(self.id.index()) {
             let p = self.pending[c.tag as usize]
                 .as_mut()
-                .expect("completion of a pending load");
+                .expect("completion of a pending access");
+            let (launch, waits) = (p.launch, p.waits);
+            if waits {
+                let k = &mut self.counters[launch];
+                k.global_loads += 1;
+                k.load_latency += c.latency();
+            }
             p.parts -= 1;
             if p.parts > 0 {
                 continue;
             }
             let p = self.pending[c.tag as usize].take().expect("checked above");
             self.free_pending.push(c.tag as u32);
-            let w = self.warps[p.slot as usize]
+            self.counters[launch].in_flight -= 1;
+            let Some(slot) = p.slot else {
+                continue;
+            };
+            let w = self.warps[slot as usize]
                 .as_mut()
-                .expect("a warp with loads in flight stays resident");
+                .expect("a warp with accesses in flight stays resident");
+            if !waits {
+                w.stores -= 1;
+                if self.stopping > 0 {
+                    self.retire_due = true;
+                }
+                continue;
+            }
             for r in p.regs.iter().flatten() {
                 w.ready_at[r.index()] = now;
             }
             w.outstanding -= 1;
-            self.refresh(&env.decoded, p.slot as usize);
+            self.refresh(&launches[launch.index()].decoded, slot as usize);
             self.sleep = None;
             self.retire_due = true;
         }
@@ -486,7 +657,8 @@ impl Sm {
     /// One cycle of every warp scheduler.
     pub(super) fn issue(
         &mut self,
-        env: &mut Env,
+        launches: &[Launch],
+        specs: &Specs,
         memsys: &mut MemorySystem,
         mem: &mut DeviceMemory,
         now: u64,
@@ -517,7 +689,7 @@ impl Sm {
             }
         }
         self.finishing.clear();
-        self.drain_backlog(env, memsys);
+        self.drain_backlog(specs.memory, memsys);
         let n = self.scheds.len();
         // Whether this cycle can repeat unchanged (see `sleep`), and until when.
         let mut sleep = SleepCheck {
@@ -542,7 +714,7 @@ impl Sm {
                     if !h.live() {
                         continue;
                     }
-                    let age = h.age;
+                    let (age, launch) = (h.age, h.launch);
                     let long_wait = if lazy {
                         false
                     } else {
@@ -562,6 +734,7 @@ impl Sm {
                         slot: slot as u32,
                         age,
                         long_wait,
+                        launch,
                     });
                 }
             }
@@ -588,7 +761,7 @@ impl Sm {
                     }
                     Check::Ready => {
                         sleep.attempted += 1;
-                        match self.try_issue(env, memsys, mem, slot, s, now)? {
+                        match self.try_issue(launches, specs, memsys, mem, slot, s, now)? {
                             Ok(()) => {
                                 self.scheds[s].issued(slot as u32);
                                 self.order_valid[s] = false;
@@ -691,13 +864,13 @@ impl Sm {
     /// (so that it would refuse the same offer again).
     fn refusal_holds(&self, memsys: &MemorySystem) -> bool {
         self.refused_access
-            .is_some_and(|(_, _, state)| memsys.issue_state(self.id as usize) == state)
+            .is_some_and(|(_, _, state)| memsys.issue_state(self.id.index()) == state)
     }
 
     /// Offers the refused access again to a memory system known to refuse it, for the
     /// counters the refusal updates.
     fn repeat_refusal(&mut self, memsys: &mut MemorySystem, now: u64) {
-        let r = memsys.offer(self.id as usize, &self.offer);
+        let r = memsys.offer(self.id.index(), &self.offer);
         debug_assert!(r.is_err(), "an unchanged memory system refuses again");
         self.ldst_refused_at = now;
         self.refused_now = true;
@@ -710,10 +883,12 @@ impl Sm {
             *h = WarpHot::EMPTY;
             return;
         };
+        h.launch = w.launch;
         h.state = match w.status {
+            WarpStatus::Done => HotState::Done,
+            _ if w.halted => HotState::Halted,
             WarpStatus::Ready => HotState::Ready,
             WarpStatus::Waiting(_) => HotState::Waiting,
-            WarpStatus::Done => HotState::Done,
         };
         let Some(top) = w.warp.next_entry() else {
             h.next_pc = NO_PC;
@@ -760,16 +935,17 @@ impl Sm {
 
     /// Issues the next instruction of the warp in `slot` (its check said ready). The outer
     /// error is a functional fault; the inner one a memory-system refusal (nothing happened).
+    #[allow(clippy::too_many_arguments)]
     fn try_issue(
         &mut self,
-        env: &mut Env,
+        launches: &[Launch],
+        specs: &Specs,
         memsys: &mut MemorySystem,
         mem: &mut DeviceMemory,
         slot: usize,
         sched: usize,
         now: u64,
     ) -> Result<Result<(), StallReason>, ExecError> {
-        let ctx = env.ctx;
         let same_offer = self
             .refused_access
             .is_some_and(|(s, pc, _)| s == slot && pc == self.hot[slot].next_pc);
@@ -781,6 +957,8 @@ impl Sm {
             return Ok(Err(StallReason::Memory));
         }
         let mut ws = self.warps[slot].take().expect("resident");
+        let launch = &launches[ws.launch.index()];
+        let ctx = &launch.ctx;
         let top = ws.warp.next_entry().expect("checked ready");
         let inst = &ctx.kernel.insts.as_slice()[top.pc as usize];
         let exec = guard_mask(inst, &ws.warp, top.mask);
@@ -795,7 +973,16 @@ impl Sm {
                 .as_ref()
                 .expect("resident TB")
                 .local_base;
-            match self.plan_memory(env, memsys, &ws, local_base, inst, top.pc, exec, slot) {
+            let access = Access {
+                launch,
+                ws: &ws,
+                local_base,
+                inst,
+                pc: top.pc,
+                exec,
+                slot,
+            };
+            match self.plan_memory(specs, memsys, &access) {
                 Ok(p) => p,
                 Err(r) => {
                     self.ldst_refused_at = now;
@@ -812,7 +999,7 @@ impl Sm {
         let mut view = TbView {
             ctaid: tb.ctaid,
             shared: &mut tb.shared,
-            sm: self.id,
+            sm: self.id.0,
             clock: Some(now),
             local_base: tb.local_base,
         };
@@ -821,9 +1008,13 @@ impl Sm {
             Ok(r) => r,
             Err(e) => {
                 self.warps[slot] = Some(ws);
-                return Err(e);
+                return Err(launch.ptx_error(e));
             }
         };
+        // A TB stopping at preemption points halts each warp right after its `pp` (or at
+        // the `bar.pp` it now waits at), papers/lin-lightweight §IV-A.
+        let halts = tb.stop == Some(StopAt::PreemptionPoint)
+            && matches!(inst.op, Op::Pp { .. } | Op::Bar { pp: Some(_), .. });
         match result {
             Step::Executed => {}
             Step::Barrier(a) => {
@@ -838,13 +1029,19 @@ impl Sm {
                 self.retire_due = true;
             }
         }
-        env.warp_instructions += ws.warp.executed - before.0;
-        env.thread_instructions += ws.warp.thread_executed - before.1;
-        self.stats.warp_instructions += ws.warp.executed - before.0;
+        let (warp_insts, thread_insts) = (
+            ws.warp.executed - before.0,
+            ws.warp.thread_executed - before.1,
+        );
+        let k = &mut self.counters[ws.launch];
+        k.warp_instructions += warp_insts;
+        k.thread_instructions += thread_insts;
+        self.stats.warp_instructions += warp_insts;
 
         // Operand collection: reads that wait for a register bank delay the result.
-        let late = self.banks.read(env.decoded.sources(top.pc), now);
-        let timing = env.spec.timing(class);
+        let decoded = &launch.decoded;
+        let late = self.banks.read(decoded.sources(top.pc), now);
+        let timing = specs.pipeline.timing(class);
         let (ready, busy) = match plan {
             MemPlan::None => (
                 now + u64::from(timing.latency.max(1)) + late,
@@ -854,7 +1051,10 @@ impl Sm {
                 ws.outstanding += 1;
                 (MEM_PENDING, timing.interval)
             }
-            MemPlan::System { pending: false } => (now + 1, timing.interval),
+            MemPlan::System { pending: false } => {
+                ws.stores += 1;
+                (now + 1, timing.interval)
+            }
             MemPlan::Fixed { latency, busy } => (now + latency.max(1) + late, busy as u32),
         };
         for r in inst.defs() {
@@ -866,8 +1066,12 @@ impl Sm {
             Unit::Sfu => self.sfu_free = until,
             Unit::LdSt => self.ldst_free = until,
         }
+        if halts {
+            ws.halted = true;
+            self.infos_stale.fill(true);
+        }
         self.warps[slot] = Some(ws);
-        self.refresh(&env.decoded, slot);
+        self.refresh(decoded, slot);
         let h = &self.hot[slot];
         if h.next_pc == NO_PC && h.state != HotState::Done {
             // No `exit`, but nothing left to run either (see `finishing`).
@@ -885,16 +1089,11 @@ impl Sm {
     /// system (global/local/const) or prices it (shared, param).
     fn plan_memory(
         &mut self,
-        env: &mut Env,
+        specs: &Specs,
         memsys: &mut MemorySystem,
-        ws: &WarpSlot,
-        local_base: u64,
-        inst: &Inst,
-        pc: u32,
-        exec: u32,
-        slot: usize,
+        a: &Access,
     ) -> Result<MemPlan, StallReason> {
-        let ctx = env.ctx;
+        let (ctx, inst) = (&a.launch.ctx, a.inst);
         let (space, ty, vec, offset, kind) = match inst.op {
             Op::Ld {
                 space,
@@ -918,22 +1117,22 @@ impl Sm {
             _ => return Ok(MemPlan::None),
         };
         let bytes = ty.size() * u32::from(vec.max(1));
-        let regs = &ws.warp.regs;
+        let regs = &a.ws.warp.regs;
         let base = inst.srcs[0];
         let read = |l: usize| -> u64 {
             let b = match base {
                 Operand::Reg(r) => regs[r.index() * WARP_SIZE + l],
                 Operand::Imm(v) => v,
                 Operand::GlobalAddr(g, off) => ctx.global_addrs[g.index()].wrapping_add(off as u64),
-                Operand::Special(Special::WarpSmem) => ctx.warp_smem(ws.warp.index),
+                Operand::Special(Special::WarpSmem) => ctx.warp_smem(a.ws.warp.index),
                 _ => 0,
             };
             b.wrapping_add(offset as i64 as u64)
         };
-        let first = exec.trailing_zeros() as usize;
+        let first = a.exec.trailing_zeros() as usize;
         let retry = self
             .refused_access
-            .is_some_and(|(s, p, _)| (s, p) == (slot, pc));
+            .is_some_and(|(s, p, _)| (s, p) == (a.slot, a.pc));
         // The space the access goes to, and how a lane's address maps into it.
         let resolved = match space {
             Space::Generic => match memory::window(read(first)) {
@@ -944,34 +1143,34 @@ impl Sm {
             },
             s => s,
         };
-        let strip = |a: u64| -> u64 {
+        let strip = |x: u64| -> u64 {
             if space == Space::Generic {
-                match memory::window(a) {
+                match memory::window(x) {
                     Window::Global(x) | Window::Shared(x) | Window::Local(x) | Window::Param(x) => {
                         x
                     }
                 }
             } else {
-                a
+                x
             }
         };
         for l in 0..WARP_SIZE {
             if retry {
                 break;
             }
-            self.addrs[l] = if exec & (1 << l) != 0 {
-                let a = strip(read(l));
+            self.addrs[l] = if a.exec & (1 << l) != 0 {
+                let x = strip(read(l));
                 Some(match resolved {
                     Space::Local => {
                         memory::local_word_address(
-                            local_base,
-                            env.frame_words,
-                            ws.warp.index,
+                            a.local_base,
+                            a.launch.frame_words,
+                            a.ws.warp.index,
                             l as u32,
-                            a / 4,
-                        ) + a % 4
+                            x / 4,
+                        ) + x % 4
                     }
-                    _ => a,
+                    _ => x,
                 })
             } else {
                 None
@@ -979,19 +1178,20 @@ impl Sm {
         }
         match resolved {
             Space::Shared => {
-                let sh = &env.memcfg.shared;
+                let sh = &specs.memory.shared;
                 let passes =
                     shared_bank_conflicts_with(&self.addrs, bytes, sh.banks, sh.bank_bytes);
-                env.shared_accesses += 1;
-                env.shared_passes += u64::from(passes);
+                let k = &mut self.counters[a.ws.launch];
+                k.shared_accesses += 1;
+                k.shared_passes += u64::from(passes);
                 Ok(MemPlan::Fixed {
                     latency: sh.access_cycles(passes),
-                    busy: u64::from(passes.max(1)) * u64::from(env.spec.ldst_interval.max(1)),
+                    busy: u64::from(passes.max(1)) * u64::from(specs.pipeline.ldst_interval.max(1)),
                 })
             }
             Space::Param => Ok(MemPlan::Fixed {
-                latency: env.memcfg.const_cache.hit_latency,
-                busy: u64::from(env.spec.ldst_interval.max(1)),
+                latency: specs.memory.const_cache.hit_latency,
+                busy: u64::from(specs.pipeline.ldst_interval.max(1)),
             }),
             Space::Global | Space::Const | Space::Local => {
                 let msp = match resolved {
@@ -1000,19 +1200,16 @@ impl Sm {
                     _ => memsys::Space::Global,
                 };
                 if !retry {
-                    coalesce_into(&self.addrs, bytes, env.memcfg.line_bytes, &mut self.lines);
+                    coalesce_into(&self.addrs, bytes, specs.memory.line_bytes, &mut self.lines);
                 }
                 let waits = kind != AccessKind::Store
                     && matches!(inst.op, Op::Ld { .. } | Op::Atom { .. })
                     && inst.defs().next().is_some();
-                let tag = if waits {
-                    self.free_pending
-                        .last()
-                        .map_or(self.pending.len() as u64, |&t| u64::from(t))
-                } else {
-                    NO_TAG
-                };
-                let chunk = chunk_lines(env.memcfg, msp, kind);
+                let tag = self
+                    .free_pending
+                    .last()
+                    .map_or(self.pending.len() as u64, |&t| u64::from(t));
+                let chunk = chunk_lines(specs.memory, msp, kind);
                 let first = self.lines.len().min(chunk);
                 self.offer.kind = kind;
                 self.offer.space = msp;
@@ -1020,9 +1217,9 @@ impl Sm {
                 self.offer.tag = tag;
                 self.offer.lines.clear();
                 self.offer.lines.extend_from_slice(&self.lines[..first]);
-                if memsys.offer(self.id as usize, &self.offer).is_err() {
-                    let state = memsys.issue_state(self.id as usize);
-                    self.refused_access = Some((slot, pc, state));
+                if memsys.offer(self.id.index(), &self.offer).is_err() {
+                    let state = memsys.issue_state(self.id.index());
+                    self.refused_access = Some((a.slot, a.pc, state));
                     self.refused_now = true;
                     return Err(StallReason::Memory);
                 }
@@ -1035,21 +1232,31 @@ impl Sm {
                         tag,
                         lines: self.lines.clone(),
                         next: first,
+                        part: MemAccess {
+                            kind,
+                            space: msp,
+                            priority: Priority::Normal,
+                            lines: Vec::with_capacity(chunk),
+                            tag,
+                        },
                     });
                 }
+                let mut regs = [None; MAX_DSTS];
                 if waits {
-                    let mut regs = [None; MAX_DSTS];
                     regs[..inst.dsts().len()].copy_from_slice(inst.dsts());
-                    let p = PendingLoad {
-                        slot: slot as u32,
-                        regs,
-                        parts,
-                    };
-                    match self.free_pending.pop() {
-                        Some(t) => self.pending[t as usize] = Some(p),
-                        None => self.pending.push(Some(p)),
-                    }
                 }
+                let p = PendingAccess {
+                    slot: Some(a.slot as u32),
+                    launch: a.ws.launch,
+                    regs,
+                    waits,
+                    parts,
+                };
+                match self.free_pending.pop() {
+                    Some(t) => self.pending[t as usize] = Some(p),
+                    None => self.pending.push(Some(p)),
+                }
+                self.counters[a.ws.launch].in_flight += 1;
                 Ok(MemPlan::System { pending: waits })
             }
             Space::Generic => unreachable!("resolved above"),
@@ -1057,20 +1264,15 @@ impl Sm {
     }
 
     /// Offers the next part of a split access to the memory system.
-    fn drain_backlog(&mut self, env: &Env, memsys: &mut MemorySystem) {
+    fn drain_backlog(&mut self, memcfg: &MemConfig, memsys: &mut MemorySystem) {
         let Some(b) = &mut self.backlog else {
             return;
         };
-        let chunk = chunk_lines(env.memcfg, b.space, b.kind);
+        let chunk = chunk_lines(memcfg, b.space, b.kind);
         let end = (b.next + chunk).min(b.lines.len());
-        let access = MemAccess {
-            kind: b.kind,
-            space: b.space,
-            priority: Priority::Normal,
-            lines: b.lines[b.next..end].to_vec(),
-            tag: b.tag,
-        };
-        if memsys.issue(self.id as usize, access).is_ok() {
+        b.part.lines.clear();
+        b.part.lines.extend_from_slice(&b.lines[b.next..end]);
+        if memsys.offer(self.id.index(), &b.part).is_ok() {
             b.next = end;
             if end == b.lines.len() {
                 self.backlog = None;
@@ -1078,19 +1280,19 @@ impl Sm {
         }
     }
 
-    /// Whether the SM still has memory work of its own (a split access) to send.
-    pub(super) fn has_backlog(&self) -> bool {
-        self.backlog.is_some()
-    }
-
-    /// Completes barriers and retires finished TBs; returns the number retired. A TB whose
-    /// live warps all wait at barriers that cannot complete is a deadlock.
-    pub(super) fn retire(&mut self, ctx: &LaunchCtx) -> Result<u32, ExecError> {
+    /// Completes barriers, retires finished TBs and captures stopped ones into `out`. A TB
+    /// whose live warps all wait at barriers that cannot complete is a deadlock.
+    pub(super) fn retire(
+        &mut self,
+        launches: &[Launch],
+        now: u64,
+        out: &mut Retired,
+    ) -> Result<(), ExecError> {
         if !self.retire_due {
-            return Ok(0);
+            return Ok(());
         }
-        self.retire_due = false;
-        let mut retired = 0;
+        // A stopping TB is looked at every cycle: its in-flight work finishes with time.
+        self.retire_due = self.stopping > 0;
         for k in 0..self.tbs.len() {
             let Some(tb) = self.tbs[k].as_mut() else {
                 continue;
@@ -1103,7 +1305,7 @@ impl Sm {
                 self.sleep = None;
                 for &s in &tb.slots {
                     let w = self.warps[s as usize].as_ref().expect("resident warp");
-                    if w.status == WarpStatus::Ready {
+                    if w.status == WarpStatus::Ready && !w.halted {
                         self.hot[s as usize].state = HotState::Ready;
                     }
                 }
@@ -1114,14 +1316,15 @@ impl Sm {
                 w.status == WarpStatus::Done && w.outstanding == 0
             });
             if done {
-                for s in &tb.slots {
-                    self.warps[*s as usize] = None;
-                    self.hot[*s as usize] = WarpHot::EMPTY;
+                let tb = self.vacate(k);
+                out.finished.push((tb.tb, tb.local_base));
+                continue;
+            }
+            if tb.stop.is_some() {
+                if self.quiesced(k, now) {
+                    let context = self.capture(k, now);
+                    out.evicted.push(context);
                 }
-                self.tbs[k] = None;
-                self.resident_tbs -= 1;
-                self.infos_stale.fill(true);
-                retired += 1;
                 continue;
             }
             let live = tb.slots.iter().filter(|s| ws(s).status != WarpStatus::Done);
@@ -1133,11 +1336,95 @@ impl Sm {
                     slots: &tb.slots,
                     warps: &mut self.warps,
                 };
-                return Err(deadlock(ctx, tb.ctaid, &view));
+                let launch = &launches[tb.tb.launch.index()];
+                return Err(launch.ptx_error(deadlock(&launch.ctx, tb.ctaid, &view)));
             }
         }
-        Ok(retired)
+        Ok(())
     }
+
+    /// Whether the stopping TB in slot `k` has nothing left in flight: every warp halted or
+    /// finished, every access it issued complete (stores acknowledged), no part of one still
+    /// waiting to be offered, and every result written.
+    fn quiesced(&self, k: usize, now: u64) -> bool {
+        let tb = self.tbs[k].as_ref().expect("resident TB");
+        let backlog_is_ours = self.backlog.as_ref().is_some_and(|b| {
+            self.pending[b.tag as usize]
+                .as_ref()
+                .and_then(|p| p.slot)
+                .is_some_and(|s| tb.slots.contains(&s))
+        });
+        !backlog_is_ours
+            && tb.slots.iter().all(|&s| {
+                let w = self.warps[s as usize].as_ref().expect("resident warp");
+                (w.halted || w.status == WarpStatus::Done)
+                    && w.outstanding == 0
+                    && w.stores == 0
+                    && w.ready_at.iter().all(|&t| t <= now)
+            })
+    }
+
+    /// Takes the TB in slot `k` off the SM, giving its resources back; its warps' accesses
+    /// still in flight (stores of finished warps) stay counted for its launch.
+    fn vacate(&mut self, k: usize) -> TbSlot {
+        let tb = self.tbs[k].take().expect("resident TB");
+        for &s in &tb.slots {
+            for p in self.pending.iter_mut().flatten() {
+                if p.slot == Some(s) {
+                    p.slot = None;
+                }
+            }
+            if self.refused_access.is_some_and(|(r, _, _)| r == s as usize) {
+                self.refused_access = None;
+            }
+            self.finishing.retain(|&f| f != s);
+            self.warps[s as usize] = None;
+            self.hot[s as usize] = WarpHot::EMPTY;
+        }
+        if tb.stop.is_some() {
+            self.stopping -= 1;
+        }
+        self.ledger.give(&tb.demand);
+        self.infos_stale.fill(true);
+        tb
+    }
+
+    /// Captures the quiesced TB in slot `k` and takes it off the SM.
+    fn capture(&mut self, k: usize, now: u64) -> TbContext {
+        let slots = self.tbs[k].as_ref().expect("resident TB").slots.clone();
+        let warps = slots
+            .iter()
+            .map(|&s| {
+                let w = self.warps[s as usize].take().expect("resident warp");
+                WarpContext {
+                    warp: w.warp,
+                    status: w.status,
+                }
+            })
+            .collect();
+        let tb = self.vacate(k);
+        TbContext {
+            tb: tb.tb,
+            ctaid: tb.ctaid,
+            warps,
+            shared: tb.shared,
+            barriers: tb.bars,
+            local_base: tb.local_base,
+            from: self.id,
+            evicted_at: now,
+        }
+    }
+}
+
+/// A memory instruction being planned: its warp, TB and launch.
+struct Access<'a> {
+    launch: &'a Launch,
+    ws: &'a WarpSlot,
+    local_base: u64,
+    inst: &'a Inst,
+    pc: u32,
+    exec: u32,
+    slot: usize,
 }
 
 /// A resident TB's warps: slots into the SM's warp table.

@@ -60,6 +60,19 @@ impl SchedulerStats {
         self.pipeline_busy += o.pipeline_busy;
     }
 
+    /// The counts between the snapshot `e` and `self`.
+    pub fn since(&self, e: &SchedulerStats) -> SchedulerStats {
+        SchedulerStats {
+            issued: self.issued - e.issued,
+            no_warp: self.no_warp - e.no_warp,
+            fetch: self.fetch - e.fetch,
+            barrier: self.barrier - e.barrier,
+            memory: self.memory - e.memory,
+            scoreboard: self.scoreboard - e.scoreboard,
+            pipeline_busy: self.pipeline_busy - e.pipeline_busy,
+        }
+    }
+
     /// Cycles accounted for (issues plus stalls).
     pub fn cycles(&self) -> u64 {
         self.issued
@@ -89,6 +102,15 @@ impl FrontendStats {
         self.icache_misses += o.icache_misses;
         self.operand_conflict_cycles += o.operand_conflict_cycles;
     }
+
+    /// The counts between the snapshot `e` and `self`.
+    pub fn since(&self, e: &FrontendStats) -> FrontendStats {
+        FrontendStats {
+            fetches: self.fetches - e.fetches,
+            icache_misses: self.icache_misses - e.icache_misses,
+            operand_conflict_cycles: self.operand_conflict_cycles - e.operand_conflict_cycles,
+        }
+    }
 }
 
 /// One SM's counters.
@@ -103,6 +125,25 @@ pub struct SmStats {
     /// Per warp scheduler.
     pub schedulers: Vec<SchedulerStats>,
     pub frontend: FrontendStats,
+}
+
+impl SmStats {
+    /// The counts between the snapshot `e` and `self`.
+    pub fn since(&self, e: &SmStats) -> SmStats {
+        SmStats {
+            active_cycles: self.active_cycles - e.active_cycles,
+            tbs: self.tbs - e.tbs,
+            warp_instructions: self.warp_instructions - e.warp_instructions,
+            resident_warp_cycles: self.resident_warp_cycles - e.resident_warp_cycles,
+            schedulers: self
+                .schedulers
+                .iter()
+                .zip(&e.schedulers)
+                .map(|(a, b)| a.since(b))
+                .collect(),
+            frontend: self.frontend.since(&e.frontend),
+        }
+    }
 }
 
 /// Resident warps over the whole GPU, sampled every `interval` core cycles (sample `k` is
@@ -256,14 +297,28 @@ impl Rates {
 }
 
 /// Counters of a timed launch.
+///
+/// The launch's own counts (instructions, TBs, loads, shared-memory accesses) are its own.
+/// The machine-wide counters (schedulers, SMs, front end, memory, utilisations, rates and
+/// the occupancy trace) cover the launch's interval on the machine: exact when it ran alone,
+/// and including the work of other launches that ran at the same time otherwise. Scheduler,
+/// SM and front-end counters stop when the last TB finishes; memory counters when the last
+/// access completes.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct TimedStats {
     pub kernel: String,
-    /// Core cycles from the first dispatch until the last TB finished and every store was
-    /// acknowledged.
+    /// Core cycles from the launch's arrival at the machine until its last TB finished and
+    /// every access it made completed (stores acknowledged).
     pub cycles: u64,
-    /// Core cycles until the last TB finished (before draining stores).
+    /// Core cycles from its arrival until the last TB finished (before its last stores were
+    /// acknowledged).
     pub cycles_to_last_tb: u64,
+    /// The machine's core cycle at which the launch arrived, at which its first TB was
+    /// dispatched, and at which it finished. The machine outlives launches, so these are
+    /// absolute (on a fresh machine running one launch, `submitted_at` is 0).
+    pub submitted_at: u64,
+    pub started_at: u64,
+    pub finished_at: u64,
     pub tbs: u64,
     pub warps: u64,
     pub warp_instructions: u64,

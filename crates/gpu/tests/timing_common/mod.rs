@@ -21,6 +21,16 @@ impl Engine {
             GpuConfig::preset("gtx480").unwrap(),
         )))
     }
+
+    /// The timed GTX480 running the PTX as written, without register allocation: for
+    /// microbenchmarks whose independent instructions write values nothing reads, which the
+    /// allocator would give one register (serialising them through its write-after-write
+    /// hazard where `ptxas` would delete them).
+    pub fn gtx480_unallocated() -> Engine {
+        let mut t = TimedGpu::new(GpuConfig::preset("gtx480").unwrap());
+        t.options.allocate = false;
+        Engine::Timed(Box::new(t))
+    }
 }
 
 /// A loaded module on its own device.
@@ -35,7 +45,10 @@ pub struct Device {
 
 impl Device {
     pub fn new(file: &str, ptx_text: &str, engine: Engine) -> Device {
-        let mut gpu = Gpu::new();
+        let mut gpu = match &engine {
+            Engine::Functional => Gpu::new(),
+            Engine::Timed(t) => Gpu::timed((**t).clone()).unwrap_or_else(|e| panic!("{e}")),
+        };
         let module = gpu
             .load_ptx(file, ptx_text)
             .unwrap_or_else(|e| panic!("{e}"));
@@ -85,11 +98,10 @@ impl Device {
                     .map_err(|e| e.to_string())?;
                 Ok(None)
             }
-            Engine::Timed(t) => {
+            Engine::Timed(_) => {
                 let s = self
                     .gpu
                     .launch_timed(
-                        t,
                         self.module,
                         entry,
                         grid,

@@ -1,0 +1,109 @@
+//! Thread-block save and restore, mechanism-neutral: the architectural state of a TB taken
+//! off an SM ([`TbContext`]) and how it is stopped ([`StopAt`]).
+//!
+//! This is the primitive every preemption mechanism drives (papers/tanasic-thesis §5.2.2:
+//! "the execution contexts of all the thread blocks running in the preempted SM are saved
+//! ... and these thread blocks are issued again, later on"). A stop request halts the TB's
+//! warps at an instruction boundary (or, for [`StopAt::PreemptionPoint`], each warp at its
+//! next `pp` / `bar.pp`, papers/lin-lightweight §IV-A), lets every instruction already issued
+//! finish — results written, loads returned, stores acknowledged — and then captures:
+//!
+//! * per warp, its registers (after register allocation: the physical GPRs, predicates and
+//!   uniform registers of the timed kernel), its SIMT reconvergence stack (which holds its
+//!   PC and active masks), its valid and exited lanes and its instruction counters, and
+//!   whether it waits at a barrier;
+//! * for the TB, its shared memory and the state of its 16 named barriers;
+//! * where its local memory lives: local memory is in device memory ([`crate::memory::
+//!   local_word_address`]) and stays there, owned by the context, until the TB finishes.
+//!
+//! Capturing and installing move no bytes through the memory system: the traffic that
+//! saves and restores a context, and its timing, belong to the mechanisms (the next layer).
+//! Installing a context on any SM with room continues the TB exactly where it stopped, so
+//! device memory ends bit-identical to an uninterrupted run.
+
+use serde::Serialize;
+
+use super::ids::{SmId, TbRef};
+use crate::barrier::{Barriers, WarpStatus};
+use crate::exec::Warp;
+
+/// Where a stopped TB's warps halt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum StopAt {
+    /// At once: no warp of the TB issues another instruction.
+    Boundary,
+    /// Each warp runs on until it has executed a preemption point (`pp`, or a `bar.pp`
+    /// where it then waits) or finishes; warps waiting at an ordinary barrier keep waiting
+    /// for it. A kernel without preemption points therefore stops only when its warps finish
+    /// (draining, as papers/lin-lightweight §IV-A notes).
+    PreemptionPoint,
+}
+
+/// One warp of a stopped TB.
+#[derive(Clone, Debug)]
+pub struct WarpContext {
+    /// Registers, SIMT stack (PC and masks), lanes and counters.
+    pub warp: Warp,
+    /// Ready, waiting at a barrier (with its arrival), or finished.
+    pub status: WarpStatus,
+}
+
+/// The whole architectural state of a TB taken off an SM.
+#[derive(Clone, Debug)]
+pub struct TbContext {
+    pub tb: TbRef,
+    pub ctaid: [u32; 3],
+    /// In warp order (warp `i` of the TB at index `i`).
+    pub warps: Vec<WarpContext>,
+    /// The TB's shared memory (`LaunchCtx::smem_size` bytes).
+    pub shared: Vec<u8>,
+    pub barriers: Barriers,
+    /// Device address of the TB's local memory (see the module documentation).
+    pub local_base: u64,
+    /// The SM it left, and the core cycle its state was captured.
+    pub from: SmId,
+    pub evicted_at: u64,
+}
+
+impl TbContext {
+    /// Bytes of architectural state this context holds, by part, counting every register
+    /// slot of every valid lane at 4 bytes (a mechanism that saves only part of it — live
+    /// registers, compressed values — reports its own sizes).
+    pub fn sizes(&self) -> ContextSizes {
+        let mut s = ContextSizes {
+            shared: self.shared.len() as u64,
+            ..ContextSizes::default()
+        };
+        for w in &self.warps {
+            let lanes = u64::from(w.warp.valid.count_ones());
+            let regs = (w.warp.regs.len() / crate::exec::WARP_SIZE) as u64;
+            s.registers += regs * lanes * 4;
+            // One entry per stack level: PC, reconvergence PC and mask.
+            s.simt_stack += w.warp.stack.len() as u64 * 12;
+        }
+        s
+    }
+}
+
+/// The parts of a context, in bytes ([`TbContext::sizes`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ContextSizes {
+    pub registers: u64,
+    pub shared: u64,
+    pub simt_stack: u64,
+}
+
+/// Why a stop or an install was refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ControlError {
+    #[error("{tb} is not resident on {sm}")]
+    NotResident { sm: SmId, tb: TbRef },
+    #[error("{tb} is already stopping on {sm}")]
+    AlreadyStopping { sm: SmId, tb: TbRef },
+    #[error("{tb} does not fit on {sm} now")]
+    NoRoom { sm: SmId, tb: TbRef },
+    #[error("{tb} belongs to a launch that has finished or was never submitted")]
+    UnknownLaunch { tb: TbRef },
+    #[error("no SM {sm}")]
+    NoSuchSm { sm: SmId },
+}

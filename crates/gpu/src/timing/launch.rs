@@ -1,0 +1,256 @@
+//! A launch held by the machine: the kernel as it is timed, what one of its TBs takes, where
+//! its grid stands, and the counters its statistics are built from.
+
+use std::sync::Arc;
+
+use kir::{InstId, Kernel};
+use memsys::MemStats;
+
+use super::ids::TbRef;
+use super::sm::Decoded;
+use super::stats::{FrontendStats, SmStats, TimedStats};
+use crate::exec::LaunchCtx;
+use crate::memory::DeviceMemory;
+use crate::occupancy::{Occupancy, TbDemand};
+
+/// A kernel as the timing model runs it: after register allocation by default, so registers
+/// per thread, register banks and context sizes are those of physical registers and spill
+/// code is timed (DESIGN.md §2, "Kernel IR").
+#[derive(Clone, Debug)]
+pub struct TimedKernel {
+    pub kernel: Arc<Kernel>,
+    /// Registers per thread for occupancy (what `ptxas -v` would report, within the margin
+    /// `regalloc/REGISTERS.md` measures).
+    pub regs_per_thread: u32,
+    /// For a rewritten kernel, the PC of the PTX instruction each instruction serves, so
+    /// that errors name PTX instructions.
+    pub origins: Option<Arc<[InstId]>>,
+}
+
+impl TimedKernel {
+    /// `kernel` allocated to at most `max_registers` registers per thread. Should allocation
+    /// fail (it does not on any kernel the project has met), the kernel is timed as it is,
+    /// with its virtual register count, capped, standing in.
+    pub fn allocated(kernel: &Arc<Kernel>, max_registers: u32) -> TimedKernel {
+        let config = regalloc::AllocConfig {
+            max_registers: max_registers.max(1),
+            ..Default::default()
+        };
+        match regalloc::allocate(kernel, &config) {
+            Ok(a) => TimedKernel {
+                regs_per_thread: a.gpr_count.max(1),
+                origins: Some(a.origins.iter().map(|o| o.inst).collect()),
+                kernel: Arc::new(a.kernel),
+            },
+            Err(_) => TimedKernel::unallocated(kernel, max_registers),
+        }
+    }
+
+    /// `kernel` timed as written (virtual registers), with the allocator's register count
+    /// for occupancy.
+    pub fn unallocated(kernel: &Arc<Kernel>, max_registers: u32) -> TimedKernel {
+        TimedKernel {
+            kernel: kernel.clone(),
+            regs_per_thread: super::physical_registers(kernel, max_registers),
+            origins: None,
+        }
+    }
+}
+
+/// Counters of the machine at a moment (for the statistics of an interval).
+pub(super) struct Snapshot {
+    pub memory: MemStats,
+    pub sms: Vec<SmStats>,
+}
+
+/// A launch on the machine.
+pub struct Launch {
+    pub(super) ctx: LaunchCtx,
+    pub(super) decoded: Decoded,
+    pub(super) demand: TbDemand,
+    pub(super) occupancy: Occupancy,
+    pub(super) regs_per_thread: u32,
+    pub(super) origins: Option<Arc<[InstId]>>,
+    /// Local memory per thread in 4-byte words, and per TB in bytes.
+    pub(super) frame_words: u64,
+    frame_bytes: u64,
+    /// Local-memory frames of finished TBs, ready for new ones; every frame it allocated.
+    free_frames: Vec<u64>,
+    frames: Vec<u64>,
+    pub(super) total: u64,
+    /// The next new TB of the grid.
+    pub(super) next_tb: u64,
+    /// TBs on SMs, TBs stopped and held outside the machine, TBs finished.
+    pub(super) resident: u64,
+    pub(super) held: u64,
+    pub(super) done: u64,
+    pub(super) submitted_at: u64,
+    pub(super) started_at: Option<u64>,
+    pub(super) last_tb_at: Option<u64>,
+    pub(super) finished_at: Option<u64>,
+    pub(super) start: Option<Box<Snapshot>>,
+    /// SM counters when the last TB finished.
+    pub(super) at_last_tb: Option<Vec<SmStats>>,
+    pub(super) stats: Option<Box<TimedStats>>,
+}
+
+impl Launch {
+    pub(super) fn new(
+        ctx: LaunchCtx,
+        demand: TbDemand,
+        occupancy: Occupancy,
+        regs_per_thread: u32,
+        origins: Option<Arc<[InstId]>>,
+        now: u64,
+    ) -> Launch {
+        Launch {
+            decoded: Decoded::of(&ctx.kernel),
+            frame_words: u64::from(ctx.kernel.local_size.div_ceil(4)),
+            frame_bytes: ctx.local_frame_bytes(),
+            total: ctx.num_tbs(),
+            ctx,
+            demand,
+            occupancy,
+            regs_per_thread,
+            origins,
+            free_frames: Vec::new(),
+            frames: Vec::new(),
+            next_tb: 0,
+            resident: 0,
+            held: 0,
+            done: 0,
+            submitted_at: now,
+            started_at: None,
+            last_tb_at: None,
+            finished_at: None,
+            start: None,
+            at_last_tb: None,
+            stats: None,
+        }
+    }
+
+    /// The launch as it runs (its kernel is the timed one).
+    pub fn ctx(&self) -> &LaunchCtx {
+        &self.ctx
+    }
+
+    /// What one TB takes on an SM.
+    pub fn demand(&self) -> &TbDemand {
+        &self.demand
+    }
+
+    /// TBs of one kernel alone per SM, and what limits them.
+    pub fn occupancy(&self) -> &Occupancy {
+        &self.occupancy
+    }
+
+    pub fn regs_per_thread(&self) -> u32 {
+        self.regs_per_thread
+    }
+
+    /// TBs in the grid.
+    pub fn tbs(&self) -> u64 {
+        self.total
+    }
+
+    /// New TBs not dispatched yet.
+    pub fn undispatched(&self) -> u64 {
+        self.total - self.next_tb
+    }
+
+    /// TBs on SMs now.
+    pub fn resident(&self) -> u64 {
+        self.resident
+    }
+
+    /// TBs stopped and not installed again.
+    pub fn held(&self) -> u64 {
+        self.held
+    }
+
+    /// TBs finished.
+    pub fn done(&self) -> u64 {
+        self.done
+    }
+
+    /// Core cycles at which it arrived, started and finished.
+    pub fn submitted_at(&self) -> u64 {
+        self.submitted_at
+    }
+    pub fn started_at(&self) -> Option<u64> {
+        self.started_at
+    }
+    pub fn finished_at(&self) -> Option<u64> {
+        self.finished_at
+    }
+
+    /// Its statistics, once it has finished.
+    pub fn stats(&self) -> Option<&TimedStats> {
+        self.stats.as_deref()
+    }
+
+    /// The next TB of the grid.
+    pub(super) fn next(&self, id: super::ids::LaunchId) -> TbRef {
+        TbRef {
+            launch: id,
+            index: self.next_tb,
+        }
+    }
+
+    /// A zeroed local-memory frame for a new TB (0 when the kernel has no local memory): a
+    /// finished TB's, or a new allocation. A fresh TB's local memory reads zero in every
+    /// engine of this simulator (real hardware leaves it undefined).
+    pub(super) fn take_frame(&mut self, mem: &mut DeviceMemory) -> u64 {
+        if self.frame_bytes == 0 {
+            return 0;
+        }
+        match self.free_frames.pop() {
+            Some(b) => {
+                mem.write_bytes(b, &vec![0; self.frame_bytes as usize])
+                    .expect("a frame of this launch is mapped");
+                b
+            }
+            None => {
+                let b = mem.alloc(self.frame_bytes);
+                self.frames.push(b);
+                b
+            }
+        }
+    }
+
+    /// A finished TB's frame, free for the next.
+    pub(super) fn give_frame(&mut self, base: u64) {
+        if self.frame_bytes != 0 {
+            self.free_frames.push(base);
+        }
+    }
+
+    /// Frees every frame (the launch has finished).
+    pub(super) fn free_frames(&mut self, mem: &mut DeviceMemory) {
+        for b in self.frames.drain(..) {
+            mem.free(b);
+        }
+        self.free_frames.clear();
+    }
+
+    /// An error of the timed kernel, naming the PTX instructions behind its PCs.
+    pub(super) fn ptx_error(&self, e: crate::error::ExecError) -> crate::error::ExecError {
+        match &self.origins {
+            Some(o) => e.map_pcs(|pc| o.get(pc.0 as usize).copied().unwrap_or(pc)),
+            None => e,
+        }
+    }
+
+    pub(super) fn warps_per_tb(&self) -> u32 {
+        self.ctx.warps_per_tb()
+    }
+}
+
+/// Sums per-SM front-end counters.
+pub(super) fn frontend_total(sms: &[SmStats]) -> FrontendStats {
+    let mut f = FrontendStats::default();
+    for s in sms {
+        f.add(&s.frontend);
+    }
+    f
+}

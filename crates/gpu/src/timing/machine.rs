@@ -1,0 +1,600 @@
+//! The persistent machine: one object that owns the SMs, the memory system, device memory
+//! and the clock, and outlives launches, so caches stay warm between the launches of a
+//! program as on hardware (MACHINE-REVIEW.md, "One shape that removes them").
+//!
+//! It holds any number of launches at once, each an owned [`LaunchCtx`] with its kernel as
+//! timed ([`TimedKernel`]), and is driven from outside: [`Machine::submit`] a launch,
+//! [`Machine::step`] one core cycle at a time with a [`Control`] that places TBs, and read
+//! the [`Event`]s it produced. What runs where is not the machine's business: the control
+//! (the SM driver of a scheduling framework, or the one-launch driver of [`super::run_timed`])
+//! decides, through [`Machine::dispatch`], [`Machine::stop`] and [`Machine::install`].
+//!
+//! **One cycle**, in a fixed order so results are deterministic (DESIGN.md §1.5): completed
+//! memory accesses release their registers; every SM, in index order, runs its schedulers
+//! (each issues at most one warp instruction); every SM completes barriers, retires finished
+//! TBs and captures stopped ones (events [`Event::TbFinished`], [`Event::TbEvicted`]); the
+//! control acts (dispatch, install, stop); the occupancy is sampled; launches whose TBs are
+//! all done and whose accesses have all completed finish ([`Event::LaunchFinished`]); the
+//! memory system advances to the next core edge.
+//!
+//! **State stays where it lives.** Each SM keeps its resident TBs, its resources
+//! ([`super::SmLedger`]) and its counters, per launch too; the machine sums them when a
+//! launch finishes. SMs share nothing mutable but device memory and the memory system.
+
+use kir::Id;
+use memsys::{Domain, MemConfig, MemorySystem};
+
+use super::context::{ControlError, StopAt, TbContext};
+use super::ids::{LaunchId, SmId, TbRef};
+use super::launch::{frontend_total, Launch, Snapshot, TimedKernel};
+use super::ledger::SmLedger;
+use super::scheduler::AnyScheduler;
+use super::sm::{LaunchCounters, Retired, Sm, Specs};
+use super::stats::{OccupancyTrace, Rates, SchedulerStats, SmStats, TimedStats, Utilisation};
+use super::{TimingError, TimingOptions};
+use crate::config::GpuConfig;
+use crate::error::ExecError;
+use crate::exec::LaunchCtx;
+use crate::memory::DeviceMemory;
+use crate::occupancy::{Occupancy, TbDemand};
+
+/// What the machine reports, stamped with the core cycle it happened in.
+#[derive(Debug)]
+pub enum Event {
+    /// A new TB of a launch was placed on an SM.
+    TbDispatched { cycle: u64, sm: SmId, tb: TbRef },
+    /// A TB finished (its warps exited and their loads returned) and left its SM.
+    TbFinished { cycle: u64, sm: SmId, tb: TbRef },
+    /// A stopped TB left its SM; its state is the context, to be installed again.
+    TbEvicted {
+        cycle: u64,
+        sm: SmId,
+        context: Box<TbContext>,
+    },
+    /// A stopped TB's context was installed on an SM.
+    TbRestored { cycle: u64, sm: SmId, tb: TbRef },
+    /// Every TB of the launch finished and every access it made completed; its statistics
+    /// are in [`Launch::stats`].
+    LaunchFinished { cycle: u64, launch: LaunchId },
+}
+
+impl Event {
+    /// The core cycle of the event.
+    pub fn cycle(&self) -> u64 {
+        match self {
+            Event::TbDispatched { cycle, .. }
+            | Event::TbFinished { cycle, .. }
+            | Event::TbEvicted { cycle, .. }
+            | Event::TbRestored { cycle, .. }
+            | Event::LaunchFinished { cycle, .. } => *cycle,
+        }
+    }
+}
+
+/// Whoever decides what the machine runs: an SM driver.
+///
+/// **Contract:** [`Control::on_cycle`] is called once every core cycle, after the SMs have
+/// issued and retired and before the clock advances: the one point in a cycle at which TBs
+/// are placed ([`Machine::dispatch`], [`Machine::install`]) or asked to stop
+/// ([`Machine::stop`]). It may read everything the machine shows and take its events; it
+/// must not change device memory while TBs that use it are resident (a host copy belongs to
+/// moments the program's stream order allows). It must be deterministic: the machine's
+/// results are a function of its inputs and of the control's decisions.
+pub trait Control {
+    fn on_cycle(&mut self, machine: &mut Machine) -> Result<(), TimingError>;
+}
+
+/// Places no TB: for stepping a machine whose launches are driven elsewhere, or to let it
+/// drain.
+pub struct Idle;
+
+impl Control for Idle {
+    fn on_cycle(&mut self, _: &mut Machine) -> Result<(), TimingError> {
+        Ok(())
+    }
+}
+
+/// Cycles between checks of the instruction limit.
+const LIMIT_CHECK_INTERVAL: u64 = 64;
+
+/// The GPU: SMs, memory system, device memory, clock and launches.
+pub struct Machine {
+    gpu: GpuConfig,
+    opts: TimingOptions,
+    memcfg: MemConfig,
+    memsys: MemorySystem,
+    mem: DeviceMemory,
+    sms: Vec<Sm>,
+    launches: Vec<Launch>,
+    /// Submitted and not finished, in submission order.
+    active: Vec<LaunchId>,
+    events: Vec<Event>,
+    retired: Retired,
+    /// `(cycle, resident warps on the whole GPU)` every `sample_interval` cycles.
+    occupancy: Vec<(u64, u32)>,
+}
+
+impl Machine {
+    /// An idle machine at cycle 0 whose device memory is `mem`.
+    pub fn new(
+        gpu: GpuConfig,
+        opts: TimingOptions,
+        mem: DeviceMemory,
+    ) -> Result<Machine, TimingError> {
+        let mut memcfg = gpu.memory.clone();
+        memcfg.num_sms = gpu.sm.count as usize;
+        memcfg.clocks.core_mhz = gpu.sm.clock_mhz;
+        let memsys = MemorySystem::new(memcfg.clone())?;
+        let sms = (0..gpu.sm.count)
+            .map(|i| {
+                let scheds = (0..gpu.sm.warp_schedulers)
+                    .map(|_| AnyScheduler::new(gpu.sm.scheduler, gpu.pipeline.two_level_active))
+                    .collect();
+                Sm::new(
+                    SmId(i),
+                    &gpu.sm.resources,
+                    scheds,
+                    &gpu.pipeline,
+                    opts.shortcuts,
+                )
+            })
+            .collect();
+        Ok(Machine {
+            gpu,
+            opts,
+            memcfg,
+            memsys,
+            mem,
+            sms,
+            launches: Vec::new(),
+            active: Vec::new(),
+            events: Vec::new(),
+            retired: Retired::default(),
+            occupancy: Vec::new(),
+        })
+    }
+
+    pub fn config(&self) -> &GpuConfig {
+        &self.gpu
+    }
+
+    pub fn options(&self) -> &TimingOptions {
+        &self.opts
+    }
+
+    /// The current core cycle.
+    pub fn cycle(&self) -> u64 {
+        self.memsys.core_cycle()
+    }
+
+    /// The current time in femtoseconds (every clock domain shares it).
+    pub fn now_fs(&self) -> u64 {
+        self.memsys.now_fs()
+    }
+
+    /// Femtoseconds per core cycle.
+    pub fn core_period_fs(&self) -> u64 {
+        self.memcfg.clocks.period_fs(Domain::Core)
+    }
+
+    pub fn memory(&self) -> &DeviceMemory {
+        &self.mem
+    }
+
+    pub fn memory_mut(&mut self) -> &mut DeviceMemory {
+        &mut self.mem
+    }
+
+    /// Gives the device memory back (the machine is done).
+    pub fn into_memory(self) -> DeviceMemory {
+        self.mem
+    }
+
+    /// The memory system's counters since the machine was built.
+    pub fn memory_stats(&self) -> memsys::MemStats {
+        self.memsys.stats()
+    }
+
+    pub fn sm_count(&self) -> u32 {
+        self.sms.len() as u32
+    }
+
+    pub fn sm_ids(&self) -> impl Iterator<Item = SmId> {
+        (0..self.sms.len() as u32).map(SmId)
+    }
+
+    /// What the TBs on `sm` hold.
+    pub fn ledger(&self, sm: SmId) -> &SmLedger {
+        self.sms[sm.index()].ledger()
+    }
+
+    /// The TBs on `sm`, and whether each has been asked to stop.
+    pub fn resident(&self, sm: SmId) -> impl Iterator<Item = (TbRef, bool)> + '_ {
+        self.sms[sm.index()].resident()
+    }
+
+    /// A launch submitted to this machine.
+    pub fn launch(&self, id: LaunchId) -> &Launch {
+        &self.launches[id.index()]
+    }
+
+    /// Warp instructions `launch` has executed so far.
+    pub fn warp_instructions(&self, launch: LaunchId) -> u64 {
+        self.counters(launch).warp_instructions
+    }
+
+    /// Launches submitted and not finished, in submission order.
+    pub fn active(&self) -> &[LaunchId] {
+        &self.active
+    }
+
+    /// The events since they were last taken, oldest first.
+    pub fn events(&self) -> &[Event] {
+        &self.events
+    }
+
+    /// Takes the events since they were last taken.
+    pub fn take_events(&mut self) -> Vec<Event> {
+        std::mem::take(&mut self.events)
+    }
+
+    /// Drops the events since they were last taken.
+    pub fn clear_events(&mut self) {
+        self.events.clear();
+    }
+
+    /// Adds a launch; it arrives at the current cycle and waits for a control to dispatch
+    /// its TBs. `ctx` is the launch as the host built it; its kernel is replaced by `timed`'s
+    /// (the same kernel after register allocation, normally). Refused when not even one TB
+    /// fits on an empty SM.
+    pub fn submit(
+        &mut self,
+        mut ctx: LaunchCtx,
+        timed: &TimedKernel,
+    ) -> Result<LaunchId, TimingError> {
+        let res = &self.gpu.sm.resources;
+        let regs = self.opts.regs_per_thread.unwrap_or(timed.regs_per_thread);
+        let demand = TbDemand::for_kernel(res, ctx.threads_per_tb(), regs, ctx.smem_size);
+        let occupancy = Occupancy::of(res, &demand);
+        if occupancy.tbs_per_sm == 0 {
+            return Err(TimingError::DoesNotFit {
+                kernel: ctx.kernel.name.clone(),
+                gpu: self.gpu.name.clone(),
+                threads: ctx.threads_per_tb(),
+                regs_per_thread: regs,
+                smem: ctx.smem_size,
+            });
+        }
+        ctx.kernel = timed.kernel.clone();
+        ctx.num_sms = self.gpu.sm.count;
+        let id = LaunchId(self.launches.len() as u32);
+        let mut launch = Launch::new(
+            ctx,
+            demand,
+            occupancy,
+            regs,
+            timed.origins.clone(),
+            self.cycle(),
+        );
+        launch.start = Some(Box::new(self.snapshot()));
+        self.launches.push(launch);
+        self.active.push(id);
+        Ok(id)
+    }
+
+    /// Whether one more TB of `launch` fits on `sm` now.
+    pub fn fits(&self, sm: SmId, launch: LaunchId) -> bool {
+        self.sms[sm.index()]
+            .ledger()
+            .fits(&self.launches[launch.index()].demand)
+    }
+
+    /// Places the next new TB of `launch` on `sm`.
+    pub fn dispatch(&mut self, sm: SmId, launch: LaunchId) -> Result<TbRef, ControlError> {
+        self.check_sm(sm)?;
+        let l = &self.launches[launch.index()];
+        let tb = l.next(launch);
+        if l.finished_at.is_some() || l.next_tb >= l.total {
+            return Err(ControlError::UnknownLaunch { tb });
+        }
+        if !self.fits(sm, launch) {
+            return Err(ControlError::NoRoom { sm, tb });
+        }
+        let now = self.cycle();
+        let l = &mut self.launches[launch.index()];
+        let frame = l.take_frame(&mut self.mem);
+        l.next_tb += 1;
+        l.resident += 1;
+        l.started_at.get_or_insert(now);
+        self.sms[sm.index()].dispatch(&self.launches[launch.index()], tb, frame, now);
+        self.events.push(Event::TbDispatched { cycle: now, sm, tb });
+        Ok(tb)
+    }
+
+    /// Installs a stopped TB's context on `sm`; on refusal the context comes back.
+    pub fn install(
+        &mut self,
+        sm: SmId,
+        context: Box<TbContext>,
+    ) -> Result<(), (ControlError, Box<TbContext>)> {
+        if let Err(e) = self.check_sm(sm) {
+            return Err((e, context));
+        }
+        let tb = context.tb;
+        let Some(l) = self.launches.get(tb.launch.index()) else {
+            return Err((ControlError::UnknownLaunch { tb }, context));
+        };
+        if l.finished_at.is_some() || l.held == 0 {
+            return Err((ControlError::UnknownLaunch { tb }, context));
+        }
+        if !self.fits(sm, tb.launch) {
+            return Err((ControlError::NoRoom { sm, tb }, context));
+        }
+        let now = self.cycle();
+        let l = &mut self.launches[tb.launch.index()];
+        l.held -= 1;
+        l.resident += 1;
+        self.sms[sm.index()].install(&self.launches[tb.launch.index()], context, now);
+        self.events.push(Event::TbRestored { cycle: now, sm, tb });
+        Ok(())
+    }
+
+    /// Asks TB `tb` on `sm` to stop ([`StopAt`]); when everything it issued has finished,
+    /// it leaves the SM and [`Event::TbEvicted`] carries its context. (A TB that finishes
+    /// first reports [`Event::TbFinished`] instead.)
+    pub fn stop(&mut self, sm: SmId, tb: TbRef, at: StopAt) -> Result<(), ControlError> {
+        self.check_sm(sm)?;
+        let s = &mut self.sms[sm.index()];
+        if s.stop(tb, at) {
+            return Ok(());
+        }
+        if s.resident().any(|(t, _)| t == tb) {
+            Err(ControlError::AlreadyStopping { sm, tb })
+        } else {
+            Err(ControlError::NotResident { sm, tb })
+        }
+    }
+
+    fn check_sm(&self, sm: SmId) -> Result<(), ControlError> {
+        if sm.index() < self.sms.len() {
+            Ok(())
+        } else {
+            Err(ControlError::NoSuchSm { sm })
+        }
+    }
+
+    /// Whether nothing is running: no TB resident and the memory system idle.
+    pub fn is_idle(&self) -> bool {
+        self.sms.iter().all(|s| s.is_empty() && !s.has_backlog()) && self.memsys.is_idle()
+    }
+
+    /// Runs one core cycle (see the module documentation).
+    pub fn step(&mut self, ctl: &mut dyn Control) -> Result<(), TimingError> {
+        let now = self.cycle();
+        for sm in &mut self.sms {
+            sm.complete(&mut self.memsys, &self.launches, now);
+        }
+        let specs = Specs {
+            pipeline: &self.gpu.pipeline,
+            memory: &self.memcfg,
+        };
+        for sm in &mut self.sms {
+            sm.issue(&self.launches, &specs, &mut self.memsys, &mut self.mem, now)?;
+        }
+        if now.is_multiple_of(LIMIT_CHECK_INTERVAL) {
+            self.check_instruction_limit()?;
+        }
+        let mut last_tbs = Vec::new();
+        for i in 0..self.sms.len() {
+            let sm = SmId(i as u32);
+            self.sms[i].retire(&self.launches, now, &mut self.retired)?;
+            for (tb, frame) in self.retired.finished.drain(..) {
+                let l = &mut self.launches[tb.launch.index()];
+                l.resident -= 1;
+                l.done += 1;
+                l.give_frame(frame);
+                if l.done == l.total {
+                    l.last_tb_at = Some(now);
+                    last_tbs.push(tb.launch);
+                }
+                self.events.push(Event::TbFinished { cycle: now, sm, tb });
+            }
+            for context in self.retired.evicted.drain(..) {
+                let l = &mut self.launches[context.tb.launch.index()];
+                l.resident -= 1;
+                l.held += 1;
+                self.events.push(Event::TbEvicted {
+                    cycle: now,
+                    sm,
+                    context: Box::new(context),
+                });
+            }
+        }
+        if !last_tbs.is_empty() {
+            let sms = self.sm_stats();
+            for l in last_tbs {
+                self.launches[l.index()].at_last_tb = Some(sms.clone());
+            }
+        }
+        ctl.on_cycle(self)?;
+        let interval = self.opts.sample_interval.max(1);
+        if now.is_multiple_of(interval) {
+            let warps = self.sms.iter().map(Sm::resident_warps).sum();
+            self.occupancy.push((now, warps));
+        }
+        self.finish_launches(now)?;
+        while !self.memsys.tick().contains(Domain::Core) {}
+        Ok(())
+    }
+
+    /// Steps until `launch` has finished, with `ctl` placing TBs.
+    pub fn run_until_finished(
+        &mut self,
+        launch: LaunchId,
+        ctl: &mut dyn Control,
+    ) -> Result<&TimedStats, TimingError> {
+        while self.launches[launch.index()].finished_at.is_none() {
+            self.step(ctl)?;
+        }
+        Ok(self.launches[launch.index()]
+            .stats()
+            .expect("a finished launch has statistics"))
+    }
+
+    /// Every SM's counters now (front end included).
+    fn sm_stats(&self) -> Vec<SmStats> {
+        self.sms
+            .iter()
+            .map(|s| {
+                let mut st = s.stats.clone();
+                st.frontend = s.frontend_stats();
+                st
+            })
+            .collect()
+    }
+
+    fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            memory: self.memsys.stats(),
+            sms: self.sm_stats(),
+        }
+    }
+
+    /// A launch's counters summed over SMs.
+    fn counters(&self, launch: LaunchId) -> LaunchCounters {
+        let mut t = LaunchCounters::default();
+        for sm in &self.sms {
+            let c = sm.counters(launch);
+            t.warp_instructions += c.warp_instructions;
+            t.thread_instructions += c.thread_instructions;
+            t.global_loads += c.global_loads;
+            t.load_latency += c.load_latency;
+            t.shared_accesses += c.shared_accesses;
+            t.shared_passes += c.shared_passes;
+            t.in_flight += c.in_flight;
+        }
+        t
+    }
+
+    fn check_instruction_limit(&self) -> Result<(), TimingError> {
+        let limit = self.opts.instruction_limit;
+        for &l in &self.active {
+            if self.counters(l).warp_instructions > limit {
+                return Err(ExecError::InstructionLimit {
+                    kernel: self.launches[l.index()].ctx.kernel.name.clone(),
+                    limit,
+                }
+                .into());
+            }
+        }
+        Ok(())
+    }
+
+    /// Finishes launches whose TBs are done and whose accesses have completed; stops at the
+    /// cycle limit a launch that has run too long.
+    fn finish_launches(&mut self, now: u64) -> Result<(), TimingError> {
+        let mut i = 0;
+        while i < self.active.len() {
+            let id = self.active[i];
+            let l = &self.launches[id.index()];
+            if l.done < l.total {
+                if now - l.submitted_at >= self.opts.max_cycles {
+                    return Err(TimingError::CycleLimit {
+                        kernel: l.ctx.kernel.name.clone(),
+                        limit: self.opts.max_cycles,
+                    });
+                }
+                i += 1;
+                continue;
+            }
+            let counters = self.counters(id);
+            if counters.in_flight > 0 {
+                i += 1;
+                continue;
+            }
+            let stats = self.launch_stats(id, &counters, now);
+            let l = &mut self.launches[id.index()];
+            l.finished_at = Some(now);
+            l.stats = Some(Box::new(stats));
+            l.free_frames(&mut self.mem);
+            self.active.remove(i);
+            self.events.push(Event::LaunchFinished {
+                cycle: now,
+                launch: id,
+            });
+        }
+        Ok(())
+    }
+
+    /// The statistics of launch `id`, finishing at `now`.
+    fn launch_stats(&mut self, id: LaunchId, k: &LaunchCounters, now: u64) -> TimedStats {
+        let memory_now = self.memsys.stats();
+        let interval = self.opts.sample_interval.max(1);
+        let l = &mut self.launches[id.index()];
+        let start = l
+            .start
+            .take()
+            .expect("a launch keeps its starting snapshot");
+        let at_last = l.at_last_tb.take().expect("the last TB has finished");
+        let last_tb = l.last_tb_at.expect("the last TB has finished");
+        let memory = memory_now.since(&start.memory);
+        let sms: Vec<SmStats> = at_last
+            .iter()
+            .zip(&start.sms)
+            .map(|(a, b)| a.since(b))
+            .collect();
+        let mut schedulers = SchedulerStats::default();
+        for sm in &sms {
+            for s in &sm.schedulers {
+                schedulers.add(s);
+            }
+        }
+        let (warp_cycles, active): (u64, u64) = sms.iter().fold((0, 0), |(w, a), s| {
+            (w + s.resident_warp_cycles, a + s.active_cycles)
+        });
+        let from = self.occupancy.partition_point(|&(c, _)| c < l.submitted_at);
+        let to = self.occupancy.partition_point(|&(c, _)| c <= last_tb);
+        let cycles = (now - l.submitted_at).max(1);
+        let res = &self.gpu.sm.resources;
+        TimedStats {
+            kernel: l.ctx.kernel.name.clone(),
+            gpu: self.gpu.name.clone(),
+            cycles,
+            cycles_to_last_tb: last_tb - l.submitted_at,
+            submitted_at: l.submitted_at,
+            started_at: l.started_at.unwrap_or(l.submitted_at),
+            finished_at: now,
+            tbs: l.total,
+            warps: l.total * u64::from(l.warps_per_tb()),
+            warp_instructions: k.warp_instructions,
+            thread_instructions: k.thread_instructions,
+            ipc: k.warp_instructions as f64 / cycles as f64,
+            tbs_per_sm: l.occupancy.tbs_per_sm,
+            occupancy_limit: l.occupancy.clone(),
+            regs_per_thread: l.regs_per_thread,
+            achieved_occupancy: if active == 0 {
+                0.0
+            } else {
+                warp_cycles as f64 / active as f64 / f64::from(res.max_warps)
+            },
+            occupancy: OccupancyTrace {
+                interval,
+                warps: self.occupancy[from..to].iter().map(|&(_, w)| w).collect(),
+            },
+            global_loads: k.global_loads,
+            mean_load_latency: if k.global_loads == 0 {
+                0.0
+            } else {
+                k.load_latency as f64 / k.global_loads as f64
+            },
+            shared_accesses: k.shared_accesses,
+            shared_passes: k.shared_passes,
+            frontend: frontend_total(&sms),
+            utilisation: Utilisation::of(&schedulers, &memory, &self.memcfg),
+            rates: Rates::of(&memory, &self.memcfg),
+            schedulers,
+            sms,
+            memory,
+        }
+    }
+}
