@@ -15,7 +15,8 @@ use crate::exec::LaunchCtx;
 use crate::func::{self, LaunchStats};
 use crate::memory::{DeviceMemory, GlobalFault};
 use crate::timing::{
-    run_launch, Machine, Progress, TimedGpu, TimedKernel, TimedStats, TimingError,
+    run_launch, Control, LaunchId, Machine, Progress, TimedGpu, TimedKernel, TimedStats,
+    TimingError,
 };
 
 /// A device pointer returned by [`Gpu::alloc`].
@@ -395,6 +396,31 @@ impl Gpu {
         let timed = self.timed_kernel(module, kid);
         let machine = self.machine.as_mut().expect("checked above");
         Ok(run_launch(machine, ctx, &timed, progress)?)
+    }
+
+    /// [`Gpu::launch_timed`] with the TBs placed by the control `make` builds for the
+    /// launch (a scheduling framework, a preemption experiment, a test that moves TBs
+    /// around) instead of [`crate::timing::GridDriver`]; runs until the launch finishes.
+    #[allow(clippy::too_many_arguments)]
+    pub fn launch_timed_with<C: Control>(
+        &mut self,
+        module: ModuleId,
+        kernel: &str,
+        grid: [u32; 3],
+        block: [u32; 3],
+        dynamic_smem: u32,
+        args: &[KernelArg],
+        make: impl FnOnce(LaunchId) -> C,
+    ) -> Result<TimedStats, GpuError> {
+        if self.machine.is_none() {
+            return Err(GpuError::NotTimed);
+        }
+        let (ctx, kid) = self.prepare(module, kernel, (grid, block, dynamic_smem), args)?;
+        let timed = self.timed_kernel(module, kid);
+        let machine = self.machine.as_mut().expect("checked above");
+        let id = machine.submit(ctx, &timed)?;
+        let mut control = make(id);
+        Ok(machine.run_until_finished(id, &mut control)?.clone())
     }
 
     /// A kernel of a loaded module as the timed machine runs it (made once).

@@ -71,6 +71,24 @@ impl Event {
     }
 }
 
+/// What can be seen of a resident warp from outside the SM.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WarpView {
+    /// Its index in the TB.
+    pub index: u32,
+    /// The PC it executes next (`None` when it has finished).
+    pub pc: Option<u32>,
+    /// Whether it waits at a barrier.
+    pub at_barrier: bool,
+    /// Whether its lanes are split over several SIMT stack entries.
+    pub diverged: bool,
+    /// Whether a stop request halted it.
+    pub halted: bool,
+    pub done: bool,
+    /// Warp instructions it has executed.
+    pub executed: u64,
+}
+
 /// Whoever decides what the machine runs: an SM driver.
 ///
 /// **Contract:** [`Control::on_cycle`] is called once every core cycle, after the SMs have
@@ -211,6 +229,11 @@ impl Machine {
     /// The TBs on `sm`, and whether each has been asked to stop.
     pub fn resident(&self, sm: SmId) -> impl Iterator<Item = (TbRef, bool)> + '_ {
         self.sms[sm.index()].resident()
+    }
+
+    /// The warps of TB `tb` on `sm` as they stand (for inspection: tests, traces, debugging).
+    pub fn warps_of(&self, sm: SmId, tb: TbRef) -> Option<Vec<WarpView>> {
+        self.sms.get(sm.index())?.warps_of(tb)
     }
 
     /// A launch submitted to this machine.

@@ -54,7 +54,7 @@ pub use context::{ContextSizes, ControlError, StopAt, TbContext, WarpContext};
 pub use ids::{LaunchId, SmId, TbRef, TbSlotId, WarpSlotId};
 pub use launch::{Launch, TimedKernel};
 pub use ledger::SmLedger;
-pub use machine::{Control, Event, Idle, Machine};
+pub use machine::{Control, Event, Idle, Machine, WarpView};
 
 pub use scheduler::{AnyScheduler, Gto, Lrr, TwoLevel, WarpInfo, WarpScheduler};
 pub use spec::{FetchSpec, OpClass, OpTiming, PipelineSpec, Unit};

@@ -463,6 +463,34 @@ impl Sm {
         self.tbs.iter().flatten().map(|t| (t.tb, t.stop.is_some()))
     }
 
+    /// The warps of resident TB `tb`.
+    pub(super) fn warps_of(&self, tb: TbRef) -> Option<Vec<super::machine::WarpView>> {
+        let t = self.tbs.iter().flatten().find(|t| t.tb == tb)?;
+        Some(
+            t.slots
+                .iter()
+                .map(|&s| {
+                    let w = self.warps[s as usize].as_ref().expect("resident warp");
+                    let live_entries = w
+                        .warp
+                        .stack
+                        .iter()
+                        .filter(|e| e.mask != 0 && e.pc != e.rpc)
+                        .count();
+                    super::machine::WarpView {
+                        index: w.warp.index,
+                        pc: w.warp.next_entry().map(|e| e.pc),
+                        at_barrier: matches!(w.status, WarpStatus::Waiting(_)),
+                        diverged: live_entries > 1,
+                        halted: w.halted,
+                        done: w.status == WarpStatus::Done,
+                        executed: w.warp.executed,
+                    }
+                })
+                .collect(),
+        )
+    }
+
     /// Whether the SM still has memory work of its own (a split access) to send.
     pub(super) fn has_backlog(&self) -> bool {
         self.backlog.is_some()
