@@ -153,14 +153,172 @@ impl From<TimingError> for GpuError {
     }
 }
 
-struct LoadedModule {
+/// A PTX module placed in a device memory: its IR, its kernels (shared with the launches
+/// that run them) and the addresses of its variables.
+pub struct LoadedModule {
     source: Arc<SourceFile>,
     ir: Module,
-    /// The module's kernels, shared with the launches that run them.
     kernels: Vec<Arc<Kernel>>,
     /// Each kernel as the timed machine runs it, made at its first timed launch.
     timed: Vec<Option<TimedKernel>>,
     global_addrs: Arc<[u64]>,
+}
+
+impl LoadedModule {
+    /// Checks the lowered module `ir` (from the PTX `text` of `file_name`) and places its
+    /// variables in `mem`.
+    pub fn place(
+        mem: &mut DeviceMemory,
+        file_name: &str,
+        text: &str,
+        ir: Module,
+    ) -> Result<LoadedModule, LoadError> {
+        let source = SourceFile::new(file_name, text);
+        let problems = crate::validate::check_module(&ir);
+        if !problems.is_empty() {
+            return Err(LoadError {
+                file: file_name.to_string(),
+                diagnostics: problems
+                    .into_iter()
+                    .map(|(span, message)| Diagnostic {
+                        message,
+                        span,
+                        location: source.location(span),
+                    })
+                    .collect(),
+                source_text: text.to_string(),
+            });
+        }
+        // Place module variables, then write their initial values (with the addresses of
+        // other variables patched in).
+        let global_addrs: Vec<u64> = ir
+            .globals
+            .values()
+            .map(|g| mem.alloc(g.size.max(1)))
+            .collect();
+        for (id, g) in ir.globals.iter() {
+            let mut bytes = g.init.clone();
+            for r in &g.relocations {
+                let addr = global_addrs[r.target.index()].wrapping_add(r.addend as u64);
+                let at = r.offset as usize;
+                let w = r.width as usize;
+                bytes[at..at + w].copy_from_slice(&addr.to_le_bytes()[..w]);
+            }
+            if !bytes.is_empty() {
+                mem.write_bytes(global_addrs[id.index()], &bytes)
+                    .expect("freshly allocated");
+            }
+        }
+        Ok(LoadedModule {
+            source: Arc::new(source),
+            kernels: ir.kernels.values().cloned().map(Arc::new).collect(),
+            timed: vec![None; ir.kernels.len()],
+            ir,
+            global_addrs: global_addrs.into(),
+        })
+    }
+
+    /// Parses, lowers and checks PTX `text` (named `file_name` in diagnostics) and places
+    /// its variables in `mem`.
+    pub fn load(
+        mem: &mut DeviceMemory,
+        file_name: &str,
+        text: &str,
+    ) -> Result<LoadedModule, LoadError> {
+        let ir = lower_ptx(file_name, text)?;
+        LoadedModule::place(mem, file_name, text, ir)
+    }
+
+    /// The file the module came from.
+    pub fn name(&self) -> &str {
+        &self.source.name
+    }
+
+    /// The lowered IR.
+    pub fn ir(&self) -> &Module {
+        &self.ir
+    }
+
+    /// The kernel named `name`.
+    pub fn kernel(&self, name: &str) -> Result<KernelId, GpuError> {
+        match self.ir.kernel(name) {
+            Some((kid, _)) => Ok(kid),
+            None => Err(GpuError::UnknownKernel {
+                name: name.to_string(),
+                module: self.source.name.clone(),
+                available: self
+                    .ir
+                    .kernels
+                    .values()
+                    .map(|k| k.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            }),
+        }
+    }
+
+    /// Checks a launch of `kernel` against `limits` and its signature, and builds it.
+    #[allow(clippy::too_many_arguments)]
+    pub fn launch_ctx(
+        &self,
+        limits: &DeviceLimits,
+        kernel: KernelId,
+        grid: [u32; 3],
+        block: [u32; 3],
+        dynamic_smem: u32,
+        args: &[KernelArg],
+        grid_id: u64,
+    ) -> Result<LaunchCtx, GpuError> {
+        let k = &self.kernels[kernel.index()];
+        let params = check_launch(limits, k, grid, block, dynamic_smem, args)?;
+        Ok(LaunchCtx::new(
+            k.clone(),
+            self.source.clone(),
+            self.global_addrs.clone(),
+            grid,
+            block,
+            dynamic_smem,
+            params,
+            limits.num_sms,
+            grid_id,
+        ))
+    }
+
+    /// Kernel `kernel` as `timing` times it, made once and kept.
+    pub fn timed_kernel(&mut self, kernel: KernelId, timing: &TimedGpu) -> TimedKernel {
+        let k = &self.kernels[kernel.index()];
+        self.timed[kernel.index()]
+            .get_or_insert_with(|| timing.timed_kernel(k))
+            .clone()
+    }
+}
+
+/// Parses and lowers PTX `text` (named `file_name` in diagnostics).
+pub fn lower_ptx(file_name: &str, text: &str) -> Result<Module, LoadError> {
+    let source = SourceFile::new(file_name, text);
+    let fail = |diagnostics: Vec<Diagnostic>| LoadError {
+        file: file_name.to_string(),
+        diagnostics,
+        source_text: text.to_string(),
+    };
+    let ast = ptx::parse(text).map_err(|e| {
+        fail(vec![Diagnostic {
+            message: e.to_string(),
+            span: e.span(),
+            location: source.location(e.span()),
+        }])
+    })?;
+    kir::lower::lower_module(&ast, file_name).map_err(|errs| {
+        fail(
+            errs.iter()
+                .map(|e| Diagnostic {
+                    message: e.to_string(),
+                    span: e.span(),
+                    location: source.location(e.span()),
+                })
+                .collect(),
+        )
+    })
 }
 
 /// The device: memory, loaded modules and limits; with a timing model, a persistent
@@ -263,30 +421,7 @@ impl Gpu {
 
     /// Parses, lowers and checks a PTX module, and places its global variables.
     pub fn load_ptx(&mut self, file_name: &str, text: &str) -> Result<ModuleId, LoadError> {
-        let source = SourceFile::new(file_name, text);
-        let fail = |diagnostics: Vec<Diagnostic>| LoadError {
-            file: file_name.to_string(),
-            diagnostics,
-            source_text: text.to_string(),
-        };
-        let ast = ptx::parse(text).map_err(|e| {
-            fail(vec![Diagnostic {
-                message: e.to_string(),
-                span: e.span(),
-                location: source.location(e.span()),
-            }])
-        })?;
-        let ir = kir::lower::lower_module(&ast, file_name).map_err(|errs| {
-            fail(
-                errs.iter()
-                    .map(|e| Diagnostic {
-                        message: e.to_string(),
-                        span: e.span(),
-                        location: source.location(e.span()),
-                    })
-                    .collect(),
-            )
-        })?;
+        let ir = lower_ptx(file_name, text)?;
         self.load_module(file_name, text, ir)
     }
 
@@ -298,50 +433,8 @@ impl Gpu {
         text: &str,
         ir: Module,
     ) -> Result<ModuleId, LoadError> {
-        let source = SourceFile::new(file_name, text);
-        let problems = crate::validate::check_module(&ir);
-        if !problems.is_empty() {
-            return Err(LoadError {
-                file: file_name.to_string(),
-                diagnostics: problems
-                    .into_iter()
-                    .map(|(span, message)| Diagnostic {
-                        message,
-                        span,
-                        location: source.location(span),
-                    })
-                    .collect(),
-                source_text: text.to_string(),
-            });
-        }
-        // Place module variables, then write their initial values (with the addresses of
-        // other variables patched in).
-        let mem = self.memory_mut();
-        let global_addrs: Vec<u64> = ir
-            .globals
-            .values()
-            .map(|g| mem.alloc(g.size.max(1)))
-            .collect();
-        for (id, g) in ir.globals.iter() {
-            let mut bytes = g.init.clone();
-            for r in &g.relocations {
-                let addr = global_addrs[r.target.index()].wrapping_add(r.addend as u64);
-                let at = r.offset as usize;
-                let w = r.width as usize;
-                bytes[at..at + w].copy_from_slice(&addr.to_le_bytes()[..w]);
-            }
-            if !bytes.is_empty() {
-                mem.write_bytes(global_addrs[id.index()], &bytes)
-                    .expect("freshly allocated");
-            }
-        }
-        self.modules.push(LoadedModule {
-            source: Arc::new(source),
-            kernels: ir.kernels.values().cloned().map(Arc::new).collect(),
-            timed: vec![None; ir.kernels.len()],
-            ir,
-            global_addrs: global_addrs.into(),
-        });
+        let m = LoadedModule::place(self.memory_mut(), file_name, text, ir)?;
+        self.modules.push(m);
         Ok(ModuleId(self.modules.len() - 1))
     }
 
@@ -418,18 +511,20 @@ impl Gpu {
         let (ctx, kid) = self.prepare(module, kernel, (grid, block, dynamic_smem), args)?;
         let timed = self.timed_kernel(module, kid);
         let machine = self.machine.as_mut().expect("checked above");
-        let id = machine.submit(ctx, &timed)?;
-        let mut control = make(id);
+        let mut control = SubmitThen {
+            pending: Some((ctx, timed)),
+            make: Some(make),
+            inner: None,
+        };
+        machine.step(&mut control)?;
+        let id = control.launch().expect("submitted in the first cycle");
         Ok(machine.run_until_finished(id, &mut control)?.clone())
     }
 
     /// A kernel of a loaded module as the timed machine runs it (made once).
     fn timed_kernel(&mut self, module: ModuleId, kid: KernelId) -> TimedKernel {
         let timing = self.timing.as_ref().expect("a timed device");
-        let m = &mut self.modules[module.0];
-        m.timed[kid.index()]
-            .get_or_insert_with(|| timing.timed_kernel(&m.kernels[kid.index()]))
-            .clone()
+        self.modules[module.0].timed_kernel(kid, timing)
     }
 
     /// Checks a launch and builds its context.
@@ -441,33 +536,45 @@ impl Gpu {
         args: &[KernelArg],
     ) -> Result<(LaunchCtx, KernelId), GpuError> {
         let m = &self.modules[module.0];
-        let Some((kid, k)) = m.ir.kernel(kernel) else {
-            return Err(GpuError::UnknownKernel {
-                name: kernel.to_string(),
-                module: m.source.name.clone(),
-                available: m
-                    .ir
-                    .kernels
-                    .values()
-                    .map(|k| k.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            });
-        };
-        let params = check_launch(&self.limits, k, grid, block, dynamic_smem, args)?;
-        self.launches += 1;
-        let ctx = LaunchCtx::new(
-            m.kernels[kid.index()].clone(),
-            m.source.clone(),
-            m.global_addrs.clone(),
+        let kid = m.kernel(kernel)?;
+        let ctx = m.launch_ctx(
+            &self.limits,
+            kid,
             grid,
             block,
             dynamic_smem,
-            params,
-            self.limits.num_sms,
-            self.launches,
-        );
+            args,
+            self.launches + 1,
+        )?;
+        self.launches += 1;
         Ok((ctx, kid))
+    }
+}
+
+/// Submits a launch in its first cycle (as [`crate::timing::GridDriver`] does), then hands
+/// every cycle to the control `make` builds for it.
+struct SubmitThen<C, F> {
+    pending: Option<(LaunchCtx, TimedKernel)>,
+    make: Option<F>,
+    inner: Option<(LaunchId, C)>,
+}
+
+impl<C, F> SubmitThen<C, F> {
+    fn launch(&self) -> Option<LaunchId> {
+        self.inner.as_ref().map(|(id, _)| *id)
+    }
+}
+
+impl<C: Control, F: FnOnce(LaunchId) -> C> Control for SubmitThen<C, F> {
+    fn on_cycle(&mut self, m: &mut Machine) -> Result<(), TimingError> {
+        if let (Some((ctx, timed)), Some(make)) = (self.pending.take(), self.make.take()) {
+            let id = m.submit(ctx, &timed)?;
+            self.inner = Some((id, make(id)));
+        }
+        match &mut self.inner {
+            Some((_, c)) => c.on_cycle(m),
+            None => Ok(()),
+        }
     }
 }
 

@@ -25,4 +25,6 @@ pub mod validate;
 
 pub use error::ExecError;
 pub use func::LaunchStats;
-pub use host::{DevPtr, DeviceLimits, Gpu, GpuError, KernelArg, LoadError, ModuleId};
+pub use host::{
+    lower_ptx, DevPtr, DeviceLimits, Gpu, GpuError, KernelArg, LoadError, LoadedModule, ModuleId,
+};

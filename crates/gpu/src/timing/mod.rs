@@ -25,10 +25,15 @@
 //! off (the PTX kernel is timed as written, with the allocator's count for occupancy), and
 //! [`TimingOptions::regs_per_thread`] overrides the count used for occupancy.
 //!
-//! **One launch alone**: [`run_timed`] submits a launch to a fresh machine and runs it with
-//! [`GridDriver`], which gives each SM with room one new TB per cycle (SMs in index order,
-//! lowest TB index first), until its last TB has finished and every access it made has
-//! completed (stores acknowledged); `cycles` includes that drain.
+//! **One launch alone**: [`run_timed`] runs a launch on a fresh machine with [`GridDriver`],
+//! which submits it in the first cycle and gives each SM with room one new TB per cycle
+//! (SMs in index order, lowest TB index first), until its last TB has finished and every
+//! access it made has completed (stores acknowledged); `cycles` includes that drain.
+//!
+//! **Counting.** A launch submitted during a cycle's control phase (as every control does)
+//! arrives in that cycle; its per-scheduler counters start after that cycle's issue stage,
+//! so every cycle after its arrival up to its last TB is exactly one issue or one stall per
+//! scheduler.
 
 pub mod context;
 mod frontend;
@@ -174,22 +179,46 @@ pub fn physical_registers(kernel: &kir::Kernel, max: u32) -> u32 {
     }
 }
 
-/// The control of one launch run alone: every cycle, each SM with room for another TB of
-/// the launch gets its next new TB (SMs in index order).
+/// The control of one launch run alone: it submits the launch in its first cycle (the way
+/// a scheduling framework does, so that counters are the same either way), then every
+/// cycle gives each SM with room for another TB of the launch its next new TB (SMs in index
+/// order).
 pub struct GridDriver {
-    pub launch: LaunchId,
+    pending: Option<(LaunchCtx, TimedKernel)>,
+    launch: Option<LaunchId>,
+}
+
+impl GridDriver {
+    /// A driver that will submit `ctx` with its kernel as `timed`.
+    pub fn new(ctx: LaunchCtx, timed: TimedKernel) -> GridDriver {
+        GridDriver {
+            pending: Some((ctx, timed)),
+            launch: None,
+        }
+    }
+
+    /// The launch, once submitted.
+    pub fn launch(&self) -> Option<LaunchId> {
+        self.launch
+    }
 }
 
 impl Control for GridDriver {
     fn on_cycle(&mut self, m: &mut Machine) -> Result<(), TimingError> {
         m.clear_events();
-        if m.launch(self.launch).undispatched() == 0 {
-            return Ok(());
+        if let Some((ctx, timed)) = self.pending.take() {
+            self.launch = Some(m.submit(ctx, &timed)?);
         }
+        let Some(launch) = self.launch else {
+            return Ok(());
+        };
         for sm in 0..m.sm_count() {
+            if m.launch(launch).undispatched() == 0 {
+                break;
+            }
             let sm = SmId(sm);
-            if m.launch(self.launch).undispatched() > 0 && m.fits(sm, self.launch) {
-                m.dispatch(sm, self.launch)?;
+            if m.fits(sm, launch) {
+                m.dispatch(sm, launch)?;
             }
         }
         Ok(())
@@ -217,18 +246,18 @@ pub fn run_timed(
     result
 }
 
-/// Submits a launch to `m` and runs it alone to completion with [`GridDriver`], calling
-/// `progress` every [`PROGRESS_INTERVAL`] core cycles.
+/// Runs a launch alone on `m` to completion with [`GridDriver`] (it arrives in the next
+/// cycle), calling `progress` every [`PROGRESS_INTERVAL`] core cycles.
 pub fn run_launch(
     m: &mut Machine,
     ctx: LaunchCtx,
     timed: &TimedKernel,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<TimedStats, TimingError> {
-    let id = m.submit(ctx, timed)?;
-    let mut driver = GridDriver { launch: id };
+    let mut driver = GridDriver::new(ctx, timed.clone());
     loop {
         m.step(&mut driver)?;
+        let id = driver.launch().expect("submitted in the first cycle");
         let l = m.launch(id);
         if let Some(s) = l.stats() {
             return Ok(s.clone());

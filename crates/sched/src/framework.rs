@@ -1,0 +1,595 @@
+//! The scheduling framework of papers/tanasic-thesis §5.2.3 (Figure 5.3) and the SM driver of
+//! §5.2.2 (Figure 5.2), as a [`Control`] of the timing [`Machine`].
+//!
+//! * **Command buffers**, one per GPU context (process): a kernel launch that has reached
+//!   the GPU waits in its context's buffer (one command each; later commands of the same
+//!   context queue behind it, as in the hardware queues in front of the dispatcher).
+//! * **Active queue** and **KSRT** (kernel status register table): when the active queue
+//!   has room (by default as many entries as SMs, §5.2.3), the policy picks a waiting
+//!   command; its kernel gets a KSR ([`Ksr`]) and is submitted to the machine.
+//! * **SMST** (SM status table, [`SmEntry`]): per SM, its state (idle, running, reserved),
+//!   the kernel it runs and, when reserved, the kernel it is reserved for.
+//! * **PTBQ** (preempted TB queue), one per kernel: TBs taken off an SM wait there and are
+//!   issued before any new TB of their kernel (§5.2.3).
+//! * **SM driver**: every cycle, each running SM whose resources have room for another TB of
+//!   its kernel receives one (from the PTBQ first, else the next new TB). A reserved SM
+//!   receives nothing; once its last TB has left it is set up for the kernel it was reserved
+//!   for (the mechanism that empties it faster than draining belongs to the preemption
+//!   layer; without one, a reservation drains the SM, §5.2.2 "SM draining").
+//!
+//! **Intra-SM sharing** ([`FrameworkConfig::intra_sm_sharing`]): off, an SM is handed to
+//! another kernel only once empty, so kernels run side by side on disjoint SMs. On, an SM
+//! whose kernel has no TB left to issue is offered to the policy at once, and TBs of the new
+//! kernel fill whatever room the finishing TBs leave.
+//!
+//! The policy ([`Policy`]) decides; the framework keeps the tables and carries decisions
+//! out. Every step is in a fixed order (SMs and contexts by index), so runs are deterministic.
+
+use std::collections::VecDeque;
+
+use gpu::exec::LaunchCtx;
+use gpu::timing::{
+    Control, Event, LaunchId, Machine, SmId, TbContext, TbRef, TimedKernel, TimingError,
+};
+use serde::{Deserialize, Serialize};
+
+use crate::policy::Policy;
+
+/// A GPU context: one process's view of the GPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ContextId(pub u32);
+
+/// An entry of the KSRT.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct KernelSlot(pub u32);
+
+/// Settings of the framework.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FrameworkConfig {
+    /// Let TBs of different kernels share an SM when its resources allow.
+    #[serde(default)]
+    pub intra_sm_sharing: bool,
+    /// Entries of the active queue and the KSRT; `None`: one per SM (§5.2.3).
+    #[serde(default)]
+    pub active_kernels: Option<u32>,
+}
+
+/// A kernel launch that has reached the GPU.
+pub struct Command {
+    pub context: ContextId,
+    /// Larger is more important.
+    pub priority: i32,
+    /// The launch as the host built it, and its kernel as the machine times it.
+    pub launch: LaunchCtx,
+    pub timed: TimedKernel,
+    /// The caller's name for the launch, carried into every record about it.
+    pub tag: u64,
+}
+
+/// A command waiting in its context's command buffer, as a policy sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Waiting {
+    pub context: ContextId,
+    pub priority: i32,
+    pub tag: u64,
+    /// Core cycle it reached the GPU.
+    pub arrived_at: u64,
+}
+
+/// A kernel status register: one active kernel.
+#[derive(Debug)]
+pub struct Ksr {
+    pub launch: LaunchId,
+    pub context: ContextId,
+    pub priority: i32,
+    pub tag: u64,
+    pub arrived_at: u64,
+    pub activated_at: u64,
+    /// Preempted TBs of the kernel, issued before any new one.
+    ptbq: VecDeque<Box<TbContext>>,
+    /// TBs still to issue: new ones plus those in the PTBQ (refreshed every cycle).
+    pub pending_tbs: u64,
+    /// SMs whose SMST entry names this kernel.
+    pub sms: u32,
+}
+
+impl Ksr {
+    /// Whether it has TBs to issue.
+    pub fn has_work(&self) -> bool {
+        self.pending_tbs > 0
+    }
+
+    /// TBs in its PTBQ.
+    pub fn preempted(&self) -> usize {
+        self.ptbq.len()
+    }
+}
+
+/// The state of an SM in the SMST.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum SmState {
+    Idle,
+    Running,
+    /// No new TB; once empty it runs [`SmEntry::next`].
+    Reserved,
+}
+
+/// An entry of the SMST.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SmEntry {
+    pub state: SmState,
+    /// The kernel it runs (issues TBs of).
+    pub kernel: Option<KernelSlot>,
+    /// When reserved, the kernel it is reserved for.
+    pub next: Option<KernelSlot>,
+    /// Resident TBs, of any kernel.
+    pub tbs: u32,
+}
+
+/// What happened, for reports and traces (core cycles).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Record {
+    /// A launch reached the GPU (its context's command buffer).
+    KernelArrived {
+        cycle: u64,
+        tag: u64,
+    },
+    /// It entered the active queue and was submitted to the machine.
+    KernelActivated {
+        cycle: u64,
+        tag: u64,
+        launch: LaunchId,
+    },
+    /// Its last TB finished and its last access completed.
+    KernelFinished {
+        cycle: u64,
+        tag: u64,
+        launch: LaunchId,
+    },
+    /// An SM was set up for a kernel.
+    SmAssigned {
+        cycle: u64,
+        sm: SmId,
+        launch: LaunchId,
+    },
+    /// An SM was reserved for another kernel.
+    SmReserved {
+        cycle: u64,
+        sm: SmId,
+        next: LaunchId,
+    },
+    SmIdle {
+        cycle: u64,
+        sm: SmId,
+    },
+    TbDispatched {
+        cycle: u64,
+        sm: SmId,
+        tb: TbRef,
+    },
+    TbFinished {
+        cycle: u64,
+        sm: SmId,
+        tb: TbRef,
+    },
+    TbEvicted {
+        cycle: u64,
+        sm: SmId,
+        tb: TbRef,
+    },
+    TbRestored {
+        cycle: u64,
+        sm: SmId,
+        tb: TbRef,
+    },
+}
+
+/// The framework's tables, which a policy reads and acts on.
+pub struct Tables {
+    config: FrameworkConfig,
+    capacity: usize,
+    /// Per context, the commands that reached the GPU in order (the front one is in the
+    /// context's command buffer).
+    buffers: Vec<VecDeque<(Command, u64)>>,
+    ksrt: Vec<Option<Ksr>>,
+    /// KSRT slots of the active kernels, in activation order.
+    active: Vec<KernelSlot>,
+    smst: Vec<SmEntry>,
+    records: Vec<Record>,
+    now: u64,
+}
+
+impl Tables {
+    pub fn config(&self) -> &FrameworkConfig {
+        &self.config
+    }
+
+    /// The current core cycle.
+    pub fn now(&self) -> u64 {
+        self.now
+    }
+
+    /// Commands in the command buffers (one per context at most), by context.
+    pub fn waiting(&self) -> Vec<Waiting> {
+        self.buffers
+            .iter()
+            .filter_map(|b| b.front())
+            .map(|(c, at)| Waiting {
+                context: c.context,
+                priority: c.priority,
+                tag: c.tag,
+                arrived_at: *at,
+            })
+            .collect()
+    }
+
+    /// Active kernels in activation order.
+    pub fn active(&self) -> &[KernelSlot] {
+        &self.active
+    }
+
+    pub fn ksr(&self, k: KernelSlot) -> &Ksr {
+        self.ksrt[k.0 as usize].as_ref().expect("a live KSRT entry")
+    }
+
+    pub fn sm(&self, sm: SmId) -> &SmEntry {
+        &self.smst[sm.0 as usize]
+    }
+
+    pub fn sm_count(&self) -> u32 {
+        self.smst.len() as u32
+    }
+
+    /// Idle SMs in index order.
+    pub fn idle_sms(&self) -> Vec<SmId> {
+        (0..self.smst.len() as u32)
+            .map(SmId)
+            .filter(|&s| self.sm(s).state == SmState::Idle)
+            .collect()
+    }
+
+    /// Sets up `sm` for kernel `k`: an idle SM, or (with intra-SM sharing) a running SM
+    /// whose kernel has nothing left to issue. Anything else is ignored (false).
+    pub fn assign(&mut self, sm: SmId, k: KernelSlot) -> bool {
+        let e = self.smst[sm.0 as usize];
+        let can = match e.state {
+            SmState::Idle => true,
+            SmState::Running => {
+                self.config.intra_sm_sharing
+                    && e.kernel
+                        .is_some_and(|old| old != k && !self.ksr(old).has_work())
+            }
+            SmState::Reserved => false,
+        };
+        if !can || self.ksrt[k.0 as usize].is_none() {
+            return false;
+        }
+        self.set_kernel(sm, Some(k));
+        self.smst[sm.0 as usize].state = SmState::Running;
+        let launch = self.ksr(k).launch;
+        self.records.push(Record::SmAssigned {
+            cycle: self.now,
+            sm,
+            launch,
+        });
+        true
+    }
+
+    /// Reserves running `sm` for kernel `next`: it receives no more TBs, and once empty it
+    /// runs `next` (the policy may change `next` while it drains, §5.2.4).
+    pub fn reserve(&mut self, sm: SmId, next: KernelSlot) -> bool {
+        let e = self.smst[sm.0 as usize];
+        if e.state == SmState::Idle || self.ksrt[next.0 as usize].is_none() {
+            return false;
+        }
+        let entry = &mut self.smst[sm.0 as usize];
+        entry.state = SmState::Reserved;
+        entry.next = Some(next);
+        let launch = self.ksr(next).launch;
+        self.records.push(Record::SmReserved {
+            cycle: self.now,
+            sm,
+            next: launch,
+        });
+        true
+    }
+
+    fn set_kernel(&mut self, sm: SmId, k: Option<KernelSlot>) {
+        let entry = &mut self.smst[sm.0 as usize];
+        if let Some(old) = entry.kernel {
+            if let Some(ksr) = self.ksrt[old.0 as usize].as_mut() {
+                ksr.sms -= 1;
+            }
+        }
+        entry.kernel = k;
+        if let Some(new) = k {
+            if let Some(ksr) = self.ksrt[new.0 as usize].as_mut() {
+                ksr.sms += 1;
+            }
+        }
+    }
+
+    fn slot_of(&self, launch: LaunchId) -> Option<KernelSlot> {
+        self.active
+            .iter()
+            .copied()
+            .find(|&k| self.ksr(k).launch == launch)
+    }
+}
+
+/// The framework with its policy: a [`Control`] for the machine.
+pub struct Framework {
+    tables: Tables,
+    policy: Box<dyn Policy>,
+}
+
+impl Framework {
+    pub fn new(config: FrameworkConfig, policy: Box<dyn Policy>, sm_count: u32) -> Framework {
+        let capacity = config.active_kernels.unwrap_or(sm_count).max(1) as usize;
+        Framework {
+            tables: Tables {
+                config,
+                capacity,
+                buffers: Vec::new(),
+                ksrt: (0..capacity).map(|_| None).collect(),
+                active: Vec::new(),
+                smst: vec![
+                    SmEntry {
+                        state: SmState::Idle,
+                        kernel: None,
+                        next: None,
+                        tbs: 0,
+                    };
+                    sm_count as usize
+                ],
+                records: Vec::new(),
+                now: 0,
+            },
+            policy,
+        }
+    }
+
+    pub fn tables(&self) -> &Tables {
+        &self.tables
+    }
+
+    pub fn policy_name(&self) -> &str {
+        self.policy.name()
+    }
+
+    /// A launch reaches the GPU at core cycle `cycle`: into its context's command buffer.
+    pub fn deliver(&mut self, command: Command, cycle: u64) {
+        let c = command.context.0 as usize;
+        let t = &mut self.tables;
+        while t.buffers.len() <= c {
+            t.buffers.push(VecDeque::new());
+        }
+        t.records.push(Record::KernelArrived {
+            cycle,
+            tag: command.tag,
+        });
+        t.buffers[c].push_back((command, cycle));
+    }
+
+    /// The records since they were last taken.
+    pub fn take_records(&mut self) -> Vec<Record> {
+        std::mem::take(&mut self.tables.records)
+    }
+
+    /// Whether nothing is waiting or active.
+    pub fn is_idle(&self) -> bool {
+        self.tables.active.is_empty() && self.tables.buffers.iter().all(VecDeque::is_empty)
+    }
+
+    /// Reads the machine's events into the tables.
+    fn observe(&mut self, m: &mut Machine) {
+        let t = &mut self.tables;
+        for e in m.take_events() {
+            match e {
+                Event::TbDispatched { cycle, sm, tb } => {
+                    t.smst[sm.0 as usize].tbs += 1;
+                    t.records.push(Record::TbDispatched { cycle, sm, tb });
+                }
+                Event::TbRestored { cycle, sm, tb } => {
+                    t.smst[sm.0 as usize].tbs += 1;
+                    t.records.push(Record::TbRestored { cycle, sm, tb });
+                }
+                Event::TbFinished { cycle, sm, tb } => {
+                    t.smst[sm.0 as usize].tbs -= 1;
+                    t.records.push(Record::TbFinished { cycle, sm, tb });
+                }
+                Event::TbEvicted { cycle, sm, context } => {
+                    t.smst[sm.0 as usize].tbs -= 1;
+                    t.records.push(Record::TbEvicted {
+                        cycle,
+                        sm,
+                        tb: context.tb,
+                    });
+                    if let Some(k) = t.slot_of(context.tb.launch) {
+                        t.ksrt[k.0 as usize]
+                            .as_mut()
+                            .expect("active")
+                            .ptbq
+                            .push_back(context);
+                    }
+                }
+                Event::LaunchFinished { cycle, launch } => {
+                    let Some(k) = t.slot_of(launch) else {
+                        continue;
+                    };
+                    for sm in 0..t.smst.len() {
+                        let e = t.smst[sm];
+                        if e.kernel == Some(k) {
+                            t.set_kernel(SmId(sm as u32), None);
+                        }
+                        if e.next == Some(k) {
+                            t.smst[sm].next = None;
+                        }
+                    }
+                    let ksr = t.ksrt[k.0 as usize].take().expect("active");
+                    t.active.retain(|&a| a != k);
+                    t.records.push(Record::KernelFinished {
+                        cycle,
+                        tag: ksr.tag,
+                        launch,
+                    });
+                }
+            }
+        }
+    }
+
+    /// Moves waiting commands into the active queue while it has room and the policy picks
+    /// one; each new kernel is submitted to the machine and shown to the policy.
+    fn admit(&mut self, m: &mut Machine) -> Result<(), TimingError> {
+        loop {
+            let t = &mut self.tables;
+            if t.active.len() >= t.capacity {
+                return Ok(());
+            }
+            let waiting = t.waiting();
+            if waiting.is_empty() {
+                return Ok(());
+            }
+            let Some(context) = self.policy.admit(&waiting) else {
+                return Ok(());
+            };
+            let t = &mut self.tables;
+            let Some((cmd, arrived_at)) = t
+                .buffers
+                .get_mut(context.0 as usize)
+                .and_then(VecDeque::pop_front)
+            else {
+                return Ok(());
+            };
+            let launch = m.submit(cmd.launch, &cmd.timed)?;
+            let slot = t
+                .ksrt
+                .iter()
+                .position(Option::is_none)
+                .expect("the active queue has room");
+            let k = KernelSlot(slot as u32);
+            t.ksrt[slot] = Some(Ksr {
+                launch,
+                context: cmd.context,
+                priority: cmd.priority,
+                tag: cmd.tag,
+                arrived_at,
+                activated_at: t.now,
+                ptbq: VecDeque::new(),
+                pending_tbs: m.launch(launch).undispatched(),
+                sms: 0,
+            });
+            t.active.push(k);
+            t.records.push(Record::KernelActivated {
+                cycle: t.now,
+                tag: cmd.tag,
+                launch,
+            });
+            self.policy.on_kernel_activated(k, t);
+        }
+    }
+
+    /// Refreshes what each kernel has left to issue.
+    fn refresh(&mut self, m: &Machine) {
+        let t = &mut self.tables;
+        for &k in &t.active {
+            let ksr = t.ksrt[k.0 as usize].as_mut().expect("active");
+            ksr.pending_tbs = m.launch(ksr.launch).undispatched() + ksr.ptbq.len() as u64;
+        }
+    }
+
+    /// SMST transitions: reserved SMs that emptied are set up for their next kernel; SMs
+    /// whose kernel has nothing left become idle once empty (or, with intra-SM sharing, are
+    /// offered to the policy at once).
+    fn transitions(&mut self, m: &Machine) {
+        for i in 0..self.tables.smst.len() {
+            let sm = SmId(i as u32);
+            let e = self.tables.smst[i];
+            let empty = m.ledger(sm).is_empty();
+            match e.state {
+                SmState::Reserved if empty => {
+                    let t = &mut self.tables;
+                    t.smst[i].state = SmState::Idle;
+                    match e.next.take_if_live(t) {
+                        Some(next) => {
+                            t.assign(sm, next);
+                        }
+                        None => {
+                            t.set_kernel(sm, None);
+                            t.records.push(Record::SmIdle { cycle: t.now, sm });
+                            self.policy.on_sm_idle(sm, &mut self.tables);
+                        }
+                    }
+                    self.tables.smst[i].next = None;
+                }
+                SmState::Running => {
+                    let t = &self.tables;
+                    let done = e.kernel.is_none_or(|k| !t.ksr(k).has_work());
+                    if !done {
+                        continue;
+                    }
+                    if empty {
+                        let t = &mut self.tables;
+                        t.set_kernel(sm, None);
+                        t.smst[i].state = SmState::Idle;
+                        t.records.push(Record::SmIdle { cycle: t.now, sm });
+                        self.policy.on_sm_idle(sm, &mut self.tables);
+                    } else if self.tables.config.intra_sm_sharing {
+                        self.policy.on_sm_room(sm, &mut self.tables);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// The SM driver: one TB per running SM with room, its kernel's PTBQ first.
+    fn drive(&mut self, m: &mut Machine) -> Result<(), TimingError> {
+        for i in 0..self.tables.smst.len() {
+            let sm = SmId(i as u32);
+            let e = self.tables.smst[i];
+            let (SmState::Running, Some(k)) = (e.state, e.kernel) else {
+                continue;
+            };
+            let ksr = self.tables.ksrt[k.0 as usize].as_mut().expect("active");
+            if !ksr.has_work() || !m.fits(sm, ksr.launch) {
+                continue;
+            }
+            if let Some(context) = ksr.ptbq.pop_front() {
+                if let Err((e, context)) = m.install(sm, context) {
+                    ksr.ptbq.push_front(context);
+                    return Err(e.into());
+                }
+            } else {
+                m.dispatch(sm, ksr.launch)?;
+            }
+            ksr.pending_tbs -= 1;
+        }
+        Ok(())
+    }
+}
+
+/// `Option<KernelSlot>` of a reservation, kept only if the kernel is still active.
+trait LiveSlot {
+    fn take_if_live(self, t: &Tables) -> Option<KernelSlot>;
+}
+
+impl LiveSlot for Option<KernelSlot> {
+    fn take_if_live(self, t: &Tables) -> Option<KernelSlot> {
+        self.filter(|k| t.ksrt[k.0 as usize].is_some())
+    }
+}
+
+impl Control for Framework {
+    fn on_cycle(&mut self, m: &mut Machine) -> Result<(), TimingError> {
+        self.tables.now = m.cycle();
+        self.observe(m);
+        self.refresh(m);
+        self.admit(m)?;
+        self.transitions(m);
+        self.drive(m)
+    }
+}

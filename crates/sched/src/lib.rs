@@ -1,0 +1,20 @@
+//! GPU scheduling: the framework of papers/tanasic-thesis §5.2 — command buffers, the active
+//! queue, the KSRT, the SMST, one PTBQ per kernel and the SM driver — over the timing
+//! [`gpu::timing::Machine`], and the policies that plug into it.
+//!
+//! * [`framework`]: the tables and the SM driver, a [`gpu::timing::Control`]; what a policy
+//!   may read and do ([`Tables`]); the records reports and traces are built from.
+//! * [`policy`]: the [`Policy`] trait with its contract, [`Fcfs`] and [`Npq`].
+//!
+//! Mechanism is separate from policy (DESIGN.md §1.1): a policy decides which kernel runs
+//! where; how an SM is emptied for another kernel (draining now; context switching and the
+//! other preemption mechanisms in the layer above the machine) is not its business.
+
+pub mod framework;
+pub mod policy;
+
+pub use framework::{
+    Command, ContextId, Framework, FrameworkConfig, KernelSlot, Ksr, Record, SmEntry, SmState,
+    Tables, Waiting,
+};
+pub use policy::{Fcfs, Npq, Policy, PolicyKind};
