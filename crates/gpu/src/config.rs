@@ -53,6 +53,37 @@ pub struct GpuConfig {
     /// Operation latencies and initiation intervals; every field may be left out.
     #[serde(default)]
     pub pipeline: PipelineSpec,
+    /// The host side: the link to the CPU, copy engines and the launch path.
+    #[serde(default)]
+    pub host: HostSpec,
+}
+
+/// The host side of a GPU: what a copy and a launch cost before the GPU sees them
+/// (papers/tanasic-thesis §5.3.1 models the PCIe link and a data-transfer engine; papers/li-pep
+/// §3.1 the time from a launch call to the kernel's arrival at the kernel management unit).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HostSpec {
+    /// Peak bandwidth of one direction of the host link, GB/s (10^9 bytes per second).
+    pub pcie_gbps: f64,
+    /// Fixed cost of one copy, µs: driver, DMA setup and the link's round trip.
+    pub copy_latency_us: f64,
+    /// From the host's launch call to the kernel's arrival at the GPU, µs.
+    pub launch_latency_us: f64,
+    /// Copy (DMA) engines; each serves its queue first come, first served.
+    pub copy_engines: u32,
+}
+
+impl Default for HostSpec {
+    /// PCIe 3.0 x16, one copy engine, 5 µs fixed costs (see `configs/*.toml`).
+    fn default() -> Self {
+        HostSpec {
+            pcie_gbps: 15.75,
+            copy_latency_us: 5.0,
+            launch_latency_us: 5.0,
+            copy_engines: 1,
+        }
+    }
 }
 
 /// A configuration that could not be read.
@@ -150,6 +181,21 @@ impl GpuConfig {
                 "sm.resources.shared_memory",
                 "needs at least one size, smallest first",
             ));
+        }
+        let h = &self.host;
+        if !(h.pcie_gbps.is_finite() && h.pcie_gbps > 0.0) {
+            return Err(invalid("host.pcie_gbps", "must be positive"));
+        }
+        for (field, v) in [
+            ("host.copy_latency_us", h.copy_latency_us),
+            ("host.launch_latency_us", h.launch_latency_us),
+        ] {
+            if !(v.is_finite() && (0.0..=1.0e6).contains(&v)) {
+                return Err(invalid(field, "must be between 0 and 10^6 µs"));
+            }
+        }
+        if h.copy_engines == 0 || h.copy_engines > 64 {
+            return Err(invalid("host.copy_engines", "must be in 1..=64"));
         }
         let largest = r.shared_memory.last().copied().unwrap_or(0);
         if u64::from(largest) != self.memory.shared.size_bytes {
@@ -250,6 +296,13 @@ mod tests {
                 "hit_latency = 2 ",
                 "hit_latency = 2\nhit_latncy = 1 ",
                 "hit_latncy",
+            ),
+            ("pcie_gbps = 8.0", "pcie_gbps = 0.0", "host.pcie_gbps"),
+            ("copy_engines = 1", "copy_engines = 0", "host.copy_engines"),
+            (
+                "launch_latency_us = 5.0",
+                "launch_latency_us = -1.0",
+                "host.launch_latency_us",
             ),
         ] {
             let text = PRESETS[0].1.replace(from, to);

@@ -132,6 +132,20 @@ impl ClockScheduler {
         set
     }
 
+    /// Jumps to the first core edge at or after `t_fs` (nothing earlier), as if every edge
+    /// in between had passed: each domain's cycle becomes the edges it has had by then.
+    pub fn jump_to_core_edge(&mut self, t_fs: u64) {
+        let core = self.period[Domain::Core.index()];
+        let target = t_fs.div_ceil(core) * core;
+        if target <= self.now_fs {
+            return;
+        }
+        self.now_fs = target;
+        for i in 0..4 {
+            self.cycle[i] = target / self.period[i];
+        }
+    }
+
     /// Current global time in femtoseconds.
     pub fn now_fs(&self) -> u64 {
         self.now_fs

@@ -881,6 +881,14 @@ impl MemorySystem {
             && self.channels.iter().all(DramChannel::is_idle)
     }
 
+    /// Jumps an idle memory system to the first core edge at or after `t_fs`: nothing is in
+    /// flight, so the skipped edges would change nothing but the clocks (and the per-tick
+    /// cycle counters of the DRAM channels and networks, which do not count skipped time).
+    pub fn skip_idle_to(&mut self, t_fs: u64) {
+        debug_assert!(self.is_idle(), "only an idle memory system skips time");
+        self.clock.jump_to_core_edge(t_fs);
+    }
+
     /// Ticks until [`MemorySystem::is_idle`] or `max_ticks` global steps; returns true when idle.
     pub fn run_until_idle(&mut self, max_ticks: u64) -> bool {
         for _ in 0..max_ticks {

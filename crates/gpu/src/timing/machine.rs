@@ -391,6 +391,14 @@ impl Machine {
         self.sms.iter().all(|s| s.is_empty() && !s.has_backlog()) && self.memsys.is_idle()
     }
 
+    /// Jumps an idle machine ([`Machine::is_idle`]) to the first core cycle at or after time
+    /// `t_fs`: with no TB resident and nothing in flight, the skipped cycles would only count
+    /// idle cycles. (Idle time is not charged to any launch.)
+    pub fn skip_idle_to(&mut self, t_fs: u64) {
+        assert!(self.is_idle(), "only an idle machine skips time");
+        self.memsys.skip_idle_to(t_fs);
+    }
+
     /// Runs one core cycle (see the module documentation).
     pub fn step(&mut self, ctl: &mut dyn Control) -> Result<(), TimingError> {
         let now = self.cycle();

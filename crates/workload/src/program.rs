@@ -1,0 +1,601 @@
+//! A process's host program, as the host model sees it: a sequence of requests (allocate,
+//! copy, launch, synchronise), each answered when the host model has carried it out.
+//!
+//! Two kinds exist. A [`Commands`] program interprets a scenario's command list over the
+//! process's buffers. A [`SuiteHost`] runs a suite kernel's own Rust host program (input
+//! generation, its launches and copies, the check against its CPU reference) on a thread of
+//! its own, talking to the host model through channels: the thread runs only while the model
+//! waits for its next request, so the two take turns and every run is deterministic.
+
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::Arc;
+
+use gpu::memory::DeviceMemory;
+use gpu::{DevPtr, KernelArg};
+
+use crate::scenario::{Arg, Check, Cmd, CmdKind, CommandProgram, Expect};
+
+/// What a program asks of the host model.
+#[derive(Debug)]
+pub enum Request {
+    /// Device memory, holding `init` (or zeros); answered at once with [`Reply::Ptr`].
+    Alloc { bytes: u64, init: Option<Vec<u8>> },
+    /// A copy on `stream`; a device→host copy's bytes arrive through
+    /// [`HostProgram::copied`] with `token`. With `wait`, the program continues when it is
+    /// done (cudaMemcpy), else at once (cudaMemcpyAsync).
+    Copy {
+        to_device: bool,
+        dev: u64,
+        data: Vec<u8>,
+        len: u64,
+        stream: u32,
+        wait: bool,
+        token: u64,
+    },
+    /// A kernel launch on `stream`; with `wait`, the program continues when it has finished.
+    Launch {
+        kernel: String,
+        grid: [u32; 3],
+        block: [u32; 3],
+        dynamic_smem: u32,
+        args: Vec<KernelArg>,
+        stream: u32,
+        wait: bool,
+        /// Where it is written, for errors.
+        at: String,
+    },
+    /// Wait until `stream` (or every stream) has nothing left.
+    Sync { stream: Option<u32> },
+    /// The program has ended.
+    Done,
+}
+
+/// The answer to the last request.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Reply {
+    /// The first call.
+    Start,
+    Ptr(u64),
+    Done,
+}
+
+/// Whether a finished program's results were right.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Verdict {
+    pub verified: bool,
+    /// What was checked, or the first mismatch.
+    pub detail: String,
+}
+
+/// A host program.
+pub trait HostProgram {
+    /// The next request, given the answer to the previous one.
+    fn next(&mut self, reply: Reply) -> Result<Request, String>;
+    /// The bytes of a finished device→host copy.
+    fn copied(&mut self, token: u64, data: &[u8]);
+    /// Checks the results once the program is done (device memory as it is then).
+    fn finish(&mut self, mem: &DeviceMemory) -> Verdict;
+}
+
+/// A scenario's command list over the process's buffers.
+pub struct Commands {
+    program: Arc<CommandProgram>,
+    ptrs: Vec<u64>,
+    /// Host copies of the buffers.
+    mirrors: Vec<Vec<u8>>,
+    frames: Vec<Frame>,
+    /// The check of a `repeat_until_zero` whose word is being copied back.
+    checking: bool,
+}
+
+struct Frame {
+    cmds: Arc<[Cmd]>,
+    pc: usize,
+    kind: FrameKind,
+}
+
+enum FrameKind {
+    Top,
+    Repeat {
+        left: u64,
+    },
+    Until {
+        buffer: usize,
+        offset: u64,
+        width: u32,
+        iterations: u64,
+        max: u64,
+        at: String,
+    },
+}
+
+/// Copies carry their buffer and offset in the token.
+fn token(buffer: usize, offset: u64) -> u64 {
+    ((buffer as u64) << 40) | offset
+}
+
+impl Commands {
+    pub fn new(program: Arc<CommandProgram>) -> Commands {
+        let mirrors = program.buffers.iter().map(|b| b.init.clone()).collect();
+        Commands {
+            frames: vec![Frame {
+                cmds: program.commands.clone().into(),
+                pc: 0,
+                kind: FrameKind::Top,
+            }],
+            program,
+            ptrs: Vec::new(),
+            mirrors,
+            checking: false,
+        }
+    }
+
+    fn arg(&self, a: &Arg) -> KernelArg {
+        match *a {
+            Arg::Buffer { buffer, offset } => KernelArg::Ptr(DevPtr(self.ptrs[buffer] + offset)),
+            Arg::U32(v) => KernelArg::U32(v),
+            Arg::S32(v) => KernelArg::I32(v),
+            Arg::U64(v) => KernelArg::U64(v),
+            Arg::S64(v) => KernelArg::I64(v),
+            Arg::F32(v) => KernelArg::F32(v),
+            Arg::F64(v) => KernelArg::F64(v),
+        }
+    }
+}
+
+impl HostProgram for Commands {
+    fn next(&mut self, reply: Reply) -> Result<Request, String> {
+        if let Reply::Ptr(p) = reply {
+            self.ptrs.push(p);
+        }
+        // Every buffer is allocated first, holding its initial contents.
+        if self.ptrs.len() < self.program.buffers.len() {
+            let b = &self.program.buffers[self.ptrs.len()];
+            return Ok(Request::Alloc {
+                bytes: b.init.len() as u64,
+                init: Some(b.init.clone()),
+            });
+        }
+        if self.checking {
+            self.checking = false;
+            let frame = self.frames.last_mut().expect("the loop's frame");
+            let FrameKind::Until {
+                buffer,
+                offset,
+                width,
+                iterations,
+                max,
+                ref at,
+            } = frame.kind
+            else {
+                unreachable!("only a repeat_until_zero checks");
+            };
+            let word = &self.mirrors[buffer][offset as usize..(offset + u64::from(width)) as usize];
+            if word.iter().all(|&b| b == 0) {
+                self.frames.pop();
+            } else if iterations >= max {
+                return Err(format!(
+                    "{at}: repeat_until_zero did not end within {max} iterations (max_iterations)"
+                ));
+            } else {
+                frame.pc = 0;
+                if let FrameKind::Until { iterations, .. } = &mut frame.kind {
+                    *iterations += 1;
+                }
+            }
+        }
+        loop {
+            let Some(frame) = self.frames.last_mut() else {
+                return Ok(Request::Done);
+            };
+            if frame.pc == frame.cmds.len() {
+                match &mut frame.kind {
+                    FrameKind::Top => {
+                        self.frames.pop();
+                    }
+                    FrameKind::Repeat { left } => {
+                        *left -= 1;
+                        if *left == 0 {
+                            self.frames.pop();
+                        } else {
+                            frame.pc = 0;
+                        }
+                    }
+                    FrameKind::Until {
+                        buffer,
+                        offset,
+                        width,
+                        ..
+                    } => {
+                        // The host reads the word back (a blocking copy) and decides.
+                        self.checking = true;
+                        return Ok(Request::Copy {
+                            to_device: false,
+                            dev: self.ptrs[*buffer] + *offset,
+                            data: Vec::new(),
+                            len: u64::from(*width),
+                            stream: 0,
+                            wait: true,
+                            token: token(*buffer, *offset),
+                        });
+                    }
+                }
+                continue;
+            }
+            let cmd = frame.cmds[frame.pc].clone();
+            frame.pc += 1;
+            match cmd.kind {
+                CmdKind::Copy {
+                    buffer,
+                    to_device,
+                    offset,
+                    bytes,
+                    stream,
+                    blocking,
+                } => {
+                    let data = if to_device {
+                        self.mirrors[buffer][offset as usize..(offset + bytes) as usize].to_vec()
+                    } else {
+                        Vec::new()
+                    };
+                    return Ok(Request::Copy {
+                        to_device,
+                        dev: self.ptrs[buffer] + offset,
+                        data,
+                        len: bytes,
+                        stream,
+                        wait: blocking,
+                        token: token(buffer, offset),
+                    });
+                }
+                CmdKind::Launch {
+                    kernel,
+                    grid,
+                    block,
+                    dynamic_smem,
+                    args,
+                    stream,
+                } => {
+                    return Ok(Request::Launch {
+                        kernel,
+                        grid,
+                        block,
+                        dynamic_smem,
+                        args: args.iter().map(|a| self.arg(a)).collect(),
+                        stream,
+                        wait: false,
+                        at: format!("{} ({})", cmd.at, cmd.field),
+                    });
+                }
+                CmdKind::Repeat { times, body } => {
+                    if times > 0 {
+                        self.frames.push(Frame {
+                            cmds: body,
+                            pc: 0,
+                            kind: FrameKind::Repeat { left: times },
+                        });
+                    }
+                }
+                CmdKind::RepeatUntilZero {
+                    buffer,
+                    offset,
+                    width,
+                    max_iterations,
+                    body,
+                } => self.frames.push(Frame {
+                    cmds: body,
+                    pc: 0,
+                    kind: FrameKind::Until {
+                        buffer,
+                        offset,
+                        width,
+                        iterations: 1,
+                        max: max_iterations,
+                        at: format!("{} ({})", cmd.at, cmd.field),
+                    },
+                }),
+                CmdKind::Sync { stream } => return Ok(Request::Sync { stream }),
+            }
+        }
+    }
+
+    fn copied(&mut self, token: u64, data: &[u8]) {
+        let (buffer, offset) = ((token >> 40) as usize, (token & ((1 << 40) - 1)) as usize);
+        self.mirrors[buffer][offset..offset + data.len()].copy_from_slice(data);
+    }
+
+    fn finish(&mut self, mem: &DeviceMemory) -> Verdict {
+        if self.program.checks.is_empty() {
+            return Verdict {
+                verified: true,
+                detail: "ran; no [[process.check]]".into(),
+            };
+        }
+        let mut checked = 0usize;
+        for c in &self.program.checks {
+            let b = &self.program.buffers[c.buffer];
+            let Ok(bytes) = mem.read_bytes(self.ptrs[c.buffer], b.init.len() as u64) else {
+                return Verdict {
+                    verified: false,
+                    detail: format!("buffer `{}` is no longer allocated", b.name),
+                };
+            };
+            if let Err(d) = check(c, &b.name, b.ty, bytes, &mut checked) {
+                return Verdict {
+                    verified: false,
+                    detail: d,
+                };
+            }
+        }
+        Verdict {
+            verified: true,
+            detail: format!("{checked} values match"),
+        }
+    }
+}
+
+/// Compares a buffer with a check; the first mismatch, described.
+fn check(
+    c: &Check,
+    name: &str,
+    ty: crate::data::ElemType,
+    bytes: &[u8],
+    checked: &mut usize,
+) -> Result<(), String> {
+    let n = bytes.len() / ty.size();
+    let (count, want): (usize, Box<dyn Fn(usize) -> f64 + '_>) = match &c.expect {
+        Expect::Values(v) => (v.len(), Box::new(|i| v[i])),
+        Expect::Fill(f) => (n, Box::new(move |_| *f)),
+        Expect::Bytes(b) => (n, Box::new(move |i| ty.decode(b, i))),
+    };
+    let mut mismatches = 0;
+    let mut first = None;
+    for i in 0..count {
+        let (got, want) = (ty.decode(bytes, i), want(i));
+        let ok = if ty.is_float() {
+            got == want
+                || (got - want).abs() <= c.tolerance * want.abs().max(f64::MIN_POSITIVE)
+                || (got.is_nan() && want.is_nan())
+        } else {
+            got == want
+        };
+        if !ok {
+            mismatches += 1;
+            first.get_or_insert(format!("{name}[{i}]: got {got}, want {want}"));
+        }
+    }
+    *checked += count;
+    match first {
+        None => Ok(()),
+        Some(f) => Err(format!("{mismatches} mismatches; first {f}")),
+    }
+}
+
+/// What the host program's thread asks for.
+enum FromThread {
+    Alloc(u64),
+    Write(u64, Vec<u8>),
+    Read(u64, u64),
+    Launch {
+        entry: String,
+        grid: [u32; 3],
+        block: [u32; 3],
+        dynamic_smem: u32,
+        args: Vec<KernelArg>,
+    },
+    Finished(Result<suite::Verification, suite::DeviceError>),
+}
+
+/// What the host model answers.
+enum ToThread {
+    Ptr(u64),
+    Done,
+    Data(Vec<u8>),
+}
+
+/// The `suite::Device` the thread's host program drives.
+struct Proxy {
+    tx: Sender<FromThread>,
+    rx: Receiver<ToThread>,
+}
+
+impl Proxy {
+    fn ask(&mut self, r: FromThread) -> Result<ToThread, suite::DeviceError> {
+        let gone = || suite::DeviceError("the scenario stopped".into());
+        self.tx.send(r).map_err(|_| gone())?;
+        self.rx.recv().map_err(|_| gone())
+    }
+}
+
+fn unexpected() -> suite::DeviceError {
+    suite::DeviceError("unexpected answer from the host model".into())
+}
+
+impl suite::Device for Proxy {
+    fn alloc(&mut self, bytes: u64) -> Result<suite::DevPtr, suite::DeviceError> {
+        match self.ask(FromThread::Alloc(bytes))? {
+            ToThread::Ptr(p) => Ok(suite::DevPtr(p)),
+            _ => Err(unexpected()),
+        }
+    }
+
+    fn write(&mut self, dst: suite::DevPtr, data: &[u8]) -> Result<(), suite::DeviceError> {
+        match self.ask(FromThread::Write(dst.0, data.to_vec()))? {
+            ToThread::Done => Ok(()),
+            _ => Err(unexpected()),
+        }
+    }
+
+    fn read(&mut self, src: suite::DevPtr, len: u64) -> Result<Vec<u8>, suite::DeviceError> {
+        match self.ask(FromThread::Read(src.0, len))? {
+            ToThread::Data(d) => Ok(d),
+            _ => Err(unexpected()),
+        }
+    }
+
+    fn launch(&mut self, l: &suite::Launch<'_>) -> Result<(), suite::DeviceError> {
+        let args = l
+            .args
+            .iter()
+            .map(|a| match *a {
+                suite::Arg::Ptr(p) => KernelArg::Ptr(DevPtr(p.0)),
+                suite::Arg::U32(v) => KernelArg::U32(v),
+                suite::Arg::I32(v) => KernelArg::I32(v),
+                suite::Arg::U64(v) => KernelArg::U64(v),
+                suite::Arg::F32(v) => KernelArg::F32(v),
+                suite::Arg::F64(v) => KernelArg::F64(v),
+            })
+            .collect();
+        match self.ask(FromThread::Launch {
+            entry: l.entry.to_string(),
+            grid: [l.grid.x, l.grid.y, l.grid.z],
+            block: [l.block.x, l.block.y, l.block.z],
+            dynamic_smem: l.dynamic_smem,
+            args,
+        })? {
+            ToThread::Done => Ok(()),
+            _ => Err(unexpected()),
+        }
+    }
+}
+
+/// A suite kernel's host program on its own thread.
+pub struct SuiteHost {
+    tx: Sender<ToThread>,
+    rx: Receiver<FromThread>,
+    /// What the thread waits for: the kind of answer its last request needs.
+    waiting: Option<Pending>,
+    data: Vec<u8>,
+    outcome: Option<Result<suite::Verification, suite::DeviceError>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+enum Pending {
+    Ptr,
+    Done,
+    Data,
+}
+
+impl SuiteHost {
+    pub fn start(kernel: &'static dyn suite::Kernel, size: suite::Size, seed: u64) -> SuiteHost {
+        let (to_model, from_thread) = channel();
+        let (to_thread, from_model) = channel();
+        let thread = std::thread::spawn(move || {
+            let mut proxy = Proxy {
+                tx: to_model,
+                rx: from_model,
+            };
+            let r = kernel.run(&mut proxy, size, seed);
+            let _ = proxy.tx.send(FromThread::Finished(r));
+        });
+        SuiteHost {
+            tx: to_thread,
+            rx: from_thread,
+            waiting: None,
+            data: Vec::new(),
+            outcome: None,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl HostProgram for SuiteHost {
+    fn next(&mut self, reply: Reply) -> Result<Request, String> {
+        if let Some(p) = self.waiting.take() {
+            let answer = match (p, reply) {
+                (Pending::Ptr, Reply::Ptr(x)) => ToThread::Ptr(x),
+                (Pending::Done, Reply::Done) => ToThread::Done,
+                (Pending::Data, Reply::Done) => ToThread::Data(std::mem::take(&mut self.data)),
+                _ => return Err("internal: an answer of the wrong kind".into()),
+            };
+            self.tx
+                .send(answer)
+                .map_err(|_| "the host program's thread stopped".to_string())?;
+        }
+        let r = self
+            .rx
+            .recv()
+            .map_err(|_| "the host program's thread stopped (it panicked?)".to_string())?;
+        Ok(match r {
+            FromThread::Alloc(bytes) => {
+                self.waiting = Some(Pending::Ptr);
+                Request::Alloc { bytes, init: None }
+            }
+            FromThread::Write(dev, data) => {
+                self.waiting = Some(Pending::Done);
+                Request::Copy {
+                    to_device: true,
+                    dev,
+                    len: data.len() as u64,
+                    data,
+                    stream: 0,
+                    wait: true,
+                    token: 0,
+                }
+            }
+            FromThread::Read(dev, len) => {
+                self.waiting = Some(Pending::Data);
+                Request::Copy {
+                    to_device: false,
+                    dev,
+                    data: Vec::new(),
+                    len,
+                    stream: 0,
+                    wait: true,
+                    token: 0,
+                }
+            }
+            FromThread::Launch {
+                entry,
+                grid,
+                block,
+                dynamic_smem,
+                args,
+            } => {
+                self.waiting = Some(Pending::Done);
+                Request::Launch {
+                    at: format!("host program of `{entry}`"),
+                    kernel: entry,
+                    grid,
+                    block,
+                    dynamic_smem,
+                    args,
+                    stream: 0,
+                    wait: true,
+                }
+            }
+            FromThread::Finished(r) => {
+                self.outcome = Some(r);
+                if let Some(t) = self.thread.take() {
+                    let _ = t.join();
+                }
+                Request::Done
+            }
+        })
+    }
+
+    fn copied(&mut self, _: u64, data: &[u8]) {
+        self.data = data.to_vec();
+    }
+
+    fn finish(&mut self, _: &DeviceMemory) -> Verdict {
+        match &self.outcome {
+            Some(Ok(suite::Verification::Passed { checked })) => Verdict {
+                verified: true,
+                detail: format!("{checked} values match the CPU reference"),
+            },
+            Some(Ok(suite::Verification::Failed { mismatches, first })) => Verdict {
+                verified: false,
+                detail: format!("{mismatches} mismatches with the CPU reference: {first}"),
+            },
+            Some(Err(e)) => Verdict {
+                verified: false,
+                detail: e.to_string(),
+            },
+            None => Verdict {
+                verified: false,
+                detail: "the host program did not finish".into(),
+            },
+        }
+    }
+}

@@ -1,0 +1,1124 @@
+//! The scenario format: processes (GPU contexts) with their arrival times and priorities,
+//! each running either a suite kernel's own host program or a list of commands over buffers
+//! of its own, in TOML.
+//!
+//! ```toml
+//! description = "BFS against a saxpy loop"
+//! gpu = "gtx480"                  # a preset or a GPU file (the command line may override)
+//!
+//! [scheduler]
+//! policy = "fcfs"                 # fcfs | npq
+//! intra_sm_sharing = false        # may TBs of different kernels share an SM?
+//! # active_kernels = 15           # active-queue entries (default: one per SM)
+//!
+//! [host]                          # optional: overrides of the GPU file's [host]
+//! launch_latency_us = 5.0         # also pcie_gbps, copy_latency_us, copy_engines
+//!
+//! [limits]
+//! max_cycles = 100_000_000        # the whole scenario, in core cycles
+//!
+//! [[process]]
+//! name = "bfs"
+//! suite = "bfs"                   # a suite kernel's host program, verified by its reference
+//! size = "small"                  # small | large
+//! seed = 1
+//! target = "sm_70"                # sm_70 | sm_90
+//! arrival_us = 0.0
+//! priority = 0                    # larger is more important (NPQ)
+//!
+//! [[process]]
+//! name = "saxpy"
+//! ptx = "../examples/saxpy/saxpy.ptx"   # relative to this file
+//! arrival_us = 20.0
+//!
+//! [[process.buffer]]
+//! name = "x"
+//! type = "f32"                    # u8 u16 u32 u64 s32 s64 f32 f64
+//! len = 500
+//! init = "random"                 # zero | iota | fill (value) | values | random (min, max, seed)
+//! min = 0.0                       #   | file (a .npy file, or raw little-endian bytes)
+//! max = 1.0
+//!
+//! [[process.command]]             # copies are blocking (cudaMemcpy) unless blocking = false
+//! copy = "x"                      # direction = "to_device" (default) | "to_host"
+//!
+//! [[process.command]]
+//! launch = "saxpy"                # a kernel of the process's PTX file
+//! grid = [4]
+//! block = [128]
+//! args = [{ buffer = "x" }, { buffer = "y", offset = 16 }, { f32 = 2.0 }, { u32 = 500 }]
+//! stream = 0                      # streams run in order; different streams overlap
+//!
+//! [[process.command]]
+//! repeat = 10                     # the body, 10 times
+//! [[process.command.body]]
+//! launch = "saxpy"
+//! # ...
+//!
+//! [[process.command]]
+//! repeat_until_zero = { buffer = "changed", index = 0 }  # BFS's host loop: the body, then
+//! max_iterations = 10000                                 # a 1-element device→host copy
+//!
+//! [[process.command]]
+//! sync = true                     # wait for every stream (or sync_stream = 1)
+//!
+//! [[process.check]]               # compared with device memory when the process ends
+//! buffer = "y"
+//! values = [1.0, 3.0]             # a prefix; or fill = 2.0; or file = "y.npy"
+//! tolerance = 1e-6                # relative, floats only
+//! ```
+//!
+//! Launches go through the kernel management path of the host model ([`crate::system`]):
+//! a launch call reaches the GPU after the launch latency (and after the work before it in
+//! its stream), copies cross the PCIe link through the copy engines first come, first
+//! served. Every problem found is an error naming the file, line and column and the field
+//! (`process[1].command[2].launch`).
+
+use std::path::{Path, PathBuf};
+
+use gpu::config::HostSpec;
+use sched::{FrameworkConfig, PolicyKind};
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::data::{ElemType, Init};
+
+/// A problem with a scenario file: where, which field, and what.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{location}: `{field}`: {what}")]
+pub struct ScenarioError {
+    /// `file:line:col`, or the file alone when the position is not known.
+    pub location: String,
+    pub field: String,
+    pub what: String,
+}
+
+/// A scenario as written.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioFile {
+    #[serde(default)]
+    pub description: String,
+    /// A GPU preset name or configuration file (relative to the scenario).
+    pub gpu: Option<Spanned<String>>,
+    #[serde(default)]
+    pub scheduler: SchedulerSection,
+    #[serde(default)]
+    pub host: HostOverrides,
+    #[serde(default)]
+    pub limits: Limits,
+    #[serde(default, rename = "process")]
+    pub processes: Vec<ProcessSpec>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SchedulerSection {
+    #[serde(default)]
+    pub policy: PolicyKind,
+    #[serde(default)]
+    pub intra_sm_sharing: bool,
+    pub active_kernels: Option<u32>,
+}
+
+/// Fields of the GPU file's `[host]` a scenario may change.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostOverrides {
+    pub pcie_gbps: Option<f64>,
+    pub copy_latency_us: Option<f64>,
+    pub launch_latency_us: Option<f64>,
+    pub copy_engines: Option<u32>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Limits {
+    /// Core cycles the whole scenario may take.
+    pub max_cycles: Option<u64>,
+}
+
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum SizeName {
+    #[default]
+    Small,
+    Large,
+}
+
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+pub enum TargetName {
+    #[default]
+    #[serde(rename = "sm_70")]
+    Sm70,
+    #[serde(rename = "sm_90")]
+    Sm90,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProcessSpec {
+    pub name: Spanned<String>,
+    #[serde(default)]
+    pub arrival_us: f64,
+    #[serde(default)]
+    pub priority: i32,
+    pub suite: Option<Spanned<String>>,
+    #[serde(default)]
+    pub size: SizeName,
+    #[serde(default = "one")]
+    pub seed: u64,
+    #[serde(default)]
+    pub target: TargetName,
+    pub ptx: Option<Spanned<String>>,
+    #[serde(default, rename = "buffer")]
+    pub buffers: Vec<BufferSpec>,
+    #[serde(default, rename = "command")]
+    pub commands: Vec<CommandSpec>,
+    #[serde(default, rename = "check")]
+    pub checks: Vec<CheckSpec>,
+}
+
+fn one() -> u64 {
+    1
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BufferSpec {
+    pub name: Spanned<String>,
+    #[serde(rename = "type")]
+    pub ty: ElemType,
+    /// Elements (for `init = "file"`, taken from the file when left out).
+    pub len: Option<Spanned<u64>>,
+    #[serde(default)]
+    pub init: Init,
+    #[serde(default)]
+    pub value: f64,
+    #[serde(default)]
+    pub values: Vec<f64>,
+    #[serde(default)]
+    pub min: f64,
+    #[serde(default = "unit")]
+    pub max: f64,
+    #[serde(default)]
+    pub seed: u64,
+    pub file: Option<Spanned<String>>,
+}
+
+fn unit() -> f64 {
+    1.0
+}
+
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    #[default]
+    ToDevice,
+    ToHost,
+}
+
+/// One kernel argument: exactly one of the fields.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArgSpec {
+    pub buffer: Option<Spanned<String>>,
+    /// Bytes added to the buffer's address.
+    #[serde(default)]
+    pub offset: u64,
+    pub u32: Option<u32>,
+    pub s32: Option<i32>,
+    pub u64: Option<u64>,
+    pub s64: Option<i64>,
+    pub f32: Option<f32>,
+    pub f64: Option<f64>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WordRef {
+    pub buffer: Spanned<String>,
+    #[serde(default)]
+    pub index: u64,
+}
+
+/// One command: exactly one of `copy`, `launch`, `repeat`, `repeat_until_zero`, `sync`,
+/// `sync_stream`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CommandSpec {
+    pub copy: Option<Spanned<String>>,
+    #[serde(default)]
+    pub direction: Direction,
+    /// Bytes into the buffer, and how many (default: the rest of it).
+    #[serde(default)]
+    pub offset: u64,
+    pub bytes: Option<u64>,
+    /// Copies: wait for completion (cudaMemcpy) or not (cudaMemcpyAsync).
+    #[serde(default = "yes")]
+    pub blocking: bool,
+    pub launch: Option<Spanned<String>>,
+    #[serde(default)]
+    pub grid: Vec<u32>,
+    #[serde(default)]
+    pub block: Vec<u32>,
+    #[serde(default)]
+    pub dynamic_smem: u32,
+    #[serde(default)]
+    pub args: Vec<ArgSpec>,
+    pub repeat: Option<u64>,
+    pub repeat_until_zero: Option<WordRef>,
+    pub max_iterations: Option<u64>,
+    #[serde(default)]
+    pub body: Vec<CommandSpec>,
+    pub sync: Option<bool>,
+    pub sync_stream: Option<u32>,
+    #[serde(default)]
+    pub stream: u32,
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CheckSpec {
+    pub buffer: Spanned<String>,
+    #[serde(default)]
+    pub values: Vec<f64>,
+    pub fill: Option<f64>,
+    pub file: Option<Spanned<String>>,
+    #[serde(default)]
+    pub tolerance: f64,
+}
+
+/// Reads files a scenario names (the command line gives the real file system; tests give
+/// their own).
+pub trait Files {
+    fn read(&self, path: &Path) -> Result<Vec<u8>, String>;
+}
+
+/// The real file system.
+pub struct Disk;
+
+impl Files for Disk {
+    fn read(&self, path: &Path) -> Result<Vec<u8>, String> {
+        std::fs::read(path).map_err(|e| e.to_string())
+    }
+}
+
+/// A scenario checked and resolved: every name found, every input read.
+#[derive(Clone, Debug)]
+pub struct Scenario {
+    /// The file (for messages) and its directory (for relative paths).
+    pub file: String,
+    pub description: String,
+    /// The GPU named by the file, resolved against its directory.
+    pub gpu: Option<String>,
+    pub framework: FrameworkConfig,
+    pub policy: PolicyKind,
+    pub host: HostOverrides,
+    pub max_cycles: Option<u64>,
+    pub processes: Vec<Process>,
+}
+
+/// A process of a scenario.
+#[derive(Clone, Debug)]
+pub struct Process {
+    pub name: String,
+    pub arrival_us: f64,
+    pub priority: i32,
+    pub program: Program,
+}
+
+#[derive(Clone)]
+pub enum Program {
+    /// A suite kernel's own host program, verified against its CPU reference.
+    Suite {
+        kernel: &'static dyn suite::Kernel,
+        size: suite::Size,
+        seed: u64,
+        target: suite::Target,
+    },
+    /// Commands over buffers, on a PTX module.
+    Commands(CommandProgram),
+}
+
+impl std::fmt::Debug for Program {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Program::Suite {
+                kernel,
+                size,
+                seed,
+                target,
+            } => f
+                .debug_struct("Suite")
+                .field("kernel", &kernel.name())
+                .field("size", size)
+                .field("seed", seed)
+                .field("target", target)
+                .finish(),
+            Program::Commands(c) => f.debug_tuple("Commands").field(c).finish(),
+        }
+    }
+}
+
+/// A PTX module, its buffers, commands and checks.
+#[derive(Clone, Debug)]
+pub struct CommandProgram {
+    pub ptx_file: String,
+    pub ptx: String,
+    pub buffers: Vec<Buffer>,
+    pub commands: Vec<Cmd>,
+    pub checks: Vec<Check>,
+}
+
+/// A buffer with its initial contents.
+#[derive(Clone, Debug)]
+pub struct Buffer {
+    pub name: String,
+    pub ty: ElemType,
+    pub init: Vec<u8>,
+}
+
+/// A resolved command; `at` is where it is written (`file:line:col`, field path).
+#[derive(Clone, Debug)]
+pub struct Cmd {
+    pub at: String,
+    pub field: String,
+    pub kind: CmdKind,
+}
+
+#[derive(Clone, Debug)]
+pub enum CmdKind {
+    Copy {
+        buffer: usize,
+        to_device: bool,
+        offset: u64,
+        bytes: u64,
+        stream: u32,
+        blocking: bool,
+    },
+    Launch {
+        kernel: String,
+        grid: [u32; 3],
+        block: [u32; 3],
+        dynamic_smem: u32,
+        args: Vec<Arg>,
+        stream: u32,
+    },
+    Repeat {
+        times: u64,
+        body: std::sync::Arc<[Cmd]>,
+    },
+    RepeatUntilZero {
+        buffer: usize,
+        /// Byte offset and width of the word.
+        offset: u64,
+        width: u32,
+        max_iterations: u64,
+        body: std::sync::Arc<[Cmd]>,
+    },
+    Sync {
+        stream: Option<u32>,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Arg {
+    Buffer { buffer: usize, offset: u64 },
+    U32(u32),
+    S32(i32),
+    U64(u64),
+    S64(i64),
+    F32(f32),
+    F64(f64),
+}
+
+#[derive(Clone, Debug)]
+pub struct Check {
+    pub buffer: usize,
+    pub expect: Expect,
+    pub tolerance: f64,
+}
+
+#[derive(Clone, Debug)]
+pub enum Expect {
+    /// A prefix of the buffer.
+    Values(Vec<f64>),
+    Fill(f64),
+    /// Exactly these bytes (from a file).
+    Bytes(Vec<u8>),
+}
+
+/// The longest buffer a scenario may declare, in bytes (1 GiB): checked before anything is
+/// allocated.
+pub const MAX_BUFFER_BYTES: u64 = 1 << 30;
+
+/// Parses and resolves the scenario `text` of file `file`, reading the files it names
+/// through `files` (paths relative to the scenario's directory).
+pub fn parse(file: &str, text: &str, files: &dyn Files) -> Result<Scenario, ScenarioError> {
+    let lines = LineIndex::new(text);
+    let raw: ScenarioFile = toml::from_str(text).map_err(|e| {
+        let at = e
+            .span()
+            .map(|s| lines.at(file, s.start))
+            .unwrap_or_else(|| file.to_string());
+        ScenarioError {
+            location: at,
+            field: "scenario".into(),
+            what: e.message().to_string(),
+        }
+    })?;
+    let dir = Path::new(file)
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    let cx = Cx {
+        file,
+        lines: &lines,
+        dir: &dir,
+        files,
+    };
+    cx.resolve(raw)
+}
+
+/// Byte offsets to `line:col`.
+struct LineIndex {
+    starts: Vec<usize>,
+}
+
+impl LineIndex {
+    fn new(text: &str) -> LineIndex {
+        let mut starts = vec![0];
+        starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
+        LineIndex { starts }
+    }
+
+    fn at(&self, file: &str, offset: usize) -> String {
+        let line = self.starts.partition_point(|&s| s <= offset);
+        let col = offset - self.starts[line - 1] + 1;
+        format!("{file}:{line}:{col}")
+    }
+}
+
+/// What resolution needs.
+struct Cx<'a> {
+    file: &'a str,
+    lines: &'a LineIndex,
+    dir: &'a Path,
+    files: &'a dyn Files,
+}
+
+impl Cx<'_> {
+    fn err<T>(
+        &self,
+        span: Option<std::ops::Range<usize>>,
+        field: &str,
+        what: String,
+    ) -> Result<T, ScenarioError> {
+        Err(ScenarioError {
+            location: span
+                .map(|s| self.lines.at(self.file, s.start))
+                .unwrap_or_else(|| self.file.to_string()),
+            field: field.to_string(),
+            what,
+        })
+    }
+
+    fn path(&self, p: &str) -> PathBuf {
+        self.dir.join(p)
+    }
+
+    fn read(&self, p: &Spanned<String>, field: &str) -> Result<Vec<u8>, ScenarioError> {
+        let path = self.path(p.get_ref());
+        self.files.read(&path).or_else(|e| {
+            self.err(
+                Some(p.span()),
+                field,
+                format!("cannot read `{}`: {e}", path.display()),
+            )
+        })
+    }
+
+    fn resolve(&self, raw: ScenarioFile) -> Result<Scenario, ScenarioError> {
+        if raw.processes.is_empty() {
+            return self.err(
+                None,
+                "process",
+                "a scenario needs at least one [[process]]".into(),
+            );
+        }
+        let h = &raw.host;
+        for (field, v) in [
+            ("host.pcie_gbps", h.pcie_gbps),
+            ("host.copy_latency_us", h.copy_latency_us),
+            ("host.launch_latency_us", h.launch_latency_us),
+        ] {
+            if let Some(v) = v {
+                if !(v.is_finite() && (0.0..=1.0e6).contains(&v))
+                    || (field == "host.pcie_gbps" && v == 0.0)
+                {
+                    return self.err(None, field, format!("{v} is out of range"));
+                }
+            }
+        }
+        if h.copy_engines.is_some_and(|n| n == 0 || n > 64) {
+            return self.err(None, "host.copy_engines", "must be in 1..=64".into());
+        }
+        if raw.scheduler.active_kernels == Some(0) {
+            return self.err(
+                None,
+                "scheduler.active_kernels",
+                "must be at least 1".into(),
+            );
+        }
+        let mut processes = Vec::new();
+        for (i, p) in raw.processes.into_iter().enumerate() {
+            let field = format!("process[{i}]");
+            if processes
+                .iter()
+                .any(|q: &Process| q.name == *p.name.get_ref())
+            {
+                return self.err(
+                    Some(p.name.span()),
+                    &format!("{field}.name"),
+                    format!("a process `{}` already exists", p.name.get_ref()),
+                );
+            }
+            processes.push(self.process(p, &field)?);
+        }
+        Ok(Scenario {
+            file: self.file.to_string(),
+            description: raw.description,
+            gpu: raw.gpu.map(|g| {
+                let g = g.into_inner();
+                if g.ends_with(".toml") {
+                    self.path(&g).display().to_string()
+                } else {
+                    g
+                }
+            }),
+            framework: FrameworkConfig {
+                intra_sm_sharing: raw.scheduler.intra_sm_sharing,
+                active_kernels: raw.scheduler.active_kernels,
+            },
+            policy: raw.scheduler.policy,
+            host: raw.host,
+            max_cycles: raw.limits.max_cycles,
+            processes,
+        })
+    }
+
+    fn process(&self, p: ProcessSpec, field: &str) -> Result<Process, ScenarioError> {
+        if !(p.arrival_us.is_finite() && (0.0..=1.0e9).contains(&p.arrival_us)) {
+            return self.err(
+                Some(p.name.span()),
+                &format!("{field}.arrival_us"),
+                format!("{} is not a time in 0..=10^9 µs", p.arrival_us),
+            );
+        }
+        let program = match (&p.suite, &p.ptx) {
+            (Some(s), None) => {
+                let Some(kernel) = suite::by_name(s.get_ref()) else {
+                    return self.err(
+                        Some(s.span()),
+                        &format!("{field}.suite"),
+                        format!(
+                            "no suite kernel `{}` (there are: {})",
+                            s.get_ref(),
+                            suite::all().iter().map(|k| k.name()).collect::<Vec<_>>().join(", ")
+                        ),
+                    );
+                };
+                if !p.buffers.is_empty() || !p.commands.is_empty() || !p.checks.is_empty() {
+                    return self.err(
+                        Some(s.span()),
+                        field,
+                        "a suite process runs the kernel's own host program: it takes no buffer, command or check".into(),
+                    );
+                }
+                Program::Suite {
+                    kernel,
+                    size: match p.size {
+                        SizeName::Small => suite::Size::Small,
+                        SizeName::Large => suite::Size::Large,
+                    },
+                    seed: p.seed,
+                    target: match p.target {
+                        TargetName::Sm70 => suite::Target::Sm70,
+                        TargetName::Sm90 => suite::Target::Sm90,
+                    },
+                }
+            }
+            (None, Some(ptx)) => Program::Commands(self.commands(&p, ptx, field)?),
+            _ => {
+                return self.err(
+                    Some(p.name.span()),
+                    field,
+                    "needs exactly one of `suite` (a suite kernel's host program) or `ptx` (a PTX file with buffers and commands)".into(),
+                )
+            }
+        };
+        Ok(Process {
+            name: p.name.into_inner(),
+            arrival_us: p.arrival_us,
+            priority: p.priority,
+            program,
+        })
+    }
+
+    fn commands(
+        &self,
+        p: &ProcessSpec,
+        ptx: &Spanned<String>,
+        field: &str,
+    ) -> Result<CommandProgram, ScenarioError> {
+        let bytes = self.read(ptx, &format!("{field}.ptx"))?;
+        let text = String::from_utf8(bytes).or_else(|e| {
+            self.err(
+                Some(ptx.span()),
+                &format!("{field}.ptx"),
+                format!("not UTF-8 text (byte {})", e.utf8_error().valid_up_to()),
+            )
+        })?;
+        let ir = gpu::lower_ptx(&self.path(ptx.get_ref()).display().to_string(), &text)
+            .or_else(|e| self.err(Some(ptx.span()), &format!("{field}.ptx"), e.to_string()))?;
+        let kernels: Vec<String> = ir.kernels.values().map(|k| k.name.clone()).collect();
+        let mut buffers: Vec<Buffer> = Vec::new();
+        for (b, spec) in p.buffers.iter().enumerate() {
+            let f = format!("{field}.buffer[{b}]");
+            if buffers.iter().any(|x| x.name == *spec.name.get_ref()) {
+                return self.err(
+                    Some(spec.name.span()),
+                    &format!("{f}.name"),
+                    format!("a buffer `{}` already exists", spec.name.get_ref()),
+                );
+            }
+            buffers.push(self.buffer(spec, &f)?);
+        }
+        let names = Names {
+            buffers: &buffers,
+            kernels: &kernels,
+            ptx_file: ptx.get_ref(),
+        };
+        let commands = self.command_list(&p.commands, &format!("{field}.command"), &names)?;
+        let mut checks = Vec::new();
+        for (c, spec) in p.checks.iter().enumerate() {
+            let f = format!("{field}.check[{c}]");
+            let b = names.buffer(self, &spec.buffer, &format!("{f}.buffer"))?;
+            let buf = &buffers[b];
+            let elems = buf.init.len() / buf.ty.size();
+            let set = [
+                !spec.values.is_empty(),
+                spec.fill.is_some(),
+                spec.file.is_some(),
+            ];
+            if set.iter().filter(|x| **x).count() != 1 {
+                return self.err(
+                    Some(spec.buffer.span()),
+                    &f,
+                    "needs exactly one of `values`, `fill` or `file`".into(),
+                );
+            }
+            let expect = if let Some(file) = &spec.file {
+                let bytes = self.read(file, &format!("{f}.file"))?;
+                let npy = file.get_ref().ends_with(".npy");
+                let (data, _) = crate::data::from_file(buf.ty, &bytes, npy).or_else(|e| {
+                    self.err(Some(file.span()), &format!("{f}.file"), e.to_string())
+                })?;
+                if data.len() != buf.init.len() {
+                    return self.err(
+                        Some(file.span()),
+                        &format!("{f}.file"),
+                        format!(
+                            "{} bytes, but buffer `{}` has {}",
+                            data.len(),
+                            buf.name,
+                            buf.init.len()
+                        ),
+                    );
+                }
+                Expect::Bytes(data)
+            } else if let Some(v) = spec.fill {
+                Expect::Fill(v)
+            } else {
+                if spec.values.len() > elems {
+                    return self.err(
+                        Some(spec.buffer.span()),
+                        &format!("{f}.values"),
+                        format!(
+                            "{} values for a buffer of {elems} elements",
+                            spec.values.len()
+                        ),
+                    );
+                }
+                Expect::Values(spec.values.clone())
+            };
+            checks.push(Check {
+                buffer: b,
+                expect,
+                tolerance: spec.tolerance,
+            });
+        }
+        Ok(CommandProgram {
+            ptx_file: self.path(ptx.get_ref()).display().to_string(),
+            ptx: text,
+            buffers,
+            commands,
+            checks,
+        })
+    }
+
+    fn buffer(&self, spec: &BufferSpec, f: &str) -> Result<Buffer, ScenarioError> {
+        let at = Some(spec.name.span());
+        let size = spec.ty.size() as u64;
+        let init = if spec.init == Init::File {
+            let Some(file) = &spec.file else {
+                return self.err(
+                    at,
+                    &format!("{f}.file"),
+                    "init = \"file\" needs a `file`".into(),
+                );
+            };
+            let bytes = self.read(file, &format!("{f}.file"))?;
+            let npy = file.get_ref().ends_with(".npy");
+            let (data, elems) = crate::data::from_file(spec.ty, &bytes, npy)
+                .or_else(|e| self.err(Some(file.span()), &format!("{f}.file"), e.to_string()))?;
+            if let Some(len) = &spec.len {
+                if *len.get_ref() != elems {
+                    return self.err(
+                        Some(len.span()),
+                        &format!("{f}.len"),
+                        format!("{} elements declared, the file has {elems}", len.get_ref()),
+                    );
+                }
+            }
+            if elems == 0 {
+                return self.err(
+                    Some(file.span()),
+                    &format!("{f}.file"),
+                    "the file is empty".into(),
+                );
+            }
+            data
+        } else {
+            if spec.file.is_some() {
+                return self.err(
+                    at,
+                    &format!("{f}.file"),
+                    "a `file` needs init = \"file\"".into(),
+                );
+            }
+            let Some(len) = &spec.len else {
+                return self.err(at, &format!("{f}.len"), "missing (elements)".into());
+            };
+            let n = *len.get_ref();
+            if n == 0 || n.saturating_mul(size) > MAX_BUFFER_BYTES {
+                return self.err(
+                    Some(len.span()),
+                    &format!("{f}.len"),
+                    format!(
+                        "{n} elements of {size} bytes: must be 1 to {} bytes",
+                        MAX_BUFFER_BYTES
+                    ),
+                );
+            }
+            if spec.init == Init::Random
+                && !(spec.min.is_finite() && spec.max.is_finite() && spec.min < spec.max)
+            {
+                return self.err(
+                    at,
+                    &format!("{f}.min"),
+                    format!(
+                        "random values need min < max (got {} and {})",
+                        spec.min, spec.max
+                    ),
+                );
+            }
+            if spec.init == Init::Values && spec.values.len() as u64 > n {
+                return self.err(
+                    at,
+                    &format!("{f}.values"),
+                    format!("{} values for {n} elements", spec.values.len()),
+                );
+            }
+            crate::data::generate(
+                spec.ty,
+                n as usize,
+                spec.init,
+                spec.value,
+                &spec.values,
+                (spec.min, spec.max),
+                spec.seed,
+            )
+        };
+        Ok(Buffer {
+            name: spec.name.get_ref().clone(),
+            ty: spec.ty,
+            init,
+        })
+    }
+
+    fn command_list(
+        &self,
+        specs: &[CommandSpec],
+        field: &str,
+        names: &Names,
+    ) -> Result<Vec<Cmd>, ScenarioError> {
+        specs
+            .iter()
+            .enumerate()
+            .map(|(i, c)| self.command(c, &format!("{field}[{i}]"), names))
+            .collect()
+    }
+
+    fn command(&self, c: &CommandSpec, f: &str, names: &Names) -> Result<Cmd, ScenarioError> {
+        let kinds = [
+            c.copy.is_some(),
+            c.launch.is_some(),
+            c.repeat.is_some(),
+            c.repeat_until_zero.is_some(),
+            c.sync.is_some(),
+            c.sync_stream.is_some(),
+        ];
+        let span = c
+            .copy
+            .as_ref()
+            .map(|s| s.span())
+            .or_else(|| c.launch.as_ref().map(|s| s.span()))
+            .or_else(|| c.repeat_until_zero.as_ref().map(|w| w.buffer.span()));
+        if kinds.iter().filter(|k| **k).count() != 1 {
+            return self.err(
+                span,
+                f,
+                "needs exactly one of copy, launch, repeat, repeat_until_zero, sync, sync_stream"
+                    .into(),
+            );
+        }
+        let at = span
+            .clone()
+            .map(|s| self.lines.at(self.file, s.start))
+            .unwrap_or_else(|| self.file.to_string());
+        let body_needed = c.repeat.is_some() || c.repeat_until_zero.is_some();
+        if body_needed == c.body.is_empty() {
+            return self.err(
+                span,
+                &format!("{f}.body"),
+                if body_needed {
+                    "a repeat needs a body ([[...command.body]])".into()
+                } else {
+                    "only repeat and repeat_until_zero take a body".into()
+                },
+            );
+        }
+        let kind = if let Some(b) = &c.copy {
+            let buffer = names.buffer(self, b, &format!("{f}.copy"))?;
+            let total = names.buffers[buffer].init.len() as u64;
+            let bytes = c.bytes.unwrap_or(total.saturating_sub(c.offset));
+            if c.offset.checked_add(bytes).is_none_or(|end| end > total) || bytes == 0 {
+                return self.err(
+                    Some(b.span()),
+                    &format!("{f}.bytes"),
+                    format!(
+                        "{bytes} bytes at offset {} do not fit buffer `{}` of {total} bytes",
+                        c.offset,
+                        b.get_ref()
+                    ),
+                );
+            }
+            CmdKind::Copy {
+                buffer,
+                to_device: c.direction == Direction::ToDevice,
+                offset: c.offset,
+                bytes,
+                stream: c.stream,
+                blocking: c.blocking,
+            }
+        } else if let Some(k) = &c.launch {
+            if !names.kernels.contains(k.get_ref()) {
+                return self.err(
+                    Some(k.span()),
+                    &format!("{f}.launch"),
+                    format!(
+                        "no kernel `{}` in `{}` (it has: {})",
+                        k.get_ref(),
+                        names.ptx_file,
+                        names.kernels.join(", ")
+                    ),
+                );
+            }
+            let dims = |v: &[u32], name: &str| -> Result<[u32; 3], ScenarioError> {
+                if v.is_empty() || v.len() > 3 {
+                    return self.err(
+                        Some(k.span()),
+                        &format!("{f}.{name}"),
+                        "needs 1 to 3 dimensions".into(),
+                    );
+                }
+                let mut d = [1; 3];
+                d[..v.len()].copy_from_slice(v);
+                Ok(d)
+            };
+            let mut args = Vec::new();
+            for (j, a) in c.args.iter().enumerate() {
+                args.push(self.arg(a, &format!("{f}.args[{j}]"), k, names)?);
+            }
+            CmdKind::Launch {
+                kernel: k.get_ref().clone(),
+                grid: dims(&c.grid, "grid")?,
+                block: dims(&c.block, "block")?,
+                dynamic_smem: c.dynamic_smem,
+                args,
+                stream: c.stream,
+            }
+        } else if let Some(times) = c.repeat {
+            CmdKind::Repeat {
+                times,
+                body: self
+                    .command_list(&c.body, &format!("{f}.body"), names)?
+                    .into(),
+            }
+        } else if let Some(w) = &c.repeat_until_zero {
+            let buffer = names.buffer(self, &w.buffer, &format!("{f}.repeat_until_zero.buffer"))?;
+            let b = &names.buffers[buffer];
+            let width = b.ty.size() as u32;
+            let elems = b.init.len() as u64 / u64::from(width);
+            if w.index >= elems {
+                return self.err(
+                    Some(w.buffer.span()),
+                    &format!("{f}.repeat_until_zero.index"),
+                    format!("element {} of a buffer of {elems}", w.index),
+                );
+            }
+            let max_iterations = c.max_iterations.unwrap_or(1_000_000);
+            if max_iterations == 0 {
+                return self.err(
+                    span,
+                    &format!("{f}.max_iterations"),
+                    "must be at least 1".into(),
+                );
+            }
+            CmdKind::RepeatUntilZero {
+                buffer,
+                offset: w.index * u64::from(width),
+                width,
+                max_iterations,
+                body: self
+                    .command_list(&c.body, &format!("{f}.body"), names)?
+                    .into(),
+            }
+        } else if let Some(s) = c.sync_stream {
+            CmdKind::Sync { stream: Some(s) }
+        } else {
+            if c.sync != Some(true) {
+                return self.err(span, &format!("{f}.sync"), "write sync = true".into());
+            }
+            CmdKind::Sync { stream: None }
+        };
+        Ok(Cmd {
+            at,
+            field: f.to_string(),
+            kind,
+        })
+    }
+
+    fn arg(
+        &self,
+        a: &ArgSpec,
+        f: &str,
+        k: &Spanned<String>,
+        names: &Names,
+    ) -> Result<Arg, ScenarioError> {
+        let set = [
+            a.buffer.is_some(),
+            a.u32.is_some(),
+            a.s32.is_some(),
+            a.u64.is_some(),
+            a.s64.is_some(),
+            a.f32.is_some(),
+            a.f64.is_some(),
+        ];
+        if set.iter().filter(|x| **x).count() != 1 {
+            return self.err(
+                Some(k.span()),
+                f,
+                "needs exactly one of buffer, u32, s32, u64, s64, f32, f64".into(),
+            );
+        }
+        Ok(if let Some(b) = &a.buffer {
+            let buffer = names.buffer(self, b, &format!("{f}.buffer"))?;
+            let len = names.buffers[buffer].init.len() as u64;
+            if a.offset > len {
+                return self.err(
+                    Some(b.span()),
+                    &format!("{f}.offset"),
+                    format!("{} bytes past the start of a {len}-byte buffer", a.offset),
+                );
+            }
+            Arg::Buffer {
+                buffer,
+                offset: a.offset,
+            }
+        } else if let Some(v) = a.u32 {
+            Arg::U32(v)
+        } else if let Some(v) = a.s32 {
+            Arg::S32(v)
+        } else if let Some(v) = a.u64 {
+            Arg::U64(v)
+        } else if let Some(v) = a.s64 {
+            Arg::S64(v)
+        } else if let Some(v) = a.f32 {
+            Arg::F32(v)
+        } else {
+            Arg::F64(a.f64.expect("exactly one is set"))
+        })
+    }
+}
+
+/// Names a command list may refer to.
+struct Names<'a> {
+    buffers: &'a [Buffer],
+    kernels: &'a [String],
+    ptx_file: &'a str,
+}
+
+impl Names<'_> {
+    fn buffer(&self, cx: &Cx, name: &Spanned<String>, field: &str) -> Result<usize, ScenarioError> {
+        match self.buffers.iter().position(|b| b.name == *name.get_ref()) {
+            Some(i) => Ok(i),
+            None => cx.err(
+                Some(name.span()),
+                field,
+                format!(
+                    "no buffer `{}` (this process has: {})",
+                    name.get_ref(),
+                    if self.buffers.is_empty() {
+                        "none".to_string()
+                    } else {
+                        self.buffers
+                            .iter()
+                            .map(|b| b.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    }
+                ),
+            ),
+        }
+    }
+}
+
+impl Scenario {
+    /// The host model: the GPU's `[host]` with the scenario's overrides.
+    pub fn host_spec(&self, gpu: &HostSpec) -> HostSpec {
+        let h = &self.host;
+        HostSpec {
+            pcie_gbps: h.pcie_gbps.unwrap_or(gpu.pcie_gbps),
+            copy_latency_us: h.copy_latency_us.unwrap_or(gpu.copy_latency_us),
+            launch_latency_us: h.launch_latency_us.unwrap_or(gpu.launch_latency_us),
+            copy_engines: h.copy_engines.unwrap_or(gpu.copy_engines),
+        }
+    }
+}

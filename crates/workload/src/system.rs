@@ -1,0 +1,820 @@
+//! The host side in simulated time, around the timing machine and the scheduling framework.
+//!
+//! **Processes** (GPU contexts) run host programs ([`crate::program`]). A program's requests
+//! take no host time unless they wait: a launch or an asynchronous copy is queued on its
+//! stream and the program goes on; a blocking copy, a synchronisation or (for a suite
+//! kernel's host program, whose launches are synchronous) a launch waits for the work.
+//!
+//! **Streams** run their work in order; different streams of a process, and different
+//! processes, overlap.
+//!
+//! **Copies** cross the host link through the copy engines (papers/tanasic-thesis §5.3.1):
+//! one queue, first come first served, each engine taking the next copy when free; a copy
+//! of `n` bytes takes `copy_latency + n / bandwidth`. Its data moves when it completes
+//! (a host→device copy writes device memory then; a device→host copy reads it then).
+//!
+//! **Launches** reach the GPU — their context's command buffer in the scheduling framework
+//! ([`sched::Framework`]) — `launch_latency` after the host's call, and not before the work
+//! ahead of them in their stream has finished: both moments are recorded (papers/li-pep §3.1
+//! defines preemption latency from the second).
+//!
+//! **One time line.** Host events are kept in femtoseconds, the unit of the machine's clock;
+//! at every core cycle the host first handles what is due, then the machine steps with the
+//! framework as its control, then the host learns which kernels finished. While the GPU has
+//! nothing to do, the clock jumps to the next host event.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+use std::sync::Arc;
+
+use gpu::config::HostSpec;
+use gpu::timing::{Machine, TimedGpu, TimingError};
+use gpu::{DeviceLimits, GpuError, LoadError, LoadedModule};
+use sched::{Command, ContextId, Framework, FrameworkConfig, PolicyKind, Record};
+
+use crate::program::{Commands, HostProgram, Reply, Request, SuiteHost, Verdict};
+use crate::scenario::{Process, Program};
+
+/// Femtoseconds per microsecond.
+pub const FS_PER_US: u64 = 1_000_000_000;
+
+/// How a scenario run went wrong.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("process `{process}`: {error}")]
+    Load {
+        process: String,
+        #[source]
+        error: Box<LoadError>,
+    },
+    #[error("process `{process}`: {what}")]
+    Process { process: String, what: String },
+    #[error("process `{process}`: {at}: {error}")]
+    Launch {
+        process: String,
+        at: String,
+        error: Box<GpuError>,
+    },
+    #[error(transparent)]
+    Timing(Box<TimingError>),
+    #[error("the scenario did not finish within {limit} core cycles (still running: {running}); raise [limits] max_cycles")]
+    CycleLimit { limit: u64, running: String },
+}
+
+impl From<TimingError> for RunError {
+    fn from(e: TimingError) -> Self {
+        RunError::Timing(Box::new(e))
+    }
+}
+
+/// Everything a run needs besides the processes.
+#[derive(Clone, Debug)]
+pub struct Setup {
+    pub timing: TimedGpu,
+    pub host: HostSpec,
+    pub framework: FrameworkConfig,
+    pub policy: PolicyKind,
+    /// Core cycles the whole run may take.
+    pub max_cycles: u64,
+}
+
+/// A copy or a launch.
+struct Op {
+    process: usize,
+    stream: u32,
+    kind: OpKind,
+    /// Host call, earliest start, and completion (fs).
+    called: u64,
+    ready: u64,
+    started: Option<u64>,
+    finished: Option<u64>,
+}
+
+enum OpKind {
+    Copy {
+        to_device: bool,
+        dev: u64,
+        data: Vec<u8>,
+        len: u64,
+        token: u64,
+    },
+    Launch {
+        command: Option<Box<Command>>,
+        /// Index into the run's kernel records.
+        record: usize,
+    },
+}
+
+/// A copy as the report shows it.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct CopyRecord {
+    pub process: String,
+    pub stream: u32,
+    pub to_device: bool,
+    pub bytes: u64,
+    pub engine: u32,
+    pub called_fs: u64,
+    pub started_fs: u64,
+    pub finished_fs: u64,
+}
+
+/// A launch as the report shows it (fs; `None` until it happens).
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct KernelRecord {
+    pub process: String,
+    pub kernel: String,
+    pub stream: u32,
+    /// The host's launch call, and the kernel's arrival at the GPU.
+    pub called_fs: u64,
+    pub arrived_fs: Option<u64>,
+    /// Entered the active queue, first TB dispatched, finished.
+    pub activated_fs: Option<u64>,
+    pub started_fs: Option<u64>,
+    pub finished_fs: Option<u64>,
+    /// The machine's launch (index into its launches).
+    pub launch: Option<u32>,
+}
+
+/// A process as the report shows it.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ProcessRecord {
+    pub name: String,
+    pub priority: i32,
+    pub arrival_fs: u64,
+    pub finished_fs: Option<u64>,
+    pub verdict: Option<Verdict>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Timer {
+    Arrival(usize),
+    LaunchReady(usize),
+    CopyDone(usize),
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum Wait {
+    /// Not arrived yet.
+    Arrival,
+    Runnable(ReplyKind),
+    Op(usize),
+    Streams(Option<u32>),
+    /// The program has ended; its streams still hold work.
+    Ending,
+    Done,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ReplyKind {
+    Start,
+    Done,
+}
+
+struct Proc {
+    name: String,
+    priority: i32,
+    program: Box<dyn HostProgram>,
+    module: Option<LoadedModule>,
+    /// Pending ops per stream, oldest first (the head is in progress).
+    streams: Vec<(u32, VecDeque<usize>)>,
+    wait: Wait,
+    record: ProcessRecord,
+    /// A reply to give when the program runs next.
+    ptr: Option<u64>,
+}
+
+impl Proc {
+    fn stream(&mut self, s: u32) -> &mut VecDeque<usize> {
+        if let Some(i) = self.streams.iter().position(|(id, _)| *id == s) {
+            return &mut self.streams[i].1;
+        }
+        self.streams.push((s, VecDeque::new()));
+        &mut self.streams.last_mut().expect("pushed").1
+    }
+
+    fn idle(&self, stream: Option<u32>) -> bool {
+        self.streams
+            .iter()
+            .filter(|(s, _)| stream.is_none_or(|x| x == *s))
+            .all(|(_, q)| q.is_empty())
+    }
+}
+
+/// What a run produced.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct RunRecord {
+    pub processes: Vec<ProcessRecord>,
+    pub kernels: Vec<KernelRecord>,
+    pub copies: Vec<CopyRecord>,
+    /// The framework's records (core cycles), for timelines.
+    #[serde(skip)]
+    pub records: Vec<Record>,
+    /// Core cycles simulated, and femtoseconds per core cycle.
+    pub cycles: u64,
+    pub core_period_fs: u64,
+    pub sm_count: u32,
+    /// Warp instructions of every launch.
+    pub warp_instructions: u64,
+    /// The kernel name of every machine launch, by launch index.
+    pub launch_names: Vec<String>,
+}
+
+/// Where a run stands, for progress bars.
+#[derive(Clone, Copy, Debug)]
+pub struct RunProgress {
+    pub cycle: u64,
+    pub processes_done: usize,
+    pub processes: usize,
+    pub kernels_done: usize,
+}
+
+/// A multiprogrammed run in progress.
+pub struct System {
+    machine: Machine,
+    framework: Framework,
+    setup: Setup,
+    procs: Vec<Proc>,
+    ops: Vec<Op>,
+    timers: BinaryHeap<Reverse<(u64, u64, Timer)>>,
+    seq: u64,
+    /// Copy engines: the copy each is busy with.
+    engines: Vec<Option<usize>>,
+    copy_queue: VecDeque<usize>,
+    /// Launches at the head of their stream whose time has come: delivered this cycle.
+    deliver: Vec<usize>,
+    out: RunRecord,
+    launch_ops: Vec<(u32, usize)>,
+}
+
+impl System {
+    /// A fresh machine and framework with `processes` (none has arrived yet).
+    pub fn new(setup: Setup, processes: &[Process]) -> Result<System, RunError> {
+        let t = &setup.timing;
+        let mut machine = Machine::new(
+            t.gpu.clone(),
+            t.options.clone(),
+            gpu::memory::DeviceMemory::new(),
+        )?;
+        let framework = Framework::new(
+            setup.framework.clone(),
+            setup.policy.build(),
+            machine.sm_count(),
+        );
+        let mut procs = Vec::new();
+        let mut timers = BinaryHeap::new();
+        let mut seq = 0;
+        for (i, p) in processes.iter().enumerate() {
+            let (program, module): (Box<dyn HostProgram>, _) = match &p.program {
+                Program::Suite {
+                    kernel,
+                    size,
+                    seed,
+                    target,
+                } => {
+                    let file = format!("kernels/{0}/{0}.{1}.ptx", kernel.name(), target.name());
+                    let m = LoadedModule::load(machine.memory_mut(), &file, kernel.ptx(*target))
+                        .map_err(|e| RunError::Load {
+                            process: p.name.clone(),
+                            error: Box::new(e),
+                        })?;
+                    (Box::new(SuiteHost::start(*kernel, *size, *seed)), Some(m))
+                }
+                Program::Commands(c) => {
+                    let m = LoadedModule::load(machine.memory_mut(), &c.ptx_file, &c.ptx).map_err(
+                        |e| RunError::Load {
+                            process: p.name.clone(),
+                            error: Box::new(e),
+                        },
+                    )?;
+                    (Box::new(Commands::new(Arc::new(c.clone()))), Some(m))
+                }
+            };
+            let arrival = (p.arrival_us * FS_PER_US as f64).round() as u64;
+            timers.push(Reverse((arrival, seq, Timer::Arrival(i))));
+            seq += 1;
+            procs.push(Proc {
+                name: p.name.clone(),
+                priority: p.priority,
+                program,
+                module,
+                streams: Vec::new(),
+                wait: Wait::Arrival,
+                record: ProcessRecord {
+                    name: p.name.clone(),
+                    priority: p.priority,
+                    arrival_fs: arrival,
+                    finished_fs: None,
+                    verdict: None,
+                },
+                ptr: None,
+            });
+        }
+        let engines = vec![None; setup.host.copy_engines.max(1) as usize];
+        let out = RunRecord {
+            core_period_fs: machine.core_period_fs(),
+            sm_count: machine.sm_count(),
+            ..RunRecord::default()
+        };
+        Ok(System {
+            machine,
+            framework,
+            setup,
+            procs,
+            ops: Vec::new(),
+            timers,
+            seq,
+            engines,
+            copy_queue: VecDeque::new(),
+            deliver: Vec::new(),
+            out,
+            launch_ops: Vec::new(),
+        })
+    }
+
+    fn timer(&mut self, at: u64, t: Timer) {
+        self.timers.push(Reverse((at, self.seq, t)));
+        self.seq += 1;
+    }
+
+    fn now(&self) -> u64 {
+        self.machine.now_fs()
+    }
+
+    fn cycle_fs(&self, cycle: u64) -> u64 {
+        cycle * self.out.core_period_fs
+    }
+
+    /// Runs every process to its end.
+    pub fn run(mut self, progress: &mut dyn FnMut(RunProgress)) -> Result<RunRecord, RunError> {
+        let mut last_report = 0;
+        loop {
+            self.host()?;
+            if self.procs.iter().all(|p| p.wait == Wait::Done) {
+                break;
+            }
+            let cycle = self.machine.cycle();
+            if cycle >= self.setup.max_cycles {
+                return Err(RunError::CycleLimit {
+                    limit: self.setup.max_cycles,
+                    running: self
+                        .procs
+                        .iter()
+                        .filter(|p| p.wait != Wait::Done)
+                        .map(|p| p.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                });
+            }
+            if self.deliver.is_empty() && self.framework.is_idle() && self.machine.is_idle() {
+                // Nothing on the GPU: jump to the next host event.
+                let Some(&Reverse((at, _, _))) = self.timers.peek() else {
+                    return Err(RunError::Process {
+                        process: self
+                            .procs
+                            .iter()
+                            .find(|p| p.wait != Wait::Done)
+                            .map(|p| p.name.clone())
+                            .unwrap_or_default(),
+                        what: "waits for work that can never finish (internal)".into(),
+                    });
+                };
+                if at > self.now() {
+                    self.machine.skip_idle_to(at);
+                    continue;
+                }
+            }
+            for op in std::mem::take(&mut self.deliver) {
+                self.deliver_launch(op);
+            }
+            self.machine.step(&mut self.framework)?;
+            for r in self.framework.take_records() {
+                self.observe(r);
+                self.out.records.push(r);
+            }
+            if cycle - last_report >= 1 << 16 {
+                last_report = cycle;
+                progress(RunProgress {
+                    cycle,
+                    processes_done: self.procs.iter().filter(|p| p.wait == Wait::Done).count(),
+                    processes: self.procs.len(),
+                    kernels_done: self
+                        .out
+                        .kernels
+                        .iter()
+                        .filter(|k| k.finished_fs.is_some())
+                        .count(),
+                });
+            }
+        }
+        self.out.cycles = self.machine.cycle();
+        self.out.processes = self.procs.iter().map(|p| p.record.clone()).collect();
+        let mut names = Vec::new();
+        let mut insts = 0;
+        for l in 0.. {
+            let id = gpu::timing::LaunchId(l);
+            if l as usize >= self.launch_ops.len() {
+                break;
+            }
+            let launch = self.machine.launch(id);
+            names.push(launch.ctx().kernel.name.clone());
+            insts += launch.stats().map_or(0, |s| s.warp_instructions);
+        }
+        self.out.launch_names = names;
+        self.out.warp_instructions = insts;
+        Ok(self.out)
+    }
+
+    /// Handles host events that are due, then runs every runnable program until it waits.
+    fn host(&mut self) -> Result<(), RunError> {
+        let now = self.now();
+        while let Some(&Reverse((at, _, t))) = self.timers.peek() {
+            if at > now {
+                break;
+            }
+            self.timers.pop();
+            match t {
+                Timer::Arrival(p) => self.procs[p].wait = Wait::Runnable(ReplyKind::Start),
+                Timer::LaunchReady(op) => self.try_issue_head(op),
+                Timer::CopyDone(op) => self.copy_done(op, at),
+            }
+        }
+        for p in 0..self.procs.len() {
+            self.run_program(p)?;
+        }
+        self.start_copies();
+        Ok(())
+    }
+
+    /// Runs program `p` while it is runnable.
+    fn run_program(&mut self, p: usize) -> Result<(), RunError> {
+        loop {
+            let reply = match self.procs[p].wait {
+                Wait::Runnable(ReplyKind::Start) => Reply::Start,
+                Wait::Runnable(ReplyKind::Done) => match self.procs[p].ptr.take() {
+                    Some(x) => Reply::Ptr(x),
+                    None => Reply::Done,
+                },
+                _ => return Ok(()),
+            };
+            let name = self.procs[p].name.clone();
+            let request = self.procs[p]
+                .program
+                .next(reply)
+                .map_err(|what| RunError::Process {
+                    process: name.clone(),
+                    what,
+                })?;
+            let now = self.now();
+            match request {
+                Request::Alloc { bytes, init } => {
+                    if bytes > crate::scenario::MAX_BUFFER_BYTES {
+                        return Err(RunError::Process {
+                            process: name,
+                            what: format!(
+                                "an allocation of {bytes} bytes exceeds the limit of {} bytes",
+                                crate::scenario::MAX_BUFFER_BYTES
+                            ),
+                        });
+                    }
+                    let mem = self.machine.memory_mut();
+                    let ptr = mem.alloc(bytes);
+                    if let Some(data) = init {
+                        mem.write_bytes(ptr, &data).expect("fresh allocation");
+                    }
+                    self.procs[p].ptr = Some(ptr);
+                    self.procs[p].wait = Wait::Runnable(ReplyKind::Done);
+                }
+                Request::Copy {
+                    to_device,
+                    dev,
+                    data,
+                    len,
+                    stream,
+                    wait,
+                    token,
+                } => {
+                    if self.machine.memory().read_bytes(dev, len).is_err() {
+                        return Err(RunError::Process {
+                            process: name,
+                            what: format!(
+                                "a copy of {len} bytes at {dev:#x} does not fit its allocation"
+                            ),
+                        });
+                    }
+                    let op = self.push_op(
+                        p,
+                        stream,
+                        OpKind::Copy {
+                            to_device,
+                            dev,
+                            data,
+                            len,
+                            token,
+                        },
+                        now,
+                        now,
+                    );
+                    self.procs[p].wait = if wait {
+                        Wait::Op(op)
+                    } else {
+                        Wait::Runnable(ReplyKind::Done)
+                    };
+                }
+                Request::Launch {
+                    kernel,
+                    grid,
+                    block,
+                    dynamic_smem,
+                    args,
+                    stream,
+                    wait,
+                    at,
+                } => {
+                    let command =
+                        self.command(p, &kernel, grid, block, dynamic_smem, &args, &at)?;
+                    let record = self.out.kernels.len();
+                    self.out.kernels.push(KernelRecord {
+                        process: name,
+                        kernel,
+                        stream,
+                        called_fs: now,
+                        arrived_fs: None,
+                        activated_fs: None,
+                        started_fs: None,
+                        finished_fs: None,
+                        launch: None,
+                    });
+                    let ready = now + (self.setup.host.launch_latency_us * FS_PER_US as f64) as u64;
+                    let op = self.push_op(
+                        p,
+                        stream,
+                        OpKind::Launch {
+                            command: Some(Box::new(command)),
+                            record,
+                        },
+                        now,
+                        ready,
+                    );
+                    self.timer(ready, Timer::LaunchReady(op));
+                    self.procs[p].wait = if wait {
+                        Wait::Op(op)
+                    } else {
+                        Wait::Runnable(ReplyKind::Done)
+                    };
+                }
+                Request::Sync { stream } => {
+                    self.procs[p].wait = Wait::Streams(stream);
+                    self.wake(p);
+                }
+                Request::Done => {
+                    // Work still queued on its streams belongs to the process: it ends when
+                    // that is done too.
+                    self.procs[p].wait = Wait::Ending;
+                    self.wake(p);
+                    return Ok(());
+                }
+            }
+        }
+    }
+
+    /// The process has ended: its results are checked now.
+    fn end(&mut self, p: usize, now: u64) {
+        let proc = &mut self.procs[p];
+        let verdict = proc.program.finish(self.machine.memory());
+        proc.record.verdict = Some(verdict);
+        proc.record.finished_fs = Some(now);
+        proc.wait = Wait::Done;
+    }
+
+    /// Builds the command of a launch of `kernel` by process `p`.
+    #[allow(clippy::too_many_arguments)]
+    fn command(
+        &mut self,
+        p: usize,
+        kernel: &str,
+        grid: [u32; 3],
+        block: [u32; 3],
+        dynamic_smem: u32,
+        args: &[gpu::KernelArg],
+        at: &str,
+    ) -> Result<Command, RunError> {
+        let limits = DeviceLimits {
+            num_sms: self.machine.sm_count(),
+            ..DeviceLimits::default()
+        };
+        let grid_id = self.out.kernels.len() as u64 + 1;
+        let timing = &self.setup.timing;
+        let proc = &mut self.procs[p];
+        let fail = |error: GpuError| RunError::Launch {
+            process: proc.name.clone(),
+            at: at.to_string(),
+            error: Box::new(error),
+        };
+        let module = proc.module.as_mut().expect("every process has a module");
+        let k = module.kernel(kernel).map_err(fail)?;
+        let launch = module
+            .launch_ctx(&limits, k, grid, block, dynamic_smem, args, grid_id)
+            .map_err(fail)?;
+        let timed = module.timed_kernel(k, timing);
+        Ok(Command {
+            context: ContextId(p as u32),
+            priority: proc.priority,
+            launch,
+            timed,
+            tag: 0,
+        })
+    }
+
+    fn push_op(&mut self, p: usize, stream: u32, kind: OpKind, called: u64, ready: u64) -> usize {
+        let id = self.ops.len();
+        self.ops.push(Op {
+            process: p,
+            stream,
+            kind,
+            called,
+            ready,
+            started: None,
+            finished: None,
+        });
+        let q = self.procs[p].stream(stream);
+        q.push_back(id);
+        if q.len() == 1 {
+            self.issue(id);
+        }
+        id
+    }
+
+    /// Op `id` has reached the head of its stream.
+    fn issue(&mut self, id: usize) {
+        match self.ops[id].kind {
+            OpKind::Copy { .. } => self.copy_queue.push_back(id),
+            OpKind::Launch { .. } => {
+                if self.ops[id].ready <= self.now() {
+                    self.deliver.push(id);
+                }
+            }
+        }
+    }
+
+    /// A launch's latency has passed: deliver it if it heads its stream.
+    fn try_issue_head(&mut self, id: usize) {
+        let (p, s) = (self.ops[id].process, self.ops[id].stream);
+        if self.procs[p].stream(s).front() == Some(&id) {
+            self.deliver.push(id);
+        }
+    }
+
+    fn deliver_launch(&mut self, id: usize) {
+        let now = self.now();
+        let cycle = self.machine.cycle();
+        let OpKind::Launch {
+            command, record, ..
+        } = &mut self.ops[id].kind
+        else {
+            unreachable!("only launches are delivered");
+        };
+        let mut command = *command.take().expect("delivered once");
+        command.tag = id as u64;
+        let record = *record;
+        self.ops[id].started = Some(now);
+        self.out.kernels[record].arrived_fs = Some(now);
+        self.framework.deliver(command, cycle);
+    }
+
+    /// Gives free engines the next copies, first come first served.
+    fn start_copies(&mut self) {
+        let now = self.now();
+        let (gbps, latency_us) = (self.setup.host.pcie_gbps, self.setup.host.copy_latency_us);
+        for e in 0..self.engines.len() {
+            if self.engines[e].is_some() {
+                continue;
+            }
+            let Some(id) = self.copy_queue.pop_front() else {
+                return;
+            };
+            let OpKind::Copy { len, .. } = self.ops[id].kind else {
+                unreachable!("the copy queue holds copies");
+            };
+            // bytes / (GB/s) = ns; a copy's time in fs.
+            let transfer = (len as f64 / gbps * 1.0e6).round() as u64;
+            let latency = (latency_us * FS_PER_US as f64).round() as u64;
+            self.engines[e] = Some(id);
+            self.ops[id].started = Some(now);
+            let done = now + latency + transfer.max(1);
+            self.timer(done, Timer::CopyDone(id));
+        }
+    }
+
+    fn copy_done(&mut self, id: usize, at: u64) {
+        let engine = self
+            .engines
+            .iter()
+            .position(|&e| e == Some(id))
+            .expect("a running copy has an engine");
+        self.engines[engine] = None;
+        let op = &mut self.ops[id];
+        let OpKind::Copy {
+            to_device,
+            dev,
+            ref mut data,
+            len,
+            token,
+        } = op.kind
+        else {
+            unreachable!("copies only");
+        };
+        let p = op.process;
+        if to_device {
+            self.machine
+                .memory_mut()
+                .write_bytes(dev, data)
+                .expect("checked when the copy was asked for");
+            *data = Vec::new();
+        } else {
+            let bytes = self
+                .machine
+                .memory()
+                .read_bytes(dev, len)
+                .expect("checked when the copy was asked for")
+                .to_vec();
+            self.procs[p].program.copied(token, &bytes);
+        }
+        let op = &self.ops[id];
+        self.out.copies.push(CopyRecord {
+            process: self.procs[p].name.clone(),
+            stream: op.stream,
+            to_device,
+            bytes: len,
+            engine: engine as u32,
+            called_fs: op.called,
+            started_fs: op.started.unwrap_or(at),
+            finished_fs: at,
+        });
+        self.finish_op(id, at);
+    }
+
+    /// Op `id` finished at `at`: the next in its stream starts; its process may wake.
+    fn finish_op(&mut self, id: usize, at: u64) {
+        self.ops[id].finished = Some(at);
+        let (p, s) = (self.ops[id].process, self.ops[id].stream);
+        let q = self.procs[p].stream(s);
+        debug_assert_eq!(q.front(), Some(&id));
+        q.pop_front();
+        if let Some(&next) = q.front() {
+            self.issue(next);
+        }
+        self.wake(p);
+    }
+
+    /// Process `p` continues if what it waits for is done.
+    fn wake(&mut self, p: usize) {
+        let proc = &self.procs[p];
+        match proc.wait {
+            Wait::Op(op) if self.ops[op].finished.is_some() => {}
+            Wait::Streams(s) if proc.idle(s) => {}
+            Wait::Ending if proc.idle(None) => {
+                let now = self.now();
+                self.end(p, now);
+                return;
+            }
+            _ => return,
+        }
+        self.procs[p].wait = Wait::Runnable(ReplyKind::Done);
+    }
+
+    /// A framework record: kernels' progress.
+    fn observe(&mut self, r: Record) {
+        match r {
+            Record::KernelActivated { cycle, tag, launch } => {
+                let fs = self.cycle_fs(cycle);
+                if let OpKind::Launch { record, .. } = self.ops[tag as usize].kind {
+                    let k = &mut self.out.kernels[record];
+                    k.activated_fs = Some(fs);
+                    k.launch = Some(launch.0);
+                    self.launch_ops.push((launch.0, tag as usize));
+                }
+            }
+            Record::TbDispatched { cycle, tb, .. } => {
+                if let Some(&(_, op)) = self.launch_ops.get(tb.launch.0 as usize) {
+                    if let OpKind::Launch { record, .. } = self.ops[op].kind {
+                        let fs = self.cycle_fs(cycle);
+                        self.out.kernels[record].started_fs.get_or_insert(fs);
+                    }
+                }
+            }
+            Record::KernelFinished { cycle, tag, .. } => {
+                let fs = self.cycle_fs(cycle);
+                if let OpKind::Launch { record, .. } = self.ops[tag as usize].kind {
+                    self.out.kernels[record].finished_fs = Some(fs);
+                }
+                self.finish_op(tag as usize, fs);
+            }
+            _ => {}
+        }
+    }
+
+    /// The machine (after [`System::run`], its statistics).
+    pub fn machine(&self) -> &Machine {
+        &self.machine
+    }
+}
