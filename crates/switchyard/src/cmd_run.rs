@@ -182,7 +182,7 @@ fn print_table(rows: &[RunRow], timed: bool) {
 }
 
 /// The GPU of `--gpu`: a preset name or a TOML file.
-fn load_gpu(arg: &str, scheduler: Option<SchedulerArg>) -> Result<GpuConfig, String> {
+pub(crate) fn load_gpu(arg: &str, scheduler: Option<SchedulerArg>) -> Result<GpuConfig, String> {
     let mut g = if arg.ends_with(".toml") || Path::new(arg).is_file() {
         let text = std::fs::read_to_string(arg).map_err(|e| format!("{arg}: {e}"))?;
         GpuConfig::from_toml(arg, &text).map_err(|e| e.to_string())?
@@ -221,9 +221,7 @@ impl StatsFile<'_> {
     /// failed run never leaves it truncated.
     fn write(&self, path: &Path) -> Result<(), String> {
         let text = serde_json::to_string_pretty(self).expect("serializable");
-        let tmp = path.with_extension("json.tmp");
-        std::fs::write(&tmp, text).map_err(|e| format!("{}: {e}", tmp.display()))?;
-        std::fs::rename(&tmp, path).map_err(|e| format!("{}: {e}", path.display()))
+        switchyard::output::write_atomic(path, text.as_bytes())
     }
 }
 

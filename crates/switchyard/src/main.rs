@@ -35,6 +35,10 @@ enum Command {
     /// Compiler analyses for preemption: registers, occupancy, liveness, preemption points
     /// and context sizes, for a suite kernel or a PTX file.
     Analyze(AnalyzeArgs),
+    /// Run a scenario: several processes (suite host programs or command lists) sharing one
+    /// timed GPU under a scheduling policy; reports arrival, start and end of every process
+    /// and kernel, and NTT, ANTT, STP and fairness against each process run alone.
+    Scenario(ScenarioArgs),
     /// Parse and lower PTX files; list their kernels and every unsupported construct.
     Check {
         /// PTX files to check.
@@ -89,6 +93,53 @@ struct RunArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
+}
+
+#[derive(clap::Args)]
+struct ScenarioArgs {
+    /// The scenario file (TOML; see `scenarios/` and the documentation of
+    /// `workload::scenario`).
+    file: PathBuf,
+    /// GPU to run on, overriding the scenario's: a preset (gtx480, gtx980, k20c, maxwell16,
+    /// fault-study, v100, a100, h100) or a configuration file.
+    #[arg(long)]
+    gpu: Option<String>,
+    /// Scheduling policy, overriding the scenario's.
+    #[arg(long, value_enum)]
+    policy: Option<PolicyArg>,
+    /// Let TBs of different kernels share an SM (overrides the scenario's setting).
+    #[arg(long, value_enum)]
+    sharing: Option<Switch>,
+    /// Do not run each process alone (no NTT, ANTT, STP or fairness; faster).
+    #[arg(long)]
+    no_alone: bool,
+    /// Stop with an error after this many core cycles (default: the scenario's, else 2^32).
+    #[arg(long)]
+    max_cycles: Option<u64>,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
+    /// Write processes.csv, kernels.csv and copies.csv into this directory.
+    #[arg(long)]
+    csv: Option<PathBuf>,
+    /// Write the timeline as a Chrome trace-event file (opens in Perfetto and
+    /// chrome://tracing): one track per SM, per copy engine and per process stream.
+    #[arg(long)]
+    trace: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum PolicyArg {
+    /// First come, first served.
+    Fcfs,
+    /// Non-preemptive priority queues.
+    Npq,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Switch {
+    On,
+    Off,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -160,6 +211,7 @@ enum SizeArg {
 }
 
 mod cmd_run;
+mod cmd_scenario;
 use cmd_run::run;
 
 fn main() -> ExitCode {
@@ -168,6 +220,7 @@ fn main() -> ExitCode {
         None => run(default_run_args()),
         Some(Command::Kernels { json }) => kernels(json),
         Some(Command::Run(args)) => run(args),
+        Some(Command::Scenario(args)) => cmd_scenario::scenario(args),
         Some(Command::Check { files, json }) => check(&files, json),
         Some(Command::Analyze(args)) => analyze(args),
     };

@@ -16,3 +16,72 @@ pub mod system;
 
 pub use scenario::{parse, Disk, Files, Scenario, ScenarioError};
 pub use system::{RunError, RunRecord, Setup, System};
+pub mod report;
+pub mod trace;
+
+pub use report::{Metrics, Report};
+
+/// Runs `scenario` on `setup`, and — when `alone` is set and it has several processes — each
+/// process alone on a fresh machine (arriving at time 0), for the multiprogram metrics. The
+/// alone runs use up to `threads` threads (their results do not depend on it).
+pub fn run(
+    scenario: &Scenario,
+    setup: &Setup,
+    alone: bool,
+    threads: usize,
+    progress: &mut dyn FnMut(system::RunProgress),
+) -> Result<(Report, RunRecord), RunError> {
+    let mixed = System::new(setup.clone(), &scenario.processes)?.run(progress)?;
+    let gpu = setup.timing.gpu.name.clone();
+    let alone_times = if !alone {
+        None
+    } else if scenario.processes.len() == 1 {
+        let p = &mixed.processes[0];
+        Some(vec![
+            p.finished_fs.unwrap_or(0).saturating_sub(p.arrival_fs) as f64
+                / system::FS_PER_US as f64,
+        ])
+    } else {
+        Some(alone_turnarounds(scenario, setup, threads.max(1))?)
+    };
+    Ok((
+        Report::new(scenario, &gpu, &mixed, alone_times.as_deref()),
+        mixed,
+    ))
+}
+
+/// Each process's turnaround (µs) when it runs alone.
+fn alone_turnarounds(
+    scenario: &Scenario,
+    setup: &Setup,
+    threads: usize,
+) -> Result<Vec<f64>, RunError> {
+    let one = |i: usize| -> Result<f64, RunError> {
+        let mut p = scenario.processes[i].clone();
+        p.arrival_us = 0.0;
+        let r = System::new(setup.clone(), std::slice::from_ref(&p))?.run(&mut |_| {})?;
+        let rec = &r.processes[0];
+        Ok(rec.finished_fs.unwrap_or(0) as f64 / system::FS_PER_US as f64)
+    };
+    let n = scenario.processes.len();
+    let mut out: Vec<Option<Result<f64, RunError>>> = (0..n).map(|_| None).collect();
+    for chunk in (0..n).collect::<Vec<_>>().chunks(threads) {
+        std::thread::scope(|s| {
+            let handles: Vec<_> = chunk
+                .iter()
+                .map(|&i| (i, s.spawn(move || one(i))))
+                .collect();
+            for (i, h) in handles {
+                out[i] = Some(h.join().unwrap_or_else(|_| {
+                    Err(RunError::Process {
+                        process: scenario.processes[i].name.clone(),
+                        what: "its run alone panicked".into(),
+                    })
+                }));
+            }
+        });
+    }
+    out.into_iter()
+        .map(|r| r.expect("every process ran"))
+        .collect()
+}

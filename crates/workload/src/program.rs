@@ -13,7 +13,7 @@ use std::sync::Arc;
 use gpu::memory::DeviceMemory;
 use gpu::{DevPtr, KernelArg};
 
-use crate::scenario::{Arg, Check, Cmd, CmdKind, CommandProgram, Expect};
+use crate::scenario::{Arg, Check, Cmd, CmdKind, CommandProgram, Expect, IndexType};
 
 /// What a program asks of the host model.
 #[derive(Debug)]
@@ -75,6 +75,10 @@ pub trait HostProgram {
     fn copied(&mut self, token: u64, data: &[u8]);
     /// Checks the results once the program is done (device memory as it is then).
     fn finish(&mut self, mem: &DeviceMemory) -> Verdict;
+    /// Where the program is (the command it is at), for messages.
+    fn position(&self) -> Option<String> {
+        None
+    }
 }
 
 /// A scenario's command list over the process's buffers.
@@ -98,6 +102,7 @@ enum FrameKind {
     Top,
     Repeat {
         left: u64,
+        times: u64,
     },
     Until {
         buffer: usize,
@@ -130,8 +135,30 @@ impl Commands {
         }
     }
 
+    /// The iteration (from 0) of the innermost loop.
+    fn loop_index(&self) -> u64 {
+        self.frames
+            .iter()
+            .rev()
+            .find_map(|f| match f.kind {
+                FrameKind::Repeat { left, times } => Some(times - left),
+                FrameKind::Until { iterations, .. } => Some(iterations - 1),
+                FrameKind::Top => None,
+            })
+            .unwrap_or(0)
+    }
+
     fn arg(&self, a: &Arg) -> KernelArg {
         match *a {
+            Arg::LoopIndex(t) => {
+                let i = self.loop_index();
+                match t {
+                    IndexType::U32 => KernelArg::U32(i as u32),
+                    IndexType::S32 => KernelArg::I32(i as i32),
+                    IndexType::U64 => KernelArg::U64(i),
+                    IndexType::S64 => KernelArg::I64(i as i64),
+                }
+            }
             Arg::Buffer { buffer, offset } => KernelArg::Ptr(DevPtr(self.ptrs[buffer] + offset)),
             Arg::U32(v) => KernelArg::U32(v),
             Arg::S32(v) => KernelArg::I32(v),
@@ -193,7 +220,7 @@ impl HostProgram for Commands {
                     FrameKind::Top => {
                         self.frames.pop();
                     }
-                    FrameKind::Repeat { left } => {
+                    FrameKind::Repeat { left, .. } => {
                         *left -= 1;
                         if *left == 0 {
                             self.frames.pop();
@@ -272,7 +299,7 @@ impl HostProgram for Commands {
                         self.frames.push(Frame {
                             cmds: body,
                             pc: 0,
-                            kind: FrameKind::Repeat { left: times },
+                            kind: FrameKind::Repeat { left: times, times },
                         });
                     }
                 }
@@ -295,8 +322,24 @@ impl HostProgram for Commands {
                     },
                 }),
                 CmdKind::Sync { stream } => return Ok(Request::Sync { stream }),
+                CmdKind::Set {
+                    buffer,
+                    offset,
+                    bytes,
+                } => {
+                    let at = offset as usize;
+                    self.mirrors[buffer][at..at + bytes.len()].copy_from_slice(&bytes);
+                }
             }
         }
+    }
+
+    fn position(&self) -> Option<String> {
+        // The command that ran last (the one the program waits in, or the loop it is in).
+        self.frames.iter().rev().find_map(|f| {
+            let c = f.cmds.get(f.pc.checked_sub(1)?)?;
+            Some(format!("{} ({})", c.at, c.field))
+        })
     }
 
     fn copied(&mut self, token: u64, data: &[u8]) {

@@ -10,6 +10,7 @@
 //! policy = "fcfs"                 # fcfs | npq
 //! intra_sm_sharing = false        # may TBs of different kernels share an SM?
 //! # active_kernels = 15           # active-queue entries (default: one per SM)
+//! copy_engine = "fcfs"            # fcfs | priority: the order copies wait in
 //!
 //! [host]                          # optional: overrides of the GPU file's [host]
 //! launch_latency_us = 5.0         # also pcie_gbps, copy_latency_us, copy_engines
@@ -48,6 +49,7 @@
 //! block = [128]
 //! args = [{ buffer = "x" }, { buffer = "y", offset = 16 }, { f32 = 2.0 }, { u32 = 500 }]
 //! stream = 0                      # streams run in order; different streams overlap
+//! # { loop_index = "s32" }: the iteration (from 0) of the innermost enclosing repeat
 //!
 //! [[process.command]]
 //! repeat = 10                     # the body, 10 times
@@ -58,6 +60,11 @@
 //! [[process.command]]
 //! repeat_until_zero = { buffer = "changed", index = 0 }  # BFS's host loop: the body, then
 //! max_iterations = 10000                                 # a 1-element device→host copy
+//!
+//! [[process.command]]
+//! set = "changed"                 # host-side: write elements of a buffer's host copy
+//! index = 0                       # from this element (then `copy` it to the device)
+//! values = [0]
 //!
 //! [[process.command]]
 //! sync = true                     # wait for every stream (or sync_stream = 1)
@@ -119,6 +126,21 @@ pub struct SchedulerSection {
     #[serde(default)]
     pub intra_sm_sharing: bool,
     pub active_kernels: Option<u32>,
+    /// How the copy engines pick the next copy.
+    #[serde(default)]
+    pub copy_engine: CopyPolicy,
+}
+
+/// How the copy engines order waiting copies.
+#[derive(Clone, Copy, Debug, Default, Deserialize, serde::Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum CopyPolicy {
+    /// First come, first served (papers/tanasic-thesis §5.3.1).
+    #[default]
+    Fcfs,
+    /// The waiting copy of the highest-priority process first, then first come (the thesis
+    /// runs its priority experiments with this, §5.3.2).
+    Priority,
 }
 
 /// Fields of the GPU file's `[host]` a scenario may change.
@@ -232,6 +254,18 @@ pub struct ArgSpec {
     pub s64: Option<i64>,
     pub f32: Option<f32>,
     pub f64: Option<f64>,
+    /// The iteration (from 0) of the innermost enclosing repeat, as this type.
+    pub loop_index: Option<IndexType>,
+}
+
+/// The integer type of a `loop_index` argument.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum IndexType {
+    U32,
+    S32,
+    U64,
+    S64,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -242,12 +276,18 @@ pub struct WordRef {
     pub index: u64,
 }
 
-/// One command: exactly one of `copy`, `launch`, `repeat`, `repeat_until_zero`, `sync`,
-/// `sync_stream`.
+/// One command: exactly one of `copy`, `set`, `launch`, `repeat`, `repeat_until_zero`,
+/// `sync`, `sync_stream`.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CommandSpec {
     pub copy: Option<Spanned<String>>,
+    /// Host-side writes of `values` into a buffer's host copy, from element `index`.
+    pub set: Option<Spanned<String>>,
+    #[serde(default)]
+    pub index: u64,
+    #[serde(default)]
+    pub values: Vec<f64>,
     #[serde(default)]
     pub direction: Direction,
     /// Bytes into the buffer, and how many (default: the rest of it).
@@ -318,6 +358,7 @@ pub struct Scenario {
     pub gpu: Option<String>,
     pub framework: FrameworkConfig,
     pub policy: PolicyKind,
+    pub copy_policy: CopyPolicy,
     pub host: HostOverrides,
     pub max_cycles: Option<u64>,
     pub processes: Vec<Process>,
@@ -401,6 +442,12 @@ pub enum CmdKind {
         stream: u32,
         blocking: bool,
     },
+    /// Writes encoded values into a buffer's host copy at a byte offset.
+    Set {
+        buffer: usize,
+        offset: u64,
+        bytes: Vec<u8>,
+    },
     Launch {
         kernel: String,
         grid: [u32; 3],
@@ -435,6 +482,7 @@ pub enum Arg {
     S64(i64),
     F32(f32),
     F64(f64),
+    LoopIndex(IndexType),
 }
 
 #[derive(Clone, Debug)]
@@ -606,6 +654,7 @@ impl Cx<'_> {
                 active_kernels: raw.scheduler.active_kernels,
             },
             policy: raw.scheduler.policy,
+            copy_policy: raw.scheduler.copy_engine,
             host: raw.host,
             max_cycles: raw.limits.max_cycles,
             processes,
@@ -703,6 +752,7 @@ impl Cx<'_> {
             buffers: &buffers,
             kernels: &kernels,
             ptx_file: ptx.get_ref(),
+            loops: 0,
         };
         let commands = self.command_list(&p.commands, &format!("{field}.command"), &names)?;
         let mut checks = Vec::new();
@@ -878,6 +928,7 @@ impl Cx<'_> {
     fn command(&self, c: &CommandSpec, f: &str, names: &Names) -> Result<Cmd, ScenarioError> {
         let kinds = [
             c.copy.is_some(),
+            c.set.is_some(),
             c.launch.is_some(),
             c.repeat.is_some(),
             c.repeat_until_zero.is_some(),
@@ -887,6 +938,7 @@ impl Cx<'_> {
         let span = c
             .copy
             .as_ref()
+            .or(c.set.as_ref())
             .map(|s| s.span())
             .or_else(|| c.launch.as_ref().map(|s| s.span()))
             .or_else(|| c.repeat_until_zero.as_ref().map(|w| w.buffer.span()));
@@ -894,7 +946,7 @@ impl Cx<'_> {
             return self.err(
                 span,
                 f,
-                "needs exactly one of copy, launch, repeat, repeat_until_zero, sync, sync_stream"
+                "needs exactly one of copy, set, launch, repeat, repeat_until_zero, sync, sync_stream"
                     .into(),
             );
         }
@@ -937,6 +989,31 @@ impl Cx<'_> {
                 stream: c.stream,
                 blocking: c.blocking,
             }
+        } else if let Some(b) = &c.set {
+            let buffer = names.buffer(self, b, &format!("{f}.set"))?;
+            let buf = &names.buffers[buffer];
+            let elems = (buf.init.len() / buf.ty.size()) as u64;
+            if c.values.is_empty() || c.index.saturating_add(c.values.len() as u64) > elems {
+                return self.err(
+                    Some(b.span()),
+                    &format!("{f}.values"),
+                    format!(
+                        "{} values from element {} do not fit buffer `{}` of {elems} elements",
+                        c.values.len(),
+                        c.index,
+                        b.get_ref()
+                    ),
+                );
+            }
+            let mut bytes = Vec::new();
+            for &v in &c.values {
+                buf.ty.encode(v, &mut bytes);
+            }
+            CmdKind::Set {
+                buffer,
+                offset: c.index * buf.ty.size() as u64,
+                bytes,
+            }
         } else if let Some(k) = &c.launch {
             if !names.kernels.contains(k.get_ref()) {
                 return self.err(
@@ -964,7 +1041,15 @@ impl Cx<'_> {
             };
             let mut args = Vec::new();
             for (j, a) in c.args.iter().enumerate() {
-                args.push(self.arg(a, &format!("{f}.args[{j}]"), k, names)?);
+                let arg = self.arg(a, &format!("{f}.args[{j}]"), k, names)?;
+                if matches!(arg, Arg::LoopIndex(_)) && names.loops == 0 {
+                    return self.err(
+                        Some(k.span()),
+                        &format!("{f}.args[{j}].loop_index"),
+                        "not inside a repeat or repeat_until_zero".into(),
+                    );
+                }
+                args.push(arg);
             }
             CmdKind::Launch {
                 kernel: k.get_ref().clone(),
@@ -978,7 +1063,7 @@ impl Cx<'_> {
             CmdKind::Repeat {
                 times,
                 body: self
-                    .command_list(&c.body, &format!("{f}.body"), names)?
+                    .command_list(&c.body, &format!("{f}.body"), &names.inner())?
                     .into(),
             }
         } else if let Some(w) = &c.repeat_until_zero {
@@ -1007,7 +1092,7 @@ impl Cx<'_> {
                 width,
                 max_iterations,
                 body: self
-                    .command_list(&c.body, &format!("{f}.body"), names)?
+                    .command_list(&c.body, &format!("{f}.body"), &names.inner())?
                     .into(),
             }
         } else if let Some(s) = c.sync_stream {
@@ -1040,12 +1125,13 @@ impl Cx<'_> {
             a.s64.is_some(),
             a.f32.is_some(),
             a.f64.is_some(),
+            a.loop_index.is_some(),
         ];
         if set.iter().filter(|x| **x).count() != 1 {
             return self.err(
                 Some(k.span()),
                 f,
-                "needs exactly one of buffer, u32, s32, u64, s64, f32, f64".into(),
+                "needs exactly one of buffer, u32, s32, u64, s64, f32, f64, loop_index".into(),
             );
         }
         Ok(if let Some(b) = &a.buffer {
@@ -1072,6 +1158,8 @@ impl Cx<'_> {
             Arg::S64(v)
         } else if let Some(v) = a.f32 {
             Arg::F32(v)
+        } else if let Some(t) = a.loop_index {
+            Arg::LoopIndex(t)
         } else {
             Arg::F64(a.f64.expect("exactly one is set"))
         })
@@ -1083,9 +1171,19 @@ struct Names<'a> {
     buffers: &'a [Buffer],
     kernels: &'a [String],
     ptx_file: &'a str,
+    /// Loops around the list.
+    loops: u32,
 }
 
-impl Names<'_> {
+impl<'a> Names<'a> {
+    /// The names inside one more loop.
+    fn inner(&self) -> Names<'a> {
+        Names {
+            loops: self.loops + 1,
+            ..*self
+        }
+    }
+
     fn buffer(&self, cx: &Cx, name: &Spanned<String>, field: &str) -> Result<usize, ScenarioError> {
         match self.buffers.iter().position(|b| b.name == *name.get_ref()) {
             Some(i) => Ok(i),

@@ -9,7 +9,8 @@
 //! processes, overlap.
 //!
 //! **Copies** cross the host link through the copy engines (papers/tanasic-thesis §5.3.1):
-//! one queue, first come first served, each engine taking the next copy when free; a copy
+//! one queue, first come first served (or highest priority first, [`CopyPolicy`]), each
+//! engine taking the next copy when free; a copy
 //! of `n` bytes takes `copy_latency + n / bandwidth`. Its data moves when it completes
 //! (a host→device copy writes device memory then; a device→host copy reads it then).
 //!
@@ -33,7 +34,7 @@ use gpu::{DeviceLimits, GpuError, LoadError, LoadedModule};
 use sched::{Command, ContextId, Framework, FrameworkConfig, PolicyKind, Record};
 
 use crate::program::{Commands, HostProgram, Reply, Request, SuiteHost, Verdict};
-use crate::scenario::{Process, Program};
+use crate::scenario::{CopyPolicy, Process, Program};
 
 /// Femtoseconds per microsecond.
 pub const FS_PER_US: u64 = 1_000_000_000;
@@ -74,6 +75,7 @@ pub struct Setup {
     pub host: HostSpec,
     pub framework: FrameworkConfig,
     pub policy: PolicyKind,
+    pub copy_policy: CopyPolicy,
     /// Core cycles the whole run may take.
     pub max_cycles: u64,
 }
@@ -360,9 +362,12 @@ impl System {
                         .procs
                         .iter()
                         .filter(|p| p.wait != Wait::Done)
-                        .map(|p| p.name.as_str())
+                        .map(|p| match p.program.position() {
+                            Some(at) => format!("`{}` at {at}", p.name),
+                            None => format!("`{}`", p.name),
+                        })
                         .collect::<Vec<_>>()
-                        .join(", "),
+                        .join("; "),
                 });
             }
             if self.deliver.is_empty() && self.framework.is_idle() && self.machine.is_idle() {
@@ -616,6 +621,13 @@ impl System {
             .launch_ctx(&limits, k, grid, block, dynamic_smem, args, grid_id)
             .map_err(fail)?;
         let timed = module.timed_kernel(k, timing);
+        if let Err(e) = self.machine.occupancy(&launch, &timed) {
+            return Err(RunError::Launch {
+                process: proc.name.clone(),
+                at: at.to_string(),
+                error: Box::new(e.into()),
+            });
+        }
         Ok(Command {
             context: ContextId(p as u32),
             priority: proc.priority,
@@ -689,7 +701,18 @@ impl System {
             if self.engines[e].is_some() {
                 continue;
             }
-            let Some(id) = self.copy_queue.pop_front() else {
+            let pick = match self.setup.copy_policy {
+                CopyPolicy::Fcfs => 0,
+                CopyPolicy::Priority => {
+                    let prio = |&op: &usize| self.procs[self.ops[op].process].priority;
+                    let best = self.copy_queue.iter().map(prio).max();
+                    self.copy_queue
+                        .iter()
+                        .position(|op| Some(prio(op)) == best)
+                        .unwrap_or(0)
+                }
+            };
+            let Some(id) = self.copy_queue.remove(pick) else {
                 return;
             };
             let OpKind::Copy { len, .. } = self.ops[id].kind else {

@@ -27,6 +27,7 @@ fn setup(s: &workload::Scenario) -> Setup {
         timing: TimedGpu::new(gpu),
         framework: s.framework.clone(),
         policy: s.policy,
+        copy_policy: s.copy_policy,
         max_cycles: s.max_cycles.unwrap_or(1 << 30),
     }
 }
@@ -116,4 +117,165 @@ fn suite_and_command_processes_share_the_gpu_and_verify() {
         r.copies.len(),
         r.cycles
     );
+}
+
+fn run(text: &str) -> workload::RunRecord {
+    let s = parse("t.toml", text, &Mem).unwrap_or_else(|e| panic!("{e}"));
+    System::new(setup(&s), &s.processes)
+        .unwrap()
+        .run(&mut |_| {})
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn turnaround(r: &workload::RunRecord, name: &str) -> u64 {
+    let p = r.processes.iter().find(|p| p.name == name).unwrap();
+    p.finished_fs.unwrap() - p.arrival_fs
+}
+
+/// Four suite programs arriving 10 µs apart, under `policy`, sharing SMs or not, the last
+/// one (`bfs`) with priority `prio`.
+fn four(policy: &str, sharing: bool, prio: i32, copy_engine: &str) -> String {
+    format!(
+        r#"
+[scheduler]
+policy = "{policy}"
+intra_sm_sharing = {sharing}
+copy_engine = "{copy_engine}"
+
+[[process]]
+name = "srad"
+suite = "srad"
+
+[[process]]
+name = "pathfinder"
+suite = "pathfinder"
+arrival_us = 10.0
+
+[[process]]
+name = "hotspot"
+suite = "hotspot"
+arrival_us = 20.0
+
+[[process]]
+name = "bfs"
+suite = "bfs"
+arrival_us = 30.0
+priority = {prio}
+"#
+    )
+}
+
+/// Per SM, the most kernels it held TBs of at once.
+fn most_kernels_on_an_sm(r: &workload::RunRecord) -> usize {
+    use sched::Record;
+    use std::collections::BTreeMap;
+    let mut resident: BTreeMap<u32, BTreeMap<u32, i64>> = BTreeMap::new();
+    let mut most = 0;
+    for rec in &r.records {
+        let (sm, l, d) = match *rec {
+            Record::TbDispatched { sm, tb, .. } | Record::TbRestored { sm, tb, .. } => {
+                (sm.0, tb.launch.0, 1)
+            }
+            Record::TbFinished { sm, tb, .. } | Record::TbEvicted { sm, tb, .. } => {
+                (sm.0, tb.launch.0, -1)
+            }
+            _ => continue,
+        };
+        let m = resident.entry(sm).or_default();
+        *m.entry(l).or_default() += d;
+        m.retain(|_, n| *n > 0);
+        most = most.max(m.len());
+    }
+    most
+}
+
+#[test]
+fn two_and_four_processes_verify_under_fcfs_and_npq_on_disjoint_and_shared_sms() {
+    let two = r#"
+[[process]]
+name = "scan"
+suite = "scan"
+[[process]]
+name = "reduce"
+suite = "reduce"
+arrival_us = 1.0
+"#;
+    let r = run(two);
+    assert!(r
+        .processes
+        .iter()
+        .all(|p| p.verdict.as_ref().unwrap().verified));
+    for policy in ["fcfs", "npq"] {
+        for sharing in [false, true] {
+            let r = run(&four(policy, sharing, 1, "fcfs"));
+            for p in &r.processes {
+                let v = p.verdict.as_ref().unwrap();
+                assert!(
+                    v.verified,
+                    "{policy} sharing={sharing} {}: {}",
+                    p.name, v.detail
+                );
+            }
+            let most = most_kernels_on_an_sm(&r);
+            if sharing {
+                assert!(most >= 2, "{policy}: no SM held two kernels at once");
+            } else {
+                assert_eq!(most, 1, "{policy}: an SM held two kernels at once");
+            }
+        }
+    }
+}
+
+#[test]
+fn npq_favours_the_high_priority_process() {
+    // Under FCFS the last arrival waits behind the others' kernels and copies; with NPQ (and
+    // the copy engine by priority, as in papers/tanasic-thesis §5.3.2) it goes first.
+    let fcfs = run(&four("fcfs", false, 10, "fcfs"));
+    let npq = run(&four("npq", false, 10, "priority"));
+    let (f, n) = (turnaround(&fcfs, "bfs"), turnaround(&npq, "bfs"));
+    eprintln!("bfs turnaround: fcfs {f} fs, npq {n} fs");
+    assert!(n * 100 < f * 95, "npq {n} is not 5% below fcfs {f}");
+    // The others pay for it: the mix's total turnaround does not drop by as much.
+    let others = |r: &workload::RunRecord| -> u64 {
+        ["srad", "pathfinder", "hotspot"]
+            .iter()
+            .map(|p| turnaround(r, p))
+            .sum()
+    };
+    assert!(others(&npq) > others(&fcfs));
+}
+
+#[test]
+fn the_timeline_of_four_processes_is_a_valid_trace() {
+    let r = run(&four("fcfs", true, 0, "fcfs"));
+    let t = workload::trace::chrome_trace(&r);
+    workload::trace::validate(&t).unwrap();
+    let events = t["traceEvents"].as_array().unwrap();
+    let slices = |pid: u64| {
+        events
+            .iter()
+            .filter(|e| e["ph"] == "X" && e["pid"].as_u64() == Some(pid))
+            .count()
+    };
+    assert!(slices(0) >= 15, "SM tracks");
+    assert!(slices(1) > 0, "copy engine track");
+    for p in 0..4 {
+        assert!(slices(2 + p) > 0, "process {p}'s streams");
+    }
+    // The validator has teeth: an overlap on one track, a missing field.
+    let mut bad = t.clone();
+    let evs = bad["traceEvents"].as_array_mut().unwrap();
+    let i = evs
+        .iter()
+        .position(|e| e["ph"] == "X" && e["pid"] == 0)
+        .unwrap();
+    let mut twin = evs[i].clone();
+    twin["ts"] = serde_json::json!(evs[i]["ts"].as_f64().unwrap() + 1e-3);
+    evs.insert(i + 1, twin);
+    assert!(workload::trace::validate(&bad)
+        .unwrap_err()
+        .contains("before the previous"));
+    let mut bad = t.clone();
+    bad["traceEvents"][0].as_object_mut().unwrap().remove("pid");
+    assert!(workload::trace::validate(&bad).unwrap_err().contains("pid"));
 }

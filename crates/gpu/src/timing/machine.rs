@@ -275,19 +275,7 @@ impl Machine {
         mut ctx: LaunchCtx,
         timed: &TimedKernel,
     ) -> Result<LaunchId, TimingError> {
-        let res = &self.gpu.sm.resources;
-        let regs = self.opts.regs_per_thread.unwrap_or(timed.regs_per_thread);
-        let demand = TbDemand::for_kernel(res, ctx.threads_per_tb(), regs, ctx.smem_size);
-        let occupancy = Occupancy::of(res, &demand);
-        if occupancy.tbs_per_sm == 0 {
-            return Err(TimingError::DoesNotFit {
-                kernel: ctx.kernel.name.clone(),
-                gpu: self.gpu.name.clone(),
-                threads: ctx.threads_per_tb(),
-                regs_per_thread: regs,
-                smem: ctx.smem_size,
-            });
-        }
+        let (demand, occupancy, regs) = self.occupancy(&ctx, timed)?;
         ctx.kernel = timed.kernel.clone();
         ctx.num_sms = self.gpu.sm.count;
         let id = LaunchId(self.launches.len() as u32);
@@ -303,6 +291,29 @@ impl Machine {
         self.launches.push(launch);
         self.active.push(id);
         Ok(id)
+    }
+
+    /// What one TB of `ctx` (timed as `timed`) takes, how many fit on an SM, and the
+    /// registers per thread assumed; an error when not even one fits on an empty SM.
+    pub fn occupancy(
+        &self,
+        ctx: &LaunchCtx,
+        timed: &TimedKernel,
+    ) -> Result<(TbDemand, Occupancy, u32), TimingError> {
+        let res = &self.gpu.sm.resources;
+        let regs = self.opts.regs_per_thread.unwrap_or(timed.regs_per_thread);
+        let demand = TbDemand::for_kernel(res, ctx.threads_per_tb(), regs, ctx.smem_size);
+        let occupancy = Occupancy::of(res, &demand);
+        if occupancy.tbs_per_sm == 0 {
+            return Err(TimingError::DoesNotFit {
+                kernel: ctx.kernel.name.clone(),
+                gpu: self.gpu.name.clone(),
+                threads: ctx.threads_per_tb(),
+                regs_per_thread: regs,
+                smem: ctx.smem_size,
+            });
+        }
+        Ok((demand, occupancy, regs))
     }
 
     /// Whether one more TB of `launch` fits on `sm` now.

@@ -1,0 +1,187 @@
+//! `switchyard scenario`: several processes sharing one timed GPU, from a scenario file:
+//! per process and kernel the moments of arrival, start and end, the multiprogram metrics
+//! against each process run alone, verification, and optional JSON, CSV and a timeline.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use gpu::timing::TimedGpu;
+use indicatif::{ProgressBar, ProgressStyle};
+use sched::PolicyKind;
+use switchyard::output::write_atomic;
+use workload::system::RunProgress;
+use workload::{Disk, Report, Setup};
+
+use super::{Outcome, PolicyArg, ScenarioArgs, Switch};
+use crate::cmd_run::load_gpu;
+
+/// Core cycles a scenario may run by default (about 6 s of simulated time at 700 MHz).
+pub(crate) const DEFAULT_MAX_CYCLES: u64 = 1 << 32;
+
+pub(crate) fn scenario(args: ScenarioArgs) -> Outcome {
+    let file = args.file.display().to_string();
+    let text = std::fs::read_to_string(&args.file).map_err(|e| format!("{file}: {e}"))?;
+    let mut s = workload::parse(&file, &text, &Disk).map_err(|e| e.to_string())?;
+    if let Some(p) = args.policy {
+        s.policy = match p {
+            PolicyArg::Fcfs => PolicyKind::Fcfs,
+            PolicyArg::Npq => PolicyKind::Npq,
+        };
+    }
+    if let Some(on) = args.sharing {
+        s.framework.intra_sm_sharing = on == Switch::On;
+    }
+    let gpu_name = args
+        .gpu
+        .clone()
+        .or_else(|| s.gpu.clone())
+        .unwrap_or_else(|| "gtx480".to_string());
+    let gpu = load_gpu(&gpu_name, None)?;
+    let setup = Setup {
+        host: s.host_spec(&gpu.host),
+        timing: TimedGpu::new(gpu),
+        framework: s.framework.clone(),
+        policy: s.policy,
+        copy_policy: s.copy_policy,
+        max_cycles: args
+            .max_cycles
+            .or(s.max_cycles)
+            .unwrap_or(DEFAULT_MAX_CYCLES),
+    };
+    let start = Instant::now();
+    let mut bar = Bar::new();
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let result = workload::run(&s, &setup, !args.no_alone, threads, &mut |p| bar.update(p));
+    bar.finish();
+    let (report, record) = result.map_err(|e| e.to_string())?;
+    let elapsed = start.elapsed();
+
+    // Every output is written only now, whole: a failure above leaves earlier files as
+    // they were.
+    if let Some(path) = &args.trace {
+        let trace = workload::trace::chrome_trace(&record);
+        let text = serde_json::to_string(&trace).expect("serializable");
+        write_atomic(path, text.as_bytes())?;
+    }
+    if let Some(dir) = &args.csv {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        write_atomic(
+            &dir.join("processes.csv"),
+            report.processes_csv().as_bytes(),
+        )?;
+        write_atomic(&dir.join("kernels.csv"), report.kernels_csv().as_bytes())?;
+        write_atomic(&dir.join("copies.csv"), report.copies_csv().as_bytes())?;
+    }
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).expect("serializable")
+        );
+    } else {
+        print_report(&report, elapsed, args.trace.as_deref(), args.csv.as_deref());
+    }
+    Ok(report.all_verified)
+}
+
+fn print_report(r: &Report, elapsed: Duration, trace: Option<&Path>, csv: Option<&Path>) {
+    println!("scenario {}", r.scenario);
+    if !r.description.is_empty() {
+        println!("  {}", r.description);
+    }
+    println!(
+        "gpu {}, policy {}, intra-SM sharing {}; {} cycles ({:.1} µs simulated), {} warp instructions, {:.2} s",
+        r.gpu,
+        r.policy,
+        if r.intra_sm_sharing { "on" } else { "off" },
+        r.cycles,
+        r.simulated_us,
+        r.warp_instructions,
+        elapsed.as_secs_f64()
+    );
+    println!(
+        "{:<16} {:>4} {:>10} {:>10} {:>10} {:>12} {:>10} {:>6} {:>7} {:>6}  result",
+        "process",
+        "prio",
+        "arrival µs",
+        "start µs",
+        "end µs",
+        "turnaround",
+        "alone µs",
+        "NTT",
+        "kernels",
+        "copies"
+    );
+    let opt = |x: Option<f64>, p: usize| x.map_or("-".to_string(), |v| format!("{v:.p$}"));
+    for p in &r.processes {
+        println!(
+            "{:<16} {:>4} {:>10.1} {:>10} {:>10.1} {:>12.1} {:>10} {:>6} {:>7} {:>6}  {} ({})",
+            p.name,
+            p.priority,
+            p.arrival_us,
+            opt(p.start_us, 1),
+            p.end_us,
+            p.turnaround_us,
+            opt(p.alone_us, 1),
+            opt(p.ntt, 2),
+            p.kernels,
+            p.copies,
+            if p.verified { "PASS" } else { "FAIL" },
+            p.detail
+        );
+    }
+    if let Some(m) = r.metrics {
+        println!(
+            "ANTT {:.3}  STP {:.3}  fairness {:.3}  (against each process alone)",
+            m.antt, m.stp, m.fairness
+        );
+    }
+    if let Some(t) = trace {
+        println!("timeline: {} (Perfetto, chrome://tracing)", t.display());
+    }
+    if let Some(d) = csv {
+        println!("CSV: {}/{{processes,kernels,copies}}.csv", d.display());
+    }
+}
+
+/// A progress bar that appears once a run has taken a second.
+struct Bar {
+    start: Instant,
+    bar: Option<ProgressBar>,
+}
+
+impl Bar {
+    fn new() -> Bar {
+        Bar {
+            start: Instant::now(),
+            bar: None,
+        }
+    }
+
+    fn update(&mut self, p: RunProgress) {
+        if self.bar.is_none() && self.start.elapsed() >= Duration::from_secs(1) {
+            let bar = ProgressBar::new(p.processes as u64);
+            bar.set_style(
+                ProgressStyle::with_template(
+                    "scenario [{bar:30}] {pos}/{len} processes done, {msg} ({elapsed})",
+                )
+                .expect("valid template")
+                .progress_chars("=> "),
+            );
+            self.bar = Some(bar);
+        }
+        if let Some(bar) = &self.bar {
+            bar.set_position(p.processes_done as u64);
+            bar.set_message(format!(
+                "{} kernels, {:.2} Mcycles",
+                p.kernels_done,
+                p.cycle as f64 / 1e6
+            ));
+        }
+    }
+
+    fn finish(self) {
+        if let Some(bar) = self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}

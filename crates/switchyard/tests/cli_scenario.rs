@@ -1,0 +1,151 @@
+//! `switchyard scenario` end to end: a report with times, metrics and verification; JSON,
+//! CSV and a timeline that validates as a Chrome trace; a bad scenario is refused with its
+//! location and a non-zero exit, leaving the outputs of an earlier run as they were.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn switchyard(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_switchyard"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("the binary runs")
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!(
+        "switchyard-cli-scenario-{}-{name}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn a_scenario_reports_times_metrics_and_writes_its_outputs() {
+    let dir = scratch("ok");
+    let trace = dir.join("trace.json");
+    let csv = dir.join("csv");
+    let o = switchyard(&[
+        "scenario",
+        "scenarios/saxpy-streams.toml",
+        "--trace",
+        trace.to_str().unwrap(),
+        "--csv",
+        csv.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = text(&o);
+    for want in [
+        "pipelined",
+        "loop",
+        "PASS",
+        "ANTT",
+        "STP",
+        "fairness",
+        "NTT",
+    ] {
+        assert!(out.contains(want), "{want}: {out}");
+    }
+    let t: serde_json::Value = serde_json::from_slice(&std::fs::read(&trace).unwrap()).unwrap();
+    workload::trace::validate(&t).unwrap();
+    let kernels = std::fs::read_to_string(csv.join("kernels.csv")).unwrap();
+    assert_eq!(kernels.lines().count(), 1 + 4 + 3, "{kernels}");
+    assert!(kernels.starts_with("process,kernel,stream,launch,called_us,arrived_us"));
+    let copies = std::fs::read_to_string(csv.join("copies.csv")).unwrap();
+    assert!(copies.contains("pipelined,1,to_device,262144"), "{copies}");
+
+    // JSON: the same run, machine-readable, and deterministic.
+    let j = |extra: &[&str]| {
+        let mut args = vec!["scenario", "scenarios/saxpy-streams.toml", "--json"];
+        args.extend_from_slice(extra);
+        let o = switchyard(&args);
+        assert!(o.status.success(), "{}", text(&o));
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()
+    };
+    let a = j(&[]);
+    assert_eq!(a, j(&[]));
+    assert_eq!(a["processes"].as_array().unwrap().len(), 2);
+    assert!(a["metrics"]["stp"].as_f64().unwrap() > 1.0);
+    assert!(a["all_verified"].as_bool().unwrap());
+    // Overrides from the command line.
+    let b = j(&["--policy", "npq", "--sharing", "on", "--no-alone"]);
+    assert_eq!(b["policy"], "npq");
+    assert_eq!(b["intra_sm_sharing"], true);
+    assert!(b["metrics"].is_null());
+}
+
+#[test]
+fn a_bad_scenario_is_located_and_earlier_outputs_survive() {
+    let dir = scratch("bad");
+    let trace = dir.join("trace.json");
+    let o = switchyard(&[
+        "scenario",
+        "scenarios/suite/scan.toml",
+        "--no-alone",
+        "--trace",
+        trace.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let before = std::fs::read(&trace).unwrap();
+    let bad = dir.join("bad.toml");
+    std::fs::write(
+        &bad,
+        "description = \"x\"\n[[process]]\nname = \"a\"\nsuite = \"scna\"\n",
+    )
+    .unwrap();
+    let o = switchyard(&[
+        "scenario",
+        bad.to_str().unwrap(),
+        "--trace",
+        trace.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let e = text(&o);
+    assert!(
+        e.contains("bad.toml:4:9") && e.contains("process[0].suite") && e.contains("scna"),
+        "{e}"
+    );
+    assert!(!e.contains("panicked"));
+    assert_eq!(
+        std::fs::read(&trace).unwrap(),
+        before,
+        "the earlier trace is intact"
+    );
+    // A run that fails part-way (the cycle limit) leaves it intact too.
+    let o = switchyard(&[
+        "scenario",
+        "scenarios/suite/scan.toml",
+        "--max-cycles",
+        "1000",
+        "--trace",
+        trace.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        text(&o).contains("did not finish within 1000 core cycles"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(std::fs::read(&trace).unwrap(), before);
+    let leftovers: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n.to_string_lossy().contains("tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}

@@ -1,0 +1,315 @@
+//! What a scenario run reports: per process and per kernel the moments of arrival, start
+//! and end (microseconds of simulated time), and the multiprogram metrics of DESIGN.md §6
+//! against each process run alone (Eyerman & Eeckhout, as papers/tanasic-thesis §5.3.1 uses
+//! them).
+//!
+//! With `T_i^SP` the turnaround of process `i` alone and `T_i^MP` in the mix (both from its
+//! arrival to its end): `NTT_i = T_i^MP / T_i^SP`; `ANTT` is the mean of the NTTs; `STP =
+//! Σ T_i^SP / T_i^MP`; fairness is `min_{i,j} NP_i / NP_j` with `NP_i = T_i^SP / T_i^MP`
+//! (1 when every process slows down equally, towards 0 when one starves).
+
+use serde::Serialize;
+
+use crate::system::{RunRecord, FS_PER_US};
+
+fn us(fs: u64) -> f64 {
+    fs as f64 / FS_PER_US as f64
+}
+
+/// One process of a run.
+#[derive(Clone, Debug, Serialize)]
+pub struct ProcessReport {
+    pub name: String,
+    pub priority: i32,
+    pub arrival_us: f64,
+    /// When its first copy or kernel started on the GPU side.
+    pub start_us: Option<f64>,
+    pub end_us: f64,
+    /// `end - arrival`.
+    pub turnaround_us: f64,
+    /// The same process alone on the machine, and its normalised turnaround.
+    pub alone_us: Option<f64>,
+    pub ntt: Option<f64>,
+    pub kernels: usize,
+    pub copies: usize,
+    pub verified: bool,
+    pub detail: String,
+}
+
+/// One kernel launch of a run (µs).
+#[derive(Clone, Debug, Serialize)]
+pub struct KernelReport {
+    pub process: String,
+    pub kernel: String,
+    pub stream: u32,
+    /// The host's launch call.
+    pub called_us: f64,
+    /// Arrival at the GPU (its context's command buffer; papers/li-pep's "arrival at the
+    /// kernel management unit").
+    pub arrived_us: f64,
+    /// Entry into the active queue, first TB dispatched, end.
+    pub activated_us: f64,
+    pub started_us: f64,
+    pub finished_us: f64,
+    /// The machine's launch number (its statistics in the statistics file).
+    pub launch: u32,
+}
+
+/// One copy (µs).
+#[derive(Clone, Debug, Serialize)]
+pub struct CopyReport {
+    pub process: String,
+    pub stream: u32,
+    pub direction: &'static str,
+    pub bytes: u64,
+    pub engine: u32,
+    pub called_us: f64,
+    pub started_us: f64,
+    pub finished_us: f64,
+}
+
+/// The multiprogram metrics of a run.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Metrics {
+    pub antt: f64,
+    pub stp: f64,
+    pub fairness: f64,
+}
+
+impl Metrics {
+    /// The metrics of processes whose turnarounds were `alone[i]` and `together[i]`.
+    pub fn of(alone: &[f64], together: &[f64]) -> Metrics {
+        let n = alone.len().max(1) as f64;
+        let np: Vec<f64> = alone.iter().zip(together).map(|(a, t)| a / t).collect();
+        let antt = alone.iter().zip(together).map(|(a, t)| t / a).sum::<f64>() / n;
+        let stp = np.iter().sum();
+        let max = np.iter().copied().fold(f64::MIN, f64::max);
+        let min = np.iter().copied().fold(f64::MAX, f64::min);
+        Metrics {
+            antt,
+            stp,
+            fairness: if max > 0.0 { min / max } else { 0.0 },
+        }
+    }
+}
+
+/// A whole run.
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    pub scenario: String,
+    pub description: String,
+    pub gpu: String,
+    pub policy: String,
+    pub intra_sm_sharing: bool,
+    pub processes: Vec<ProcessReport>,
+    pub metrics: Option<Metrics>,
+    pub kernels: Vec<KernelReport>,
+    pub copies: Vec<CopyReport>,
+    /// Core cycles and simulated time of the whole run.
+    pub cycles: u64,
+    pub simulated_us: f64,
+    pub warp_instructions: u64,
+    pub all_verified: bool,
+}
+
+impl Report {
+    /// The report of run `r`; `alone` gives each process's turnaround alone (µs), when
+    /// measured.
+    pub fn new(
+        scenario: &crate::Scenario,
+        gpu: &str,
+        r: &RunRecord,
+        alone: Option<&[f64]>,
+    ) -> Report {
+        let mut processes: Vec<ProcessReport> = r
+            .processes
+            .iter()
+            .map(|p| {
+                let end = p.finished_fs.unwrap_or(0);
+                let starts = r
+                    .kernels
+                    .iter()
+                    .filter(|k| k.process == p.name)
+                    .filter_map(|k| k.started_fs)
+                    .chain(
+                        r.copies
+                            .iter()
+                            .filter(|c| c.process == p.name)
+                            .map(|c| c.started_fs),
+                    );
+                let v = p.verdict.clone().unwrap_or(crate::program::Verdict {
+                    verified: false,
+                    detail: "did not finish".into(),
+                });
+                ProcessReport {
+                    name: p.name.clone(),
+                    priority: p.priority,
+                    arrival_us: us(p.arrival_fs),
+                    start_us: starts.min().map(us),
+                    end_us: us(end),
+                    turnaround_us: us(end.saturating_sub(p.arrival_fs)),
+                    alone_us: None,
+                    ntt: None,
+                    kernels: r.kernels.iter().filter(|k| k.process == p.name).count(),
+                    copies: r.copies.iter().filter(|c| c.process == p.name).count(),
+                    verified: v.verified,
+                    detail: v.detail,
+                }
+            })
+            .collect();
+        let metrics = alone.map(|alone| {
+            let together: Vec<f64> = processes.iter().map(|p| p.turnaround_us).collect();
+            for (p, &a) in processes.iter_mut().zip(alone) {
+                p.alone_us = Some(a);
+                p.ntt = Some(p.turnaround_us / a);
+            }
+            Metrics::of(alone, &together)
+        });
+        let kernels = r
+            .kernels
+            .iter()
+            .map(|k| KernelReport {
+                process: k.process.clone(),
+                kernel: k.kernel.clone(),
+                stream: k.stream,
+                called_us: us(k.called_fs),
+                arrived_us: k.arrived_fs.map_or(0.0, us),
+                activated_us: k.activated_fs.map_or(0.0, us),
+                started_us: k.started_fs.map_or(0.0, us),
+                finished_us: k.finished_fs.map_or(0.0, us),
+                launch: k.launch.unwrap_or(0),
+            })
+            .collect();
+        let copies = r
+            .copies
+            .iter()
+            .map(|c| CopyReport {
+                process: c.process.clone(),
+                stream: c.stream,
+                direction: if c.to_device { "to_device" } else { "to_host" },
+                bytes: c.bytes,
+                engine: c.engine,
+                called_us: us(c.called_fs),
+                started_us: us(c.started_fs),
+                finished_us: us(c.finished_fs),
+            })
+            .collect();
+        Report {
+            scenario: scenario.file.clone(),
+            description: scenario.description.clone(),
+            gpu: gpu.to_string(),
+            policy: scenario.policy.name().to_string(),
+            intra_sm_sharing: scenario.framework.intra_sm_sharing,
+            all_verified: processes.iter().all(|p| p.verified),
+            processes,
+            metrics,
+            kernels,
+            copies,
+            cycles: r.cycles,
+            simulated_us: us(r.cycles * r.core_period_fs),
+            warp_instructions: r.warp_instructions,
+        }
+    }
+
+    /// The processes as CSV.
+    pub fn processes_csv(&self) -> String {
+        let mut s = String::from(
+            "process,priority,arrival_us,start_us,end_us,turnaround_us,alone_us,ntt,kernels,copies,verified\n",
+        );
+        let opt = |x: Option<f64>| x.map(|v| format!("{v:.3}")).unwrap_or_default();
+        for p in &self.processes {
+            s += &format!(
+                "{},{},{:.3},{},{:.3},{:.3},{},{},{},{},{}\n",
+                csv_field(&p.name),
+                p.priority,
+                p.arrival_us,
+                opt(p.start_us),
+                p.end_us,
+                p.turnaround_us,
+                opt(p.alone_us),
+                p.ntt.map(|v| format!("{v:.4}")).unwrap_or_default(),
+                p.kernels,
+                p.copies,
+                p.verified
+            );
+        }
+        s
+    }
+
+    /// The kernels as CSV.
+    pub fn kernels_csv(&self) -> String {
+        let mut s = String::from(
+            "process,kernel,stream,launch,called_us,arrived_us,activated_us,started_us,finished_us\n",
+        );
+        for k in &self.kernels {
+            s += &format!(
+                "{},{},{},{},{:.3},{:.3},{:.3},{:.3},{:.3}\n",
+                csv_field(&k.process),
+                csv_field(&k.kernel),
+                k.stream,
+                k.launch,
+                k.called_us,
+                k.arrived_us,
+                k.activated_us,
+                k.started_us,
+                k.finished_us
+            );
+        }
+        s
+    }
+
+    /// The copies as CSV.
+    pub fn copies_csv(&self) -> String {
+        let mut s = String::from(
+            "process,stream,direction,bytes,engine,called_us,started_us,finished_us\n",
+        );
+        for c in &self.copies {
+            s += &format!(
+                "{},{},{},{},{},{:.3},{:.3},{:.3}\n",
+                csv_field(&c.process),
+                c.stream,
+                c.direction,
+                c.bytes,
+                c.engine,
+                c.called_us,
+                c.started_us,
+                c.finished_us
+            );
+        }
+        s
+    }
+}
+
+/// A CSV field, quoted when it must be.
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metrics_follow_their_definitions() {
+        // Two processes: one twice as slow together, one three times.
+        let m = Metrics::of(&[10.0, 20.0], &[20.0, 60.0]);
+        assert_eq!(m.antt, (2.0 + 3.0) / 2.0);
+        assert!((m.stp - (0.5 + 1.0 / 3.0)).abs() < 1e-12);
+        assert!((m.fairness - (1.0 / 3.0) / 0.5).abs() < 1e-12);
+        // Equal slowdowns are perfectly fair; alone, STP is the process count.
+        let m = Metrics::of(&[5.0, 7.0, 9.0], &[10.0, 14.0, 18.0]);
+        assert_eq!((m.antt, m.fairness), (2.0, 1.0));
+        assert_eq!(Metrics::of(&[4.0, 4.0], &[4.0, 4.0]).stp, 2.0);
+    }
+
+    #[test]
+    fn csv_fields_are_quoted_when_needed() {
+        assert_eq!(csv_field("a,b"), "\"a,b\"");
+        assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
+        assert_eq!(csv_field("plain"), "plain");
+    }
+}

@@ -1,0 +1,255 @@
+//! The timeline of a run as a Chrome trace-event file (the JSON object format that Perfetto
+//! and `chrome://tracing` open), stamped in microseconds of simulated time.
+//!
+//! Tracks (`pid` / `tid`):
+//! * `GPU` (pid 0), one thread per SM: a slice for every interval in which the set of
+//!   kernels with TBs on the SM stays the same, named after them (`process:kernel`).
+//! * `copy engines` (pid 1), one thread per engine: a slice per copy.
+//! * one track per process (pid 2 + its index), one thread per stream: a slice per kernel
+//!   (from its arrival at the GPU to its end) and per copy (from the engine taking it to its
+//!   end), and an instant event at each launch call.
+//!
+//! Events of a track are written in time order and never overlap ([`validate`] checks
+//! that, with the format's required fields).
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Value};
+
+use crate::system::{RunRecord, FS_PER_US};
+use gpu::timing::{LaunchId, SmId};
+use sched::Record;
+
+const GPU: u64 = 0;
+const ENGINES: u64 = 1;
+const FIRST_PROCESS: u64 = 2;
+
+fn us(fs: u64) -> f64 {
+    fs as f64 / FS_PER_US as f64
+}
+
+/// A complete event (`ph: X`) of a track.
+struct Slice {
+    pid: u64,
+    tid: u64,
+    name: String,
+    ts: f64,
+    dur: f64,
+    args: Value,
+}
+
+/// The trace of run `r`.
+pub fn chrome_trace(r: &RunRecord) -> Value {
+    let mut meta = Vec::new();
+    let mut slices = Vec::new();
+    let mut instants = Vec::new();
+    let name = |pid: u64, n: &str| json!({"name": "process_name", "ph": "M", "pid": pid, "tid": 0, "args": {"name": n}});
+    let thread = |pid: u64, tid: u64, n: String| json!({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid, "args": {"name": n}});
+    meta.push(name(GPU, "GPU"));
+    for sm in 0..r.sm_count {
+        meta.push(thread(GPU, u64::from(sm), format!("SM {sm}")));
+    }
+    // Kernel names by machine launch.
+    let label = |l: LaunchId| -> String {
+        match r.kernels.iter().find(|k| k.launch == Some(l.0)) {
+            Some(k) => format!("{}:{}", k.process, k.kernel),
+            None => r
+                .launch_names
+                .get(l.0 as usize)
+                .cloned()
+                .unwrap_or_else(|| l.to_string()),
+        }
+    };
+    let cycle_us = |c: u64| us(c * r.core_period_fs);
+    // SM tracks: intervals of a constant set of resident kernels.
+    let mut resident: BTreeMap<SmId, (BTreeMap<LaunchId, u32>, u64)> = BTreeMap::new();
+    for rec in &r.records {
+        let (cycle, sm, launch, delta) = match *rec {
+            Record::TbDispatched { cycle, sm, tb } | Record::TbRestored { cycle, sm, tb } => {
+                (cycle, sm, tb.launch, 1i64)
+            }
+            Record::TbFinished { cycle, sm, tb } | Record::TbEvicted { cycle, sm, tb } => {
+                (cycle, sm, tb.launch, -1)
+            }
+            _ => continue,
+        };
+        let (set, since) = resident.entry(sm).or_insert((BTreeMap::new(), cycle));
+        let before: Vec<LaunchId> = set.keys().copied().collect();
+        let n = set.entry(launch).or_insert(0);
+        *n = (*n as i64 + delta) as u32;
+        if *n == 0 {
+            set.remove(&launch);
+        }
+        let after: Vec<LaunchId> = set.keys().copied().collect();
+        if before != after {
+            if !before.is_empty() && cycle > *since {
+                slices.push(sm_slice(sm, &before, *since, cycle, &label, &cycle_us));
+            }
+            *since = cycle;
+        }
+    }
+    for (sm, (set, since)) in resident {
+        if !set.is_empty() && r.cycles > since {
+            let open: Vec<LaunchId> = set.keys().copied().collect();
+            slices.push(sm_slice(sm, &open, since, r.cycles, &label, &cycle_us));
+        }
+    }
+    // Copy engines.
+    meta.push(name(ENGINES, "copy engines"));
+    let engines = r.copies.iter().map(|c| c.engine).max().map_or(0, |e| e + 1);
+    for e in 0..engines {
+        meta.push(thread(ENGINES, u64::from(e), format!("engine {e}")));
+    }
+    for c in &r.copies {
+        let dir = if c.to_device { "H2D" } else { "D2H" };
+        slices.push(Slice {
+            pid: ENGINES,
+            tid: u64::from(c.engine),
+            name: format!("{dir} {} B ({})", c.bytes, c.process),
+            ts: us(c.started_fs),
+            dur: us(c.finished_fs - c.started_fs),
+            args: json!({"process": c.process, "bytes": c.bytes, "called_us": us(c.called_fs)}),
+        });
+    }
+    // Processes and their streams.
+    for (i, p) in r.processes.iter().enumerate() {
+        let pid = FIRST_PROCESS + i as u64;
+        meta.push(name(pid, &p.name));
+        let mut streams: Vec<u32> = r
+            .kernels
+            .iter()
+            .filter(|k| k.process == p.name)
+            .map(|k| k.stream)
+            .chain(
+                r.copies
+                    .iter()
+                    .filter(|c| c.process == p.name)
+                    .map(|c| c.stream),
+            )
+            .collect();
+        streams.sort_unstable();
+        streams.dedup();
+        for s in streams {
+            meta.push(thread(pid, u64::from(s), format!("stream {s}")));
+        }
+        for k in r.kernels.iter().filter(|k| k.process == p.name) {
+            instants.push(json!({
+                "name": format!("launch {}", k.kernel), "ph": "i", "s": "t",
+                "ts": us(k.called_fs), "pid": pid, "tid": k.stream,
+            }));
+            if let (Some(a), Some(f)) = (k.arrived_fs, k.finished_fs) {
+                slices.push(Slice {
+                    pid,
+                    tid: u64::from(k.stream),
+                    name: k.kernel.clone(),
+                    ts: us(a),
+                    dur: us(f - a),
+                    args: json!({
+                        "called_us": us(k.called_fs),
+                        "activated_us": k.activated_fs.map(us),
+                        "started_us": k.started_fs.map(us),
+                        "launch": k.launch,
+                    }),
+                });
+            }
+        }
+        for c in r.copies.iter().filter(|c| c.process == p.name) {
+            let dir = if c.to_device { "H2D" } else { "D2H" };
+            slices.push(Slice {
+                pid,
+                tid: u64::from(c.stream),
+                name: format!("{dir} {} B", c.bytes),
+                ts: us(c.started_fs),
+                dur: us(c.finished_fs - c.started_fs),
+                args: json!({"engine": c.engine}),
+            });
+        }
+    }
+    slices.sort_by(|a, b| {
+        (a.pid, a.tid)
+            .cmp(&(b.pid, b.tid))
+            .then(a.ts.total_cmp(&b.ts))
+    });
+    let mut events = meta;
+    events.extend(slices.into_iter().map(|s| {
+        json!({"name": s.name, "ph": "X", "ts": s.ts, "dur": s.dur, "pid": s.pid, "tid": s.tid, "args": s.args})
+    }));
+    instants.sort_by(|a, b| {
+        a["ts"]
+            .as_f64()
+            .unwrap_or(0.0)
+            .total_cmp(&b["ts"].as_f64().unwrap_or(0.0))
+    });
+    events.extend(instants);
+    json!({"traceEvents": events, "displayTimeUnit": "ns"})
+}
+
+fn sm_slice(
+    sm: SmId,
+    kernels: &[LaunchId],
+    from: u64,
+    to: u64,
+    label: &dyn Fn(LaunchId) -> String,
+    cycle_us: &dyn Fn(u64) -> f64,
+) -> Slice {
+    Slice {
+        pid: GPU,
+        tid: u64::from(sm.0),
+        name: kernels
+            .iter()
+            .map(|&l| label(l))
+            .collect::<Vec<_>>()
+            .join(" + "),
+        ts: cycle_us(from),
+        dur: cycle_us(to) - cycle_us(from),
+        args: json!({"launches": kernels.iter().map(|l| l.0).collect::<Vec<_>>(), "from_cycle": from, "to_cycle": to}),
+    }
+}
+
+/// Checks a trace against the trace-event format as Perfetto reads it: a `traceEvents`
+/// array whose events have a string `name`, a known `ph`, integer `pid` and `tid`, numeric
+/// `ts` (and a non-negative `dur` for complete events, a scope for instant events, a name in
+/// `args` for metadata); and, per track, complete events in time order without overlap.
+pub fn validate(trace: &Value) -> Result<(), String> {
+    let events = trace["traceEvents"]
+        .as_array()
+        .ok_or("no traceEvents array")?;
+    let mut last: BTreeMap<(u64, u64), f64> = BTreeMap::new();
+    for (i, e) in events.iter().enumerate() {
+        let at = |what: &str| format!("event {i}: {what}: {e}");
+        e["name"].as_str().ok_or_else(|| at("no name"))?;
+        let pid = e["pid"].as_u64().ok_or_else(|| at("no integer pid"))?;
+        let tid = e["tid"].as_u64().ok_or_else(|| at("no integer tid"))?;
+        match e["ph"].as_str().ok_or_else(|| at("no ph"))? {
+            "M" => {
+                e["args"]["name"]
+                    .as_str()
+                    .ok_or_else(|| at("metadata without args.name"))?;
+            }
+            "X" => {
+                let ts = e["ts"].as_f64().ok_or_else(|| at("no ts"))?;
+                let dur = e["dur"].as_f64().ok_or_else(|| at("no dur"))?;
+                if !(ts.is_finite() && ts >= 0.0 && dur.is_finite() && dur >= 0.0) {
+                    return Err(at("negative or non-finite ts/dur"));
+                }
+                let end = last.entry((pid, tid)).or_insert(0.0);
+                // Microsecond floats: allow rounding in the last place.
+                if ts + 1e-9 < *end {
+                    return Err(at("starts before the previous event of its track ends"));
+                }
+                *end = ts + dur;
+            }
+            "i" => {
+                let ts = e["ts"].as_f64().ok_or_else(|| at("no ts"))?;
+                if !(ts.is_finite() && ts >= 0.0) {
+                    return Err(at("negative ts"));
+                }
+                if !matches!(e["s"].as_str(), Some("t" | "p" | "g")) {
+                    return Err(at("instant without a scope"));
+                }
+            }
+            other => return Err(at(&format!("unknown ph `{other}`"))),
+        }
+    }
+    Ok(())
+}

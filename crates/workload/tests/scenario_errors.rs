@@ -1,0 +1,234 @@
+//! Bad scenarios are refused with the file, line and column and the field, before anything
+//! runs (or, for what only running shows — a launch no SM can hold, a loop that never
+//! ends — with the command's position when it happens); and every scenario of the
+//! project's library is valid.
+
+use std::path::{Path, PathBuf};
+
+use gpu::config::GpuConfig;
+use gpu::timing::TimedGpu;
+use workload::{parse, Disk, Files, Setup, System};
+
+const SAXPY: &str = include_str!("../../../examples/saxpy/saxpy.ptx");
+const SCAN: &str = include_str!("../../../kernels/scan/scan.sm_70.ptx");
+
+struct Mem;
+
+impl Files for Mem {
+    fn read(&self, path: &Path) -> Result<Vec<u8>, String> {
+        match path.file_name().and_then(|f| f.to_str()) {
+            Some("saxpy.ptx") => Ok(SAXPY.as_bytes().to_vec()),
+            Some("scan.ptx") => Ok(SCAN.as_bytes().to_vec()),
+            _ => Err("No such file or directory".into()),
+        }
+    }
+}
+
+const GOOD: &str = r#"[[process]]
+name = "p"
+ptx = "saxpy.ptx"
+
+[[process.buffer]]
+name = "x"
+type = "f32"
+len = 16
+
+[[process.command]]
+copy = "x"
+
+[[process.command]]
+launch = "saxpy"
+grid = [1]
+block = [32]
+args = [{ buffer = "x" }, { buffer = "x" }, { f32 = 1.0 }, { u32 = 16 }]
+"#;
+
+fn error(text: &str) -> String {
+    parse("s.toml", text, &Mem).unwrap_err().to_string()
+}
+
+#[test]
+fn the_good_scenario_parses() {
+    let s = parse("s.toml", GOOD, &Mem).unwrap();
+    assert_eq!(s.processes.len(), 1);
+}
+
+#[test]
+fn names_that_do_not_exist_are_located() {
+    let e = error(&GOOD.replace("launch = \"saxpy\"", "launch = \"saxpz\""));
+    assert!(e.starts_with("s.toml:14:10:"), "{e}");
+    assert!(
+        e.contains("process[0].command[1].launch")
+            && e.contains("no kernel `saxpz`")
+            && e.contains("it has: saxpy"),
+        "{e}"
+    );
+    let e = error(&GOOD.replace("copy = \"x\"", "copy = \"y\""));
+    assert!(
+        e.starts_with("s.toml:11:8:")
+            && e.contains("process[0].command[0].copy")
+            && e.contains("no buffer `y`"),
+        "{e}"
+    );
+    let e = error(&GOOD.replace("{ buffer = \"x\" }, { f32", "{ buffer = \"w\" }, { f32"));
+    assert!(
+        e.contains("process[0].command[1].args[1].buffer") && e.contains("no buffer `w`"),
+        "{e}"
+    );
+    let e = error(&GOOD.replace("ptx = \"saxpy.ptx\"", "suite = \"bfz\""));
+    assert!(
+        e.starts_with("s.toml:3:9:")
+            && e.contains("process[0].suite")
+            && e.contains("no suite kernel `bfz`"),
+        "{e}"
+    );
+    let e = error(&GOOD.replace("saxpy.ptx", "missing.ptx"));
+    assert!(
+        e.contains("process[0].ptx") && e.contains("cannot read") && e.contains("missing.ptx"),
+        "{e}"
+    );
+}
+
+#[test]
+fn copies_that_do_not_fit_their_buffer_are_refused() {
+    let e = error(&GOOD.replace("copy = \"x\"", "copy = \"x\"\nbytes = 128"));
+    assert!(
+        e.starts_with("s.toml:11:8:")
+            && e.contains("process[0].command[0].bytes")
+            && e.contains("do not fit buffer `x` of 64 bytes"),
+        "{e}"
+    );
+    let e = error(&GOOD.replace("copy = \"x\"", "copy = \"x\"\noffset = 60\nbytes = 8"));
+    assert!(e.contains("do not fit"), "{e}");
+}
+
+#[test]
+fn malformed_files_and_unknown_fields_are_located() {
+    let e = error(&GOOD.replace("len = 16", "len = 16\nlenght = 3"));
+    assert!(e.starts_with("s.toml:9:1:") && e.contains("lenght"), "{e}");
+    let e = error(&GOOD.replace("grid = [1]", "grid = [1"));
+    assert!(e.starts_with("s.toml:"), "{e}");
+    let e = error(&GOOD.replace("type = \"f32\"", "type = \"f16\""));
+    assert!(e.contains("f16") && e.contains("f32"), "{e}");
+    let e = error(&GOOD.replace("copy = \"x\"", "copy = \"x\"\nsync = true"));
+    assert!(
+        e.contains("process[0].command[0]") && e.contains("exactly one of"),
+        "{e}"
+    );
+    let e = error("description = \"nothing\"\n");
+    assert!(e.contains("at least one [[process]]"), "{e}");
+}
+
+fn setup(s: &workload::Scenario, max_cycles: u64) -> Setup {
+    let gpu = GpuConfig::preset("gtx480").unwrap();
+    Setup {
+        host: s.host_spec(&gpu.host),
+        timing: TimedGpu::new(gpu),
+        framework: s.framework.clone(),
+        policy: s.policy,
+        copy_policy: s.copy_policy,
+        max_cycles,
+    }
+}
+
+fn run_error(text: &str, max_cycles: u64) -> String {
+    let s = parse("s.toml", text, &Mem).unwrap_or_else(|e| panic!("{e}"));
+    match System::new(setup(&s, max_cycles), &s.processes)
+        .unwrap()
+        .run(&mut |_| {})
+    {
+        Ok(_) => panic!("ran"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn a_launch_no_sm_can_hold_names_its_command() {
+    // 60 KB of dynamic shared memory per TB: within CUDA's limit, beyond the GTX480's 48 KB.
+    let text = r#"[[process]]
+name = "big"
+ptx = "scan.ptx"
+
+[[process.buffer]]
+name = "a"
+type = "u32"
+len = 256
+
+[[process.command]]
+launch = "scan_blocks"
+grid = [1]
+block = [256]
+dynamic_smem = 61440
+args = [{ buffer = "a" }, { buffer = "a" }, { buffer = "a" }, { u32 = 256 }]
+"#;
+    let e = run_error(text, 1 << 30);
+    assert!(
+        e.contains("process `big`")
+            && e.contains("s.toml:11:10")
+            && e.contains("process[0].command[0]")
+            && e.contains("does not fit on an SM of `gtx480`"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_loop_that_never_ends_stops_at_the_cycle_limit_naming_where() {
+    // The flag starts at 1 and nothing clears it.
+    let text = r#"[[process]]
+name = "spin"
+ptx = "saxpy.ptx"
+
+[[process.buffer]]
+name = "flag"
+type = "f32"
+len = 16
+init = "fill"
+value = 1.0
+
+[[process.command]]
+repeat_until_zero = { buffer = "flag", index = 0 }
+[[process.command.body]]
+launch = "saxpy"
+grid = [1]
+block = [32]
+args = [{ buffer = "flag" }, { buffer = "flag" }, { f32 = 0.0 }, { u32 = 0 }]
+"#;
+    let e = run_error(text, 300_000);
+    assert!(
+        e.contains("did not finish within 300000 core cycles")
+            && e.contains("`spin` at s.toml:15:10 (process[0].command[0].body[0])"),
+        "{e}"
+    );
+    let e = run_error(
+        &text.replace("repeat_until_zero", "max_iterations = 3\nrepeat_until_zero"),
+        1 << 30,
+    );
+    assert!(
+        e.contains("did not end within 3 iterations")
+            && e.contains("s.toml:14:")
+            && e.contains("process[0].command[0]"),
+        "{e}"
+    );
+}
+
+/// Every scenario under `scenarios/` (and its data files and PTX) is valid.
+#[test]
+fn the_scenario_library_parses() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
+    let mut files = Vec::new();
+    for sub in [dir.clone(), dir.join("suite")] {
+        for e in std::fs::read_dir(&sub).unwrap() {
+            let p = e.unwrap().path();
+            if p.extension().is_some_and(|x| x == "toml") {
+                files.push(p);
+            }
+        }
+    }
+    files.sort();
+    assert!(files.len() >= 12, "{files:?}");
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        let s = parse(&f.display().to_string(), &text, &Disk).unwrap_or_else(|e| panic!("{e}"));
+        assert!(!s.description.is_empty(), "{}: describe it", f.display());
+    }
+}
