@@ -33,63 +33,7 @@
 
 use serde::Deserialize;
 
-/// Element types of spec buffers.
-#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum ElemType {
-    U8,
-    U16,
-    U32,
-    U64,
-    S32,
-    S64,
-    F32,
-    F64,
-}
-
-impl ElemType {
-    pub fn size(self) -> usize {
-        match self {
-            ElemType::U8 => 1,
-            ElemType::U16 => 2,
-            ElemType::U32 | ElemType::S32 | ElemType::F32 => 4,
-            ElemType::U64 | ElemType::S64 | ElemType::F64 => 8,
-        }
-    }
-
-    pub fn is_float(self) -> bool {
-        matches!(self, ElemType::F32 | ElemType::F64)
-    }
-
-    /// Encodes a number as this type's little-endian bytes.
-    pub fn encode(self, v: f64, out: &mut Vec<u8>) {
-        match self {
-            ElemType::U8 => out.push(v as u8),
-            ElemType::U16 => out.extend((v as u16).to_le_bytes()),
-            ElemType::U32 => out.extend((v as u32).to_le_bytes()),
-            ElemType::U64 => out.extend((v as u64).to_le_bytes()),
-            ElemType::S32 => out.extend((v as i32).to_le_bytes()),
-            ElemType::S64 => out.extend((v as i64).to_le_bytes()),
-            ElemType::F32 => out.extend((v as f32).to_le_bytes()),
-            ElemType::F64 => out.extend(v.to_le_bytes()),
-        }
-    }
-
-    /// Decodes element `i` of a byte buffer.
-    pub fn decode(self, bytes: &[u8], i: usize) -> f64 {
-        let b = &bytes[i * self.size()..(i + 1) * self.size()];
-        let mut w = [0u8; 8];
-        w[..b.len()].copy_from_slice(b);
-        let u = u64::from_le_bytes(w);
-        match self {
-            ElemType::U8 | ElemType::U16 | ElemType::U32 | ElemType::U64 => u as f64,
-            ElemType::S32 => u as u32 as i32 as f64,
-            ElemType::S64 => u as i64 as f64,
-            ElemType::F32 => f32::from_bits(u as u32) as f64,
-            ElemType::F64 => f64::from_bits(u),
-        }
-    }
-}
+pub use workload::data::ElemType;
 
 /// How a buffer is initialised.
 #[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
@@ -262,28 +206,30 @@ impl Spec {
 }
 
 impl Buffer {
-    /// The initial bytes.
+    /// The initial bytes (random values: uniform in [0, 1) for floats, [0, 2^16) for
+    /// integers).
     pub fn initial_bytes(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(self.len * self.ty.size());
-        let mut rng = suite::Rng::new(self.seed ^ 0x9e37_79b9_7f4a_7c15);
-        for i in 0..self.len {
-            let v = match self.init {
-                Init::Zero => 0.0,
-                Init::Iota => i as f64,
-                Init::Fill => self.value,
-                Init::Values => self.values.get(i).copied().unwrap_or(0.0),
-                Init::Random => {
-                    let z = rng.next_u64();
-                    if self.ty.is_float() {
-                        (z >> 11) as f64 / (1u64 << 53) as f64
-                    } else {
-                        (z >> 48) as f64
-                    }
-                }
-            };
-            self.ty.encode(v, &mut out);
-        }
-        out
+        let init = match self.init {
+            Init::Zero => workload::data::Init::Zero,
+            Init::Iota => workload::data::Init::Iota,
+            Init::Random => workload::data::Init::Random,
+            Init::Fill => workload::data::Init::Fill,
+            Init::Values => workload::data::Init::Values,
+        };
+        let range = if self.ty.is_float() {
+            (0.0, 1.0)
+        } else {
+            (0.0, 65536.0)
+        };
+        workload::data::generate(
+            self.ty,
+            self.len,
+            init,
+            self.value,
+            &self.values,
+            range,
+            self.seed,
+        )
     }
 }
 
