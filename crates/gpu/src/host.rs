@@ -482,12 +482,8 @@ impl Gpu {
         args: &[KernelArg],
         progress: &mut dyn FnMut(Progress),
     ) -> Result<TimedStats, GpuError> {
-        if self.machine.is_none() {
-            return Err(GpuError::NotTimed);
-        }
-        let (ctx, kid) = self.prepare(module, kernel, (grid, block, dynamic_smem), args)?;
-        let timed = self.timed_kernel(module, kid);
-        let machine = self.machine.as_mut().expect("checked above");
+        let (ctx, timed) = self.prepare_timed(module, kernel, (grid, block, dynamic_smem), args)?;
+        let machine = self.machine.as_mut().expect("a timed device");
         Ok(run_launch(machine, ctx, &timed, progress)?)
     }
 
@@ -505,12 +501,8 @@ impl Gpu {
         args: &[KernelArg],
         make: impl FnOnce(LaunchId) -> C,
     ) -> Result<TimedStats, GpuError> {
-        if self.machine.is_none() {
-            return Err(GpuError::NotTimed);
-        }
-        let (ctx, kid) = self.prepare(module, kernel, (grid, block, dynamic_smem), args)?;
-        let timed = self.timed_kernel(module, kid);
-        let machine = self.machine.as_mut().expect("checked above");
+        let (ctx, timed) = self.prepare_timed(module, kernel, (grid, block, dynamic_smem), args)?;
+        let machine = self.machine.as_mut().expect("a timed device");
         let mut control = SubmitThen {
             pending: Some((ctx, timed)),
             make: Some(make),
@@ -521,10 +513,20 @@ impl Gpu {
         Ok(machine.run_until_finished(id, &mut control)?.clone())
     }
 
-    /// A kernel of a loaded module as the timed machine runs it (made once).
-    fn timed_kernel(&mut self, module: ModuleId, kid: KernelId) -> TimedKernel {
-        let timing = self.timing.as_ref().expect("a timed device");
-        self.modules[module.0].timed_kernel(kid, timing)
+    /// Checks a timed launch and builds its context and its kernel as the machine times it
+    /// (made once per kernel).
+    fn prepare_timed(
+        &mut self,
+        module: ModuleId,
+        kernel: &str,
+        shape: ([u32; 3], [u32; 3], u32),
+        args: &[KernelArg],
+    ) -> Result<(LaunchCtx, TimedKernel), GpuError> {
+        let Some(timing) = self.timing.clone() else {
+            return Err(GpuError::NotTimed);
+        };
+        let (ctx, kid) = self.prepare(module, kernel, shape, args)?;
+        Ok((ctx, self.modules[module.0].timed_kernel(kid, &timing)))
     }
 
     /// Checks a launch and builds its context.

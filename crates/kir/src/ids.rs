@@ -10,13 +10,16 @@ pub trait Id: Copy + Eq + Ord + fmt::Debug {
     fn index(self) -> usize;
 }
 
+/// Defines a typed id: a `u32` newtype implementing [`Id`] whose `Display` is `prefix`
+/// followed by the index. Attributes (docs, extra derives) pass through.
+#[macro_export]
 macro_rules! define_id {
-    ($(#[$doc:meta])* $name:ident, $prefix:literal) => {
-        $(#[$doc])*
+    ($(#[$attr:meta])* $name:ident, $prefix:literal) => {
+        $(#[$attr])*
         #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
         pub struct $name(pub u32);
 
-        impl Id for $name {
+        impl $crate::Id for $name {
             #[inline]
             fn new(index: usize) -> Self {
                 $name(index as u32)
@@ -27,8 +30,8 @@ macro_rules! define_id {
             }
         }
 
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        impl ::std::fmt::Display for $name {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
                 write!(f, concat!($prefix, "{}"), self.0)
             }
         }

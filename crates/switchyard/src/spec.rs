@@ -33,23 +33,7 @@
 
 use serde::Deserialize;
 
-pub use workload::data::ElemType;
-
-/// How a buffer is initialised.
-#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum Init {
-    #[default]
-    Zero,
-    /// 0, 1, 2, ...
-    Iota,
-    /// Uniform in [0, 1) for floats, [0, 2^16) for integers, from `seed`.
-    Random,
-    /// Every element `value`.
-    Fill,
-    /// The listed `values`, then zeros.
-    Values,
-}
+pub use workload::data::{ElemType, Init};
 
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -145,6 +129,12 @@ impl Spec {
                     "must be at least 1",
                 ));
             }
+            if b.init == Init::File {
+                return Err(invalid(
+                    &format!("buffer.{}.init", b.name),
+                    "inputs from files are read by scenarios (`switchyard scenario`, see scenarios/README.md); a launch spec takes zero, iota, random, fill or values",
+                ));
+            }
         }
         for (i, a) in self.args.iter().enumerate() {
             let set = [
@@ -209,13 +199,6 @@ impl Buffer {
     /// The initial bytes (random values: uniform in [0, 1) for floats, [0, 2^16) for
     /// integers).
     pub fn initial_bytes(&self) -> Vec<u8> {
-        let init = match self.init {
-            Init::Zero => workload::data::Init::Zero,
-            Init::Iota => workload::data::Init::Iota,
-            Init::Random => workload::data::Init::Random,
-            Init::Fill => workload::data::Init::Fill,
-            Init::Values => workload::data::Init::Values,
-        };
         let range = if self.ty.is_float() {
             (0.0, 1.0)
         } else {
@@ -224,7 +207,7 @@ impl Buffer {
         workload::data::generate(
             self.ty,
             self.len,
-            init,
+            self.init,
             self.value,
             &self.values,
             range,

@@ -3,55 +3,34 @@
 
 use std::fmt;
 
-use kir::Id;
 use serde::{Deserialize, Serialize};
 
-macro_rules! timing_id {
-    ($(#[$doc:meta])* $name:ident, $prefix:literal) => {
-        $(#[$doc])*
-        #[derive(
-            Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Serialize, Deserialize,
-        )]
-        #[serde(transparent)]
-        pub struct $name(pub u32);
-
-        impl Id for $name {
-            #[inline]
-            fn new(index: usize) -> Self {
-                $name(index as u32)
-            }
-            #[inline]
-            fn index(self) -> usize {
-                self.0 as usize
-            }
-        }
-
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                write!(f, concat!($prefix, "{}"), self.0)
-            }
-        }
-    };
-}
-
-timing_id!(
+kir::define_id!(
     /// A streaming multiprocessor of the machine.
+    #[derive(Serialize, Deserialize)]
+    #[serde(transparent)]
     SmId,
     "sm"
 );
-timing_id!(
+kir::define_id!(
     /// A launch submitted to a [`super::Machine`], numbered in submission order for the
     /// machine's whole life.
+    #[derive(Serialize, Deserialize)]
+    #[serde(transparent)]
     LaunchId,
     "launch"
 );
-timing_id!(
+kir::define_id!(
     /// A TB slot of one SM.
+    #[derive(Serialize, Deserialize)]
+    #[serde(transparent)]
     TbSlotId,
     "tbslot"
 );
-timing_id!(
+kir::define_id!(
     /// A warp slot of one SM (the warp's place in the register file and the schedulers).
+    #[derive(Serialize, Deserialize)]
+    #[serde(transparent)]
     WarpSlotId,
     "w"
 );
