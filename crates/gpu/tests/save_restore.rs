@@ -4,7 +4,9 @@
 //! divergent regions, and, for the persistent `mandel`, while its TBs hold work taken from
 //! its atomic queue), their contexts held for a while and installed again on a different SM;
 //! device memory must end bit-identical to the uninterrupted run. A second test shows the
-//! check has teeth: perturbing one captured register makes it fail.
+//! check has teeth: perturbing one captured register makes it fail. A third stops TBs of
+//! kernels with selective preemption points (papers/lin-lightweight §IV-A) at those points:
+//! every warp halts right after a `pp` or waiting at a `bar.pp`, and the kernels verify.
 
 mod timing_common;
 
@@ -30,6 +32,27 @@ struct Counts {
     diverged: u32,
     /// Stopped after it had started working, none of the above.
     running: u32,
+    /// Stopped at preemption points.
+    at_points: u32,
+}
+
+/// Whether a stopped warp waits at a preemption point: finished, just past a `pp`, waiting
+/// at a barrier (a `bar.pp`, or another one it reached first), or just past a barrier
+/// (every warp of the TB reached it, so it completed).
+fn at_point(kernel: &kir::Kernel, w: &gpu::timing::WarpContext) -> bool {
+    use gpu::barrier::WarpStatus;
+    use kir::inst::Op;
+    let ops = kernel.insts.as_slice();
+    match w.status {
+        WarpStatus::Done => true,
+        WarpStatus::Waiting(a) => matches!(ops[a.pc.0 as usize].op, Op::Bar { .. }),
+        WarpStatus::Ready => match w.warp.next_entry() {
+            None => true,
+            Some(e) => {
+                e.pc > 0 && matches!(ops[e.pc as usize - 1].op, Op::Pp { .. } | Op::Bar { .. })
+            }
+        },
+    }
 }
 
 /// Flips bit 0 of one register of one lane of warp 0 in the first context captured after
@@ -54,6 +77,7 @@ struct Shuffler<'a> {
     perturb: Option<Perturb>,
     /// Rotates the preferred kind of victim.
     turn: u32,
+    stop_at: StopAt,
 }
 
 impl Shuffler<'_> {
@@ -112,7 +136,7 @@ impl Shuffler<'_> {
         } else {
             c.running += 1;
         }
-        m.stop(sm, tb, StopAt::Boundary)?;
+        m.stop(sm, tb, self.stop_at)?;
         Ok(())
     }
 }
@@ -127,6 +151,18 @@ impl Control for Shuffler<'_> {
                 } => {
                     assert_eq!(context.from, sm);
                     self.counts.evictions += 1;
+                    if self.stop_at == StopAt::PreemptionPoint {
+                        let kernel = &m.launch(context.tb.launch).ctx().kernel;
+                        for w in &context.warps {
+                            assert!(
+                                at_point(kernel, w),
+                                "{}: warp {} halted away from a preemption point",
+                                kernel.name,
+                                w.warp.index
+                            );
+                        }
+                        self.counts.at_points += 1;
+                    }
                     let w = &mut context.warps[0].warp;
                     if let Some(p) = self.perturb.filter(|_| w.executed > 20 && !w.is_done()) {
                         w.regs[p.reg * 32 + p.lane] ^= 1;
@@ -190,6 +226,7 @@ struct ShufflingDevice {
     rng: Rng,
     counts: Counts,
     perturb: Option<Perturb>,
+    stop_at: StopAt,
 }
 
 impl suite::Device for ShufflingDevice {
@@ -223,6 +260,7 @@ impl suite::Device for ShufflingDevice {
             .collect();
         evict_at.sort_unstable_by(|a, b| b.cmp(a));
         let (rng, counts, perturb) = (&mut self.rng, &mut self.counts, &mut self.perturb);
+        let stop_at = self.stop_at;
         self.gpu
             .launch_timed_with(
                 self.module,
@@ -240,6 +278,7 @@ impl suite::Device for ShufflingDevice {
                     counts,
                     perturb: perturb.take(),
                     turn: 0,
+                    stop_at,
                 },
             )
             .map(|_| ())
@@ -305,6 +344,7 @@ fn shuffled(
         rng: Rng::for_kernel(k.name(), seed),
         counts: Counts::default(),
         perturb,
+        stop_at: StopAt::Boundary,
     };
     let outcome = k
         .run(&mut d, Size::Small, 1)
@@ -379,4 +419,66 @@ fn a_perturbed_register_in_a_context_is_caught() {
         caught.is_some(),
         "perturbing a captured register never changed the result"
     );
+}
+
+#[test]
+fn tbs_stopped_at_preemption_points_halt_there_and_verify() {
+    use analysis::preemption_points::{insert_points, PpConfig, PreemptionPlan};
+    let mut total = 0;
+    for name in [
+        "gemm",
+        "mandel",
+        "dgemv",
+        "bitonic",
+        "hotspot",
+        "branchy",
+        "pathfinder",
+    ] {
+        let k = suite::by_name(name).expect("suite kernel");
+        let file = format!("{name}.sm_70.ptx");
+        let text = k.ptx(Target::Sm70);
+        // Points go in after register allocation, over physical registers (regalloc's
+        // invariants); the machine then times that kernel as it is.
+        let mut module = gpu::lower_ptx(&file, text).expect("lowers");
+        let ids: Vec<kir::KernelId> = module.kernels.ids().collect();
+        for id in ids {
+            let allocated = regalloc::allocate(&module.kernels[id], &Default::default())
+                .expect("allocates")
+                .kernel;
+            let plan = PreemptionPlan::compute(&allocated, &PpConfig::default());
+            module.kernels[id] = insert_points(&allocated, &plan.points)
+                .expect("points fit")
+                .kernel;
+        }
+        let mut timing = gtx480();
+        timing.options.allocate = false;
+        let mut gpu = Gpu::timed(timing).expect("gtx480");
+        let module = gpu.load_module(&file, text, module).expect("loads");
+        // How long its launches take uninterrupted, to spread the stops over.
+        let (_, stats) = reference(k, Target::Sm70);
+        let total_cycles: u64 = stats.iter().map(|s| s.cycles).sum();
+        let mut d = ShufflingDevice {
+            gpu,
+            module,
+            allocs: Vec::new(),
+            reference_cycles: stats.iter().map(|s| s.cycles).collect(),
+            evictions_per_launch: stats
+                .iter()
+                .map(|s| (16 * s.cycles).div_ceil(total_cycles.max(1)) as u32 + 1)
+                .collect(),
+            launches: 0,
+            rng: Rng::for_kernel(name, 11),
+            counts: Counts::default(),
+            perturb: None,
+            stop_at: StopAt::PreemptionPoint,
+        };
+        let v = k
+            .run(&mut d, Size::Small, 1)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(v.passed(), "{name}: {v:?}");
+        assert_eq!(d.counts.evictions, d.counts.restores, "{name}");
+        eprintln!("{name}: {:?}", d.counts);
+        total += d.counts.at_points;
+    }
+    assert!(total >= 30, "only {total} TBs stopped at preemption points");
 }

@@ -5,7 +5,7 @@
 //! "the execution contexts of all the thread blocks running in the preempted SM are saved
 //! ... and these thread blocks are issued again, later on"). A stop request halts the TB's
 //! warps at an instruction boundary (or, for [`StopAt::PreemptionPoint`], each warp at its
-//! next `pp` / `bar.pp`, papers/lin-lightweight §IV-A), lets every instruction already issued
+//! next `pp` / `bar.pp` or barrier, papers/lin-lightweight §IV-A), lets every instruction already issued
 //! finish — results written, loads returned, stores acknowledged — and then captures:
 //!
 //! * per warp, its registers (after register allocation: the physical GPRs, predicates and
@@ -33,9 +33,10 @@ pub enum StopAt {
     /// At once: no warp of the TB issues another instruction.
     Boundary,
     /// Each warp runs on until it has executed a preemption point (`pp`, or a `bar.pp`
-    /// where it then waits) or finishes; warps waiting at an ordinary barrier keep waiting
-    /// for it. A kernel without preemption points therefore stops only when its warps finish
-    /// (draining, as papers/lin-lightweight §IV-A notes).
+    /// where it then waits) or finishes; a warp waiting at any barrier stops there too
+    /// (warps halted at points could never release it). A kernel without preemption points
+    /// or barriers therefore stops only when its warps finish (draining, as
+    /// papers/lin-lightweight §IV-A notes).
     PreemptionPoint,
 }
 

@@ -619,9 +619,16 @@ impl Sm {
         t.stop = Some(at);
         self.stopping += 1;
         self.retire_due = true;
-        if at == StopAt::Boundary {
-            let slots = t.slots.clone();
-            for s in slots {
+        let slots = t.slots.clone();
+        for s in slots {
+            let waiting = matches!(
+                self.warps[s as usize]
+                    .as_ref()
+                    .expect("resident warp")
+                    .status,
+                WarpStatus::Waiting(_)
+            );
+            if at == StopAt::Boundary || waiting {
                 self.halt(s as usize);
             }
         }
@@ -1040,9 +1047,11 @@ impl Sm {
             }
         };
         // A TB stopping at preemption points halts each warp right after its `pp` (or at
-        // the `bar.pp` it now waits at), papers/lin-lightweight §IV-A.
+        // the `bar.pp` it now waits at), papers/lin-lightweight §IV-A; a warp that comes to
+        // wait at any other barrier stops there too, or the TB could never stop.
         let halts = tb.stop == Some(StopAt::PreemptionPoint)
-            && matches!(inst.op, Op::Pp { .. } | Op::Bar { pp: Some(_), .. });
+            && (matches!(inst.op, Op::Pp { .. } | Op::Bar { pp: Some(_), .. })
+                || matches!(result, Step::Barrier(a) if a.wait));
         match result {
             Step::Executed => {}
             Step::Barrier(a) => {
