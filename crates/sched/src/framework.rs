@@ -524,6 +524,7 @@ impl Framework {
                         }
                     }
                     self.tables.smst[i].next = None;
+                    self.policy.on_preemption_done(sm, &mut self.tables);
                 }
                 SmState::Running => {
                     let t = &self.tables;

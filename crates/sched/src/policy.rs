@@ -22,7 +22,8 @@ use crate::framework::{ContextId, KernelSlot, Ksr, Tables, Waiting};
 /// **Contract.** The framework calls the policy on the events of papers/tanasic-thesis
 /// §5.2.4 — a command waits and the active queue has room ([`Policy::admit`]), a kernel
 /// entered the active queue ([`Policy::on_kernel_activated`]), an SM became idle
-/// ([`Policy::on_sm_idle`]) — and, with intra-SM sharing, when a running SM's kernel has no
+/// ([`Policy::on_sm_idle`]), a reserved SM was emptied ([`Policy::on_preemption_done`]) —
+/// and, with intra-SM sharing, when a running SM's kernel has no
 /// TB left to issue ([`Policy::on_sm_room`], every cycle until the policy assigns it). A
 /// policy acts only through the [`Tables`] it is given: [`Tables::assign`] an idle (or, with
 /// sharing, finishing) SM to an active kernel, [`Tables::reserve`] a running SM for another
@@ -39,6 +40,9 @@ pub trait Policy {
     fn on_sm_room(&mut self, sm: SmId, tables: &mut Tables) {
         self.on_sm_idle(sm, tables);
     }
+    /// A reserved SM has given up its last TB (a preemption completed) and was set up for
+    /// the kernel it was reserved for, or became idle if that kernel is gone.
+    fn on_preemption_done(&mut self, _sm: SmId, _tables: &mut Tables) {}
 }
 
 /// The policies by name (scenario files and the command line choose one).

@@ -265,9 +265,10 @@ fn npq_serves_the_high_priority_context_first() {
 }
 
 /// Gives every SM to the first kernel, and reserves SM 0 for the second as soon as it
-/// arrives.
+/// arrives; counts the completed preemptions it is told of.
 struct ReserveZero {
     first: Option<KernelSlot>,
+    done: std::rc::Rc<std::cell::Cell<u32>>,
 }
 
 impl Policy for ReserveZero {
@@ -295,14 +296,27 @@ impl Policy for ReserveZero {
             t.assign(sm, k);
         }
     }
+    fn on_preemption_done(&mut self, sm: SmId, t: &mut Tables) {
+        assert_eq!(sm, SmId(0));
+        assert_eq!(
+            t.sm(sm).state,
+            sched::SmState::Running,
+            "set up for its next kernel"
+        );
+        self.done.set(self.done.get() + 1);
+    }
 }
 
 #[test]
 fn a_reserved_sm_drains_then_runs_the_kernel_it_was_reserved_for() {
     let (mut m, mut module) = machine();
+    let done = std::rc::Rc::new(std::cell::Cell::new(0));
     let mut fw = Framework::new(
         FrameworkConfig::default(),
-        Box::new(ReserveZero { first: None }),
+        Box::new(ReserveZero {
+            first: None,
+            done: done.clone(),
+        }),
         m.sm_count(),
     );
     let (a, job_a) = command(&mut m, &mut module, 0, 0, 200, 40, 0);

@@ -40,9 +40,10 @@
 //! register through its bank, one read per bank per cycle across the SM; reads that must wait
 //! for a bank delay the instruction's result by as many cycles (conflict-free reads cost
 //! nothing beyond the class latency, which already contains the operand-read stage). Banks
-//! are indexed by the kernel's virtual registers, since the timed kernel is not rewritten by
-//! the register allocator. Writebacks do not take bank ports, and memory instructions' address
-//! reads are charged to the banks but do not delay the access.
+//! are indexed by the timed kernel's registers: physical ones, since the machine times the
+//! kernel after register allocation (virtual ones with `TimingOptions::allocate` off).
+//! Writebacks do not take bank ports, and memory instructions' address reads are charged to
+//! the banks but do not delay the access.
 
 use kir::inst::{ArithOp, Inst, Op, Ty};
 use serde::{Deserialize, Serialize};
