@@ -323,11 +323,9 @@ fn a_reserved_sm_drains_then_runs_the_kernel_it_was_reserved_for() {
     let (b, job_b) = command(&mut m, &mut module, 1, 0, 4, 40, 1);
     fw.deliver(a, 0);
     // The second kernel arrives once the first fills the GPU.
-    let mut records = Vec::new();
-    for _ in 0..300 {
-        m.step(&mut fw).unwrap();
-        records.extend(fw.take_records());
-    }
+    m.run_until(300, &mut fw).unwrap();
+    assert_eq!(m.cycle(), 300);
+    let mut records = fw.take_records();
     fw.deliver(b, m.cycle());
     records.extend(run(&mut m, &mut fw));
     check(&m, &job_a);

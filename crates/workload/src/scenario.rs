@@ -29,7 +29,8 @@
 //!
 //! [[process]]
 //! name = "saxpy"
-//! ptx = "../examples/saxpy/saxpy.ptx"   # relative to this file
+//! ptx = "../examples/saxpy/saxpy.ptx"   # relative to this file; "suite:bfs" is the suite
+//!                                       # kernel's committed PTX for `target`
 //! arrival_us = 20.0
 //!
 //! [[process.buffer]]
@@ -725,15 +726,34 @@ impl Cx<'_> {
         ptx: &Spanned<String>,
         field: &str,
     ) -> Result<CommandProgram, ScenarioError> {
-        let bytes = self.read(ptx, &format!("{field}.ptx"))?;
-        let text = String::from_utf8(bytes).or_else(|e| {
-            self.err(
-                Some(ptx.span()),
-                &format!("{field}.ptx"),
-                format!("not UTF-8 text (byte {})", e.utf8_error().valid_up_to()),
+        let (ptx_file, text) = if let Some(name) = ptx.get_ref().strip_prefix("suite:") {
+            let Some(k) = suite::by_name(name) else {
+                return self.err(
+                    Some(ptx.span()),
+                    &format!("{field}.ptx"),
+                    format!("no suite kernel `{name}`"),
+                );
+            };
+            let target = match p.target {
+                TargetName::Sm70 => suite::Target::Sm70,
+                TargetName::Sm90 => suite::Target::Sm90,
+            };
+            (
+                format!("kernels/{0}/{0}.{1}.ptx", k.name(), target.name()),
+                k.ptx(target).to_string(),
             )
-        })?;
-        let ir = gpu::lower_ptx(&self.path(ptx.get_ref()).display().to_string(), &text)
+        } else {
+            let bytes = self.read(ptx, &format!("{field}.ptx"))?;
+            let text = String::from_utf8(bytes).or_else(|e| {
+                self.err(
+                    Some(ptx.span()),
+                    &format!("{field}.ptx"),
+                    format!("not UTF-8 text (byte {})", e.utf8_error().valid_up_to()),
+                )
+            })?;
+            (self.path(ptx.get_ref()).display().to_string(), text)
+        };
+        let ir = gpu::lower_ptx(&ptx_file, &text)
             .or_else(|e| self.err(Some(ptx.span()), &format!("{field}.ptx"), e.to_string()))?;
         let kernels: Vec<String> = ir.kernels.values().map(|k| k.name.clone()).collect();
         let mut buffers: Vec<Buffer> = Vec::new();
@@ -814,7 +834,7 @@ impl Cx<'_> {
             });
         }
         Ok(CommandProgram {
-            ptx_file: self.path(ptx.get_ref()).display().to_string(),
+            ptx_file,
             ptx: text,
             buffers,
             commands,

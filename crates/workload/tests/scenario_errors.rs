@@ -82,6 +82,18 @@ fn names_that_do_not_exist_are_located() {
             && e.contains("no suite kernel `bfz`"),
         "{e}"
     );
+    let e = error(&GOOD.replace("saxpy.ptx", "suite:saxpy"));
+    assert!(
+        e.starts_with("s.toml:3:7:")
+            && e.contains("process[0].ptx")
+            && e.contains("no suite kernel `saxpy`"),
+        "{e}"
+    );
+    let e = error(&GOOD.replace("saxpy.ptx", "suite:bfs"));
+    assert!(
+        e.contains("no kernel `saxpy` in `suite:bfs` (it has: bfs_level)"),
+        "{e}"
+    );
     let e = error(&GOOD.replace("saxpy.ptx", "missing.ptx"));
     assert!(
         e.contains("process[0].ptx") && e.contains("cannot read") && e.contains("missing.ptx"),

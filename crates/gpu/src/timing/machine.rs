@@ -469,6 +469,15 @@ impl Machine {
         Ok(())
     }
 
+    /// Steps until the core cycle `cycle` (or not at all if it has passed), with `ctl`
+    /// placing TBs.
+    pub fn run_until(&mut self, cycle: u64, ctl: &mut dyn Control) -> Result<(), TimingError> {
+        while self.cycle() < cycle {
+            self.step(ctl)?;
+        }
+        Ok(())
+    }
+
     /// Steps until `launch` has finished, with `ctl` placing TBs.
     pub fn run_until_finished(
         &mut self,
