@@ -12,10 +12,11 @@
 //! * **PTBQ** (preempted TB queue), one per kernel: TBs taken off an SM wait there and are
 //!   issued before any new TB of their kernel (§5.2.3).
 //! * **SM driver**: every cycle, each running SM whose resources have room for another TB of
-//!   its kernel receives one (from the PTBQ first, else the next new TB). A reserved SM
-//!   receives nothing; once its last TB has left it is set up for the kernel it was reserved
-//!   for (the mechanism that empties it faster than draining belongs to the preemption
-//!   layer; without one, a reservation drains the SM, §5.2.2 "SM draining").
+//!   its kernel receives one (from the PTBQ first, resumed by the mechanism that preempted
+//!   it, else the next new TB). A reserved SM receives nothing: the preemption mechanism
+//!   ([`preempt::Mechanism`]; draining by default) is asked to empty it, and once its last TB
+//!   has left and every resource is released it is set up for the kernel it was reserved
+//!   for (§5.2.2).
 //!
 //! **Intra-SM sharing** ([`FrameworkConfig::intra_sm_sharing`]): off, an SM is handed to
 //! another kernel only once empty, so kernels run side by side on disjoint SMs. On, an SM
@@ -28,9 +29,8 @@
 use std::collections::VecDeque;
 
 use gpu::exec::LaunchCtx;
-use gpu::timing::{
-    Control, Event, LaunchId, Machine, SmId, TbContext, TbRef, TimedKernel, TimingError,
-};
+use gpu::timing::{Control, Event, LaunchId, Machine, SmId, TbRef, TimedKernel, TimingError};
+use preempt::{Cx, Mechanism, Output, Preempted};
 use serde::{Deserialize, Serialize};
 
 use crate::policy::Policy;
@@ -89,7 +89,7 @@ pub struct Ksr {
     pub arrived_at: u64,
     pub activated_at: u64,
     /// Preempted TBs of the kernel, issued before any new one.
-    ptbq: VecDeque<Box<TbContext>>,
+    ptbq: VecDeque<Preempted>,
     /// TBs still to issue: new ones plus those in the PTBQ (refreshed every cycle).
     pub pending_tbs: u64,
     /// SMs whose SMST entry names this kernel.
@@ -180,6 +180,12 @@ pub enum Record {
         sm: SmId,
         tb: TbRef,
     },
+    /// A TB was thrown away (flushed); it runs again from its start.
+    TbDiscarded {
+        cycle: u64,
+        sm: SmId,
+        tb: TbRef,
+    },
     TbRestored {
         cycle: u64,
         sm: SmId,
@@ -199,6 +205,8 @@ pub struct Tables {
     active: Vec<KernelSlot>,
     smst: Vec<SmEntry>,
     records: Vec<Record>,
+    /// SMs reserved since the mechanism was last told.
+    newly_reserved: Vec<SmId>,
     now: u64,
 }
 
@@ -286,6 +294,9 @@ impl Tables {
             return false;
         }
         let entry = &mut self.smst[sm.0 as usize];
+        if entry.state != SmState::Reserved {
+            self.newly_reserved.push(sm);
+        }
         entry.state = SmState::Reserved;
         entry.next = Some(next);
         let launch = self.ksr(next).launch;
@@ -320,14 +331,34 @@ impl Tables {
     }
 }
 
-/// The framework with its policy: a [`Control`] for the machine.
+/// The framework with its policy and preemption mechanism: a [`Control`] for the machine.
 pub struct Framework {
     tables: Tables,
     policy: Box<dyn Policy>,
+    mechanism: Box<dyn Mechanism>,
+    out: Output,
+    /// What mechanisms recorded.
+    preemptions: Vec<preempt::Record>,
 }
 
 impl Framework {
+    /// The framework with `policy`, emptying reserved SMs by draining them.
     pub fn new(config: FrameworkConfig, policy: Box<dyn Policy>, sm_count: u32) -> Framework {
+        Framework::with_mechanism(
+            config,
+            policy,
+            Box::new(preempt::Drain::default()),
+            sm_count,
+        )
+    }
+
+    /// The framework with `policy` and the preemption `mechanism`.
+    pub fn with_mechanism(
+        config: FrameworkConfig,
+        policy: Box<dyn Policy>,
+        mechanism: Box<dyn Mechanism>,
+        sm_count: u32,
+    ) -> Framework {
         let capacity = config.active_kernels.unwrap_or(sm_count).max(1) as usize;
         Framework {
             tables: Tables {
@@ -346,10 +377,36 @@ impl Framework {
                     sm_count as usize
                 ],
                 records: Vec::new(),
+                newly_reserved: Vec::new(),
                 now: 0,
             },
             policy,
+            mechanism,
+            out: Output::default(),
+            preemptions: Vec::new(),
         }
+    }
+
+    /// Reserves `sm` for the kernel it runs (a preemption request from outside the policy,
+    /// as an experiment makes one: the SM is emptied by the mechanism and set up for the
+    /// same kernel again, which resumes its preempted TBs first). False if the SM is idle or
+    /// already reserved.
+    pub fn preempt_sm(&mut self, sm: SmId) -> bool {
+        let e = self.tables.smst[sm.0 as usize];
+        match (e.state, e.kernel) {
+            (SmState::Running, Some(k)) => self.tables.reserve(sm, k),
+            _ => false,
+        }
+    }
+
+    /// The mechanism's name.
+    pub fn mechanism_name(&self) -> String {
+        self.mechanism.name()
+    }
+
+    /// What the mechanism recorded since this was last taken.
+    pub fn take_preemptions(&mut self) -> Vec<preempt::Record> {
+        std::mem::take(&mut self.preemptions)
     }
 
     pub fn tables(&self) -> &Tables {
@@ -384,10 +441,10 @@ impl Framework {
         self.tables.active.is_empty() && self.tables.buffers.iter().all(VecDeque::is_empty)
     }
 
-    /// Reads the machine's events into the tables.
-    fn observe(&mut self, m: &mut Machine) {
-        let t = &mut self.tables;
+    /// Reads the machine's events into the tables, and hands the mechanism what is its.
+    fn observe(&mut self, m: &mut Machine) -> Result<(), TimingError> {
         for e in m.take_events() {
+            let t = &mut self.tables;
             match e {
                 Event::TbDispatched { cycle, sm, tb } => {
                     t.smst[sm.0 as usize].tbs += 1;
@@ -400,21 +457,42 @@ impl Framework {
                 Event::TbFinished { cycle, sm, tb } => {
                     t.smst[sm.0 as usize].tbs -= 1;
                     t.records.push(Record::TbFinished { cycle, sm, tb });
+                    if t.smst[sm.0 as usize].state == SmState::Reserved {
+                        let mut cx = Cx {
+                            machine: m,
+                            out: &mut self.out,
+                        };
+                        self.mechanism.finished(sm, tb, cycle, &mut cx);
+                    }
                 }
-                Event::TbEvicted { cycle, sm, context } => {
+                Event::TbEvicted {
+                    cycle,
+                    sm,
+                    context,
+                    hold,
+                } => {
                     t.smst[sm.0 as usize].tbs -= 1;
                     t.records.push(Record::TbEvicted {
                         cycle,
                         sm,
                         tb: context.tb,
                     });
-                    if let Some(k) = t.slot_of(context.tb.launch) {
-                        t.ksrt[k.0 as usize]
-                            .as_mut()
-                            .expect("active")
-                            .ptbq
-                            .push_back(context);
-                    }
+                    let mut cx = Cx {
+                        machine: m,
+                        out: &mut self.out,
+                    };
+                    self.mechanism.evicted(sm, context, hold, &mut cx)?;
+                }
+                Event::TbDiscarded { cycle, sm, tb } => {
+                    t.smst[sm.0 as usize].tbs -= 1;
+                    t.records.push(Record::TbDiscarded { cycle, sm, tb });
+                }
+                Event::TransferDone { sm, id, .. } => {
+                    let mut cx = Cx {
+                        machine: m,
+                        out: &mut self.out,
+                    };
+                    self.mechanism.transfer_done(sm, id, &mut cx)?;
                 }
                 Event::LaunchFinished { cycle, launch } => {
                     let Some(k) = t.slot_of(launch) else {
@@ -438,7 +516,38 @@ impl Framework {
                     });
                 }
             }
+            self.collect();
         }
+        Ok(())
+    }
+
+    /// Moves what the mechanism produced into the PTBQs and the records.
+    fn collect(&mut self) {
+        let t = &mut self.tables;
+        for p in self.out.preempted.drain(..) {
+            let k = t
+                .slot_of(p.context.tb.launch)
+                .expect("a preempted TB's kernel is active");
+            t.ksrt[k.0 as usize]
+                .as_mut()
+                .expect("active")
+                .ptbq
+                .push_back(p);
+        }
+        self.preemptions.append(&mut self.out.records);
+    }
+
+    /// Asks the mechanism to empty every SM a policy reserved since the last call.
+    fn preempt(&mut self, m: &mut Machine) -> Result<(), TimingError> {
+        while let Some(sm) = self.tables.newly_reserved.pop() {
+            let mut cx = Cx {
+                machine: m,
+                out: &mut self.out,
+            };
+            self.mechanism.preempt(sm, &mut cx)?;
+            self.collect();
+        }
+        Ok(())
     }
 
     /// Moves waiting commands into the active queue while it has room and the policy picks
@@ -559,11 +668,12 @@ impl Framework {
             if !ksr.has_work() || !m.fits(sm, ksr.launch) {
                 continue;
             }
-            if let Some(context) = ksr.ptbq.pop_front() {
-                if let Err((e, context)) = m.install(sm, context) {
-                    ksr.ptbq.push_front(context);
-                    return Err(e.into());
-                }
+            if let Some(p) = ksr.ptbq.pop_front() {
+                let mut cx = Cx {
+                    machine: m,
+                    out: &mut self.out,
+                };
+                self.mechanism.resume(sm, p, &mut cx)?;
             } else {
                 m.dispatch(sm, ksr.launch)?;
             }
@@ -587,10 +697,15 @@ impl LiveSlot for Option<KernelSlot> {
 impl Control for Framework {
     fn on_cycle(&mut self, m: &mut Machine) -> Result<(), TimingError> {
         self.tables.now = m.cycle();
-        self.observe(m);
+        self.observe(m)?;
         self.refresh(m);
         self.admit(m)?;
+        self.policy.on_cycle(&mut self.tables);
+        self.preempt(m)?;
         self.transitions(m);
-        self.drive(m)
+        self.preempt(m)?;
+        self.drive(m)?;
+        self.collect();
+        Ok(())
     }
 }

@@ -9,8 +9,16 @@
 //!   (larger first), arrival second. A high-priority kernel takes every SM that frees up, but
 //!   waits for running TBs to finish: no preemption.
 //!
-//! Preemptive policies (PPQ, DSS, time slicing) reserve SMs ([`Tables::reserve`]) and need the
-//! preemption mechanisms of the next layer to empty them faster than draining.
+//! * [`Ppq`]: preemptive priority queues (§5.2.4, §5.3.2), exclusive: when a kernel of higher
+//!   priority than some running kernel has TBs to issue and no SM is idle, every SM running
+//!   a lower-priority kernel is reserved for it, and the framework's preemption mechanism
+//!   empties them.
+//! * [`TimeSlice`]: contexts take turns, each for a time slice (as NVIDIA's driver
+//!   schedules contexts by default): when a slice ends and another context has work, every
+//!   SM running another context's kernel is reserved for the next context's kernel.
+//!
+//! A reserved SM is emptied by the preemption mechanism the framework was given (draining
+//! when none was).
 
 use gpu::timing::SmId;
 use serde::{Deserialize, Serialize};
@@ -43,6 +51,8 @@ pub trait Policy {
     /// A reserved SM has given up its last TB (a preemption completed) and was set up for
     /// the kernel it was reserved for, or became idle if that kernel is gone.
     fn on_preemption_done(&mut self, _sm: SmId, _tables: &mut Tables) {}
+    /// Every cycle (for policies that act on time, such as time slicing); it must be cheap.
+    fn on_cycle(&mut self, _tables: &mut Tables) {}
 }
 
 /// The policies by name (scenario files and the command line choose one).
@@ -52,13 +62,18 @@ pub enum PolicyKind {
     #[default]
     Fcfs,
     Npq,
+    Ppq,
+    TimeSlice,
 }
 
 impl PolicyKind {
-    pub fn build(self) -> Box<dyn Policy> {
+    /// The policy; `slice_cycles` is the time slice of [`PolicyKind::TimeSlice`].
+    pub fn build(self, slice_cycles: u64) -> Box<dyn Policy> {
         match self {
             PolicyKind::Fcfs => Box::new(Fcfs),
             PolicyKind::Npq => Box::new(Npq),
+            PolicyKind::Ppq => Box::new(Ppq),
+            PolicyKind::TimeSlice => Box::new(TimeSlice::new(slice_cycles)),
         }
     }
 
@@ -66,6 +81,8 @@ impl PolicyKind {
         match self {
             PolicyKind::Fcfs => "fcfs",
             PolicyKind::Npq => "npq",
+            PolicyKind::Ppq => "ppq",
+            PolicyKind::TimeSlice => "time_slice",
         }
     }
 }
@@ -143,5 +160,147 @@ impl Policy for Npq {
     }
     fn on_sm_idle(&mut self, sm: SmId, tables: &mut Tables) {
         give(sm, tables, npq_key);
+    }
+}
+
+/// Preemptive priority queues, exclusive.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Ppq;
+
+impl Ppq {
+    /// Reserves every SM running a kernel of lower priority than the best kernel that has
+    /// TBs to issue, for that kernel.
+    fn preempt_lower(tables: &mut Tables) {
+        let best = tables
+            .active()
+            .iter()
+            .copied()
+            .filter(|&k| tables.ksr(k).has_work())
+            .min_by_key(|&k| npq_key(tables.ksr(k)));
+        let Some(best) = best else {
+            return;
+        };
+        let prio = tables.ksr(best).priority;
+        for sm in (0..tables.sm_count()).map(SmId) {
+            let e = *tables.sm(sm);
+            let lower = e.kernel.is_some_and(|k| tables.ksr(k).priority < prio);
+            let taken = e.state == crate::SmState::Reserved
+                && e.next.is_some_and(|n| tables.ksr(n).priority >= prio);
+            if e.state != crate::SmState::Idle && lower && !taken {
+                tables.reserve(sm, best);
+            }
+        }
+    }
+}
+
+impl Policy for Ppq {
+    fn name(&self) -> &'static str {
+        "ppq"
+    }
+    fn admit(&mut self, waiting: &[Waiting]) -> Option<ContextId> {
+        pick_waiting(waiting, |w| (std::cmp::Reverse(w.priority), w.arrived_at))
+    }
+    fn on_kernel_activated(&mut self, _: KernelSlot, tables: &mut Tables) {
+        fill_idle(tables, npq_key);
+        Ppq::preempt_lower(tables);
+    }
+    fn on_sm_idle(&mut self, sm: SmId, tables: &mut Tables) {
+        give(sm, tables, npq_key);
+    }
+}
+
+/// Time slicing between contexts.
+#[derive(Clone, Debug)]
+pub struct TimeSlice {
+    slice: u64,
+    /// The context whose turn it is, and when its turn began.
+    current: Option<ContextId>,
+    since: u64,
+}
+
+impl TimeSlice {
+    pub fn new(slice_cycles: u64) -> TimeSlice {
+        TimeSlice {
+            slice: slice_cycles.max(1),
+            current: None,
+            since: 0,
+        }
+    }
+
+    /// The key that puts the current context's kernels first, then arrival order.
+    fn key(&self) -> impl Fn(&Ksr) -> (bool, u64, u64) + Copy + '_ {
+        move |k: &Ksr| {
+            (
+                Some(k.context) != self.current,
+                k.arrived_at,
+                k.activated_at,
+            )
+        }
+    }
+}
+
+impl Policy for TimeSlice {
+    fn name(&self) -> &'static str {
+        "time-slice"
+    }
+    fn admit(&mut self, waiting: &[Waiting]) -> Option<ContextId> {
+        pick_waiting(waiting, |w| w.arrived_at)
+    }
+    fn on_kernel_activated(&mut self, k: KernelSlot, tables: &mut Tables) {
+        if self.current.is_none() {
+            self.current = Some(tables.ksr(k).context);
+            self.since = tables.now();
+        }
+        let key = self.key();
+        fill_idle(tables, key);
+    }
+    fn on_sm_idle(&mut self, sm: SmId, tables: &mut Tables) {
+        let key = self.key();
+        give(sm, tables, key);
+    }
+    fn on_cycle(&mut self, tables: &mut Tables) {
+        if tables.now() < self.since + self.slice {
+            return;
+        }
+        // The contexts with work, in order; the next one after the current takes its turn.
+        let mut contexts: Vec<ContextId> = tables
+            .active()
+            .iter()
+            .filter(|&&k| tables.ksr(k).has_work())
+            .map(|&k| tables.ksr(k).context)
+            .collect();
+        contexts.sort_unstable();
+        contexts.dedup();
+        let next = match self.current {
+            Some(c) => contexts
+                .iter()
+                .copied()
+                .find(|&x| x > c)
+                .or_else(|| contexts.first().copied()),
+            None => contexts.first().copied(),
+        };
+        self.since = tables.now();
+        let Some(next) = next else {
+            return;
+        };
+        if Some(next) == self.current {
+            return;
+        }
+        self.current = Some(next);
+        let Some(k) = tables
+            .active()
+            .iter()
+            .copied()
+            .find(|&k| tables.ksr(k).context == next && tables.ksr(k).has_work())
+        else {
+            return;
+        };
+        for sm in (0..tables.sm_count()).map(SmId) {
+            let e = *tables.sm(sm);
+            let other = e.kernel.is_some_and(|x| tables.ksr(x).context != next);
+            if e.state == crate::SmState::Running && other {
+                tables.reserve(sm, k);
+            }
+        }
     }
 }

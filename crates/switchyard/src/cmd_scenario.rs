@@ -12,8 +12,9 @@ use switchyard::output::write_atomic;
 use workload::system::RunProgress;
 use workload::{Disk, Report, Setup};
 
-use super::{Outcome, PolicyArg, ScenarioArgs, Switch};
+use super::{MechanismArg, Outcome, PolicyArg, ScenarioArgs, Switch};
 use crate::cmd_run::load_gpu;
+use preempt::MechanismKind;
 
 /// Core cycles a scenario may run by default (about 6 s of simulated time at 700 MHz).
 pub(crate) const DEFAULT_MAX_CYCLES: u64 = 1 << 32;
@@ -26,7 +27,24 @@ pub(crate) fn scenario(args: ScenarioArgs) -> Outcome {
         s.policy = match p {
             PolicyArg::Fcfs => PolicyKind::Fcfs,
             PolicyArg::Npq => PolicyKind::Npq,
+            PolicyArg::Ppq => PolicyKind::Ppq,
+            PolicyArg::TimeSlice => PolicyKind::TimeSlice,
         };
+    }
+    if let Some(m) = args.mechanism {
+        s.mechanism = match m {
+            MechanismArg::Drain => MechanismKind::Drain,
+            MechanismArg::FlushStrict => MechanismKind::FlushStrict,
+            MechanismArg::FlushRelaxed => MechanismKind::FlushRelaxed,
+            MechanismArg::Baseline => MechanismKind::Baseline,
+            MechanismArg::Live => MechanismKind::Live,
+        };
+    }
+    if let Some(us) = args.time_slice_us {
+        if !(us.is_finite() && (0.01..=1.0e7).contains(&us)) {
+            return Err(format!("--time-slice-us {us} is out of 0.01..=10^7"));
+        }
+        s.time_slice_us = us;
     }
     if let Some(on) = args.sharing {
         s.framework.intra_sm_sharing = on == Switch::On;
@@ -37,17 +55,11 @@ pub(crate) fn scenario(args: ScenarioArgs) -> Outcome {
         .or_else(|| s.gpu.clone())
         .unwrap_or_else(|| "gtx480".to_string());
     let gpu = load_gpu(&gpu_name, None)?;
-    let setup = Setup {
-        host: s.host_spec(&gpu.host),
-        timing: TimedGpu::new(gpu),
-        framework: s.framework.clone(),
-        policy: s.policy,
-        copy_policy: s.copy_policy,
-        max_cycles: args
-            .max_cycles
-            .or(s.max_cycles)
-            .unwrap_or(DEFAULT_MAX_CYCLES),
-    };
+    let max_cycles = args
+        .max_cycles
+        .or(s.max_cycles)
+        .unwrap_or(DEFAULT_MAX_CYCLES);
+    let setup = Setup::for_scenario(&s, TimedGpu::new(gpu), max_cycles);
     let start = Instant::now();
     let mut bar = Bar::new();
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -89,9 +101,10 @@ fn print_report(r: &Report, elapsed: Duration, trace: Option<&Path>, csv: Option
         println!("  {}", r.description);
     }
     println!(
-        "gpu {}, policy {}, intra-SM sharing {}; {} cycles ({:.1} µs simulated), {} warp instructions, {:.2} s",
+        "gpu {}, policy {}, mechanism {}, intra-SM sharing {}; {} cycles ({:.1} µs simulated), {} warp instructions, {:.2} s",
         r.gpu,
         r.policy,
+        r.preemption.mechanism,
         if r.intra_sm_sharing { "on" } else { "off" },
         r.cycles,
         r.simulated_us,
@@ -133,6 +146,30 @@ fn print_report(r: &Report, elapsed: Duration, trace: Option<&Path>, csv: Option
         println!(
             "ANTT {:.3}  STP {:.3}  fairness {:.3}  (against each process alone)",
             m.antt, m.stp, m.fairness
+        );
+    }
+    let p = &r.preemption;
+    if p.requests > 0 {
+        println!(
+            "preemption ({}): {} SM requests; TBs switched {}, flushed {}, drained {}, refused {}; latency mean {:.2} µs (drain {:.2} + spill {:.2}), max {:.2} µs; context {} B (registers {}, shared {}, stack/barrier {}, metadata {}); {} restores, mean {:.2} µs; {} warp instructions discarded",
+            p.mechanism,
+            p.requests,
+            p.switched,
+            p.flushed,
+            p.drained,
+            p.refused,
+            p.mean_latency_us,
+            p.mean_drain_us,
+            p.mean_spill_us,
+            p.max_latency_us,
+            p.context.total(),
+            p.context.registers,
+            p.context.shared,
+            p.context.stack_barrier,
+            p.context.metadata,
+            p.restores,
+            p.mean_resume_us,
+            p.discarded_instructions
         );
     }
     if let Some(t) = trace {

@@ -110,6 +110,12 @@ struct ScenarioArgs {
     /// Let TBs of different kernels share an SM (overrides the scenario's setting).
     #[arg(long, value_enum)]
     sharing: Option<Switch>,
+    /// How a preempted SM is emptied, overriding the scenario's.
+    #[arg(long, value_enum)]
+    mechanism: Option<MechanismArg>,
+    /// The time slice of the time-slice policy, µs (overriding the scenario's).
+    #[arg(long)]
+    time_slice_us: Option<f64>,
     /// Do not run each process alone (no NTT, ANTT, STP or fairness; faster).
     #[arg(long)]
     no_alone: bool,
@@ -134,6 +140,24 @@ enum PolicyArg {
     Fcfs,
     /// Non-preemptive priority queues.
     Npq,
+    /// Preemptive priority queues (exclusive).
+    Ppq,
+    /// Contexts take turns for a time slice each (`--time-slice-us`).
+    TimeSlice,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum MechanismArg {
+    /// SM draining.
+    Drain,
+    /// Flushing of strictly idempotent TBs (the others drain).
+    FlushStrict,
+    /// Flushing of relaxed-idempotent TBs (the others drain).
+    FlushRelaxed,
+    /// Context switch saving every allocated register.
+    Baseline,
+    /// Context switch saving only live registers.
+    Live,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -68,6 +68,93 @@ pub struct CopyReport {
     pub finished_us: f64,
 }
 
+/// What preemption cost in a run (DESIGN.md §6), over every TB the mechanism took off an
+/// SM. Latency is from the request to the release of the TB's resources, split into its
+/// drain part (request to the TB stopped: halted with its in-flight work done, or finished)
+/// and its spill part (stopped to released: the context save).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct PreemptionSummary {
+    pub mechanism: String,
+    /// SMs requested.
+    pub requests: u64,
+    /// TBs taken off: by a context switch, by flushing, by draining (they finished).
+    pub switched: u64,
+    pub flushed: u64,
+    pub drained: u64,
+    /// TBs the mechanism could not take away (they drained).
+    pub refused: u64,
+    pub mean_latency_us: f64,
+    pub max_latency_us: f64,
+    pub mean_drain_us: f64,
+    pub mean_spill_us: f64,
+    /// Context bytes saved, summed.
+    pub context: preempt::ContextBytes,
+    /// Contexts restored, and the mean restore time.
+    pub restores: u64,
+    pub mean_resume_us: f64,
+    /// Warp instructions thrown away by flushing.
+    pub discarded_instructions: u64,
+}
+
+impl PreemptionSummary {
+    pub fn of(mechanism: &str, records: &[preempt::Record], core_period_fs: u64) -> Self {
+        use preempt::{How, Record};
+        let us = |c: u64| us(c * core_period_fs);
+        let mut s = PreemptionSummary {
+            mechanism: mechanism.to_string(),
+            ..Default::default()
+        };
+        let (mut lat, mut drain, mut spill, mut resume) = (0u64, 0u64, 0u64, 0u64);
+        let mut max = 0u64;
+        for r in records {
+            match *r {
+                Record::Requested { .. } => s.requests += 1,
+                Record::Refused { .. } => s.refused += 1,
+                Record::Preempted {
+                    how,
+                    requested,
+                    stopped,
+                    released,
+                    bytes,
+                    ..
+                } => {
+                    match how {
+                        How::Switched => s.switched += 1,
+                        How::Flushed {
+                            discarded_instructions,
+                        } => {
+                            s.flushed += 1;
+                            s.discarded_instructions += discarded_instructions;
+                        }
+                        How::Drained => s.drained += 1,
+                    }
+                    lat += released - requested;
+                    max = max.max(released - requested);
+                    drain += stopped - requested;
+                    spill += released - stopped;
+                    s.context.registers += bytes.registers;
+                    s.context.shared += bytes.shared;
+                    s.context.stack_barrier += bytes.stack_barrier;
+                    s.context.metadata += bytes.metadata;
+                }
+                Record::Restored {
+                    started, finished, ..
+                } => {
+                    s.restores += 1;
+                    resume += finished - started;
+                }
+            }
+        }
+        let n = (s.switched + s.flushed + s.drained).max(1);
+        s.mean_latency_us = us(lat) / n as f64;
+        s.max_latency_us = us(max);
+        s.mean_drain_us = us(drain) / n as f64;
+        s.mean_spill_us = us(spill) / n as f64;
+        s.mean_resume_us = us(resume) / s.restores.max(1) as f64;
+        s
+    }
+}
+
 /// The multiprogram metrics of a run.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct Metrics {
@@ -103,6 +190,7 @@ pub struct Report {
     pub intra_sm_sharing: bool,
     pub processes: Vec<ProcessReport>,
     pub metrics: Option<Metrics>,
+    pub preemption: PreemptionSummary,
     pub kernels: Vec<KernelReport>,
     pub copies: Vec<CopyReport>,
     /// Core cycles and simulated time of the whole run.
@@ -203,6 +291,11 @@ impl Report {
             all_verified: processes.iter().all(|p| p.verified),
             processes,
             metrics,
+            preemption: PreemptionSummary::of(
+                scenario.mechanism.name(),
+                &r.preemptions,
+                r.core_period_fs,
+            ),
             kernels,
             copies,
             cycles: r.cycles,

@@ -7,10 +7,13 @@
 //! gpu = "gtx480"                  # a preset or a GPU file (the command line may override)
 //!
 //! [scheduler]
-//! policy = "fcfs"                 # fcfs | npq
+//! policy = "fcfs"                 # fcfs | npq | ppq | time_slice
+//! time_slice_us = 50.0            # the time_slice policy's slice
 //! intra_sm_sharing = false        # may TBs of different kernels share an SM?
 //! # active_kernels = 15           # active-queue entries (default: one per SM)
 //! copy_engine = "fcfs"            # fcfs | priority: the order copies wait in
+//! mechanism = "drain"             # how a reserved SM is emptied: drain | flush_strict |
+//!                                 # flush_relaxed | baseline | live
 //!
 //! [host]                          # optional: overrides of the GPU file's [host]
 //! launch_latency_us = 5.0         # also pcie_gbps, copy_latency_us, copy_engines
@@ -109,7 +112,7 @@ pub struct ScenarioFile {
     pub description: String,
     /// A GPU preset name or configuration file (relative to the scenario).
     pub gpu: Option<Spanned<String>>,
-    #[serde(default)]
+    #[serde(default = "SchedulerSection::default")]
     pub scheduler: SchedulerSection,
     #[serde(default)]
     pub host: HostOverrides,
@@ -119,7 +122,7 @@ pub struct ScenarioFile {
     pub processes: Vec<ProcessSpec>,
 }
 
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SchedulerSection {
     #[serde(default)]
@@ -130,6 +133,33 @@ pub struct SchedulerSection {
     /// How the copy engines pick the next copy.
     #[serde(default)]
     pub copy_engine: CopyPolicy,
+    /// How a reserved SM is emptied.
+    #[serde(default)]
+    pub mechanism: preempt::MechanismKind,
+    /// Time slice of the `time_slice` policy, µs.
+    #[serde(default = "default_slice")]
+    pub time_slice_us: f64,
+}
+
+fn default_slice() -> f64 {
+    DEFAULT_TIME_SLICE_US
+}
+
+/// The time slice of the `time_slice` policy unless a scenario gives one, µs: short enough
+/// that the project's small kernels see several turns (NVIDIA's drivers use milliseconds).
+pub const DEFAULT_TIME_SLICE_US: f64 = 50.0;
+
+impl Default for SchedulerSection {
+    fn default() -> Self {
+        SchedulerSection {
+            policy: PolicyKind::default(),
+            intra_sm_sharing: false,
+            active_kernels: None,
+            copy_engine: CopyPolicy::default(),
+            mechanism: preempt::MechanismKind::default(),
+            time_slice_us: DEFAULT_TIME_SLICE_US,
+        }
+    }
 }
 
 /// How the copy engines order waiting copies.
@@ -359,6 +389,8 @@ pub struct Scenario {
     pub gpu: Option<String>,
     pub framework: FrameworkConfig,
     pub policy: PolicyKind,
+    pub time_slice_us: f64,
+    pub mechanism: preempt::MechanismKind,
     pub copy_policy: CopyPolicy,
     pub host: HostOverrides,
     pub max_cycles: Option<u64>,
@@ -617,6 +649,14 @@ impl Cx<'_> {
         if h.copy_engines.is_some_and(|n| n == 0 || n > 64) {
             return self.err(None, "host.copy_engines", "must be in 1..=64".into());
         }
+        let slice = raw.scheduler.time_slice_us;
+        if !(slice.is_finite() && (0.01..=1.0e7).contains(&slice)) {
+            return self.err(
+                None,
+                "scheduler.time_slice_us",
+                format!("{slice} is out of 0.01..=10^7"),
+            );
+        }
         if raw.scheduler.active_kernels == Some(0) {
             return self.err(
                 None,
@@ -655,6 +695,8 @@ impl Cx<'_> {
                 active_kernels: raw.scheduler.active_kernels,
             },
             policy: raw.scheduler.policy,
+            time_slice_us: raw.scheduler.time_slice_us,
+            mechanism: raw.scheduler.mechanism,
             copy_policy: raw.scheduler.copy_engine,
             host: raw.host,
             max_cycles: raw.limits.max_cycles,

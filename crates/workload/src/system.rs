@@ -31,6 +31,7 @@ use std::sync::Arc;
 use gpu::config::HostSpec;
 use gpu::timing::{Machine, TimedGpu, TimingError};
 use gpu::{DeviceLimits, GpuError, LoadError, LoadedModule};
+use preempt::MechanismKind;
 use sched::{Command, ContextId, Framework, FrameworkConfig, PolicyKind, Record};
 
 use crate::program::{Commands, HostProgram, Reply, Request, SuiteHost, Verdict};
@@ -75,9 +76,38 @@ pub struct Setup {
     pub host: HostSpec,
     pub framework: FrameworkConfig,
     pub policy: PolicyKind,
+    /// The time slice of [`PolicyKind::TimeSlice`], µs.
+    pub time_slice_us: f64,
+    pub mechanism: MechanismKind,
     pub copy_policy: CopyPolicy,
     /// Core cycles the whole run may take.
     pub max_cycles: u64,
+    /// Keep a copy of every allocation's final bytes in the record (for comparisons).
+    pub snapshot: bool,
+}
+
+impl Setup {
+    /// The setup a scenario describes, on the timed GPU `timing`.
+    pub fn for_scenario(s: &crate::Scenario, timing: TimedGpu, max_cycles: u64) -> Setup {
+        Setup {
+            host: s.host_spec(&timing.gpu.host),
+            timing,
+            framework: s.framework.clone(),
+            policy: s.policy,
+            time_slice_us: s.time_slice_us,
+            mechanism: s.mechanism,
+            copy_policy: s.copy_policy,
+            max_cycles,
+            snapshot: false,
+        }
+    }
+}
+
+/// Something that acts on the framework every cycle from outside the policy: an
+/// experiment's preemption requests ([`sched::Framework::preempt_sm`]), a test's.
+pub trait Injector {
+    /// Called before the machine steps, with the machine as it stands.
+    fn before_cycle(&mut self, machine: &Machine, framework: &mut Framework);
 }
 
 /// A copy or a launch.
@@ -183,6 +213,8 @@ struct Proc {
     record: ProcessRecord,
     /// A reply to give when the program runs next.
     ptr: Option<u64>,
+    /// Its allocations: (address, bytes).
+    allocs: Vec<(u64, u64)>,
 }
 
 impl Proc {
@@ -219,6 +251,11 @@ pub struct RunRecord {
     pub warp_instructions: u64,
     /// The kernel name of every machine launch, by launch index.
     pub launch_names: Vec<String>,
+    /// What the preemption mechanism did.
+    pub preemptions: Vec<preempt::Record>,
+    /// With [`Setup::snapshot`]: per process, the final bytes of its allocations in order.
+    #[serde(skip)]
+    pub memory: Vec<Vec<Vec<u8>>>,
 }
 
 /// Where a run stands, for progress bars.
@@ -257,9 +294,11 @@ impl System {
             t.options.clone(),
             gpu::memory::DeviceMemory::new(),
         )?;
-        let framework = Framework::new(
+        let slice = (setup.time_slice_us * t.gpu.sm.clock_mhz).round() as u64;
+        let framework = Framework::with_mechanism(
             setup.framework.clone(),
-            setup.policy.build(),
+            setup.policy.build(slice),
+            setup.mechanism.build(),
             machine.sm_count(),
         );
         let mut procs = Vec::new();
@@ -309,6 +348,7 @@ impl System {
                     verdict: None,
                 },
                 ptr: None,
+                allocs: Vec::new(),
             });
         }
         let engines = vec![None; setup.host.copy_engines.max(1) as usize];
@@ -347,7 +387,16 @@ impl System {
     }
 
     /// Runs every process to its end.
-    pub fn run(mut self, progress: &mut dyn FnMut(RunProgress)) -> Result<RunRecord, RunError> {
+    pub fn run(self, progress: &mut dyn FnMut(RunProgress)) -> Result<RunRecord, RunError> {
+        self.run_with(progress, None)
+    }
+
+    /// [`System::run`], with `injector` acting on the framework every cycle.
+    pub fn run_with(
+        mut self,
+        progress: &mut dyn FnMut(RunProgress),
+        mut injector: Option<&mut dyn Injector>,
+    ) -> Result<RunRecord, RunError> {
         let mut last_report = 0;
         loop {
             self.host()?;
@@ -391,11 +440,17 @@ impl System {
             for op in std::mem::take(&mut self.deliver) {
                 self.deliver_launch(op);
             }
+            if let Some(i) = injector.as_deref_mut() {
+                i.before_cycle(&self.machine, &mut self.framework);
+            }
             self.machine.step(&mut self.framework)?;
             for r in self.framework.take_records() {
                 self.observe(r);
                 self.out.records.push(r);
             }
+            self.out
+                .preemptions
+                .append(&mut self.framework.take_preemptions());
             if cycle - last_report >= 1 << 16 {
                 last_report = cycle;
                 progress(RunProgress {
@@ -426,6 +481,19 @@ impl System {
         }
         self.out.launch_names = names;
         self.out.warp_instructions = insts;
+        if self.setup.snapshot {
+            let mem = self.machine.memory();
+            self.out.memory = self
+                .procs
+                .iter()
+                .map(|p| {
+                    p.allocs
+                        .iter()
+                        .map(|&(a, n)| mem.read_bytes(a, n).map(<[u8]>::to_vec).unwrap_or_default())
+                        .collect()
+                })
+                .collect();
+        }
         Ok(self.out)
     }
 
@@ -487,6 +555,7 @@ impl System {
                         mem.write_bytes(ptr, &data).expect("fresh allocation");
                     }
                     self.procs[p].ptr = Some(ptr);
+                    self.procs[p].allocs.push((ptr, bytes));
                     self.procs[p].wait = Wait::Runnable(ReplyKind::Done);
                 }
                 Request::Copy {

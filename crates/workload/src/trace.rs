@@ -68,9 +68,9 @@ pub fn chrome_trace(r: &RunRecord) -> Value {
             Record::TbDispatched { cycle, sm, tb } | Record::TbRestored { cycle, sm, tb } => {
                 (cycle, sm, tb.launch, 1i64)
             }
-            Record::TbFinished { cycle, sm, tb } | Record::TbEvicted { cycle, sm, tb } => {
-                (cycle, sm, tb.launch, -1)
-            }
+            Record::TbFinished { cycle, sm, tb }
+            | Record::TbEvicted { cycle, sm, tb }
+            | Record::TbDiscarded { cycle, sm, tb } => (cycle, sm, tb.launch, -1),
             _ => continue,
         };
         let (set, since) = resident.entry(sm).or_insert((BTreeMap::new(), cycle));

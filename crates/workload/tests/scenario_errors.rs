@@ -133,14 +133,7 @@ fn malformed_files_and_unknown_fields_are_located() {
 
 fn setup(s: &workload::Scenario, max_cycles: u64) -> Setup {
     let gpu = GpuConfig::preset("gtx480").unwrap();
-    Setup {
-        host: s.host_spec(&gpu.host),
-        timing: TimedGpu::new(gpu),
-        framework: s.framework.clone(),
-        policy: s.policy,
-        copy_policy: s.copy_policy,
-        max_cycles,
-    }
+    Setup::for_scenario(s, TimedGpu::new(gpu), max_cycles)
 }
 
 fn run_error(text: &str, max_cycles: u64) -> String {

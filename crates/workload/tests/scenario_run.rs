@@ -22,14 +22,7 @@ impl Files for Mem {
 
 fn setup(s: &workload::Scenario) -> Setup {
     let gpu = GpuConfig::preset("gtx480").unwrap();
-    Setup {
-        host: s.host_spec(&gpu.host),
-        timing: TimedGpu::new(gpu),
-        framework: s.framework.clone(),
-        policy: s.policy,
-        copy_policy: s.copy_policy,
-        max_cycles: s.max_cycles.unwrap_or(1 << 30),
-    }
+    Setup::for_scenario(s, TimedGpu::new(gpu), s.max_cycles.unwrap_or(1 << 30))
 }
 
 const MIX: &str = r#"
@@ -176,9 +169,9 @@ fn most_kernels_on_an_sm(r: &workload::RunRecord) -> usize {
             Record::TbDispatched { sm, tb, .. } | Record::TbRestored { sm, tb, .. } => {
                 (sm.0, tb.launch.0, 1)
             }
-            Record::TbFinished { sm, tb, .. } | Record::TbEvicted { sm, tb, .. } => {
-                (sm.0, tb.launch.0, -1)
-            }
+            Record::TbFinished { sm, tb, .. }
+            | Record::TbEvicted { sm, tb, .. }
+            | Record::TbDiscarded { sm, tb, .. } => (sm.0, tb.launch.0, -1),
             _ => continue,
         };
         let m = resident.entry(sm).or_default();

@@ -23,7 +23,7 @@
 
 use serde::Serialize;
 
-use super::ids::{SmId, TbRef};
+use super::ids::{HoldId, SmId, TbRef};
 use crate::barrier::{Barriers, WarpStatus};
 use crate::exec::Warp;
 
@@ -107,4 +107,6 @@ pub enum ControlError {
     UnknownLaunch { tb: TbRef },
     #[error("no SM {sm}")]
     NoSuchSm { sm: SmId },
+    #[error("{sm} has no {hold}")]
+    NoHold { sm: SmId, hold: HoldId },
 }

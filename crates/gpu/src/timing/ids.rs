@@ -35,6 +35,22 @@ kir::define_id!(
     "w"
 );
 
+kir::define_id!(
+    /// Resources an SM keeps for a TB that is not resident: its context is being saved, or
+    /// is about to be restored.
+    #[derive(Serialize, Deserialize)]
+    #[serde(transparent)]
+    HoldId,
+    "hold"
+);
+kir::define_id!(
+    /// A context transfer (a save or a restore) on one SM.
+    #[derive(Serialize, Deserialize)]
+    #[serde(transparent)]
+    TransferId,
+    "xfer"
+);
+
 /// One TB of one launch: the launch and the TB's linear index in its grid (x fastest).
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Serialize, Deserialize)]
 pub struct TbRef {

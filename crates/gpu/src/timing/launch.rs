@@ -80,6 +80,8 @@ pub struct Launch {
     pub(super) total: u64,
     /// The next new TB of the grid.
     pub(super) next_tb: u64,
+    /// Discarded TBs to run again from their start, before new ones.
+    requeued: std::collections::VecDeque<u64>,
     /// TBs on SMs, TBs stopped and held outside the machine, TBs finished.
     pub(super) resident: u64,
     pub(super) held: u64,
@@ -116,6 +118,7 @@ impl Launch {
             free_frames: Vec::new(),
             frames: Vec::new(),
             next_tb: 0,
+            requeued: std::collections::VecDeque::new(),
             resident: 0,
             held: 0,
             done: 0,
@@ -153,9 +156,9 @@ impl Launch {
         self.total
     }
 
-    /// New TBs not dispatched yet.
+    /// TBs to dispatch: new ones and discarded ones to run again.
     pub fn undispatched(&self) -> u64 {
-        self.total - self.next_tb
+        self.total - self.next_tb + self.requeued.len() as u64
     }
 
     /// TBs on SMs now.
@@ -189,12 +192,24 @@ impl Launch {
         self.stats.as_deref()
     }
 
-    /// The next TB of the grid.
+    /// The TB the next dispatch places: a discarded one first, else the next new one.
     pub(super) fn next(&self, id: super::ids::LaunchId) -> TbRef {
         TbRef {
             launch: id,
-            index: self.next_tb,
+            index: self.requeued.front().copied().unwrap_or(self.next_tb),
         }
+    }
+
+    /// Takes the TB [`Launch::next`] names.
+    pub(super) fn take_next(&mut self) {
+        if self.requeued.pop_front().is_none() {
+            self.next_tb += 1;
+        }
+    }
+
+    /// A discarded TB runs again from its start.
+    pub(super) fn requeue(&mut self, index: u64) {
+        self.requeued.push_back(index);
     }
 
     /// A zeroed local-memory frame for a new TB (0 when the kernel has no local memory): a

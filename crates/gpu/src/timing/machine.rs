@@ -25,7 +25,7 @@ use kir::Id;
 use memsys::{Domain, MemConfig, MemorySystem};
 
 use super::context::{ControlError, StopAt, TbContext};
-use super::ids::{LaunchId, SmId, TbRef};
+use super::ids::{HoldId, LaunchId, SmId, TbRef, TransferId};
 use super::launch::{frontend_total, Launch, Snapshot, TimedKernel};
 use super::ledger::SmLedger;
 use super::scheduler::AnyScheduler;
@@ -45,11 +45,22 @@ pub enum Event {
     TbDispatched { cycle: u64, sm: SmId, tb: TbRef },
     /// A TB finished (its warps exited and their loads returned) and left its SM.
     TbFinished { cycle: u64, sm: SmId, tb: TbRef },
-    /// A stopped TB left its SM; its state is the context, to be installed again.
+    /// A stopped TB left its SM; its state is the context, to be installed again. With a
+    /// hold ([`Machine::stop_holding`]), its resources stay taken until released.
     TbEvicted {
         cycle: u64,
         sm: SmId,
         context: Box<TbContext>,
+        hold: Option<HoldId>,
+    },
+    /// A TB was thrown away ([`Machine::discard`]); it will run again from its start.
+    TbDiscarded { cycle: u64, sm: SmId, tb: TbRef },
+    /// A context transfer ([`Machine::transfer`]) completed: every store acknowledged, every
+    /// load returned.
+    TransferDone {
+        cycle: u64,
+        sm: SmId,
+        id: TransferId,
     },
     /// A stopped TB's context was installed on an SM.
     TbRestored { cycle: u64, sm: SmId, tb: TbRef },
@@ -65,6 +76,8 @@ impl Event {
             Event::TbDispatched { cycle, .. }
             | Event::TbFinished { cycle, .. }
             | Event::TbEvicted { cycle, .. }
+            | Event::TbDiscarded { cycle, .. }
+            | Event::TransferDone { cycle, .. }
             | Event::TbRestored { cycle, .. }
             | Event::LaunchFinished { cycle, .. } => *cycle,
         }
@@ -72,12 +85,15 @@ impl Event {
 }
 
 /// What can be seen of a resident warp from outside the SM.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WarpView {
     /// Its index in the TB.
     pub index: u32,
     /// The PC it executes next (`None` when it has finished).
     pub pc: Option<u32>,
+    /// The PCs of every SIMT stack entry that still holds lanes, the next one first (lanes
+    /// parked on the other side of a divergent branch, or waiting at a reconvergence point).
+    pub pcs: Vec<u32>,
     /// Whether it waits at a barrier.
     pub at_barrier: bool,
     /// Whether its lanes are split over several SIMT stack entries.
@@ -328,7 +344,7 @@ impl Machine {
         self.check_sm(sm)?;
         let l = &self.launches[launch.index()];
         let tb = l.next(launch);
-        if l.finished_at.is_some() || l.next_tb >= l.total {
+        if l.finished_at.is_some() || l.undispatched() == 0 {
             return Err(ControlError::UnknownLaunch { tb });
         }
         if !self.fits(sm, launch) {
@@ -337,7 +353,7 @@ impl Machine {
         let now = self.cycle();
         let l = &mut self.launches[launch.index()];
         let frame = l.take_frame(&mut self.mem);
-        l.next_tb += 1;
+        l.take_next();
         l.resident += 1;
         l.started_at.get_or_insert(now);
         self.sms[sm.index()].dispatch(&self.launches[launch.index()], tb, frame, now);
@@ -387,6 +403,108 @@ impl Machine {
         } else {
             Err(ControlError::NotResident { sm, tb })
         }
+    }
+
+    /// [`Machine::stop`], keeping the TB's resources when it leaves: [`Event::TbEvicted`]
+    /// carries a hold, and the SM stays that full until [`Machine::release`] (a context save
+    /// in progress occupies the registers and shared memory it reads).
+    pub fn stop_holding(&mut self, sm: SmId, tb: TbRef, at: StopAt) -> Result<(), ControlError> {
+        self.stop(sm, tb, at)?;
+        self.sms[sm.index()].keep_resources(tb);
+        Ok(())
+    }
+
+    /// Takes on `sm` the resources one TB of `launch` needs, for a context to be installed
+    /// there once restored ([`Machine::install_held`]).
+    pub fn hold(&mut self, sm: SmId, launch: LaunchId) -> Result<HoldId, ControlError> {
+        self.check_sm(sm)?;
+        let tb = TbRef { launch, index: 0 };
+        let Some(l) = self.launches.get(launch.index()) else {
+            return Err(ControlError::UnknownLaunch { tb });
+        };
+        if !self.fits(sm, launch) {
+            return Err(ControlError::NoRoom { sm, tb });
+        }
+        let demand = l.demand;
+        Ok(HoldId(self.sms[sm.index()].hold(&demand)))
+    }
+
+    /// Gives back the resources of a hold.
+    pub fn release(&mut self, sm: SmId, hold: HoldId) -> Result<(), ControlError> {
+        self.check_sm(sm)?;
+        if self.sms[sm.index()].release(hold.0) {
+            Ok(())
+        } else {
+            Err(ControlError::NoHold { sm, hold })
+        }
+    }
+
+    /// Installs a context into the resources of a hold taken for it on `sm`.
+    pub fn install_held(
+        &mut self,
+        sm: SmId,
+        hold: HoldId,
+        context: Box<TbContext>,
+    ) -> Result<(), (ControlError, Box<TbContext>)> {
+        if let Err(e) = self.release(sm, hold) {
+            return Err((e, context));
+        }
+        self.install(sm, context)
+    }
+
+    /// Moves `bytes` bytes between the SM and device memory at `base` (a context save:
+    /// stores; a restore: loads), as line-sized accesses at context priority through the
+    /// SM's LD/ST unit in cycles no warp of the SM uses it. Only the traffic is simulated;
+    /// the caller moves the data. [`Event::TransferDone`] reports the end.
+    pub fn transfer(
+        &mut self,
+        sm: SmId,
+        save: bool,
+        base: u64,
+        bytes: u64,
+        launch: LaunchId,
+    ) -> Result<TransferId, ControlError> {
+        self.check_sm(sm)?;
+        let line = self.memcfg.line_bytes;
+        let sectors = (self.memcfg.line_bytes / memsys::coalesce::SECTOR_BYTES) as u32;
+        let full = if sectors >= 8 {
+            u8::MAX
+        } else {
+            (1u8 << sectors) - 1
+        };
+        let first = base / line;
+        let last = (base + bytes.max(1) - 1) / line;
+        let lines = (first..=last)
+            .map(|l| memsys::LineRequest {
+                line_addr: l * line,
+                sectors: full,
+            })
+            .collect();
+        let kind = if save {
+            memsys::AccessKind::Store
+        } else {
+            memsys::AccessKind::Load
+        };
+        Ok(TransferId(
+            self.sms[sm.index()].transfer(kind, lines, launch),
+        ))
+    }
+
+    /// Throws TB `tb` on `sm` away at once; its launch will dispatch it again from its
+    /// start, before any new TB (flushing, papers/lin-lightweight §II-B: only for a TB whose
+    /// re-execution is harmless, which the caller decides).
+    pub fn discard(&mut self, sm: SmId, tb: TbRef) -> Result<(), ControlError> {
+        self.check_sm(sm)?;
+        let Some(frame) = self.sms[sm.index()].discard(tb) else {
+            return Err(ControlError::NotResident { sm, tb });
+        };
+        let now = self.cycle();
+        let l = &mut self.launches[tb.launch.index()];
+        l.resident -= 1;
+        l.give_frame(frame);
+        l.requeue(tb.index);
+        self.events.push(Event::TbDiscarded { cycle: now, sm, tb });
+        Ok(())
     }
 
     fn check_sm(&self, sm: SmId) -> Result<(), ControlError> {
@@ -441,7 +559,7 @@ impl Machine {
                 }
                 self.events.push(Event::TbFinished { cycle: now, sm, tb });
             }
-            for context in self.retired.evicted.drain(..) {
+            for (context, hold) in self.retired.evicted.drain(..) {
                 let l = &mut self.launches[context.tb.launch.index()];
                 l.resident -= 1;
                 l.held += 1;
@@ -449,6 +567,14 @@ impl Machine {
                     cycle: now,
                     sm,
                     context: Box::new(context),
+                    hold: hold.map(HoldId),
+                });
+            }
+            for id in self.retired.transfers.drain(..) {
+                self.events.push(Event::TransferDone {
+                    cycle: now,
+                    sm,
+                    id: TransferId(id),
                 });
             }
         }

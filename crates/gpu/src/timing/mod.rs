@@ -56,7 +56,7 @@ use crate::exec::LaunchCtx;
 use crate::memory::DeviceMemory;
 
 pub use context::{ContextSizes, ControlError, StopAt, TbContext, WarpContext};
-pub use ids::{LaunchId, SmId, TbRef, TbSlotId, WarpSlotId};
+pub use ids::{HoldId, LaunchId, SmId, TbRef, TbSlotId, TransferId, WarpSlotId};
 pub use launch::{Launch, TimedKernel};
 pub use ledger::SmLedger;
 pub use machine::{Control, Event, Idle, Machine, WarpView};

@@ -164,6 +164,8 @@ pub(super) struct TbSlot {
     local_base: u64,
     /// Set by a stop request.
     stop: Option<StopAt>,
+    /// Keep the TB's resources when it leaves (as a hold): its context is yet to be saved.
+    hold: bool,
     /// What the TB holds in the ledger.
     demand: TbDemand,
 }
@@ -180,6 +182,24 @@ struct PendingAccess {
     waits: bool,
     /// Parts of the access still in flight (see [`Backlog`]).
     parts: u32,
+    /// The context transfer it belongs to ([`Transfer`]), if any.
+    transfer: Option<u32>,
+}
+
+/// A context save or restore in flight on this SM: line-sized accesses at context priority
+/// issued through the LD/ST unit in cycles no warp uses it (papers/lin-lightweight §V-A:
+/// "context switching requests have lower priority than regular requests"), as a trap
+/// routine's coalesced stores and loads would be.
+struct Transfer {
+    id: u32,
+    kind: AccessKind,
+    lines: Vec<LineRequest>,
+    /// Lines offered so far, and accesses not yet complete.
+    next: usize,
+    outstanding: u32,
+    launch: LaunchId,
+    /// The access being offered (reused).
+    offer: MemAccess,
 }
 
 /// The rest of a warp access too large for the memory system to accept at once. The memory
@@ -267,8 +287,11 @@ pub(super) struct Specs<'a> {
 pub(super) struct Retired {
     /// TBs that finished: the TB and its local-memory frame.
     pub finished: Vec<(TbRef, u64)>,
-    /// TBs that were stopped and whose state was captured.
-    pub evicted: Vec<TbContext>,
+    /// TBs that were stopped and whose state was captured, each with the hold that keeps
+    /// its resources when it was asked to.
+    pub evicted: Vec<(TbContext, Option<u32>)>,
+    /// Context transfers that completed.
+    pub transfers: Vec<u32>,
 }
 
 /// What the checks of one cycle found about sleeping (see [`Sm::sleep`]).
@@ -357,6 +380,12 @@ pub(super) struct Sm {
     next_age: u64,
     /// Per launch (by id): its counters on this SM.
     counters: IdVec<LaunchId, LaunchCounters>,
+    /// Context transfers, oldest first (served in order), and the next transfer id.
+    transfers: std::collections::VecDeque<Transfer>,
+    next_transfer: u32,
+    /// Resources kept for TBs that are not resident (saving or being restored), by hold id.
+    holds: Vec<(u32, TbDemand)>,
+    next_hold: u32,
     // Scratch, reused every cycle.
     /// Per scheduler: what its policy sees of its warps (see [`WarpInfo`]).
     infos: Vec<Vec<WarpInfo>>,
@@ -431,6 +460,10 @@ impl Sm {
             backlog: None,
             next_age: 0,
             counters: IdVec::new(),
+            transfers: std::collections::VecDeque::new(),
+            next_transfer: 0,
+            holds: Vec::new(),
+            next_hold: 0,
             infos: vec![Vec::with_capacity(n_warps); n_sched],
             infos_stale: vec![true; n_sched],
             checks: vec![Check::Ready; n_warps],
@@ -471,15 +504,19 @@ impl Sm {
                 .iter()
                 .map(|&s| {
                     let w = self.warps[s as usize].as_ref().expect("resident warp");
-                    let live_entries = w
+                    let pcs: Vec<u32> = w
                         .warp
                         .stack
                         .iter()
+                        .rev()
                         .filter(|e| e.mask != 0 && e.pc != e.rpc)
-                        .count();
+                        .map(|e| e.pc)
+                        .collect();
+                    let live_entries = pcs.len();
                     super::machine::WarpView {
                         index: w.warp.index,
                         pc: w.warp.next_entry().map(|e| e.pc),
+                        pcs,
                         at_barrier: matches!(w.status, WarpStatus::Waiting(_)),
                         diverged: live_entries > 1,
                         halted: w.halted,
@@ -491,9 +528,10 @@ impl Sm {
         )
     }
 
-    /// Whether the SM still has memory work of its own (a split access) to send.
+    /// Whether the SM still has memory work of its own (a split access, a context
+    /// transfer) to send or finish.
     pub(super) fn has_backlog(&self) -> bool {
-        self.backlog.is_some()
+        self.backlog.is_some() || !self.transfers.is_empty()
     }
 
     /// This SM's counters of `launch`.
@@ -560,6 +598,7 @@ impl Sm {
             bars,
             local_base,
             stop: None,
+            hold: false,
             demand: launch.demand,
         });
         self.counters_mut(tb.launch);
@@ -635,6 +674,127 @@ impl Sm {
         true
     }
 
+    /// Queues a context transfer of `lines` (stores for a save, loads for a restore) for
+    /// `launch`; returns its id.
+    pub(super) fn transfer(
+        &mut self,
+        kind: AccessKind,
+        lines: Vec<LineRequest>,
+        launch: LaunchId,
+    ) -> u32 {
+        let id = self.next_transfer;
+        self.next_transfer += 1;
+        self.transfers.push_back(Transfer {
+            id,
+            kind,
+            lines,
+            next: 0,
+            outstanding: 0,
+            launch,
+            offer: MemAccess {
+                kind,
+                space: memsys::Space::Global,
+                priority: Priority::Context,
+                lines: Vec::new(),
+                tag: 0,
+            },
+        });
+        self.sleep = None;
+        self.retire_due = true;
+        id
+    }
+
+    /// Offers the next part of the oldest context transfer if no warp used the LD/ST unit
+    /// this cycle.
+    fn offer_transfer(&mut self, memcfg: &MemConfig, memsys: &mut MemorySystem, now: u64) {
+        if self.backlog.is_some() || self.ldst_free > now || self.ldst_refused_at == now {
+            return;
+        }
+        let tag = self
+            .free_pending
+            .last()
+            .map_or(self.pending.len() as u64, |&t| u64::from(t));
+        let Some(t) = self.transfers.front_mut() else {
+            return;
+        };
+        if t.next == t.lines.len() {
+            return;
+        }
+        let chunk = chunk_lines(memcfg, memsys::Space::Global, t.kind);
+        let end = (t.next + chunk).min(t.lines.len());
+        t.offer.lines.clear();
+        t.offer.lines.extend_from_slice(&t.lines[t.next..end]);
+        t.offer.tag = tag;
+        if memsys.offer(self.id.index(), &t.offer).is_err() {
+            return;
+        }
+        t.next = end;
+        t.outstanding += 1;
+        let p = PendingAccess {
+            slot: None,
+            launch: t.launch,
+            regs: [None; MAX_DSTS],
+            waits: false,
+            parts: 1,
+            transfer: Some(t.id),
+        };
+        match self.free_pending.pop() {
+            Some(i) => self.pending[i as usize] = Some(p),
+            None => self.pending.push(Some(p)),
+        }
+        self.ldst_free = now + 1;
+    }
+
+    /// Takes a TB's resources for a context about to be restored; the hold's id.
+    pub(super) fn hold(&mut self, demand: &TbDemand) -> u32 {
+        debug_assert!(self.ledger.fits(demand));
+        self.ledger.take(demand);
+        self.new_hold(*demand)
+    }
+
+    fn new_hold(&mut self, demand: TbDemand) -> u32 {
+        let id = self.next_hold;
+        self.next_hold += 1;
+        self.holds.push((id, demand));
+        self.sleep = None;
+        id
+    }
+
+    /// Gives a hold's resources back; false if there is no such hold.
+    pub(super) fn release(&mut self, hold: u32) -> bool {
+        let Some(i) = self.holds.iter().position(|(h, _)| *h == hold) else {
+            return false;
+        };
+        let (_, d) = self.holds.remove(i);
+        self.ledger.give(&d);
+        self.infos_stale.fill(true);
+        self.sleep = None;
+        true
+    }
+
+    /// Asks the TB `tb` to keep its resources, as a hold, when it leaves after a stop.
+    pub(super) fn keep_resources(&mut self, tb: TbRef) -> bool {
+        match self.tbs.iter_mut().flatten().find(|t| t.tb == tb) {
+            Some(t) => {
+                t.hold = true;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Throws TB `tb` away at once (its warps stop mid-flight; accesses in flight complete
+    /// unobserved); returns its local-memory frame.
+    pub(super) fn discard(&mut self, tb: TbRef) -> Option<u64> {
+        let k = self
+            .tbs
+            .iter()
+            .position(|t| t.as_ref().is_some_and(|t| t.tb == tb))?;
+        self.sleep = None;
+        let t = self.vacate(k);
+        Some(t.local_base)
+    }
+
     /// The warp in `slot` issues nothing more (its TB is stopping).
     fn halt(&mut self, slot: usize) {
         let w = self.warps[slot].as_mut().expect("resident warp");
@@ -665,6 +825,16 @@ impl Sm {
             }
             let p = self.pending[c.tag as usize].take().expect("checked above");
             self.free_pending.push(c.tag as u32);
+            if let Some(id) = p.transfer {
+                let t = self
+                    .transfers
+                    .iter_mut()
+                    .find(|t| t.id == id)
+                    .expect("a transfer with accesses in flight is queued");
+                t.outstanding -= 1;
+                self.retire_due = true;
+                continue;
+            }
             self.counters[launch].in_flight -= 1;
             let Some(slot) = p.slot else {
                 continue;
@@ -728,7 +898,7 @@ impl Sm {
         let n = self.scheds.len();
         // Whether this cycle can repeat unchanged (see `sleep`), and until when.
         let mut sleep = SleepCheck {
-            possible: self.backlog.is_none(),
+            possible: self.backlog.is_none() && self.transfers.is_empty(),
             wake: u64::MAX,
             ready: 0,
             attempted: 0,
@@ -818,6 +988,7 @@ impl Sm {
                 self.stall_reasons.push(r);
             }
         }
+        self.offer_transfer(specs.memory, memsys, now);
         if self.shortcuts
             && sleep.possible
             && sleep.ready == sleep.attempted
@@ -1288,6 +1459,7 @@ impl Sm {
                     regs,
                     waits,
                     parts,
+                    transfer: None,
                 };
                 match self.free_pending.pop() {
                     Some(t) => self.pending[t as usize] = Some(p),
@@ -1330,6 +1502,14 @@ impl Sm {
         }
         // A stopping TB is looked at every cycle: its in-flight work finishes with time.
         self.retire_due = self.stopping > 0;
+        while self
+            .transfers
+            .front()
+            .is_some_and(|t| t.next == t.lines.len() && t.outstanding == 0)
+        {
+            let t = self.transfers.pop_front().expect("checked");
+            out.transfers.push(t.id);
+        }
         for k in 0..self.tbs.len() {
             let Some(tb) = self.tbs[k].as_mut() else {
                 continue;
@@ -1359,8 +1539,11 @@ impl Sm {
             }
             if tb.stop.is_some() {
                 if self.quiesced(k, now) {
+                    let held = self.tbs[k].as_ref().is_some_and(|t| t.hold);
+                    let demand = self.tbs[k].as_ref().expect("resident TB").demand;
                     let context = self.capture(k, now);
-                    out.evicted.push(context);
+                    let hold = held.then(|| self.new_hold(demand));
+                    out.evicted.push((context, hold));
                 }
                 continue;
             }
@@ -1421,7 +1604,9 @@ impl Sm {
         if tb.stop.is_some() {
             self.stopping -= 1;
         }
-        self.ledger.give(&tb.demand);
+        if !tb.hold {
+            self.ledger.give(&tb.demand);
+        }
         self.infos_stale.fill(true);
         tb
     }

@@ -1,0 +1,229 @@
+//! Preemption mechanisms: how an SM gives up the TBs it runs when the scheduling framework
+//! reserves it for another kernel (papers/tanasic-thesis §5.2.2), separate from the policy
+//! that decides when and for whom (DESIGN.md §1.1).
+//!
+//! * [`drain::Drain`]: nothing is taken away; the SM is free when its TBs finish.
+//! * [`flush::Flush`]: TBs that can be re-executed harmlessly (strict or relaxed
+//!   idempotence, papers/lin-lightweight §II-B) are thrown away at once and run again from
+//!   their start; the others drain, and the mechanism says so.
+//! * [`switch::Switch`]: the TBs stop at an instruction boundary, their in-flight work
+//!   finishes, and a trap routine saves their context to a context area in device memory —
+//!   every allocated register (BASELINE) or only the registers live at each warp's
+//!   instruction (LIVE, SIMT-aware) — with the TB's shared memory, SIMT stacks and barrier
+//!   state; restoring is symmetric. Saves and restores are real traffic through the SM's
+//!   LD/ST unit, the L1, the interconnect, the L2 and DRAM at context priority
+//!   ([`gpu::timing::Machine::transfer`]), and the TB's resources stay taken while its
+//!   context moves.
+//!
+//! Every mechanism logs, per TB, when the request came, when the TB stopped, when its
+//! resources were released and what its context cost ([`Record`]), and refuses honestly
+//! what it cannot do ([`Record::Refused`]).
+
+pub mod drain;
+pub mod flush;
+pub mod switch;
+
+use gpu::timing::{HoldId, Machine, SmId, TbContext, TbRef, TimingError, TransferId};
+use serde::{Deserialize, Serialize};
+
+pub use drain::Drain;
+pub use flush::Flush;
+pub use switch::{Switch, Which};
+
+/// What a mechanism may touch: the machine, and where it puts what it produces.
+pub struct Cx<'a> {
+    pub machine: &'a mut Machine,
+    pub out: &'a mut Output,
+}
+
+/// What mechanisms hand back to the framework.
+#[derive(Default)]
+pub struct Output {
+    /// TBs whose context is saved: they go to their kernel's PTBQ.
+    pub preempted: Vec<Preempted>,
+    /// What happened, for reports.
+    pub records: Vec<Record>,
+}
+
+/// A TB off its SM, waiting to be resumed by the mechanism that took it off.
+#[derive(Debug)]
+pub struct Preempted {
+    pub context: Box<TbContext>,
+    /// Where its context was saved, and how much of it.
+    pub area: u64,
+    pub bytes: ContextBytes,
+}
+
+/// The bytes a context moves, by part (DESIGN.md §6).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContextBytes {
+    pub registers: u64,
+    pub shared: u64,
+    /// SIMT stacks, warp barrier status and the TB's named-barrier counters.
+    pub stack_barrier: u64,
+    /// What the mechanism adds to describe the context (liveness or pattern vectors).
+    pub metadata: u64,
+}
+
+impl ContextBytes {
+    pub fn total(&self) -> u64 {
+        self.registers + self.shared + self.stack_barrier + self.metadata
+    }
+}
+
+/// How a TB gave up its SM.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum How {
+    /// It finished.
+    Drained,
+    /// It was thrown away, losing this many warp instructions of work.
+    Flushed { discarded_instructions: u64 },
+    /// Its context was saved.
+    Switched,
+}
+
+/// What a mechanism did (core cycles).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Record {
+    /// The framework asked for `sm`, which then held `tbs` TBs.
+    Requested { cycle: u64, sm: SmId, tbs: u32 },
+    /// A TB gave up `sm`: asked at `requested`, stopped (its warps halted and its in-flight
+    /// work done, or, draining, finished) at `stopped`, resources released at `released`.
+    Preempted {
+        sm: SmId,
+        tb: TbRef,
+        how: How,
+        requested: u64,
+        stopped: u64,
+        released: u64,
+        bytes: ContextBytes,
+    },
+    /// A TB's context was restored onto `sm` between `started` and `finished`.
+    Restored {
+        sm: SmId,
+        tb: TbRef,
+        started: u64,
+        finished: u64,
+        bytes: ContextBytes,
+    },
+    /// The mechanism could not take this TB away; it drains instead.
+    Refused {
+        cycle: u64,
+        sm: SmId,
+        tb: TbRef,
+        why: String,
+    },
+}
+
+/// A preemption mechanism.
+///
+/// **Contract.** The framework calls [`Mechanism::preempt`] once when a policy reserves an
+/// SM: from then on the SM driver issues no new TB there, and the SM is set up for its next
+/// kernel once every TB has left it and every resource is released (holds included). The
+/// mechanism may stop TBs (with or without holding their resources), discard them, or let
+/// them finish; it hears of the TBs it stopped ([`Mechanism::evicted`]), of TBs that
+/// finished on reserved SMs ([`Mechanism::finished`]) and of its transfers
+/// ([`Mechanism::transfer_done`]). Each TB it takes off with its state saved goes to
+/// [`Output::preempted`]; the framework queues it in its kernel's PTBQ and, when an SM has
+/// room for it, calls [`Mechanism::resume`], which must eventually install it (the SM
+/// driver does not place another TB of that kernel on that SM in the same cycle). A
+/// mechanism never changes a result: device memory at the end of a run is bit-identical to
+/// the uninterrupted run's. It sees what hardware would know (compiler tables, counters),
+/// never the future.
+pub trait Mechanism {
+    fn name(&self) -> String;
+    /// The framework reserved `sm`.
+    fn preempt(&mut self, sm: SmId, cx: &mut Cx) -> Result<(), TimingError>;
+    /// A TB this mechanism stopped left `sm`.
+    fn evicted(
+        &mut self,
+        sm: SmId,
+        context: Box<TbContext>,
+        hold: Option<HoldId>,
+        cx: &mut Cx,
+    ) -> Result<(), TimingError>;
+    /// A TB finished on `sm` at `cycle` (only reported while `sm` is being preempted).
+    fn finished(&mut self, _sm: SmId, _tb: TbRef, _cycle: u64, _cx: &mut Cx) {}
+    /// A transfer this mechanism started completed.
+    fn transfer_done(
+        &mut self,
+        _sm: SmId,
+        _id: TransferId,
+        _cx: &mut Cx,
+    ) -> Result<(), TimingError> {
+        Ok(())
+    }
+    /// Brings `tb` back on `sm`, which has room for it.
+    fn resume(&mut self, sm: SmId, tb: Preempted, cx: &mut Cx) -> Result<(), TimingError>;
+}
+
+/// The mechanisms by name (scenario files and the command line choose one).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MechanismKind {
+    /// SM draining.
+    #[default]
+    Drain,
+    /// Flushing of strictly idempotent TBs.
+    FlushStrict,
+    /// Flushing of relaxed-idempotent TBs (pointer arguments assumed not to overlap).
+    FlushRelaxed,
+    /// Context switch saving every allocated register.
+    Baseline,
+    /// Context switch saving the registers live at each warp's instruction.
+    Live,
+}
+
+impl MechanismKind {
+    pub const ALL: [MechanismKind; 5] = [
+        MechanismKind::Drain,
+        MechanismKind::FlushStrict,
+        MechanismKind::FlushRelaxed,
+        MechanismKind::Baseline,
+        MechanismKind::Live,
+    ];
+
+    pub fn build(self) -> Box<dyn Mechanism> {
+        match self {
+            MechanismKind::Drain => Box::new(Drain::default()),
+            MechanismKind::FlushStrict => Box::new(Flush::new(false)),
+            MechanismKind::FlushRelaxed => Box::new(Flush::new(true)),
+            MechanismKind::Baseline => Box::new(Switch::new(Which::Baseline)),
+            MechanismKind::Live => Box::new(Switch::new(Which::Live)),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            MechanismKind::Drain => "drain",
+            MechanismKind::FlushStrict => "flush-strict",
+            MechanismKind::FlushRelaxed => "flush-relaxed",
+            MechanismKind::Baseline => "baseline",
+            MechanismKind::Live => "live",
+        }
+    }
+}
+
+/// Per SM, the TBs a request is waiting for and when it came.
+#[derive(Default)]
+pub(crate) struct Requests {
+    /// (sm, tb, requested cycle).
+    waiting: Vec<(SmId, TbRef, u64)>,
+}
+
+impl Requests {
+    pub(crate) fn add(&mut self, sm: SmId, tb: TbRef, cycle: u64) {
+        self.waiting.push((sm, tb, cycle));
+    }
+
+    /// Removes and returns when `tb`'s request came, if it is waiting.
+    pub(crate) fn take(&mut self, sm: SmId, tb: TbRef) -> Option<u64> {
+        let i = self
+            .waiting
+            .iter()
+            .position(|&(s, t, _)| s == sm && t == tb)?;
+        Some(self.waiting.remove(i).2)
+    }
+}

@@ -1,0 +1,266 @@
+//! Preemption is bit-exact for every mechanism: each suite kernel runs as a process while
+//! SMs are taken from it — at seeded random cycles, right after a launch starts, while warps
+//! wait at a barrier, inside divergent regions, and (for the persistent `mandel`) while its
+//! TBs hold work from its queue — and given back, and device memory ends bit-identical to
+//! the uninterrupted run. A mechanism that cannot take a TB away says so.
+
+use gpu::config::GpuConfig;
+use gpu::timing::{Machine, SmId, TimedGpu};
+use preempt::{How, MechanismKind, Record};
+use sched::Framework;
+use suite::{Rng, Size, Target};
+use workload::scenario::{Process, Program};
+use workload::system::Injector;
+use workload::{RunRecord, Setup, System};
+
+fn process(k: &'static dyn suite::Kernel) -> Process {
+    Process {
+        name: k.name().to_string(),
+        arrival_us: 0.0,
+        priority: 0,
+        program: Program::Suite {
+            kernel: k,
+            size: Size::Small,
+            seed: 1,
+            target: Target::Sm70,
+        },
+    }
+}
+
+fn run(
+    k: &'static dyn suite::Kernel,
+    mechanism: MechanismKind,
+    injector: Option<&mut dyn Injector>,
+) -> RunRecord {
+    let timing = TimedGpu::new(GpuConfig::preset("gtx480").unwrap());
+    let mut setup = Setup {
+        host: timing.gpu.host.clone(),
+        timing,
+        framework: Default::default(),
+        policy: Default::default(),
+        time_slice_us: 50.0,
+        mechanism,
+        copy_policy: Default::default(),
+        max_cycles: 1 << 28,
+        snapshot: true,
+    };
+    setup.snapshot = true;
+    let r = System::new(setup, &[process(k)])
+        .unwrap()
+        .run_with(&mut |_| {}, injector)
+        .unwrap_or_else(|e| panic!("{} with {}: {e}", k.name(), mechanism.name()));
+    let v = r.processes[0].verdict.as_ref().unwrap();
+    assert!(
+        v.verified,
+        "{} with {}: {}",
+        k.name(),
+        mechanism.name(),
+        v.detail
+    );
+    r
+}
+
+/// Requests: at the planned cycles (preferring, in turn, an SM with warps at a barrier, one
+/// with diverged warps, any), and one just after every launch starts.
+struct Requests {
+    plan: Vec<u64>,
+    rng: Rng,
+    turn: u32,
+    /// Requests the framework took, and planned moments handled (a moment when every SM
+    /// with TBs is already being emptied adds no request).
+    made: u32,
+    moments: u32,
+    started: Vec<u32>,
+}
+
+impl Requests {
+    fn candidates(m: &Machine, want: u32) -> Vec<SmId> {
+        m.sm_ids()
+            .filter(|&sm| {
+                let tbs: Vec<_> = m.resident(sm).filter(|(_, s)| !s).map(|(t, _)| t).collect();
+                !tbs.is_empty()
+                    && tbs.iter().any(|&tb| {
+                        let w = m.warps_of(sm, tb).unwrap();
+                        match want {
+                            0 => w.iter().any(|w| w.at_barrier),
+                            1 => w.iter().any(|w| w.diverged),
+                            _ => true,
+                        }
+                    })
+            })
+            .collect()
+    }
+}
+
+impl Injector for Requests {
+    fn before_cycle(&mut self, m: &Machine, fw: &mut Framework) {
+        let now = m.cycle();
+        // Just after a launch has started: the SM that got its first TB.
+        for &l in m.active() {
+            if m.launch(l).started_at().is_some() && !self.started.contains(&l.0) {
+                self.started.push(l.0);
+                if let Some(sm) = m
+                    .sm_ids()
+                    .find(|&sm| m.resident(sm).any(|(t, _)| t.launch == l))
+                {
+                    self.made += u32::from(fw.preempt_sm(sm));
+                }
+            }
+        }
+        if self.plan.last().is_some_and(|&c| c <= now) {
+            self.turn += 1;
+            let mut pool = Requests::candidates(m, self.turn % 3);
+            if pool.is_empty() {
+                pool = Requests::candidates(m, 2);
+            }
+            // Nothing to take now (the GPU is between launches): try again a little later.
+            if pool.is_empty() {
+                return;
+            }
+            self.plan.pop();
+            self.moments += 1;
+            pool.retain(|&sm| fw.tables().sm(sm).state == sched::SmState::Running);
+            if pool.is_empty() {
+                return;
+            }
+            let sm = pool[self.rng.below(pool.len() as u32) as usize];
+            self.made += u32::from(fw.preempt_sm(sm));
+        }
+    }
+}
+
+#[test]
+fn every_mechanism_resumes_every_suite_kernel_bit_exactly() {
+    let mut refused = 0;
+    let mut flushed = 0;
+    let mut switched = [0u32; 2];
+    let mut made = [0u32; 5];
+    for &k in suite::all() {
+        let reference = run(k, MechanismKind::Drain, None);
+        // The cycles the kernels ran in the reference, to plan requests over.
+        let period = reference.core_period_fs;
+        let busy: Vec<(u64, u64)> = reference
+            .kernels
+            .iter()
+            .map(|r| {
+                (
+                    r.started_fs.unwrap() / period,
+                    r.finished_fs.unwrap() / period,
+                )
+            })
+            .collect();
+        let total: u64 = busy.iter().map(|(a, b)| b - a).sum();
+        for (mi, mechanism) in MechanismKind::ALL.into_iter().enumerate() {
+            let mut rng = Rng::for_kernel(k.name(), mi as u64);
+            // Within the first 70% of the kernels' time: preempted runs take longer, and a
+            // request once the last TB is out finds nothing to take.
+            let span = (total * 7 / 10).max(1);
+            let mut plan: Vec<u64> = (0..26)
+                .map(|_| {
+                    let mut x = u64::from(rng.below(span as u32));
+                    for &(a, b) in &busy {
+                        if x < b - a {
+                            return a + x;
+                        }
+                        x -= b - a;
+                    }
+                    0
+                })
+                .collect();
+            plan.sort_unstable_by(|a, b| b.cmp(a));
+            let mut requests = Requests {
+                plan,
+                rng,
+                turn: 0,
+                made: 0,
+                moments: 0,
+                started: Vec::new(),
+            };
+            let r = run(k, mechanism, Some(&mut requests));
+            let name = format!("{} with {}", k.name(), mechanism.name());
+            assert!(
+                r.memory == reference.memory,
+                "{name}: memory differs from the uninterrupted run"
+            );
+            assert!(
+                requests.moments >= 20,
+                "{name}: only {} moments",
+                requests.moments
+            );
+            // An SM being emptied takes no second request (draining keeps it until its TBs
+            // finish, a switch until their contexts are saved), so how many moments find an
+            // SM to take depends on the kernel's shape; every run has some.
+            assert!(
+                requests.made >= 2,
+                "{name}: only {} requests",
+                requests.made
+            );
+            made[mi] += requests.made;
+            let requested = r
+                .preemptions
+                .iter()
+                .filter(|p| matches!(p, Record::Requested { .. }))
+                .count();
+            assert_eq!(requested as u32, requests.made, "{name}");
+            for p in &r.preemptions {
+                match p {
+                    Record::Preempted {
+                        how,
+                        requested,
+                        stopped,
+                        released,
+                        bytes,
+                        ..
+                    } => {
+                        assert!(requested <= stopped && stopped <= released, "{name}: {p:?}");
+                        match (mechanism, how) {
+                            (_, How::Drained) => {}
+                            (
+                                MechanismKind::FlushStrict | MechanismKind::FlushRelaxed,
+                                How::Flushed { .. },
+                            ) => flushed += 1,
+                            (MechanismKind::Baseline, How::Switched) => {
+                                switched[0] += 1;
+                                assert!(bytes.registers > 0 && released > stopped, "{name}: {p:?}");
+                            }
+                            (MechanismKind::Live, How::Switched) => {
+                                switched[1] += 1;
+                                assert!(released > stopped, "{name}: {p:?}");
+                            }
+                            _ => panic!("{name}: {p:?}"),
+                        }
+                    }
+                    Record::Refused { .. } => {
+                        assert!(
+                            matches!(
+                                mechanism,
+                                MechanismKind::FlushStrict | MechanismKind::FlushRelaxed
+                            ),
+                            "{name}: {p:?}"
+                        );
+                        refused += 1;
+                    }
+                    Record::Requested { .. } | Record::Restored { .. } => {}
+                }
+            }
+            eprintln!(
+                "{name}: {} requests, {} records",
+                requests.made,
+                r.preemptions.len()
+            );
+        }
+    }
+    eprintln!("requests {made:?}, switched {switched:?}, flushed {flushed}, refused {refused}");
+    for (m, n) in MechanismKind::ALL.iter().zip(made) {
+        assert!(
+            n >= 10 * suite::all().len() as u32,
+            "{}: {n} requests",
+            m.name()
+        );
+    }
+    assert!(switched[0] > 100 && switched[1] > 100, "{switched:?}");
+    assert!(
+        flushed > 0 && refused > 0,
+        "flushed {flushed}, refused {refused}"
+    );
+}
