@@ -51,6 +51,7 @@ impl Mechanism for Drain {
                 stopped: cycle,
                 released: cycle,
                 bytes: ContextBytes::default(),
+                registers: Default::default(),
             });
         }
     }

@@ -114,6 +114,7 @@ impl Mechanism for Flush {
                     stopped: now,
                     released: now,
                     bytes: ContextBytes::default(),
+                    registers: Default::default(),
                 });
             } else {
                 cx.out.records.push(Record::Refused {
@@ -156,6 +157,7 @@ impl Mechanism for Flush {
                 stopped: cycle,
                 released: cycle,
                 bytes: ContextBytes::default(),
+                registers: Default::default(),
             });
         }
     }

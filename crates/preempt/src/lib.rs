@@ -19,16 +19,19 @@
 //! resources were released and what its context cost ([`Record`]), and refuses honestly
 //! what it cannot do ([`Record::Refused`]).
 
+pub mod compress;
 pub mod drain;
 pub mod flush;
 pub mod switch;
 
-use gpu::timing::{HoldId, Machine, SmId, TbContext, TbRef, TimingError, TransferId};
+use std::sync::Arc;
+
+use gpu::timing::{HoldId, Machine, Pass, SmId, TbContext, TbRef, TimingError, TransferId};
 use serde::{Deserialize, Serialize};
 
 pub use drain::Drain;
 pub use flush::Flush;
-pub use switch::{Switch, Which};
+pub use switch::{Compression, PointPass, RegisterCensus, Registers, Switch, SwitchConfig};
 
 /// What a mechanism may touch: the machine, and where it puts what it produces.
 pub struct Cx<'a> {
@@ -99,6 +102,8 @@ pub enum Record {
         stopped: u64,
         released: u64,
         bytes: ContextBytes,
+        /// What its registers held and how they compressed (context switches).
+        registers: RegisterCensus,
     },
     /// A TB's context was restored onto `sm` between `started` and `finished`.
     Restored {
@@ -144,6 +149,16 @@ pub trait Mechanism {
         hold: Option<HoldId>,
         cx: &mut Cx,
     ) -> Result<(), TimingError>;
+    /// Warp `warp` of `tb`, stopped with [`Machine::stop_pipelined`], drained on `sm`.
+    fn warp_drained(
+        &mut self,
+        _sm: SmId,
+        _tb: TbRef,
+        _warp: u32,
+        _cx: &mut Cx,
+    ) -> Result<(), TimingError> {
+        Ok(())
+    }
     /// A TB finished on `sm` at `cycle` (only reported while `sm` is being preempted).
     fn finished(&mut self, _sm: SmId, _tb: TbRef, _cycle: u64, _cx: &mut Cx) {}
     /// A transfer this mechanism started completed.
@@ -174,15 +189,19 @@ pub enum MechanismKind {
     Baseline,
     /// Context switch saving the registers live at each warp's instruction.
     Live,
+    /// Lightweight context switching (papers/lin-lightweight): at preemption points, the
+    /// registers their liveness vectors name, compressed, through the save pipeline.
+    Lightweight,
 }
 
 impl MechanismKind {
-    pub const ALL: [MechanismKind; 5] = [
+    pub const ALL: [MechanismKind; 6] = [
         MechanismKind::Drain,
         MechanismKind::FlushStrict,
         MechanismKind::FlushRelaxed,
         MechanismKind::Baseline,
         MechanismKind::Live,
+        MechanismKind::Lightweight,
     ];
 
     pub fn build(self) -> Box<dyn Mechanism> {
@@ -190,8 +209,19 @@ impl MechanismKind {
             MechanismKind::Drain => Box::new(Drain::default()),
             MechanismKind::FlushStrict => Box::new(Flush::new(false)),
             MechanismKind::FlushRelaxed => Box::new(Flush::new(true)),
-            MechanismKind::Baseline => Box::new(Switch::new(Which::Baseline)),
-            MechanismKind::Live => Box::new(Switch::new(Which::Live)),
+            MechanismKind::Baseline => Box::new(Switch::new("baseline", SwitchConfig::BASELINE)),
+            MechanismKind::Live => Box::new(Switch::new("live", SwitchConfig::LIVE)),
+            MechanismKind::Lightweight => {
+                Box::new(Switch::new("lightweight", SwitchConfig::LIGHTWEIGHT))
+            }
+        }
+    }
+
+    /// The compiler pass the mechanism needs every timed kernel to go through.
+    pub fn kernel_pass(self) -> Option<Pass> {
+        match self {
+            MechanismKind::Lightweight => Some(points_pass()),
+            _ => None,
         }
     }
 
@@ -202,6 +232,7 @@ impl MechanismKind {
             MechanismKind::FlushRelaxed => "flush-relaxed",
             MechanismKind::Baseline => "baseline",
             MechanismKind::Live => "live",
+            MechanismKind::Lightweight => "lightweight",
         }
     }
 }
@@ -226,4 +257,11 @@ impl Requests {
             .position(|&(s, t, _)| s == sm && t == tb)?;
         Some(self.waiting.remove(i).2)
     }
+}
+
+/// The preemption-point pass with the paper's parameters.
+pub fn points_pass() -> Pass {
+    Pass(Arc::new(PointPass {
+        config: Default::default(),
+    }))
 }

@@ -1,166 +1,528 @@
-//! Context switching (papers/tanasic-thesis §5.2.2; "BASELINE" and "LIVE" in
-//! papers/ji-ctxback §V). Each TB on the reserved SM stops at an instruction boundary; the
-//! pipeline drains its in-flight instructions (loads return, stores are acknowledged); then
-//! a trap routine saves the TB's context to a context area in device memory and the TB's
-//! resources are released. Restoring is symmetric: the resources are taken, the context is
-//! loaded back, and the TB continues where it stopped.
+//! Context switching: the TBs on the reserved SM stop, the pipeline drains their in-flight
+//! instructions (loads return, stores are acknowledged), their context is saved to a
+//! context area in device memory, and their resources are released; restoring is
+//! symmetric, and the TB continues where it stopped. One engine, configured
+//! ([`SwitchConfig`]), gives the papers' designs:
+//!
+//! * **BASELINE** (papers/tanasic-thesis §5.2.2; papers/ji-ctxback §V): stop at the next
+//!   instruction boundary; once the TB has stopped, a trap routine saves every allocated
+//!   register of every warp that has not exited.
+//! * **LIVE** (papers/ji-ctxback §V): the same, saving only the registers live where each
+//!   warp stands — the union of the SIMT-aware liveness over its SIMT stack entries' PCs
+//!   (lanes parked elsewhere need theirs), each at its width there.
+//! * **Lightweight** (papers/lin-lightweight §III–IV): stop at the selective preemption
+//!   points the compiler inserted (`pp`/`bar.pp`, [`PointPass`]); save the registers the
+//!   point's liveness vector names (the divergent version, from the `pp`'s dummy, when the
+//!   SIMT stack shows the warp diverged; a warp that stops at a barrier that is not a
+//!   point carries no vector and saves every register), compressed ([`crate::compress`])
+//!   with its pattern vector. The save pipeline (Figure 13) takes each warp as soon as it
+//!   has drained — it is compressed (one PAG group a cycle through a compressor of
+//!   [`SwitchConfig::compressor_latency`] cycles, one compressor per SM) and its segments
+//!   go out while other warps still run to their points — and the TB's shared memory, SIMT
+//!   stacks and barrier state follow once every warp has stopped. Compressed data is packed
+//!   contiguously in the TB's context area (128-byte segments, the memory system's line),
+//!   and the kernel's context control block (Figure 12) gets the TB's entry. Restoring
+//!   loads the CCB entry and pattern vectors first, then the data.
 //!
 //! What a context holds, in bytes:
-//! * registers — BASELINE: every allocated register of every warp that has not exited
-//!   (4 bytes per thread per 32-bit register, one bit per thread per predicate, 4 bytes per
-//!   uniform register; `analysis::ctxback::widths`); LIVE: only the registers live where
-//!   the warp stands, the union over its SIMT stack entries' PCs (lanes parked elsewhere
-//!   need theirs), each counted at its width there;
+//! * registers — 4 bytes per thread per 32-bit register (a 64-bit value counts two), one
+//!   bit per thread per predicate, 4 bytes per uniform register; compressed as described;
 //! * the TB's shared memory;
 //! * per warp, its SIMT stack (12 bytes an entry: PC, reconvergence PC, mask) and barrier
-//!   status (4 bytes), and the TB's 16 named-barrier counters (64 bytes).
+//!   status (4 bytes), and the TB's 16 named-barrier counters (64 bytes);
+//! * metadata: pattern vectors (two bits per register per warp) and the CCB entry (three
+//!   8-byte pointers: registers, shared memory, SIMT stack), when compressing.
 //!
 //! The bytes move as line-sized accesses at context priority through the SM's LD/ST unit
 //! (papers/lin-lightweight §V-A), competing with every other request for the interconnect,
-//! the L2 and DRAM. The values themselves travel in the captured context; LIVE overwrites
-//! every register it did not save with garbage before the TB resumes, so a register wrongly
-//! judged dead corrupts the result (and the bit-exact tests would see it).
+//! the L2 and DRAM; the TB's resources stay taken while its context moves. The values
+//! themselves travel in the captured context; every register a mechanism does not save is
+//! overwritten with garbage before the TB resumes (and so is every register of a lane that
+//! has exited), so a register wrongly judged dead corrupts the
+//! result and the bit-exact tests see it.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use analysis::ctxback::widths::{ContextSize, Widths};
+use analysis::ctxback::widths::{RegClass, Widths};
+use analysis::preemption_points::{insert_points, PpConfig, PreemptionPlan};
 use analysis::{Liveness, RegSet};
 use gpu::barrier::WarpStatus;
-use gpu::exec::WARP_SIZE;
-use gpu::timing::{HoldId, SmId, StopAt, TbContext, TbRef, TimingError, TransferId};
-use kir::{Id, InstId, Kernel};
+use gpu::exec::{Warp, WARP_SIZE};
+use gpu::timing::{HoldId, KernelPass, SmId, StopAt, TbContext, TbRef, TimingError, TransferId};
+use kir::inst::{LiveVector, Op};
+use kir::{Id, InstId, Kernel, Reg};
+use serde::Serialize;
 
+use crate::compress::{self, Pattern, TbPattern};
 use crate::{ContextBytes, Cx, How, Mechanism, Preempted, Record, Requests};
 
 /// Which registers a switch saves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Which {
+pub enum Registers {
     /// Every allocated register.
-    Baseline,
-    /// The registers live at each warp's instruction.
+    All,
+    /// The registers live at each warp's SIMT stack PCs (compiler tables for every PC).
     Live,
+    /// The registers the preemption point's liveness vector names.
+    Vector,
+}
+
+/// How register values are compressed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Compression {
+    None,
+    /// Warp-level patterns.
+    Warp,
+    /// TB-level patterns where every warp waits at the same `bar.pp`, warp-level elsewhere.
+    Tb,
+}
+
+/// A context-switch design.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SwitchConfig {
+    /// Where warps stop.
+    pub stop: StopAt,
+    pub registers: Registers,
+    pub compression: Compression,
+    /// Save each warp as soon as it drains (the lightweight pipeline) rather than the whole
+    /// TB once it has stopped.
+    pub pipelined: bool,
+    /// Cycles from a register entering the compressor to its compressed form (the paper
+    /// assumes 2, after Warped-Compression).
+    pub compressor_latency: u64,
+}
+
+impl SwitchConfig {
+    pub const BASELINE: SwitchConfig = SwitchConfig {
+        stop: StopAt::Boundary,
+        registers: Registers::All,
+        compression: Compression::None,
+        pipelined: false,
+        compressor_latency: 2,
+    };
+    pub const LIVE: SwitchConfig = SwitchConfig {
+        registers: Registers::Live,
+        ..SwitchConfig::BASELINE
+    };
+    /// Preemption points with their liveness vectors, uncompressed ("Live" in
+    /// papers/lin-lightweight Figure 14).
+    pub const POINTS_LIVE: SwitchConfig = SwitchConfig {
+        stop: StopAt::PreemptionPoint,
+        registers: Registers::Vector,
+        compression: Compression::None,
+        pipelined: true,
+        compressor_latency: 2,
+    };
+    /// The lightweight design: points, liveness vectors and warp-level compression
+    /// ("Live+cp" in Figure 14, "Select" in Figure 15).
+    pub const LIGHTWEIGHT: SwitchConfig = SwitchConfig {
+        compression: Compression::Warp,
+        ..SwitchConfig::POINTS_LIVE
+    };
+
+    /// Whether the kernel must carry preemption points.
+    pub fn needs_points(&self) -> bool {
+        self.stop == StopAt::PreemptionPoint || self.registers == Registers::Vector
+    }
+}
+
+/// What the registers of the TBs a switch saved held, summed (papers/lin-lightweight
+/// Figures 6 and 8): bytes of every allocated register, of the saved ones, and of what was
+/// written after compression; how the saved 32-bit vector registers compressed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct RegisterCensus {
+    pub occupied: u64,
+    pub live: u64,
+    pub moved: u64,
+    pub uniform: u32,
+    pub strided: u32,
+    pub random: u32,
+    /// Registers stored once for a whole TB (TB-level compression).
+    pub global_uniform: u32,
+    pub global_strided: u32,
+    /// Warps that stopped where no liveness vector was available (a barrier that is not a
+    /// point) and saved every register.
+    pub unvectored_warps: u32,
+}
+
+impl RegisterCensus {
+    pub fn add(&mut self, o: &RegisterCensus) {
+        self.occupied += o.occupied;
+        self.live += o.live;
+        self.moved += o.moved;
+        self.uniform += o.uniform;
+        self.strided += o.strided;
+        self.random += o.random;
+        self.global_uniform += o.global_uniform;
+        self.global_strided += o.global_strided;
+        self.unvectored_warps += o.unvectored_warps;
+    }
+}
+
+/// The compiler pass of the lightweight design: preemption points (papers/lin-lightweight
+/// §IV-A) inserted after register allocation, so their liveness vectors name physical
+/// registers.
+pub struct PointPass {
+    pub config: PpConfig,
+}
+
+impl KernelPass for PointPass {
+    fn name(&self) -> &str {
+        "preemption-points"
+    }
+
+    fn run(&self, kernel: &Kernel) -> Option<(Kernel, Vec<InstId>)> {
+        let plan = PreemptionPlan::compute(kernel, &self.config);
+        let with = insert_points(kernel, &plan.points).ok()?;
+        // Each new instruction serves the old one whose group it starts or belongs to.
+        let mut from = vec![InstId::new(0); with.kernel.len()];
+        for old in 0..kernel.len() {
+            let (start, end) = (with.group_start[old].index(), with.new_pc[old].index());
+            for f in &mut from[start..=end] {
+                *f = InstId::new(old);
+            }
+        }
+        Some((with.kernel, from))
+    }
 }
 
 /// What a kernel's contexts are measured with.
 struct Facts {
     _kernel: Arc<Kernel>,
-    liveness: Liveness,
+    liveness: Option<Liveness>,
     widths: Widths,
+    /// Registers that are not predicates or uniform registers.
+    all: RegSet,
 }
 
-/// A save or restore in flight.
-struct Moving {
-    sm: SmId,
-    tb: TbRef,
-    context: Box<TbContext>,
-    hold: HoldId,
-    area: u64,
-    bytes: ContextBytes,
+/// The registers one warp saves, and their size.
+struct WarpSave {
+    keep: RegSet,
+    /// Bytes after compression.
+    moved: u64,
+    census: RegisterCensus,
+    /// Compressor cycles it needs (PAG groups through the compressor).
+    work: u64,
+    /// Warp-level compression of each 32-bit vector register half, for TB-level analysis:
+    /// (register, high half).
+    compressed: Vec<((Reg, bool), compress::Compressed)>,
+}
+
+/// A TB whose context is being saved.
+struct Saving {
     requested: u64,
+    area: u64,
+    /// Bytes written to the area so far (packed).
+    written: u64,
+    /// Per warp (index in the TB), what it saved once drained.
+    warps: Vec<Option<WarpSave>>,
+    bytes: ContextBytes,
+    census: RegisterCensus,
     stopped: u64,
-    save: bool,
+    hold: Option<HoldId>,
+    context: Option<Box<TbContext>>,
+    /// The transfer whose completion ends the save.
+    last: Option<TransferId>,
+}
+
+/// A restore in flight.
+struct Restoring {
+    hold: HoldId,
+    started: u64,
+    preempted: Preempted,
+    /// The data still to load once the metadata is back.
+    then: Option<u64>,
+}
+
+enum Moving {
+    Save(TbRef),
+    Restore(Box<Restoring>),
 }
 
 /// Context switching.
 pub struct Switch {
-    which: Which,
+    name: String,
+    config: SwitchConfig,
     facts: HashMap<usize, Facts>,
     requests: Requests,
+    saving: HashMap<(SmId, TbRef), Saving>,
     /// By SM and transfer (transfer ids are numbered per SM).
     moving: HashMap<(SmId, TransferId), Moving>,
+    /// Per SM, the cycle its compressor is free.
+    compressor_free: HashMap<SmId, u64>,
+}
+
+/// Bytes of the SIMT stacks and barrier state of a TB's warps.
+fn stack_barrier_bytes(stack_entries: impl Iterator<Item = usize>) -> u64 {
+    16 * 4 + stack_entries.map(|n| 12 * n as u64 + 4).sum::<u64>()
+}
+
+/// Lanes whose registers matter: they exist and have not exited.
+fn lanes(w: &Warp) -> u32 {
+    w.valid & !w.exited
+}
+
+/// Whether the warp's lanes are split over several SIMT stack entries.
+fn diverged(w: &Warp) -> bool {
+    w.stack
+        .iter()
+        .filter(|e| e.mask != 0 && e.pc != e.rpc)
+        .count()
+        > 1
+}
+
+/// The liveness vector of the point a warp stands at: right after a `pp` (the dummy
+/// holding the divergent version follows it), or waiting past a `bar.pp`.
+fn point_vector(kernel: &Kernel, w: &Warp) -> Option<LiveVector> {
+    let pc = w.next_entry()?.pc as usize;
+    let prev = kernel.insts.get(InstId::new(pc.checked_sub(1)?))?;
+    match prev.op {
+        Op::Pp { live } => {
+            if diverged(w) {
+                match kernel.insts.get(InstId::new(pc)).map(|i| &i.op) {
+                    Some(Op::PpDivergent { live }) => Some(*live),
+                    _ => Some(live),
+                }
+            } else {
+                Some(live)
+            }
+        }
+        Op::Bar { pp: Some(live), .. } => Some(live),
+        _ => None,
+    }
 }
 
 impl Switch {
-    pub fn new(which: Which) -> Switch {
+    pub fn new(name: impl Into<String>, config: SwitchConfig) -> Switch {
         Switch {
-            which,
+            name: name.into(),
+            config,
             facts: HashMap::new(),
             requests: Requests::default(),
+            saving: HashMap::new(),
             moving: HashMap::new(),
+            compressor_free: HashMap::new(),
         }
     }
 
+    pub fn config(&self) -> &SwitchConfig {
+        &self.config
+    }
+
     fn facts(&mut self, kernel: &Arc<Kernel>) -> &Facts {
+        let live = self.config.registers == Registers::Live;
         self.facts
             .entry(Arc::as_ptr(kernel) as usize)
             .or_insert_with(|| {
-                let mut liveness = Liveness::new();
-                liveness.compute(kernel);
+                let liveness = live.then(|| {
+                    let mut l = Liveness::new();
+                    l.compute(kernel);
+                    l
+                });
+                let widths = Widths::compute(kernel);
+                let mut all = RegSet::with_capacity(kernel.regs.len());
+                for r in kernel.regs.ids() {
+                    all.insert(r);
+                }
                 Facts {
                     _kernel: kernel.clone(),
                     liveness,
-                    widths: Widths::compute(kernel),
+                    widths,
+                    all,
                 }
             })
     }
 
-    /// The registers a warp's context keeps, and their size (LIVE); `None` for every
-    /// register (BASELINE).
-    fn saved_registers(
-        facts: &Facts,
-        kernel: &Kernel,
-        warp: &gpu::exec::Warp,
-    ) -> (RegSet, ContextSize) {
-        let mut set = RegSet::with_capacity(kernel.regs.len());
-        let mut top = None;
-        for e in warp.stack.iter().rev() {
-            if e.mask == 0 || e.pc == e.rpc || e.pc as usize >= kernel.len() {
-                continue;
-            }
-            top.get_or_insert(e.pc);
-            set.union_with(facts.liveness.live_in(InstId(e.pc)));
-        }
-        let size = match top {
-            Some(pc) => facts.widths.size_at(InstId(pc), &set),
-            None => ContextSize::default(),
-        };
-        (set, size)
-    }
-
-    /// The bytes of `context`, and (LIVE) with every register it does not keep overwritten.
-    fn measure(&mut self, context: &mut TbContext, kernel: &Arc<Kernel>) -> ContextBytes {
-        let which = self.which;
+    /// What warp `w` saves under this design, measured on its values.
+    fn warp_save(&mut self, kernel: &Arc<Kernel>, w: &Warp, block_x: u32) -> WarpSave {
+        let config = self.config;
         let facts = self.facts(kernel);
-        let mut bytes = ContextBytes {
-            shared: context.shared.len() as u64,
-            stack_barrier: 16 * 4,
-            ..ContextBytes::default()
+        let lanes = lanes(w);
+        let n_lanes = lanes.count_ones();
+        let mut census = RegisterCensus {
+            occupied: facts.widths.all_registers().bytes_per_warp(n_lanes),
+            ..RegisterCensus::default()
         };
-        for w in &mut context.warps {
-            bytes.stack_barrier += 12 * w.warp.stack.len() as u64 + 4;
-            if w.status == WarpStatus::Done || w.warp.is_done() {
-                continue;
+        let Some(top) = w.next_entry().map(|e| e.pc) else {
+            return WarpSave {
+                keep: RegSet::with_capacity(kernel.regs.len()),
+                moved: 0,
+                census: RegisterCensus::default(),
+                work: 0,
+                compressed: Vec::new(),
+            };
+        };
+        let keep = match config.registers {
+            Registers::All => facts.all.clone(),
+            Registers::Live => {
+                let liveness = facts.liveness.as_ref().expect("computed for LIVE");
+                let mut set = RegSet::with_capacity(kernel.regs.len());
+                for e in w.stack.iter() {
+                    if e.mask == 0 || e.pc == e.rpc || e.pc as usize >= kernel.len() {
+                        continue;
+                    }
+                    set.union_with(liveness.live_in(InstId(e.pc)));
+                }
+                set
             }
-            let lanes = w.warp.valid.count_ones();
-            let size = match which {
-                Which::Baseline => facts.widths.all_registers(),
-                Which::Live => {
-                    let (keep, size) = Switch::saved_registers(facts, kernel, &w.warp);
-                    // Everything not kept is lost with the SM's register file.
+            Registers::Vector => match point_vector(kernel, w) {
+                Some(v) => {
+                    let mut set = RegSet::with_capacity(kernel.regs.len());
                     for r in kernel.regs.ids() {
-                        if !keep.contains(r) {
-                            for l in 0..WARP_SIZE {
-                                w.warp.regs[r.index() * WARP_SIZE + l] =
-                                    0xdead_0000_0000_0000 | (r.index() as u64) << 8 | l as u64;
-                            }
+                        if v.is_live(r.index() as u32) {
+                            set.insert(r);
                         }
                     }
-                    size
+                    set
                 }
-            };
-            bytes.registers += size.bytes_per_warp(lanes);
+                None => {
+                    census.unvectored_warps += 1;
+                    facts.all.clone()
+                }
+            },
+        };
+        let pc = InstId(top);
+        // Each register once: a 64-bit value in `R2k` counts two 32-bit registers, and its
+        // odd half `R2k+1`, if also named, is the same storage.
+        let wide = |r: Reg| {
+            facts.widths.class(r) != RegClass::Predicate && facts.widths.wide_before(pc, r)
+        };
+        let regs: Vec<(Reg, bool)> = keep
+            .iter()
+            .filter(|&r| {
+                !(r.index() > 0 && {
+                    let even = Reg::new(r.index() - 1);
+                    facts.widths.partner(even) == Some(r) && keep.contains(even) && wide(even)
+                })
+            })
+            .map(|r| (r, wide(r)))
+            .collect();
+        let bytes_of = |r: Reg, wide: bool| -> u64 {
+            let halves = if wide { 2 } else { 1 };
+            match facts.widths.class(r) {
+                RegClass::Predicate => u64::from(n_lanes.div_ceil(8)),
+                RegClass::Uniform => 4 * halves,
+                RegClass::Vector => 4 * halves * u64::from(n_lanes),
+            }
+        };
+        let live: u64 = regs.iter().map(|&(r, w)| bytes_of(r, w)).sum();
+        census.live = live;
+        let mut moved = live;
+        let mut work = 0;
+        let mut compressed = Vec::new();
+        if config.compression != Compression::None {
+            let pag = compress::pag(block_x);
+            let groups = u64::from((WARP_SIZE as u32).div_ceil(pag));
+            moved = 0;
+            for &(r, wide) in &regs {
+                if facts.widths.class(r) != RegClass::Vector {
+                    moved += bytes_of(r, wide);
+                    continue;
+                }
+                let halves: &[bool] = if wide { &[false, true] } else { &[false] };
+                for &high in halves {
+                    let base = r.index() * WARP_SIZE;
+                    let shift = if high { 32 } else { 0 };
+                    let c = compress::compress_register(
+                        |l| (w.regs[base + l] >> shift) as u32,
+                        lanes,
+                        pag,
+                    );
+                    match c.pattern {
+                        Pattern::Uniform => census.uniform += 1,
+                        Pattern::Strided => census.strided += 1,
+                        Pattern::Random => census.random += 1,
+                    }
+                    moved += c.bytes;
+                    work += groups;
+                    compressed.push(((r, high), c));
+                }
+            }
         }
-        bytes
+        census.moved = moved;
+        WarpSave {
+            keep,
+            moved,
+            census,
+            work,
+            compressed,
+        }
+    }
+
+    /// Metadata a compressed context carries: a pattern vector per warp and the TB's CCB
+    /// entry (and, with TB-level compression, a global/local bit per register).
+    fn metadata_bytes(&self, kernel: &Kernel, warps: usize) -> u64 {
+        match self.config.compression {
+            Compression::None => 0,
+            Compression::Warp => {
+                warps as u64 * compress::pattern_vector_bytes(kernel.regs.len()) + 24
+            }
+            Compression::Tb => {
+                warps as u64 * compress::pattern_vector_bytes(kernel.regs.len())
+                    + (kernel.regs.len() as u64).div_ceil(8)
+                    + 24
+            }
+        }
+    }
+
+    /// Sends one warp's compressed registers through the SM's compressor, then to memory.
+    fn send_warp(
+        &mut self,
+        sm: SmId,
+        tb: TbRef,
+        index: usize,
+        save: WarpSave,
+        cx: &mut Cx,
+    ) -> Result<(), TimingError> {
+        let now = cx.machine.cycle();
+        let ready = if self.config.compression == Compression::None {
+            now
+        } else {
+            let free = self.compressor_free.entry(sm).or_insert(0);
+            let start = now.max(*free);
+            *free = start + save.work;
+            start + save.work + self.config.compressor_latency
+        };
+        let s = self.saving.get_mut(&(sm, tb)).expect("saving");
+        let bytes = save.moved;
+        s.bytes.registers += bytes;
+        s.census.add(&save.census);
+        if bytes > 0 {
+            let id =
+                cx.machine
+                    .transfer_from(sm, true, s.area + s.written, bytes, tb.launch, ready)?;
+            s.written += bytes;
+            self.moving.insert((sm, id), Moving::Save(tb));
+        }
+        s.warps[index] = Some(save);
+        Ok(())
+    }
+
+    /// The context area a TB of `launch` needs at most.
+    fn area_bound(&mut self, cx: &mut Cx, tb: TbRef) -> u64 {
+        let launch = cx.machine.launch(tb.launch);
+        let kernel = launch.ctx().kernel.clone();
+        let block = launch.ctx().block;
+        let smem = u64::from(launch.ctx().smem_size);
+        let threads = u64::from(block[0] * block[1] * block[2]);
+        let warps = threads.div_ceil(WARP_SIZE as u64) as usize;
+        let regs = self
+            .facts(&kernel)
+            .widths
+            .all_registers()
+            .bytes_per_warp(WARP_SIZE as u32)
+            + 8 * kernel.regs.len() as u64; // 64-bit halves counted twice at worst
+        warps as u64 * regs
+            + smem
+            + stack_barrier_bytes((0..warps).map(|_| 64))
+            + self.metadata_bytes(&kernel, warps)
     }
 }
 
 impl Mechanism for Switch {
     fn name(&self) -> String {
-        match self.which {
-            Which::Baseline => "baseline".into(),
-            Which::Live => "live".into(),
-        }
+        self.name.clone()
     }
 
     fn preempt(&mut self, sm: SmId, cx: &mut Cx) -> Result<(), TimingError> {
@@ -177,10 +539,54 @@ impl Mechanism for Switch {
             tbs: tbs.len() as u32,
         });
         for tb in tbs {
-            cx.machine.stop_holding(sm, tb, StopAt::Boundary)?;
+            if self.config.pipelined {
+                cx.machine.stop_pipelined(sm, tb, self.config.stop)?;
+            } else {
+                cx.machine.stop_holding(sm, tb, self.config.stop)?;
+            }
+            let warps = cx.machine.warps_of(sm, tb).map_or(0, |w| w.len());
+            let area_size = self.area_bound(cx, tb);
+            let area = cx.machine.memory_mut().alloc(area_size);
             self.requests.add(sm, tb, now);
+            self.saving.insert(
+                (sm, tb),
+                Saving {
+                    requested: now,
+                    area,
+                    written: 0,
+                    warps: (0..warps).map(|_| None).collect(),
+                    bytes: ContextBytes::default(),
+                    census: RegisterCensus::default(),
+                    stopped: now,
+                    hold: None,
+                    context: None,
+                    last: None,
+                },
+            );
         }
         Ok(())
+    }
+
+    fn warp_drained(
+        &mut self,
+        sm: SmId,
+        tb: TbRef,
+        warp: u32,
+        cx: &mut Cx,
+    ) -> Result<(), TimingError> {
+        // TB-level compression needs every warp; it waits for the TB to stop.
+        if self.config.compression == Compression::Tb || !self.saving.contains_key(&(sm, tb)) {
+            return Ok(());
+        }
+        let launch = cx.machine.launch(tb.launch);
+        let kernel = launch.ctx().kernel.clone();
+        let block_x = launch.ctx().block[0];
+        let Some(w) = cx.machine.halted_warp(sm, tb, warp) else {
+            return Ok(());
+        };
+        let w = w.clone();
+        let save = self.warp_save(&kernel, &w, block_x);
+        self.send_warp(sm, tb, warp as usize, save, cx)
     }
 
     fn evicted(
@@ -192,34 +598,136 @@ impl Mechanism for Switch {
     ) -> Result<(), TimingError> {
         let tb = context.tb;
         let now = cx.machine.cycle();
-        let requested = self.requests.take(sm, tb).unwrap_or(now);
-        let hold = hold.expect("a switched TB keeps its resources while it is saved");
-        let kernel = cx.machine.launch(tb.launch).ctx().kernel.clone();
-        let bytes = self.measure(&mut context, &kernel);
-        let area = cx.machine.memory_mut().alloc(bytes.total());
+        self.requests.take(sm, tb);
+        let Some(hold) = hold else {
+            return Err(TimingError::Mechanism(format!(
+                "{}: TB {tb:?} left SM {sm:?} without its resources held",
+                self.name
+            )));
+        };
+        let launch = cx.machine.launch(tb.launch);
+        let kernel = launch.ctx().kernel.clone();
+        let block_x = launch.ctx().block[0];
+        // Warps not yet saved (every warp, unless pipelined) are measured now.
+        let mut pending = Vec::new();
+        for (i, wc) in context.warps.iter().enumerate() {
+            let done = wc.status == WarpStatus::Done || wc.warp.is_done();
+            let saved = self
+                .saving
+                .get(&(sm, tb))
+                .is_some_and(|s| s.warps.get(i).is_some_and(Option::is_some));
+            if !done && !saved {
+                pending.push((i, self.warp_save(&kernel, &wc.warp, block_x)));
+            }
+        }
+        let tb_level = self.config.compression == Compression::Tb && {
+            let pcs: Vec<Option<u32>> = context
+                .warps
+                .iter()
+                .filter(|w| !w.warp.is_done())
+                .map(|w| w.warp.next_entry().map(|e| e.pc))
+                .collect();
+            let at_bar_pp = pcs.first().copied().flatten().is_some_and(|pc| {
+                pc > 0 && matches!(kernel.insts[InstId(pc - 1)].op, Op::Bar { pp: Some(_), .. })
+            });
+            at_bar_pp && pcs.windows(2).all(|p| p[0] == p[1])
+        };
+        let mut registers = 0;
+        let mut census = RegisterCensus::default();
+        if tb_level {
+            // Per register half, the warps' compressions (Figure 11).
+            let pag = compress::pag(block_x);
+            let mut by_reg: HashMap<(Reg, bool), Vec<compress::Compressed>> = HashMap::new();
+            for (_, s) in &pending {
+                for (k, c) in &s.compressed {
+                    by_reg.entry(*k).or_default().push(c.clone());
+                }
+                // Predicates and uniform registers stay as the warp level counts them.
+                let vector: u64 = s.compressed.iter().map(|(_, c)| c.bytes).sum();
+                registers += s.moved - vector;
+                census.add(&RegisterCensus {
+                    moved: 0,
+                    ..s.census
+                });
+            }
+            let mut keys: Vec<_> = by_reg.keys().copied().collect();
+            keys.sort_by_key(|&(r, h)| (r.index(), h));
+            for k in keys {
+                let (p, b) = compress::compress_tb_register(&by_reg[&k], pag);
+                registers += b;
+                match p {
+                    TbPattern::GlobalUniform => census.global_uniform += 1,
+                    TbPattern::GlobalStrided => census.global_strided += 1,
+                    TbPattern::Local | TbPattern::Random => {}
+                }
+            }
+            census.moved = registers;
+        } else {
+            for (_, s) in &pending {
+                registers += s.moved;
+                census.add(&s.census);
+            }
+        }
+        let work: u64 = pending.iter().map(|(_, s)| s.work).sum();
+        let warps = context.warps.len();
+        let metadata = self.metadata_bytes(&kernel, warps);
+        let Some(s) = self.saving.get_mut(&(sm, tb)) else {
+            return Err(TimingError::Mechanism(format!(
+                "{}: TB {tb:?} on SM {sm:?} stopped without a request",
+                self.name
+            )));
+        };
+        for (i, save) in pending {
+            s.warps[i] = Some(save);
+        }
+        // Everything not kept is lost with the SM's register file.
+        for (i, wc) in context.warps.iter_mut().enumerate() {
+            let Some(save) = &s.warps[i] else { continue };
+            // Lanes that exited run no save routine and have nothing saved.
+            let gone = !lanes(&wc.warp);
+            for r in kernel.regs.ids() {
+                let keep = save.keep.contains(r);
+                for l in 0..WARP_SIZE {
+                    if !keep || gone & (1 << l) != 0 {
+                        wc.warp.regs[r.index() * WARP_SIZE + l] =
+                            0xdead_0000_0000_0000 | (r.index() as u64) << 8 | l as u64;
+                    }
+                }
+            }
+        }
+        s.bytes.registers += registers;
+        s.census.add(&census);
+        s.bytes.shared = context.shared.len() as u64;
+        s.bytes.stack_barrier =
+            stack_barrier_bytes(context.warps.iter().map(|w| w.warp.stack.len()));
+        s.bytes.metadata = metadata;
+        s.stopped = now;
+        s.hold = Some(hold);
+        let rest = registers + s.bytes.shared + s.bytes.stack_barrier + metadata;
+        let ready = if self.config.compression == Compression::None || work == 0 {
+            now
+        } else {
+            let free = self.compressor_free.entry(sm).or_insert(0);
+            let start = now.max(*free);
+            *free = start + work;
+            start + work + self.config.compressor_latency
+        };
         let id = cx
             .machine
-            .transfer(sm, true, area, bytes.total(), tb.launch)?;
-        self.moving.insert(
-            (sm, id),
-            Moving {
-                sm,
-                tb,
-                context,
-                hold,
-                area,
-                bytes,
-                requested,
-                stopped: now,
-                save: true,
-            },
-        );
+            .transfer_from(sm, true, s.area + s.written, rest, tb.launch, ready)?;
+        s.written += rest;
+        s.last = Some(id);
+        s.context = Some(context);
+        self.moving.insert((sm, id), Moving::Save(tb));
         Ok(())
     }
 
     fn finished(&mut self, sm: SmId, tb: TbRef, cycle: u64, cx: &mut Cx) {
         // A TB that finished before it could stop drained.
         if let Some(requested) = self.requests.take(sm, tb) {
+            if let Some(s) = self.saving.remove(&(sm, tb)) {
+                cx.machine.memory_mut().free(s.area);
+            }
             cx.out.records.push(Record::Preempted {
                 sm,
                 tb,
@@ -228,6 +736,7 @@ impl Mechanism for Switch {
                 stopped: cycle,
                 released: cycle,
                 bytes: ContextBytes::default(),
+                registers: RegisterCensus::default(),
             });
         }
     }
@@ -236,36 +745,54 @@ impl Mechanism for Switch {
         let Some(m) = self.moving.remove(&(sm, id)) else {
             return Ok(());
         };
-        debug_assert_eq!(m.sm, sm);
         let now = cx.machine.cycle();
-        if m.save {
-            cx.machine.release(sm, m.hold)?;
-            cx.out.records.push(Record::Preempted {
-                sm,
-                tb: m.tb,
-                how: How::Switched,
-                requested: m.requested,
-                stopped: m.stopped,
-                released: now,
-                bytes: m.bytes,
-            });
-            cx.out.preempted.push(Preempted {
-                context: m.context,
-                area: m.area,
-                bytes: m.bytes,
-            });
-        } else {
-            cx.machine
-                .install_held(sm, m.hold, m.context)
-                .map_err(|(e, _)| e)?;
-            cx.machine.memory_mut().free(m.area);
-            cx.out.records.push(Record::Restored {
-                sm,
-                tb: m.tb,
-                started: m.stopped,
-                finished: now,
-                bytes: m.bytes,
-            });
+        match m {
+            Moving::Save(tb) => {
+                if self.saving.get(&(sm, tb)).and_then(|s| s.last) != Some(id) {
+                    // A warp's registers: the save goes on.
+                    return Ok(());
+                }
+                let s = self.saving.remove(&(sm, tb)).expect("saving");
+                cx.machine.release(sm, s.hold.expect("stopped"))?;
+                cx.out.records.push(Record::Preempted {
+                    sm,
+                    tb,
+                    how: How::Switched,
+                    requested: s.requested,
+                    stopped: s.stopped,
+                    released: now,
+                    bytes: s.bytes,
+                    registers: s.census,
+                });
+                cx.out.preempted.push(Preempted {
+                    context: s.context.expect("stopped"),
+                    area: s.area,
+                    bytes: s.bytes,
+                });
+            }
+            Moving::Restore(mut r) => {
+                if let Some(rest) = r.then.take() {
+                    let launch = r.preempted.context.tb.launch;
+                    let id = cx
+                        .machine
+                        .transfer(sm, false, r.preempted.area, rest, launch)?;
+                    self.moving.insert((sm, id), Moving::Restore(r));
+                    return Ok(());
+                }
+                let p = r.preempted;
+                let tb = p.context.tb;
+                cx.machine
+                    .install_held(sm, r.hold, p.context)
+                    .map_err(|(e, _)| e)?;
+                cx.machine.memory_mut().free(p.area);
+                cx.out.records.push(Record::Restored {
+                    sm,
+                    tb,
+                    started: r.started,
+                    finished: now,
+                    bytes: p.bytes,
+                });
+            }
         }
         Ok(())
     }
@@ -273,23 +800,24 @@ impl Mechanism for Switch {
     fn resume(&mut self, sm: SmId, p: Preempted, cx: &mut Cx) -> Result<(), TimingError> {
         let tb = p.context.tb;
         let hold = cx.machine.hold(sm, tb.launch)?;
-        let id = cx
-            .machine
-            .transfer(sm, false, p.area, p.bytes.total(), tb.launch)?;
         let now = cx.machine.cycle();
+        // The CCB entry and pattern vectors come first: they say where and how the rest is.
+        // (The metadata was written last, after the data.)
+        let data = p.bytes.total() - p.bytes.metadata;
+        let (from, first, then) = if p.bytes.metadata > 0 {
+            (p.area + data, p.bytes.metadata, Some(data))
+        } else {
+            (p.area, data, None)
+        };
+        let id = cx.machine.transfer(sm, false, from, first, tb.launch)?;
         self.moving.insert(
             (sm, id),
-            Moving {
-                sm,
-                tb,
-                context: p.context,
+            Moving::Restore(Box::new(Restoring {
                 hold,
-                area: p.area,
-                bytes: p.bytes,
-                requested: now,
-                stopped: now,
-                save: false,
-            },
+                started: now,
+                preempted: p,
+                then,
+            })),
         );
         Ok(())
     }

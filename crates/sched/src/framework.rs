@@ -487,6 +487,13 @@ impl Framework {
                     t.smst[sm.0 as usize].tbs -= 1;
                     t.records.push(Record::TbDiscarded { cycle, sm, tb });
                 }
+                Event::WarpDrained { sm, tb, warp, .. } => {
+                    let mut cx = Cx {
+                        machine: m,
+                        out: &mut self.out,
+                    };
+                    self.mechanism.warp_drained(sm, tb, warp, &mut cx)?;
+                }
                 Event::TransferDone { sm, id, .. } => {
                     let mut cx = Cx {
                         machine: m,

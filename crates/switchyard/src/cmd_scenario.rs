@@ -38,6 +38,7 @@ pub(crate) fn scenario(args: ScenarioArgs) -> Outcome {
             MechanismArg::FlushRelaxed => MechanismKind::FlushRelaxed,
             MechanismArg::Baseline => MechanismKind::Baseline,
             MechanismArg::Live => MechanismKind::Live,
+            MechanismArg::Lightweight => MechanismKind::Lightweight,
         };
     }
     if let Some(us) = args.time_slice_us {

@@ -158,6 +158,8 @@ enum MechanismArg {
     Baseline,
     /// Context switch saving only live registers.
     Live,
+    /// Lightweight context switching: preemption points, liveness vectors, compression.
+    Lightweight,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]

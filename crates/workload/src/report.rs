@@ -94,6 +94,11 @@ pub struct PreemptionSummary {
     pub mean_resume_us: f64,
     /// Warp instructions thrown away by flushing.
     pub discarded_instructions: u64,
+    /// TB residency lost: time TBs held SM resources without running (their context being
+    /// saved or restored), summed over TBs.
+    pub held_without_running_us: f64,
+    /// What the saved registers held (context switches; papers/lin-lightweight Fig. 6, 8).
+    pub registers: preempt::RegisterCensus,
 }
 
 impl PreemptionSummary {
@@ -105,6 +110,7 @@ impl PreemptionSummary {
             ..Default::default()
         };
         let (mut lat, mut drain, mut spill, mut resume) = (0u64, 0u64, 0u64, 0u64);
+        let mut held = 0u64;
         let mut max = 0u64;
         for r in records {
             match *r {
@@ -116,8 +122,13 @@ impl PreemptionSummary {
                     stopped,
                     released,
                     bytes,
+                    ref registers,
                     ..
                 } => {
+                    s.registers.add(registers);
+                    if how == How::Switched {
+                        held += released - stopped;
+                    }
                     match how {
                         How::Switched => s.switched += 1,
                         How::Flushed {
@@ -142,6 +153,7 @@ impl PreemptionSummary {
                 } => {
                     s.restores += 1;
                     resume += finished - started;
+                    held += finished - started;
                 }
             }
         }
@@ -151,6 +163,7 @@ impl PreemptionSummary {
         s.mean_drain_us = us(drain) / n as f64;
         s.mean_spill_us = us(spill) / n as f64;
         s.mean_resume_us = us(resume) / s.restores.max(1) as f64;
+        s.held_without_running_us = us(held);
         s
     }
 }

@@ -287,7 +287,11 @@ pub struct System {
 
 impl System {
     /// A fresh machine and framework with `processes` (none has arrived yet).
-    pub fn new(setup: Setup, processes: &[Process]) -> Result<System, RunError> {
+    pub fn new(mut setup: Setup, processes: &[Process]) -> Result<System, RunError> {
+        // A mechanism that relies on compiler support gets it in every timed kernel.
+        if let Some(pass) = setup.mechanism.kernel_pass() {
+            setup.timing.options.pass = Some(pass);
+        }
         let t = &setup.timing;
         let mut machine = Machine::new(
             t.gpu.clone(),

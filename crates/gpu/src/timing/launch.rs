@@ -46,6 +46,26 @@ impl TimedKernel {
         }
     }
 
+    /// This kernel rewritten by `pass` (the same kernel if the pass declines), its
+    /// instructions still traced back to the PTX.
+    pub fn rewritten(self, pass: &dyn super::KernelPass) -> TimedKernel {
+        let Some((kernel, from)) = pass.run(&self.kernel) else {
+            return self;
+        };
+        let origins = from
+            .iter()
+            .map(|&f| match &self.origins {
+                Some(o) => o.get(kir::Id::index(f)).copied().unwrap_or(f),
+                None => f,
+            })
+            .collect();
+        TimedKernel {
+            kernel: Arc::new(kernel),
+            regs_per_thread: self.regs_per_thread,
+            origins: Some(origins),
+        }
+    }
+
     /// `kernel` timed as written (virtual registers), with the allocator's register count
     /// for occupancy.
     pub fn unallocated(kernel: &Arc<Kernel>, max_registers: u32) -> TimedKernel {

@@ -53,6 +53,15 @@ pub enum Event {
         context: Box<TbContext>,
         hold: Option<HoldId>,
     },
+    /// A warp of a TB stopped by [`Machine::stop_pipelined`] has drained: it is halted, its
+    /// issued instructions have finished and its registers are final
+    /// ([`Machine::halted_warp`] reads them). Comes before the TB's [`Event::TbEvicted`].
+    WarpDrained {
+        cycle: u64,
+        sm: SmId,
+        tb: TbRef,
+        warp: u32,
+    },
     /// A TB was thrown away ([`Machine::discard`]); it will run again from its start.
     TbDiscarded { cycle: u64, sm: SmId, tb: TbRef },
     /// A context transfer ([`Machine::transfer`]) completed: every store acknowledged, every
@@ -77,6 +86,7 @@ impl Event {
             | Event::TbFinished { cycle, .. }
             | Event::TbEvicted { cycle, .. }
             | Event::TbDiscarded { cycle, .. }
+            | Event::WarpDrained { cycle, .. }
             | Event::TransferDone { cycle, .. }
             | Event::TbRestored { cycle, .. }
             | Event::LaunchFinished { cycle, .. } => *cycle,
@@ -407,11 +417,28 @@ impl Machine {
 
     /// [`Machine::stop`], keeping the TB's resources when it leaves: [`Event::TbEvicted`]
     /// carries a hold, and the SM stays that full until [`Machine::release`] (a context save
-    /// in progress occupies the registers and shared memory it reads).
+    /// in progress occupies the registers and shared memory it reads). A TB that finishes
+    /// before it stops gives its resources back as usual ([`Event::TbFinished`]).
     pub fn stop_holding(&mut self, sm: SmId, tb: TbRef, at: StopAt) -> Result<(), ControlError> {
         self.stop(sm, tb, at)?;
         self.sms[sm.index()].keep_resources(tb);
         Ok(())
+    }
+
+    /// [`Machine::stop_holding`], reporting each warp as it drains ([`Event::WarpDrained`]),
+    /// so that a save pipeline can start on a warp before the whole TB has stopped
+    /// (papers/lin-lightweight §IV-C: "the latency for spilling the registers of a warp
+    /// starts from the preemption point is reached").
+    pub fn stop_pipelined(&mut self, sm: SmId, tb: TbRef, at: StopAt) -> Result<(), ControlError> {
+        self.stop_holding(sm, tb, at)?;
+        self.sms[sm.index()].report_warps(tb);
+        Ok(())
+    }
+
+    /// The state of warp `warp` (its index in the TB) of TB `tb` on `sm`, while it is halted
+    /// by a stop request (its registers and SIMT stack no longer change).
+    pub fn halted_warp(&self, sm: SmId, tb: TbRef, warp: u32) -> Option<&crate::exec::Warp> {
+        self.sms.get(sm.index())?.halted_warp(tb, warp)
     }
 
     /// Takes on `sm` the resources one TB of `launch` needs, for a context to be installed
@@ -464,6 +491,21 @@ impl Machine {
         bytes: u64,
         launch: LaunchId,
     ) -> Result<TransferId, ControlError> {
+        let now = self.cycle();
+        self.transfer_from(sm, save, base, bytes, launch, now)
+    }
+
+    /// [`Machine::transfer`], offering no line before core cycle `not_before` (its data is
+    /// still being prepared, e.g. by a compressor). Transfers of an SM go in order.
+    pub fn transfer_from(
+        &mut self,
+        sm: SmId,
+        save: bool,
+        base: u64,
+        bytes: u64,
+        launch: LaunchId,
+        not_before: u64,
+    ) -> Result<TransferId, ControlError> {
         self.check_sm(sm)?;
         let line = self.memcfg.line_bytes;
         let sectors = (self.memcfg.line_bytes / memsys::coalesce::SECTOR_BYTES) as u32;
@@ -486,7 +528,7 @@ impl Machine {
             memsys::AccessKind::Load
         };
         Ok(TransferId(
-            self.sms[sm.index()].transfer(kind, lines, launch),
+            self.sms[sm.index()].transfer(kind, lines, launch, not_before),
         ))
     }
 
@@ -558,6 +600,14 @@ impl Machine {
                     last_tbs.push(tb.launch);
                 }
                 self.events.push(Event::TbFinished { cycle: now, sm, tb });
+            }
+            for (tb, warp) in self.retired.drained.drain(..) {
+                self.events.push(Event::WarpDrained {
+                    cycle: now,
+                    sm,
+                    tb,
+                    warp,
+                });
             }
             for (context, hold) in self.retired.evicted.drain(..) {
                 let l = &mut self.launches[context.tb.launch.index()];

@@ -23,7 +23,9 @@
 //! register-bank conflicts and context sizes are those of physical registers, and spill code
 //! (`st.local`/`ld.local` into device memory) is timed. [`TimingOptions::allocate`] turns it
 //! off (the PTX kernel is timed as written, with the allocator's count for occupancy), and
-//! [`TimingOptions::regs_per_thread`] overrides the count used for occupancy.
+//! [`TimingOptions::regs_per_thread`] overrides the count used for occupancy. A
+//! [`KernelPass`] in [`TimingOptions::pass`] then rewrites it the way a compiler would for
+//! a mechanism that needs it (preemption points, papers/lin-lightweight §IV-A).
 //!
 //! **One launch alone**: [`run_timed`] runs a launch on a fresh machine with [`GridDriver`],
 //! which submits it in the first cycle and gives each SM with room one new TB per cycle
@@ -87,6 +89,36 @@ pub struct TimingOptions {
     /// Time the kernel after register allocation (see the module documentation); when off,
     /// the PTX kernel is timed as written.
     pub allocate: bool,
+    /// A rewrite applied to every timed kernel after register allocation.
+    #[serde(skip)]
+    pub pass: Option<Pass>,
+}
+
+/// A compile-time rewrite of a kernel after register allocation and before it is timed
+/// (the preemption points a mechanism relies on are the example). It must keep the
+/// kernel's meaning: results stay those of the functional core.
+pub trait KernelPass: Send + Sync {
+    fn name(&self) -> &str;
+    /// The rewritten kernel and, for each of its instructions, the instruction of `kernel`
+    /// it serves (an inserted instruction: the one it was inserted before); `None` leaves
+    /// the kernel as it is.
+    fn run(&self, kernel: &kir::Kernel) -> Option<(kir::Kernel, Vec<kir::InstId>)>;
+}
+
+/// A shared [`KernelPass`], compared by name.
+#[derive(Clone)]
+pub struct Pass(pub Arc<dyn KernelPass>);
+
+impl std::fmt::Debug for Pass {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Pass({})", self.0.name())
+    }
+}
+
+impl PartialEq for Pass {
+    fn eq(&self, other: &Pass) -> bool {
+        self.0.name() == other.0.name()
+    }
 }
 
 impl Default for TimingOptions {
@@ -98,6 +130,7 @@ impl Default for TimingOptions {
             sample_interval: 1000,
             shortcuts: true,
             allocate: true,
+            pass: None,
         }
     }
 }
@@ -136,6 +169,9 @@ pub enum TimingError {
     /// A control asked the machine for something it cannot do.
     #[error(transparent)]
     Control(#[from] ControlError),
+    /// A preemption mechanism found the machine in a state its contract excludes.
+    #[error("preemption mechanism: {0}")]
+    Mechanism(String),
 }
 
 /// A GPU with a timing model: its configuration (SMs, memory hierarchy, pipeline) and the
@@ -158,10 +194,14 @@ impl TimedGpu {
     /// `kernel` as this GPU times it (see the module documentation).
     pub fn timed_kernel(&self, kernel: &Arc<kir::Kernel>) -> TimedKernel {
         let max = self.gpu.sm.resources.max_registers_per_thread;
-        if self.options.allocate {
+        let timed = if self.options.allocate {
             TimedKernel::allocated(kernel, max)
         } else {
             TimedKernel::unallocated(kernel, max)
+        };
+        match &self.options.pass {
+            Some(pass) => timed.rewritten(pass.0.as_ref()),
+            None => timed,
         }
     }
 }

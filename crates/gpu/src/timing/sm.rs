@@ -166,6 +166,10 @@ pub(super) struct TbSlot {
     stop: Option<StopAt>,
     /// Keep the TB's resources when it leaves (as a hold): its context is yet to be saved.
     hold: bool,
+    /// Report each warp once it has drained (halted, nothing in flight, every result
+    /// written), by its index in the TB: a save pipeline may start on it before the whole
+    /// TB stops. Entries turn false once reported.
+    report_warps: Vec<bool>,
     /// What the TB holds in the ledger.
     demand: TbDemand,
 }
@@ -198,6 +202,8 @@ struct Transfer {
     next: usize,
     outstanding: u32,
     launch: LaunchId,
+    /// No line is offered before this cycle (data still being prepared, e.g. compressed).
+    not_before: u64,
     /// The access being offered (reused).
     offer: MemAccess,
 }
@@ -292,6 +298,9 @@ pub(super) struct Retired {
     pub evicted: Vec<(TbContext, Option<u32>)>,
     /// Context transfers that completed.
     pub transfers: Vec<u32>,
+    /// Warps of stopping TBs that drained ([`Sm::report_warps`]): the TB and the warp's
+    /// index in it.
+    pub drained: Vec<(TbRef, u32)>,
 }
 
 /// What the checks of one cycle found about sleeping (see [`Sm::sleep`]).
@@ -599,6 +608,7 @@ impl Sm {
             local_base,
             stop: None,
             hold: false,
+            report_warps: Vec::new(),
             demand: launch.demand,
         });
         self.counters_mut(tb.launch);
@@ -681,6 +691,7 @@ impl Sm {
         kind: AccessKind,
         lines: Vec<LineRequest>,
         launch: LaunchId,
+        not_before: u64,
     ) -> u32 {
         let id = self.next_transfer;
         self.next_transfer += 1;
@@ -691,6 +702,7 @@ impl Sm {
             next: 0,
             outstanding: 0,
             launch,
+            not_before,
             offer: MemAccess {
                 kind,
                 space: memsys::Space::Global,
@@ -717,7 +729,7 @@ impl Sm {
         let Some(t) = self.transfers.front_mut() else {
             return;
         };
-        if t.next == t.lines.len() {
+        if t.next == t.lines.len() || t.not_before > now {
             return;
         }
         let chunk = chunk_lines(memcfg, memsys::Space::Global, t.kind);
@@ -783,6 +795,29 @@ impl Sm {
         }
     }
 
+    /// Reports each warp of `tb` that still runs once it has drained (see
+    /// [`TbSlot::report_warps`]).
+    pub(super) fn report_warps(&mut self, tb: TbRef) {
+        if let Some(t) = self.tbs.iter_mut().flatten().find(|t| t.tb == tb) {
+            t.report_warps = t
+                .slots
+                .iter()
+                .map(|&s| {
+                    self.warps[s as usize]
+                        .as_ref()
+                        .is_some_and(|w| w.status != WarpStatus::Done)
+                })
+                .collect();
+        }
+    }
+
+    /// Warp `index` of resident TB `tb`, if it is halted (its registers no longer change).
+    pub(super) fn halted_warp(&self, tb: TbRef, index: u32) -> Option<&crate::exec::Warp> {
+        let t = self.tbs.iter().flatten().find(|t| t.tb == tb)?;
+        let w = self.warps[*t.slots.get(index as usize)? as usize].as_ref()?;
+        w.halted.then_some(&w.warp)
+    }
+
     /// Throws TB `tb` away at once (its warps stop mid-flight; accesses in flight complete
     /// unobserved); returns its local-memory frame.
     pub(super) fn discard(&mut self, tb: TbRef) -> Option<u64> {
@@ -791,6 +826,9 @@ impl Sm {
             .iter()
             .position(|t| t.as_ref().is_some_and(|t| t.tb == tb))?;
         self.sleep = None;
+        if let Some(t) = self.tbs[k].as_mut() {
+            t.hold = false;
+        }
         let t = self.vacate(k);
         Some(t.local_base)
     }
@@ -1533,11 +1571,27 @@ impl Sm {
                 w.status == WarpStatus::Done && w.outstanding == 0
             });
             if done {
+                // A TB that finished before it could stop needs no context saved: its
+                // resources go back even if a stop asked to keep them.
+                tb.hold = false;
                 let tb = self.vacate(k);
                 out.finished.push((tb.tb, tb.local_base));
                 continue;
             }
             if tb.stop.is_some() {
+                for (i, report) in tb.report_warps.iter_mut().enumerate() {
+                    let w = self.warps[tb.slots[i] as usize]
+                        .as_ref()
+                        .expect("resident warp");
+                    if *report
+                        && w.halted
+                        && w.outstanding == 0
+                        && w.ready_at.iter().all(|&t| t <= now)
+                    {
+                        *report = false;
+                        out.drained.push((tb.tb, i as u32));
+                    }
+                }
                 if self.quiesced(k, now) {
                     let held = self.tbs[k].as_ref().is_some_and(|t| t.hold);
                     let demand = self.tbs[k].as_ref().expect("resident TB").demand;
