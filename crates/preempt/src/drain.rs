@@ -49,6 +49,7 @@ impl Mechanism for Drain {
                 how: How::Drained,
                 requested,
                 stopped: cycle,
+                moving: Vec::new(),
                 released: cycle,
                 bytes: ContextBytes::default(),
                 registers: Default::default(),

@@ -94,12 +94,17 @@ pub enum Record {
     Requested { cycle: u64, sm: SmId, tbs: u32 },
     /// A TB gave up `sm`: asked at `requested`, stopped (its warps halted and its in-flight
     /// work done, or, draining, finished) at `stopped`, resources released at `released`.
+    /// `moving` holds the spans during which its context was on its way to memory, each
+    /// from the cycle a transfer could start (its data ready) to its last acknowledgement
+    /// (several, before `stopped`, when warps are saved as they drain; none when nothing
+    /// moved).
     Preempted {
         sm: SmId,
         tb: TbRef,
         how: How,
         requested: u64,
         stopped: u64,
+        moving: Vec<(u64, u64)>,
         released: u64,
         bytes: ContextBytes,
         /// What its registers held and how they compressed (context switches).
@@ -189,19 +194,27 @@ pub enum MechanismKind {
     Baseline,
     /// Context switch saving the registers live at each warp's instruction.
     Live,
+    /// At preemption points, the registers their liveness vectors name, uncompressed
+    /// ("Live" in papers/lin-lightweight Figure 14).
+    PointsLive,
     /// Lightweight context switching (papers/lin-lightweight): at preemption points, the
-    /// registers their liveness vectors name, compressed, through the save pipeline.
+    /// registers their liveness vectors name, compressed at warp level, through the save
+    /// pipeline.
     Lightweight,
+    /// Lightweight, compressing at TB level where a TB stops at a `bar.pp` (§III-C).
+    LightweightTb,
 }
 
 impl MechanismKind {
-    pub const ALL: [MechanismKind; 6] = [
+    pub const ALL: [MechanismKind; 8] = [
         MechanismKind::Drain,
         MechanismKind::FlushStrict,
         MechanismKind::FlushRelaxed,
         MechanismKind::Baseline,
         MechanismKind::Live,
+        MechanismKind::PointsLive,
         MechanismKind::Lightweight,
+        MechanismKind::LightweightTb,
     ];
 
     pub fn build(self) -> Box<dyn Mechanism> {
@@ -211,18 +224,35 @@ impl MechanismKind {
             MechanismKind::FlushRelaxed => Box::new(Flush::new(true)),
             MechanismKind::Baseline => Box::new(Switch::new("baseline", SwitchConfig::BASELINE)),
             MechanismKind::Live => Box::new(Switch::new("live", SwitchConfig::LIVE)),
+            MechanismKind::PointsLive => {
+                Box::new(Switch::new("points-live", SwitchConfig::POINTS_LIVE))
+            }
             MechanismKind::Lightweight => {
                 Box::new(Switch::new("lightweight", SwitchConfig::LIGHTWEIGHT))
             }
+            MechanismKind::LightweightTb => Box::new(Switch::new(
+                "lightweight-tb",
+                SwitchConfig {
+                    compression: Compression::Tb,
+                    ..SwitchConfig::LIGHTWEIGHT
+                },
+            )),
         }
     }
 
     /// The compiler pass the mechanism needs every timed kernel to go through.
     pub fn kernel_pass(self) -> Option<Pass> {
         match self {
-            MechanismKind::Lightweight => Some(points_pass()),
+            MechanismKind::PointsLive
+            | MechanismKind::Lightweight
+            | MechanismKind::LightweightTb => Some(points_pass()),
             _ => None,
         }
+    }
+
+    /// The mechanism called `name` (as [`MechanismKind::name`] writes it).
+    pub fn from_name(name: &str) -> Option<MechanismKind> {
+        MechanismKind::ALL.into_iter().find(|m| m.name() == name)
     }
 
     pub fn name(self) -> &'static str {
@@ -232,7 +262,9 @@ impl MechanismKind {
             MechanismKind::FlushRelaxed => "flush-relaxed",
             MechanismKind::Baseline => "baseline",
             MechanismKind::Live => "live",
+            MechanismKind::PointsLive => "points-live",
             MechanismKind::Lightweight => "lightweight",
+            MechanismKind::LightweightTb => "lightweight-tb",
         }
     }
 }

@@ -220,6 +220,8 @@ struct Saving {
     bytes: ContextBytes,
     census: RegisterCensus,
     stopped: u64,
+    /// Its transfers: when each could start, and when it finished.
+    moving: Vec<(TransferId, u64, Option<u64>)>,
     hold: Option<HoldId>,
     context: Option<Box<TbContext>>,
     /// The transfer whose completion ends the save.
@@ -493,6 +495,7 @@ impl Switch {
                 cx.machine
                     .transfer_from(sm, true, s.area + s.written, bytes, tb.launch, ready)?;
             s.written += bytes;
+            s.moving.push((id, ready, None));
             self.moving.insert((sm, id), Moving::Save(tb));
         }
         s.warps[index] = Some(save);
@@ -558,6 +561,7 @@ impl Mechanism for Switch {
                     bytes: ContextBytes::default(),
                     census: RegisterCensus::default(),
                     stopped: now,
+                    moving: Vec::new(),
                     hold: None,
                     context: None,
                     last: None,
@@ -716,6 +720,7 @@ impl Mechanism for Switch {
             .machine
             .transfer_from(sm, true, s.area + s.written, rest, tb.launch, ready)?;
         s.written += rest;
+        s.moving.push((id, ready, None));
         s.last = Some(id);
         s.context = Some(context);
         self.moving.insert((sm, id), Moving::Save(tb));
@@ -734,6 +739,7 @@ impl Mechanism for Switch {
                 how: How::Drained,
                 requested,
                 stopped: cycle,
+                moving: Vec::new(),
                 released: cycle,
                 bytes: ContextBytes::default(),
                 registers: RegisterCensus::default(),
@@ -748,7 +754,13 @@ impl Mechanism for Switch {
         let now = cx.machine.cycle();
         match m {
             Moving::Save(tb) => {
-                if self.saving.get(&(sm, tb)).and_then(|s| s.last) != Some(id) {
+                let Some(s) = self.saving.get_mut(&(sm, tb)) else {
+                    return Ok(());
+                };
+                if let Some(m) = s.moving.iter_mut().find(|m| m.0 == id) {
+                    m.2 = Some(now);
+                }
+                if s.last != Some(id) {
                     // A warp's registers: the save goes on.
                     return Ok(());
                 }
@@ -760,6 +772,11 @@ impl Mechanism for Switch {
                     how: How::Switched,
                     requested: s.requested,
                     stopped: s.stopped,
+                    moving: s
+                        .moving
+                        .iter()
+                        .map(|&(_, from, to)| (from, to.unwrap_or(now)))
+                        .collect(),
                     released: now,
                     bytes: s.bytes,
                     registers: s.census,

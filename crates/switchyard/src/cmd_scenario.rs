@@ -12,9 +12,8 @@ use switchyard::output::write_atomic;
 use workload::system::RunProgress;
 use workload::{Disk, Report, Setup};
 
-use super::{MechanismArg, Outcome, PolicyArg, ScenarioArgs, Switch};
+use super::{Outcome, PolicyArg, ScenarioArgs, Switch};
 use crate::cmd_run::load_gpu;
-use preempt::MechanismKind;
 
 /// Core cycles a scenario may run by default (about 6 s of simulated time at 700 MHz).
 pub(crate) const DEFAULT_MAX_CYCLES: u64 = 1 << 32;
@@ -32,14 +31,7 @@ pub(crate) fn scenario(args: ScenarioArgs) -> Outcome {
         };
     }
     if let Some(m) = args.mechanism {
-        s.mechanism = match m {
-            MechanismArg::Drain => MechanismKind::Drain,
-            MechanismArg::FlushStrict => MechanismKind::FlushStrict,
-            MechanismArg::FlushRelaxed => MechanismKind::FlushRelaxed,
-            MechanismArg::Baseline => MechanismKind::Baseline,
-            MechanismArg::Live => MechanismKind::Live,
-            MechanismArg::Lightweight => MechanismKind::Lightweight,
-        };
+        s.mechanism = m;
     }
     if let Some(us) = args.time_slice_us {
         if !(us.is_finite() && (0.01..=1.0e7).contains(&us)) {

@@ -39,6 +39,9 @@ enum Command {
     /// timed GPU under a scheduling policy; reports arrival, start and end of every process
     /// and kernel, and NTT, ANTT, STP and fairness against each process run alone.
     Scenario(ScenarioArgs),
+    /// The papers' experiments, with tables, JSON, CSV and SVG plots.
+    #[command(subcommand)]
+    Experiment(ExperimentCommand),
     /// Parse and lower PTX files; list their kernels and every unsupported construct.
     Check {
         /// PTX files to check.
@@ -95,6 +98,53 @@ struct RunArgs {
     json: bool,
 }
 
+#[derive(Subcommand)]
+enum ExperimentCommand {
+    /// Periodic preemption (papers/lin-lightweight §V-A): every suite kernel runs under
+    /// each mechanism while a preemption signal takes one SM every --interval cycles and
+    /// gives it back; reports spill and preemption latency, context sizes and register
+    /// patterns (the paper's Figures 6, 8, 14, 15, 16), and checks every run bit-exact
+    /// against the uninterrupted one.
+    PeriodicPreemption(PeriodicArgs),
+}
+
+#[derive(clap::Args)]
+struct PeriodicArgs {
+    /// Suite kernels to run. Default: the whole suite.
+    kernels: Vec<String>,
+    /// Problem size.
+    #[arg(long, value_enum, default_value_t = SizeArg::Large)]
+    size: SizeArg,
+    /// Core cycles between two preemption signals.
+    #[arg(long, default_value_t = 10_000)]
+    interval: u64,
+    /// Mechanisms to compare, comma-separated (default: drain, baseline, live, points-live,
+    /// lightweight, lightweight-tb).
+    #[arg(long, value_delimiter = ',', value_parser = mechanism_arg)]
+    mechanisms: Vec<preempt::MechanismKind>,
+    /// GPU preset or configuration file.
+    #[arg(long, default_value = "gtx480")]
+    gpu: String,
+    /// Seed of the input generators.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Runs at once (default: one per core; results do not depend on it).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Core cycles one run may take.
+    #[arg(long, default_value_t = 200_000_000)]
+    max_cycles: u64,
+    /// Print the results as JSON (every signal of every run).
+    #[arg(long)]
+    json: bool,
+    /// Write runs.csv, signals.csv and one CSV per figure into this directory.
+    #[arg(long)]
+    csv: Option<PathBuf>,
+    /// Write one SVG bar chart per figure into this directory.
+    #[arg(long)]
+    plots: Option<PathBuf>,
+}
+
 #[derive(clap::Args)]
 struct ScenarioArgs {
     /// The scenario file (TOML; see `scenarios/` and the documentation of
@@ -110,9 +160,10 @@ struct ScenarioArgs {
     /// Let TBs of different kernels share an SM (overrides the scenario's setting).
     #[arg(long, value_enum)]
     sharing: Option<Switch>,
-    /// How a preempted SM is emptied, overriding the scenario's.
-    #[arg(long, value_enum)]
-    mechanism: Option<MechanismArg>,
+    /// How a preempted SM is emptied, overriding the scenario's: drain, flush-strict,
+    /// flush-relaxed, baseline, live, points-live, lightweight, lightweight-tb.
+    #[arg(long, value_parser = mechanism_arg)]
+    mechanism: Option<preempt::MechanismKind>,
     /// The time slice of the time-slice policy, µs (overriding the scenario's).
     #[arg(long)]
     time_slice_us: Option<f64>,
@@ -146,20 +197,15 @@ enum PolicyArg {
     TimeSlice,
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-enum MechanismArg {
-    /// SM draining.
-    Drain,
-    /// Flushing of strictly idempotent TBs (the others drain).
-    FlushStrict,
-    /// Flushing of relaxed-idempotent TBs (the others drain).
-    FlushRelaxed,
-    /// Context switch saving every allocated register.
-    Baseline,
-    /// Context switch saving only live registers.
-    Live,
-    /// Lightweight context switching: preemption points, liveness vectors, compression.
-    Lightweight,
+/// A preemption mechanism by name (`preempt::MechanismKind::name`).
+fn mechanism_arg(name: &str) -> Result<preempt::MechanismKind, String> {
+    preempt::MechanismKind::from_name(name).ok_or_else(|| {
+        let names: Vec<&str> = preempt::MechanismKind::ALL
+            .iter()
+            .map(|m| m.name())
+            .collect();
+        format!("unknown mechanism `{name}`; one of: {}", names.join(", "))
+    })
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -236,6 +282,7 @@ enum SizeArg {
     Large,
 }
 
+mod cmd_experiment;
 mod cmd_run;
 mod cmd_scenario;
 use cmd_run::run;
@@ -247,6 +294,9 @@ fn main() -> ExitCode {
         Some(Command::Kernels { json }) => kernels(json),
         Some(Command::Run(args)) => run(args),
         Some(Command::Scenario(args)) => cmd_scenario::scenario(args),
+        Some(Command::Experiment(ExperimentCommand::PeriodicPreemption(args))) => {
+            cmd_experiment::periodic(args)
+        }
         Some(Command::Check { files, json }) => check(&files, json),
         Some(Command::Analyze(args)) => analyze(args),
     };

@@ -716,7 +716,8 @@ impl Sm {
         id
     }
 
-    /// Offers the next part of the oldest context transfer if no warp used the LD/ST unit
+    /// Offers the next part of the oldest context transfer with lines left to send, if no
+    /// warp used the LD/ST unit
     /// this cycle.
     fn offer_transfer(&mut self, memcfg: &MemConfig, memsys: &mut MemorySystem, now: u64) {
         if self.backlog.is_some() || self.ldst_free > now || self.ldst_refused_at == now {
@@ -726,10 +727,13 @@ impl Sm {
             .free_pending
             .last()
             .map_or(self.pending.len() as u64, |&t| u64::from(t));
-        let Some(t) = self.transfers.front_mut() else {
+        // The oldest transfer with lines still to send; its successors wait behind it (a
+        // save pipeline sends in order), but it need not wait for earlier transfers'
+        // acknowledgements.
+        let Some(t) = self.transfers.iter_mut().find(|t| t.next < t.lines.len()) else {
             return;
         };
-        if t.next == t.lines.len() || t.not_before > now {
+        if t.not_before > now {
             return;
         }
         let chunk = chunk_lines(memcfg, memsys::Space::Global, t.kind);

@@ -1,0 +1,492 @@
+//! Periodic preemption (papers/lin-lightweight §V-A): every `interval` core cycles a
+//! preemption signal takes one SM from the running kernel while the other SMs keep
+//! running; the SM's TBs are given up by the mechanism under test and resumed afterwards
+//! (on any SM: the framework reserves the SM for the same kernel, which restores its
+//! preempted TBs first). Each suite kernel runs as its own host program, once per
+//! mechanism, and once uninterrupted as the reference every run's device memory is
+//! compared with, byte for byte.
+//!
+//! **Which SM.** Signals go round robin over the SMs, starting after the last SM taken, to
+//! the first that runs TBs of the kernel and is not still being emptied; a signal that
+//! finds none (the GPU between launches, or every SM busy being emptied) is counted as
+//! skipped.
+//!
+//! **What a signal measures** (core cycles), from the mechanism's records of the TBs the
+//! SM held ([`preempt::Record::Preempted`]):
+//! * *preemption latency*: from the signal until the last TB released its resources;
+//! * *spill*: the time within it during which some context was on its way to memory (the
+//!   union of the TBs' transfer spans, [`preempt::Record::Preempted::moving`]), split over
+//!   registers, shared memory and the rest in proportion to their bytes; *drain*: the rest
+//!   of the latency, when the save path waited — for in-flight instructions, for warps to
+//!   reach a preemption point, or for TBs to finish (all of it for SM draining);
+//! * context bytes by part, and what the registers held ([`preempt::RegisterCensus`]).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use gpu::config::GpuConfig;
+use gpu::timing::{Machine, SmId, TimedGpu};
+use preempt::{ContextBytes, How, MechanismKind, Record, RegisterCensus};
+use sched::{Framework, SmState};
+use serde::Serialize;
+use suite::{Size, Target};
+use workload::scenario::{Process, Program};
+use workload::system::Injector;
+use workload::{RunError, RunRecord, Setup, System};
+
+/// The mechanisms the experiment compares by default: SM draining, the baseline context
+/// switch ("Occup"), LIVE at any instruction, and the lightweight designs.
+pub const DEFAULT_MECHANISMS: [MechanismKind; 6] = [
+    MechanismKind::Drain,
+    MechanismKind::Baseline,
+    MechanismKind::Live,
+    MechanismKind::PointsLive,
+    MechanismKind::Lightweight,
+    MechanismKind::LightweightTb,
+];
+
+/// What to run.
+#[derive(Clone)]
+pub struct PeriodicConfig {
+    pub gpu: GpuConfig,
+    pub kernels: Vec<&'static dyn suite::Kernel>,
+    pub size: Size,
+    pub target: Target,
+    pub seed: u64,
+    /// Core cycles between two signals (the paper: 10,000).
+    pub interval: u64,
+    pub mechanisms: Vec<MechanismKind>,
+    /// Runs at once (results do not depend on it).
+    pub threads: usize,
+    /// Core cycles one run may take.
+    pub max_cycles: u64,
+}
+
+impl PeriodicConfig {
+    /// The paper's setting on `gpu`: every suite kernel, large inputs, a signal every
+    /// 10,000 cycles, the default mechanisms.
+    pub fn paper(gpu: GpuConfig) -> PeriodicConfig {
+        PeriodicConfig {
+            gpu,
+            kernels: suite::all().to_vec(),
+            size: Size::Large,
+            target: Target::Sm70,
+            seed: 1,
+            interval: 10_000,
+            mechanisms: DEFAULT_MECHANISMS.to_vec(),
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            max_cycles: 200_000_000,
+        }
+    }
+}
+
+/// One signal that found TBs to take.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Signal {
+    pub cycle: u64,
+    pub sm: u32,
+    pub tbs: u32,
+    pub latency: u64,
+    pub drain: u64,
+    pub spill: u64,
+    pub bytes: ContextBytes,
+    pub registers: RegisterCensus,
+    pub switched: u32,
+    pub flushed: u32,
+    pub drained: u32,
+    pub refused: u32,
+}
+
+/// One kernel under one mechanism.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct MechanismRun {
+    pub kernel: String,
+    pub mechanism: String,
+    pub signals: Vec<Signal>,
+    /// Signals that found no SM to take, and requests that found the SM without TBs.
+    pub skipped: u32,
+    pub empty: u32,
+    /// Core cycles of the whole program, and relative to the uninterrupted run.
+    pub cycles: u64,
+    pub slowdown: f64,
+    /// The program's check against its CPU reference.
+    pub verified: bool,
+    /// Device memory at the end equals the uninterrupted run's, byte for byte.
+    pub bit_exact: bool,
+    pub restores: u64,
+    pub mean_resume: f64,
+    pub discarded_instructions: u64,
+    pub summary: Summary,
+}
+
+/// Means over a run's signals (core cycles, bytes per signal).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Summary {
+    pub mean_latency: f64,
+    pub max_latency: u64,
+    pub mean_drain: f64,
+    pub mean_spill: f64,
+    /// The mean spill time by part: registers, shared memory, SIMT stack / barrier state
+    /// and metadata.
+    pub mean_spill_parts: [f64; 3],
+    pub mean_bytes: [f64; 4],
+    /// Summed over every switched TB.
+    pub registers: RegisterCensus,
+}
+
+impl Summary {
+    fn of(signals: &[Signal]) -> Summary {
+        let n = signals.len().max(1) as f64;
+        let mut s = Summary::default();
+        for g in signals {
+            s.mean_latency += g.latency as f64 / n;
+            s.max_latency = s.max_latency.max(g.latency);
+            s.mean_drain += g.drain as f64 / n;
+            s.mean_spill += g.spill as f64 / n;
+            let b = g.bytes;
+            let parts = [b.registers, b.shared, b.stack_barrier + b.metadata];
+            let total = b.total();
+            if total > 0 {
+                for (m, p) in s.mean_spill_parts.iter_mut().zip(parts) {
+                    *m += g.spill as f64 * p as f64 / total as f64 / n;
+                }
+            }
+            for (m, p) in
+                s.mean_bytes
+                    .iter_mut()
+                    .zip([b.registers, b.shared, b.stack_barrier, b.metadata])
+            {
+                *m += p as f64 / n;
+            }
+            s.registers.add(&g.registers);
+        }
+        s
+    }
+}
+
+/// Everything the experiment measured.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct PeriodicResults {
+    pub gpu: String,
+    pub size: String,
+    pub interval: u64,
+    pub core_mhz: f64,
+    pub mechanisms: Vec<String>,
+    pub kernels: Vec<String>,
+    /// By kernel, then mechanism, in the orders above.
+    pub runs: Vec<MechanismRun>,
+}
+
+impl PeriodicResults {
+    pub fn run(&self, kernel: &str, mechanism: &str) -> Option<&MechanismRun> {
+        self.runs
+            .iter()
+            .find(|r| r.kernel == kernel && r.mechanism == mechanism)
+    }
+
+    /// Whether every run verified and ended bit-exact.
+    pub fn all_exact(&self) -> bool {
+        self.runs.iter().all(|r| r.verified && r.bit_exact)
+    }
+}
+
+/// Why the experiment stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ExperimentError {
+    #[error("{kernel} with {mechanism}: {error}")]
+    Run {
+        kernel: String,
+        mechanism: String,
+        error: RunError,
+    },
+}
+
+/// The signals of a periodic run.
+struct Periodic {
+    interval: u64,
+    next: u64,
+    /// The SM after the last one taken.
+    turn: u32,
+    skipped: u32,
+}
+
+impl Injector for Periodic {
+    fn before_cycle(&mut self, m: &Machine, fw: &mut Framework) {
+        let now = m.cycle();
+        if now < self.next {
+            return;
+        }
+        while self.next <= now {
+            self.next += self.interval;
+        }
+        let n = m.sm_count();
+        for k in 0..n {
+            let sm = SmId((self.turn + k) % n);
+            if fw.tables().sm(sm).state == SmState::Running
+                && m.resident(sm).next().is_some()
+                && fw.preempt_sm(sm)
+            {
+                self.turn = sm.0 + 1;
+                return;
+            }
+        }
+        self.skipped += 1;
+    }
+}
+
+fn setup(config: &PeriodicConfig, mechanism: MechanismKind) -> Setup {
+    let timing = TimedGpu::new(config.gpu.clone());
+    Setup {
+        host: timing.gpu.host.clone(),
+        timing,
+        framework: Default::default(),
+        policy: Default::default(),
+        time_slice_us: workload::scenario::DEFAULT_TIME_SLICE_US,
+        mechanism,
+        copy_policy: Default::default(),
+        max_cycles: config.max_cycles,
+        snapshot: true,
+    }
+}
+
+/// A finished run and the signals it skipped, or why it failed.
+type RunOutcome = Result<(RunRecord, u32), ExperimentError>;
+
+fn one_run(
+    config: &PeriodicConfig,
+    kernel: &'static dyn suite::Kernel,
+    mechanism: Option<MechanismKind>,
+) -> RunOutcome {
+    let process = Process {
+        name: kernel.name().to_string(),
+        arrival_us: 0.0,
+        priority: 0,
+        program: Program::Suite {
+            kernel,
+            size: config.size,
+            seed: config.seed,
+            target: config.target,
+        },
+    };
+    let fail = |error| ExperimentError::Run {
+        kernel: kernel.name().to_string(),
+        mechanism: mechanism.map_or("none", MechanismKind::name).to_string(),
+        error,
+    };
+    let system = System::new(
+        setup(config, mechanism.unwrap_or(MechanismKind::Drain)),
+        &[process],
+    )
+    .map_err(fail)?;
+    match mechanism {
+        None => Ok((system.run(&mut |_| {}).map_err(fail)?, 0)),
+        Some(_) => {
+            let mut periodic = Periodic {
+                interval: config.interval.max(1),
+                next: config.interval.max(1),
+                turn: 0,
+                skipped: 0,
+            };
+            let r = system
+                .run_with(&mut |_| {}, Some(&mut periodic))
+                .map_err(fail)?;
+            Ok((r, periodic.skipped))
+        }
+    }
+}
+
+/// The signals of a run, from the mechanism's records.
+pub fn signals(records: &[Record]) -> (Vec<Signal>, u32) {
+    let mut out: Vec<Signal> = Vec::new();
+    let mut spans: Vec<Vec<(u64, u64)>> = Vec::new();
+    let mut empty = 0;
+    for r in records {
+        match *r {
+            Record::Requested { cycle, sm, tbs } => {
+                if tbs == 0 {
+                    empty += 1;
+                    continue;
+                }
+                out.push(Signal {
+                    cycle,
+                    sm: sm.0,
+                    tbs,
+                    ..Signal::default()
+                });
+                spans.push(Vec::new());
+            }
+            Record::Preempted {
+                sm,
+                how,
+                requested,
+                ref moving,
+                released,
+                bytes,
+                ref registers,
+                ..
+            } => {
+                let Some(i) = out
+                    .iter()
+                    .rposition(|g| g.sm == sm.0 && g.cycle == requested)
+                else {
+                    continue;
+                };
+                let g = &mut out[i];
+                g.latency = g.latency.max(released - requested);
+                g.bytes.registers += bytes.registers;
+                g.bytes.shared += bytes.shared;
+                g.bytes.stack_barrier += bytes.stack_barrier;
+                g.bytes.metadata += bytes.metadata;
+                g.registers.add(registers);
+                match how {
+                    How::Switched => g.switched += 1,
+                    How::Flushed { .. } => g.flushed += 1,
+                    How::Drained => g.drained += 1,
+                }
+                spans[i].extend(moving.iter().copied());
+            }
+            Record::Refused { cycle, sm, .. } => {
+                if let Some(g) = out
+                    .iter_mut()
+                    .rev()
+                    .find(|g| g.sm == sm.0 && g.cycle == cycle)
+                {
+                    g.refused += 1;
+                }
+            }
+            Record::Restored { .. } => {}
+        }
+    }
+    for (g, mut s) in out.iter_mut().zip(spans) {
+        s.sort_unstable();
+        let (mut busy, mut end) = (0, 0);
+        for (a, b) in s {
+            let a = a.max(end);
+            if b > a {
+                busy += b - a;
+                end = b;
+            }
+        }
+        g.spill = busy;
+        g.drain = g.latency - busy.min(g.latency);
+    }
+    (out, empty)
+}
+
+/// Runs the experiment; `progress(done, total, what)` after each run.
+pub fn run(
+    config: &PeriodicConfig,
+    progress: &(dyn Fn(usize, usize, &str) + Sync),
+) -> Result<PeriodicResults, ExperimentError> {
+    // Per kernel: the reference, then each mechanism.
+    let per_kernel = config.mechanisms.len() + 1;
+    let jobs: Vec<(usize, Option<MechanismKind>)> = (0..config.kernels.len())
+        .flat_map(|k| {
+            std::iter::once((k, None)).chain(config.mechanisms.iter().map(move |&m| (k, Some(m))))
+        })
+        .collect();
+    let total = jobs.len();
+    let results: Vec<Mutex<Option<RunOutcome>>> = (0..total).map(|_| Mutex::new(None)).collect();
+    let next = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..config.threads.clamp(1, total.max(1)) {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(&(k, m)) = jobs.get(i) else {
+                    return;
+                };
+                let kernel = config.kernels[k];
+                let r = one_run(config, kernel, m);
+                let failed = r.is_err();
+                *results[i].lock().expect("no thread panics holding it") = Some(r);
+                let d = done.fetch_add(1, Ordering::Relaxed) + 1;
+                progress(
+                    d,
+                    total,
+                    &format!(
+                        "{} {}",
+                        kernel.name(),
+                        m.map_or("reference", MechanismKind::name)
+                    ),
+                );
+                if failed {
+                    // The first error is reported; stop handing out work.
+                    next.store(jobs.len(), Ordering::Relaxed);
+                }
+            });
+        }
+    });
+    let mut records = Vec::with_capacity(total);
+    for r in results {
+        match r.into_inner().expect("no thread panics holding it") {
+            Some(r) => records.push(r?),
+            None => records.push((RunRecord::default(), 0)),
+        }
+    }
+    let mut out = PeriodicResults {
+        gpu: config.gpu.name.clone(),
+        size: match config.size {
+            Size::Small => "small".into(),
+            Size::Large => "large".into(),
+        },
+        interval: config.interval,
+        core_mhz: config.gpu.sm.clock_mhz,
+        mechanisms: config
+            .mechanisms
+            .iter()
+            .map(|m| m.name().to_string())
+            .collect(),
+        kernels: config
+            .kernels
+            .iter()
+            .map(|k| k.name().to_string())
+            .collect(),
+        runs: Vec::new(),
+    };
+    for (k, chunk) in records.chunks(per_kernel).enumerate() {
+        let (reference, _) = &chunk[0];
+        for (m, (r, skipped)) in config.mechanisms.iter().zip(&chunk[1..]) {
+            let (signals, empty) = signals(&r.preemptions);
+            let (mut restores, mut resume) = (0u64, 0u64);
+            let mut discarded = 0;
+            for p in &r.preemptions {
+                match *p {
+                    Record::Restored {
+                        started, finished, ..
+                    } => {
+                        restores += 1;
+                        resume += finished - started;
+                    }
+                    Record::Preempted {
+                        how:
+                            How::Flushed {
+                                discarded_instructions,
+                            },
+                        ..
+                    } => discarded += discarded_instructions,
+                    _ => {}
+                }
+            }
+            out.runs.push(MechanismRun {
+                kernel: config.kernels[k].name().to_string(),
+                mechanism: m.name().to_string(),
+                summary: Summary::of(&signals),
+                signals,
+                skipped: *skipped,
+                empty,
+                cycles: r.cycles,
+                slowdown: r.cycles as f64 / reference.cycles.max(1) as f64,
+                verified: r
+                    .processes
+                    .iter()
+                    .all(|p| p.verdict.as_ref().is_some_and(|v| v.verified)),
+                bit_exact: r.memory == reference.memory,
+                restores,
+                mean_resume: resume as f64 / restores.max(1) as f64,
+                discarded_instructions: discarded,
+            });
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,218 @@
+//! `switchyard experiment …`: the papers' experiments, as tables, JSON, CSV and SVG.
+
+use std::path::Path;
+
+use experiment::periodic::{self, PeriodicConfig, PeriodicResults};
+use experiment::{figures, svg};
+use indicatif::{ProgressBar, ProgressStyle};
+use suite::Size;
+use switchyard::output::write_atomic;
+
+use super::{Outcome, PeriodicArgs, SizeArg};
+use crate::cmd_run::load_gpu;
+
+pub(crate) fn periodic(args: PeriodicArgs) -> Outcome {
+    let gpu = load_gpu(&args.gpu, None)?;
+    let mut config = PeriodicConfig::paper(gpu);
+    if !args.kernels.is_empty() {
+        config.kernels = args
+            .kernels
+            .iter()
+            .map(|n| {
+                suite::by_name(n).ok_or_else(|| {
+                    let names: Vec<&str> = suite::all().iter().map(|k| k.name()).collect();
+                    format!("unknown kernel `{n}`; the suite has: {}", names.join(", "))
+                })
+            })
+            .collect::<Result<_, _>>()?;
+    }
+    config.size = match args.size {
+        SizeArg::Small => Size::Small,
+        SizeArg::Large => Size::Large,
+    };
+    if args.interval == 0 {
+        return Err("--interval must be at least 1 cycle".into());
+    }
+    config.interval = args.interval;
+    if !args.mechanisms.is_empty() {
+        config.mechanisms = args.mechanisms.clone();
+    }
+    config.seed = args.seed;
+    if let Some(t) = args.threads {
+        config.threads = t.max(1);
+    }
+    config.max_cycles = args.max_cycles;
+    let runs = config.kernels.len() * (config.mechanisms.len() + 1);
+    let bar = ProgressBar::new(runs as u64);
+    bar.set_style(
+        ProgressStyle::with_template(
+            "periodic preemption [{bar:30}] {pos}/{len} runs, {msg} ({elapsed})",
+        )
+        .expect("valid template")
+        .progress_chars("=> "),
+    );
+    let results = periodic::run(&config, &|done, _, what| {
+        bar.set_position(done as u64);
+        bar.set_message(what.to_string());
+    });
+    bar.finish_and_clear();
+    let results = results.map_err(|e| e.to_string())?;
+    let figs = figures::all(&results);
+    if let Some(dir) = &args.csv {
+        write_csv(dir, &results, &figs)?;
+    }
+    if let Some(dir) = &args.plots {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        for f in &figs {
+            let path = dir.join(format!("{}.svg", f.id));
+            write_atomic(&path, svg::bar_chart(f).as_bytes())?;
+        }
+    }
+    if args.json {
+        let v = serde_json::json!({ "results": results, "figures": figs });
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&v).expect("serializable")
+        );
+    } else {
+        print_runs(&results);
+        for f in &figs {
+            println!();
+            print!("{}", figures::to_table(f));
+        }
+        if let Some(dir) = &args.csv {
+            println!("\nCSV: {}/{{runs,signals,fig*}}.csv", dir.display());
+        }
+        if let Some(dir) = &args.plots {
+            println!("plots: {}/fig*.svg", dir.display());
+        }
+    }
+    let exact = results.all_exact();
+    if !exact {
+        eprintln!("error: some runs did not verify or did not end bit-exact (see `exact`)");
+    }
+    Ok(exact)
+}
+
+fn print_runs(r: &PeriodicResults) {
+    let us = |c: f64| c / r.core_mhz;
+    println!(
+        "periodic preemption on {}, {} inputs, a signal every {} cycles ({:.1} µs)",
+        r.gpu,
+        r.size,
+        r.interval,
+        us(r.interval as f64)
+    );
+    println!(
+        "{:<13} {:<15} {:>7} {:>10} {:>9} {:>9} {:>9} {:>10} {:>8} {:>8}  exact",
+        "kernel",
+        "mechanism",
+        "signals",
+        "latency µs",
+        "drain µs",
+        "spill µs",
+        "max µs",
+        "KB/signal",
+        "resume",
+        "slowdown"
+    );
+    for m in &r.runs {
+        let s = &m.summary;
+        println!(
+            "{:<13} {:<15} {:>7} {:>10.2} {:>9.2} {:>9.2} {:>9.2} {:>10.1} {:>8.2} {:>8.3}  {}",
+            m.kernel,
+            m.mechanism,
+            m.signals.len(),
+            us(s.mean_latency),
+            us(s.mean_drain),
+            us(s.mean_spill),
+            us(s.max_latency as f64),
+            s.mean_bytes.iter().sum::<f64>() / 1024.0,
+            us(m.mean_resume),
+            m.slowdown,
+            if m.verified && m.bit_exact {
+                "yes"
+            } else if m.verified {
+                "VERIFIED, NOT BIT-EXACT"
+            } else {
+                "FAILED"
+            }
+        );
+    }
+}
+
+fn write_csv(dir: &Path, r: &PeriodicResults, figs: &[figures::Figure]) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut runs = String::from(
+        "kernel,mechanism,signals,skipped,empty,mean_latency_cycles,max_latency_cycles,mean_drain_cycles,mean_spill_cycles,spill_registers_cycles,spill_shared_cycles,spill_stack_cycles,registers_bytes,shared_bytes,stack_barrier_bytes,metadata_bytes,occupied_register_bytes,live_register_bytes,moved_register_bytes,uniform,strided,random,restores,mean_resume_cycles,discarded_instructions,cycles,slowdown,verified,bit_exact\n",
+    );
+    let mut signals = String::from(
+        "kernel,mechanism,cycle,sm,tbs,latency,drain,spill,registers_bytes,shared_bytes,stack_barrier_bytes,metadata_bytes,switched,flushed,drained,refused\n",
+    );
+    for m in &r.runs {
+        let s = &m.summary;
+        let c = &s.registers;
+        runs.push_str(&format!(
+            "{},{},{},{},{},{:.1},{},{:.1},{:.1},{:.1},{:.1},{:.1},{:.1},{:.1},{:.1},{:.1},{},{},{},{},{},{},{},{:.1},{},{},{:.4},{},{}\n",
+            m.kernel,
+            m.mechanism,
+            m.signals.len(),
+            m.skipped,
+            m.empty,
+            s.mean_latency,
+            s.max_latency,
+            s.mean_drain,
+            s.mean_spill,
+            s.mean_spill_parts[0],
+            s.mean_spill_parts[1],
+            s.mean_spill_parts[2],
+            s.mean_bytes[0],
+            s.mean_bytes[1],
+            s.mean_bytes[2],
+            s.mean_bytes[3],
+            c.occupied,
+            c.live,
+            c.moved,
+            c.uniform,
+            c.strided,
+            c.random,
+            m.restores,
+            m.mean_resume,
+            m.discarded_instructions,
+            m.cycles,
+            m.slowdown,
+            m.verified,
+            m.bit_exact
+        ));
+        for g in &m.signals {
+            signals.push_str(&format!(
+                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+                m.kernel,
+                m.mechanism,
+                g.cycle,
+                g.sm,
+                g.tbs,
+                g.latency,
+                g.drain,
+                g.spill,
+                g.bytes.registers,
+                g.bytes.shared,
+                g.bytes.stack_barrier,
+                g.bytes.metadata,
+                g.switched,
+                g.flushed,
+                g.drained,
+                g.refused
+            ));
+        }
+    }
+    write_atomic(&dir.join("runs.csv"), runs.as_bytes())?;
+    write_atomic(&dir.join("signals.csv"), signals.as_bytes())?;
+    for f in figs {
+        write_atomic(
+            &dir.join(format!("{}.csv", f.id)),
+            figures::to_csv(f).as_bytes(),
+        )?;
+    }
+    Ok(())
+}
