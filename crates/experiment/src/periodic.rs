@@ -35,14 +35,15 @@ use workload::system::Injector;
 use workload::{RunError, RunRecord, Setup, System};
 
 /// The mechanisms the experiment compares by default: SM draining, the baseline context
-/// switch ("Occup"), LIVE at any instruction, and the lightweight designs.
-pub const DEFAULT_MECHANISMS: [MechanismKind; 6] = [
+/// switch ("Occup"), LIVE at any instruction, the lightweight designs, and Chimera.
+pub const DEFAULT_MECHANISMS: [MechanismKind; 7] = [
     MechanismKind::Drain,
     MechanismKind::Baseline,
     MechanismKind::Live,
     MechanismKind::PointsLive,
     MechanismKind::Lightweight,
     MechanismKind::LightweightTb,
+    MechanismKind::Chimera,
 ];
 
 /// What to run.
@@ -354,7 +355,7 @@ pub fn signals(records: &[Record]) -> (Vec<Signal>, u32) {
                     g.refused += 1;
                 }
             }
-            Record::Restored { .. } => {}
+            Record::Restored { .. } | Record::Chose { .. } => {}
         }
     }
     for (g, mut s) in out.iter_mut().zip(spans) {

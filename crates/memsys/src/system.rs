@@ -246,6 +246,12 @@ pub struct MemConfig {
 }
 
 impl MemConfig {
+    /// Peak DRAM bandwidth, in bytes per core cycle (every channel's bus busy).
+    pub fn dram_bytes_per_core_cycle(&self) -> f64 {
+        self.dram_channels as f64 * f64::from(self.dram.bus_bytes_per_cycle) * self.clocks.dram_mhz
+            / self.clocks.core_mhz
+    }
+
     /// Checks every field; the error names the parameter.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let bad = |what: &'static str, reason: String| Err(ConfigError::Invalid { what, reason });

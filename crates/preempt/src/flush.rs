@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use analysis::{AliasModel, Idempotence, IdempotenceConfig};
-use gpu::timing::{HoldId, SmId, TbContext, TbRef, TimingError};
+use gpu::timing::{HoldId, Machine, SmId, TbContext, TbRef, TimingError};
 use kir::{InstId, Kernel};
 
 use crate::{ContextBytes, Cx, How, Mechanism, Preempted, Record, Requests};
@@ -35,6 +35,81 @@ impl Flush {
             analyses: HashMap::new(),
             draining: Requests::default(),
         }
+    }
+
+    /// Whether TB `tb` on `sm` may be flushed now: the warp instructions flushing it would
+    /// throw away, or `None`.
+    pub fn flushable(&mut self, m: &Machine, sm: SmId, tb: TbRef) -> Option<u64> {
+        let relaxed = self.relaxed;
+        let kernel = m.launch(tb.launch).ctx().kernel.clone();
+        let warps = m.warps_of(sm, tb)?;
+        let idem = self.analysis(&kernel);
+        let ok = |pc: u32| {
+            (pc as usize) < kernel.len()
+                && if relaxed {
+                    idem.relaxed(InstId(pc))
+                } else {
+                    idem.strict(InstId(pc))
+                }
+        };
+        let whole = if relaxed {
+            idem.kernel_relaxed()
+        } else {
+            idem.kernel_strict()
+        };
+        let flushable = warps.iter().all(|w| {
+            if w.done || w.pcs.is_empty() {
+                whole
+            } else {
+                w.pcs.iter().all(|&pc| ok(pc))
+            }
+        });
+        flushable.then(|| warps.iter().map(|w| w.executed).sum())
+    }
+
+    /// Throws TB `tb` away (it was found flushable), recording it.
+    pub fn flush_tb(
+        &mut self,
+        sm: SmId,
+        tb: TbRef,
+        discarded: u64,
+        cx: &mut Cx,
+    ) -> Result<(), TimingError> {
+        let now = cx.machine.cycle();
+        cx.machine.discard(sm, tb)?;
+        cx.out.records.push(Record::Preempted {
+            sm,
+            tb,
+            how: How::Flushed {
+                discarded_instructions: discarded,
+            },
+            requested: now,
+            stopped: now,
+            moving: Vec::new(),
+            released: now,
+            bytes: ContextBytes::default(),
+            registers: Default::default(),
+        });
+        Ok(())
+    }
+
+    /// Records that TB `tb` cannot be flushed.
+    fn refuse(&self, sm: SmId, tb: TbRef, now: u64, cx: &mut Cx) {
+        let relaxed = self.relaxed;
+        cx.out.records.push(Record::Refused {
+            cycle: now,
+            sm,
+            tb,
+            why: format!(
+                "not {} idempotent: it has passed a {}; it drains",
+                if relaxed { "relaxed" } else { "strictly" },
+                if relaxed {
+                    "global atomic or a global store to memory the kernel reads"
+                } else {
+                    "global store or atomic"
+                }
+            ),
+        });
     }
 
     fn analysis(&mut self, kernel: &Arc<Kernel>) -> &Idempotence {
@@ -76,63 +151,13 @@ impl Mechanism for Flush {
             sm,
             tbs: tbs.len() as u32,
         });
-        let relaxed = self.relaxed;
         for tb in tbs {
-            let kernel = cx.machine.launch(tb.launch).ctx().kernel.clone();
-            let warps = cx.machine.warps_of(sm, tb).expect("resident");
-            let idem = self.analysis(&kernel);
-            let ok = |pc: u32| {
-                (pc as usize) < kernel.len()
-                    && if relaxed {
-                        idem.relaxed(InstId(pc))
-                    } else {
-                        idem.strict(InstId(pc))
-                    }
-            };
-            let whole = if relaxed {
-                idem.kernel_relaxed()
-            } else {
-                idem.kernel_strict()
-            };
-            let flushable = warps.iter().all(|w| {
-                if w.done || w.pcs.is_empty() {
-                    whole
-                } else {
-                    w.pcs.iter().all(|&pc| ok(pc))
+            match self.flushable(cx.machine, sm, tb) {
+                Some(discarded) => self.flush_tb(sm, tb, discarded, cx)?,
+                None => {
+                    self.refuse(sm, tb, now, cx);
+                    self.draining.add(sm, tb, now);
                 }
-            });
-            if flushable {
-                let discarded = warps.iter().map(|w| w.executed).sum();
-                cx.machine.discard(sm, tb)?;
-                cx.out.records.push(Record::Preempted {
-                    sm,
-                    tb,
-                    how: How::Flushed {
-                        discarded_instructions: discarded,
-                    },
-                    requested: now,
-                    stopped: now,
-                    moving: Vec::new(),
-                    released: now,
-                    bytes: ContextBytes::default(),
-                    registers: Default::default(),
-                });
-            } else {
-                cx.out.records.push(Record::Refused {
-                    cycle: now,
-                    sm,
-                    tb,
-                    why: format!(
-                        "not {} idempotent: it has passed a {}; it drains",
-                        if relaxed { "relaxed" } else { "strictly" },
-                        if relaxed {
-                            "global atomic or a global store to memory the kernel reads"
-                        } else {
-                            "global store or atomic"
-                        }
-                    ),
-                });
-                self.draining.add(sm, tb, now);
             }
         }
         Ok(())

@@ -19,6 +19,7 @@
 //! resources were released and what its context cost ([`Record`]), and refuses honestly
 //! what it cannot do ([`Record::Refused`]).
 
+pub mod chimera;
 pub mod compress;
 pub mod drain;
 pub mod flush;
@@ -29,6 +30,7 @@ use std::sync::Arc;
 use gpu::timing::{HoldId, Machine, Pass, SmId, TbContext, TbRef, TimingError, TransferId};
 use serde::{Deserialize, Serialize};
 
+pub use chimera::{Chimera, Estimates, Technique};
 pub use drain::Drain;
 pub use flush::Flush;
 pub use switch::{Compression, PointPass, RegisterCensus, Registers, Switch, SwitchConfig};
@@ -118,6 +120,14 @@ pub enum Record {
         finished: u64,
         bytes: ContextBytes,
     },
+    /// A mechanism that decides per TB chose `technique` for `tb` from `estimates`.
+    Chose {
+        cycle: u64,
+        sm: SmId,
+        tb: TbRef,
+        technique: Technique,
+        estimates: Estimates,
+    },
     /// The mechanism could not take this TB away; it drains instead.
     Refused {
         cycle: u64,
@@ -203,10 +213,17 @@ pub enum MechanismKind {
     Lightweight,
     /// Lightweight, compressing at TB level where a TB stops at a `bar.pp` (§III-C).
     LightweightTb,
+    /// Chimera: per TB, drain, flush or switch, whichever meets a deadline of
+    /// [`CHIMERA_DEADLINE_US`] at the least estimated cost.
+    Chimera,
 }
 
+/// The preemption deadline [`MechanismKind::Chimera`] works to (papers/li-pep §4 runs
+/// Chimera at 5, 10 and 15 µs).
+pub const CHIMERA_DEADLINE_US: f64 = 15.0;
+
 impl MechanismKind {
-    pub const ALL: [MechanismKind; 8] = [
+    pub const ALL: [MechanismKind; 9] = [
         MechanismKind::Drain,
         MechanismKind::FlushStrict,
         MechanismKind::FlushRelaxed,
@@ -215,6 +232,7 @@ impl MechanismKind {
         MechanismKind::PointsLive,
         MechanismKind::Lightweight,
         MechanismKind::LightweightTb,
+        MechanismKind::Chimera,
     ];
 
     pub fn build(self) -> Box<dyn Mechanism> {
@@ -237,6 +255,7 @@ impl MechanismKind {
                     ..SwitchConfig::LIGHTWEIGHT
                 },
             )),
+            MechanismKind::Chimera => Box::new(Chimera::new(CHIMERA_DEADLINE_US)),
         }
     }
 
@@ -265,6 +284,7 @@ impl MechanismKind {
             MechanismKind::PointsLive => "points-live",
             MechanismKind::Lightweight => "lightweight",
             MechanismKind::LightweightTb => "lightweight-tb",
+            MechanismKind::Chimera => "chimera",
         }
     }
 }

@@ -502,6 +502,52 @@ impl Switch {
         Ok(())
     }
 
+    /// Stops TB `tb` on `sm` and saves its context once it has stopped (the per-TB part of
+    /// [`Mechanism::preempt`], for mechanisms that choose per TB).
+    pub fn switch_tb(&mut self, sm: SmId, tb: TbRef, cx: &mut Cx) -> Result<(), TimingError> {
+        let now = cx.machine.cycle();
+        if self.config.pipelined {
+            cx.machine.stop_pipelined(sm, tb, self.config.stop)?;
+        } else {
+            cx.machine.stop_holding(sm, tb, self.config.stop)?;
+        }
+        let warps = cx.machine.warps_of(sm, tb).map_or(0, |w| w.len());
+        let area_size = self.area_bound(cx, tb);
+        let area = cx.machine.memory_mut().alloc(area_size);
+        self.requests.add(sm, tb, now);
+        self.saving.insert(
+            (sm, tb),
+            Saving {
+                requested: now,
+                area,
+                written: 0,
+                warps: (0..warps).map(|_| None).collect(),
+                bytes: ContextBytes::default(),
+                census: RegisterCensus::default(),
+                stopped: now,
+                moving: Vec::new(),
+                hold: None,
+                context: None,
+                last: None,
+            },
+        );
+        Ok(())
+    }
+
+    /// The bytes a BASELINE save of TB `tb` on `sm` would move (every allocated register
+    /// of its live lanes, its shared memory, SIMT stacks and barrier state): what a
+    /// mechanism can know before it decides.
+    pub fn full_context_bytes(&mut self, m: &gpu::timing::Machine, sm: SmId, tb: TbRef) -> u64 {
+        let launch = m.launch(tb.launch);
+        let kernel = launch.ctx().kernel.clone();
+        let shared = u64::from(launch.ctx().smem_size);
+        let all = self.facts(&kernel).widths.all_registers();
+        let warps = m.warps_of(sm, tb).unwrap_or_default();
+        let live = warps.iter().filter(|w| !w.done);
+        let registers: u64 = live.map(|w| all.bytes_per_warp(w.lanes)).sum();
+        registers + shared + stack_barrier_bytes(warps.iter().map(|w| w.pcs.len().max(1)))
+    }
+
     /// The context area a TB of `launch` needs at most.
     fn area_bound(&mut self, cx: &mut Cx, tb: TbRef) -> u64 {
         let launch = cx.machine.launch(tb.launch);
@@ -542,31 +588,7 @@ impl Mechanism for Switch {
             tbs: tbs.len() as u32,
         });
         for tb in tbs {
-            if self.config.pipelined {
-                cx.machine.stop_pipelined(sm, tb, self.config.stop)?;
-            } else {
-                cx.machine.stop_holding(sm, tb, self.config.stop)?;
-            }
-            let warps = cx.machine.warps_of(sm, tb).map_or(0, |w| w.len());
-            let area_size = self.area_bound(cx, tb);
-            let area = cx.machine.memory_mut().alloc(area_size);
-            self.requests.add(sm, tb, now);
-            self.saving.insert(
-                (sm, tb),
-                Saving {
-                    requested: now,
-                    area,
-                    written: 0,
-                    warps: (0..warps).map(|_| None).collect(),
-                    bytes: ContextBytes::default(),
-                    census: RegisterCensus::default(),
-                    stopped: now,
-                    moving: Vec::new(),
-                    hold: None,
-                    context: None,
-                    last: None,
-                },
-            );
+            self.switch_tb(sm, tb, cx)?;
         }
         Ok(())
     }

@@ -119,7 +119,7 @@ struct PeriodicArgs {
     #[arg(long, default_value_t = 10_000)]
     interval: u64,
     /// Mechanisms to compare, comma-separated (default: drain, baseline, live, points-live,
-    /// lightweight, lightweight-tb).
+    /// lightweight, lightweight-tb, chimera).
     #[arg(long, value_delimiter = ',', value_parser = mechanism_arg)]
     mechanisms: Vec<preempt::MechanismKind>,
     /// GPU preset or configuration file.
@@ -161,7 +161,7 @@ struct ScenarioArgs {
     #[arg(long, value_enum)]
     sharing: Option<Switch>,
     /// How a preempted SM is emptied, overriding the scenario's: drain, flush-strict,
-    /// flush-relaxed, baseline, live, points-live, lightweight, lightweight-tb.
+    /// flush-relaxed, baseline, live, points-live, lightweight, lightweight-tb, chimera.
     #[arg(long, value_parser = mechanism_arg)]
     mechanism: Option<preempt::MechanismKind>,
     /// The time slice of the time-slice policy, µs (overriding the scenario's).

@@ -116,6 +116,7 @@ impl PreemptionSummary {
             match *r {
                 Record::Requested { .. } => s.requests += 1,
                 Record::Refused { .. } => s.refused += 1,
+                Record::Chose { .. } => {}
                 Record::Preempted {
                     how,
                     requested,

@@ -13,7 +13,8 @@
 //! # active_kernels = 15           # active-queue entries (default: one per SM)
 //! copy_engine = "fcfs"            # fcfs | priority: the order copies wait in
 //! mechanism = "drain"             # how a reserved SM is emptied: drain | flush_strict |
-//!                                 # flush_relaxed | baseline | live | lightweight
+//!                                 # flush_relaxed | baseline | live | points_live |
+//!                                 # lightweight | lightweight_tb | chimera
 //!
 //! [host]                          # optional: overrides of the GPU file's [host]
 //! launch_latency_us = 5.0         # also pcie_gbps, copy_latency_us, copy_engines

@@ -136,6 +136,9 @@ fn every_mechanism_resumes_every_suite_kernel_bit_exactly() {
     let mut refused = 0;
     let mut flushed = 0;
     let mut switched = [0u32; 3];
+    // Chimera's drains, flushes and switches, and its recorded choices.
+    let mut chimera = [0u32; 3];
+    let mut chose = 0u32;
     let mut made = [0u32; MechanismKind::ALL.len()];
     // `PREEMPTION_ONLY=kernel[:mechanism]` narrows the run while debugging.
     let only = std::env::var("PREEMPTION_ONLY").ok();
@@ -242,6 +245,7 @@ fn every_mechanism_resumes_every_suite_kernel_bit_exactly() {
                             "{name}: {p:?}"
                         );
                         match (mechanism, how) {
+                            (MechanismKind::Chimera, How::Drained) => chimera[0] += 1,
                             (_, How::Drained) => {}
                             (
                                 MechanismKind::FlushStrict | MechanismKind::FlushRelaxed,
@@ -254,6 +258,12 @@ fn every_mechanism_resumes_every_suite_kernel_bit_exactly() {
                             (MechanismKind::Live, How::Switched) => {
                                 switched[1] += 1;
                                 assert!(released > stopped, "{name}: {p:?}");
+                            }
+                            (MechanismKind::Chimera, How::Switched) => {
+                                chimera[2] += 1;
+                            }
+                            (MechanismKind::Chimera, How::Flushed { .. }) => {
+                                chimera[1] += 1;
                             }
                             (
                                 MechanismKind::PointsLive
@@ -277,6 +287,10 @@ fn every_mechanism_resumes_every_suite_kernel_bit_exactly() {
                         );
                         refused += 1;
                     }
+                    Record::Chose { .. } => {
+                        assert_eq!(mechanism, MechanismKind::Chimera, "{name}: {p:?}");
+                        chose += 1;
+                    }
                     Record::Requested { .. } | Record::Restored { .. } => {}
                 }
             }
@@ -287,7 +301,7 @@ fn every_mechanism_resumes_every_suite_kernel_bit_exactly() {
             );
         }
     }
-    eprintln!("requests {made:?}, switched {switched:?}, flushed {flushed}, refused {refused}");
+    eprintln!("requests {made:?}, switched {switched:?}, flushed {flushed}, refused {refused}, chimera {chimera:?} ({chose} choices)");
     if only.is_some() {
         return;
     }
@@ -305,5 +319,11 @@ fn every_mechanism_resumes_every_suite_kernel_bit_exactly() {
     assert!(
         flushed > 0 && refused > 0,
         "flushed {flushed}, refused {refused}"
+    );
+    // Chimera used every technique, and recorded a choice for each TB it took.
+    assert!(chimera.iter().all(|&n| n > 0), "chimera {chimera:?}");
+    assert!(
+        chose >= chimera.iter().sum::<u32>(),
+        "{chose} choices for {chimera:?}"
     );
 }

@@ -106,6 +106,8 @@ pub struct Launch {
     pub(super) resident: u64,
     pub(super) held: u64,
     pub(super) done: u64,
+    /// Warp instructions the finished TBs executed.
+    pub(super) done_instructions: u64,
     pub(super) submitted_at: u64,
     pub(super) started_at: Option<u64>,
     pub(super) last_tb_at: Option<u64>,
@@ -142,6 +144,7 @@ impl Launch {
             resident: 0,
             held: 0,
             done: 0,
+            done_instructions: 0,
             submitted_at: now,
             started_at: None,
             last_tb_at: None,
@@ -194,6 +197,12 @@ impl Launch {
     /// TBs finished.
     pub fn done(&self) -> u64 {
         self.done
+    }
+
+    /// The mean warp instructions of a finished TB (a per-kernel counter pair hardware can
+    /// keep); `None` before any TB has finished.
+    pub fn mean_tb_instructions(&self) -> Option<f64> {
+        (self.done > 0).then(|| self.done_instructions as f64 / self.done as f64)
     }
 
     /// Core cycles at which it arrived, started and finished.

@@ -94,6 +94,16 @@ impl Event {
     }
 }
 
+/// What per-TB counters (as hardware would keep them) say of a resident TB's progress.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TbProgress {
+    /// The core cycle it was placed on its SM (dispatched, or restored).
+    pub placed_at: u64,
+    /// Warp instructions its warps have executed in all, and since it was placed.
+    pub executed: u64,
+    pub executed_here: u64,
+}
+
 /// What can be seen of a resident warp from outside the SM.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WarpView {
@@ -113,6 +123,8 @@ pub struct WarpView {
     pub done: bool,
     /// Warp instructions it has executed.
     pub executed: u64,
+    /// Lanes that exist and have not exited.
+    pub lanes: u32,
 }
 
 /// Whoever decides what the machine runs: an SM driver.
@@ -435,6 +447,16 @@ impl Machine {
         Ok(())
     }
 
+    /// The memory hierarchy's configuration.
+    pub fn memory_config(&self) -> &MemConfig {
+        &self.memcfg
+    }
+
+    /// The progress of resident TB `tb` on `sm`.
+    pub fn tb_progress(&self, sm: SmId, tb: TbRef) -> Option<TbProgress> {
+        self.sms.get(sm.index())?.progress(tb)
+    }
+
     /// The state of warp `warp` (its index in the TB) of TB `tb` on `sm`, while it is halted
     /// by a stop request (its registers and SIMT stack no longer change).
     pub fn halted_warp(&self, sm: SmId, tb: TbRef, warp: u32) -> Option<&crate::exec::Warp> {
@@ -590,10 +612,11 @@ impl Machine {
         for i in 0..self.sms.len() {
             let sm = SmId(i as u32);
             self.sms[i].retire(&self.launches, now, &mut self.retired)?;
-            for (tb, frame) in self.retired.finished.drain(..) {
+            for (tb, frame, executed) in self.retired.finished.drain(..) {
                 let l = &mut self.launches[tb.launch.index()];
                 l.resident -= 1;
                 l.done += 1;
+                l.done_instructions += executed;
                 l.give_frame(frame);
                 if l.done == l.total {
                     l.last_tb_at = Some(now);

@@ -61,7 +61,7 @@ pub use context::{ContextSizes, ControlError, StopAt, TbContext, WarpContext};
 pub use ids::{HoldId, LaunchId, SmId, TbRef, TbSlotId, TransferId, WarpSlotId};
 pub use launch::{Launch, TimedKernel};
 pub use ledger::SmLedger;
-pub use machine::{Control, Event, Idle, Machine, WarpView};
+pub use machine::{Control, Event, Idle, Machine, TbProgress, WarpView};
 
 pub use scheduler::{AnyScheduler, Gto, Lrr, TwoLevel, WarpInfo, WarpScheduler};
 pub use spec::{FetchSpec, OpClass, OpTiming, PipelineSpec, Unit};

@@ -172,6 +172,10 @@ pub(super) struct TbSlot {
     report_warps: Vec<bool>,
     /// What the TB holds in the ledger.
     demand: TbDemand,
+    /// The core cycle it was placed on this SM (dispatched or restored), and the warp
+    /// instructions its warps had executed by then.
+    placed_at: u64,
+    executed_at_placement: u64,
 }
 
 /// A memory access in flight, by tag (its index in [`Sm::pending`]).
@@ -291,8 +295,9 @@ pub(super) struct Specs<'a> {
 /// What left the SM in one retire step.
 #[derive(Default)]
 pub(super) struct Retired {
-    /// TBs that finished: the TB and its local-memory frame.
-    pub finished: Vec<(TbRef, u64)>,
+    /// TBs that finished: the TB, its local-memory frame and the warp instructions it
+    /// executed.
+    pub finished: Vec<(TbRef, u64, u64)>,
     /// TBs that were stopped and whose state was captured, each with the hold that keeps
     /// its resources when it was asked to.
     pub evicted: Vec<(TbContext, Option<u32>)>,
@@ -531,6 +536,7 @@ impl Sm {
                         halted: w.halted,
                         done: w.status == WarpStatus::Done,
                         executed: w.warp.executed,
+                        lanes: (w.warp.valid & !w.warp.exited).count_ones(),
                     }
                 })
                 .collect(),
@@ -599,6 +605,14 @@ impl Sm {
             self.refresh(&launch.decoded, s as usize);
             self.fill_buffer(s as usize, now);
         }
+        let executed_at_placement = slots
+            .iter()
+            .map(|&s| {
+                self.warps[s as usize]
+                    .as_ref()
+                    .map_or(0, |w| w.warp.executed)
+            })
+            .sum();
         self.tbs[k] = Some(TbSlot {
             tb,
             ctaid,
@@ -610,6 +624,8 @@ impl Sm {
             hold: false,
             report_warps: Vec::new(),
             demand: launch.demand,
+            placed_at: now,
+            executed_at_placement,
         });
         self.counters_mut(tb.launch);
         self.infos_stale.fill(true);
@@ -813,6 +829,25 @@ impl Sm {
                 })
                 .collect();
         }
+    }
+
+    /// What the SM's counters know of resident TB `tb`'s progress.
+    pub(super) fn progress(&self, tb: TbRef) -> Option<super::machine::TbProgress> {
+        let t = self.tbs.iter().flatten().find(|t| t.tb == tb)?;
+        let executed = t
+            .slots
+            .iter()
+            .map(|&s| {
+                self.warps[s as usize]
+                    .as_ref()
+                    .map_or(0, |w| w.warp.executed)
+            })
+            .sum();
+        Some(super::machine::TbProgress {
+            placed_at: t.placed_at,
+            executed,
+            executed_here: executed - t.executed_at_placement,
+        })
     }
 
     /// Warp `index` of resident TB `tb`, if it is halted (its registers no longer change).
@@ -1578,8 +1613,9 @@ impl Sm {
                 // A TB that finished before it could stop needs no context saved: its
                 // resources go back even if a stop asked to keep them.
                 tb.hold = false;
+                let executed = tb.slots.iter().map(|s| ws(s).warp.executed).sum::<u64>();
                 let tb = self.vacate(k);
-                out.finished.push((tb.tb, tb.local_base));
+                out.finished.push((tb.tb, tb.local_base, executed));
                 continue;
             }
             if tb.stop.is_some() {
