@@ -7,9 +7,41 @@
 //!   checked bit-exact against the uninterrupted run.
 //! * [`figures`]: Figures 6, 8, 14, 15 and 16 of papers/lin-lightweight from its results.
 //! * [`svg`]: a figure as an SVG bar chart.
+//! * [`study`]: the default job — a high-priority process preempts a long-running kernel
+//!   under every mechanism.
 
 pub mod figures;
 pub mod periodic;
+pub mod study;
 pub mod svg;
 
 pub use periodic::{PeriodicConfig, PeriodicResults};
+pub use study::{StudyConfig, StudyResults};
+
+use gpu::config::GpuConfig;
+use gpu::timing::TimedGpu;
+use preempt::MechanismKind;
+use sched::PolicyKind;
+use workload::Setup;
+
+/// The setup of a run of suite host programs on `gpu` (default host, framework and copy
+/// engines), keeping every process's final memory for comparisons.
+pub fn suite_setup(
+    gpu: &GpuConfig,
+    policy: PolicyKind,
+    mechanism: MechanismKind,
+    max_cycles: u64,
+) -> Setup {
+    let timing = TimedGpu::new(gpu.clone());
+    Setup {
+        host: timing.gpu.host.clone(),
+        timing,
+        framework: Default::default(),
+        policy,
+        time_slice_us: workload::scenario::DEFAULT_TIME_SLICE_US,
+        mechanism,
+        copy_policy: Default::default(),
+        max_cycles,
+        snapshot: true,
+    }
+}

@@ -25,14 +25,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use gpu::config::GpuConfig;
-use gpu::timing::{Machine, SmId, TimedGpu};
+use gpu::timing::{Machine, SmId};
 use preempt::{ContextBytes, How, MechanismKind, Record, RegisterCensus};
 use sched::{Framework, SmState};
 use serde::Serialize;
 use suite::{Size, Target};
 use workload::scenario::{Process, Program};
 use workload::system::Injector;
-use workload::{RunError, RunRecord, Setup, System};
+use workload::{RunError, RunRecord, System};
 
 /// The mechanisms the experiment compares by default: SM draining, the baseline context
 /// switch ("Occup"), LIVE at any instruction, the lightweight designs, and Chimera.
@@ -235,21 +235,6 @@ impl Injector for Periodic {
     }
 }
 
-fn setup(config: &PeriodicConfig, mechanism: MechanismKind) -> Setup {
-    let timing = TimedGpu::new(config.gpu.clone());
-    Setup {
-        host: timing.gpu.host.clone(),
-        timing,
-        framework: Default::default(),
-        policy: Default::default(),
-        time_slice_us: workload::scenario::DEFAULT_TIME_SLICE_US,
-        mechanism,
-        copy_policy: Default::default(),
-        max_cycles: config.max_cycles,
-        snapshot: true,
-    }
-}
-
 /// A finished run and the signals it skipped, or why it failed.
 type RunOutcome = Result<(RunRecord, u32), ExperimentError>;
 
@@ -274,11 +259,13 @@ fn one_run(
         mechanism: mechanism.map_or("none", MechanismKind::name).to_string(),
         error,
     };
-    let system = System::new(
-        setup(config, mechanism.unwrap_or(MechanismKind::Drain)),
-        &[process],
-    )
-    .map_err(fail)?;
+    let setup = crate::suite_setup(
+        &config.gpu,
+        sched::PolicyKind::Fcfs,
+        mechanism.unwrap_or(MechanismKind::Drain),
+        config.max_cycles,
+    );
+    let system = System::new(setup, &[process]).map_err(fail)?;
     match mechanism {
         None => Ok((system.run(&mut |_| {}).map_err(fail)?, 0)),
         Some(_) => {

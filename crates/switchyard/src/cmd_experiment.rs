@@ -3,13 +3,134 @@
 use std::path::Path;
 
 use experiment::periodic::{self, PeriodicConfig, PeriodicResults};
+use experiment::study::{self, StudyConfig};
 use experiment::{figures, svg};
 use indicatif::{ProgressBar, ProgressStyle};
 use suite::Size;
 use switchyard::output::write_atomic;
 
-use super::{Outcome, PeriodicArgs, SizeArg};
+use super::{Outcome, PeriodicArgs, SizeArg, StudyArgs};
 use crate::cmd_run::load_gpu;
+
+/// A suite kernel by name, or an error listing the suite.
+fn kernel(name: &str) -> Result<&'static dyn suite::Kernel, String> {
+    suite::by_name(name).ok_or_else(|| {
+        let names: Vec<&str> = suite::all().iter().map(|k| k.name()).collect();
+        format!(
+            "unknown kernel `{name}`; the suite has: {}",
+            names.join(", ")
+        )
+    })
+}
+
+/// A progress bar over `total` runs.
+fn runs_bar(what: &str, total: usize) -> ProgressBar {
+    let bar = ProgressBar::new(total as u64);
+    bar.set_style(
+        ProgressStyle::with_template(&format!(
+            "{what} [{{bar:30}}] {{pos}}/{{len}} runs, {{msg}} ({{elapsed}})"
+        ))
+        .expect("valid template")
+        .progress_chars("=> "),
+    );
+    bar
+}
+
+pub(crate) fn study(args: StudyArgs) -> Outcome {
+    let gpu = load_gpu(&args.gpu, None)?;
+    let mut c = StudyConfig::default_on(gpu);
+    c.low = (
+        kernel(&args.low)?,
+        match args.low_size {
+            SizeArg::Small => Size::Small,
+            SizeArg::Large => Size::Large,
+        },
+    );
+    c.high.0 = kernel(&args.high)?;
+    c.arrival = match args.arrival_us {
+        Some(us) if us.is_finite() && (0.0..=1.0e7).contains(&us) => study::Arrival::AtUs(us),
+        Some(us) => return Err(format!("--arrival-us {us} is out of 0..=10^7")),
+        None if (0.0..=1.0).contains(&args.arrival) => study::Arrival::IntoLowKernel(args.arrival),
+        None => return Err(format!("--arrival {} is out of 0..=1", args.arrival)),
+    };
+    if !args.mechanisms.is_empty() {
+        c.mechanisms = args.mechanisms.clone();
+    }
+    if let Some(t) = args.threads {
+        c.threads = t.max(1);
+    }
+    let bar = runs_bar("preemption study", c.mechanisms.len() + 1);
+    let r = study::run(&c, &|done, _, what| {
+        bar.set_position(done as u64);
+        bar.set_message(what.to_string());
+    });
+    bar.finish_and_clear();
+    let r = r.map_err(|e| e.to_string())?;
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&r).expect("serializable")
+        );
+    } else {
+        print_study(&r);
+    }
+    let ok = r.all_exact();
+    if !ok {
+        eprintln!("error: some runs did not verify or did not end bit-exact");
+    }
+    Ok(ok)
+}
+
+fn print_study(r: &study::StudyResults) {
+    println!(
+        "Preemption study on {}: {} holds the GPU; {}, of high priority, arrives at {:.1} µs.",
+        r.gpu, r.low, r.high, r.high_arrival_us
+    );
+    println!("Preemptive priority takes SMs from the low-priority kernel with each mechanism;");
+    println!("npq is the reference where nothing is preempted.\n");
+    println!(
+        "{:<20} {:>9} {:>10} {:>8} {:>5} {:>10} {:>8} {:>8} {:>8} {:>9} {:>8}  verified",
+        "mechanism",
+        "high wait",
+        "preempt µs",
+        "max µs",
+        "TBs",
+        "context KB",
+        "flushed",
+        "switched",
+        "drained",
+        "high turn",
+        "low slow"
+    );
+    for row in &r.rows {
+        let p = &row.preemption;
+        println!(
+            "{:<20} {:>9.2} {:>10.2} {:>8.2} {:>5} {:>10.1} {:>8} {:>8} {:>8} {:>9.2} {:>8.3}  {}",
+            row.mechanism,
+            row.high_wait_us,
+            p.mean_latency_us,
+            p.max_latency_us,
+            p.switched + p.flushed + p.drained,
+            p.context.total() as f64 / 1024.0,
+            p.flushed,
+            p.switched,
+            p.drained,
+            row.high_turnaround_us,
+            row.low_slowdown,
+            match (row.verified, row.bit_exact) {
+                (true, true) => "yes, bit-exact",
+                (true, false) => "yes, NOT bit-exact",
+                _ => "FAILED",
+            }
+        );
+    }
+    println!();
+    println!("high wait: µs from the high-priority kernel's arrival at the GPU to its first TB;");
+    println!("preempt: mean and max µs from a request to the TB's resources released;");
+    println!("high turn: the high-priority process's turnaround, µs; low slow: the low-priority");
+    println!("process's turnaround over npq's. More: `switchyard study --help`,");
+    println!("`switchyard experiment periodic-preemption`, `switchyard run` (the kernel suite).");
+}
 
 pub(crate) fn periodic(args: PeriodicArgs) -> Outcome {
     let gpu = load_gpu(&args.gpu, None)?;
@@ -18,14 +139,10 @@ pub(crate) fn periodic(args: PeriodicArgs) -> Outcome {
         config.kernels = args
             .kernels
             .iter()
-            .map(|n| {
-                suite::by_name(n).ok_or_else(|| {
-                    let names: Vec<&str> = suite::all().iter().map(|k| k.name()).collect();
-                    format!("unknown kernel `{n}`; the suite has: {}", names.join(", "))
-                })
-            })
+            .map(|n| kernel(n))
             .collect::<Result<_, _>>()?;
     }
+
     config.size = match args.size {
         SizeArg::Small => Size::Small,
         SizeArg::Large => Size::Large,
@@ -43,14 +160,7 @@ pub(crate) fn periodic(args: PeriodicArgs) -> Outcome {
     }
     config.max_cycles = args.max_cycles;
     let runs = config.kernels.len() * (config.mechanisms.len() + 1);
-    let bar = ProgressBar::new(runs as u64);
-    bar.set_style(
-        ProgressStyle::with_template(
-            "periodic preemption [{bar:30}] {pos}/{len} runs, {msg} ({elapsed})",
-        )
-        .expect("valid template")
-        .progress_chars("=> "),
-    );
+    let bar = runs_bar("periodic preemption", runs);
     let results = periodic::run(&config, &|done, _, what| {
         bar.set_position(done as u64);
         bar.set_message(what.to_string());

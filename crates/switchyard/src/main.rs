@@ -15,7 +15,10 @@ use switchyard::diag::render_load_error;
     version,
     about = "A GPU multitasking lab: a SIMT GPU simulator that runs real PTX",
     long_about = "A GPU multitasking lab: a SIMT GPU simulator that runs real PTX.\n\n\
-                  Without a command, runs and verifies the whole kernel suite (`switchyard run`)."
+                  Without a command, runs the preemption study (`switchyard study`): a \
+                  high-priority process preempts a long-running kernel under every \
+                  mechanism, each result verified. `switchyard run` times and verifies the \
+                  kernel suite."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -30,6 +33,12 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The preemption study (the default command): a long-running low-priority kernel holds
+    /// the GPU when a high-priority process arrives; under preemptive priority each
+    /// mechanism takes the SMs away. Prints the high-priority kernel's wait, preemption
+    /// latency, context bytes and the low-priority process's slowdown per mechanism, every
+    /// run verified and compared byte for byte with a run where nothing is preempted.
+    Study(StudyArgs),
     /// Run suite kernels (all of them by default) or a PTX file, and verify the results.
     Run(RunArgs),
     /// Compiler analyses for preemption: registers, occupancy, liveness, preemption points
@@ -106,6 +115,39 @@ enum ExperimentCommand {
     /// patterns (the paper's Figures 6, 8, 14, 15, 16), and checks every run bit-exact
     /// against the uninterrupted one.
     PeriodicPreemption(PeriodicArgs),
+}
+
+#[derive(clap::Args)]
+struct StudyArgs {
+    /// The long-running, low-priority suite kernel.
+    #[arg(long, default_value = "dgemv")]
+    low: String,
+    /// Its problem size.
+    #[arg(long, value_enum, default_value_t = SizeArg::Large)]
+    low_size: SizeArg,
+    /// The high-priority suite kernel that arrives (small inputs).
+    #[arg(long, default_value = "gemm")]
+    high: String,
+    /// When the high-priority process arrives, as a fraction of the way through the
+    /// low-priority kernel's run (measured running it alone).
+    #[arg(long, default_value_t = 0.3)]
+    arrival: f64,
+    /// When the high-priority process arrives, µs (instead of --arrival).
+    #[arg(long, conflicts_with = "arrival")]
+    arrival_us: Option<f64>,
+    /// Mechanisms to compare, comma-separated (default: drain, flush-strict, flush-relaxed,
+    /// baseline, live, lightweight, lightweight-tb, chimera).
+    #[arg(long, value_delimiter = ',', value_parser = mechanism_arg)]
+    mechanisms: Vec<preempt::MechanismKind>,
+    /// GPU preset or configuration file.
+    #[arg(long, default_value = "gtx480")]
+    gpu: String,
+    /// Runs at once (default: one per core; results do not depend on it).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Print the results as JSON.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(clap::Args)]
@@ -290,7 +332,8 @@ use cmd_run::run;
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        None => run(default_run_args()),
+        None => cmd_experiment::study(default_study_args()),
+        Some(Command::Study(args)) => cmd_experiment::study(args),
         Some(Command::Kernels { json }) => kernels(json),
         Some(Command::Run(args)) => run(args),
         Some(Command::Scenario(args)) => cmd_scenario::scenario(args),
@@ -310,11 +353,11 @@ fn main() -> ExitCode {
     }
 }
 
-/// `switchyard run` with every option at its default (what `switchyard` alone runs).
-fn default_run_args() -> RunArgs {
-    match Cli::parse_from(["switchyard", "run"]).command {
-        Some(Command::Run(a)) => a,
-        _ => unreachable!("`switchyard run` parses as the run command"),
+/// `switchyard study` with every option at its default (what `switchyard` alone runs).
+fn default_study_args() -> StudyArgs {
+    match Cli::parse_from(["switchyard", "study"]).command {
+        Some(Command::Study(a)) => a,
+        _ => unreachable!("`switchyard study` parses as the study command"),
     }
 }
 

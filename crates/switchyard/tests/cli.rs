@@ -485,3 +485,60 @@ fn statistics_of_finished_kernels_survive_a_later_failure() {
     assert_eq!(v["runs"].as_array().unwrap().len(), 1);
     assert_eq!(v["runs"][0]["kernel"], "hist");
 }
+
+#[test]
+fn the_preemption_study_compares_mechanisms_and_verifies_every_run() {
+    let o = switchyard(&[
+        "study",
+        "--low-size",
+        "small",
+        "--mechanisms",
+        "drain,flush-relaxed,lightweight",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = v["rows"].as_array().unwrap();
+    let names: Vec<&str> = rows
+        .iter()
+        .map(|r| r["mechanism"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "npq (no preemption)",
+            "drain",
+            "flush-relaxed",
+            "lightweight"
+        ]
+    );
+    for r in rows {
+        assert_eq!(r["verified"], true, "{r}");
+        assert_eq!(r["bit_exact"], true, "{r}");
+    }
+    let p = |i: usize, f: &str| rows[i]["preemption"][f].as_u64().unwrap();
+    // Nothing is preempted in the reference; each mechanism takes the same TBs its own way.
+    assert_eq!(p(0, "requests"), 0);
+    let tbs = p(1, "drained");
+    assert!(tbs > 0);
+    assert_eq!(p(2, "flushed"), tbs);
+    assert_eq!(p(3, "switched"), tbs);
+    assert!(
+        rows[3]["preemption"]["context"]["registers"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+    // Draining waits for the TBs to finish; flushing frees the SM at once.
+    let lat = |i: usize| rows[i]["preemption"]["mean_latency_us"].as_f64().unwrap();
+    assert!(lat(1) > lat(3) && lat(3) > lat(2), "{}", text(&o));
+}
+
+#[test]
+fn help_names_the_default_study_and_a_bad_kernel_fails_cleanly() {
+    let o = switchyard(&["--help"]);
+    assert!(text(&o).contains("preemption study"), "{}", text(&o));
+    let o = switchyard(&["study", "--low", "nope"]);
+    assert_clean_failure(&o);
+    assert!(text(&o).contains("unknown kernel `nope`"), "{}", text(&o));
+}
