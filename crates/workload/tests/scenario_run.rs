@@ -272,3 +272,71 @@ fn the_timeline_of_four_processes_is_a_valid_trace() {
     bad["traceEvents"][0].as_object_mut().unwrap().remove("pid");
     assert!(workload::trace::validate(&bad).unwrap_err().contains("pid"));
 }
+
+/// Per SM, how many times the kernel it ran TBs of changed.
+fn kernel_changes(r: &workload::RunRecord) -> Vec<u32> {
+    use sched::Record;
+    let mut last: Vec<Option<u32>> = vec![None; r.sm_count as usize];
+    let mut changes = vec![0u32; r.sm_count as usize];
+    for rec in &r.records {
+        if let Record::TbDispatched { sm, tb, .. } | Record::TbRestored { sm, tb, .. } = *rec {
+            let l = &mut last[sm.0 as usize];
+            if l.is_some_and(|k| k != tb.launch.0) {
+                changes[sm.0 as usize] += 1;
+            }
+            *l = Some(tb.launch.0);
+        }
+    }
+    changes
+}
+
+#[test]
+fn time_slices_interleave_two_contexts() {
+    // Two kernels with more TBs than the GPU holds, so both always have TBs waiting: first
+    // come, first served runs them one after the other on each SM; time slices of 10 µs
+    // take turns, switching each context's TBs out at the end of its turn.
+    let two = |policy: &str| {
+        format!(
+            r#"
+[scheduler]
+policy = "{policy}"
+time_slice_us = 10.0
+mechanism = "baseline"
+
+[[process]]
+name = "kmeans"
+suite = "kmeans"
+size = "large"
+
+[[process]]
+name = "blackscholes"
+suite = "blackscholes"
+size = "large"
+arrival_us = 5.0
+"#
+        )
+    };
+    let fcfs = run(&two("fcfs"));
+    let sliced = run(&two("time_slice"));
+    for r in [&fcfs, &sliced] {
+        for p in &r.processes {
+            let v = p.verdict.as_ref().unwrap();
+            assert!(v.verified, "{}: {}", p.name, v.detail);
+        }
+    }
+    let (f, s) = (kernel_changes(&fcfs), kernel_changes(&sliced));
+    eprintln!("kernel changes per SM: fcfs {f:?}, time slices {s:?}");
+    assert!(f.iter().all(|&c| c <= 1), "fcfs switched kernels: {f:?}");
+    assert!(
+        s.iter().filter(|&&c| c >= 3).count() > s.len() / 2,
+        "time slices did not take turns on most SMs: {s:?}"
+    );
+    // Turns cost context switches.
+    assert!(sliced.preemptions.iter().any(|p| matches!(
+        p,
+        preempt::Record::Preempted {
+            how: preempt::How::Switched,
+            ..
+        }
+    )));
+}
