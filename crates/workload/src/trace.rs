@@ -8,6 +8,10 @@
 //! * one track per process (pid 2 + its index), one thread per stream: a slice per kernel
 //!   (from its arrival at the GPU to its end) and per copy (from the engine taking it to its
 //!   end), and an instant event at each launch call.
+//! * `contexts` (the last pid), threads per SM: a slice for every context save (from its
+//!   first bytes leaving to the TB's resources released) and restore, with the bytes it
+//!   moved; saves and restores overlapping on one SM go on separate threads of it
+//!   (`SM 3 · 1`); an instant event for every TB flushed.
 //!
 //! Events of a track are written in time order and never overlap ([`validate`] checks
 //! that, with the format's required fields).
@@ -165,6 +169,7 @@ pub fn chrome_trace(r: &RunRecord) -> Value {
             });
         }
     }
+    contexts(r, &mut meta, &mut slices, &mut instants, &label, &cycle_us);
     slices.sort_by(|a, b| {
         (a.pid, a.tid)
             .cmp(&(b.pid, b.tid))
@@ -182,6 +187,119 @@ pub fn chrome_trace(r: &RunRecord) -> Value {
     });
     events.extend(instants);
     json!({"traceEvents": events, "displayTimeUnit": "ns"})
+}
+
+/// The `contexts` track: saves, restores and flushes of the preemption mechanism.
+fn contexts(
+    r: &RunRecord,
+    meta: &mut Vec<Value>,
+    slices: &mut Vec<Slice>,
+    instants: &mut Vec<Value>,
+    label: &dyn Fn(LaunchId) -> String,
+    cycle_us: &dyn Fn(u64) -> f64,
+) {
+    use preempt::{How, Record as P};
+    let pid = FIRST_PROCESS + r.processes.len() as u64;
+    // Per SM: the end of the last slice on each of its threads.
+    let mut lanes: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
+    let mut moves: Vec<(u32, u64, u64, String, Value)> = Vec::new();
+    for p in &r.preemptions {
+        match p {
+            P::Preempted {
+                sm,
+                tb,
+                how: How::Switched,
+                stopped,
+                moving,
+                released,
+                bytes,
+                ..
+            } => {
+                let from = moving.iter().map(|m| m.0).min().unwrap_or(*stopped);
+                moves.push((
+                    sm.0,
+                    from,
+                    *released,
+                    format!(
+                        "save {} TB {} ({} B)",
+                        label(tb.launch),
+                        tb.index,
+                        bytes.total()
+                    ),
+                    json!({"registers": bytes.registers, "shared": bytes.shared,
+                           "stack_barrier": bytes.stack_barrier, "metadata": bytes.metadata,
+                           "stopped_cycle": stopped}),
+                ));
+            }
+            P::Preempted {
+                sm,
+                tb,
+                how: How::Flushed {
+                    discarded_instructions,
+                },
+                released,
+                ..
+            } => instants.push(json!({
+                "name": format!("flush {} TB {}", label(tb.launch), tb.index), "ph": "i", "s": "t",
+                "ts": cycle_us(*released), "pid": pid, "tid": u64::from(sm.0) << 8,
+                "args": {"discarded_instructions": discarded_instructions},
+            })),
+            P::Restored {
+                sm,
+                tb,
+                started,
+                finished,
+                bytes,
+            } => moves.push((
+                sm.0,
+                *started,
+                *finished,
+                format!(
+                    "restore {} TB {} ({} B)",
+                    label(tb.launch),
+                    tb.index,
+                    bytes.total()
+                ),
+                json!({"bytes": bytes.total()}),
+            )),
+            _ => {}
+        }
+    }
+    if moves.is_empty() && instants.iter().all(|i| i["pid"] != pid) {
+        return;
+    }
+    meta.push(json!({"name": "process_name", "ph": "M", "pid": pid, "tid": 0, "args": {"name": "contexts"}}));
+    moves.sort_by_key(|m| (m.0, m.1, m.2));
+    let mut named: Vec<u64> = Vec::new();
+    for (sm, from, to, name, args) in moves {
+        let ends = lanes.entry(sm).or_default();
+        let lane = match ends.iter().position(|&e| e <= from) {
+            Some(l) => l,
+            None => {
+                ends.push(0);
+                ends.len() - 1
+            }
+        };
+        ends[lane] = to;
+        let tid = (u64::from(sm) << 8) | lane as u64;
+        if !named.contains(&tid) {
+            named.push(tid);
+            let n = if lane == 0 {
+                format!("SM {sm}")
+            } else {
+                format!("SM {sm} · {lane}")
+            };
+            meta.push(json!({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid, "args": {"name": n}}));
+        }
+        slices.push(Slice {
+            pid,
+            tid,
+            name,
+            ts: cycle_us(from),
+            dur: cycle_us(to) - cycle_us(from),
+            args,
+        });
+    }
 }
 
 fn sm_slice(

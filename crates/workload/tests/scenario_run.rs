@@ -331,12 +331,36 @@ arrival_us = 5.0
         s.iter().filter(|&&c| c >= 3).count() > s.len() / 2,
         "time slices did not take turns on most SMs: {s:?}"
     );
-    // Turns cost context switches.
-    assert!(sliced.preemptions.iter().any(|p| matches!(
-        p,
-        preempt::Record::Preempted {
-            how: preempt::How::Switched,
-            ..
-        }
-    )));
+    // Turns cost context switches, and the timeline shows every save and restore.
+    let saves = sliced
+        .preemptions
+        .iter()
+        .filter(|p| {
+            matches!(
+                p,
+                preempt::Record::Preempted {
+                    how: preempt::How::Switched,
+                    ..
+                }
+            )
+        })
+        .count();
+    let restores = sliced
+        .preemptions
+        .iter()
+        .filter(|p| matches!(p, preempt::Record::Restored { .. }))
+        .count();
+    assert!(saves > 0 && restores > 0);
+    let t = workload::trace::chrome_trace(&sliced);
+    workload::trace::validate(&t).unwrap();
+    let named = |prefix: &str| {
+        t["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["ph"] == "X" && e["name"].as_str().unwrap().starts_with(prefix))
+            .count()
+    };
+    assert_eq!(named("save "), saves);
+    assert_eq!(named("restore "), restores);
 }
