@@ -29,7 +29,7 @@
 //! if it can, else the quicker of switching and draining). The choice and its estimates
 //! are recorded ([`Record::Chose`]).
 
-use gpu::timing::{HoldId, SmId, TbContext, TbRef, TimingError, TransferId};
+use gpu::timing::{HoldId, LaunchId, SmId, TbContext, TbRef, TimingError, TransferId};
 use serde::Serialize;
 
 use crate::flush::Flush;
@@ -110,7 +110,12 @@ impl Mechanism for Chimera {
         "chimera".into()
     }
 
-    fn preempt(&mut self, sm: SmId, cx: &mut Cx) -> Result<(), TimingError> {
+    fn preempt(
+        &mut self,
+        sm: SmId,
+        _next: Option<LaunchId>,
+        cx: &mut Cx,
+    ) -> Result<(), TimingError> {
         let now = cx.machine.cycle();
         let tbs: Vec<TbRef> = cx
             .machine

@@ -2,7 +2,7 @@
 //! reserved SM, and the SM is free when the TBs it runs finish. Nothing is saved; the
 //! latency is the remaining run time of the longest TB, unbounded for persistent kernels.
 
-use gpu::timing::{HoldId, SmId, TbContext, TbRef, TimingError};
+use gpu::timing::{HoldId, LaunchId, SmId, TbContext, TbRef, TimingError};
 
 use crate::{ContextBytes, Cx, How, Mechanism, Preempted, Record, Requests};
 
@@ -17,7 +17,12 @@ impl Mechanism for Drain {
         "drain".into()
     }
 
-    fn preempt(&mut self, sm: SmId, cx: &mut Cx) -> Result<(), TimingError> {
+    fn preempt(
+        &mut self,
+        sm: SmId,
+        _next: Option<LaunchId>,
+        cx: &mut Cx,
+    ) -> Result<(), TimingError> {
         let now = cx.machine.cycle();
         let tbs: Vec<TbRef> = cx.machine.resident(sm).map(|(tb, _)| tb).collect();
         for &tb in &tbs {

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use analysis::{AliasModel, Idempotence, IdempotenceConfig};
-use gpu::timing::{HoldId, Machine, SmId, TbContext, TbRef, TimingError};
+use gpu::timing::{HoldId, LaunchId, Machine, SmId, TbContext, TbRef, TimingError};
 use kir::{InstId, Kernel};
 
 use crate::{ContextBytes, Cx, How, Mechanism, Preempted, Record, Requests};
@@ -138,7 +138,12 @@ impl Mechanism for Flush {
         }
     }
 
-    fn preempt(&mut self, sm: SmId, cx: &mut Cx) -> Result<(), TimingError> {
+    fn preempt(
+        &mut self,
+        sm: SmId,
+        _next: Option<LaunchId>,
+        cx: &mut Cx,
+    ) -> Result<(), TimingError> {
         let now = cx.machine.cycle();
         let tbs: Vec<TbRef> = cx
             .machine

@@ -27,7 +27,9 @@ pub mod switch;
 
 use std::sync::Arc;
 
-use gpu::timing::{HoldId, Machine, Pass, SmId, TbContext, TbRef, TimingError, TransferId};
+use gpu::timing::{
+    HoldId, LaunchId, Machine, Pass, SmId, TbContext, TbRef, TimingError, TransferId,
+};
 use serde::{Deserialize, Serialize};
 
 pub use chimera::{Chimera, Estimates, Technique};
@@ -154,8 +156,23 @@ pub enum Record {
 /// never the future.
 pub trait Mechanism {
     fn name(&self) -> String;
-    /// The framework reserved `sm`.
-    fn preempt(&mut self, sm: SmId, cx: &mut Cx) -> Result<(), TimingError>;
+    /// The framework reserved `sm` for `next` (the kernel that will run there).
+    fn preempt(&mut self, sm: SmId, next: Option<LaunchId>, cx: &mut Cx)
+        -> Result<(), TimingError>;
+    /// Whether preempted TB `tb` can be resumed on `sm` now (by default: when a whole TB of
+    /// its kernel fits there).
+    fn can_resume(&self, sm: SmId, tb: &Preempted, m: &Machine) -> bool {
+        m.fits(sm, tb.context.tb.launch)
+    }
+    /// `sm` was set up for `launch` (`None`: left idle).
+    fn assigned(
+        &mut self,
+        _sm: SmId,
+        _launch: Option<LaunchId>,
+        _cx: &mut Cx,
+    ) -> Result<(), TimingError> {
+        Ok(())
+    }
     /// A TB this mechanism stopped left `sm`.
     fn evicted(
         &mut self,

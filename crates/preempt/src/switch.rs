@@ -49,7 +49,9 @@ use analysis::preemption_points::{insert_points, PpConfig, PreemptionPlan};
 use analysis::{Liveness, RegSet};
 use gpu::barrier::WarpStatus;
 use gpu::exec::{Warp, WARP_SIZE};
-use gpu::timing::{HoldId, KernelPass, SmId, StopAt, TbContext, TbRef, TimingError, TransferId};
+use gpu::timing::{
+    HoldId, KernelPass, LaunchId, SmId, StopAt, TbContext, TbRef, TimingError, TransferId,
+};
 use kir::inst::{LiveVector, Op};
 use kir::{Id, InstId, Kernel, Reg};
 use serde::Serialize;
@@ -574,7 +576,12 @@ impl Mechanism for Switch {
         self.name.clone()
     }
 
-    fn preempt(&mut self, sm: SmId, cx: &mut Cx) -> Result<(), TimingError> {
+    fn preempt(
+        &mut self,
+        sm: SmId,
+        _next: Option<LaunchId>,
+        cx: &mut Cx,
+    ) -> Result<(), TimingError> {
         let now = cx.machine.cycle();
         let tbs: Vec<TbRef> = cx
             .machine

@@ -339,6 +339,8 @@ pub struct Framework {
     out: Output,
     /// What mechanisms recorded.
     preemptions: Vec<preempt::Record>,
+    /// The launch each SM was last seen set up for, to tell the mechanism of changes.
+    set_up_for: Vec<Option<LaunchId>>,
 }
 
 impl Framework {
@@ -384,6 +386,7 @@ impl Framework {
             mechanism,
             out: Output::default(),
             preemptions: Vec::new(),
+            set_up_for: vec![None; sm_count as usize],
         }
     }
 
@@ -547,12 +550,39 @@ impl Framework {
     /// Asks the mechanism to empty every SM a policy reserved since the last call.
     fn preempt(&mut self, m: &mut Machine) -> Result<(), TimingError> {
         while let Some(sm) = self.tables.newly_reserved.pop() {
+            let t = &self.tables;
+            let next = t.smst[sm.0 as usize]
+                .next
+                .and_then(|k| t.ksrt[k.0 as usize].as_ref())
+                .map(|k| k.launch);
             let mut cx = Cx {
                 machine: m,
                 out: &mut self.out,
             };
-            self.mechanism.preempt(sm, &mut cx)?;
+            self.mechanism.preempt(sm, next, &mut cx)?;
             self.collect();
+        }
+        Ok(())
+    }
+
+    /// Tells the mechanism of every SM set up for another kernel (or none) since the last
+    /// call.
+    fn announce(&mut self, m: &mut Machine) -> Result<(), TimingError> {
+        for i in 0..self.tables.smst.len() {
+            let t = &self.tables;
+            let now = t.smst[i]
+                .kernel
+                .and_then(|k| t.ksrt[k.0 as usize].as_ref())
+                .map(|k| k.launch);
+            if now != self.set_up_for[i] {
+                self.set_up_for[i] = now;
+                let mut cx = Cx {
+                    machine: m,
+                    out: &mut self.out,
+                };
+                self.mechanism.assigned(SmId(i as u32), now, &mut cx)?;
+                self.collect();
+            }
         }
         Ok(())
     }
@@ -624,7 +654,9 @@ impl Framework {
         for i in 0..self.tables.smst.len() {
             let sm = SmId(i as u32);
             let e = self.tables.smst[i];
-            let empty = m.ledger(sm).is_empty();
+            // Empty: nothing resident or moving (a mechanism may have parked parts of
+            // stopped TBs here, which do not keep the SM from its next kernel).
+            let empty = m.vacated(sm);
             match e.state {
                 SmState::Reserved if empty => {
                     let t = &mut self.tables;
@@ -672,17 +704,22 @@ impl Framework {
                 continue;
             };
             let ksr = self.tables.ksrt[k.0 as usize].as_mut().expect("active");
-            if !ksr.has_work() || !m.fits(sm, ksr.launch) {
+            if !ksr.has_work() {
                 continue;
             }
-            if let Some(p) = ksr.ptbq.pop_front() {
+            // The PTBQ first: the first preempted TB the mechanism can resume here.
+            let mechanism = &self.mechanism;
+            if let Some(i) = ksr.ptbq.iter().position(|p| mechanism.can_resume(sm, p, m)) {
+                let p = ksr.ptbq.remove(i).expect("found");
                 let mut cx = Cx {
                     machine: m,
                     out: &mut self.out,
                 };
                 self.mechanism.resume(sm, p, &mut cx)?;
-            } else {
+            } else if m.launch(ksr.launch).undispatched() > 0 && m.fits(sm, ksr.launch) {
                 m.dispatch(sm, ksr.launch)?;
+            } else {
+                continue;
             }
             ksr.pending_tbs -= 1;
         }
@@ -711,6 +748,7 @@ impl Control for Framework {
         self.preempt(m)?;
         self.transitions(m);
         self.preempt(m)?;
+        self.announce(m)?;
         self.drive(m)?;
         self.collect();
         Ok(())

@@ -109,4 +109,6 @@ pub enum ControlError {
     NoSuchSm { sm: SmId },
     #[error("{sm} has no {hold}")]
     NoHold { sm: SmId, hold: HoldId },
+    #[error("{hold} on {sm} is not parked, or what it gave up does not fit now")]
+    CannotUnpark { sm: SmId, hold: HoldId },
 }

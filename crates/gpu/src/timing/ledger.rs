@@ -57,7 +57,8 @@ impl SmLedger {
     /// The shared memory the SM would offer a TB of demand `d`: the current carve-out, or,
     /// on an empty SM, the smallest carve-out that fits `d` (else the largest).
     fn shared_capacity_for(&self, d: &TbDemand) -> u32 {
-        if !self.is_empty() {
+        // Shared memory parked by a stopped TB (in-place switching) keeps the carve-out too.
+        if !self.is_empty() || self.used_shared_memory > 0 {
             return self.shared_memory;
         }
         self.carve_outs
@@ -92,6 +93,29 @@ impl SmLedger {
     /// Gives back what [`SmLedger::take`] took.
     pub fn give(&mut self, d: &TbDemand) {
         self.used_tbs -= 1;
+        self.give_part(d);
+    }
+
+    /// Whether `d` fits without a TB slot (part of a TB: registers or shared memory a
+    /// stopped TB keeps in place).
+    pub fn fits_part(&self, d: &TbDemand) -> bool {
+        self.used_warps + d.warps <= self.max_warps
+            && self.used_threads + d.threads <= self.max_threads
+            && u64::from(self.used_registers) + u64::from(d.registers) <= u64::from(self.registers)
+            && u64::from(self.used_shared_memory) + u64::from(d.shared_memory)
+                <= u64::from(self.shared_memory)
+    }
+
+    /// Takes `d` without a TB slot.
+    pub fn take_part(&mut self, d: &TbDemand) {
+        self.used_warps += d.warps;
+        self.used_threads += d.threads;
+        self.used_registers += d.registers;
+        self.used_shared_memory += d.shared_memory;
+    }
+
+    /// Gives back what [`SmLedger::take_part`] took.
+    pub fn give_part(&mut self, d: &TbDemand) {
         self.used_warps -= d.warps;
         self.used_threads -= d.threads;
         self.used_registers -= d.registers;

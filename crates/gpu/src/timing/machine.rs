@@ -488,6 +488,49 @@ impl Machine {
         }
     }
 
+    /// Parks hold `hold` on `sm` (in-place context switching, papers/lin-lightweight
+    /// §III-A): the stopped TB keeps its registers (`registers`) and/or its shared memory
+    /// (`shared`) on the SM and gives back the rest, its TB and warp slots included, so that
+    /// another kernel's TBs can run beside what it keeps.
+    pub fn park(
+        &mut self,
+        sm: SmId,
+        hold: HoldId,
+        registers: bool,
+        shared: bool,
+    ) -> Result<(), ControlError> {
+        self.check_sm(sm)?;
+        if self.sms[sm.index()].park(hold.0, registers, shared) {
+            Ok(())
+        } else {
+            Err(ControlError::NoHold { sm, hold })
+        }
+    }
+
+    /// Whether parked hold `hold` on `sm` could take back what it gave up.
+    pub fn fits_unpark(&self, sm: SmId, hold: HoldId) -> bool {
+        self.sms
+            .get(sm.index())
+            .is_some_and(|s| s.fits_unpark(hold.0))
+    }
+
+    /// Takes back what parked hold `hold` gave up, so that its TB can be installed there
+    /// ([`Machine::install_held`]).
+    pub fn unpark(&mut self, sm: SmId, hold: HoldId) -> Result<(), ControlError> {
+        self.check_sm(sm)?;
+        if self.sms[sm.index()].unpark(hold.0) {
+            Ok(())
+        } else {
+            Err(ControlError::CannotUnpark { sm, hold })
+        }
+    }
+
+    /// Whether `sm` has nothing running or moving: no TB resident, no context transfer,
+    /// every hold parked. (A reserved SM is set up for its next kernel then.)
+    pub fn vacated(&self, sm: SmId) -> bool {
+        self.sms.get(sm.index()).is_some_and(Sm::vacated)
+    }
+
     /// Installs a context into the resources of a hold taken for it on `sm`.
     pub fn install_held(
         &mut self,

@@ -212,6 +212,14 @@ struct Transfer {
     offer: MemAccess,
 }
 
+/// Resources kept for a TB that is not resident: its whole demand while its context moves,
+/// or, parked (in-place switching), only the registers and/or shared memory it keeps here.
+struct Hold {
+    id: u32,
+    full: TbDemand,
+    parked: Option<TbDemand>,
+}
+
 /// The rest of a warp access too large for the memory system to accept at once. The memory
 /// system takes an access whole or not at all, and an access needs an interconnect input-queue
 /// slot (and possibly an MSHR) per line, so a scattered warp access (up to 32 lines) is split
@@ -398,7 +406,7 @@ pub(super) struct Sm {
     transfers: std::collections::VecDeque<Transfer>,
     next_transfer: u32,
     /// Resources kept for TBs that are not resident (saving or being restored), by hold id.
-    holds: Vec<(u32, TbDemand)>,
+    holds: Vec<Hold>,
     next_hold: u32,
     // Scratch, reused every cycle.
     /// Per scheduler: what its policy sees of its warps (see [`WarpInfo`]).
@@ -787,21 +795,98 @@ impl Sm {
     fn new_hold(&mut self, demand: TbDemand) -> u32 {
         let id = self.next_hold;
         self.next_hold += 1;
-        self.holds.push((id, demand));
+        self.holds.push(Hold {
+            id,
+            full: demand,
+            parked: None,
+        });
         self.sleep = None;
         id
     }
 
     /// Gives a hold's resources back; false if there is no such hold.
     pub(super) fn release(&mut self, hold: u32) -> bool {
-        let Some(i) = self.holds.iter().position(|(h, _)| *h == hold) else {
+        let Some(i) = self.holds.iter().position(|h| h.id == hold) else {
             return false;
         };
-        let (_, d) = self.holds.remove(i);
-        self.ledger.give(&d);
+        let h = self.holds.remove(i);
+        match h.parked {
+            Some(kept) => self.ledger.give_part(&kept),
+            None => self.ledger.give(&h.full),
+        }
         self.infos_stale.fill(true);
         self.sleep = None;
         true
+    }
+
+    /// Parks a hold: keeps its registers and/or its shared memory and gives back the rest
+    /// (its TB slot, warp slots and what is not kept). False if there is no such unparked
+    /// hold.
+    pub(super) fn park(&mut self, hold: u32, registers: bool, shared: bool) -> bool {
+        let Some(h) = self
+            .holds
+            .iter_mut()
+            .find(|h| h.id == hold && h.parked.is_none())
+        else {
+            return false;
+        };
+        let kept = TbDemand {
+            warps: 0,
+            threads: 0,
+            registers: if registers { h.full.registers } else { 0 },
+            shared_memory: if shared { h.full.shared_memory } else { 0 },
+        };
+        self.ledger.give(&h.full);
+        self.ledger.take_part(&kept);
+        h.parked = Some(kept);
+        self.infos_stale.fill(true);
+        self.sleep = None;
+        true
+    }
+
+    /// What a parked hold lacks to hold its whole TB again, if there is such a hold.
+    fn missing(&self, hold: u32) -> Option<(usize, TbDemand)> {
+        let i = self.holds.iter().position(|h| h.id == hold)?;
+        let h = &self.holds[i];
+        let kept = h.parked?;
+        Some((
+            i,
+            TbDemand {
+                warps: h.full.warps,
+                threads: h.full.threads,
+                registers: h.full.registers - kept.registers,
+                shared_memory: h.full.shared_memory - kept.shared_memory,
+            },
+        ))
+    }
+
+    /// Whether parked hold `hold` can take back what it gave up (a TB slot included).
+    pub(super) fn fits_unpark(&self, hold: u32) -> bool {
+        self.missing(hold).is_some_and(|(_, m)| {
+            self.ledger.used_tbs < self.ledger.max_tbs && self.ledger.fits_part(&m)
+        })
+    }
+
+    /// Takes back what parked hold `hold` gave up; false if it cannot.
+    pub(super) fn unpark(&mut self, hold: u32) -> bool {
+        if !self.fits_unpark(hold) {
+            return false;
+        }
+        let (i, _) = self.missing(hold).expect("checked");
+        let h = &mut self.holds[i];
+        let kept = h.parked.take().expect("parked");
+        self.ledger.give_part(&kept);
+        self.ledger.take(&h.full);
+        self.infos_stale.fill(true);
+        true
+    }
+
+    /// Whether nothing runs or is being moved here: no TB resident, no transfer, and every
+    /// hold parked.
+    pub(super) fn vacated(&self) -> bool {
+        self.tbs.iter().all(Option::is_none)
+            && self.transfers.is_empty()
+            && self.holds.iter().all(|h| h.parked.is_some())
     }
 
     /// Asks the TB `tb` to keep its resources, as a hold, when it leaves after a stop.
