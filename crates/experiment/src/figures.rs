@@ -46,7 +46,7 @@ impl Figure {
     /// Appends the geometric-mean row: each series' total is the geometric mean of its
     /// totals over the rows (rows with a zero total left out), split into parts in the
     /// average proportions.
-    fn with_geomean(mut self) -> Figure {
+    pub(crate) fn with_geomean(mut self) -> Figure {
         if self.rows.is_empty() {
             return self;
         }

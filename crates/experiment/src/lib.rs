@@ -6,11 +6,13 @@
 //!   (papers/lin-lightweight §V-A), every suite kernel under every mechanism, each resume
 //!   checked bit-exact against the uninterrupted run.
 //! * [`figures`]: Figures 6, 8, 14, 15 and 16 of papers/lin-lightweight from its results.
+//! * [`inplace`]: in-place context switching on kernel pairs (Figure 17).
 //! * [`svg`]: a figure as an SVG bar chart.
 //! * [`study`]: the default job — a high-priority process preempts a long-running kernel
 //!   under every mechanism.
 
 pub mod figures;
+pub mod inplace;
 pub mod periodic;
 pub mod study;
 pub mod svg;

@@ -43,3 +43,37 @@ fn ppq_serves_the_high_priority_kernel_sooner_than_npq() {
     assert_eq!(r.rows[0].preemption.requests, 0);
     assert!((r.rows[0].low_slowdown - 1.0).abs() < 1e-12);
 }
+
+#[test]
+fn in_place_switching_moves_less_and_stays_bit_exact() {
+    use experiment::inplace;
+    let gpu = GpuConfig::preset("gtx480").unwrap();
+    let pairs = [
+        (
+            suite::by_name("branchy").unwrap(),
+            suite::by_name("gemm").unwrap(),
+        ),
+        (
+            suite::by_name("branchy").unwrap(),
+            suite::by_name("hist").unwrap(),
+        ),
+    ];
+    let rows = inplace::run(&gpu, &pairs, Size::Small, 2, &|_, _, _| {}).unwrap();
+    for r in &rows {
+        eprintln!("{r:?}");
+        assert!(r.exact, "{}", r.pair);
+        assert!(r.complete.tbs > 0, "{}: nothing was preempted", r.pair);
+    }
+    // Some TBs kept their registers or shared memory on the SM: fewer bytes moved.
+    assert!(rows
+        .iter()
+        .any(|r| r.in_place.context_bytes < r.complete.context_bytes));
+    for r in &rows {
+        assert!(
+            r.in_place.context_bytes <= r.complete.context_bytes + r.complete.context_bytes / 4,
+            "{r:?}"
+        );
+    }
+    let f = inplace::figure(&rows);
+    assert!(f.geomean().is_some());
+}

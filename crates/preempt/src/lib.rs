@@ -230,6 +230,9 @@ pub enum MechanismKind {
     Lightweight,
     /// Lightweight, compressing at TB level where a TB stops at a `bar.pp` (§III-C).
     LightweightTb,
+    /// Lightweight with in-place context switching (§III-A): only what the incoming kernel
+    /// needs leaves the SM.
+    LightweightInPlace,
     /// Chimera: per TB, drain, flush or switch, whichever meets a deadline of
     /// [`CHIMERA_DEADLINE_US`] at the least estimated cost.
     Chimera,
@@ -240,7 +243,7 @@ pub enum MechanismKind {
 pub const CHIMERA_DEADLINE_US: f64 = 15.0;
 
 impl MechanismKind {
-    pub const ALL: [MechanismKind; 9] = [
+    pub const ALL: [MechanismKind; 10] = [
         MechanismKind::Drain,
         MechanismKind::FlushStrict,
         MechanismKind::FlushRelaxed,
@@ -249,6 +252,7 @@ impl MechanismKind {
         MechanismKind::PointsLive,
         MechanismKind::Lightweight,
         MechanismKind::LightweightTb,
+        MechanismKind::LightweightInPlace,
         MechanismKind::Chimera,
     ];
 
@@ -272,6 +276,13 @@ impl MechanismKind {
                     ..SwitchConfig::LIGHTWEIGHT
                 },
             )),
+            MechanismKind::LightweightInPlace => Box::new(Switch::new(
+                "lightweight-in-place",
+                SwitchConfig {
+                    in_place: true,
+                    ..SwitchConfig::LIGHTWEIGHT
+                },
+            )),
             MechanismKind::Chimera => Box::new(Chimera::new(CHIMERA_DEADLINE_US)),
         }
     }
@@ -281,7 +292,8 @@ impl MechanismKind {
         match self {
             MechanismKind::PointsLive
             | MechanismKind::Lightweight
-            | MechanismKind::LightweightTb => Some(points_pass()),
+            | MechanismKind::LightweightTb
+            | MechanismKind::LightweightInPlace => Some(points_pass()),
             _ => None,
         }
     }
@@ -301,6 +313,7 @@ impl MechanismKind {
             MechanismKind::PointsLive => "points-live",
             MechanismKind::Lightweight => "lightweight",
             MechanismKind::LightweightTb => "lightweight-tb",
+            MechanismKind::LightweightInPlace => "lightweight-in-place",
             MechanismKind::Chimera => "chimera",
         }
     }

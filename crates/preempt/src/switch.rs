@@ -24,6 +24,14 @@
 //!   and the kernel's context control block (Figure 12) gets the TB's entry. Restoring
 //!   loads the CCB entry and pattern vectors first, then the data.
 //!
+//! * **In place** ([`SwitchConfig::in_place`], papers/lin-lightweight §III-A, Figure 4):
+//!   when a kernel is preempted for another, only as many TBs give up their registers —
+//!   and, separately, their shared memory — as the incoming kernel needs (its demand times
+//!   the TBs of it an empty SM would hold, or fewer if fewer are left); the other TBs'
+//!   registers or shared memory stay on the SM, parked ([`gpu::timing::Machine::park`]),
+//!   and are neither saved nor restored. A TB with parked parts resumes on its own SM;
+//!   should that SM be set up for a third kernel, the parked parts are saved after all.
+//!
 //! What a context holds, in bytes:
 //! * registers — 4 bytes per thread per 32-bit register (a 64-bit value counts two), one
 //!   bit per thread per predicate, 4 bytes per uniform register; compressed as described;
@@ -93,6 +101,8 @@ pub struct SwitchConfig {
     /// Cycles from a register entering the compressor to its compressed form (the paper
     /// assumes 2, after Warped-Compression).
     pub compressor_latency: u64,
+    /// Keep on the SM the registers and shared memory the incoming kernel does not need.
+    pub in_place: bool,
 }
 
 impl SwitchConfig {
@@ -102,6 +112,7 @@ impl SwitchConfig {
         compression: Compression::None,
         pipelined: false,
         compressor_latency: 2,
+        in_place: false,
     };
     pub const LIVE: SwitchConfig = SwitchConfig {
         registers: Registers::Live,
@@ -115,6 +126,7 @@ impl SwitchConfig {
         compression: Compression::None,
         pipelined: true,
         compressor_latency: 2,
+        in_place: false,
     };
     /// The lightweight design: points, liveness vectors and warp-level compression
     /// ("Live+cp" in Figure 14, "Select" in Figure 15).
@@ -228,6 +240,21 @@ struct Saving {
     context: Option<Box<TbContext>>,
     /// The transfer whose completion ends the save.
     last: Option<TransferId>,
+    /// In place: its registers / shared memory stay on the SM.
+    keep_registers: bool,
+    keep_shared: bool,
+    /// The kernel the SM was taken for.
+    next: Option<LaunchId>,
+}
+
+/// A stopped TB whose registers and/or shared memory are parked on its SM.
+struct Parked {
+    sm: SmId,
+    hold: HoldId,
+    /// The kernel it made room for (parked parts may stay while it runs).
+    for_kernel: Option<LaunchId>,
+    /// Bytes of what is parked, were it saved after all.
+    bytes: u64,
 }
 
 /// A restore in flight.
@@ -242,6 +269,8 @@ struct Restoring {
 enum Moving {
     Save(TbRef),
     Restore(Box<Restoring>),
+    /// The parked parts of a TB, saved because its SM went to a third kernel.
+    Unpark(TbRef),
 }
 
 /// Context switching.
@@ -255,6 +284,9 @@ pub struct Switch {
     moving: HashMap<(SmId, TransferId), Moving>,
     /// Per SM, the cycle its compressor is free.
     compressor_free: HashMap<SmId, u64>,
+    parked: HashMap<TbRef, Parked>,
+    /// TBs whose parked parts were saved after all: bytes a restore loads besides its own.
+    unparked_bytes: HashMap<TbRef, u64>,
 }
 
 /// Bytes of the SIMT stacks and barrier state of a TB's warps.
@@ -307,7 +339,61 @@ impl Switch {
             saving: HashMap::new(),
             moving: HashMap::new(),
             compressor_free: HashMap::new(),
+            parked: HashMap::new(),
+            unparked_bytes: HashMap::new(),
         }
+    }
+
+    /// In place: which of `tbs` (about to stop on `sm`) keep their registers and their
+    /// shared memory, so that the kernel `next` gets the room it needs and no more is freed.
+    fn in_place_plan(
+        &self,
+        m: &gpu::timing::Machine,
+        sm: SmId,
+        tbs: &[TbRef],
+        next: Option<LaunchId>,
+    ) -> Vec<(bool, bool)> {
+        let Some(next) = next.filter(|_| self.config.in_place) else {
+            return vec![(false, false); tbs.len()];
+        };
+        let l = m.ledger(sm);
+        let d2 = *m.launch(next).demand();
+        // TBs of `next` an empty SM holds, or fewer if fewer are left to place.
+        let mut empty = gpu::timing::SmLedger::new(&m.config().sm.resources);
+        let mut fit = 0u64;
+        while empty.fits(&d2) {
+            empty.take(&d2);
+            fit += 1;
+        }
+        let returning = tbs.iter().filter(|t| t.launch == next).count() as u64;
+        let left = m.launch(next).undispatched() + m.launch(next).held() + returning;
+        let n2 = fit.min(left);
+        let demand = |t: &TbRef| *m.launch(t.launch).demand();
+        let (mut regs, mut smem) = (u64::from(l.used_registers), u64::from(l.used_shared_memory));
+        for t in tbs {
+            regs -= u64::from(demand(t).registers);
+            smem -= u64::from(demand(t).shared_memory);
+        }
+        let mut room_regs = u64::from(l.registers)
+            .saturating_sub(regs)
+            .saturating_sub(n2 * u64::from(d2.registers));
+        let mut room_smem = u64::from(l.shared_memory)
+            .saturating_sub(smem)
+            .saturating_sub(n2 * u64::from(d2.shared_memory));
+        tbs.iter()
+            .map(|t| {
+                let d = demand(t);
+                let keep_r = u64::from(d.registers) <= room_regs;
+                if keep_r {
+                    room_regs -= u64::from(d.registers);
+                }
+                let keep_s = d.shared_memory > 0 && u64::from(d.shared_memory) <= room_smem;
+                if keep_s {
+                    room_smem -= u64::from(d.shared_memory);
+                }
+                (keep_r, keep_s)
+            })
+            .collect()
     }
 
     pub fn config(&self) -> &SwitchConfig {
@@ -489,9 +575,13 @@ impl Switch {
             start + save.work + self.config.compressor_latency
         };
         let s = self.saving.get_mut(&(sm, tb)).expect("saving");
-        let bytes = save.moved;
+        // Registers kept in place move nowhere.
+        let bytes = if s.keep_registers { 0 } else { save.moved };
         s.bytes.registers += bytes;
-        s.census.add(&save.census);
+        s.census.add(&RegisterCensus {
+            moved: bytes,
+            ..save.census
+        });
         if bytes > 0 {
             let id =
                 cx.machine
@@ -531,6 +621,9 @@ impl Switch {
                 hold: None,
                 context: None,
                 last: None,
+                keep_registers: false,
+                keep_shared: false,
+                next: None,
             },
         );
         Ok(())
@@ -579,7 +672,7 @@ impl Mechanism for Switch {
     fn preempt(
         &mut self,
         sm: SmId,
-        _next: Option<LaunchId>,
+        next: Option<LaunchId>,
         cx: &mut Cx,
     ) -> Result<(), TimingError> {
         let now = cx.machine.cycle();
@@ -594,8 +687,13 @@ impl Mechanism for Switch {
             sm,
             tbs: tbs.len() as u32,
         });
-        for tb in tbs {
+        let plan = self.in_place_plan(cx.machine, sm, &tbs, next);
+        for (tb, (keep_registers, keep_shared)) in tbs.into_iter().zip(plan) {
             self.switch_tb(sm, tb, cx)?;
+            let s = self.saving.get_mut(&(sm, tb)).expect("just added");
+            s.keep_registers = keep_registers;
+            s.keep_shared = keep_shared;
+            s.next = next;
         }
         Ok(())
     }
@@ -713,9 +811,13 @@ impl Mechanism for Switch {
         for (i, save) in pending {
             s.warps[i] = Some(save);
         }
-        // Everything not kept is lost with the SM's register file.
+        // Everything not kept is lost with the SM's register file (registers kept in place
+        // are not lost at all).
         for (i, wc) in context.warps.iter_mut().enumerate() {
             let Some(save) = &s.warps[i] else { continue };
+            if s.keep_registers {
+                continue;
+            }
             // Lanes that exited run no save routine and have nothing saved.
             let gone = !lanes(&wc.warp);
             for r in kernel.regs.ids() {
@@ -728,9 +830,17 @@ impl Mechanism for Switch {
                 }
             }
         }
+        let registers = if s.keep_registers { 0 } else { registers };
         s.bytes.registers += registers;
-        s.census.add(&census);
-        s.bytes.shared = context.shared.len() as u64;
+        s.census.add(&RegisterCensus {
+            moved: registers,
+            ..census
+        });
+        s.bytes.shared = if s.keep_shared {
+            0
+        } else {
+            context.shared.len() as u64
+        };
         s.bytes.stack_barrier =
             stack_barrier_bytes(context.warps.iter().map(|w| w.warp.stack.len()));
         s.bytes.metadata = metadata;
@@ -794,7 +904,30 @@ impl Mechanism for Switch {
                     return Ok(());
                 }
                 let s = self.saving.remove(&(sm, tb)).expect("saving");
-                cx.machine.release(sm, s.hold.expect("stopped"))?;
+                let hold = s.hold.expect("stopped");
+                if s.keep_registers || s.keep_shared {
+                    cx.machine.park(sm, hold, s.keep_registers, s.keep_shared)?;
+                    let demand = *cx.machine.launch(tb.launch).demand();
+                    let context = s.context.as_ref().expect("stopped");
+                    // Saved after all, parked registers would go whole (4 bytes each).
+                    let registers = u64::from(demand.registers) * 4;
+                    self.parked.insert(
+                        tb,
+                        Parked {
+                            sm,
+                            hold,
+                            for_kernel: s.next,
+                            bytes: if s.keep_registers { registers } else { 0 }
+                                + if s.keep_shared {
+                                    context.shared.len() as u64
+                                } else {
+                                    0
+                                },
+                        },
+                    );
+                } else {
+                    cx.machine.release(sm, hold)?;
+                }
                 cx.out.records.push(Record::Preempted {
                     sm,
                     tb,
@@ -815,6 +948,13 @@ impl Mechanism for Switch {
                     area: s.area,
                     bytes: s.bytes,
                 });
+            }
+            Moving::Unpark(tb) => {
+                // The parked parts are in memory now: the TB may resume anywhere.
+                if let Some(p) = self.parked.remove(&tb) {
+                    cx.machine.release(sm, p.hold)?;
+                    *self.unparked_bytes.entry(tb).or_default() += p.bytes;
+                }
             }
             Moving::Restore(mut r) => {
                 if let Some(rest) = r.then.take() {
@@ -843,9 +983,62 @@ impl Mechanism for Switch {
         Ok(())
     }
 
-    fn resume(&mut self, sm: SmId, p: Preempted, cx: &mut Cx) -> Result<(), TimingError> {
+    fn can_resume(&self, sm: SmId, p: &Preempted, m: &gpu::timing::Machine) -> bool {
+        match self.parked.get(&p.context.tb) {
+            Some(k) => k.sm == sm && m.fits_unpark(sm, k.hold),
+            None => m.fits(sm, p.context.tb.launch),
+        }
+    }
+
+    fn assigned(
+        &mut self,
+        sm: SmId,
+        launch: Option<LaunchId>,
+        cx: &mut Cx,
+    ) -> Result<(), TimingError> {
+        let Some(launch) = launch else {
+            return Ok(());
+        };
+        // Parked parts stay for the kernel they made room for and for their own; a third
+        // kernel gets the room: they are saved after all.
+        let mut evict: Vec<TbRef> = self
+            .parked
+            .iter()
+            .filter(|(tb, p)| {
+                p.sm == sm
+                    && tb.launch != launch
+                    && p.for_kernel != Some(launch)
+                    && !self
+                        .moving
+                        .values()
+                        .any(|m| matches!(m, Moving::Unpark(t) if t == *tb))
+            })
+            .map(|(tb, _)| *tb)
+            .collect();
+        evict.sort_by_key(|t| (t.launch, t.index));
+        for tb in evict {
+            let p = &self.parked[&tb];
+            let area = cx.machine.memory_mut().alloc(p.bytes.max(1));
+            let id = cx.machine.transfer(sm, true, area, p.bytes, tb.launch)?;
+            cx.machine.memory_mut().free(area);
+            self.moving.insert((sm, id), Moving::Unpark(tb));
+        }
+        Ok(())
+    }
+
+    fn resume(&mut self, sm: SmId, mut p: Preempted, cx: &mut Cx) -> Result<(), TimingError> {
         let tb = p.context.tb;
-        let hold = cx.machine.hold(sm, tb.launch)?;
+        let hold = match self.parked.remove(&tb) {
+            Some(k) => {
+                cx.machine.unpark(sm, k.hold)?;
+                k.hold
+            }
+            None => cx.machine.hold(sm, tb.launch)?,
+        };
+        // Parked parts saved after all come back with the rest.
+        if let Some(extra) = self.unparked_bytes.remove(&tb) {
+            p.bytes.registers += extra;
+        }
         let now = cx.machine.cycle();
         // The CCB entry and pattern vectors come first: they say where and how the rest is.
         // (The metadata was written last, after the data.)

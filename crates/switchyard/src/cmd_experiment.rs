@@ -4,7 +4,7 @@ use std::path::Path;
 
 use experiment::periodic::{self, PeriodicConfig, PeriodicResults};
 use experiment::study::{self, StudyConfig};
-use experiment::{figures, svg};
+use experiment::{figures, inplace, svg};
 use indicatif::{ProgressBar, ProgressStyle};
 use suite::Size;
 use switchyard::output::write_atomic;
@@ -167,9 +167,40 @@ pub(crate) fn periodic(args: PeriodicArgs) -> Outcome {
     });
     bar.finish_and_clear();
     let results = results.map_err(|e| e.to_string())?;
-    let figs = figures::all(&results);
+    let mut figs = figures::all(&results);
+    let pairs = if args.no_pairs {
+        Vec::new()
+    } else {
+        let pairs = inplace::default_pairs();
+        let bar = runs_bar("in-place pairs (Figure 17)", pairs.len());
+        let rows = inplace::run(
+            &config.gpu,
+            &pairs,
+            config.size,
+            config.threads,
+            &|done, _, what| {
+                bar.set_position(done as u64);
+                bar.set_message(what.to_string());
+            },
+        );
+        bar.finish_and_clear();
+        let rows = rows.map_err(|e| e.to_string())?;
+        figs.push(inplace::figure(&rows));
+        rows
+    };
     if let Some(dir) = &args.csv {
         write_csv(dir, &results, &figs)?;
+        let mut csv =
+            String::from("pair,design,tbs,mean_drain_us,mean_spill_us,context_bytes,exact\n");
+        for p in &pairs {
+            for (design, o) in [("complete", &p.complete), ("in-place", &p.in_place)] {
+                csv.push_str(&format!(
+                    "{},{design},{},{:.4},{:.4},{},{}\n",
+                    p.pair, o.tbs, o.mean_drain_us, o.mean_spill_us, o.context_bytes, p.exact
+                ));
+            }
+        }
+        write_atomic(&dir.join("pairs.csv"), csv.as_bytes())?;
     }
     if let Some(dir) = &args.plots {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
@@ -179,13 +210,35 @@ pub(crate) fn periodic(args: PeriodicArgs) -> Outcome {
         }
     }
     if args.json {
-        let v = serde_json::json!({ "results": results, "figures": figs });
+        let v = serde_json::json!({ "results": results, "pairs": pairs, "figures": figs });
         println!(
             "{}",
             serde_json::to_string_pretty(&v).expect("serializable")
         );
     } else {
         print_runs(&results);
+        if !pairs.is_empty() {
+            println!(
+                "\nIn-place switching on kernel pairs: kernel1's switch-out per TB (µs), bytes"
+            );
+            println!(
+                "{:<26} {:>14} {:>12} {:>14} {:>12}  exact",
+                "kernel1-kernel2", "complete µs", "KB", "in-place µs", "KB"
+            );
+            for p in &pairs {
+                println!(
+                    "{:<26} {:>6.2}+{:<7.2} {:>12.1} {:>6.2}+{:<7.2} {:>12.1}  {}",
+                    p.pair,
+                    p.complete.mean_drain_us,
+                    p.complete.mean_spill_us,
+                    p.complete.context_bytes as f64 / 1024.0,
+                    p.in_place.mean_drain_us,
+                    p.in_place.mean_spill_us,
+                    p.in_place.context_bytes as f64 / 1024.0,
+                    if p.exact { "yes" } else { "NO" }
+                );
+            }
+        }
         for f in &figs {
             println!();
             print!("{}", figures::to_table(f));
@@ -197,7 +250,7 @@ pub(crate) fn periodic(args: PeriodicArgs) -> Outcome {
             println!("plots: {}/fig*.svg", dir.display());
         }
     }
-    let exact = results.all_exact();
+    let exact = results.all_exact() && pairs.iter().all(|p| p.exact);
     if !exact {
         eprintln!("error: some runs did not verify or did not end bit-exact (see `exact`)");
     }

@@ -185,6 +185,9 @@ struct PeriodicArgs {
     /// Write one SVG bar chart per figure into this directory.
     #[arg(long)]
     plots: Option<PathBuf>,
+    /// Skip Figure 17's kernel pairs (in-place switching; 8 pairs × 4 runs).
+    #[arg(long)]
+    no_pairs: bool,
 }
 
 #[derive(clap::Args)]
@@ -203,7 +206,8 @@ struct ScenarioArgs {
     #[arg(long, value_enum)]
     sharing: Option<Switch>,
     /// How a preempted SM is emptied, overriding the scenario's: drain, flush-strict,
-    /// flush-relaxed, baseline, live, points-live, lightweight, lightweight-tb, chimera.
+    /// flush-relaxed, baseline, live, points-live, lightweight, lightweight-tb,
+    /// lightweight-in-place, chimera.
     #[arg(long, value_parser = mechanism_arg)]
     mechanism: Option<preempt::MechanismKind>,
     /// The time slice of the time-slice policy, µs (overriding the scenario's).

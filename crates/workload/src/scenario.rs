@@ -14,7 +14,8 @@
 //! copy_engine = "fcfs"            # fcfs | priority: the order copies wait in
 //! mechanism = "drain"             # how a reserved SM is emptied: drain | flush_strict |
 //!                                 # flush_relaxed | baseline | live | points_live |
-//!                                 # lightweight | lightweight_tb | chimera
+//!                                 # lightweight | lightweight_tb |
+//!                                 # lightweight_in_place | chimera
 //!
 //! [host]                          # optional: overrides of the GPU file's [host]
 //! launch_latency_us = 5.0         # also pcie_gbps, copy_latency_us, copy_engines

@@ -268,7 +268,8 @@ fn every_mechanism_resumes_every_suite_kernel_bit_exactly() {
                             (
                                 MechanismKind::PointsLive
                                 | MechanismKind::Lightweight
-                                | MechanismKind::LightweightTb,
+                                | MechanismKind::LightweightTb
+                                | MechanismKind::LightweightInPlace,
                                 How::Switched,
                             ) => {
                                 switched[2] += 1;
