@@ -213,6 +213,8 @@ struct Facts {
 /// The registers one warp saves, and their size.
 struct WarpSave {
     keep: RegSet,
+    /// 32-bit registers saved per thread (vector and uniform; a 64-bit value counts two).
+    words: u32,
     /// Bytes after compression.
     moved: u64,
     census: RegisterCensus,
@@ -437,6 +439,7 @@ impl Switch {
         let Some(top) = w.next_entry().map(|e| e.pc) else {
             return WarpSave {
                 keep: RegSet::with_capacity(kernel.regs.len()),
+                words: 0,
                 moved: 0,
                 census: RegisterCensus::default(),
                 work: 0,
@@ -497,6 +500,11 @@ impl Switch {
             }
         };
         let live: u64 = regs.iter().map(|&(r, w)| bytes_of(r, w)).sum();
+        let words = regs
+            .iter()
+            .filter(|&&(r, _)| facts.widths.class(r) != RegClass::Predicate)
+            .map(|&(_, w)| if w { 2 } else { 1 })
+            .sum();
         census.live = live;
         let mut moved = live;
         let mut work = 0;
@@ -533,11 +541,25 @@ impl Switch {
         census.moved = moved;
         WarpSave {
             keep,
+            words,
             moved,
             census,
             work,
             compressed,
         }
+    }
+
+    /// What this design saves of warp `w` of a TB of `kernel` (whose x dimension is
+    /// `block_x`): 32-bit registers per thread (vector and uniform; predicates aside), bytes
+    /// before compression, and bytes after.
+    pub fn measure_warp(
+        &mut self,
+        kernel: &Arc<Kernel>,
+        w: &Warp,
+        block_x: u32,
+    ) -> (u32, u64, u64) {
+        let s = self.warp_save(kernel, w, block_x);
+        (s.words, s.census.live, s.moved)
     }
 
     /// Metadata a compressed context carries: a pattern vector per warp and the TB's CCB

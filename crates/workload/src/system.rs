@@ -287,7 +287,18 @@ pub struct System {
 
 impl System {
     /// A fresh machine and framework with `processes` (none has arrived yet).
-    pub fn new(mut setup: Setup, processes: &[Process]) -> Result<System, RunError> {
+    pub fn new(setup: Setup, processes: &[Process]) -> Result<System, RunError> {
+        let mechanism = setup.mechanism.build();
+        System::with_mechanism(setup, processes, mechanism)
+    }
+
+    /// [`System::new`] with a mechanism of the caller's instead of `setup.mechanism`'s
+    /// (whose kernel pass, if any, still applies): an instrumented one, a new design.
+    pub fn with_mechanism(
+        mut setup: Setup,
+        processes: &[Process],
+        mechanism: Box<dyn preempt::Mechanism>,
+    ) -> Result<System, RunError> {
         // A mechanism that relies on compiler support gets it in every timed kernel.
         if let Some(pass) = setup.mechanism.kernel_pass() {
             setup.timing.options.pass = Some(pass);
@@ -302,7 +313,7 @@ impl System {
         let framework = Framework::with_mechanism(
             setup.framework.clone(),
             setup.policy.build(slice),
-            setup.mechanism.build(),
+            mechanism,
             machine.sm_count(),
         );
         let mut procs = Vec::new();
