@@ -76,6 +76,10 @@ pub(crate) fn scenario(args: ScenarioArgs) -> Outcome {
         )?;
         write_atomic(&dir.join("kernels.csv"), report.kernels_csv().as_bytes())?;
         write_atomic(&dir.join("copies.csv"), report.copies_csv().as_bytes())?;
+        write_atomic(
+            &dir.join("preemption.csv"),
+            report.preemption_csv().as_bytes(),
+        )?;
     }
     if args.json {
         println!(
@@ -165,11 +169,29 @@ fn print_report(r: &Report, elapsed: Duration, trace: Option<&Path>, csv: Option
             p.discarded_instructions
         );
     }
+    if p.requests > 0 {
+        for (k, q) in &r.preemption_by_kernel {
+            println!(
+                "  {k}: TBs switched {}, flushed {}, drained {}, refused {}; latency mean {:.2} µs, max {:.2} µs; context {} B; {} restores",
+                q.switched,
+                q.flushed,
+                q.drained,
+                q.refused,
+                q.mean_latency_us,
+                q.max_latency_us,
+                q.context.total(),
+                q.restores
+            );
+        }
+    }
     if let Some(t) = trace {
         println!("timeline: {} (Perfetto, chrome://tracing)", t.display());
     }
     if let Some(d) = csv {
-        println!("CSV: {}/{{processes,kernels,copies}}.csv", d.display());
+        println!(
+            "CSV: {}/{{processes,kernels,copies,preemption}}.csv",
+            d.display()
+        );
     }
 }
 

@@ -102,6 +102,41 @@ pub struct PreemptionSummary {
 }
 
 impl PreemptionSummary {
+    /// One summary per kernel whose TBs the mechanism took, named `process:kernel` (by the
+    /// launch each record's TB belongs to), in order of first appearance.
+    pub fn by_kernel(mechanism: &str, r: &RunRecord) -> Vec<(String, PreemptionSummary)> {
+        use preempt::Record as P;
+        let name = |l: u32| -> String {
+            match r.kernels.iter().find(|k| k.launch == Some(l)) {
+                Some(k) => format!("{}:{}", k.process, k.kernel),
+                None => r
+                    .launch_names
+                    .get(l as usize)
+                    .cloned()
+                    .unwrap_or_else(|| format!("launch {l}")),
+            }
+        };
+        let mut groups: Vec<(String, Vec<P>)> = Vec::new();
+        for p in &r.preemptions {
+            let tb = match p {
+                P::Preempted { tb, .. }
+                | P::Restored { tb, .. }
+                | P::Refused { tb, .. }
+                | P::Chose { tb, .. } => tb,
+                P::Requested { .. } => continue,
+            };
+            let n = name(tb.launch.0);
+            match groups.iter_mut().find(|g| g.0 == n) {
+                Some(g) => g.1.push(p.clone()),
+                None => groups.push((n, vec![p.clone()])),
+            }
+        }
+        groups
+            .into_iter()
+            .map(|(n, recs)| (n, PreemptionSummary::of(mechanism, &recs, r.core_period_fs)))
+            .collect()
+    }
+
     pub fn of(mechanism: &str, records: &[preempt::Record], core_period_fs: u64) -> Self {
         use preempt::{How, Record};
         let us = |c: u64| us(c * core_period_fs);
@@ -205,6 +240,9 @@ pub struct Report {
     pub processes: Vec<ProcessReport>,
     pub metrics: Option<Metrics>,
     pub preemption: PreemptionSummary,
+    /// The same per preempted kernel (`process:kernel`; SM requests are not per kernel and
+    /// count only in the whole-run summary).
+    pub preemption_by_kernel: Vec<(String, PreemptionSummary)>,
     pub kernels: Vec<KernelReport>,
     pub copies: Vec<CopyReport>,
     /// Core cycles and simulated time of the whole run.
@@ -310,6 +348,7 @@ impl Report {
                 &r.preemptions,
                 r.core_period_fs,
             ),
+            preemption_by_kernel: PreemptionSummary::by_kernel(scenario.mechanism.name(), r),
             kernels,
             copies,
             cycles: r.cycles,
@@ -360,6 +399,37 @@ impl Report {
                 k.activated_us,
                 k.started_us,
                 k.finished_us
+            );
+        }
+        s
+    }
+
+    /// The preemption summary per kernel as CSV (µs and bytes).
+    pub fn preemption_csv(&self) -> String {
+        let mut s = String::from(
+            "kernel,mechanism,switched,flushed,drained,refused,mean_latency_us,max_latency_us,mean_drain_us,mean_spill_us,registers_bytes,shared_bytes,stack_barrier_bytes,metadata_bytes,restores,mean_resume_us,discarded_instructions,held_without_running_us\n",
+        );
+        for (k, p) in &self.preemption_by_kernel {
+            s += &format!(
+                "{},{},{},{},{},{},{:.3},{:.3},{:.3},{:.3},{},{},{},{},{},{:.3},{},{:.3}\n",
+                csv_field(k),
+                csv_field(&p.mechanism),
+                p.switched,
+                p.flushed,
+                p.drained,
+                p.refused,
+                p.mean_latency_us,
+                p.max_latency_us,
+                p.mean_drain_us,
+                p.mean_spill_us,
+                p.context.registers,
+                p.context.shared,
+                p.context.stack_barrier,
+                p.context.metadata,
+                p.restores,
+                p.mean_resume_us,
+                p.discarded_instructions,
+                p.held_without_running_us
             );
         }
         s

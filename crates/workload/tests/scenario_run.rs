@@ -351,6 +351,27 @@ arrival_us = 5.0
         .filter(|p| matches!(p, preempt::Record::Restored { .. }))
         .count();
     assert!(saves > 0 && restores > 0);
+    // Per kernel, the summaries add up to the whole run's.
+    let whole = workload::report::PreemptionSummary::of("baseline", &sliced.preemptions, 1);
+    let parts = workload::report::PreemptionSummary::by_kernel("baseline", &sliced);
+    assert_eq!(
+        parts.len(),
+        2,
+        "{:?}",
+        parts.iter().map(|p| &p.0).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        parts.iter().map(|p| p.1.switched).sum::<u64>(),
+        whole.switched
+    );
+    assert_eq!(
+        parts.iter().map(|p| p.1.restores).sum::<u64>(),
+        whole.restores
+    );
+    assert_eq!(
+        parts.iter().map(|p| p.1.context.total()).sum::<u64>(),
+        whole.context.total()
+    );
     let t = workload::trace::chrome_trace(&sliced);
     workload::trace::validate(&t).unwrap();
     let named = |prefix: &str| {
