@@ -142,18 +142,22 @@ pub enum Record {
 /// A preemption mechanism.
 ///
 /// **Contract.** The framework calls [`Mechanism::preempt`] once when a policy reserves an
-/// SM: from then on the SM driver issues no new TB there, and the SM is set up for its next
-/// kernel once every TB has left it and every resource is released (holds included). The
-/// mechanism may stop TBs (with or without holding their resources), discard them, or let
-/// them finish; it hears of the TBs it stopped ([`Mechanism::evicted`]), of TBs that
-/// finished on reserved SMs ([`Mechanism::finished`]) and of its transfers
-/// ([`Mechanism::transfer_done`]). Each TB it takes off with its state saved goes to
-/// [`Output::preempted`]; the framework queues it in its kernel's PTBQ and, when an SM has
-/// room for it, calls [`Mechanism::resume`], which must eventually install it (the SM
-/// driver does not place another TB of that kernel on that SM in the same cycle). A
-/// mechanism never changes a result: device memory at the end of a run is bit-identical to
-/// the uninterrupted run's. It sees what hardware would know (compiler tables, counters),
-/// never the future.
+/// SM, naming the kernel the SM is reserved for: from then on the SM driver issues no new TB
+/// there, and the SM is set up for that kernel once it is vacated — no TB resident, no
+/// context transfer in flight, and every hold released or parked
+/// ([`gpu::timing::Machine::vacated`]). The mechanism may stop TBs (with or without holding
+/// their resources, reporting each warp as it drains or not), discard them, or let them
+/// finish; it hears of the warps and TBs it stopped ([`Mechanism::warp_drained`],
+/// [`Mechanism::evicted`]), of TBs that finished on reserved SMs ([`Mechanism::finished`]),
+/// of its transfers ([`Mechanism::transfer_done`]) and of every SM set up for a kernel
+/// ([`Mechanism::assigned`]). Each TB it takes off with its state saved goes to
+/// [`Output::preempted`]; the framework queues it in its kernel's PTBQ and, when an SM runs
+/// that kernel and the mechanism says the TB can resume there ([`Mechanism::can_resume`]),
+/// calls [`Mechanism::resume`], which must eventually install it (the SM driver places no
+/// other TB on that SM in the same cycle). A mechanism never changes a result: device memory
+/// at the end of a run is bit-identical to the uninterrupted run's. It sees what hardware
+/// would know (compiler tables, counters), never the future; it reports every TB it gave
+/// up, how and at what cost ([`Record`]), and what it could not do ([`Record::Refused`]).
 pub trait Mechanism {
     fn name(&self) -> String;
     /// The framework reserved `sm` for `next` (the kernel that will run there).
