@@ -34,7 +34,7 @@ use serde::Serialize;
 
 use crate::flush::Flush;
 use crate::switch::{Switch, SwitchConfig};
-use crate::{ContextBytes, Cx, How, Mechanism, Preempted, Record, Requests};
+use crate::{Cx, Mechanism, Preempted, Record, Requests};
 
 /// What Chimera did with a TB.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -117,17 +117,7 @@ impl Mechanism for Chimera {
         cx: &mut Cx,
     ) -> Result<(), TimingError> {
         let now = cx.machine.cycle();
-        let tbs: Vec<TbRef> = cx
-            .machine
-            .resident(sm)
-            .filter(|(_, stopping)| !stopping)
-            .map(|(tb, _)| tb)
-            .collect();
-        cx.out.records.push(Record::Requested {
-            cycle: now,
-            sm,
-            tbs: tbs.len() as u32,
-        });
+        let tbs = cx.request(sm);
         let m = &*cx.machine;
         let deadline = self.deadline_us * m.config().sm.clock_mhz;
         let bandwidth = m.memory_config().dram_bytes_per_core_cycle() / f64::from(m.sm_count());
@@ -196,17 +186,9 @@ impl Mechanism for Chimera {
 
     fn finished(&mut self, sm: SmId, tb: TbRef, cycle: u64, cx: &mut Cx) {
         if let Some(requested) = self.draining.take(sm, tb) {
-            cx.out.records.push(Record::Preempted {
-                sm,
-                tb,
-                how: How::Drained,
-                requested,
-                stopped: cycle,
-                moving: Vec::new(),
-                released: cycle,
-                bytes: ContextBytes::default(),
-                registers: Default::default(),
-            });
+            cx.out
+                .records
+                .push(Record::drained(sm, tb, requested, cycle));
         } else {
             self.switch.finished(sm, tb, cycle, cx);
         }

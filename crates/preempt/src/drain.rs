@@ -4,7 +4,7 @@
 
 use gpu::timing::{HoldId, LaunchId, SmId, TbContext, TbRef, TimingError};
 
-use crate::{ContextBytes, Cx, How, Mechanism, Preempted, Record, Requests};
+use crate::{Cx, Mechanism, Preempted, Record, Requests};
 
 /// SM draining.
 #[derive(Default)]
@@ -24,15 +24,9 @@ impl Mechanism for Drain {
         cx: &mut Cx,
     ) -> Result<(), TimingError> {
         let now = cx.machine.cycle();
-        let tbs: Vec<TbRef> = cx.machine.resident(sm).map(|(tb, _)| tb).collect();
-        for &tb in &tbs {
+        for tb in cx.request(sm) {
             self.requests.add(sm, tb, now);
         }
-        cx.out.records.push(Record::Requested {
-            cycle: now,
-            sm,
-            tbs: tbs.len() as u32,
-        });
         Ok(())
     }
 
@@ -48,17 +42,9 @@ impl Mechanism for Drain {
 
     fn finished(&mut self, sm: SmId, tb: TbRef, cycle: u64, cx: &mut Cx) {
         if let Some(requested) = self.requests.take(sm, tb) {
-            cx.out.records.push(Record::Preempted {
-                sm,
-                tb,
-                how: How::Drained,
-                requested,
-                stopped: cycle,
-                moving: Vec::new(),
-                released: cycle,
-                bytes: ContextBytes::default(),
-                registers: Default::default(),
-            });
+            cx.out
+                .records
+                .push(Record::drained(sm, tb, requested, cycle));
         }
     }
 

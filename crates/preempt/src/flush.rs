@@ -145,17 +145,7 @@ impl Mechanism for Flush {
         cx: &mut Cx,
     ) -> Result<(), TimingError> {
         let now = cx.machine.cycle();
-        let tbs: Vec<TbRef> = cx
-            .machine
-            .resident(sm)
-            .filter(|(_, stopping)| !stopping)
-            .map(|(tb, _)| tb)
-            .collect();
-        cx.out.records.push(Record::Requested {
-            cycle: now,
-            sm,
-            tbs: tbs.len() as u32,
-        });
+        let tbs = cx.request(sm);
         for tb in tbs {
             match self.flushable(cx.machine, sm, tb) {
                 Some(discarded) => self.flush_tb(sm, tb, discarded, cx)?,
@@ -180,17 +170,9 @@ impl Mechanism for Flush {
 
     fn finished(&mut self, sm: SmId, tb: TbRef, cycle: u64, cx: &mut Cx) {
         if let Some(requested) = self.draining.take(sm, tb) {
-            cx.out.records.push(Record::Preempted {
-                sm,
-                tb,
-                how: How::Drained,
-                requested,
-                stopped: cycle,
-                moving: Vec::new(),
-                released: cycle,
-                bytes: ContextBytes::default(),
-                registers: Default::default(),
-            });
+            cx.out
+                .records
+                .push(Record::drained(sm, tb, requested, cycle));
         }
     }
 

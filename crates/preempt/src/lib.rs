@@ -323,6 +323,42 @@ impl MechanismKind {
     }
 }
 
+impl Cx<'_> {
+    /// The TBs on `sm` not already stopping, which a request for `sm` takes; records the
+    /// request.
+    pub fn request(&mut self, sm: SmId) -> Vec<TbRef> {
+        let tbs: Vec<TbRef> = self
+            .machine
+            .resident(sm)
+            .filter(|(_, stopping)| !stopping)
+            .map(|(tb, _)| tb)
+            .collect();
+        self.out.records.push(Record::Requested {
+            cycle: self.machine.cycle(),
+            sm,
+            tbs: tbs.len() as u32,
+        });
+        tbs
+    }
+}
+
+impl Record {
+    /// TB `tb`, asked for at `requested`, drained: it finished on `sm` at `cycle`.
+    pub fn drained(sm: SmId, tb: TbRef, requested: u64, cycle: u64) -> Record {
+        Record::Preempted {
+            sm,
+            tb,
+            how: How::Drained,
+            requested,
+            stopped: cycle,
+            moving: Vec::new(),
+            released: cycle,
+            bytes: ContextBytes::default(),
+            registers: RegisterCensus::default(),
+        }
+    }
+}
+
 /// Per SM, the TBs a request is waiting for and when it came.
 #[derive(Default)]
 pub(crate) struct Requests {

@@ -697,18 +697,7 @@ impl Mechanism for Switch {
         next: Option<LaunchId>,
         cx: &mut Cx,
     ) -> Result<(), TimingError> {
-        let now = cx.machine.cycle();
-        let tbs: Vec<TbRef> = cx
-            .machine
-            .resident(sm)
-            .filter(|(_, stopping)| !stopping)
-            .map(|(tb, _)| tb)
-            .collect();
-        cx.out.records.push(Record::Requested {
-            cycle: now,
-            sm,
-            tbs: tbs.len() as u32,
-        });
+        let tbs = cx.request(sm);
         let plan = self.in_place_plan(cx.machine, sm, &tbs, next);
         for (tb, (keep_registers, keep_shared)) in tbs.into_iter().zip(plan) {
             self.switch_tb(sm, tb, cx)?;
@@ -894,17 +883,9 @@ impl Mechanism for Switch {
             if let Some(s) = self.saving.remove(&(sm, tb)) {
                 cx.machine.memory_mut().free(s.area);
             }
-            cx.out.records.push(Record::Preempted {
-                sm,
-                tb,
-                how: How::Drained,
-                requested,
-                stopped: cycle,
-                moving: Vec::new(),
-                released: cycle,
-                bytes: ContextBytes::default(),
-                registers: RegisterCensus::default(),
-            });
+            cx.out
+                .records
+                .push(Record::drained(sm, tb, requested, cycle));
         }
     }
 
