@@ -32,9 +32,10 @@
 use gpu::timing::{HoldId, LaunchId, SmId, TbContext, TbRef, TimingError, TransferId};
 use serde::Serialize;
 
+use crate::drain::Drain;
 use crate::flush::Flush;
 use crate::switch::{Switch, SwitchConfig};
-use crate::{Cx, Mechanism, Preempted, Record, Requests};
+use crate::{Cx, Mechanism, Preempted, Record};
 
 /// What Chimera did with a TB.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -61,7 +62,7 @@ pub struct Chimera {
     deadline_us: f64,
     flush: Flush,
     switch: Switch,
-    draining: Requests,
+    draining: Drain,
 }
 
 impl Chimera {
@@ -71,7 +72,7 @@ impl Chimera {
             deadline_us,
             flush: Flush::new(true),
             switch: Switch::new("chimera-switch", SwitchConfig::BASELINE),
-            draining: Requests::default(),
+            draining: Drain::default(),
         }
     }
 
@@ -150,7 +151,7 @@ impl Mechanism for Chimera {
                 estimates: estimates[i],
             });
             match choice {
-                Technique::Drain => self.draining.add(sm, tb, now),
+                Technique::Drain => self.draining.watch(sm, tb, now),
                 Technique::Flush => {
                     let discarded = self
                         .flush
@@ -185,11 +186,7 @@ impl Mechanism for Chimera {
     }
 
     fn finished(&mut self, sm: SmId, tb: TbRef, cycle: u64, cx: &mut Cx) {
-        if let Some(requested) = self.draining.take(sm, tb) {
-            cx.out
-                .records
-                .push(Record::drained(sm, tb, requested, cycle));
-        } else {
+        if !self.draining.finished_tb(sm, tb, cycle, cx) {
             self.switch.finished(sm, tb, cycle, cx);
         }
     }

@@ -12,6 +12,34 @@ pub struct Drain {
     requests: Requests,
 }
 
+impl Drain {
+    /// Lets TB `tb` on `sm`, asked for at `now`, finish (for mechanisms that drain some TBs).
+    pub(crate) fn watch(&mut self, sm: SmId, tb: TbRef, now: u64) {
+        self.requests.add(sm, tb, now);
+    }
+
+    /// Records `tb` as drained if it was being watched; whether it was.
+    pub(crate) fn finished_tb(&mut self, sm: SmId, tb: TbRef, cycle: u64, cx: &mut Cx) -> bool {
+        match self.requests.take(sm, tb) {
+            Some(requested) => {
+                cx.out
+                    .records
+                    .push(Record::drained(sm, tb, requested, cycle));
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// What a mechanism that never stops a TB answers if told one stopped: a broken contract,
+/// reported rather than ignored.
+pub(crate) fn not_mine(mechanism: &str, what: &str, tb: TbRef) -> TimingError {
+    TimingError::Mechanism(format!(
+        "{mechanism} was handed {what} {tb}, which it never stops"
+    ))
+}
+
 impl Mechanism for Drain {
     fn name(&self) -> String {
         "drain".into()
@@ -25,7 +53,7 @@ impl Mechanism for Drain {
     ) -> Result<(), TimingError> {
         let now = cx.machine.cycle();
         for tb in cx.request(sm) {
-            self.requests.add(sm, tb, now);
+            self.watch(sm, tb, now);
         }
         Ok(())
     }
@@ -37,18 +65,14 @@ impl Mechanism for Drain {
         _: Option<HoldId>,
         _: &mut Cx,
     ) -> Result<(), TimingError> {
-        unreachable!("draining stops no TB (evicted {})", context.tb)
+        Err(not_mine("drain", "the context of", context.tb))
     }
 
     fn finished(&mut self, sm: SmId, tb: TbRef, cycle: u64, cx: &mut Cx) {
-        if let Some(requested) = self.requests.take(sm, tb) {
-            cx.out
-                .records
-                .push(Record::drained(sm, tb, requested, cycle));
-        }
+        self.finished_tb(sm, tb, cycle, cx);
     }
 
     fn resume(&mut self, _: SmId, tb: Preempted, _: &mut Cx) -> Result<(), TimingError> {
-        unreachable!("draining preempts no TB ({})", tb.context.tb)
+        Err(not_mine("drain", "a preempted", tb.context.tb))
     }
 }

@@ -16,7 +16,8 @@ use analysis::{AliasModel, Idempotence, IdempotenceConfig};
 use gpu::timing::{HoldId, LaunchId, Machine, SmId, TbContext, TbRef, TimingError};
 use kir::{InstId, Kernel};
 
-use crate::{ContextBytes, Cx, How, Mechanism, Preempted, Record, Requests};
+use crate::drain::{not_mine, Drain};
+use crate::{ContextBytes, Cx, How, Mechanism, Preempted, Record};
 
 /// SM flushing.
 pub struct Flush {
@@ -24,7 +25,7 @@ pub struct Flush {
     /// The analysis of each kernel, by its address (kernels live as long as their launches).
     analyses: HashMap<usize, (Arc<Kernel>, Idempotence)>,
     /// TBs that could not be flushed and drain.
-    draining: Requests,
+    draining: Drain,
 }
 
 impl Flush {
@@ -33,7 +34,7 @@ impl Flush {
         Flush {
             relaxed,
             analyses: HashMap::new(),
-            draining: Requests::default(),
+            draining: Drain::default(),
         }
     }
 
@@ -151,7 +152,7 @@ impl Mechanism for Flush {
                 Some(discarded) => self.flush_tb(sm, tb, discarded, cx)?,
                 None => {
                     self.refuse(sm, tb, now, cx);
-                    self.draining.add(sm, tb, now);
+                    self.draining.watch(sm, tb, now);
                 }
             }
         }
@@ -165,18 +166,14 @@ impl Mechanism for Flush {
         _: Option<HoldId>,
         _: &mut Cx,
     ) -> Result<(), TimingError> {
-        unreachable!("flushing stops no TB (evicted {})", context.tb)
+        Err(not_mine(&self.name(), "the context of", context.tb))
     }
 
     fn finished(&mut self, sm: SmId, tb: TbRef, cycle: u64, cx: &mut Cx) {
-        if let Some(requested) = self.draining.take(sm, tb) {
-            cx.out
-                .records
-                .push(Record::drained(sm, tb, requested, cycle));
-        }
+        self.draining.finished_tb(sm, tb, cycle, cx);
     }
 
     fn resume(&mut self, _: SmId, tb: Preempted, _: &mut Cx) -> Result<(), TimingError> {
-        unreachable!("flushing saves no context ({})", tb.context.tb)
+        Err(not_mine(&self.name(), "a preempted", tb.context.tb))
     }
 }
