@@ -1064,3 +1064,104 @@ impl Mechanism for Switch {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gpu::exec::StackEntry;
+    use kir::Id;
+
+    /// A loop with a preemption point, run through the point pass.
+    fn looped() -> Kernel {
+        let text = r#"
+.version 7.0
+.target sm_70
+.address_size 64
+.visible .entry k(.param .u64 p)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<4>;
+    .reg .b64 %rd<2>;
+    ld.param.u64 %rd1, [p];
+    mov.u32 %r1, %tid.x;
+    mov.u32 %r2, 0;
+L1:
+    add.s32 %r2, %r2, %r1;
+    setp.lt.s32 %p1, %r2, 100;
+    @%p1 bra L1;
+    st.global.u32 [%rd1], %r2;
+    ret;
+}
+"#;
+        let module = gpu::lower_ptx("k.ptx", text).expect("lowers");
+        let kernel = module.kernels.values().next().expect("one kernel");
+        let pass = PointPass {
+            config: Default::default(),
+        };
+        pass.run(kernel).expect("points fit").0
+    }
+
+    fn warp_at(kernel: &Kernel, stack: Vec<StackEntry>) -> Warp {
+        Warp {
+            index: 0,
+            regs: vec![0; kernel.regs.len() * WARP_SIZE],
+            stack,
+            valid: u32::MAX,
+            exited: 0,
+            executed: 0,
+            thread_executed: 0,
+        }
+    }
+
+    #[test]
+    fn a_diverged_warp_at_a_point_takes_the_divergent_vector() {
+        let mut kernel = looped();
+        let pp = kernel
+            .insts
+            .ids()
+            .find(|&i| matches!(kernel.insts[i].op, Op::Pp { .. }))
+            .expect("the loop got a point");
+        // Make the two versions tell apart.
+        let (plain, divergent) = (LiveVector(0b0101), LiveVector(0b1111));
+        kernel.insts[pp].op = Op::Pp { live: plain };
+        let dummy = InstId::new(pp.index() + 1);
+        kernel.insts[dummy].op = Op::PpDivergent { live: divergent };
+        let at = dummy.0;
+        let one = warp_at(
+            &kernel,
+            vec![StackEntry {
+                pc: at,
+                rpc: u32::MAX,
+                mask: u32::MAX,
+            }],
+        );
+        assert_eq!(point_vector(&kernel, &one), Some(plain));
+        // Lanes parked elsewhere (the other side of a branch) make the warp diverged.
+        let two = warp_at(
+            &kernel,
+            vec![
+                StackEntry {
+                    pc: at + 3,
+                    rpc: u32::MAX,
+                    mask: 0xffff_0000,
+                },
+                StackEntry {
+                    pc: at,
+                    rpc: at + 3,
+                    mask: 0x0000_ffff,
+                },
+            ],
+        );
+        assert_eq!(point_vector(&kernel, &two), Some(divergent));
+        // Not at a point: no vector.
+        let elsewhere = warp_at(
+            &kernel,
+            vec![StackEntry {
+                pc: 1,
+                rpc: u32::MAX,
+                mask: u32::MAX,
+            }],
+        );
+        assert_eq!(point_vector(&kernel, &elsewhere), None);
+    }
+}
