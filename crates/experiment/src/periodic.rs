@@ -92,6 +92,9 @@ pub struct Signal {
     pub spill: u64,
     pub bytes: ContextBytes,
     pub registers: RegisterCensus,
+    /// Cycles the switched TBs held their SM's resources without running (their contexts
+    /// being saved), summed over TBs.
+    pub held: u64,
     pub switched: u32,
     pub flushed: u32,
     pub drained: u32,
@@ -117,6 +120,9 @@ pub struct MechanismRun {
     pub restores: u64,
     pub mean_resume: f64,
     pub discarded_instructions: u64,
+    /// SM resources lost to the mechanism: TB-cycles of resources held by TBs not running
+    /// (saves and restores), summed over the run.
+    pub tb_cycles_held: u64,
     pub summary: Summary,
 }
 
@@ -307,6 +313,7 @@ pub fn signals(records: &[Record]) -> (Vec<Signal>, u32) {
                 sm,
                 how,
                 requested,
+                stopped,
                 ref moving,
                 released,
                 bytes,
@@ -326,6 +333,9 @@ pub fn signals(records: &[Record]) -> (Vec<Signal>, u32) {
                 g.bytes.stack_barrier += bytes.stack_barrier;
                 g.bytes.metadata += bytes.metadata;
                 g.registers.add(registers);
+                if how == How::Switched {
+                    g.held += released - stopped;
+                }
                 match how {
                     How::Switched => g.switched += 1,
                     How::Flushed { .. } => g.flushed += 1,
@@ -436,6 +446,7 @@ pub fn run(
         let (reference, _) = &chunk[0];
         for (m, (r, skipped)) in config.mechanisms.iter().zip(&chunk[1..]) {
             let (signals, empty) = signals(&r.preemptions);
+            let held: u64 = signals.iter().map(|g| g.held).sum();
             let (mut restores, mut resume) = (0u64, 0u64);
             let mut discarded = 0;
             for p in &r.preemptions {
@@ -473,6 +484,7 @@ pub fn run(
                 restores,
                 mean_resume: resume as f64 / restores.max(1) as f64,
                 discarded_instructions: discarded,
+                tb_cycles_held: held + resume,
             });
         }
     }

@@ -52,8 +52,12 @@ fn periodic_preemption_measures_every_mechanism_and_stays_bit_exact() {
                     .signals
                     .iter()
                     .all(|g| g.spill == 0 && g.bytes.total() == 0));
+                assert_eq!(m.tb_cycles_held, 0, "{name}: draining holds nothing idle");
             }
             "baseline" => {
+                // Every switched TB held its resources while its context was saved, and
+                // again while restored.
+                assert!(m.tb_cycles_held > 0, "{name}");
                 // Every allocated register is saved, uncompressed.
                 assert!(
                     c.occupied > 0 && c.occupied == c.live && c.live == c.moved,

@@ -307,7 +307,7 @@ fn print_runs(r: &PeriodicResults) {
 fn write_csv(dir: &Path, r: &PeriodicResults, figs: &[figures::Figure]) -> Result<(), String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let mut runs = String::from(
-        "kernel,mechanism,signals,skipped,empty,mean_latency_cycles,max_latency_cycles,mean_drain_cycles,mean_spill_cycles,spill_registers_cycles,spill_shared_cycles,spill_stack_cycles,registers_bytes,shared_bytes,stack_barrier_bytes,metadata_bytes,occupied_register_bytes,live_register_bytes,moved_register_bytes,uniform,strided,random,restores,mean_resume_cycles,discarded_instructions,cycles,slowdown,verified,bit_exact\n",
+        "kernel,mechanism,signals,skipped,empty,mean_latency_cycles,max_latency_cycles,mean_drain_cycles,mean_spill_cycles,spill_registers_cycles,spill_shared_cycles,spill_stack_cycles,registers_bytes,shared_bytes,stack_barrier_bytes,metadata_bytes,occupied_register_bytes,live_register_bytes,moved_register_bytes,uniform,strided,random,restores,mean_resume_cycles,discarded_instructions,tb_cycles_held,cycles,slowdown,verified,bit_exact\n",
     );
     let mut signals = String::from(
         "kernel,mechanism,cycle,sm,tbs,latency,drain,spill,registers_bytes,shared_bytes,stack_barrier_bytes,metadata_bytes,switched,flushed,drained,refused\n",
@@ -316,7 +316,7 @@ fn write_csv(dir: &Path, r: &PeriodicResults, figs: &[figures::Figure]) -> Resul
         let s = &m.summary;
         let c = &s.registers;
         runs.push_str(&format!(
-            "{},{},{},{},{},{:.1},{},{:.1},{:.1},{:.1},{:.1},{:.1},{:.1},{:.1},{:.1},{:.1},{},{},{},{},{},{},{},{:.1},{},{},{:.4},{},{}\n",
+            "{},{},{},{},{},{:.1},{},{:.1},{:.1},{:.1},{:.1},{:.1},{:.1},{:.1},{:.1},{:.1},{},{},{},{},{},{},{},{:.1},{},{},{},{:.4},{},{}\n",
             m.kernel,
             m.mechanism,
             m.signals.len(),
@@ -342,6 +342,7 @@ fn write_csv(dir: &Path, r: &PeriodicResults, figs: &[figures::Figure]) -> Resul
             m.restores,
             m.mean_resume,
             m.discarded_instructions,
+            m.tb_cycles_held,
             m.cycles,
             m.slowdown,
             m.verified,
