@@ -27,14 +27,18 @@ use sched::PolicyKind;
 use workload::Setup;
 
 /// The setup of a run of suite host programs on `gpu` (default host, framework and copy
-/// engines), keeping every process's final memory for comparisons.
+/// engines), keeping every process's final memory for comparisons; the run may take
+/// `max_cycles`, each launch `instruction_limit` warp instructions (`None`: derived from its
+/// size).
 pub fn suite_setup(
     gpu: &GpuConfig,
     policy: PolicyKind,
     mechanism: MechanismKind,
     max_cycles: u64,
+    instruction_limit: Option<u64>,
 ) -> Setup {
-    let timing = TimedGpu::new(gpu.clone());
+    let mut timing = TimedGpu::new(gpu.clone());
+    timing.options.instruction_limit = instruction_limit;
     Setup {
         host: timing.gpu.host.clone(),
         timing,

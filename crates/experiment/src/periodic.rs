@@ -61,6 +61,8 @@ pub struct PeriodicConfig {
     pub threads: usize,
     /// Core cycles one run may take.
     pub max_cycles: u64,
+    /// Warp instructions one launch may execute (`None`: derived from its size).
+    pub instruction_limit: Option<u64>,
 }
 
 impl PeriodicConfig {
@@ -77,6 +79,7 @@ impl PeriodicConfig {
             mechanisms: DEFAULT_MECHANISMS.to_vec(),
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             max_cycles: 200_000_000,
+            instruction_limit: None,
         }
     }
 }
@@ -270,6 +273,7 @@ fn one_run(
         sched::PolicyKind::Fcfs,
         mechanism.unwrap_or(MechanismKind::Drain),
         config.max_cycles,
+        config.instruction_limit,
     );
     let system = System::new(setup, &[process]).map_err(fail)?;
     match mechanism {

@@ -32,7 +32,10 @@ pub struct StudyConfig {
     pub arrival: Arrival,
     pub mechanisms: Vec<MechanismKind>,
     pub threads: usize,
+    /// Core cycles one run may take, and warp instructions one launch may execute (`None`:
+    /// derived from its size, `gpu::limits`).
     pub max_cycles: u64,
+    pub instruction_limit: Option<u64>,
 }
 
 /// When the high-priority process arrives.
@@ -69,6 +72,7 @@ impl StudyConfig {
             mechanisms: STUDY_MECHANISMS.to_vec(),
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             max_cycles: 1 << 32,
+            instruction_limit: None,
         }
     }
 }
@@ -147,7 +151,7 @@ fn one(
     policy: PolicyKind,
     mechanism: MechanismKind,
 ) -> Result<RunRecord, RunError> {
-    let setup = crate::suite_setup(&c.gpu, policy, mechanism, c.max_cycles);
+    let setup = crate::suite_setup(&c.gpu, policy, mechanism, c.max_cycles, c.instruction_limit);
     System::new(setup, processes)?.run(&mut |_| {})
 }
 

@@ -94,7 +94,7 @@ pub enum ConfigError {
     #[error("{file}: `{field}`: {what}")]
     Invalid {
         file: String,
-        field: &'static str,
+        field: String,
         what: String,
     },
     #[error("no GPU preset `{0}`; presets: {1}")]
@@ -132,11 +132,12 @@ impl GpuConfig {
     }
 
     fn validate(&mut self, file: &str) -> Result<(), ConfigError> {
-        let invalid = |field: &'static str, what: &str| ConfigError::Invalid {
+        let invalid = |field: &str, what: &str| ConfigError::Invalid {
             file: file.to_string(),
-            field,
+            field: field.to_string(),
             what: what.to_string(),
         };
+        self.check_ranges(file)?;
         let r = &self.sm.resources;
         if self.sm.count == 0 {
             return Err(invalid("sm.count", "must be at least 1"));
@@ -211,7 +212,7 @@ impl GpuConfig {
             let memsys::ConfigError::Invalid { what, reason } = e;
             ConfigError::Invalid {
                 file: file.to_string(),
-                field: "memory",
+                field: "memory".to_string(),
                 what: format!("{what}: {reason}"),
             }
         };
@@ -220,6 +221,74 @@ impl GpuConfig {
             .map_err(mem)?;
         self.memory.validate().map_err(mem)?;
         Ok(())
+    }
+
+    /// Every number in the configuration lies in a physically meaningful range (see
+    /// [`ceiling`]), checked before anything is sized from it: a latency of 4 billion cycles
+    /// or 4 billion SMs is a mistake, and would otherwise hang or exhaust memory.
+    fn check_ranges(&self, file: &str) -> Result<(), ConfigError> {
+        let value = toml::Value::try_from(self).map_err(|e| ConfigError::Parse {
+            file: file.to_string(),
+            message: e.to_string(),
+        })?;
+        let mut bad = None;
+        walk_numbers(&value, &mut String::new(), &mut |path, v| {
+            let max = ceiling(path);
+            if bad.is_none() && !(v.is_finite() && v <= max) {
+                bad = Some((path.to_string(), v, max));
+            }
+        });
+        match bad {
+            None => Ok(()),
+            Some((field, v, max)) => Err(ConfigError::Invalid {
+                file: file.to_string(),
+                field,
+                what: format!("{v} is out of range: at most {max}"),
+            }),
+        }
+    }
+}
+
+/// Calls `f` with the dotted path and value of every number under `v` (array elements take
+/// their array's path).
+fn walk_numbers(v: &toml::Value, path: &mut String, f: &mut impl FnMut(&str, f64)) {
+    match v {
+        toml::Value::Integer(i) => f(path, *i as f64),
+        toml::Value::Float(x) => f(path, *x),
+        toml::Value::Array(items) => items.iter().for_each(|x| walk_numbers(x, path, f)),
+        toml::Value::Table(t) => {
+            for (k, x) in t {
+                let len = path.len();
+                if !path.is_empty() {
+                    path.push('.');
+                }
+                path.push_str(k);
+                walk_numbers(x, path, f);
+                path.truncate(len);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The largest value a configuration field may take. The bounds are generous (well beyond
+/// any GPU built) but keep every count the simulator sizes arrays from, and every latency
+/// it waits for, within what a run can hold and finish.
+fn ceiling(path: &str) -> f64 {
+    let leaf = path.rsplit('.').next().unwrap_or(path);
+    match path {
+        "sm.count" => 1024.0,
+        "sm.warp_schedulers" => 64.0,
+        "sm.resources.max_warps" | "sm.resources.max_tbs" => 1024.0,
+        "sm.resources.max_threads" => 32768.0,
+        "sm.resources.registers" => (1u64 << 20) as f64,
+        "sm.resources.shared_memory" | "memory.shared.size_bytes" => (1u64 << 24) as f64,
+        "pipeline.register_banks" => 1024.0,
+        "host.pcie_gbps" => 100_000.0,
+        _ if leaf.ends_with("_mhz") => 100_000.0,
+        _ if leaf == "size_bytes" => (1u64 << 28) as f64,
+        _ if leaf.ends_with("bytes") => (1u64 << 20) as f64,
+        _ => 1_000_000.0,
     }
 }
 
@@ -285,7 +354,7 @@ mod tests {
             (
                 "icache_assoc = 4",
                 "icache_assoc = 4294967295",
-                "pipeline.fetch.icache_bytes",
+                "pipeline.fetch.icache_assoc",
             ),
             (
                 "ibuffer_entries = 2",
@@ -299,6 +368,23 @@ mod tests {
             ),
             ("pcie_gbps = 8.0", "pcie_gbps = 0.0", "host.pcie_gbps"),
             ("copy_engines = 1", "copy_engines = 0", "host.copy_engines"),
+            ("count = 15", "count = 4294967295", "sm.count"),
+            (
+                "register_banks = 16",
+                "register_banks = 4294967295",
+                "pipeline.register_banks",
+            ),
+            ("t_rcd = 12", "t_rcd = 4294967295", "memory.dram.t_rcd"),
+            (
+                "hit_latency = 120",
+                "hit_latency = 4000000000",
+                "memory.l2.hit_latency",
+            ),
+            (
+                "icnt_mhz = 700.0",
+                "icnt_mhz = inf",
+                "memory.clocks.icnt_mhz",
+            ),
             (
                 "launch_latency_us = 5.0",
                 "launch_latency_us = -1.0",

@@ -80,7 +80,7 @@ pub enum ExecError {
         location: String,
         what: String,
     },
-    #[error("kernel `{kernel}` exceeded the limit of {limit} warp instructions (an endless loop?); raise it with the instruction-limit setting")]
+    #[error("kernel `{kernel}` exceeded the limit of {limit} warp instructions (an endless loop? raise the limit with --instruction-limit)")]
     InstructionLimit { kernel: String, limit: u64 },
     #[error("internal error in kernel `{kernel}`: {what}")]
     Internal { kernel: String, what: String },

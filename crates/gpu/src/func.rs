@@ -12,6 +12,7 @@ use crate::barrier::{deadlock, Barriers, TbWarps, WarpStatus};
 use crate::error::ExecError;
 use crate::exec::{step, LaunchCtx, Step, TbView, Warp};
 use crate::memory::DeviceMemory;
+use crate::timing::Progress;
 
 /// Instructions a warp runs before the driver moves to the next warp.
 const QUANTUM: u32 = 256;
@@ -63,7 +64,18 @@ impl StepHook for NoHook {
 
 /// Runs every TB of the launch to completion.
 pub fn run(ctx: &LaunchCtx, mem: &mut DeviceMemory, limit: u64) -> Result<LaunchStats, ExecError> {
-    run_with_hook(ctx, mem, limit, &mut NoHook)
+    run_tbs(ctx, mem, limit, &mut NoHook, &mut |_| {})
+}
+
+/// [`run`], calling `progress` after every TB (its `cycle` stays 0: the functional core has
+/// no clock).
+pub fn run_reporting(
+    ctx: &LaunchCtx,
+    mem: &mut DeviceMemory,
+    limit: u64,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<LaunchStats, ExecError> {
+    run_tbs(ctx, mem, limit, &mut NoHook, progress)
 }
 
 /// [`run`], calling `hook` before every warp instruction.
@@ -72,6 +84,16 @@ pub fn run_with_hook<H: StepHook>(
     mem: &mut DeviceMemory,
     limit: u64,
     hook: &mut H,
+) -> Result<LaunchStats, ExecError> {
+    run_tbs(ctx, mem, limit, hook, &mut |_| {})
+}
+
+fn run_tbs<H: StepHook>(
+    ctx: &LaunchCtx,
+    mem: &mut DeviceMemory,
+    limit: u64,
+    hook: &mut H,
+    progress: &mut dyn FnMut(Progress),
 ) -> Result<LaunchStats, ExecError> {
     let mut stats = LaunchStats::default();
     let mut shared = vec![0u8; ctx.smem_size as usize];
@@ -105,6 +127,12 @@ pub fn run_with_hook<H: StepHook>(
                 hook,
             )?;
             stats.add(&s);
+            progress(Progress {
+                cycle: 0,
+                tbs_done: linear + 1,
+                tbs_total: ctx.num_tbs(),
+                warp_instructions: stats.warp_instructions,
+            });
         }
         Ok(stats)
     })();

@@ -37,8 +37,9 @@ pub struct DeviceLimits {
     pub max_grid_dim: [u32; 3],
     /// Static plus dynamic shared memory per TB.
     pub max_smem_per_block: u32,
-    /// Warp instructions one launch may execute before it is stopped as a runaway.
-    pub instruction_limit: u64,
+    /// Warp instructions one launch may execute before it is stopped as a runaway; `None`
+    /// derives the limit from the launch's size ([`crate::limits`]).
+    pub instruction_limit: Option<u64>,
 }
 
 impl Default for DeviceLimits {
@@ -49,7 +50,7 @@ impl Default for DeviceLimits {
             max_block_dim: [1024, 1024, 64],
             max_grid_dim: [i32::MAX as u32, 65535, 65535],
             max_smem_per_block: 227 * 1024,
-            instruction_limit: 1 << 36,
+            instruction_limit: None,
         }
     }
 }
@@ -79,6 +80,22 @@ impl KernelArg {
             KernelArg::F32(v) => v.to_le_bytes().to_vec(),
             KernelArg::F64(v) => v.to_le_bytes().to_vec(),
             KernelArg::Bytes(b) => b.clone(),
+        }
+    }
+}
+
+/// For messages: the argument as a user wrote it (`f32 1.5`, `pointer 0x1000`).
+impl std::fmt::Display for KernelArg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            KernelArg::Ptr(p) => write!(f, "pointer {:#x}", p.0),
+            KernelArg::U32(v) => write!(f, "u32 {v}"),
+            KernelArg::I32(v) => write!(f, "s32 {v}"),
+            KernelArg::U64(v) => write!(f, "u64 {v}"),
+            KernelArg::I64(v) => write!(f, "s64 {v}"),
+            KernelArg::F32(v) => write!(f, "f32 {v}"),
+            KernelArg::F64(v) => write!(f, "f64 {v}"),
+            KernelArg::Bytes(b) => write!(f, "{} bytes", b.len()),
         }
     }
 }
@@ -462,9 +479,34 @@ impl Gpu {
         dynamic_smem: u32,
         args: &[KernelArg],
     ) -> Result<LaunchStats, GpuError> {
-        let limit = self.limits.instruction_limit;
+        self.launch_reporting(module, kernel, grid, block, dynamic_smem, args, &mut |_| {})
+    }
+
+    /// [`Gpu::launch`], calling `progress` after every TB.
+    #[allow(clippy::too_many_arguments)]
+    pub fn launch_reporting(
+        &mut self,
+        module: ModuleId,
+        kernel: &str,
+        grid: [u32; 3],
+        block: [u32; 3],
+        dynamic_smem: u32,
+        args: &[KernelArg],
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<LaunchStats, GpuError> {
         let (ctx, _) = self.prepare(module, kernel, (grid, block, dynamic_smem), args)?;
-        Ok(func::run(&ctx, self.memory_mut(), limit)?)
+        let limit = self.limits.instruction_limit.unwrap_or_else(|| {
+            crate::limits::default_instruction_limit(
+                ctx.num_tbs(),
+                u64::from(ctx.threads_per_tb().div_ceil(32)),
+            )
+        });
+        Ok(func::run_reporting(
+            &ctx,
+            self.memory_mut(),
+            limit,
+            progress,
+        )?)
     }
 
     /// Launches `kernel` on the device's timed machine and runs it to completion, calling
@@ -665,7 +707,7 @@ fn check_launch(
         let bytes = a.bytes();
         if bytes.len() != p.size as usize {
             return Err(bad(format!(
-                "parameter {i} (`{}`) is {} bytes, the argument {a:?} is {}",
+                "parameter {i} (`{}`) is {} bytes, the argument `{a}` is {}",
                 p.name,
                 p.size,
                 bytes.len()

@@ -18,6 +18,7 @@ pub mod error;
 pub mod exec;
 pub mod func;
 pub mod host;
+pub mod limits;
 pub mod memory;
 pub mod occupancy;
 pub mod timing;

@@ -282,7 +282,7 @@ FILL:
 fn an_endless_loop_hits_the_instruction_limit() {
     let body = "SPIN:\n    bra.uni SPIN;\n";
     let limits = DeviceLimits {
-        instruction_limit: 10_000,
+        instruction_limit: Some(10_000),
         ..DeviceLimits::default()
     };
     match try_run(body, 1, 32, limits) {

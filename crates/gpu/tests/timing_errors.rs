@@ -69,13 +69,13 @@ fn endless_kernels_stop_at_the_cycle_limit() {
     let body = "L:\n    add.u32 %r10, %r10, 1;\n    bra L;\n";
     let mut e = Engine::gtx480();
     if let Engine::Timed(t) = &mut e {
-        t.options.max_cycles = 20_000;
+        t.options.max_cycles = Some(20_000);
     }
     let err = launch(e, body, 32).unwrap_err();
     assert!(err.contains("did not finish within 20000 cycles"), "{err}");
     let mut e = Engine::gtx480();
     if let Engine::Timed(t) = &mut e {
-        t.options.instruction_limit = 5_000;
+        t.options.instruction_limit = Some(5_000);
     }
     let err = launch(e, body, 32).unwrap_err();
     assert!(err.contains("limit of 5000 warp instructions"), "{err}");

@@ -14,7 +14,7 @@
 //! per neighbour of either width.
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, HashSet};
 
 /// A value to colour.
 #[derive(Clone, Debug)]
@@ -33,8 +33,10 @@ pub struct Node {
 pub struct Graph {
     pub nodes: Vec<Node>,
     adj: Vec<Vec<u32>>,
-    /// Bit `a * n + b`: whether `a` and `b` interfere.
-    matrix: Vec<u64>,
+    /// The edges as `min << 32 | max`. A set, not an n × n bit matrix: a kernel may declare
+    /// far more registers than it uses (`.reg .b32 %r<1000000>`), and memory must grow with
+    /// the interferences, not with the square of the declarations.
+    edges: HashSet<u64>,
     /// `mov`-related nodes, for biased colouring.
     pub partners: Vec<Vec<u32>>,
 }
@@ -45,7 +47,7 @@ impl Graph {
         Graph {
             nodes,
             adj: vec![Vec::new(); n],
-            matrix: vec![0; (n * n).div_ceil(64)],
+            edges: HashSet::new(),
             partners: vec![Vec::new(); n],
         }
     }
@@ -55,14 +57,11 @@ impl Graph {
     }
 
     pub fn add_edge(&mut self, a: usize, b: usize) {
-        let n = self.nodes.len();
         if a == b || self.nodes[a].class.is_none() || self.nodes[a].class != self.nodes[b].class {
             return;
         }
-        let (ab, ba) = (a * n + b, b * n + a);
-        if self.matrix[ab / 64] & 1 << (ab % 64) == 0 {
-            self.matrix[ab / 64] |= 1 << (ab % 64);
-            self.matrix[ba / 64] |= 1 << (ba % 64);
+        let key = (a.min(b) as u64) << 32 | a.max(b) as u64;
+        if self.edges.insert(key) {
             self.adj[a].push(b as u32);
             self.adj[b].push(a as u32);
         }

@@ -39,6 +39,8 @@ fn runs_bar(what: &str, total: usize) -> ProgressBar {
 pub(crate) fn study(args: StudyArgs) -> Outcome {
     let gpu = load_gpu(&args.gpu, None)?;
     let mut c = StudyConfig::default_on(gpu);
+    c.max_cycles = args.max_cycles;
+    c.instruction_limit = args.instruction_limit;
     c.low = (
         kernel(&args.low)?,
         match args.low_size {
@@ -159,6 +161,7 @@ pub(crate) fn periodic(args: PeriodicArgs) -> Outcome {
         config.threads = t.max(1);
     }
     config.max_cycles = args.max_cycles;
+    config.instruction_limit = args.instruction_limit;
     let runs = config.kernels.len() * (config.mechanisms.len() + 1);
     let bar = runs_bar("periodic preemption", runs);
     let results = periodic::run(&config, &|done, _, what| {

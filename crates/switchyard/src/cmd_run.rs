@@ -1,7 +1,7 @@
 //! `switchyard run`: suite kernels or PTX files, timed on a GPU preset (or functional only),
 //! verified against their CPU references, with a table, JSON rows and a statistics file.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use gpu::config::{GpuConfig, SchedulerPolicy};
@@ -11,9 +11,10 @@ use serde::Serialize;
 
 use suite::{Size, Target};
 use switchyard::diag::render_load_error;
+use switchyard::input::{read_text, Utf8};
 use switchyard::ptx_run::{run_file, FileRunError};
 use switchyard::spec::Spec;
-use switchyard::suite_run::{run_kernel_on, ProgressFn, SuiteError, SuiteResult};
+use switchyard::suite_run::{run_kernel_on, Engine, ProgressFn, SuiteError, SuiteResult};
 
 use super::{Outcome, RunArgs, SchedulerArg, SizeArg, TargetArg};
 
@@ -184,7 +185,7 @@ fn print_table(rows: &[RunRow], timed: bool) {
 /// The GPU of `--gpu`: a preset name or a TOML file.
 pub(crate) fn load_gpu(arg: &str, scheduler: Option<SchedulerArg>) -> Result<GpuConfig, String> {
     let mut g = if arg.ends_with(".toml") || Path::new(arg).is_file() {
-        let text = std::fs::read_to_string(arg).map_err(|e| format!("{arg}: {e}"))?;
+        let text = read_text(Path::new(arg), Utf8::Strict)?;
         GpuConfig::from_toml(arg, &text).map_err(|e| e.to_string())?
     } else {
         GpuConfig::preset(arg).map_err(|e| e.to_string())?
@@ -199,12 +200,28 @@ pub(crate) fn load_gpu(arg: &str, scheduler: Option<SchedulerArg>) -> Result<Gpu
     Ok(g)
 }
 
-/// The statistics file: the GPU configuration and every timed launch so far.
+/// The statistics file: the GPU configuration and every timed launch so far. While the run
+/// goes on it is written after every kernel to the partial file ([`partial_stats_path`]),
+/// with `complete: false`; the file the user named is replaced only by the complete
+/// results, so an interrupted or failed rerun never loses the previous complete file.
 #[derive(Serialize)]
 struct StatsFile<'a> {
     switchyard: &'static str,
+    complete: bool,
     gpu: &'a GpuConfig,
     runs: Vec<StatsRun>,
+}
+
+/// Where a run's statistics go until it completes: `stats.json` → `stats.partial.json`.
+fn partial_stats_path(path: &Path) -> PathBuf {
+    match path.extension() {
+        Some(e) if e == "json" => path.with_extension("partial.json"),
+        _ => {
+            let mut name = path.as_os_str().to_owned();
+            name.push(".partial");
+            PathBuf::from(name)
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -255,7 +272,11 @@ impl LazyBar {
             bar.set_prefix(format!("{label} {entry}"));
             bar.set_length(p.tbs_total);
             bar.set_position(p.tbs_done);
-            bar.set_message(format!("{} Mcycles", p.cycle / 1_000_000));
+            bar.set_message(if p.cycle > 0 {
+                format!("{} Mcycles", p.cycle / 1_000_000)
+            } else {
+                format!("{} M warp instructions", p.warp_instructions / 1_000_000)
+            });
         }
     }
 
@@ -281,14 +302,24 @@ pub(crate) fn run(args: RunArgs) -> Outcome {
     } else {
         let mut t = TimedGpu::new(load_gpu(&args.gpu, args.scheduler)?);
         t.options.allocate = !args.unallocated;
+        t.options.max_cycles = args.max_cycles;
+        t.options.instruction_limit = args.instruction_limit;
         Some(t)
+    };
+    let engine = match &timed {
+        Some(t) => Engine::Timed(t),
+        None => Engine::Functional {
+            instruction_limit: args.instruction_limit,
+        },
     };
     let mut stats = timed.as_ref().map(|t| StatsFile {
         switchyard: env!("CARGO_PKG_VERSION"),
+        complete: false,
         gpu: &t.gpu,
         runs: Vec::new(),
     });
     let stats_path = (!args.no_stats).then_some(args.stats.as_path());
+    let partial_path = stats_path.map(partial_stats_path);
     let mut rows = Vec::new();
     let mut ok = true;
     let items: Vec<String> = if args.items.is_empty() {
@@ -296,43 +327,19 @@ pub(crate) fn run(args: RunArgs) -> Outcome {
     } else {
         args.items.clone()
     };
-    for item in &items {
-        let results: Vec<(RunRow, Vec<TimedStats>)> = if item.ends_with(".ptx") {
-            vec![run_ptx_file(
-                Path::new(item),
-                args.spec.as_deref(),
-                timed.as_ref(),
-            )?]
-        } else {
-            let Some(k) = suite::by_name(item) else {
-                let names: Vec<_> = suite::all().iter().map(|k| k.name()).collect();
-                return Err(format!(
-                    "no suite kernel `{item}` (and it is not a .ptx file); kernels: {}",
-                    names.join(", ")
-                ));
-            };
-            let mut out = Vec::new();
-            for &t in &targets {
-                let label = format!("{} {}", k.name(), t.name());
-                let mut bar = LazyBar::new();
-                let progress: Box<ProgressFn<'_>> =
-                    Box::new(|entry: &str, p: Progress| bar.update(&label, entry, p));
-                let r = run_kernel_on(k, t, size, args.seed, timed.as_ref(), Some(progress));
-                bar.finish();
-                match r {
-                    Ok(r) => {
-                        let row = RunRow::from_suite(&r);
-                        out.push((row, r.timed));
-                    }
-                    Err(SuiteError::Load(e)) => return Err(render_load_error(&e)),
-                    Err(e) => return Err(e.to_string()),
-                }
+    // The first failure stops the run; what finished before it is still printed and kept.
+    let mut failure = None;
+    'items: for item in &items {
+        let results = match run_item(item, &args, &targets, size, engine) {
+            Ok(r) => r,
+            Err(e) => {
+                failure = Some(e);
+                break;
             }
-            out
         };
         for (row, launches) in results {
             ok &= row.verified;
-            if let (Some(file), Some(path)) = (stats.as_mut(), stats_path) {
+            if let (Some(file), Some(path)) = (stats.as_mut(), partial_path.as_deref()) {
                 file.runs.push(StatsRun {
                     kernel: row.kernel.clone(),
                     target: row.target.clone(),
@@ -340,7 +347,10 @@ pub(crate) fn run(args: RunArgs) -> Outcome {
                     verified: row.verified,
                     launches: launches.clone(),
                 });
-                file.write(path)?;
+                if let Err(e) = file.write(path) {
+                    failure = Some(e);
+                    break 'items;
+                }
             }
             if args.detail && !args.json {
                 for l in &launches {
@@ -349,6 +359,30 @@ pub(crate) fn run(args: RunArgs) -> Outcome {
             }
             rows.push(row);
         }
+    }
+    if let Some(e) = failure {
+        if !rows.is_empty() && !args.json {
+            print_table(&rows, timed.is_some());
+        }
+        let kept = match (&stats, partial_path) {
+            (Some(file), Some(partial)) if !file.runs.is_empty() => format!(
+                "\nthe statistics of the {} run(s) that finished are in {} (\"complete\": false); {} is unchanged",
+                file.runs.len(),
+                partial.display(),
+                args.stats.display()
+            ),
+            _ => String::new(),
+        };
+        return Err(format!("{e}{kept}"));
+    }
+    // Complete: the named file is replaced whole, and the partial one goes.
+    let mut write_error = None;
+    if let (Some(file), Some(path), Some(partial)) = (stats.as_mut(), stats_path, &partial_path) {
+        file.complete = true;
+        write_error = file
+            .write(path)
+            .and_then(|()| switchyard::output::remove(partial))
+            .err();
     }
     if args.json {
         println!(
@@ -367,13 +401,58 @@ pub(crate) fn run(args: RunArgs) -> Outcome {
             (None, _) => println!("; functional only"),
         }
     }
-    Ok(ok)
+    match write_error {
+        Some(e) => Err(format!("the statistics could not be written: {e}")),
+        None => Ok(ok),
+    }
+}
+
+/// Runs one item of `switchyard run`: a PTX file with its spec, or a suite kernel on every
+/// target; a row and the timed launches per run.
+fn run_item(
+    item: &str,
+    args: &RunArgs,
+    targets: &[Target],
+    size: Size,
+    engine: Engine<'_>,
+) -> Result<Vec<(RunRow, Vec<TimedStats>)>, String> {
+    if item.ends_with(".ptx") {
+        return Ok(vec![run_ptx_file(
+            Path::new(item),
+            args.spec.as_deref(),
+            engine,
+        )?]);
+    }
+    let Some(k) = suite::by_name(item) else {
+        let names = switchyard::diag::name_list(suite::all().iter().map(|k| k.name()));
+        return Err(format!(
+            "no suite kernel `{item}` (and it is not a .ptx file); kernels: {names}"
+        ));
+    };
+    let mut out = Vec::new();
+    for &t in targets {
+        let label = format!("{} {}", k.name(), t.name());
+        let mut bar = LazyBar::new();
+        let progress: Box<ProgressFn<'_>> =
+            Box::new(|entry: &str, p: Progress| bar.update(&label, entry, p));
+        let r = run_kernel_on(k, t, size, args.seed, engine, Some(progress));
+        bar.finish();
+        match r {
+            Ok(r) => {
+                let row = RunRow::from_suite(&r);
+                out.push((row, r.timed));
+            }
+            Err(SuiteError::Load(e)) => return Err(render_load_error(&e)),
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+    Ok(out)
 }
 
 fn run_ptx_file(
     path: &Path,
     spec: Option<&Path>,
-    timed: Option<&TimedGpu>,
+    engine: Engine<'_>,
 ) -> Result<(RunRow, Vec<TimedStats>), String> {
     let Some(spec_path) = spec else {
         return Err(format!(
@@ -381,12 +460,16 @@ fn run_ptx_file(
             path.display()
         ));
     };
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let spec_text =
-        std::fs::read_to_string(spec_path).map_err(|e| format!("{}: {e}", spec_path.display()))?;
+    let text = read_text(path, Utf8::Lenient)?;
+    let spec_text = read_text(spec_path, Utf8::Strict)?;
     let spec = Spec::parse(&spec_text).map_err(|e| format!("{}: {e}", spec_path.display()))?;
     let name = path.display().to_string();
-    let r = match run_file(&name, &text, &spec, timed) {
+    let mut bar = LazyBar::new();
+    let r = run_file(&name, &text, &spec, engine, &mut |p| {
+        bar.update(&name, "", p)
+    });
+    bar.finish();
+    let r = match r {
         Ok(r) => r,
         Err(FileRunError::Load(e)) => return Err(render_load_error(&e)),
         Err(e) => return Err(e.to_string()),

@@ -20,7 +20,7 @@ pub(crate) const DEFAULT_MAX_CYCLES: u64 = 1 << 32;
 
 pub(crate) fn scenario(args: ScenarioArgs) -> Outcome {
     let file = args.file.display().to_string();
-    let text = std::fs::read_to_string(&args.file).map_err(|e| format!("{file}: {e}"))?;
+    let text = switchyard::input::read_text(&args.file, switchyard::input::Utf8::Strict)?;
     let mut s = workload::parse(&file, &text, &Disk).map_err(|e| e.to_string())?;
     if let Some(p) = args.policy {
         s.policy = match p {
@@ -52,7 +52,9 @@ pub(crate) fn scenario(args: ScenarioArgs) -> Outcome {
         .max_cycles
         .or(s.max_cycles)
         .unwrap_or(DEFAULT_MAX_CYCLES);
-    let setup = Setup::for_scenario(&s, TimedGpu::new(gpu), max_cycles);
+    let mut timing = TimedGpu::new(gpu);
+    timing.options.instruction_limit = args.instruction_limit;
+    let setup = Setup::for_scenario(&s, timing, max_cycles);
     let start = Instant::now();
     let mut bar = Bar::new();
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());

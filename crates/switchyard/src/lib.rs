@@ -2,6 +2,7 @@
 
 pub mod analyze;
 pub mod diag;
+pub mod input;
 pub mod output;
 pub mod ptx_run;
 pub mod spec;

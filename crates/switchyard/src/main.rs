@@ -8,6 +8,7 @@ use serde_json::json;
 
 use suite::Target;
 use switchyard::diag::render_load_error;
+use switchyard::input::{read_text, Utf8};
 
 #[derive(Parser)]
 #[command(
@@ -102,6 +103,14 @@ struct RunArgs {
     /// no spill code; occupancy still uses the allocator's register count).
     #[arg(long, conflicts_with = "functional")]
     unallocated: bool,
+    /// Stop a timed launch after this many core cycles, as a runaway (default: derived from
+    /// the launch's size: 2^23 plus 2^12 per TB).
+    #[arg(long, value_name = "CYCLES", conflicts_with = "functional")]
+    max_cycles: Option<u64>,
+    /// Stop a launch after this many warp instructions, as a runaway (default: derived from
+    /// the launch's size: 2^27 plus 2^14 per warp of the grid).
+    #[arg(long, value_name = "WARP_INSTRUCTIONS")]
+    instruction_limit: Option<u64>,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -145,6 +154,13 @@ struct StudyArgs {
     /// Runs at once (default: one per core; results do not depend on it).
     #[arg(long)]
     threads: Option<usize>,
+    /// Core cycles one run may take.
+    #[arg(long, default_value_t = 1 << 32)]
+    max_cycles: u64,
+    /// Stop a launch after this many warp instructions, as a runaway (default: derived from
+    /// the launch's size: 2^27 plus 2^14 per warp of the grid).
+    #[arg(long, value_name = "WARP_INSTRUCTIONS")]
+    instruction_limit: Option<u64>,
     /// Print the results as JSON.
     #[arg(long)]
     json: bool,
@@ -176,6 +192,10 @@ struct PeriodicArgs {
     /// Core cycles one run may take.
     #[arg(long, default_value_t = 200_000_000)]
     max_cycles: u64,
+    /// Stop a launch after this many warp instructions, as a runaway (default: derived from
+    /// the launch's size: 2^27 plus 2^14 per warp of the grid).
+    #[arg(long, value_name = "WARP_INSTRUCTIONS")]
+    instruction_limit: Option<u64>,
     /// Print the results as JSON (every signal of every run).
     #[arg(long)]
     json: bool,
@@ -219,6 +239,10 @@ struct ScenarioArgs {
     /// Stop with an error after this many core cycles (default: the scenario's, else 2^32).
     #[arg(long)]
     max_cycles: Option<u64>,
+    /// Stop a launch after this many warp instructions, as a runaway (default: derived from
+    /// the launch's size: 2^27 plus 2^14 per warp of the grid).
+    #[arg(long, value_name = "WARP_INSTRUCTIONS")]
+    instruction_limit: Option<u64>,
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
@@ -335,6 +359,7 @@ use cmd_run::run;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    switchyard::output::exit_cleanly_on_signals();
     let result = match cli.command {
         None => cmd_experiment::study(default_study_args()),
         Some(Command::Study(args)) => cmd_experiment::study(args),
@@ -351,7 +376,12 @@ fn main() -> ExitCode {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,
         Err(msg) => {
-            eprintln!("error: {msg}");
+            // Rendered diagnostics carry their own `error:` heading.
+            if msg.starts_with("error") {
+                eprint!("{msg}");
+            } else {
+                eprintln!("error: {msg}");
+            }
             ExitCode::FAILURE
         }
     }
@@ -405,7 +435,7 @@ fn check(files: &[PathBuf], json: bool) -> Outcome {
     let mut reports = Vec::new();
     for path in files {
         let name = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{name}: {e}"))?;
+        let text = read_text(path, Utf8::Lenient)?;
         let mut gpu = gpu::Gpu::new();
         match gpu.load_ptx(&name, &text) {
             Ok(id) => {
@@ -525,7 +555,7 @@ fn analyze(args: AnalyzeArgs) -> Outcome {
     let mut sources = Vec::new();
     for item in &items {
         if item.ends_with(".ptx") {
-            let text = std::fs::read_to_string(item).map_err(|e| format!("{item}: {e}"))?;
+            let text = read_text(std::path::Path::new(item), Utf8::Lenient)?;
             sources.push((item.clone(), text));
         } else {
             let k = suite::by_name(item)

@@ -1,19 +1,119 @@
 //! Output files: written whole, through a temporary file beside the target and a rename,
 //! so that an interrupted or failed run never leaves a file truncated or half-replaced.
+//!
+//! A run killed outright (SIGKILL) may leave its temporary file behind; the next write to the
+//! same path removes the temporaries of processes that no longer exist. SIGINT and SIGTERM
+//! ([`exit_cleanly_on_signals`]) wait for a write in progress to finish, then exit.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// Held while a file is written and renamed into place; the signal handler takes it before
+/// exiting, so that no write is cut in half. (Process-wide by nature: a signal is.)
+static WRITING: Mutex<()> = Mutex::new(());
+
+/// Exit status after SIGINT or SIGTERM (128 + SIGINT's number, as shells report it).
+pub const INTERRUPTED: i32 = 130;
 
 /// Writes `bytes` to `path` atomically. The temporary name carries the process id, so two
 /// runs writing the same path do not share it; errors name `path`.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
-    std::fs::write(&tmp, bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+    let _writing = WRITING.lock().unwrap_or_else(|e| e.into_inner());
+    remove_stale_temporaries(path);
+    let tmp = temporary(path, std::process::id());
+    std::fs::write(&tmp, bytes).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        format!("{}: {e}", path.display())
+    })?;
     std::fs::rename(&tmp, path).map_err(|e| {
         let _ = std::fs::remove_file(&tmp);
         format!("{}: {e}", path.display())
     })
+}
+
+/// Removes `path` if it exists (under the write lock); errors name it.
+pub fn remove(path: &Path) -> Result<(), String> {
+    let _writing = WRITING.lock().unwrap_or_else(|e| e.into_inner());
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(format!("{}: {e}", path.display()))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The temporary file process `pid` writes `path` through: hidden, beside it.
+fn temporary(path: &Path, pid: u32) -> PathBuf {
+    path.with_file_name(format!(".{}.tmp-{pid}", file_name(path)))
+}
+
+fn file_name(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// Removes temporaries of `path` left by processes that were killed (Linux: a process
+/// exists while `/proc/PID` does; elsewhere nothing is removed).
+fn remove_stale_temporaries(path: &Path) {
+    if !Path::new("/proc/self").exists() {
+        return;
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let prefix = format!(".{}.tmp-", file_name(path));
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name
+            .strip_prefix(&prefix)
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+}
+
+/// On SIGINT, SIGTERM or SIGHUP: let a write in progress finish, then exit with
+/// [`INTERRUPTED`]. Files already written stay as they are: complete results, or partial
+/// ones in files that say so.
+pub fn exit_cleanly_on_signals() {
+    // Failing to install the handler (another one is installed) leaves the default, which
+    // is still safe for the files: every write is a rename of a complete file.
+    let _ = ctrlc::set_handler(|| {
+        let _writing = WRITING.lock().unwrap_or_else(|e| e.into_inner());
+        eprintln!("\ninterrupted");
+        std::process::exit(INTERRUPTED);
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn temporaries_of_dead_processes_are_removed_and_live_ones_kept() {
+        let dir = std::env::temp_dir().join(format!("sy-output-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("stats.json");
+        // No process has a PID above Linux's pid_max (at most 2^22).
+        let dead = temporary(&path, u32::MAX - 1);
+        let live = temporary(&path, 1);
+        std::fs::write(&dead, b"{").unwrap();
+        std::fs::write(&live, b"{").unwrap();
+        write_atomic(&path, b"{}").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"{}");
+        if Path::new("/proc/self").exists() {
+            assert!(!dead.exists(), "a dead process's temporary stays");
+        }
+        assert!(live.exists(), "a live process's temporary was removed");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

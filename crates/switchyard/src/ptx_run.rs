@@ -2,11 +2,12 @@
 
 use std::time::{Duration, Instant};
 
-use gpu::timing::{TimedGpu, TimedStats};
-use gpu::{DevPtr, Gpu, GpuError, KernelArg, LaunchStats};
+use gpu::timing::TimedStats;
+use gpu::{DevPtr, GpuError, KernelArg, LaunchStats};
 use serde::Serialize;
 
 use crate::spec::{Spec, SpecError};
+use crate::suite_run::Engine;
 
 /// The result of checking one output buffer.
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -45,12 +46,11 @@ pub fn run_file(
     file: &str,
     ptx: &str,
     spec: &Spec,
-    timed: Option<&TimedGpu>,
+    engine: Engine<'_>,
+    progress: &mut dyn FnMut(gpu::timing::Progress),
 ) -> Result<FileRun, FileRunError> {
-    let mut gpu = match timed {
-        None => Gpu::new(),
-        Some(t) => Gpu::timed(t.clone()).map_err(GpuError::from)?,
-    };
+    let timed = engine.timed();
+    let mut gpu = engine.device().map_err(GpuError::from)?;
     let module = gpu.load_ptx(file, ptx)?;
     let kernel = match &spec.kernel {
         Some(k) => k.clone(),
@@ -62,11 +62,7 @@ pub fn run_file(
                     what: format!(
                         "the module has {} kernels ({}); name one",
                         m.kernels.len(),
-                        m.kernels
-                            .values()
-                            .map(|k| k.name.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", ")
+                        crate::diag::name_list(m.kernels.values().map(|k| k.name.as_str()))
                     ),
                 }
                 .into());
@@ -114,7 +110,15 @@ pub fn run_file(
     let (grid, block) = (Spec::dims(&spec.grid), Spec::dims(&spec.block));
     let (stats, timed) = match timed {
         None => (
-            gpu.launch(module, &kernel, grid, block, spec.dynamic_smem, &args)?,
+            gpu.launch_reporting(
+                module,
+                &kernel,
+                grid,
+                block,
+                spec.dynamic_smem,
+                &args,
+                progress,
+            )?,
             None,
         ),
         Some(_) => {
@@ -125,7 +129,7 @@ pub fn run_file(
                 block,
                 spec.dynamic_smem,
                 &args,
-                &mut |_| {},
+                progress,
             )?;
             (s.launch_stats(), Some(s))
         }

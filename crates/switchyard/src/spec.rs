@@ -123,10 +123,17 @@ impl Spec {
             if self.buffers[..i].iter().any(|o| o.name == b.name) {
                 return Err(invalid(&format!("buffer.{}", b.name), "declared twice"));
             }
-            if b.len == 0 {
+            // Checked before anything is allocated, with arithmetic that cannot overflow.
+            let max = workload::scenario::MAX_BUFFER_BYTES;
+            let bytes = (b.len as u64).saturating_mul(b.ty.size() as u64);
+            if b.len == 0 || bytes > max {
                 return Err(invalid(
                     &format!("buffer.{}.len", b.name),
-                    "must be at least 1",
+                    &format!(
+                        "{} elements of {} bytes: must be 1 to {max} bytes",
+                        b.len,
+                        b.ty.size()
+                    ),
                 ));
             }
             if b.init == Init::File {

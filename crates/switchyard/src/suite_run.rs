@@ -6,6 +6,43 @@ use gpu::timing::{Progress, TimedGpu, TimedStats};
 use gpu::{DevPtr as GpuPtr, Gpu, KernelArg, LaunchStats, ModuleId};
 use suite::{Arg, DevPtr, Device, DeviceError, Kernel, Launch, Size, Target, Verification};
 
+/// The core a run executes on.
+#[derive(Clone, Copy, Debug)]
+pub enum Engine<'a> {
+    /// The functional core, stopping a launch after `instruction_limit` warp instructions
+    /// (`None`: derived from the launch's size, [`gpu::limits`]).
+    Functional { instruction_limit: Option<u64> },
+    /// The timed GPU, with its options (and so its limits).
+    Timed(&'a TimedGpu),
+}
+
+impl Engine<'_> {
+    /// The functional core with the default limit.
+    pub const FUNCTIONAL: Engine<'static> = Engine::Functional {
+        instruction_limit: None,
+    };
+
+    /// The timed GPU, if this engine has one.
+    pub fn timed(&self) -> Option<&TimedGpu> {
+        match self {
+            Engine::Functional { .. } => None,
+            Engine::Timed(t) => Some(t),
+        }
+    }
+
+    /// A fresh device running on this engine.
+    pub fn device(&self) -> Result<Gpu, gpu::timing::TimingError> {
+        match *self {
+            Engine::Functional { instruction_limit } => {
+                let mut gpu = Gpu::new();
+                gpu.limits.instruction_limit = instruction_limit;
+                Ok(gpu)
+            }
+            Engine::Timed(t) => Gpu::timed(t.clone()),
+        }
+    }
+}
+
 /// A progress callback: the kernel's name and where its current launch stands.
 pub type ProgressFn<'a> = dyn FnMut(&str, Progress) + 'a;
 
@@ -83,18 +120,26 @@ impl Device for SimDevice<'_> {
         let grid = [l.grid.x, l.grid.y, l.grid.z];
         let block = [l.block.x, l.block.y, l.block.z];
         let start = Instant::now();
+        let entry = l.entry;
+        let mut report = |p: Progress| {
+            if let Some(f) = self.progress.as_mut() {
+                f(entry, p)
+            }
+        };
         let s = match self.gpu.machine() {
             None => self
                 .gpu
-                .launch(self.module, l.entry, grid, block, l.dynamic_smem, &args)
+                .launch_reporting(
+                    self.module,
+                    l.entry,
+                    grid,
+                    block,
+                    l.dynamic_smem,
+                    &args,
+                    &mut report,
+                )
                 .map_err(err)?,
             Some(_) => {
-                let entry = l.entry;
-                let mut report = |p: Progress| {
-                    if let Some(f) = self.progress.as_mut() {
-                        f(entry, p)
-                    }
-                };
                 let s = self
                     .gpu
                     .launch_timed(
@@ -157,28 +202,25 @@ pub fn run_kernel(
     size: Size,
     seed: u64,
 ) -> Result<SuiteResult, SuiteError> {
-    run_kernel_on(k, target, size, seed, None, None)
+    run_kernel_on(k, target, size, seed, Engine::FUNCTIONAL, None)
 }
 
-/// Loads and runs one suite kernel on a fresh device: timed on `timed` if given (calling
-/// `progress` as launches run), else functional.
+/// Loads and runs one suite kernel on a fresh device on `engine` (calling `progress` as
+/// timed launches run).
 pub fn run_kernel_on<'p>(
     k: &dyn Kernel,
     target: Target,
     size: Size,
     seed: u64,
-    timed: Option<&TimedGpu>,
+    engine: Engine<'_>,
     progress: Option<Box<ProgressFn<'p>>>,
 ) -> Result<SuiteResult, SuiteError> {
     let file = format!("kernels/{0}/{0}.{1}.ptx", k.name(), target.name());
-    let mut gpu = match timed {
-        None => Gpu::new(),
-        Some(t) => Gpu::timed(t.clone()).map_err(|e| SuiteError::Device {
-            kernel: k.name(),
-            target: target.name(),
-            error: err(e),
-        })?,
-    };
+    let mut gpu = engine.device().map_err(|e| SuiteError::Device {
+        kernel: k.name(),
+        target: target.name(),
+        error: err(e),
+    })?;
     let module = gpu.load_ptx(&file, k.ptx(target))?;
     let mut dev = SimDevice::with_gpu(gpu, module);
     dev.progress = progress;

@@ -389,6 +389,7 @@ fn timed_run_prints_cycles_and_writes_deterministic_statistics() {
     );
     assert!(t.contains("timed on gtx480"), "{t}");
     let v = read_json(&a);
+    assert_eq!(v["complete"], true);
     assert_eq!(v["gpu"]["name"], "gtx480");
     let launch = &v["runs"][0]["launches"][0];
     assert_eq!(v["runs"][0]["verified"], true);
@@ -469,8 +470,16 @@ fn bad_gpu_configurations_name_the_preset_or_field() {
 }
 
 #[test]
-fn statistics_of_finished_kernels_survive_a_later_failure() {
-    let path = temp("partial.json");
+fn a_failed_rerun_keeps_the_complete_statistics_and_marks_its_own_partial() {
+    let path = temp("kept.json");
+    let partial = temp("kept.partial.json");
+    let stats = path.to_str().unwrap();
+    let o = switchyard(&["run", "reduce", "--target", "sm_70", "--stats", stats]);
+    assert!(o.status.success(), "{}", text(&o));
+    let complete = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(read_json(&path)["complete"], true);
+    assert!(!partial.exists(), "a complete run leaves no partial file");
+
     let o = switchyard(&[
         "run",
         "hist",
@@ -478,12 +487,183 @@ fn statistics_of_finished_kernels_survive_a_later_failure() {
         "--target",
         "sm_70",
         "--stats",
-        path.to_str().unwrap(),
+        stats,
     ]);
     assert_clean_failure(&o);
-    let v = read_json(&path);
+    // The earlier complete file is untouched; what the failed run finished is kept apart,
+    // marked incomplete, and the message says where.
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), complete);
+    let v = read_json(&partial);
+    assert_eq!(v["complete"], false);
     assert_eq!(v["runs"].as_array().unwrap().len(), 1);
     assert_eq!(v["runs"][0]["kernel"], "hist");
+    let t = text(&o);
+    assert!(
+        t.contains("kept.partial.json") && t.contains("unchanged"),
+        "{t}"
+    );
+    // The finished run's row is still printed.
+    assert!(t.contains("hist"), "{t}");
+    let _ = std::fs::remove_file(&path);
+    let _ = std::fs::remove_file(&partial);
+}
+
+/// Runs `args` and asserts a clean failure whose output contains every one of `needles`
+/// and never a doubled `error: error:` prefix.
+fn fails_saying(args: &[&str], needles: &[&str]) -> String {
+    let o = switchyard(args);
+    assert_clean_failure(&o);
+    let t = text(&o);
+    for n in needles {
+        assert!(t.contains(n), "`{n}` missing from:\n{t}");
+    }
+    assert!(!t.contains("error: error"), "{t}");
+    t
+}
+
+#[test]
+fn huge_declarations_are_errors_naming_line_and_limit() {
+    let file = data("huge_declarations.ptx");
+    for cmd in ["check", "analyze"] {
+        fails_saying(
+            &[cmd, &file],
+            &[
+                "huge_declarations.ptx:11:2",
+                "1000000 declared registers; the limit is 262144",
+                "huge_declarations.ptx:18:2",
+                "2147483648 declared registers",
+                "huge_declarations.ptx:24:2",
+                "4000000000 bytes of local memory per thread; the limit is 524288",
+                "huge_declarations.ptx:30:2",
+                "4000000000 bytes of static shared memory; the limit is 1048576",
+            ],
+        );
+    }
+}
+
+#[test]
+fn huge_buffers_are_rejected_before_allocation() {
+    let ptx = data("spin.ptx");
+    for spec in ["huge_buffer.toml", "huger_buffer.toml"] {
+        fails_saying(
+            &["run", &ptx, "--spec", &data(spec), "--functional"],
+            &[spec, "`buffer.out.len`", "must be 1 to 1073741824 bytes"],
+        );
+    }
+}
+
+#[test]
+fn runaway_kernels_stop_at_the_limits_the_command_line_sets() {
+    let (ptx, spec) = (data("spin.ptx"), data("spin.toml"));
+    let base = ["run", ptx.as_str(), "--spec", spec.as_str()];
+    fails_saying(
+        &[&base[..], &["--functional", "--instruction-limit", "20000"]].concat(),
+        &[
+            "kernel `spin` exceeded the limit of 20000 warp instructions",
+            "--instruction-limit",
+        ],
+    );
+    fails_saying(
+        &[&base[..], &["--instruction-limit", "20000"]].concat(),
+        &[
+            "kernel `spin` exceeded the limit of 20000 warp instructions",
+            "--instruction-limit",
+        ],
+    );
+    fails_saying(
+        &[&base[..], &["--max-cycles", "30000"]].concat(),
+        &[
+            "kernel `spin` did not finish within 30000 cycles",
+            "--max-cycles",
+        ],
+    );
+    // Every command that runs kernels takes both limits.
+    for cmd in [
+        &["run"][..],
+        &["study"],
+        &["scenario"],
+        &["experiment", "periodic-preemption"],
+    ] {
+        let o = switchyard(&[cmd, &["--help"]].concat());
+        let t = text(&o);
+        assert!(
+            t.contains("--instruction-limit") && t.contains("--max-cycles"),
+            "{cmd:?}: {t}"
+        );
+    }
+}
+
+#[test]
+fn messages_name_arguments_and_encodings_plainly() {
+    let ptx = data("spin.ptx");
+    fails_saying(
+        &["run", &ptx, "--spec", &data("wrong_argument.toml")],
+        &["the argument `f32 1.5` is 4"],
+    );
+    // A byte-order mark and a Latin-1 byte inside a comment are accepted, as ptxas does.
+    let o = switchyard(&["check", &data("bom.ptx")]);
+    assert!(o.status.success(), "{}", text(&o));
+    // A bad byte in a TOML file is an error naming its line and column.
+    let spec = temp("latin1.toml");
+    let mut bytes = std::fs::read(data("spin.toml")).unwrap();
+    bytes.extend_from_slice(b"# caf\xe9\n");
+    std::fs::write(&spec, bytes).unwrap();
+    fails_saying(
+        &["run", &ptx, "--spec", spec.to_str().unwrap()],
+        &["latin1.toml:12:6: the file is not UTF-8 text (byte 0xe9)"],
+    );
+    // Rendered diagnostics carry one `error:` heading, not two.
+    fails_saying(
+        &["run", &data("malformed.ptx"), "--spec", &data("oob.toml")],
+        &["malformed.ptx"],
+    );
+}
+
+#[test]
+fn a_module_of_many_kernels_is_named_in_a_short_message() {
+    let mut ptx = String::from(".version 7.0\n.target sm_70\n.address_size 64\n");
+    for i in 0..5000 {
+        ptx.push_str(&format!(".visible .entry k{i}()\n{{\n\tret;\n}}\n"));
+    }
+    let file = temp("many.ptx");
+    std::fs::write(&file, ptx).unwrap();
+    let spec = temp("many.toml");
+    std::fs::write(&spec, "grid = [1]\nblock = [32]\n").unwrap();
+    let t = fails_saying(
+        &[
+            "run",
+            file.to_str().unwrap(),
+            "--spec",
+            spec.to_str().unwrap(),
+        ],
+        &[
+            "the module has 5000 kernels (k0, k1,",
+            "and 4988 more); name one",
+        ],
+    );
+    assert!(t.len() < 1000, "{} bytes", t.len());
+}
+
+#[test]
+fn out_of_range_gpu_values_name_the_field() {
+    let good = std::fs::read_to_string(root().join("configs/gtx480.toml")).unwrap();
+    for (from, to, field) in [
+        ("count = 15", "count = 4294967295", "`sm.count`"),
+        (
+            "register_banks = 16",
+            "register_banks = 4294967295",
+            "`pipeline.register_banks`",
+        ),
+        ("t_rp = 12", "t_rp = 4294967295", "`memory.dram.t_rp`"),
+    ] {
+        let bad = temp("range.toml");
+        assert!(good.contains(from));
+        std::fs::write(&bad, good.replace(from, to)).unwrap();
+        fails_saying(
+            &["run", "gemm", "--gpu", bad.to_str().unwrap()],
+            &[field, "is out of range: at most"],
+        );
+    }
 }
 
 #[test]
@@ -541,4 +721,77 @@ fn help_names_the_default_study_and_a_bad_kernel_fails_cleanly() {
     let o = switchyard(&["study", "--low", "nope"]);
     assert_clean_failure(&o);
     assert!(text(&o).contains("unknown kernel `nope`"), "{}", text(&o));
+}
+
+/// A run killed at seeded random moments, by SIGKILL or SIGTERM, never leaves a corrupt or
+/// silently partial result file, and never loses the previous complete one.
+#[cfg(unix)]
+#[test]
+fn killed_runs_never_corrupt_or_lose_results() {
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+    let path = temp("killed.json");
+    let partial = temp("killed.partial.json");
+    let stats = path.to_str().unwrap();
+    let args = [
+        "run", "reduce", "hist", "gemm", "--target", "sm_70", "--stats", stats,
+    ];
+    let start = Instant::now();
+    let o = switchyard(&args);
+    assert!(o.status.success(), "{}", text(&o));
+    let whole_run = start.elapsed();
+    let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+    for trial in 0..8 {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let delay = whole_run.mul_f64((seed % 1000) as f64 / 1000.0 * 1.1);
+        let mut child = Command::new(env!("CARGO_BIN_EXE_switchyard"))
+            .args(args)
+            .current_dir(root())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the binary starts");
+        std::thread::sleep(delay);
+        let term = trial % 2 == 1;
+        if term {
+            let _ = Command::new("kill")
+                .args(["-TERM", &child.id().to_string()])
+                .status();
+        } else {
+            let _ = child.kill();
+        }
+        let status = child.wait().unwrap();
+        if term {
+            // Exited by the handler (130), finished first (0), or killed before the
+            // handler was installed (no code).
+            assert!(
+                matches!(status.code(), None | Some(0) | Some(130)),
+                "trial {trial}: {status:?}"
+            );
+        }
+        let v = read_json(&path);
+        assert_eq!(v["complete"], true, "trial {trial} after {delay:?}");
+        assert_eq!(v["runs"].as_array().unwrap().len(), 3, "trial {trial}");
+        if partial.exists() {
+            let p = read_json(&partial);
+            assert_eq!(p["complete"], false, "trial {trial}");
+            assert!(p["runs"].as_array().unwrap().len() < 3, "trial {trial}");
+        }
+    }
+    std::thread::sleep(Duration::from_millis(10));
+    // One more complete run removes the partial file and every temporary a killed run left.
+    let o = switchyard(&args);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(!partial.exists());
+    let prefix = format!(".{}", path.file_name().unwrap().to_string_lossy());
+    let left: Vec<_> = std::fs::read_dir(path.parent().unwrap())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(&prefix))
+        .collect();
+    assert!(left.is_empty(), "temporaries left: {left:?}");
+    let _ = std::fs::remove_file(&path);
 }

@@ -9,14 +9,14 @@
 use gpu::config::{GpuConfig, SchedulerPolicy};
 use gpu::timing::{TimedGpu, TimedStats};
 use suite::{Size, Target};
-use switchyard::suite_run::run_kernel_on;
+use switchyard::suite_run::{run_kernel_on, Engine};
 
 fn timed_stats(kernel: &str, gpu: &TimedGpu) -> Vec<TimedStats> {
     let k = suite::all()
         .iter()
         .find(|k| k.name() == kernel)
         .unwrap_or_else(|| panic!("suite kernel {kernel}"));
-    let r = run_kernel_on(*k, Target::Sm70, Size::Small, 1, Some(gpu), None)
+    let r = run_kernel_on(*k, Target::Sm70, Size::Small, 1, Engine::Timed(gpu), None)
         .unwrap_or_else(|e| panic!("{kernel}: {e}"));
     assert!(r.verification.passed(), "{kernel}: {:?}", r.verification);
     assert!(!r.timed.is_empty());

@@ -303,6 +303,12 @@ impl System {
         if let Some(pass) = setup.mechanism.kernel_pass() {
             setup.timing.options.pass = Some(pass);
         }
+        // A kernel of a scenario may wait behind others for as long as the policy decides:
+        // its cycles are bounded by the scenario's limit, not by a limit from its size (its
+        // warp instructions still are).
+        if setup.timing.options.max_cycles.is_none() {
+            setup.timing.options.max_cycles = Some(setup.max_cycles);
+        }
         let t = &setup.timing;
         let mut machine = Machine::new(
             t.gpu.clone(),

@@ -109,6 +109,9 @@ pub struct Launch {
     /// Warp instructions the finished TBs executed.
     pub(super) done_instructions: u64,
     pub(super) submitted_at: u64,
+    /// Runaway limits: warp instructions and core cycles from submission.
+    pub(super) instruction_limit: u64,
+    pub(super) max_cycles: u64,
     pub(super) started_at: Option<u64>,
     pub(super) last_tb_at: Option<u64>,
     pub(super) finished_at: Option<u64>,
@@ -146,6 +149,8 @@ impl Launch {
             done: 0,
             done_instructions: 0,
             submitted_at: now,
+            instruction_limit: u64::MAX,
+            max_cycles: u64::MAX,
             started_at: None,
             last_tb_at: None,
             finished_at: None,

@@ -325,6 +325,14 @@ impl Machine {
             timed.origins.clone(),
             self.cycle(),
         );
+        let warps_per_tb = u64::from(launch.ctx.threads_per_tb().div_ceil(32));
+        launch.instruction_limit = self.opts.instruction_limit.unwrap_or_else(|| {
+            crate::limits::default_instruction_limit(launch.total, warps_per_tb)
+        });
+        launch.max_cycles = self
+            .opts
+            .max_cycles
+            .unwrap_or_else(|| crate::limits::default_max_cycles(launch.total));
         launch.start = Some(Box::new(self.snapshot()));
         self.launches.push(launch);
         self.active.push(id);
@@ -770,11 +778,12 @@ impl Machine {
     }
 
     fn check_instruction_limit(&self) -> Result<(), TimingError> {
-        let limit = self.opts.instruction_limit;
         for &l in &self.active {
+            let launch = &self.launches[l.index()];
+            let limit = launch.instruction_limit;
             if self.counters(l).warp_instructions > limit {
                 return Err(ExecError::InstructionLimit {
-                    kernel: self.launches[l.index()].ctx.kernel.name.clone(),
+                    kernel: launch.ctx.kernel.name.clone(),
                     limit,
                 }
                 .into());
@@ -791,10 +800,10 @@ impl Machine {
             let id = self.active[i];
             let l = &self.launches[id.index()];
             if l.done < l.total {
-                if now - l.submitted_at >= self.opts.max_cycles {
+                if now - l.submitted_at >= l.max_cycles {
                     return Err(TimingError::CycleLimit {
                         kernel: l.ctx.kernel.name.clone(),
-                        limit: self.opts.max_cycles,
+                        limit: l.max_cycles,
                     });
                 }
                 i += 1;

@@ -76,10 +76,12 @@ pub use stats::{
 pub struct TimingOptions {
     /// Registers per thread for occupancy (see the module documentation for the default).
     pub regs_per_thread: Option<u32>,
-    /// A launch still running after this many core cycles is stopped with an error.
-    pub max_cycles: u64,
-    /// Warp instructions one launch may execute before it is stopped as a runaway.
-    pub instruction_limit: u64,
+    /// A launch still running after this many core cycles is stopped with an error; `None`
+    /// derives the limit from the launch's size ([`crate::limits`]).
+    pub max_cycles: Option<u64>,
+    /// Warp instructions one launch may execute before it is stopped as a runaway; `None`
+    /// derives the limit from the launch's size.
+    pub instruction_limit: Option<u64>,
     /// Core cycles between two samples of the occupancy trace ([`TimedStats::occupancy`]).
     pub sample_interval: u64,
     /// The engine's exact speed shortcuts (an SM sleeping through cycles that would repeat,
@@ -125,8 +127,8 @@ impl Default for TimingOptions {
     fn default() -> Self {
         TimingOptions {
             regs_per_thread: None,
-            max_cycles: 1 << 32,
-            instruction_limit: 1 << 36,
+            max_cycles: None,
+            instruction_limit: None,
             sample_interval: 1000,
             shortcuts: true,
             allocate: true,
@@ -164,7 +166,7 @@ pub enum TimingError {
         regs_per_thread: u32,
         smem: u32,
     },
-    #[error("kernel `{kernel}` did not finish within {limit} cycles")]
+    #[error("kernel `{kernel}` did not finish within {limit} cycles (an endless loop? raise the limit with --max-cycles)")]
     CycleLimit { kernel: String, limit: u64 },
     /// A control asked the machine for something it cannot do.
     #[error(transparent)]

@@ -46,6 +46,13 @@ pub enum LowerError {
     UnsupportedDeclaration { what: String, span: Span },
     #[error("unsupported `.address_size {size}`: Switchyard executes 64-bit PTX only")]
     AddressSize { size: u32, span: Span },
+    #[error("too large: {size} {what}; the limit is {limit}")]
+    TooLarge {
+        what: &'static str,
+        size: u64,
+        limit: u64,
+        span: Span,
+    },
 }
 
 impl LowerError {
@@ -64,7 +71,8 @@ impl LowerError {
             | Recursion { span, .. }
             | Redeclared { span, .. }
             | UnsupportedDeclaration { span, .. }
-            | AddressSize { span, .. } => *span,
+            | AddressSize { span, .. }
+            | TooLarge { span, .. } => *span,
         }
     }
 }

@@ -145,10 +145,26 @@ fn var_align(v: &ast::VarDecl) -> u32 {
     v.align.unwrap_or(v.ty.size() * v.vector).max(1)
 }
 
+/// Bytes of a variable; saturates instead of overflowing (a size that large is then
+/// rejected against its limit).
 fn var_size(v: &ast::VarDecl) -> u64 {
-    let elems: u64 = v.array_dims.iter().map(|d| d.unwrap_or(0)).product();
-    v.ty.size() as u64 * v.vector as u64 * elems
+    let elems = v
+        .array_dims
+        .iter()
+        .fold(1u64, |n, d| n.saturating_mul(d.unwrap_or(0)));
+    (v.ty.size() as u64)
+        .saturating_mul(v.vector as u64)
+        .saturating_mul(elems)
 }
+
+/// Local memory one thread may declare: CUDA's limit of 512 KiB per thread.
+pub const MAX_LOCAL_BYTES: u64 = 512 * 1024;
+/// Static shared memory one kernel may declare (1 MiB, beyond any GPU's 228 KiB: whether it
+/// fits is checked at launch against the GPU; this bound keeps sizes meaningful).
+pub const MAX_STATIC_SHARED_BYTES: u64 = 1 << 20;
+/// Registers one function may declare, counting every `%r<N>` range (2^18): a declaration
+/// costs memory in every analysis whether or not the registers are used.
+pub const MAX_DECLARED_REGISTERS: u64 = 1 << 18;
 
 fn align_up(x: u64, a: u64) -> u64 {
     x.div_ceil(a.max(1)) * a.max(1)
@@ -393,10 +409,16 @@ impl<'a> KernelLowerer<'a> {
             &mut visited,
         );
         let mut offset = 0u64;
+        let mut too_large = None;
         let mut place = |key: String, v: &ast::VarDecl, offsets: &mut HashMap<String, u32>| {
             offset = align_up(offset, var_align(v) as u64);
+            let end = offset.saturating_add(var_size(v));
+            if end > MAX_STATIC_SHARED_BYTES {
+                too_large.get_or_insert((end, v.span));
+                return;
+            }
             offsets.insert(key, offset as u32);
-            offset += var_size(v);
+            offset = end;
         };
         for v in self.ctx.shared_decls {
             let is_extern = v.array_dims.iter().any(|d| d.is_none());
@@ -413,6 +435,14 @@ impl<'a> KernelLowerer<'a> {
             if !is_extern && !self.shared_offsets.contains_key(&key) {
                 place(key, v, &mut self.shared_offsets);
             }
+        }
+        if let Some((size, span)) = too_large {
+            self.errors.push(LowerError::TooLarge {
+                what: "bytes of static shared memory",
+                size,
+                limit: MAX_STATIC_SHARED_BYTES,
+                span,
+            });
         }
         self.static_smem = offset as u32;
         self.dynamic_smem_base = align_up(offset, 16) as u32;
@@ -473,9 +503,19 @@ impl<'a> KernelLowerer<'a> {
         }
     }
 
-    fn alloc_local(&mut self, size: u64, align: u32) -> u32 {
+    fn alloc_local(&mut self, size: u64, align: u32, span: Span) -> u32 {
         let off = align_up(self.local_size as u64, align as u64);
-        self.local_size = (off + size) as u32;
+        let end = off.saturating_add(size);
+        if end > MAX_LOCAL_BYTES {
+            self.errors.push(LowerError::TooLarge {
+                what: "bytes of local memory per thread",
+                size: end,
+                limit: MAX_LOCAL_BYTES,
+                span,
+            });
+            return 0;
+        }
+        self.local_size = end as u32;
         off as u32
     }
 
@@ -520,6 +560,16 @@ impl<'a> KernelLowerer<'a> {
             .last()
             .map(|f| f.prefix.clone())
             .unwrap_or_default();
+        let declared: u64 = d.names.iter().map(|n| n.range.map_or(1, u64::from)).sum();
+        if self.regs.len() as u64 + declared > MAX_DECLARED_REGISTERS {
+            self.errors.push(LowerError::TooLarge {
+                what: "declared registers",
+                size: self.regs.len() as u64 + declared,
+                limit: MAX_DECLARED_REGISTERS,
+                span: d.span,
+            });
+            return;
+        }
         for n in &d.names {
             match n.range {
                 None => self.new_reg(&prefix, &n.name.value, d.ty, n.name.span),
@@ -544,7 +594,7 @@ impl<'a> KernelLowerer<'a> {
     fn var_decl(&mut self, v: &ast::VarDecl) {
         match v.space {
             StateSpace::Local | StateSpace::Param => {
-                let off = self.alloc_local(var_size(v), var_align(v));
+                let off = self.alloc_local(var_size(v), var_align(v), v.span);
                 self.declare(&v.name.value, Sym::Local(off), v.name.span);
             }
             StateSpace::Shared => {
