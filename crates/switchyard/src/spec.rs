@@ -119,7 +119,16 @@ impl Spec {
                 return Err(invalid(name, "needs 1 to 3 dimensions"));
             }
         }
+        let mut declared = 0u64;
         for (i, b) in self.buffers.iter().enumerate() {
+            declared = declared.saturating_add((b.len as u64).saturating_mul(b.ty.size() as u64));
+            let total = workload::scenario::MAX_TOTAL_BUFFER_BYTES;
+            if declared > total {
+                return Err(invalid(
+                    &format!("buffer.{}.len", b.name),
+                    &format!("the buffers add up to more than {total} bytes"),
+                ));
+            }
             if self.buffers[..i].iter().any(|o| o.name == b.name) {
                 return Err(invalid(&format!("buffer.{}", b.name), "declared twice"));
             }
@@ -265,5 +274,24 @@ mod tests {
         assert!(e.to_string().contains("arg[0].buffer"), "{e}");
         let e = Spec::parse(&GOOD.replace("grid = [2]", "grid = []")).unwrap_err();
         assert!(e.to_string().contains("grid"), "{e}");
+    }
+
+    #[test]
+    fn buffers_are_bounded_alone_and_together_before_allocation() {
+        let one = |name: &str, len: u64| {
+            format!("[[buffer]]\nname = \"{name}\"\ntype = \"f64\"\nlen = {len}\n")
+        };
+        let head = "grid = [1]\nblock = [32]\n";
+        // 2^27 f64 = 1 GiB: one is fine, five add up to more than 4 GiB.
+        let max = 1u64 << 27;
+        assert!(Spec::parse(&format!("{head}{}", one("a", max))).is_ok());
+        let e = Spec::parse(&format!("{head}{}", one("a", max + 1))).unwrap_err();
+        assert!(e.to_string().contains("buffer.a.len"), "{e}");
+        let five: String = (0..5).map(|i| one(&format!("b{i}"), max)).collect();
+        let e = Spec::parse(&format!("{head}{five}")).unwrap_err();
+        assert!(
+            e.to_string().contains("buffer.b4.len") && e.to_string().contains("add up"),
+            "{e}"
+        );
     }
 }

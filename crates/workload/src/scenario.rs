@@ -539,6 +539,8 @@ pub enum Expect {
 /// The longest buffer a scenario may declare, in bytes (1 GiB): checked before anything is
 /// allocated.
 pub const MAX_BUFFER_BYTES: u64 = 1 << 30;
+/// The most bytes of buffers one process (or launch spec) may declare in all (4 GiB).
+pub const MAX_TOTAL_BUFFER_BYTES: u64 = 1 << 32;
 
 /// Parses and resolves the scenario `text` of file `file`, reading the files it names
 /// through `files` (paths relative to the scenario's directory).
@@ -801,6 +803,23 @@ impl Cx<'_> {
             .or_else(|e| self.err(Some(ptx.span()), &format!("{field}.ptx"), e.to_string()))?;
         let kernels: Vec<String> = ir.kernels.values().map(|k| k.name.clone()).collect();
         let mut buffers: Vec<Buffer> = Vec::new();
+        let mut declared = 0u64;
+        for (b, spec) in p.buffers.iter().enumerate() {
+            let bytes = spec
+                .len
+                .as_ref()
+                .map_or(0, |n| n.get_ref().saturating_mul(spec.ty.size() as u64));
+            declared = declared.saturating_add(bytes);
+            if declared > MAX_TOTAL_BUFFER_BYTES {
+                return self.err(
+                    spec.len.as_ref().map(|n| n.span()),
+                    &format!("{field}.buffer[{b}].len"),
+                    format!(
+                        "the process's buffers add up to more than {MAX_TOTAL_BUFFER_BYTES} bytes"
+                    ),
+                );
+            }
+        }
         for (b, spec) in p.buffers.iter().enumerate() {
             let f = format!("{field}.buffer[{b}]");
             if buffers.iter().any(|x| x.name == *spec.name.get_ref()) {
