@@ -13,6 +13,7 @@
 
 mod decode;
 mod error;
+mod typecheck;
 
 use std::collections::{HashMap, HashSet};
 
