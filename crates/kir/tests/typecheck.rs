@@ -189,3 +189,100 @@ fn integer_immediates_must_fit_their_type() {
     ))
     .is_ok());
 }
+
+#[test]
+fn initializers_must_fit_their_type() {
+    let errs = lower(&format!(
+        "{HEADER}.global .u8 x[2] = {{255, 256}};\n.global .s16 y = -32768;\n"
+    ))
+    .expect_err("rejected");
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert_eq!(
+        errs[0].to_string(),
+        "integer literal 256 does not fit `.u8` in `x`"
+    );
+}
+
+#[test]
+fn functions_no_kernel_calls_are_checked_too() {
+    let src = format!(
+        "{HEADER}.func (.param .b32 r) unused(.param .b32 a, .reg .b32 b)
+{{
+    .reg .b32 %r<3>;
+    .reg .b64 %rd<2>;
+    ld.param.b32 %r1, [a];
+    add.s32 %r2, %r1, %rd1;
+    add.s32 %r2, %r2, b;
+    st.param.b32 [r], %r2;
+    ret;
+}}
+.func selfish()
+{{
+    call.uni selfish, ();
+    ret;
+}}
+.visible .entry k()
+{{
+    ret;
+}}"
+    );
+    let errs = lower(&src).expect_err("rejected");
+    let source = ptx::SourceFile::new("t.ptx", src.as_str());
+    let got: Vec<String> = errs
+        .iter()
+        .map(|e| format!("{}: {e}", source.location(e.span())))
+        .collect();
+    assert_eq!(
+        got,
+        ["t.ptx:9:23: operand 3 of `add.s32` is `%rd1`, a .b64 register; expected a 32-bit register"]
+    );
+}
+
+#[test]
+fn an_error_in_a_function_inlined_twice_is_reported_once() {
+    let src = format!(
+        "{HEADER}.func f()
+{{
+    .reg .b64 %rd<2>;
+    .reg .b32 %r<2>;
+    add.s32 %r1, %rd1, 1;
+    ret;
+}}
+.visible .entry k()
+{{
+    call.uni f, ();
+    call.uni f, ();
+    ret;
+}}"
+    );
+    let errs = lower(&src).expect_err("rejected");
+    assert_eq!(errs.len(), 1, "{errs:?}");
+}
+
+#[test]
+fn a_loc_does_not_swallow_the_statement_after_it() {
+    let src = format!(
+        "{HEADER}.visible .entry k(.param .u64 p)
+{{
+    .reg .b32 %r<2>;
+    .reg .b64 %rd<2>;
+    ld.param.u64 %rd1, [p];
+    .loc 1 5 3 mov.u32 %r1, 7;
+    .loc 1 6 3 st.global.u32 [%rd1], %r1;
+    ret;
+}}"
+    );
+    let m = lower(&src).expect("accepted");
+    let ops: Vec<String> = m.kernels[kir::KernelId(0)]
+        .insts
+        .values()
+        .map(|i| {
+            format!("{:?}", i.op)
+                .split([' ', '('])
+                .next()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(ops, ["Ld", "Mov", "St", "Exit"]);
+}

@@ -9,7 +9,10 @@
 //!   sites declare to pass arguments; a call is inlined, and the callee's `.param` parameters
 //!   become aliases of the caller's argument variables.
 //! * Every instruction is decoded strictly: an unknown opcode or modifier is an error with its
-//!   span, and lowering goes on to report the others too.
+//!   span, and lowering goes on to report the others too. Operands and types are checked
+//!   against the PTX ISA's rules ([`typecheck`]).
+//! * Every `.func` body is checked on its own too, called or not (its calls are checked but
+//!   not inlined), so that dead code cannot hide invalid PTX.
 
 mod decode;
 mod error;
@@ -96,23 +99,25 @@ pub fn lower_module(module: &ast::Module, source_name: &str) -> Result<Module, V
     }
 
     let mut kernels = IdVec::new();
+    let ctx = ModuleCtx {
+        syms: &module_syms,
+        functions: &functions,
+        shared_decls: &shared_decls,
+    };
     for item in &module.items {
         let ast::Item::Function(f) = item else {
             continue;
         };
-        if f.kind != ast::FunctionKind::Entry || f.body.is_none() {
+        if f.body.is_none() {
             continue;
         }
-        let ctx = ModuleCtx {
-            syms: &module_syms,
-            functions: &functions,
-            shared_decls: &shared_decls,
-        };
-        match KernelLowerer::lower(&ctx, f) {
-            Ok(k) => {
+        match (f.kind, KernelLowerer::lower(&ctx, f)) {
+            (ast::FunctionKind::Entry, Ok(k)) => {
                 kernels.push(k);
             }
-            Err(mut e) => errors.append(&mut e),
+            // A `.func` lowered on its own is only checked; kernels inline it.
+            (ast::FunctionKind::Func, Ok(_)) => {}
+            (_, Err(mut e)) => errors.append(&mut e),
         }
     }
     if errors.is_empty() {
@@ -125,6 +130,9 @@ pub fn lower_module(module: &ast::Module, source_name: &str) -> Result<Module, V
         })
     } else {
         errors.sort_by_key(|e| e.span().start);
+        // A function's error is found again in every kernel that inlines it.
+        let mut seen = HashSet::new();
+        errors.retain(|e| seen.insert((e.span(), e.to_string())));
         Err(errors)
     }
 }
@@ -172,7 +180,17 @@ fn write_initializer(
         Initializer::Expr(e) => {
             let size = ty.size() as u64;
             let bits: u64 = match &e.value {
-                InitExpr::Int(v) => decode::int_literal_bits(*v, ty),
+                InitExpr::Int(v) => {
+                    if !ty.is_float() && !typecheck::int_fits(*v, ty) {
+                        errors.push(LowerError::ImmediateRange {
+                            inst: g.name.clone(),
+                            value: *v,
+                            ty: typecheck::name(ty),
+                            span: e.span,
+                        });
+                    }
+                    decode::int_literal_bits(*v, ty)
+                }
                 InitExpr::Float(f) => decode::float_literal_bits(*f, ty),
                 InitExpr::SymbolAddr {
                     name,
@@ -260,6 +278,9 @@ struct KernelLowerer<'a> {
     uses_dynamic_smem: bool,
     local_size: u32,
     inline_count: u32,
+    /// False when a `.func` is lowered on its own to be checked: its calls are checked but
+    /// not inlined (each callee is checked on its own).
+    inline_calls: bool,
     errors: Vec<LowerError>,
 }
 
@@ -281,6 +302,7 @@ impl<'a> KernelLowerer<'a> {
             uses_dynamic_smem: false,
             local_size: 0,
             inline_count: 0,
+            inline_calls: f.kind == ast::FunctionKind::Entry,
             errors: Vec::new(),
         };
         l.layout_shared(f);
@@ -292,7 +314,26 @@ impl<'a> KernelLowerer<'a> {
             names: HashMap::new(),
             function_root: true,
         };
-        for p in &f.params {
+        if f.kind == ast::FunctionKind::Func {
+            // A device function's `.param` parameters and results live in local memory
+            // (as an inlined call's arguments do); `.reg` ones are registers.
+            l.scopes.push(root);
+            for p in f.returns.iter().chain(&f.params) {
+                if p.space == StateSpace::Reg {
+                    l.new_reg("", &p.name.value, p.ty, p.name.span);
+                } else {
+                    let size = p.ty.size() as u64 * p.array_len.unwrap_or(1);
+                    let off = l.alloc_local(size, p.align.unwrap_or(p.ty.size()).max(1));
+                    l.declare(&p.name.value, Sym::Local(off), p.name.span);
+                }
+            }
+            root = l.scopes.pop().expect("pushed above");
+        }
+        for p in f
+            .params
+            .iter()
+            .filter(|_| f.kind == ast::FunctionKind::Entry)
+        {
             let size = p.ty.size() as u64 * p.array_len.unwrap_or(1);
             let align = p.align.unwrap_or(p.ty.size()).max(1);
             let offset = align_up(param_size, align as u64);
@@ -313,7 +354,7 @@ impl<'a> KernelLowerer<'a> {
             ret_label: None,
             func_name: f.name.value.clone(),
         });
-        let body = f.body.as_ref().expect("kernels with a body only");
+        let body = f.body.as_ref().expect("functions with a body only");
         l.declare_labels(body);
         l.block(body);
         l.frames.pop();
@@ -631,7 +672,7 @@ impl<'a> KernelLowerer<'a> {
                 })
             }
         };
-        if self.frames.iter().any(|f| f.func_name == *name) {
+        if self.inline_calls && self.frames.iter().any(|f| f.func_name == *name) {
             return Err(LowerError::Recursion {
                 name: name.clone(),
                 span: *name_span,
@@ -648,6 +689,32 @@ impl<'a> KernelLowerer<'a> {
                 found: rets.len() + args.len(),
                 span: i.span,
             });
+        }
+        if !self.inline_calls {
+            // Checking a function on its own: the arguments must resolve; the callee is
+            // checked on its own.
+            for (decl, actual) in callee
+                .returns
+                .iter()
+                .chain(&callee.params)
+                .zip(rets.iter().chain(args))
+            {
+                let sym = match &actual.kind {
+                    K::Ident { name: a, .. } => self.lookup(a),
+                    _ => None,
+                };
+                if !matches!(
+                    (decl.space, sym),
+                    (StateSpace::Param, Some(Sym::Local(_))) | (StateSpace::Reg, Some(Sym::Reg(_)))
+                ) {
+                    return Err(LowerError::BadOperand {
+                        inst: "call".into(),
+                        expected: "`.param` variables for `.param` parameters, registers for `.reg` parameters",
+                        span: actual.span,
+                    });
+                }
+            }
+            return Ok(());
         }
         // Bind the callee's parameters in a fresh root scope.
         let mut root = Scope {
