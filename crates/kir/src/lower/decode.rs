@@ -367,7 +367,9 @@ impl<'a> KernelLowerer<'a> {
             "ld" | "ldu" | "st" => self.ld_st(i, &mut m)?,
             "atom" | "red" => self.atom(i, &mut m)?,
             "vote" => {
-                m.has("sync");
+                if !m.has("sync") && self.ctx.sync_required {
+                    return Err(m.missing("`.sync` (sm_70 and later)"));
+                }
                 let mode = m
                     .one_of(&[
                         ("all", VoteMode::All),
@@ -384,7 +386,9 @@ impl<'a> KernelLowerer<'a> {
                 self.with_optional_mask(i, Op::Vote { mode }, ty, &[Ty::Pred], 2)?
             }
             "shfl" => {
-                m.has("sync");
+                if !m.has("sync") && self.ctx.sync_required {
+                    return Err(m.missing("`.sync` (sm_70 and later)"));
+                }
                 let mode = m
                     .one_of(&[
                         ("up", ShflMode::Up),
@@ -632,9 +636,12 @@ impl<'a> KernelLowerer<'a> {
                         Ok(Operand::Reg(r))
                     }
                     // The address of a variable in its own state space.
-                    Some(Sym::Local(off) | Sym::Shared(off) | Sym::KernelParam(off)) => {
-                        Ok(Operand::Imm(off as u64))
-                    }
+                    Some(
+                        Sym::Local(off)
+                        | Sym::ParamVar(off)
+                        | Sym::Shared(off)
+                        | Sym::KernelParam(off),
+                    ) => Ok(Operand::Imm(off as u64)),
                     Some(Sym::Global(g)) => Ok(Operand::GlobalAddr(g, 0)),
                     Some(Sym::Label(_)) => Err(bad(i, "a value, not a label", o.span)),
                     None => Err(LowerError::UnknownIdentifier {
@@ -985,7 +992,9 @@ impl<'a> KernelLowerer<'a> {
             .ok_or_else(|| m.missing("a comparison such as `.lt`"))?;
         let combine = m.one_of(BOOL_OPS);
         let ftz = m.has("ftz");
-        let ty = m.need_ty(types::SETP)?;
+        let (ty, ty_span) = m.need_ty_spanned()?;
+        check_type(i, ty, types::SETP, ty_span)?;
+        check_cmp(i, cmp, ty)?;
         let want = if combine.is_some() { 4 } else { 3 };
         if i.operands.len() != want {
             return Err(count_error(i, &want.to_string()));
@@ -1027,6 +1036,7 @@ impl<'a> KernelLowerer<'a> {
         let ftz = m.has("ftz");
         let dty = m.need_ty(types::SET_DST)?;
         let sty = m.need_ty(types::SET_SRC)?;
+        check_cmp(i, cmp, sty)?;
         let op = Op::Set {
             cmp,
             combine,
@@ -1081,10 +1091,27 @@ impl<'a> KernelLowerer<'a> {
                         span: base.span,
                     });
                 }
+                // With `.address_size 64` only shared-memory addresses fit in 32 bits.
+                if have.size() == 4 && space != Some(Space::Shared) {
+                    return Err(LowerError::OperandType {
+                        inst: full_name(i),
+                        index: operand_index(i, base.span),
+                        operand: base.name.clone(),
+                        found: format!("a .{} register", typecheck::name(have)),
+                        expected: "a 64-bit address register (32-bit addresses are for `.shared`)"
+                            .into(),
+                        span: base.span,
+                    });
+                }
                 (space.unwrap_or(Space::Generic), Operand::Reg(r), offset)
             }
             Sym::Local(off) => (Space::Local, Operand::Imm(off as u64), offset),
             Sym::Shared(off) => (Space::Shared, Operand::Imm(off as u64), offset),
+            // Parameters live in the `.param` space, which has no generic window.
+            Sym::ParamVar(_) | Sym::KernelParam(_) if space != Some(Space::Param) => {
+                return Err(bad(i, "`.param` for a parameter's address", base.span));
+            }
+            Sym::ParamVar(off) => (Space::Local, Operand::Imm(off as u64), offset),
             Sym::KernelParam(off) => (Space::Param, Operand::Imm(off as u64), offset),
             Sym::Global(g) => (
                 match space {
@@ -1102,6 +1129,9 @@ impl<'a> KernelLowerer<'a> {
         let store = i.opcode.value == "st";
         let space = m.one_of(SPACES);
         let volatile = m.has("volatile") | m.has("relaxed") | m.has("acquire") | m.has("release");
+        if m.written("nc") && (store || space != Some(Space::Global)) {
+            return Err(m.missing("`.global` for the non-coherent `.nc` load"));
+        }
         m.accept(CACHE_HINTS);
         m.accept(MEMORY_ORDER);
         let vec = m.one_of(&[("v2", 2u8), ("v4", 4u8)]).unwrap_or(1);
@@ -1266,8 +1296,6 @@ impl<'a> KernelLowerer<'a> {
                 types::PRED
             })?;
             k
-        } else if i.opcode.value == "bar" && m.inst.modifiers.is_empty() {
-            BarKind::Sync
         } else {
             return Err(m.missing("`.sync`, `.arrive` or `.red`"));
         };
@@ -1442,4 +1470,28 @@ fn literal_text(k: &ast::OperandKind) -> String {
 
 fn is_bit(ty: Ty) -> bool {
     matches!(ty, Ty::B8 | Ty::B16 | Ty::B32 | Ty::B64 | Ty::B128)
+}
+
+/// Comparisons by type class: bit-size types compare only for (in)equality, `lo ls hi hs`
+/// are for integers, the ordered/unordered tests for floats.
+fn check_cmp(i: &ast::Instruction, cmp: Cmp, ty: Ty) -> Result<(), LowerError> {
+    use Cmp::*;
+    let ok = if ty.is_float() {
+        !matches!(cmp, Lo | Ls | Hi | Hs)
+    } else if is_bit(ty) {
+        matches!(cmp, Eq | Ne)
+    } else {
+        matches!(cmp, Eq | Ne | Lt | Le | Gt | Ge | Lo | Ls | Hi | Hs)
+    };
+    if ok {
+        return Ok(());
+    }
+    Err(LowerError::InstructionType {
+        inst: full_name(i),
+        ty: typecheck::name(ty),
+        allowed: "a type its comparison applies to (`.bN`: eq, ne; integers: no unordered \
+                  tests; floats: no lo, ls, hi, hs)"
+            .into(),
+        span: i.span,
+    })
 }

@@ -99,7 +99,18 @@ pub fn lower_module(module: &ast::Module, source_name: &str) -> Result<Module, V
     }
 
     let mut kernels = IdVec::new();
+    let sm = module
+        .target
+        .iter()
+        .find_map(|t| t.strip_prefix("sm_"))
+        .and_then(|t| {
+            t.trim_end_matches(|c: char| c.is_ascii_alphabetic())
+                .parse::<u32>()
+                .ok()
+        })
+        .unwrap_or(0);
     let ctx = ModuleCtx {
+        sync_required: sm >= 70 && module.version >= (6, 4),
         syms: &module_syms,
         functions: &functions,
         shared_decls: &shared_decls,
@@ -145,6 +156,8 @@ enum ModuleSym {
 }
 
 struct ModuleCtx<'a> {
+    /// `vote` and `shfl` must be `.sync` (PTX ISA 6.4 and later on sm_70 and later).
+    sync_required: bool,
     syms: &'a HashMap<String, ModuleSym>,
     functions: &'a HashMap<&'a str, &'a ast::Function>,
     shared_decls: &'a [&'a ast::VarDecl],
@@ -235,6 +248,9 @@ enum Sym {
     Reg(Reg),
     /// Per-thread local memory at this byte offset.
     Local(u32),
+    /// A `.param` variable of a call site or a device function's `.param` parameter: local
+    /// memory at this byte offset, read and written only with `ld.param`/`st.param`.
+    ParamVar(u32),
     /// Shared memory at this byte offset.
     Shared(u32),
     /// The kernel's parameter buffer at this byte offset.
@@ -324,7 +340,7 @@ impl<'a> KernelLowerer<'a> {
                 } else {
                     let size = p.ty.size() as u64 * p.array_len.unwrap_or(1);
                     let off = l.alloc_local(size, p.align.unwrap_or(p.ty.size()).max(1));
-                    l.declare(&p.name.value, Sym::Local(off), p.name.span);
+                    l.declare(&p.name.value, Sym::ParamVar(off), p.name.span);
                 }
             }
             root = l.scopes.pop().expect("pushed above");
@@ -587,7 +603,12 @@ impl<'a> KernelLowerer<'a> {
         match v.space {
             StateSpace::Local | StateSpace::Param => {
                 let off = self.alloc_local(var_size(v), var_align(v));
-                self.declare(&v.name.value, Sym::Local(off), v.name.span);
+                let sym = if v.space == StateSpace::Param {
+                    Sym::ParamVar(off)
+                } else {
+                    Sym::Local(off)
+                };
+                self.declare(&v.name.value, sym, v.name.span);
             }
             StateSpace::Shared => {
                 let is_extern = v.array_dims.iter().any(|d| d.is_none());
@@ -705,7 +726,8 @@ impl<'a> KernelLowerer<'a> {
                 };
                 if !matches!(
                     (decl.space, sym),
-                    (StateSpace::Param, Some(Sym::Local(_))) | (StateSpace::Reg, Some(Sym::Reg(_)))
+                    (StateSpace::Param, Some(Sym::ParamVar(_)))
+                        | (StateSpace::Reg, Some(Sym::Reg(_)))
                 ) {
                     return Err(LowerError::BadOperand {
                         inst: "call".into(),
@@ -735,8 +757,8 @@ impl<'a> KernelLowerer<'a> {
                 _ => None,
             };
             match (decl.space, sym) {
-                (StateSpace::Param, Some(Sym::Local(off))) => {
-                    root.names.insert(decl.name.value.clone(), Sym::Local(off));
+                (StateSpace::Param, Some(Sym::ParamVar(off))) => {
+                    root.names.insert(decl.name.value.clone(), Sym::ParamVar(off));
                 }
                 (StateSpace::Reg, Some(Sym::Reg(r))) => {
                     let nr = self.regs.push(RegInfo {
