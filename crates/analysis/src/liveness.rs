@@ -417,7 +417,7 @@ mod tests {
         Y_JOIN:
             add.u32 %r6, %r6, %r5;
         X_JOIN:
-            st.global.u32 [%r1], %r6;
+            st.shared.u32 [%r1], %r6;
             exit;
             "#,
         );

@@ -398,7 +398,7 @@ mod tests {
             add.u32 %r1, %r1, %r5;
             setp.lt.u32 %p1, %r1, 100;
             @%p1 bra LOOP;
-            st.global.u32 [%r2], %r1;
+            st.shared.u32 [%r2], %r1;
             exit;
             "#,
         );
@@ -470,7 +470,7 @@ mod tests {
         for _ in 0..249 {
             body.push_str("add.u32 %r1, %r1, 3;\n");
         }
-        body.push_str("st.global.u32 [%r1], %r1;\nexit;\n");
+        body.push_str("st.shared.u32 [%r1], %r1;\nexit;\n");
         let k = kernel(&body);
         assert_eq!(k.insts.len(), 252);
         let config = PpConfig {

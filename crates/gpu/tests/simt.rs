@@ -318,3 +318,11 @@ LOOP:
     let b = run(suite_like, 4, 64);
     assert_eq!(a, b);
 }
+
+#[test]
+fn an_instruction_after_a_loc_on_the_same_line_runs() {
+    // `.loc` has no `;`; the parser once skipped the rest of its line, losing the `add`.
+    let body = "    .loc 1 5 3 add.s32 %r4, %r1, 7;\n    st.global.u32 [%rd0], %r4;";
+    let out = run(body, 1, 32);
+    assert_eq!(out, (7..39).collect::<Vec<u32>>());
+}

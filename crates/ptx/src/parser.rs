@@ -3,7 +3,8 @@
 //! The parser accepts what NVRTC and nvcc emit (PTX ISA 6.0–9.x) and keeps instructions in
 //! their written form: any identifier is an opcode and any dot-word a modifier, because
 //! deciding what they mean is the lowering's job. Debug information (`.file`, `.loc`,
-//! `.section .debug_*`) is skipped; so are the few body directives the tree has no place for
+//! `.section .debug_*`) is parsed to its exact syntax and dropped (a `.loc` ends with its
+//! last operand, not at the end of the line); so are the few body directives the tree has no place for
 //! (`.callprototype`, `.branchtargets`, `.calltargets`).
 //!
 //! It never panics: tokens are read through a bounds-checked cursor that sticks at the final
@@ -297,12 +298,48 @@ impl<'a> Parser<'a> {
 
     // ---------------------------------------------------------------- skipping
 
-    /// Skips a directive that ends at the end of its line (`.loc`, `.file`).
-    fn skip_line(&mut self) {
-        self.bump();
-        while !self.peek().line_start && !self.at(TokenKind::Eof) {
-            self.bump();
+    /// Parses and drops a debug-line directive, exactly its own syntax (a directive has no
+    /// `;`, and the next statement may follow on the same line):
+    /// `.loc file line column [, function_name label [+ offset], inlined_at file line column]`
+    /// or `.file index "name" [, timestamp, size]`.
+    fn debug_line(&mut self) -> Result<()> {
+        let t = self.bump();
+        if self.dir_name(&t) == "file" {
+            self.int_token("a file index after `.file`")?;
+            self.expect(TokenKind::Str, "a file name after the `.file` index")?;
+            if self.eat(TokenKind::Comma).is_some() {
+                self.int_token("a timestamp in `.file`")?;
+                self.expect(TokenKind::Comma, "`,` before the file size in `.file`")?;
+                self.int_token("a file size in `.file`")?;
+            }
+            return Ok(());
         }
+        for what in ["a file index", "a line number", "a column"] {
+            self.int_token(&format!("{what} in `.loc`"))?;
+        }
+        while self.eat(TokenKind::Comma).is_some() {
+            let key = self.peek();
+            let keyword = if key.kind == TokenKind::Ident {
+                self.text(&key)
+            } else {
+                ""
+            };
+            match keyword {
+                "function_name" => {
+                    self.bump();
+                    self.ident("a label after `function_name`")?;
+                    self.offset("`function_name`")?;
+                }
+                "inlined_at" => {
+                    self.bump();
+                    for what in ["a file index", "a line number", "a column"] {
+                        self.int_token(&format!("{what} after `inlined_at`"))?;
+                    }
+                }
+                _ => return Err(self.expected("`function_name` or `inlined_at` in `.loc`")),
+            }
+        }
+        Ok(())
     }
 
     /// Skips up to and including the next `;`.
@@ -324,11 +361,9 @@ impl<'a> Parser<'a> {
     /// Skips `.section .debug_xxx { ... }`, braces balanced.
     fn skip_section(&mut self) -> Result<()> {
         self.bump();
-        while !self.at(TokenKind::LBrace) {
-            if self.at(TokenKind::Eof) || self.at(TokenKind::Semicolon) {
-                return Err(self.expected("`{` to open the section"));
-            }
-            self.bump();
+        self.expect(TokenKind::Directive, "a section name such as `.debug_info`")?;
+        if !self.at(TokenKind::LBrace) {
+            return Err(self.expected("`{` to open the section"));
         }
         let mut depth = 0u32;
         loop {
@@ -350,7 +385,7 @@ impl<'a> Parser<'a> {
 
     fn module(&mut self) -> Result<Module> {
         while self.at_dir("file") || self.at_dir("loc") {
-            self.skip_line();
+            self.debug_line()?;
         }
         if !self.at_dir("version") {
             return Err(self.expected("`.version` directive at the start of the module"));
@@ -387,11 +422,16 @@ impl<'a> Parser<'a> {
                     module.address_size =
                         self.u32_lit("an address size after `.address_size`", "an address size")?;
                 }
-                "file" | "loc" => self.skip_line(),
+                "file" | "loc" => self.debug_line()?,
                 "section" => self.skip_section()?,
-                "pragma" | "alias" => {
+                "pragma" => {
                     self.bump();
-                    self.skip_to_semicolon("the directive")?;
+                    self.expect(TokenKind::Str, "a string after `.pragma`")?;
+                    self.expect(TokenKind::Semicolon, "`;` after `.pragma`")?;
+                }
+                "alias" => {
+                    self.bump();
+                    self.skip_to_semicolon("`.alias`")?;
                 }
                 _ => module.items.push(self.item()?),
             }
@@ -862,7 +902,7 @@ impl<'a> Parser<'a> {
         match name {
             "reg" => Ok(Some(Statement::Reg(self.reg_decl()?))),
             "loc" | "file" => {
-                self.skip_line();
+                self.debug_line()?;
                 Ok(None)
             }
             "pragma" => {
@@ -1412,6 +1452,31 @@ mod tests {
         assert!(matches!(&s[2], Statement::Label(l) if l.value == "$L__BB0_1"));
         assert!(matches!(&s[3], Statement::Pragma(p) if p.value == "nounroll"));
         assert!(matches!(&s[4], Statement::Instruction(i) if i.opcode.value == "ret"));
+    }
+
+    #[test]
+    fn debug_directives_end_with_their_own_operands() {
+        // A `.loc` has no `;`: what follows it on the same line is the next statement.
+        let s = body(
+            ".loc 1 23 4 add.s32 %r1, %r2, 1;\n\
+             .loc 1 24 4, function_name $L__info_string0+8, inlined_at 1 10 5 ret;",
+        );
+        assert_eq!(s.len(), 2, "{s:?}");
+        assert!(matches!(&s[0], Statement::Instruction(i) if i.opcode.value == "add"));
+        assert!(matches!(&s[1], Statement::Instruction(i) if i.opcode.value == "ret"));
+        let m = module(".version 7.0\n.target sm_70\n.file 1 \"a.cu\" .global .u32 x;");
+        assert_eq!(m.items.len(), 1);
+        for bad in [
+            ".loc 1 23\nret;",
+            ".loc 1 23 4, inlined 1 2 3\nret;",
+            ".loc 1 2 3, function_name 5\nret;",
+        ] {
+            let text = format!(".version 7.0\n.target sm_70\n.entry k() {{ {bad} }}");
+            assert!(parse(&text).is_err(), "{bad}");
+        }
+        assert!(parse(".version 7.0\n.target sm_70\n.file \"a.cu\"\n").is_err());
+        assert!(parse(".version 7.0\n.target sm_70\n.section {}\n").is_err());
+        assert!(parse(".version 7.0\n.target sm_70\n.pragma nounroll;\n").is_err());
     }
 
     #[test]

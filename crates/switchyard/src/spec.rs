@@ -121,14 +121,6 @@ impl Spec {
         }
         let mut declared = 0u64;
         for (i, b) in self.buffers.iter().enumerate() {
-            declared = declared.saturating_add((b.len as u64).saturating_mul(b.ty.size() as u64));
-            let total = workload::scenario::MAX_TOTAL_BUFFER_BYTES;
-            if declared > total {
-                return Err(invalid(
-                    &format!("buffer.{}.len", b.name),
-                    &format!("the buffers add up to more than {total} bytes"),
-                ));
-            }
             if self.buffers[..i].iter().any(|o| o.name == b.name) {
                 return Err(invalid(&format!("buffer.{}", b.name), "declared twice"));
             }
@@ -143,6 +135,14 @@ impl Spec {
                         b.len,
                         b.ty.size()
                     ),
+                ));
+            }
+            declared = declared.saturating_add(bytes);
+            let total = workload::scenario::MAX_TOTAL_BUFFER_BYTES;
+            if declared > total {
+                return Err(invalid(
+                    &format!("buffer.{}.len", b.name),
+                    &format!("the buffers add up to more than {total} bytes"),
                 ));
             }
             if b.init == Init::File {

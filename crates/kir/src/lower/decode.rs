@@ -7,6 +7,7 @@
 use ptx::ast::{self, FloatLit, OperandKind as K};
 use ptx::Span;
 
+use super::typecheck::{self, types, Rule};
 use super::{KernelLowerer, LowerError, Sym};
 use crate::ids::{InstId, Reg};
 use crate::inst::{
@@ -101,22 +102,43 @@ impl<'i> Mods<'i> {
         }
     }
 
-    /// Consumes the next type modifier.
-    fn ty(&mut self) -> Option<Ty> {
+    /// Consumes the next type modifier, with its span.
+    fn ty(&mut self) -> Option<(Ty, Span)> {
         for (i, m) in self.inst.modifiers.iter().enumerate() {
             if !self.used[i] {
                 if let Some(t) = Ty::from_name(&m.value) {
                     self.used[i] = true;
-                    return Some(t);
+                    return Some((t, m.span));
                 }
             }
         }
         None
     }
 
-    fn need_ty(&mut self) -> Result<Ty, LowerError> {
+    fn need_ty_spanned(&mut self) -> Result<(Ty, Span), LowerError> {
         self.ty()
             .ok_or_else(|| self.missing("a type such as `.u32`"))
+    }
+
+    /// Consumes the next type modifier, which must be one of `allowed`.
+    fn need_ty(&mut self, allowed: &[Ty]) -> Result<Ty, LowerError> {
+        let (t, span) = self.need_ty_spanned()?;
+        check_type(self.inst, t, allowed, span)?;
+        Ok(t)
+    }
+
+    /// Whether a rounding modifier (`.rn` … `.rp`, or the integer `.rni` … `.rpi`) is written.
+    fn has_rounding(&self) -> bool {
+        self.inst.modifiers.iter().any(|m| {
+            matches!(
+                m.value.as_str(),
+                "rn" | "rz" | "rm" | "rp" | "rni" | "rzi" | "rmi" | "rpi"
+            )
+        })
+    }
+
+    fn written(&self, name: &str) -> bool {
+        self.inst.modifiers.iter().any(|m| m.value == name)
     }
 
     fn missing(&self, what: &'static str) -> LowerError {
@@ -234,14 +256,20 @@ impl<'a> KernelLowerer<'a> {
             "setp" => self.setp(i, &mut m)?,
             "set" => self.set(i, &mut m)?,
             "selp" => {
-                let ty = m.need_ty()?;
-                self.simple(i, Op::Selp(ty), &[ty, ty, Ty::Pred])?
+                let ty = m.need_ty(types::SELP)?;
+                self.simple(i, Op::Selp(ty), Some(ty), &[ty, ty, Ty::Pred], Rule::Exact)?
             }
             "slct" => {
                 let ftz = m.has("ftz");
-                let dty = m.need_ty()?;
-                let cty = m.need_ty()?;
-                self.simple(i, Op::Slct { dty, cty, ftz }, &[dty, dty, cty])?
+                let dty = m.need_ty(types::SELP)?;
+                let cty = m.need_ty(types::SLCT_C)?;
+                self.simple(
+                    i,
+                    Op::Slct { dty, cty, ftz },
+                    Some(dty),
+                    &[dty, dty, cty],
+                    Rule::Exact,
+                )?
             }
             "cvt" => {
                 let rounding = m.one_of(&[
@@ -256,8 +284,18 @@ impl<'a> KernelLowerer<'a> {
                 ]);
                 let ftz = m.has("ftz");
                 let sat = m.has("sat");
-                let dty = m.need_ty()?;
-                let sty = m.need_ty()?;
+                let dty = m.need_ty(types::CVT)?;
+                let sty = m.need_ty(types::CVT)?;
+                // Float results other than exact widenings, and integer results of floats,
+                // must say how they round.
+                let rounds = match (dty.is_float(), sty.is_float()) {
+                    (true, true) => dty.size() < sty.size(),
+                    (true, false) | (false, true) => true,
+                    (false, false) => false,
+                };
+                if rounds && rounding.is_none() {
+                    return Err(m.missing("a rounding modifier such as `.rn` or `.rzi`"));
+                }
                 self.simple(
                     i,
                     Op::Cvt {
@@ -267,13 +305,15 @@ impl<'a> KernelLowerer<'a> {
                         ftz,
                         sat,
                     },
+                    Some(dty),
                     &[sty],
+                    Rule::Relaxed,
                 )?
             }
             "cvta" => {
                 let to = m.has("to");
                 let space = m.one_of(SPACES).ok_or_else(|| m.missing("a state space"))?;
-                let ty = m.need_ty()?;
+                let ty = m.need_ty(types::CVTA)?;
                 self.simple(
                     i,
                     Op::Cvta {
@@ -281,12 +321,28 @@ impl<'a> KernelLowerer<'a> {
                         to_generic: !to,
                         ty,
                     },
+                    Some(ty),
                     &[ty],
+                    Rule::Exact,
                 )?
             }
             "isspacep" => {
                 let space = m.one_of(SPACES).ok_or_else(|| m.missing("a state space"))?;
-                self.simple(i, Op::IsSpace { space }, &[Ty::U64])?
+                // The address may be a 32- or 64-bit register.
+                let aty = match &i.operands.get(1).map(|o| &o.kind) {
+                    Some(K::Ident { name, .. }) => match self.lookup(name) {
+                        Some(Sym::Reg(r)) if self.regs[r].ty.size() == 4 => Ty::U32,
+                        _ => Ty::U64,
+                    },
+                    _ => Ty::U64,
+                };
+                self.simple(
+                    i,
+                    Op::IsSpace { space },
+                    Some(Ty::Pred),
+                    &[aty],
+                    Rule::Exact,
+                )?
             }
             "testp" => {
                 let kind = m
@@ -299,13 +355,21 @@ impl<'a> KernelLowerer<'a> {
                         ("subnormal", TestpKind::Subnormal),
                     ])
                     .ok_or_else(|| m.missing("a property such as `.finite`"))?;
-                let ty = m.need_ty()?;
-                self.simple(i, Op::Testp { kind, ty }, &[ty])?
+                let ty = m.need_ty(types::F32_64)?;
+                self.simple(
+                    i,
+                    Op::Testp { kind, ty },
+                    Some(Ty::Pred),
+                    &[ty],
+                    Rule::Exact,
+                )?
             }
             "ld" | "ldu" | "st" => self.ld_st(i, &mut m)?,
             "atom" | "red" => self.atom(i, &mut m)?,
             "vote" => {
-                m.has("sync");
+                if !m.has("sync") && self.ctx.sync_required {
+                    return Err(m.missing("`.sync` (sm_70 and later)"));
+                }
                 let mode = m
                     .one_of(&[
                         ("all", VoteMode::All),
@@ -314,11 +378,17 @@ impl<'a> KernelLowerer<'a> {
                         ("ballot", VoteMode::Ballot),
                     ])
                     .ok_or_else(|| m.missing("a mode such as `.ballot`"))?;
-                m.need_ty()?;
-                self.with_optional_mask(i, Op::Vote { mode }, &[Ty::Pred], 2)?
+                let ty = if mode == VoteMode::Ballot {
+                    m.need_ty(types::ONLY_B32)?
+                } else {
+                    m.need_ty(types::PRED)?
+                };
+                self.with_optional_mask(i, Op::Vote { mode }, ty, &[Ty::Pred], 2)?
             }
             "shfl" => {
-                m.has("sync");
+                if !m.has("sync") && self.ctx.sync_required {
+                    return Err(m.missing("`.sync` (sm_70 and later)"));
+                }
                 let mode = m
                     .one_of(&[
                         ("up", ShflMode::Up),
@@ -327,20 +397,38 @@ impl<'a> KernelLowerer<'a> {
                         ("idx", ShflMode::Idx),
                     ])
                     .ok_or_else(|| m.missing("a mode such as `.bfly`"))?;
-                m.need_ty()?;
-                self.with_optional_mask(i, Op::Shfl { mode }, &[Ty::B32, Ty::U32, Ty::U32], 4)?
+                m.need_ty(types::ONLY_B32)?;
+                self.with_optional_mask(
+                    i,
+                    Op::Shfl { mode },
+                    Ty::B32,
+                    &[Ty::B32, Ty::U32, Ty::U32],
+                    4,
+                )?
             }
             "activemask" => {
-                m.need_ty()?;
-                self.simple(i, Op::Activemask, &[])?
+                m.need_ty(types::ONLY_B32)?;
+                self.simple(i, Op::Activemask, Some(Ty::B32), &[], Rule::Exact)?
             }
             "bar" | "barrier" => self.barrier(i, &mut m)?,
             "membar" | "fence" => {
+                // `membar` names its level; `fence` its scope, except the proxy fences.
+                let (levels, what): (&[&str], _) = if name == "membar" {
+                    (&["cta", "gl", "sys"], "a level (`.cta`, `.gl` or `.sys`)")
+                } else {
+                    (
+                        &["cta", "cluster", "gpu", "sys", "proxy"],
+                        "a scope (`.cta`, `.cluster`, `.gpu` or `.sys`)",
+                    )
+                };
+                if !levels.iter().any(|l| m.written(l)) {
+                    return Err(m.missing(what));
+                }
                 m.accept(&[
                     "cta", "gl", "sys", "gpu", "cluster", "sc", "acq_rel", "proxy", "alias",
                     "async",
                 ]);
-                self.simple(i, Op::Fence, &[])?
+                self.simple(i, Op::Fence, None, &[], Rule::Exact)?
             }
             "prefetch" | "prefetchu" => {
                 // A cache hint with no architectural effect on values.
@@ -400,15 +488,25 @@ impl<'a> KernelLowerer<'a> {
         Ok(())
     }
 
-    /// Resolves a destination: a register or the sink `_`.
-    fn dst(&self, i: &ast::Instruction, o: &ast::Operand) -> Result<Option<Reg>, LowerError> {
+    /// Resolves a destination: a register of a type that agrees with `ty` under `rule`, or
+    /// the sink `_`.
+    fn dst(
+        &self,
+        i: &ast::Instruction,
+        o: &ast::Operand,
+        ty: Ty,
+        rule: Rule,
+    ) -> Result<Option<Reg>, LowerError> {
         match &o.kind {
             K::Sink => Ok(None),
             K::Ident {
                 name,
                 component: None,
             } => match self.lookup(name) {
-                Some(Sym::Reg(r)) => Ok(Some(r)),
+                Some(Sym::Reg(r)) => {
+                    self.check_reg(i, o.span, name, r, ty, rule)?;
+                    Ok(Some(r))
+                }
                 Some(_) => Err(bad(i, "a register destination", o.span)),
                 None => Err(LowerError::UnknownIdentifier {
                     name: name.clone(),
@@ -419,13 +517,18 @@ impl<'a> KernelLowerer<'a> {
         }
     }
 
+    /// One register of a `p|q` or `d|p` pair, of type `ty`.
     fn reg_by_name(
         &self,
         i: &ast::Instruction,
         name: &ast::Spanned<String>,
+        ty: Ty,
     ) -> Result<Reg, LowerError> {
         match self.lookup(&name.value) {
-            Some(Sym::Reg(r)) => Ok(r),
+            Some(Sym::Reg(r)) => {
+                self.check_reg(i, name.span, &name.value, r, ty, Rule::Exact)?;
+                Ok(r)
+            }
             Some(_) => Err(bad(i, "a register", name.span)),
             None => Err(LowerError::UnknownIdentifier {
                 name: name.value.clone(),
@@ -434,28 +537,111 @@ impl<'a> KernelLowerer<'a> {
         }
     }
 
-    /// Resolves a source operand whose immediate (if any) has type `ty`.
+    /// Checks that register `r` (written `name` at `span`) may be an operand of type `ty`.
+    fn check_reg(
+        &self,
+        i: &ast::Instruction,
+        span: Span,
+        name: &str,
+        r: Reg,
+        ty: Ty,
+        rule: Rule,
+    ) -> Result<(), LowerError> {
+        let have = self.regs[r].ty;
+        if typecheck::conforms(have, ty, rule) {
+            return Ok(());
+        }
+        Err(LowerError::OperandType {
+            inst: full_name(i),
+            index: operand_index(i, span),
+            operand: name.to_string(),
+            found: format!("a .{} register", typecheck::name(have)),
+            expected: typecheck::mismatch(have, ty, rule),
+            span,
+        })
+    }
+
+    /// Resolves a source operand of type `ty` (exact rule).
     fn src(&self, i: &ast::Instruction, o: &ast::Operand, ty: Ty) -> Result<Operand, LowerError> {
+        self.src_as(i, o, ty, Rule::Exact)
+    }
+
+    /// Resolves a source operand of type `ty`, checking registers under `rule` and literals
+    /// against the type.
+    fn src_as(
+        &self,
+        i: &ast::Instruction,
+        o: &ast::Operand,
+        ty: Ty,
+        rule: Rule,
+    ) -> Result<Operand, LowerError> {
+        let literal_error = |found: &str, expected: String| LowerError::OperandType {
+            inst: full_name(i),
+            index: operand_index(i, o.span),
+            operand: literal_text(&o.kind),
+            found: found.to_string(),
+            expected,
+            span: o.span,
+        };
         match &o.kind {
-            K::Int(v) => Ok(Operand::Imm(int_literal_bits(*v, ty))),
-            K::Float(f) => Ok(Operand::Imm(float_literal_bits(*f, ty))),
-            K::Not(inner) => match self.src(i, inner, Ty::Pred)? {
+            K::Int(v) => {
+                if ty.is_float() {
+                    return Err(literal_error(
+                        "an integer literal",
+                        format!(
+                            "a .{} value (write floats as `0f…`/`0d…`)",
+                            typecheck::name(ty)
+                        ),
+                    ));
+                }
+                if !typecheck::int_fits(*v, ty) {
+                    return Err(LowerError::ImmediateRange {
+                        inst: full_name(i),
+                        value: *v,
+                        ty: typecheck::name(ty),
+                        span: o.span,
+                    });
+                }
+                Ok(Operand::Imm(int_literal_bits(*v, ty)))
+            }
+            K::Float(f) => {
+                let lit_bits = match f {
+                    FloatLit::F32(_) => 32,
+                    FloatLit::F64(_) => 64,
+                };
+                let fits = ty.is_float() || (is_bit(ty) && ty.bits() == lit_bits);
+                if !fits {
+                    return Err(literal_error(
+                        "a float literal",
+                        format!("a .{} value", typecheck::name(ty)),
+                    ));
+                }
+                Ok(Operand::Imm(float_literal_bits(*f, ty)))
+            }
+            K::Not(inner) => match self.src_as(i, inner, Ty::Pred, Rule::Exact)? {
                 Operand::Reg(r) => Ok(Operand::NotReg(r)),
                 _ => Err(bad(i, "a predicate register after `!`", o.span)),
             },
             K::Ident { name, component } => {
                 if let Some(s) = special(name, *component) {
+                    self.check_special(i, o, s, ty)?;
                     return Ok(Operand::Special(s));
                 }
                 if component.is_some() {
                     return Err(bad(i, "a register without a component", o.span));
                 }
                 match self.lookup(name) {
-                    Some(Sym::Reg(r)) => Ok(Operand::Reg(r)),
-                    // The address of a variable in its own state space.
-                    Some(Sym::Local(off) | Sym::Shared(off) | Sym::KernelParam(off)) => {
-                        Ok(Operand::Imm(off as u64))
+                    Some(Sym::Reg(r)) => {
+                        self.check_reg(i, o.span, name, r, ty, rule)?;
+                        Ok(Operand::Reg(r))
                     }
+                    // The address of a variable in its own state space.
+                    Some(
+                        Sym::Local(off)
+                        | Sym::ParamVar(off)
+                        | Sym::Shared(off)
+                        | Sym::KernelParam(off),
+                    ) => Ok(Operand::Imm(off as u64)),
                     Some(Sym::Global(g)) => Ok(Operand::GlobalAddr(g, 0)),
                     Some(Sym::Label(_)) => Err(bad(i, "a value, not a label", o.span)),
                     None => Err(LowerError::UnknownIdentifier {
@@ -468,33 +654,82 @@ impl<'a> KernelLowerer<'a> {
         }
     }
 
-    /// An instruction `op d, a, b, ...` with one destination and sources of the given types
-    /// (`srcs.len()` sources; a destination only if the op produces one).
-    fn simple(&self, i: &ast::Instruction, op: Op, srcs: &[Ty]) -> Result<Inst, LowerError> {
-        let has_dst = !matches!(op, Op::Fence);
-        let want = srcs.len() + has_dst as usize;
+    /// Special registers are read only by `mov` and `cvt`, at their own width (`%tid` and
+    /// friends also at 16 bits, for legacy code; `%gridid` also at 32).
+    fn check_special(
+        &self,
+        i: &ast::Instruction,
+        o: &ast::Operand,
+        s: Special,
+        ty: Ty,
+    ) -> Result<(), LowerError> {
+        let sizes: &[u32] = match s {
+            Special::Tid(_) | Special::Ntid(_) | Special::Ctaid(_) | Special::Nctaid(_) => {
+                &[16, 32]
+            }
+            Special::GridId => &[32, 64],
+            Special::Clock64 | Special::GlobalTimer => &[64],
+            _ => &[32],
+        };
+        let reader = matches!(i.opcode.value.as_str(), "mov" | "cvt");
+        let type_ok = !ty.is_float() && ty != Ty::Pred && sizes.contains(&ty.bits());
+        if reader && type_ok {
+            return Ok(());
+        }
+        let widths = sizes
+            .iter()
+            .map(|b| format!("{b}-bit"))
+            .collect::<Vec<_>>()
+            .join(" or ");
+        Err(LowerError::OperandType {
+            inst: full_name(i),
+            index: operand_index(i, o.span),
+            operand: literal_text(&o.kind),
+            found: "a special register".into(),
+            expected: if reader {
+                format!("a {widths} integer or bit-size operand")
+            } else {
+                "a register (special registers are read with `mov` or `cvt`)".into()
+            },
+            span: o.span,
+        })
+    }
+
+    /// An instruction `op d, a, b, ...` with an optional destination of type `dst` and
+    /// sources of the given types, registers checked under `rule`.
+    fn simple(
+        &self,
+        i: &ast::Instruction,
+        op: Op,
+        dst: Option<Ty>,
+        srcs: &[Ty],
+        rule: Rule,
+    ) -> Result<Inst, LowerError> {
+        let want = srcs.len() + dst.is_some() as usize;
         if i.operands.len() != want {
             return Err(count_error(i, &want.to_string()));
         }
         let mut inst = Inst::new(op, i.span);
         let mut ops = i.operands.iter();
-        if has_dst {
-            inst.dsts[0] = self.dst(i, ops.next().expect("counted"))?;
+        if let Some(dty) = dst {
+            inst.dsts[0] = self.dst(i, ops.next().expect("counted"), dty, rule)?;
             inst.n_dsts = 1;
         }
         for (k, (o, ty)) in ops.zip(srcs).enumerate() {
-            inst.srcs[k] = self.src(i, o, *ty)?;
+            inst.srcs[k] = self.src_as(i, o, *ty, rule)?;
         }
         inst.n_srcs = srcs.len() as u8;
         Ok(inst)
     }
 
-    /// `vote` and `shfl`: the destination may be a `d|p` pair (shfl) and the last source, the
-    /// member mask, is optional (absent in the pre-`.sync` forms: then all lanes).
+    /// `vote` and `shfl`: the destination (of type `dty`) may be a `d|p` pair (shfl) and the
+    /// last source, the member mask, is optional (absent in the pre-`.sync` forms: then all
+    /// lanes).
     fn with_optional_mask(
         &self,
         i: &ast::Instruction,
         op: Op,
+        dty: Ty,
         srcs: &[Ty],
         max_srcs: usize,
     ) -> Result<Inst, LowerError> {
@@ -508,12 +743,12 @@ impl<'a> KernelLowerer<'a> {
         let mut inst = Inst::new(op, i.span);
         match &i.operands[0].kind {
             K::PredPair(d, p) => {
-                inst.dsts[0] = Some(self.reg_by_name(i, d)?);
-                inst.dsts[1] = Some(self.reg_by_name(i, p)?);
+                inst.dsts[0] = Some(self.reg_by_name(i, d, dty)?);
+                inst.dsts[1] = Some(self.reg_by_name(i, p, Ty::Pred)?);
                 inst.n_dsts = 2;
             }
             _ => {
-                inst.dsts[0] = self.dst(i, &i.operands[0])?;
+                inst.dsts[0] = self.dst(i, &i.operands[0], dty, Rule::Exact)?;
                 inst.n_dsts = 1;
             }
         }
@@ -530,10 +765,12 @@ impl<'a> KernelLowerer<'a> {
     }
 
     fn mov(&self, i: &ast::Instruction, m: &mut Mods) -> Result<Inst, LowerError> {
-        let ty = m.need_ty()?;
         let [d, a] = i.operands.as_slice() else {
+            m.need_ty(types::MOV)?;
             return Err(count_error(i, "2"));
         };
+        let packing = matches!(a.kind, K::Vector(_)) || matches!(d.kind, K::Vector(_));
+        let ty = m.need_ty(if packing { types::PACK } else { types::MOV })?;
         let part_of = |count: usize| match ty.size() as usize / count.max(1) {
             1 => Ty::B8,
             2 => Ty::B16,
@@ -553,7 +790,7 @@ impl<'a> KernelLowerer<'a> {
                     },
                     i.span,
                 );
-                inst.dsts[0] = self.dst(i, d)?;
+                inst.dsts[0] = self.dst(i, d, ty, Rule::Exact)?;
                 inst.n_dsts = 1;
                 for (k, p) in parts.iter().enumerate() {
                     inst.srcs[k] = self.src(i, p, part)?;
@@ -574,17 +811,16 @@ impl<'a> KernelLowerer<'a> {
                     i.span,
                 );
                 for (k, p) in parts.iter().enumerate() {
-                    inst.dsts[k] = self.dst(i, p)?;
+                    inst.dsts[k] = self.dst(i, p, part, Rule::Exact)?;
                 }
                 inst.n_dsts = parts.len() as u8;
                 inst.srcs[0] = self.src(i, a, ty)?;
                 inst.n_srcs = 1;
                 Ok(inst)
             }
-            _ => self.simple(i, Op::Mov(ty), &[ty]),
+            _ => self.simple(i, Op::Mov(ty), Some(ty), &[ty], Rule::Exact),
         }
     }
-
     fn arith(&self, i: &ast::Instruction, m: &mut Mods) -> Result<Inst, LowerError> {
         use ArithOp::*;
         let name = i.opcode.value.as_str();
@@ -605,7 +841,8 @@ impl<'a> KernelLowerer<'a> {
         } else {
             PrmtMode::Generic
         };
-        let ty = m.need_ty()?;
+        let explicit_rounding = m.has_rounding();
+        let (ty, ty_span) = m.need_ty_spanned()?;
         let float = ty.is_float();
         let int_mul = |lo: bool, hi: bool, wide: bool, l: ArithOp, h: ArithOp, w: ArithOp| {
             if hi {
@@ -680,6 +917,46 @@ impl<'a> KernelLowerer<'a> {
                 span: i.span,
             });
         }
+        use types as T;
+        let allowed: &[Ty] = match op {
+            Add | Sub | Min | Max => T::INT_AND_FLOATS,
+            MulLo | MulHi | MadLo | MadHi | Div | Rem | Sad => T::INT16_64,
+            Mul | Fma if name == "mad" => T::F32_64,
+            Mul | Fma => T::FLOATS,
+            MulWide | MadWide => T::MUL_WIDE,
+            Mul24Lo | Mul24Hi | Mad24Lo | Mad24Hi => T::INT32,
+            Abs | Neg => T::SIGNED_AND_FLOATS,
+            And | Or | Xor | Not => T::LOGIC,
+            CNot | Shl => T::BITS16_64,
+            Shr => T::SHR,
+            Popc | Clz | Brev | Bfi => T::B32_64,
+            Bfe => T::INT32_64,
+            Prmt(_) => T::ONLY_B32,
+            Rcp | Sqrt | Rsqrt | Copysign => T::F32_64,
+            Sin | Cos | Lg2 => &[Ty::F32],
+            Ex2 | Tanh => T::HALF_AND_F32,
+        };
+        // `div`/`rem` on floats: only `div` (its integer list is above).
+        let allowed = if matches!(op, Div) && float {
+            T::F32_64
+        } else {
+            allowed
+        };
+        check_type(i, ty, allowed, ty_span)?;
+        // IEEE operations that PTX makes state their rounding (or `.approx`).
+        let needs_rounding = match op {
+            Fma => ty == Ty::F32 || ty == Ty::F64,
+            Div | Rcp | Sqrt => float,
+            _ => false,
+        };
+        let approx_allowed = ty == Ty::F32 && matches!(op, Div | Rcp | Sqrt);
+        if needs_rounding && !explicit_rounding && !(approx_allowed && mode.approx) {
+            return Err(m.missing(if approx_allowed {
+                "a rounding modifier such as `.rn`, or `.approx`"
+            } else {
+                "a rounding modifier such as `.rn`"
+            }));
+        }
         let n = arity(op);
         let mut types = vec![ty; n];
         match op {
@@ -695,7 +972,18 @@ impl<'a> KernelLowerer<'a> {
             MadWide => types[2] = wide(ty),
             _ => {}
         }
-        self.simple(i, Op::Arith { op, ty, mode }, &types)
+        let dty = match op {
+            MulWide | MadWide => wide(ty),
+            Popc | Clz => Ty::U32,
+            _ => ty,
+        };
+        self.simple(
+            i,
+            Op::Arith { op, ty, mode },
+            Some(dty),
+            &types,
+            Rule::Exact,
+        )
     }
 
     fn setp(&self, i: &ast::Instruction, m: &mut Mods) -> Result<Inst, LowerError> {
@@ -704,7 +992,9 @@ impl<'a> KernelLowerer<'a> {
             .ok_or_else(|| m.missing("a comparison such as `.lt`"))?;
         let combine = m.one_of(BOOL_OPS);
         let ftz = m.has("ftz");
-        let ty = m.need_ty()?;
+        let (ty, ty_span) = m.need_ty_spanned()?;
+        check_type(i, ty, types::SETP, ty_span)?;
+        check_cmp(i, cmp, ty)?;
         let want = if combine.is_some() { 4 } else { 3 };
         if i.operands.len() != want {
             return Err(count_error(i, &want.to_string()));
@@ -720,12 +1010,12 @@ impl<'a> KernelLowerer<'a> {
         );
         match &i.operands[0].kind {
             K::PredPair(p, q) => {
-                inst.dsts[0] = Some(self.reg_by_name(i, p)?);
-                inst.dsts[1] = Some(self.reg_by_name(i, q)?);
+                inst.dsts[0] = Some(self.reg_by_name(i, p, Ty::Pred)?);
+                inst.dsts[1] = Some(self.reg_by_name(i, q, Ty::Pred)?);
                 inst.n_dsts = 2;
             }
             _ => {
-                inst.dsts[0] = self.dst(i, &i.operands[0])?;
+                inst.dsts[0] = self.dst(i, &i.operands[0], Ty::Pred, Rule::Exact)?;
                 inst.n_dsts = 1;
             }
         }
@@ -744,8 +1034,9 @@ impl<'a> KernelLowerer<'a> {
             .ok_or_else(|| m.missing("a comparison such as `.lt`"))?;
         let combine = m.one_of(BOOL_OPS);
         let ftz = m.has("ftz");
-        let dty = m.need_ty()?;
-        let sty = m.need_ty()?;
+        let dty = m.need_ty(types::SET_DST)?;
+        let sty = m.need_ty(types::SET_SRC)?;
+        check_cmp(i, cmp, sty)?;
         let op = Op::Set {
             cmp,
             combine,
@@ -754,9 +1045,9 @@ impl<'a> KernelLowerer<'a> {
             ftz,
         };
         if combine.is_some() {
-            self.simple(i, op, &[sty, sty, Ty::Pred])
+            self.simple(i, op, Some(dty), &[sty, sty, Ty::Pred], Rule::Exact)
         } else {
-            self.simple(i, op, &[sty, sty])
+            self.simple(i, op, Some(dty), &[sty, sty], Rule::Exact)
         }
     }
 
@@ -786,9 +1077,41 @@ impl<'a> KernelLowerer<'a> {
                 span: base.span,
             })?;
         Ok(match sym {
-            Sym::Reg(r) => (space.unwrap_or(Space::Generic), Operand::Reg(r), offset),
+            Sym::Reg(r) => {
+                // Any integer or bit-size register may hold an address; not a predicate or a
+                // float.
+                let have = self.regs[r].ty;
+                if have == Ty::Pred || have.is_float() {
+                    return Err(LowerError::OperandType {
+                        inst: full_name(i),
+                        index: operand_index(i, base.span),
+                        operand: base.name.clone(),
+                        found: format!("a .{} register", typecheck::name(have)),
+                        expected: "an integer or bit-size register as the address".into(),
+                        span: base.span,
+                    });
+                }
+                // With `.address_size 64` only shared-memory addresses fit in 32 bits.
+                if have.size() == 4 && space != Some(Space::Shared) {
+                    return Err(LowerError::OperandType {
+                        inst: full_name(i),
+                        index: operand_index(i, base.span),
+                        operand: base.name.clone(),
+                        found: format!("a .{} register", typecheck::name(have)),
+                        expected: "a 64-bit address register (32-bit addresses are for `.shared`)"
+                            .into(),
+                        span: base.span,
+                    });
+                }
+                (space.unwrap_or(Space::Generic), Operand::Reg(r), offset)
+            }
             Sym::Local(off) => (Space::Local, Operand::Imm(off as u64), offset),
             Sym::Shared(off) => (Space::Shared, Operand::Imm(off as u64), offset),
+            // Parameters live in the `.param` space, which has no generic window.
+            Sym::ParamVar(_) | Sym::KernelParam(_) if space != Some(Space::Param) => {
+                return Err(bad(i, "`.param` for a parameter's address", base.span));
+            }
+            Sym::ParamVar(off) => (Space::Local, Operand::Imm(off as u64), offset),
             Sym::KernelParam(off) => (Space::Param, Operand::Imm(off as u64), offset),
             Sym::Global(g) => (
                 match space {
@@ -806,10 +1129,13 @@ impl<'a> KernelLowerer<'a> {
         let store = i.opcode.value == "st";
         let space = m.one_of(SPACES);
         let volatile = m.has("volatile") | m.has("relaxed") | m.has("acquire") | m.has("release");
+        if m.written("nc") && (store || space != Some(Space::Global)) {
+            return Err(m.missing("`.global` for the non-coherent `.nc` load"));
+        }
         m.accept(CACHE_HINTS);
         m.accept(MEMORY_ORDER);
         let vec = m.one_of(&[("v2", 2u8), ("v4", 4u8)]).unwrap_or(1);
-        let ty = m.need_ty()?;
+        let ty = m.need_ty(types::LD_ST)?;
         let [first, second] = i.operands.as_slice() else {
             return Err(count_error(i, "2"));
         };
@@ -826,6 +1152,7 @@ impl<'a> KernelLowerer<'a> {
         if values.len() != vec as usize {
             return Err(bad(i, "as many values as the vector width", value_op.span));
         }
+        self.check_vector_widths(i, values)?;
         if store {
             let mut inst = Inst::new(
                 Op::St {
@@ -838,7 +1165,7 @@ impl<'a> KernelLowerer<'a> {
             );
             inst.srcs[0] = base;
             for (k, v) in values.iter().enumerate() {
-                inst.srcs[k + 1] = self.src(i, v, ty)?;
+                inst.srcs[k + 1] = self.src_as(i, v, ty, Rule::Relaxed)?;
             }
             inst.n_srcs = vec + 1;
             Ok(inst)
@@ -856,7 +1183,7 @@ impl<'a> KernelLowerer<'a> {
             );
             let mut dst_bits = ty.bits();
             for (k, v) in values.iter().enumerate() {
-                inst.dsts[k] = self.dst(i, v)?;
+                inst.dsts[k] = self.dst(i, v, ty, Rule::Relaxed)?;
                 if let Some(r) = inst.dsts[k] {
                     dst_bits = self.regs[r].ty.bits().max(ty.bits());
                 }
@@ -890,7 +1217,13 @@ impl<'a> KernelLowerer<'a> {
                 ("xor", AtomOp::Xor),
             ])
             .ok_or_else(|| m.missing("an operation such as `.add`"))?;
-        let ty = m.need_ty()?;
+        let ty = m.need_ty(match op {
+            AtomOp::Add => types::ATOM_ADD,
+            AtomOp::Min | AtomOp::Max => types::ATOM_MIN_MAX,
+            AtomOp::Inc | AtomOp::Dec => types::ONLY_U32,
+            AtomOp::And | AtomOp::Or | AtomOp::Xor | AtomOp::Exch => types::B32_64,
+            AtomOp::Cas => types::ATOM_CAS,
+        })?;
         let n_vals = if op == AtomOp::Cas { 2 } else { 1 };
         let want = n_vals + 1 + !red as usize;
         if i.operands.len() != want {
@@ -900,7 +1233,7 @@ impl<'a> KernelLowerer<'a> {
         let dst = if red {
             None
         } else {
-            self.dst(i, ops.next().expect("counted"))?
+            self.dst(i, ops.next().expect("counted"), ty, Rule::Exact)?
         };
         let (space, base, offset) = self.address(i, ops.next().expect("counted"), space)?;
         let op = if red {
@@ -957,10 +1290,12 @@ impl<'a> KernelLowerer<'a> {
                     ("or", BarKind::RedOr),
                 ])
                 .ok_or_else(|| m.missing("`.popc`, `.and` or `.or`"))?;
-            m.need_ty()?;
+            m.need_ty(if k == BarKind::RedPopc {
+                types::ONLY_U32
+            } else {
+                types::PRED
+            })?;
             k
-        } else if i.opcode.value == "bar" && m.inst.modifiers.is_empty() {
-            BarKind::Sync
         } else {
             return Err(m.missing("`.sync`, `.arrive` or `.red`"));
         };
@@ -971,7 +1306,12 @@ impl<'a> KernelLowerer<'a> {
             if ops.len() != 3 && ops.len() != 4 {
                 return Err(count_error(i, "3 or 4"));
             }
-            inst.dsts[0] = self.dst(i, &ops[0])?;
+            let dty = if kind == BarKind::RedPopc {
+                Ty::U32
+            } else {
+                Ty::Pred
+            };
+            inst.dsts[0] = self.dst(i, &ops[0], dty, Rule::Exact)?;
             inst.n_dsts = 1;
             &ops[1..]
         } else {
@@ -994,6 +1334,42 @@ impl<'a> KernelLowerer<'a> {
         }
         inst.n_srcs = 3;
         Ok(inst)
+    }
+
+    /// The registers of a vector operand (`{%f1, %f2}`) must all have the same width.
+    fn check_vector_widths(
+        &self,
+        i: &ast::Instruction,
+        values: &[ast::Operand],
+    ) -> Result<(), LowerError> {
+        let mut first: Option<Ty> = None;
+        for v in values {
+            let K::Ident { name, .. } = &v.kind else {
+                continue;
+            };
+            let Some(Sym::Reg(r)) = self.lookup(name) else {
+                continue;
+            };
+            let have = self.regs[r].ty;
+            match first {
+                None => first = Some(have),
+                Some(f) if f.size() != have.size() => {
+                    return Err(LowerError::OperandType {
+                        inst: full_name(i),
+                        index: operand_index(i, v.span),
+                        operand: name.clone(),
+                        found: format!("a .{} register", typecheck::name(have)),
+                        expected: format!(
+                            "a {}-bit register like the vector's other elements",
+                            f.bits()
+                        ),
+                        span: v.span,
+                    });
+                }
+                Some(_) => {}
+            }
+        }
+        Ok(())
     }
 }
 
@@ -1054,4 +1430,68 @@ fn count_error(i: &ast::Instruction, expected: &str) -> LowerError {
         found: i.operands.len(),
         span: i.span,
     }
+}
+
+/// Checks an instruction type against the types the instruction allows.
+fn check_type(i: &ast::Instruction, ty: Ty, allowed: &[Ty], span: Span) -> Result<(), LowerError> {
+    if allowed.contains(&ty) {
+        return Ok(());
+    }
+    Err(LowerError::InstructionType {
+        inst: i.opcode.value.clone(),
+        ty: typecheck::name(ty),
+        allowed: typecheck::list(allowed),
+        span,
+    })
+}
+
+/// The 1-based position of the written operand that contains `span` (destinations first).
+fn operand_index(i: &ast::Instruction, span: Span) -> usize {
+    i.operands
+        .iter()
+        .position(|o| o.span.start <= span.start && span.end <= o.span.end)
+        .map_or(0, |k| k + 1)
+}
+
+/// An operand as written, for messages.
+fn literal_text(k: &ast::OperandKind) -> String {
+    match k {
+        K::Int(v) => v.to_string(),
+        K::Float(FloatLit::F32(b)) => format!("0f{b:08X}"),
+        K::Float(FloatLit::F64(b)) => format!("0d{b:016X}"),
+        K::Ident {
+            name,
+            component: Some(c),
+        } => format!("{name}.{c}"),
+        K::Ident { name, .. } => name.clone(),
+        _ => "operand".into(),
+    }
+}
+
+fn is_bit(ty: Ty) -> bool {
+    matches!(ty, Ty::B8 | Ty::B16 | Ty::B32 | Ty::B64 | Ty::B128)
+}
+
+/// Comparisons by type class: bit-size types compare only for (in)equality, `lo ls hi hs`
+/// are for integers, the ordered/unordered tests for floats.
+fn check_cmp(i: &ast::Instruction, cmp: Cmp, ty: Ty) -> Result<(), LowerError> {
+    use Cmp::*;
+    let ok = if ty.is_float() {
+        !matches!(cmp, Lo | Ls | Hi | Hs)
+    } else if is_bit(ty) {
+        matches!(cmp, Eq | Ne)
+    } else {
+        matches!(cmp, Eq | Ne | Lt | Le | Gt | Ge | Lo | Ls | Hi | Hs)
+    };
+    if ok {
+        return Ok(());
+    }
+    Err(LowerError::InstructionType {
+        inst: full_name(i),
+        ty: typecheck::name(ty),
+        allowed: "a type its comparison applies to (`.bN`: eq, ne; integers: no unordered \
+                  tests; floats: no lo, ls, hi, hs)"
+            .into(),
+        span: i.span,
+    })
 }

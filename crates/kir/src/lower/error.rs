@@ -44,6 +44,32 @@ pub enum LowerError {
     Redeclared { name: String, span: Span },
     #[error("unsupported declaration: {what}")]
     UnsupportedDeclaration { what: String, span: Span },
+    /// A register, special register or literal that the instruction's type rules reject.
+    #[error("operand {index} of `{inst}` is `{operand}`, {found}; expected {expected}")]
+    OperandType {
+        inst: String,
+        /// 1-based, destinations first, as written.
+        index: usize,
+        operand: String,
+        /// What the operand is (`a .b64 register`).
+        found: String,
+        expected: String,
+        span: Span,
+    },
+    #[error("`.{ty}` is not a valid type for `{inst}` (expected one of {allowed})")]
+    InstructionType {
+        inst: String,
+        ty: String,
+        allowed: String,
+        span: Span,
+    },
+    #[error("integer literal {value} does not fit `.{ty}` in `{inst}`")]
+    ImmediateRange {
+        inst: String,
+        value: i128,
+        ty: String,
+        span: Span,
+    },
     #[error("unsupported `.address_size {size}`: Switchyard executes 64-bit PTX only")]
     AddressSize { size: u32, span: Span },
     #[error("too large: {size} {what}; the limit is {limit}")]
@@ -71,6 +97,9 @@ impl LowerError {
             | Recursion { span, .. }
             | Redeclared { span, .. }
             | UnsupportedDeclaration { span, .. }
+            | OperandType { span, .. }
+            | InstructionType { span, .. }
+            | ImmediateRange { span, .. }
             | AddressSize { span, .. }
             | TooLarge { span, .. } => *span,
         }

@@ -9,10 +9,14 @@
 //!   sites declare to pass arguments; a call is inlined, and the callee's `.param` parameters
 //!   become aliases of the caller's argument variables.
 //! * Every instruction is decoded strictly: an unknown opcode or modifier is an error with its
-//!   span, and lowering goes on to report the others too.
+//!   span, and lowering goes on to report the others too. Operands and types are checked
+//!   against the PTX ISA's rules ([`typecheck`]).
+//! * Every `.func` body is checked on its own too, called or not (its calls are checked but
+//!   not inlined), so that dead code cannot hide invalid PTX.
 
 mod decode;
 mod error;
+mod typecheck;
 
 use std::collections::{HashMap, HashSet};
 
@@ -95,23 +99,36 @@ pub fn lower_module(module: &ast::Module, source_name: &str) -> Result<Module, V
     }
 
     let mut kernels = IdVec::new();
+    let sm = module
+        .target
+        .iter()
+        .find_map(|t| t.strip_prefix("sm_"))
+        .and_then(|t| {
+            t.trim_end_matches(|c: char| c.is_ascii_alphabetic())
+                .parse::<u32>()
+                .ok()
+        })
+        .unwrap_or(0);
+    let ctx = ModuleCtx {
+        sync_required: sm >= 70 && module.version >= (6, 4),
+        syms: &module_syms,
+        functions: &functions,
+        shared_decls: &shared_decls,
+    };
     for item in &module.items {
         let ast::Item::Function(f) = item else {
             continue;
         };
-        if f.kind != ast::FunctionKind::Entry || f.body.is_none() {
+        if f.body.is_none() {
             continue;
         }
-        let ctx = ModuleCtx {
-            syms: &module_syms,
-            functions: &functions,
-            shared_decls: &shared_decls,
-        };
-        match KernelLowerer::lower(&ctx, f) {
-            Ok(k) => {
+        match (f.kind, KernelLowerer::lower(&ctx, f)) {
+            (ast::FunctionKind::Entry, Ok(k)) => {
                 kernels.push(k);
             }
-            Err(mut e) => errors.append(&mut e),
+            // A `.func` lowered on its own is only checked; kernels inline it.
+            (ast::FunctionKind::Func, Ok(_)) => {}
+            (_, Err(mut e)) => errors.append(&mut e),
         }
     }
     if errors.is_empty() {
@@ -124,6 +141,9 @@ pub fn lower_module(module: &ast::Module, source_name: &str) -> Result<Module, V
         })
     } else {
         errors.sort_by_key(|e| e.span().start);
+        // A function's error is found again in every kernel that inlines it.
+        let mut seen = HashSet::new();
+        errors.retain(|e| seen.insert((e.span(), e.to_string())));
         Err(errors)
     }
 }
@@ -136,6 +156,8 @@ enum ModuleSym {
 }
 
 struct ModuleCtx<'a> {
+    /// `vote` and `shfl` must be `.sync` (PTX ISA 6.4 and later on sm_70 and later).
+    sync_required: bool,
     syms: &'a HashMap<String, ModuleSym>,
     functions: &'a HashMap<&'a str, &'a ast::Function>,
     shared_decls: &'a [&'a ast::VarDecl],
@@ -187,7 +209,17 @@ fn write_initializer(
         Initializer::Expr(e) => {
             let size = ty.size() as u64;
             let bits: u64 = match &e.value {
-                InitExpr::Int(v) => decode::int_literal_bits(*v, ty),
+                InitExpr::Int(v) => {
+                    if !ty.is_float() && !typecheck::int_fits(*v, ty) {
+                        errors.push(LowerError::ImmediateRange {
+                            inst: g.name.clone(),
+                            value: *v,
+                            ty: typecheck::name(ty),
+                            span: e.span,
+                        });
+                    }
+                    decode::int_literal_bits(*v, ty)
+                }
                 InitExpr::Float(f) => decode::float_literal_bits(*f, ty),
                 InitExpr::SymbolAddr {
                     name,
@@ -232,6 +264,9 @@ enum Sym {
     Reg(Reg),
     /// Per-thread local memory at this byte offset.
     Local(u32),
+    /// A `.param` variable of a call site or a device function's `.param` parameter: local
+    /// memory at this byte offset, read and written only with `ld.param`/`st.param`.
+    ParamVar(u32),
     /// Shared memory at this byte offset.
     Shared(u32),
     /// The kernel's parameter buffer at this byte offset.
@@ -275,6 +310,9 @@ struct KernelLowerer<'a> {
     uses_dynamic_smem: bool,
     local_size: u32,
     inline_count: u32,
+    /// False when a `.func` is lowered on its own to be checked: its calls are checked but
+    /// not inlined (each callee is checked on its own).
+    inline_calls: bool,
     errors: Vec<LowerError>,
 }
 
@@ -296,6 +334,7 @@ impl<'a> KernelLowerer<'a> {
             uses_dynamic_smem: false,
             local_size: 0,
             inline_count: 0,
+            inline_calls: f.kind == ast::FunctionKind::Entry,
             errors: Vec::new(),
         };
         l.layout_shared(f);
@@ -307,7 +346,27 @@ impl<'a> KernelLowerer<'a> {
             names: HashMap::new(),
             function_root: true,
         };
-        for p in &f.params {
+        if f.kind == ast::FunctionKind::Func {
+            // A device function's `.param` parameters and results live in local memory
+            // (as an inlined call's arguments do); `.reg` ones are registers.
+            l.scopes.push(root);
+            for p in f.returns.iter().chain(&f.params) {
+                if p.space == StateSpace::Reg {
+                    l.new_reg("", &p.name.value, p.ty, p.name.span);
+                } else {
+                    let size = (p.ty.size() as u64).saturating_mul(p.array_len.unwrap_or(1));
+                    let off =
+                        l.alloc_local(size, p.align.unwrap_or(p.ty.size()).max(1), p.name.span);
+                    l.declare(&p.name.value, Sym::ParamVar(off), p.name.span);
+                }
+            }
+            root = l.scopes.pop().expect("pushed above");
+        }
+        for p in f
+            .params
+            .iter()
+            .filter(|_| f.kind == ast::FunctionKind::Entry)
+        {
             let size = p.ty.size() as u64 * p.array_len.unwrap_or(1);
             let align = p.align.unwrap_or(p.ty.size()).max(1);
             let offset = align_up(param_size, align as u64);
@@ -328,7 +387,7 @@ impl<'a> KernelLowerer<'a> {
             ret_label: None,
             func_name: f.name.value.clone(),
         });
-        let body = f.body.as_ref().expect("kernels with a body only");
+        let body = f.body.as_ref().expect("functions with a body only");
         l.declare_labels(body);
         l.block(body);
         l.frames.pop();
@@ -595,7 +654,12 @@ impl<'a> KernelLowerer<'a> {
         match v.space {
             StateSpace::Local | StateSpace::Param => {
                 let off = self.alloc_local(var_size(v), var_align(v), v.span);
-                self.declare(&v.name.value, Sym::Local(off), v.name.span);
+                let sym = if v.space == StateSpace::Param {
+                    Sym::ParamVar(off)
+                } else {
+                    Sym::Local(off)
+                };
+                self.declare(&v.name.value, sym, v.name.span);
             }
             StateSpace::Shared => {
                 let is_extern = v.array_dims.iter().any(|d| d.is_none());
@@ -680,7 +744,7 @@ impl<'a> KernelLowerer<'a> {
                 })
             }
         };
-        if self.frames.iter().any(|f| f.func_name == *name) {
+        if self.inline_calls && self.frames.iter().any(|f| f.func_name == *name) {
             return Err(LowerError::Recursion {
                 name: name.clone(),
                 span: *name_span,
@@ -697,6 +761,33 @@ impl<'a> KernelLowerer<'a> {
                 found: rets.len() + args.len(),
                 span: i.span,
             });
+        }
+        if !self.inline_calls {
+            // Checking a function on its own: the arguments must resolve; the callee is
+            // checked on its own.
+            for (decl, actual) in callee
+                .returns
+                .iter()
+                .chain(&callee.params)
+                .zip(rets.iter().chain(args))
+            {
+                let sym = match &actual.kind {
+                    K::Ident { name: a, .. } => self.lookup(a),
+                    _ => None,
+                };
+                if !matches!(
+                    (decl.space, sym),
+                    (StateSpace::Param, Some(Sym::ParamVar(_)))
+                        | (StateSpace::Reg, Some(Sym::Reg(_)))
+                ) {
+                    return Err(LowerError::BadOperand {
+                        inst: "call".into(),
+                        expected: "`.param` variables for `.param` parameters, registers for `.reg` parameters",
+                        span: actual.span,
+                    });
+                }
+            }
+            return Ok(());
         }
         // Bind the callee's parameters in a fresh root scope.
         let mut root = Scope {
@@ -717,8 +808,8 @@ impl<'a> KernelLowerer<'a> {
                 _ => None,
             };
             match (decl.space, sym) {
-                (StateSpace::Param, Some(Sym::Local(off))) => {
-                    root.names.insert(decl.name.value.clone(), Sym::Local(off));
+                (StateSpace::Param, Some(Sym::ParamVar(off))) => {
+                    root.names.insert(decl.name.value.clone(), Sym::ParamVar(off));
                 }
                 (StateSpace::Reg, Some(Sym::Reg(r))) => {
                     let nr = self.regs.push(RegInfo {
