@@ -232,20 +232,60 @@ impl GpuConfig {
             message: e.to_string(),
         })?;
         let mut bad = None;
+        let mut values = std::collections::HashMap::new();
         walk_numbers(&value, &mut String::new(), &mut |path, v| {
             let max = ceiling(path);
             if bad.is_none() && !(v.is_finite() && v <= max) {
                 bad = Some((path.to_string(), v, max));
             }
+            values.entry(path.to_string()).or_insert(v);
         });
-        match bad {
-            None => Ok(()),
-            Some((field, v, max)) => Err(ConfigError::Invalid {
+        if let Some((field, v, max)) = bad {
+            return Err(ConfigError::Invalid {
                 file: file.to_string(),
                 field,
                 what: format!("{v} is out of range: at most {max}"),
-            }),
+            });
         }
+        // Each value may be in range and their product still more state than a run can
+        // hold: the simulator sizes these arrays up front.
+        let get = |path: &str| values.get(path).copied().unwrap_or(0.0);
+        let lines = |cache: &str| {
+            get(&format!("memory.{cache}.size_bytes"))
+                / get(&format!("memory.{cache}.line_bytes")).max(1.0)
+        };
+        let products = [
+            (
+                "memory",
+                "cache lines in all (sm.count × (l1 + const_cache lines) + l2_slices × l2 lines)",
+                get("sm.count") * (lines("l1") + lines("const_cache"))
+                    + get("memory.l2_slices") * lines("l2"),
+                (1u64 << 25) as f64,
+            ),
+            (
+                "memory.max_outstanding_accesses",
+                "outstanding accesses in all (× sm.count)",
+                get("sm.count") * get("memory.max_outstanding_accesses"),
+                (1u64 << 22) as f64,
+            ),
+            (
+                "memory.dram",
+                "DRAM queue entries and banks in all (× dram_channels)",
+                get("memory.dram_channels")
+                    * (get("memory.dram.queue_entries") + get("memory.dram.banks")),
+                (1u64 << 22) as f64,
+            ),
+        ];
+        for (field, what, v, max) in products {
+            if v > max {
+                return Err(ConfigError::Invalid {
+                    file: file.to_string(),
+                    field: field.to_string(),
+                    what: format!("{v} {what} is more than the simulator holds: at most {max}"),
+                });
+            }
+        }
+        Ok(())
     }
 }
 
@@ -384,6 +424,16 @@ mod tests {
                 "icnt_mhz = 700.0",
                 "icnt_mhz = inf",
                 "memory.clocks.icnt_mhz",
+            ),
+            (
+                "l2_slices = 12",
+                "l2_slices = 1000000",
+                "cache lines in all",
+            ),
+            (
+                "max_outstanding_accesses = 64",
+                "max_outstanding_accesses = 1000000",
+                "memory.max_outstanding_accesses",
             ),
             (
                 "launch_latency_us = 5.0",

@@ -2,6 +2,7 @@
 
 pub mod analyze;
 pub mod diag;
+pub mod fuzz;
 pub mod input;
 pub mod output;
 pub mod ptx_run;
