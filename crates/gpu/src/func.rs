@@ -17,7 +17,13 @@ use crate::timing::Progress;
 /// Instructions a warp runs before the driver moves to the next warp.
 const QUANTUM: u32 = 256;
 
-/// Counters of a functional launch.
+/// Counters of a launch, counted the same way by both engines. Every instruction a warp
+/// issues is one warp instruction: `ret`, `exit` (also the one lowering places at the end of
+/// every kernel, when control reaches it), branches, barriers, and instructions whose guard
+/// predicate is false in every lane all count. Thread instructions add the lanes active in
+/// the warp's SIMT mask when it issues, before the guard predicate: a lane whose guard is
+/// false still counts; a lane that has exited, or is waiting on the other side of a branch,
+/// does not.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LaunchStats {
     pub tbs: u64,

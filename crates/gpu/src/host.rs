@@ -525,8 +525,27 @@ impl Gpu {
         progress: &mut dyn FnMut(Progress),
     ) -> Result<TimedStats, GpuError> {
         let (ctx, timed) = self.prepare_timed(module, kernel, (grid, block, dynamic_smem), args)?;
+        // Faults are named the way the functional core meets them (TBs in order, then warps,
+        // then lanes), so that both engines name the same thread: the timed machine meets
+        // the faults of concurrent TBs in time order, and on a fault the launch is replayed
+        // on the functional core from the memory it started with.
+        let replay = (ctx.clone(), self.memory().clone());
         let machine = self.machine.as_mut().expect("a timed device");
-        Ok(run_launch(machine, ctx, &timed, progress)?)
+        match run_launch(machine, ctx, &timed, progress) {
+            Err(TimingError::Exec(fault @ ExecError::MemoryFault { .. })) => {
+                let (ctx, mut memory) = replay;
+                let limit = crate::limits::default_instruction_limit(
+                    ctx.num_tbs(),
+                    u64::from(ctx.threads_per_tb().div_ceil(32)),
+                );
+                Err(match func::run(&ctx, &mut memory, limit) {
+                    Err(first @ ExecError::MemoryFault { .. }) => first,
+                    _ => fault,
+                }
+                .into())
+            }
+            result => Ok(result?),
+        }
     }
 
     /// [`Gpu::launch_timed`] with the TBs placed by the control `make` builds for the

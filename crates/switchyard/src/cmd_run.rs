@@ -45,6 +45,9 @@ struct RunRow {
     warp_instructions_per_second: f64,
     /// Timed runs: simulated cycles per second of simulation.
     cycles_per_second: Option<f64>,
+    /// Whether any result was compared (a launch spec without `[[check]]` compares none),
+    /// and whether every compared value matched: `verified` is true only when both hold.
+    checked: bool,
     verified: bool,
     detail: String,
 }
@@ -90,6 +93,7 @@ impl RunRow {
             thread_instructions_per_second: stats.thread_instructions as f64 / secs,
             warp_instructions_per_second: stats.warp_instructions as f64 / secs,
             cycles_per_second: is_timed.then(|| cycles as f64 / secs),
+            checked: true,
             verified: false,
             detail: String::new(),
         }
@@ -142,6 +146,8 @@ fn print_table(rows: &[RunRow], timed: bool) {
     for r in rows {
         let result = if r.verified {
             format!("PASS ({})", r.detail)
+        } else if !r.checked {
+            format!("RAN ({})", r.detail)
         } else {
             format!("FAIL: {}", r.detail)
         };
@@ -338,7 +344,8 @@ pub(crate) fn run(args: RunArgs) -> Outcome {
             }
         };
         for (row, launches) in results {
-            ok &= row.verified;
+            // A run with nothing to check is not verified, and not a failure either.
+            ok &= row.verified || !row.checked;
             if let (Some(file), Some(path)) = (stats.as_mut(), partial_path.as_deref()) {
                 file.runs.push(StatsRun {
                     kernel: row.kernel.clone(),
@@ -392,7 +399,14 @@ pub(crate) fn run(args: RunArgs) -> Outcome {
     } else {
         print_table(&rows, timed.is_some());
         let passed = rows.iter().filter(|r| r.verified).count();
-        print!("{passed} passed, {} failed", rows.len() - passed);
+        let unchecked = rows.iter().filter(|r| !r.checked).count();
+        print!(
+            "{passed} passed, {} failed",
+            rows.len() - passed - unchecked
+        );
+        if unchecked > 0 {
+            print!(", {unchecked} not verified");
+        }
         match (&timed, stats_path) {
             (Some(t), Some(p)) => {
                 println!("; timed on {}; statistics in {}", t.gpu.name, p.display())
@@ -474,7 +488,8 @@ fn run_ptx_file(
         Err(FileRunError::Load(e)) => return Err(render_load_error(&e)),
         Err(e) => return Err(e.to_string()),
     };
-    let verified = r.checks.iter().all(|c| c.mismatches == 0);
+    let checked = !r.checks.is_empty();
+    let verified = checked && r.checks.iter().all(|c| c.mismatches == 0);
     let detail = if r.checks.is_empty() {
         "ran; not verified (the spec has no [[check]])".to_string()
     } else if verified {
@@ -504,6 +519,7 @@ fn run_ptx_file(
         r.elapsed,
         &timed,
     );
+    row.checked = checked;
     row.verified = verified;
     row.detail = detail;
     Ok((row, timed))

@@ -795,3 +795,52 @@ fn killed_runs_never_corrupt_or_lose_results() {
     assert!(left.is_empty(), "temporaries left: {left:?}");
     let _ = std::fs::remove_file(&path);
 }
+
+#[test]
+fn both_engines_name_the_same_thread_for_a_fault() {
+    // 64 TBs, of which 61 fault: the timed machine meets a fault of a later TB first (TBs
+    // run concurrently), the functional core the first TB's; both must name the latter.
+    let (ptx, spec) = (data("oob.ptx"), data("oob_many.toml"));
+    let mut named = Vec::new();
+    for engine in [&["--functional"][..], &[], &["--gpu", "h100"]] {
+        let t = fails_saying(
+            &[&["run", ptx.as_str(), "--spec", spec.as_str()][..], engine].concat(),
+            &["faulted at pc13 in TB (3, 0, 0) thread (116, 0, 0)"],
+        );
+        named.push(t.lines().last().unwrap_or_default().to_string());
+    }
+    assert!(named.windows(2).all(|w| w[0] == w[1]), "{named:#?}");
+}
+
+#[test]
+fn a_spec_without_checks_runs_but_is_not_reported_verified() {
+    let spec = temp("unchecked.toml");
+    let example = std::fs::read_to_string(root().join("examples/saxpy/saxpy.toml")).unwrap();
+    let unchecked = &example[..example.find("[[check]]").expect("the example has checks")];
+    std::fs::write(&spec, unchecked).unwrap();
+    let ptx = root().join("examples/saxpy/saxpy.ptx");
+    let o = switchyard(&[
+        "run",
+        ptx.to_str().unwrap(),
+        "--spec",
+        spec.to_str().unwrap(),
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v[0]["verified"], false);
+    assert_eq!(v[0]["checked"], false);
+    assert!(v[0]["detail"].as_str().unwrap().contains("not verified"));
+    let o = switchyard(&[
+        "run",
+        ptx.to_str().unwrap(),
+        "--spec",
+        spec.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("0 passed, 0 failed, 1 not verified"),
+        "{}",
+        text(&o)
+    );
+}

@@ -95,6 +95,9 @@ fn odd_kernels_end_alike_on_both_engines() {
             Err(e) => failed.push(e),
         }
     }
-    assert!(finished >= 100, "{finished} of 200 finished; failures: {failed:#?}");
+    assert!(
+        finished >= 100,
+        "{finished} of 200 finished; failures: {failed:#?}"
+    );
     assert!(failed.len() >= 3, "{} of 200 failed", failed.len());
 }
