@@ -23,8 +23,13 @@ pub enum FaultReason {
 impl std::fmt::Display for FaultReason {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            FaultReason::Global(GlobalFault::Unallocated) => {
-                f.write_str("address is not in any allocation")
+            FaultReason::Global(GlobalFault::Unallocated { nearest }) => {
+                f.write_str("address is not in any allocation")?;
+                write_nearest(f, nearest)
+            }
+            FaultReason::Global(GlobalFault::Unmapped { nearest }) => {
+                f.write_str("address is in no mapped page (--memory-check page)")?;
+                write_nearest(f, nearest)
             }
             FaultReason::Global(GlobalFault::OutOfBounds { base, size }) => {
                 write!(
@@ -40,6 +45,26 @@ impl std::fmt::Display for FaultReason {
             FaultReason::ReadOnly => f.write_str("the space is read-only"),
             FaultReason::AtomicSpace => f.write_str("atomics are not supported in this space"),
         }
+    }
+}
+
+/// `; the nearest is the N-byte allocation at B, D bytes before its start / past its end`.
+fn write_nearest(
+    f: &mut std::fmt::Formatter<'_>,
+    nearest: &Option<crate::memory::Nearest>,
+) -> std::fmt::Result {
+    let Some(n) = nearest else {
+        return f.write_str(" (there are no allocations)");
+    };
+    write!(
+        f,
+        "; the nearest is the {}-byte allocation at {:#x}, ",
+        n.size, n.base
+    )?;
+    match n.offset {
+        o if o < 0 => write!(f, "{} bytes before its start", o.unsigned_abs()),
+        0 => f.write_str("just after its end"),
+        o => write!(f, "{o} bytes after its end"),
     }
 }
 

@@ -406,6 +406,11 @@ impl Gpu {
         }
     }
 
+    /// How global accesses are checked from now on ([`crate::memory::MemoryCheck`]).
+    pub fn set_memory_check(&mut self, check: crate::memory::MemoryCheck) {
+        self.memory_mut().set_check(check);
+    }
+
     pub fn alloc(&mut self, bytes: u64) -> DevPtr {
         DevPtr(self.memory_mut().alloc(bytes))
     }

@@ -5,6 +5,12 @@
 //! reported rather than silently reading a neighbour. Addresses are never reused, which keeps
 //! "use after free" detectable too.
 //!
+//! How strictly global accesses are checked is the memory's [`MemoryCheck`]: by default
+//! every access must lie inside one live allocation, and a fault names the nearest
+//! allocation and the distance from it; [`MemoryCheck::Page`] accepts, as hardware does, any
+//! access inside a page that some allocation maps (the guard gaps included), which real
+//! programs that read a few elements outside their buffers rely on.
+//!
 //! Generic addresses (PTX's flat address space) map onto windows: shared memory at
 //! [`SHARED_WINDOW`], per-thread local memory at [`LOCAL_WINDOW`] and the kernel parameter
 //! buffer at [`PARAM_WINDOW`], each 4 GiB; everything else is global. Constant variables live
@@ -24,6 +30,32 @@ pub const WINDOW_SIZE: u64 = 1 << 32;
 pub const ALLOC_ALIGN: u64 = 256;
 /// Unmapped bytes left after each allocation.
 pub const GUARD_GAP: u64 = 4096;
+/// The page size of [`MemoryCheck::Page`]: 2 MiB, the page in which NVIDIA's driver maps
+/// `cudaMalloc` memory on Pascal and later GPUs (small allocations share one).
+pub const PAGE_BYTES: u64 = 2 << 20;
+
+/// How strictly global accesses are checked.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum MemoryCheck {
+    /// Every access lies inside one live allocation; anything else faults, naming the
+    /// nearest allocation. Finds the bugs a real GPU hides; the default.
+    #[default]
+    Strict,
+    /// As a GPU does: an access inside a page ([`PAGE_BYTES`]) that a live allocation
+    /// overlaps succeeds, reading and writing the bytes there (zero until written); one that
+    /// touches a page no allocation maps faults.
+    Page,
+}
+
+/// The live allocation nearest to a faulting address, and where the address lies from it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Nearest {
+    pub base: u64,
+    pub size: u64,
+    /// Bytes from the allocation to the address: negative before its start, otherwise past
+    /// its end (0: the first byte after it).
+    pub offset: i64,
+}
 
 /// Which part of the generic address space an address falls in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,8 +101,10 @@ pub fn window(addr: u64) -> Window {
 /// Why a global access failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GlobalFault {
-    /// The address is in no live allocation.
-    Unallocated,
+    /// The address is in no live allocation ([`MemoryCheck::Strict`]).
+    Unallocated { nearest: Option<Nearest> },
+    /// The access touches a page no live allocation maps ([`MemoryCheck::Page`]).
+    Unmapped { nearest: Option<Nearest> },
     /// The access starts inside an allocation but runs past its end.
     OutOfBounds { base: u64, size: u64 },
     /// The allocation was freed.
@@ -80,6 +114,8 @@ pub enum GlobalFault {
 #[derive(Clone, Debug)]
 struct Allocation {
     base: u64,
+    /// Bytes allocated (kept when freed, for naming the nearest allocation).
+    size: u64,
     data: Vec<u8>,
     live: bool,
 }
@@ -90,6 +126,10 @@ pub struct DeviceMemory {
     /// Sorted by base (the bump allocator only grows).
     allocs: Vec<Allocation>,
     next: u64,
+    check: MemoryCheck,
+    /// [`MemoryCheck::Page`]: bytes of mapped pages outside every allocation that have been
+    /// written, a page at a time (page number → its bytes).
+    stray: std::collections::HashMap<u64, Vec<u8>>,
 }
 
 impl Default for DeviceMemory {
@@ -103,7 +143,18 @@ impl DeviceMemory {
         DeviceMemory {
             allocs: Vec::new(),
             next: GLOBAL_BASE,
+            check: MemoryCheck::Strict,
+            stray: std::collections::HashMap::new(),
         }
+    }
+
+    /// How accesses are checked from now on (placement does not change with it).
+    pub fn set_check(&mut self, check: MemoryCheck) {
+        self.check = check;
+    }
+
+    pub fn check(&self) -> MemoryCheck {
+        self.check
     }
 
     /// Allocates `size` zeroed bytes and returns the device address.
@@ -111,6 +162,7 @@ impl DeviceMemory {
         let base = self.next;
         self.allocs.push(Allocation {
             base,
+            size,
             data: vec![0; size as usize],
             live: true,
         });
@@ -146,7 +198,7 @@ impl DeviceMemory {
             _ => {
                 let i = self.allocs.partition_point(|a| a.base <= addr);
                 if i == 0 {
-                    return Err(GlobalFault::Unallocated);
+                    return Err(GlobalFault::Unallocated { nearest: None });
                 }
                 i - 1
             }
@@ -158,7 +210,7 @@ impl DeviceMemory {
         let off = addr - a.base;
         let size = a.data.len() as u64;
         if off >= size {
-            return Err(GlobalFault::Unallocated);
+            return Err(GlobalFault::Unallocated { nearest: None });
         }
         if off + len > size {
             return Err(GlobalFault::OutOfBounds { base: a.base, size });
@@ -170,8 +222,91 @@ impl DeviceMemory {
     /// Reads `len` (≤ 8) bytes little-endian. `hint` caches the last allocation hit.
     #[inline]
     pub fn read(&self, addr: u64, len: u32, hint: &mut usize) -> Result<u64, GlobalFault> {
-        let (i, off) = self.find(addr, len as u64, hint)?;
-        Ok(read_le(&self.allocs[i].data[off..off + len as usize]))
+        match self.find(addr, len as u64, hint) {
+            Ok((i, off)) => Ok(read_le(&self.allocs[i].data[off..off + len as usize])),
+            Err(fault) => self.read_paged(addr, len, fault),
+        }
+    }
+
+    /// The access `find` refused: under [`MemoryCheck::Page`] done byte by byte when every
+    /// byte lies in a mapped page; otherwise the fault, with the nearest allocation named.
+    #[cold]
+    fn read_paged(&self, addr: u64, len: u32, fault: GlobalFault) -> Result<u64, GlobalFault> {
+        self.paged_fault(addr, len, fault)?;
+        let mut bytes = [0u8; 8];
+        for (k, b) in bytes.iter_mut().take(len as usize).enumerate() {
+            *b = self.byte(addr + k as u64);
+        }
+        Ok(read_le(&bytes[..len as usize]))
+    }
+
+    /// `Ok` when the refused access may go ahead byte by byte (page mode, every byte in a
+    /// mapped page), else the fault to report.
+    fn paged_fault(&self, addr: u64, len: u32, fault: GlobalFault) -> Result<(), GlobalFault> {
+        let end = addr.saturating_add(u64::from(len));
+        let mapped = |a: u64| self.page_mapped(a / PAGE_BYTES);
+        match fault {
+            GlobalFault::Unallocated { .. } | GlobalFault::OutOfBounds { .. }
+                if self.check == MemoryCheck::Page =>
+            {
+                // An access is at most 8 bytes: its first and last byte name its pages.
+                if mapped(addr) && mapped(end - 1) {
+                    Ok(())
+                } else {
+                    Err(GlobalFault::Unmapped {
+                        nearest: self.nearest(addr),
+                    })
+                }
+            }
+            GlobalFault::Unallocated { .. } => Err(GlobalFault::Unallocated {
+                nearest: self.nearest(addr),
+            }),
+            f => Err(f),
+        }
+    }
+
+    /// Whether a live allocation overlaps page `page`.
+    fn page_mapped(&self, page: u64) -> bool {
+        let (start, end) = (page * PAGE_BYTES, (page + 1) * PAGE_BYTES);
+        // Allocations are sorted and disjoint: look back from the last one starting in or
+        // before the page while they could still reach into it.
+        let i = self.allocs.partition_point(|a| a.base < end);
+        self.allocs[..i]
+            .iter()
+            .rev()
+            .take_while(|a| a.base + a.size.max(1) > start)
+            .any(|a| a.live && a.base + a.size.max(1) > start)
+    }
+
+    /// The byte at `addr` under [`MemoryCheck::Page`]: an allocation's, else a stray one.
+    fn byte(&self, addr: u64) -> u8 {
+        match self.find(addr, 1, &mut 0) {
+            Ok((i, off)) => self.allocs[i].data[off],
+            Err(_) => self
+                .stray
+                .get(&(addr / PAGE_BYTES))
+                .map_or(0, |p| p[(addr % PAGE_BYTES) as usize]),
+        }
+    }
+
+    /// The live allocation nearest to `addr` (for fault messages).
+    fn nearest(&self, addr: u64) -> Option<Nearest> {
+        self.allocs
+            .iter()
+            .filter(|a| a.live)
+            .map(|a| {
+                let offset = if addr < a.base {
+                    -((a.base - addr).min(i64::MAX as u64) as i64)
+                } else {
+                    (addr - (a.base + a.size)).min(i64::MAX as u64) as i64
+                };
+                Nearest {
+                    base: a.base,
+                    size: a.size,
+                    offset,
+                }
+            })
+            .min_by_key(|n| n.offset.unsigned_abs())
     }
 
     /// Writes the low `len` (≤ 8) bytes of `value` little-endian.
@@ -183,8 +318,38 @@ impl DeviceMemory {
         value: u64,
         hint: &mut usize,
     ) -> Result<(), GlobalFault> {
-        let (i, off) = self.find(addr, len as u64, hint)?;
-        write_le(&mut self.allocs[i].data[off..off + len as usize], value);
+        match self.find(addr, len as u64, hint) {
+            Ok((i, off)) => {
+                write_le(&mut self.allocs[i].data[off..off + len as usize], value);
+                Ok(())
+            }
+            Err(fault) => self.write_paged(addr, len, value, fault),
+        }
+    }
+
+    /// [`DeviceMemory::write`]'s refused access, as [`DeviceMemory::read_paged`].
+    #[cold]
+    fn write_paged(
+        &mut self,
+        addr: u64,
+        len: u32,
+        value: u64,
+        fault: GlobalFault,
+    ) -> Result<(), GlobalFault> {
+        self.paged_fault(addr, len, fault)?;
+        for (k, b) in value.to_le_bytes().iter().take(len as usize).enumerate() {
+            let a = addr + k as u64;
+            match self.find(a, 1, &mut 0) {
+                Ok((i, off)) => self.allocs[i].data[off] = *b,
+                Err(_) => {
+                    let page = self
+                        .stray
+                        .entry(a / PAGE_BYTES)
+                        .or_insert_with(|| vec![0; PAGE_BYTES as usize]);
+                    page[(a % PAGE_BYTES) as usize] = *b;
+                }
+            }
+        }
         Ok(())
     }
 
@@ -254,12 +419,81 @@ mod tests {
             m.read(a + 14, 4, &mut h),
             Err(GlobalFault::OutOfBounds { base: a, size: 16 })
         );
-        assert_eq!(m.read(a + 16, 4, &mut h), Err(GlobalFault::Unallocated));
-        assert_eq!(m.read(0, 4, &mut h), Err(GlobalFault::Unallocated));
+        // A strict fault names the nearest allocation and the distance from it.
+        let near = |offset| {
+            Some(Nearest {
+                base: a,
+                size: 16,
+                offset,
+            })
+        };
+        assert_eq!(
+            m.read(a + 16, 4, &mut h),
+            Err(GlobalFault::Unallocated { nearest: near(0) })
+        );
+        assert_eq!(
+            m.read(a - 8, 4, &mut h),
+            Err(GlobalFault::Unallocated { nearest: near(-8) })
+        );
+        assert_eq!(
+            m.read(a + 40, 4, &mut h),
+            Err(GlobalFault::Unallocated { nearest: near(24) })
+        );
+        assert!(matches!(
+            m.read(0, 4, &mut h),
+            Err(GlobalFault::Unallocated { nearest: Some(_) })
+        ));
         assert!(m.free(a));
         assert_eq!(m.read(a, 4, &mut h), Err(GlobalFault::Freed { base: a }));
         assert!(!m.free(a));
         assert_eq!(m.read(b, 8, &mut h), Ok(0));
+    }
+
+    #[test]
+    fn page_mode_accepts_what_a_mapped_page_holds_and_faults_outside() {
+        let mut m = DeviceMemory::new();
+        m.set_check(MemoryCheck::Page);
+        let a = m.alloc(64);
+        let b = m.alloc(64);
+        let mut h = 0;
+        m.write(a, 4, 7, &mut h).unwrap();
+        // Before the second buffer and after the last, in the same 2 MiB page: allowed, and
+        // what is written there stays, without touching the buffers. The first buffer
+        // starts a page (as cudaMalloc's first does), so the bytes before it are unmapped.
+        assert_eq!(m.read(b - 4, 4, &mut h), Ok(0));
+        assert!(matches!(
+            m.read(a - 4, 4, &mut h),
+            Err(GlobalFault::Unmapped { .. })
+        ));
+        m.write(b + 64, 4, 0x1234_5678, &mut h).unwrap();
+        assert_eq!(m.read(b + 64, 4, &mut h), Ok(0x1234_5678));
+        assert_eq!(m.read_bytes(b, 64).unwrap(), &[0u8; 64][..]);
+        // An access straddling a buffer's end reads both sides.
+        m.write(a + 60, 4, 0xaabb_ccdd, &mut h).unwrap();
+        m.write(a + 64, 4, 0x1122_3344, &mut h).unwrap();
+        assert_eq!(m.read(a + 62, 4, &mut h), Ok(0x3344_aabb));
+        // Outside every mapped page: a fault naming the nearest allocation.
+        let far = b + 3 * PAGE_BYTES;
+        assert_eq!(
+            m.read(far, 4, &mut h),
+            Err(GlobalFault::Unmapped {
+                nearest: Some(Nearest {
+                    base: b,
+                    size: 64,
+                    offset: (far - b - 64) as i64
+                })
+            })
+        );
+        assert!(matches!(
+            m.read(8, 4, &mut h),
+            Err(GlobalFault::Unmapped { .. })
+        ));
+        // The same accesses are faults under the strict check.
+        m.set_check(MemoryCheck::Strict);
+        assert!(matches!(
+            m.read(a - 4, 4, &mut h),
+            Err(GlobalFault::Unallocated { .. })
+        ));
     }
 
     #[test]

@@ -9,6 +9,7 @@ use gpu::timing::{Progress, TimedGpu, TimedStats};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
+use gpu::memory::MemoryCheck;
 use suite::{Size, Target};
 use switchyard::diag::render_load_error;
 use switchyard::input::{read_text, Utf8};
@@ -16,7 +17,7 @@ use switchyard::ptx_run::{run_file, FileRunError};
 use switchyard::spec::Spec;
 use switchyard::suite_run::{run_kernel_on, Engine, ProgressFn, SuiteError, SuiteResult};
 
-use super::{Outcome, RunArgs, SchedulerArg, SizeArg, TargetArg};
+use super::{MemoryCheckArg, Outcome, RunArgs, SchedulerArg, SizeArg, TargetArg};
 
 /// One row of the table: a kernel on one target (all its launches).
 #[derive(Serialize)]
@@ -312,10 +313,12 @@ pub(crate) fn run(args: RunArgs) -> Outcome {
         t.options.instruction_limit = args.instruction_limit;
         Some(t)
     };
-    let engine = match &timed {
-        Some(t) => Engine::Timed(t),
-        None => Engine::Functional {
-            instruction_limit: args.instruction_limit,
+    let engine = Engine {
+        timed: timed.as_ref(),
+        instruction_limit: args.instruction_limit,
+        memory_check: match args.memory_check {
+            MemoryCheckArg::Strict => MemoryCheck::Strict,
+            MemoryCheckArg::Page => MemoryCheck::Page,
         },
     };
     let mut stats = timed.as_ref().map(|t| StatsFile {

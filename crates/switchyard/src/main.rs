@@ -103,6 +103,11 @@ struct RunArgs {
     /// no spill code; occupancy still uses the allocator's register count).
     #[arg(long, conflicts_with = "functional")]
     unallocated: bool,
+    /// How global memory accesses are checked: `strict` (every access inside an
+    /// allocation; a fault names the nearest one) or `page` (as a GPU: any access inside a
+    /// 2 MiB page that an allocation maps succeeds).
+    #[arg(long, value_enum, default_value_t = MemoryCheckArg::Strict)]
+    memory_check: MemoryCheckArg,
     /// Stop a timed launch after this many core cycles, as a runaway (default: derived from
     /// the launch's size: 2^23 plus 2^12 per TB).
     #[arg(long, value_name = "CYCLES", conflicts_with = "functional")]
@@ -276,6 +281,12 @@ fn mechanism_arg(name: &str) -> Result<preempt::MechanismKind, String> {
             .collect();
         format!("unknown mechanism `{name}`; one of: {}", names.join(", "))
     })
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum MemoryCheckArg {
+    Strict,
+    Page,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]

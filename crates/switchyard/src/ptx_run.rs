@@ -49,7 +49,7 @@ pub fn run_file(
     engine: Engine<'_>,
     progress: &mut dyn FnMut(gpu::timing::Progress),
 ) -> Result<FileRun, FileRunError> {
-    let timed = engine.timed();
+    let timed = engine.timed;
     let mut gpu = engine.device().map_err(GpuError::from)?;
     let module = gpu.load_ptx(file, ptx)?;
     let kernel = match &spec.kernel {

@@ -2,44 +2,51 @@
 
 use std::time::{Duration, Instant};
 
+use gpu::memory::MemoryCheck;
 use gpu::timing::{Progress, TimedGpu, TimedStats};
 use gpu::{DevPtr as GpuPtr, Gpu, KernelArg, LaunchStats, ModuleId};
 use suite::{Arg, DevPtr, Device, DeviceError, Kernel, Launch, Size, Target, Verification};
 
-/// The core a run executes on.
+/// What a run executes on: the functional core or a timed GPU, and how device memory is
+/// checked.
 #[derive(Clone, Copy, Debug)]
-pub enum Engine<'a> {
-    /// The functional core, stopping a launch after `instruction_limit` warp instructions
-    /// (`None`: derived from the launch's size, [`gpu::limits`]).
-    Functional { instruction_limit: Option<u64> },
-    /// The timed GPU, with its options (and so its limits).
-    Timed(&'a TimedGpu),
+pub struct Engine<'a> {
+    /// The timed GPU, with its options (and so its limits); `None`: the functional core.
+    pub timed: Option<&'a TimedGpu>,
+    /// Functional core: warp instructions a launch may execute (`None`: derived from the
+    /// launch's size, [`gpu::limits`]).
+    pub instruction_limit: Option<u64>,
+    pub memory_check: MemoryCheck,
 }
 
-impl Engine<'_> {
-    /// The functional core with the default limit.
-    pub const FUNCTIONAL: Engine<'static> = Engine::Functional {
+impl<'a> Engine<'a> {
+    /// The functional core with the default limit and strict memory checks.
+    pub const FUNCTIONAL: Engine<'static> = Engine {
+        timed: None,
         instruction_limit: None,
+        memory_check: MemoryCheck::Strict,
     };
 
-    /// The timed GPU, if this engine has one.
-    pub fn timed(&self) -> Option<&TimedGpu> {
-        match self {
-            Engine::Functional { .. } => None,
-            Engine::Timed(t) => Some(t),
+    /// The timed GPU `t`, with strict memory checks.
+    pub fn on(t: &'a TimedGpu) -> Engine<'a> {
+        Engine {
+            timed: Some(t),
+            ..Engine::FUNCTIONAL
         }
     }
 
     /// A fresh device running on this engine.
     pub fn device(&self) -> Result<Gpu, gpu::timing::TimingError> {
-        match *self {
-            Engine::Functional { instruction_limit } => {
+        let mut gpu = match self.timed {
+            None => {
                 let mut gpu = Gpu::new();
-                gpu.limits.instruction_limit = instruction_limit;
-                Ok(gpu)
+                gpu.limits.instruction_limit = self.instruction_limit;
+                gpu
             }
-            Engine::Timed(t) => Gpu::timed(t.clone()),
-        }
+            Some(t) => Gpu::timed(t.clone())?,
+        };
+        gpu.set_memory_check(self.memory_check);
+        Ok(gpu)
     }
 }
 

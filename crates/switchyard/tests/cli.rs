@@ -844,3 +844,41 @@ fn a_spec_without_checks_runs_but_is_not_reported_verified() {
         text(&o)
     );
 }
+
+#[test]
+fn reads_just_outside_a_buffer_run_under_page_checks_and_fault_under_strict() {
+    let (ptx, spec) = (data("outside.ptx"), data("outside.toml"));
+    for engine in [&["--functional"][..], &[]] {
+        let run = |check: &str| {
+            switchyard(
+                &[
+                    &[
+                        "run",
+                        ptx.as_str(),
+                        "--spec",
+                        spec.as_str(),
+                        "--memory-check",
+                        check,
+                    ][..],
+                    engine,
+                ]
+                .concat(),
+            )
+        };
+        let o = run("page");
+        assert!(o.status.success(), "{}", text(&o));
+        assert!(text(&o).contains("PASS (8 values match)"), "{}", text(&o));
+        let o = run("strict");
+        assert_clean_failure(&o);
+        let t = text(&o);
+        assert!(
+            t.contains("outside.ptx:27:2")
+                && t.contains("thread (0, 0, 0)")
+                && t.contains(
+                    "address is not in any allocation; the nearest is the 32-byte allocation at"
+                )
+                && t.contains("8 bytes before its start"),
+            "{t}"
+        );
+    }
+}

@@ -16,7 +16,7 @@ fn timed_stats(kernel: &str, gpu: &TimedGpu) -> Vec<TimedStats> {
         .iter()
         .find(|k| k.name() == kernel)
         .unwrap_or_else(|| panic!("suite kernel {kernel}"));
-    let r = run_kernel_on(*k, Target::Sm70, Size::Small, 1, Engine::Timed(gpu), None)
+    let r = run_kernel_on(*k, Target::Sm70, Size::Small, 1, Engine::on(gpu), None)
         .unwrap_or_else(|e| panic!("{kernel}: {e}"));
     assert!(r.verification.passed(), "{kernel}: {:?}", r.verification);
     assert!(!r.timed.is_empty());
