@@ -23,13 +23,11 @@ pub enum FaultReason {
 impl std::fmt::Display for FaultReason {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            FaultReason::Global(GlobalFault::Unallocated { nearest }) => {
-                f.write_str("address is not in any allocation")?;
-                write_nearest(f, nearest)
+            FaultReason::Global(GlobalFault::Unallocated) => {
+                f.write_str("address is not in any allocation")
             }
-            FaultReason::Global(GlobalFault::Unmapped { nearest }) => {
-                f.write_str("address is in no mapped page (--memory-check page)")?;
-                write_nearest(f, nearest)
+            FaultReason::Global(GlobalFault::Unmapped) => {
+                f.write_str("address is in no mapped page (--memory-check page)")
             }
             FaultReason::Global(GlobalFault::OutOfBounds { base, size }) => {
                 write!(
@@ -48,14 +46,21 @@ impl std::fmt::Display for FaultReason {
     }
 }
 
-/// `; the nearest is the N-byte allocation at B, D bytes before its start / past its end`.
-fn write_nearest(
-    f: &mut std::fmt::Formatter<'_>,
-    nearest: &Option<crate::memory::Nearest>,
-) -> std::fmt::Result {
-    let Some(n) = nearest else {
-        return f.write_str(" (there are no allocations)");
-    };
+/// For a fault outside every allocation: the nearest allocation and where the address lies
+/// from it (`; the nearest is the N-byte allocation at B, D bytes before its start`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NearestNote(pub Option<crate::memory::Nearest>);
+
+impl std::fmt::Display for NearestNote {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let Some(n) = self.0 else {
+            return Ok(());
+        };
+        write_nearest(f, &n)
+    }
+}
+
+fn write_nearest(f: &mut std::fmt::Formatter<'_>, n: &crate::memory::Nearest) -> std::fmt::Result {
     write!(
         f,
         "; the nearest is the {}-byte allocation at {:#x}, ",
@@ -80,17 +85,20 @@ pub struct WaitingWarp {
 /// An error while executing a kernel.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ExecError {
-    #[error("{location}: kernel `{kernel}` faulted at {pc} in TB ({}, {}, {}) thread ({}, {}, {}): {space:?} access of {size} bytes at {addr:#x}: {reason}", ctaid[0], ctaid[1], ctaid[2], tid[0], tid[1], tid[2])]
+    #[error("{location}: kernel `{kernel}` faulted at {pc} in TB ({}, {}, {}) thread ({}, {}, {}): {space:?} access of {size} bytes at {addr:#x}: {reason}{nearest}", ctaid[0], ctaid[1], ctaid[2], tid[0], tid[1], tid[2])]
     MemoryFault {
-        kernel: String,
+        kernel: Box<str>,
         pc: InstId,
-        location: String,
+        location: Box<str>,
         ctaid: [u32; 3],
         tid: [u32; 3],
         space: Space,
         addr: u64,
         size: u32,
         reason: FaultReason,
+        /// For an address outside every allocation, the nearest one (boxed: faults are
+        /// rare, and every `Result` carrying this error pays for its size).
+        nearest: Box<NearestNote>,
     },
     #[error("kernel `{kernel}` deadlocked in TB ({}, {}, {}): {}", ctaid[0], ctaid[1], ctaid[2], describe_waiting(waiting, *exited_warps))]
     BarrierDeadlock {

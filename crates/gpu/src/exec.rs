@@ -22,7 +22,7 @@ use ptx::SourceFile;
 
 use crate::alu;
 use crate::error::{ExecError, FaultReason};
-use crate::memory::{self, DeviceMemory, Window};
+use crate::memory::{self, DeviceMemory, GlobalFault, Window};
 
 /// Lanes per warp. PTX fixes the warp size at 32 (`WARP_SZ`); masks are `u32`.
 pub const WARP_SIZE: usize = 32;
@@ -505,15 +505,21 @@ impl Exec<'_, '_, '_> {
     ) -> ExecError {
         let linear = self.warp.index * WARP_SIZE as u32 + lane as u32;
         ExecError::MemoryFault {
-            kernel: self.ctx.kernel.name.clone(),
+            kernel: self.ctx.kernel.name.as_str().into(),
             pc: InstId(self.pc),
-            location: self.ctx.location(InstId(self.pc)),
+            location: self.ctx.location(InstId(self.pc)).into(),
             ctaid: self.tb.ctaid,
             tid: self.ctx.tid(linear),
             space,
             addr,
             size,
             reason,
+            nearest: Box::new(crate::error::NearestNote(match reason {
+                FaultReason::Global(GlobalFault::Unallocated | GlobalFault::Unmapped) => {
+                    self.mem.nearest(addr)
+                }
+                _ => None,
+            })),
         }
     }
 

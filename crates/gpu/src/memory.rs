@@ -101,10 +101,11 @@ pub fn window(addr: u64) -> Window {
 /// Why a global access failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GlobalFault {
-    /// The address is in no live allocation ([`MemoryCheck::Strict`]).
-    Unallocated { nearest: Option<Nearest> },
+    /// The address is in no live allocation ([`MemoryCheck::Strict`]); the fault's report
+    /// names the nearest one ([`DeviceMemory::nearest`]).
+    Unallocated,
     /// The access touches a page no live allocation maps ([`MemoryCheck::Page`]).
-    Unmapped { nearest: Option<Nearest> },
+    Unmapped,
     /// The access starts inside an allocation but runs past its end.
     OutOfBounds { base: u64, size: u64 },
     /// The allocation was freed.
@@ -198,7 +199,7 @@ impl DeviceMemory {
             _ => {
                 let i = self.allocs.partition_point(|a| a.base <= addr);
                 if i == 0 {
-                    return Err(GlobalFault::Unallocated { nearest: None });
+                    return Err(GlobalFault::Unallocated);
                 }
                 i - 1
             }
@@ -210,7 +211,7 @@ impl DeviceMemory {
         let off = addr - a.base;
         let size = a.data.len() as u64;
         if off >= size {
-            return Err(GlobalFault::Unallocated { nearest: None });
+            return Err(GlobalFault::Unallocated);
         }
         if off + len > size {
             return Err(GlobalFault::OutOfBounds { base: a.base, size });
@@ -246,21 +247,16 @@ impl DeviceMemory {
         let end = addr.saturating_add(u64::from(len));
         let mapped = |a: u64| self.page_mapped(a / PAGE_BYTES);
         match fault {
-            GlobalFault::Unallocated { .. } | GlobalFault::OutOfBounds { .. }
+            GlobalFault::Unallocated | GlobalFault::OutOfBounds { .. }
                 if self.check == MemoryCheck::Page =>
             {
                 // An access is at most 8 bytes: its first and last byte name its pages.
                 if mapped(addr) && mapped(end - 1) {
                     Ok(())
                 } else {
-                    Err(GlobalFault::Unmapped {
-                        nearest: self.nearest(addr),
-                    })
+                    Err(GlobalFault::Unmapped)
                 }
             }
-            GlobalFault::Unallocated { .. } => Err(GlobalFault::Unallocated {
-                nearest: self.nearest(addr),
-            }),
             f => Err(f),
         }
     }
@@ -290,7 +286,7 @@ impl DeviceMemory {
     }
 
     /// The live allocation nearest to `addr` (for fault messages).
-    fn nearest(&self, addr: u64) -> Option<Nearest> {
+    pub fn nearest(&self, addr: u64) -> Option<Nearest> {
         self.allocs
             .iter()
             .filter(|a| a.live)
@@ -427,22 +423,11 @@ mod tests {
                 offset,
             })
         };
-        assert_eq!(
-            m.read(a + 16, 4, &mut h),
-            Err(GlobalFault::Unallocated { nearest: near(0) })
-        );
-        assert_eq!(
-            m.read(a - 8, 4, &mut h),
-            Err(GlobalFault::Unallocated { nearest: near(-8) })
-        );
-        assert_eq!(
-            m.read(a + 40, 4, &mut h),
-            Err(GlobalFault::Unallocated { nearest: near(24) })
-        );
-        assert!(matches!(
-            m.read(0, 4, &mut h),
-            Err(GlobalFault::Unallocated { nearest: Some(_) })
-        ));
+        for (addr, offset) in [(a + 16, 0), (a - 8, -8), (a + 40, 24)] {
+            assert_eq!(m.read(addr, 4, &mut h), Err(GlobalFault::Unallocated));
+            assert_eq!(m.nearest(addr), near(offset));
+        }
+        assert_eq!(m.read(0, 4, &mut h), Err(GlobalFault::Unallocated));
         assert!(m.free(a));
         assert_eq!(m.read(a, 4, &mut h), Err(GlobalFault::Freed { base: a }));
         assert!(!m.free(a));
@@ -463,7 +448,7 @@ mod tests {
         assert_eq!(m.read(b - 4, 4, &mut h), Ok(0));
         assert!(matches!(
             m.read(a - 4, 4, &mut h),
-            Err(GlobalFault::Unmapped { .. })
+            Err(GlobalFault::Unmapped)
         ));
         m.write(b + 64, 4, 0x1234_5678, &mut h).unwrap();
         assert_eq!(m.read(b + 64, 4, &mut h), Ok(0x1234_5678));
@@ -474,25 +459,21 @@ mod tests {
         assert_eq!(m.read(a + 62, 4, &mut h), Ok(0x3344_aabb));
         // Outside every mapped page: a fault naming the nearest allocation.
         let far = b + 3 * PAGE_BYTES;
+        assert_eq!(m.read(far, 4, &mut h), Err(GlobalFault::Unmapped));
         assert_eq!(
-            m.read(far, 4, &mut h),
-            Err(GlobalFault::Unmapped {
-                nearest: Some(Nearest {
-                    base: b,
-                    size: 64,
-                    offset: (far - b - 64) as i64
-                })
+            m.nearest(far),
+            Some(Nearest {
+                base: b,
+                size: 64,
+                offset: (far - b - 64) as i64
             })
         );
-        assert!(matches!(
-            m.read(8, 4, &mut h),
-            Err(GlobalFault::Unmapped { .. })
-        ));
+        assert!(matches!(m.read(8, 4, &mut h), Err(GlobalFault::Unmapped)));
         // The same accesses are faults under the strict check.
         m.set_check(MemoryCheck::Strict);
         assert!(matches!(
             m.read(a - 4, 4, &mut h),
-            Err(GlobalFault::Unallocated { .. })
+            Err(GlobalFault::Unallocated)
         ));
     }
 

@@ -131,8 +131,7 @@ L:
 DONE:
 "#;
 
-/// The papers' two main machines. (fault-study reaches 78.8% here: its L1 MSHR count is an
-/// assumption of `configs/fault-study.toml`, and 32 per SM bound the loads in flight.)
+/// The papers' two main machines.
 #[test]
 fn streaming_copy_reaches_most_of_the_dram_bandwidth() {
     for preset in ["gtx480", "maxwell16"] {
@@ -167,8 +166,13 @@ fn streaming_copy_reaches_most_of_the_dram_bandwidth() {
             100.0 * s.rates.dram_peak_fraction,
             100.0 * s.utilisation.dram
         );
+        // Most of the bandwidth: the SMs and the interconnect keep the channels busy. But not
+        // all of it: read/write turnarounds (tWTR, tRTW), row misses and refresh keep
+        // sustained GDDR5 bandwidth well under the peak, as on real cards (STREAM-like copies
+        // on a GTX480 are commonly reported near 75% of its 177 GB/s). The model before tWTR,
+        // tRTW and refresh streamed at 97-99%.
         assert!(
-            s.rates.dram_peak_fraction >= 0.8,
+            (0.6..0.95).contains(&s.rates.dram_peak_fraction),
             "{preset}: {:.1}% of the DRAM bandwidth",
             100.0 * s.rates.dram_peak_fraction
         );

@@ -20,11 +20,25 @@
 //!   the best *row hit* (request whose row is open and whose bank is ready), then one row
 //!   command (precharge or activate) for the best request whose row is not open, skipping banks
 //!   that still have queued row hits (the open row is kept while it is useful). "Best" is
-//!   `Normal` priority before `Context` (papers/lin-lightweight §V), then oldest.
+//!   `Normal` priority before `Context` (papers/lin-lightweight §V), then oldest; among
+//!   column commands, a request in the bus's current direction (read or write) goes before
+//!   an older one in the other, for up to [`DIRECTION_BATCH`] commands in a row, so that
+//!   reads and writes are served in batches and the turnarounds are paid once a batch, as
+//!   memory controllers do with write queues.
+//!
+//! * **Channel constraints** (each 0 = not modelled). Column commands are at least `t_ccd`
+//!   apart; activates at least `t_rrd` apart, and at most four in any `t_faw` window; a read
+//!   command waits `t_wtr` after the last write burst ends (write-to-read turnaround), and a
+//!   write burst starts `t_rtw` after the last read burst ends (read-to-write bus
+//!   turnaround). The FR-FCFS pick skips requests these constraints hold back.
+//! * **Refresh.** Every `t_refi` cycles the channel closes every bank (waiting for the
+//!   `t_ras` and burst constraints of open rows, issuing nothing meanwhile) and refreshes for
+//!   `t_rp + t_rfc` cycles, during which no bank can be activated (all-bank refresh).
 //!
 //! Unloaded latencies (DRAM cycles, `b` = burst cycles): row hit `t_cl + b + ctrl`; closed bank
 //! `t_rcd + t_cl + b + ctrl`; row conflict `t_rp + t_rcd + t_cl + b + ctrl` once `t_ras` has
-//! passed. Not modelled: refresh, tWTR/tRTW turnarounds, tRRD/tFAW, bank groups.
+//! passed. Not modelled: bank groups (tCCD_L), write latency distinct from `t_cl`, per-bank
+//! refresh.
 //!
 //! Invariants: at most `queue_entries` requests wait per channel; bursts on the bus are disjoint
 //! and in issue order; read completions are returned in the order their bursts ended.
@@ -58,6 +72,27 @@ pub struct DramSpec {
     pub bus_bytes_per_cycle: u32,
     /// Extra DRAM cycles between a read's last data beat and its data leaving the controller.
     pub controller_latency: u64,
+    /// Minimum cycles between two column commands of the channel (tCCD).
+    #[serde(default)]
+    pub t_ccd: u64,
+    /// Minimum cycles between two activates of the channel (tRRD).
+    #[serde(default)]
+    pub t_rrd: u64,
+    /// Window in which at most four activates may issue (tFAW).
+    #[serde(default)]
+    pub t_faw: u64,
+    /// Cycles from the end of a write burst to the next read command (tWTR).
+    #[serde(default)]
+    pub t_wtr: u64,
+    /// Idle data-bus cycles between a read burst and a following write burst (tRTW).
+    #[serde(default)]
+    pub t_rtw: u64,
+    /// Cycles between two refreshes (tREFI); 0: no refresh.
+    #[serde(default)]
+    pub t_refi: u64,
+    /// Cycles one all-bank refresh keeps the banks closed (tRFC).
+    #[serde(default)]
+    pub t_rfc: u64,
 }
 
 impl DramSpec {
@@ -114,6 +149,13 @@ pub struct DramStats {
     pub queue_full: u64,
     /// Context-priority requests served.
     pub context_requests: u64,
+    /// All-bank refreshes.
+    #[serde(default)]
+    pub refreshes: u64,
+    /// Read commands issued right after a write burst, and writes right after a read: the
+    /// bus turnarounds tWTR and tRTW charge.
+    #[serde(default)]
+    pub turnarounds: u64,
 }
 
 impl DramStats {
@@ -131,6 +173,8 @@ impl DramStats {
             bytes: self.bytes - earlier.bytes,
             queue_full: self.queue_full - earlier.queue_full,
             context_requests: self.context_requests - earlier.context_requests,
+            refreshes: self.refreshes - earlier.refreshes,
+            turnarounds: self.turnarounds - earlier.turnarounds,
         }
     }
 
@@ -147,6 +191,8 @@ impl DramStats {
         self.bytes += o.bytes;
         self.queue_full += o.queue_full;
         self.context_requests += o.context_requests;
+        self.refreshes += o.refreshes;
+        self.turnarounds += o.turnarounds;
     }
 
     /// Fraction of cycles the data bus was busy.
@@ -197,6 +243,9 @@ impl<T> Entry<T> {
     }
 }
 
+/// Column commands in one direction before an older request in the other goes first.
+pub const DIRECTION_BATCH: u32 = 16;
+
 /// One DRAM channel: queue, banks, bus, completions and counters.
 #[derive(Debug, Clone)]
 pub struct DramChannel<T> {
@@ -206,6 +255,18 @@ pub struct DramChannel<T> {
     bank_has_hit: Vec<bool>,
     seq: u64,
     bus_free: u64,
+    /// The last column command, the ends of the last read and write bursts, and whether the
+    /// last burst was a write (for tCCD, tWTR and tRTW).
+    last_column: Option<u64>,
+    read_end: u64,
+    write_end: u64,
+    last_was_write: bool,
+    /// Column commands in a row in the current direction.
+    streak: u32,
+    /// The last four activates (tRRD, tFAW), oldest first.
+    activates: VecDeque<u64>,
+    /// When the next refresh is due (tREFI).
+    next_refresh: u64,
     returns: VecDeque<(u64, T)>,
     stats: DramStats,
 }
@@ -220,6 +281,13 @@ impl<T> DramChannel<T> {
             bank_has_hit: vec![false; banks],
             seq: 0,
             bus_free: 0,
+            last_column: None,
+            read_end: 0,
+            write_end: 0,
+            last_was_write: false,
+            streak: 0,
+            activates: VecDeque::with_capacity(4),
+            next_refresh: spec.t_refi,
             returns: VecDeque::new(),
             stats: DramStats::default(),
             spec,
@@ -278,21 +346,87 @@ impl<T> DramChannel<T> {
         self.queue.is_empty() && self.returns.is_empty()
     }
 
+    /// A refresh, if one is due: `true` while the channel must issue nothing (waiting to
+    /// close its banks); when it can, closes them and starts the refresh.
+    fn refresh(&mut self, now: u64) -> bool {
+        if self.spec.t_refi == 0 || now < self.next_refresh {
+            return false;
+        }
+        if self
+            .banks
+            .iter()
+            .any(|b| b.open_row.is_some() && b.pre_ready > now)
+        {
+            return true;
+        }
+        // The channel is not ticked while idle: refreshes that fell due then happened on
+        // time, and only the latest can still be in progress.
+        let missed = (now - self.next_refresh) / self.spec.t_refi;
+        let due = self.next_refresh + missed * self.spec.t_refi;
+        let start = self
+            .banks
+            .iter()
+            .filter(|b| b.open_row.is_some())
+            .map(|b| b.pre_ready)
+            .fold(due, u64::max);
+        let ready = start + self.spec.t_rp + self.spec.t_rfc;
+        for b in &mut self.banks {
+            if b.open_row.take().is_some() {
+                self.stats.precharges += 1;
+            }
+            b.act_ready = b.act_ready.max(ready);
+        }
+        self.stats.refreshes += missed + 1;
+        self.next_refresh = due + self.spec.t_refi;
+        false
+    }
+
+    /// Whether the activate constraints (tRRD, tFAW) allow an activate at `now`.
+    fn may_activate(&self, now: u64) -> bool {
+        let rrd = self
+            .activates
+            .back()
+            .is_none_or(|&t| now >= t + self.spec.t_rrd);
+        let faw = self.activates.len() < 4
+            || self.spec.t_faw == 0
+            || now >= self.activates[0] + self.spec.t_faw;
+        rrd && faw
+    }
+
+    /// Whether a column command for a read (`write` false) or write may issue at `now`
+    /// (tCCD, tWTR).
+    fn may_column(&self, now: u64, write: bool) -> bool {
+        let ccd = self.last_column.is_none_or(|t| now >= t + self.spec.t_ccd);
+        ccd && (write || self.spec.t_wtr == 0 || now >= self.write_end + self.spec.t_wtr)
+    }
+
     /// One DRAM cycle of scheduling. Returns true when a command was issued.
     pub fn tick(&mut self, now: u64) -> bool {
         self.stats.cycles += 1;
         if self.queue.is_empty() {
             return false;
         }
+        if self.refresh(now) {
+            return false;
+        }
         let mut progressed = false;
         // Column phase: the best ready row hit, if the bus is free when its data would start.
         if self.bus_free <= now + self.spec.t_cl {
+            let (read_ok, write_ok) = (self.may_column(now, false), self.may_column(now, true));
+            // Requests in the bus's current direction first, until the batch is full.
+            let keep = self.last_column.is_some() && self.streak < DIRECTION_BATCH;
+            let key = |e: &Entry<T>| {
+                let (class, seq) = e.key();
+                let turns = keep && e.req.write != self.last_was_write;
+                (class, turns, seq)
+            };
             let mut best: Option<usize> = None;
             for (i, e) in self.queue.iter().enumerate() {
                 let b = &self.banks[e.bank as usize];
                 if b.open_row == Some(e.row)
                     && b.col_ready <= now
-                    && best.is_none_or(|j| e.key() < self.queue[j].key())
+                    && (if e.req.write { write_ok } else { read_ok })
+                    && best.is_none_or(|j| key(e) < key(&self.queue[j]))
                 {
                     best = Some(i);
                 }
@@ -311,6 +445,7 @@ impl<T> DramChannel<T> {
             }
         }
         let mut best: Option<usize> = None;
+        let may_activate = self.may_activate(now);
         for (i, e) in self.queue.iter().enumerate() {
             let b = &self.banks[e.bank as usize];
             if self.bank_has_hit[e.bank as usize] {
@@ -318,7 +453,7 @@ impl<T> DramChannel<T> {
             }
             let ready = match b.open_row {
                 Some(_) => b.pre_ready <= now,
-                None => b.act_ready <= now,
+                None => b.act_ready <= now && may_activate,
             };
             if ready && best.is_none_or(|j| e.key() < self.queue[j].key()) {
                 best = Some(i);
@@ -337,6 +472,10 @@ impl<T> DramChannel<T> {
                 b.col_ready = b.col_ready.max(now + self.spec.t_rcd);
                 b.pre_ready = b.pre_ready.max(now + self.spec.t_ras);
                 self.stats.activates += 1;
+                if self.activates.len() == 4 {
+                    self.activates.pop_front();
+                }
+                self.activates.push_back(now);
             }
             progressed = true;
         }
@@ -345,9 +484,26 @@ impl<T> DramChannel<T> {
 
     fn column(&mut self, now: u64, e: Entry<T>) {
         let burst = self.spec.burst_cycles(e.req.bytes);
-        let start = (now + self.spec.t_cl).max(self.bus_free);
+        let mut start = (now + self.spec.t_cl).max(self.bus_free);
+        let write = e.req.write;
+        if write && !self.last_was_write && self.read_end > 0 {
+            // Read-to-write: the bus turns around after the last read burst.
+            start = start.max(self.read_end + self.spec.t_rtw);
+        }
+        if write != self.last_was_write && self.last_column.is_some() {
+            self.stats.turnarounds += 1;
+            self.streak = 0;
+        }
+        self.streak += 1;
         let end = start + burst;
         self.bus_free = end;
+        self.last_column = Some(now);
+        self.last_was_write = write;
+        if write {
+            self.write_end = end;
+        } else {
+            self.read_end = end;
+        }
         let b = &mut self.banks[e.bank as usize];
         b.col_ready = now + burst;
         b.pre_ready = b.pre_ready.max(end);
@@ -386,6 +542,13 @@ mod tests {
             t_ras: 28,
             bus_bytes_per_cycle: 32,
             controller_latency: 10,
+            t_ccd: 0,
+            t_rrd: 0,
+            t_faw: 0,
+            t_wtr: 0,
+            t_rtw: 0,
+            t_refi: 0,
+            t_rfc: 0,
         }
     }
 
@@ -458,5 +621,127 @@ mod tests {
         run(&mut ch, 0, &mut out);
         let order: Vec<u32> = out.iter().map(|o| o.1).collect();
         assert_eq!(order, vec![2, 1]);
+    }
+
+    /// When each of `reads` (address, tag) returns, all enqueued at cycle 0 on `s`.
+    fn returns(s: &DramSpec, reqs: &[DramRequest<u32>]) -> Vec<(u64, u32)> {
+        let mut ch = DramChannel::new(s.clone());
+        for r in reqs {
+            ch.try_enqueue(r.clone()).unwrap();
+        }
+        let mut out = Vec::new();
+        run(&mut ch, 0, &mut out);
+        out
+    }
+
+    fn write(addr: u64, tag: u32) -> DramRequest<u32> {
+        DramRequest {
+            write: true,
+            ..read(addr, tag)
+        }
+    }
+
+    #[test]
+    fn activates_keep_t_rrd_apart_and_four_per_t_faw() {
+        // Five reads to five closed banks: activates one per cycle without constraints.
+        let mut s = spec();
+        s.banks = 8;
+        s.bus_bytes_per_cycle = 128; // one-cycle bursts: the bus does not space them
+        let reqs: Vec<_> = (0..5).map(|b| read(b * 2048, b as u32)).collect();
+        let by_tag = |mut r: Vec<(u64, u32)>| {
+            r.sort_by_key(|&(_, tag)| tag);
+            r
+        };
+        let free = by_tag(returns(&s, &reqs));
+        s.t_rrd = 6;
+        let rrd = by_tag(returns(&s, &reqs));
+        // The fifth activate waits 4 × t_rrd instead of 4 cycles.
+        assert_eq!(rrd[4].0 - free[4].0, 4 * 6 - 4);
+        s.t_faw = 40;
+        let faw = by_tag(returns(&s, &reqs));
+        // The fifth activate waits for the first plus t_faw (40) instead of 4 × t_rrd (24).
+        assert_eq!(faw[4].0 - rrd[4].0, 40 - 24);
+        assert_eq!(faw[..4], rrd[..4]);
+    }
+
+    #[test]
+    fn column_commands_keep_t_ccd_apart() {
+        let mut s = spec();
+        s.bus_bytes_per_cycle = 128; // one-cycle bursts: the bus does not space them
+        let reqs = [read(0, 0), read(128, 1)];
+        let free = returns(&s, &reqs);
+        s.t_ccd = 5;
+        let ccd = returns(&s, &reqs);
+        assert_eq!(free[1].0 - free[0].0, 1);
+        assert_eq!(ccd[1].0 - ccd[0].0, 5);
+    }
+
+    #[test]
+    fn reads_after_writes_and_writes_after_reads_turn_the_bus_around() {
+        let mut s = spec();
+        // A write, then a read of the same open row: the read waits t_wtr after the write
+        // burst.
+        let reqs = [write(0, 0), read(128, 1)];
+        let free = returns(&s, &reqs);
+        s.t_wtr = 7;
+        let wtr = returns(&s, &reqs);
+        let burst = s.burst_cycles(128);
+        // Without tWTR the read's column command follows the write's by the burst length;
+        // with it, by t_cl + burst + t_wtr (the write's data end, then the turnaround).
+        assert_eq!(wtr[0].0 - free[0].0, s.t_cl + 7);
+        let mut ch = DramChannel::new(s.clone());
+        ch.try_enqueue(read(0, 0)).unwrap();
+        ch.try_enqueue(write(128, 1)).unwrap();
+        run(&mut ch, 0, &mut Vec::new());
+        let read_end = ch.read_end;
+        assert_eq!(ch.write_end, read_end + burst);
+        s.t_rtw = 3;
+        let mut ch = DramChannel::new(s);
+        ch.try_enqueue(read(0, 0)).unwrap();
+        ch.try_enqueue(write(128, 1)).unwrap();
+        run(&mut ch, 0, &mut Vec::new());
+        assert_eq!(ch.write_end, read_end + 3 + burst);
+        assert_eq!(ch.stats().turnarounds, 1);
+    }
+
+    #[test]
+    fn reads_and_writes_are_served_in_batches() {
+        let mut ch = DramChannel::new(spec());
+        let mut out = Vec::new();
+        ch.try_enqueue(read(0, 0)).unwrap();
+        let t = run(&mut ch, 0, &mut out);
+        // The bus last read: two younger reads of the open row go before an older write.
+        ch.try_enqueue(write(128, 1)).unwrap();
+        ch.try_enqueue(read(256, 2)).unwrap();
+        ch.try_enqueue(read(384, 3)).unwrap();
+        run(&mut ch, t, &mut out);
+        assert!(ch.write_end > ch.read_end, "the write went first");
+        assert_eq!(ch.stats().turnarounds, 1);
+    }
+
+    #[test]
+    fn refresh_closes_every_bank_for_t_rfc() {
+        let mut s = spec();
+        s.t_refi = 100;
+        s.t_rfc = 50;
+        let mut ch = DramChannel::new(s.clone());
+        let mut out = Vec::new();
+        ch.try_enqueue(read(0, 0)).unwrap();
+        run(&mut ch, 0, &mut out);
+        // A row hit due at cycle 100 finds its row closed and the banks refreshing: it waits
+        // t_rp + t_rfc, then activates.
+        ch.try_enqueue(read(128, 1)).unwrap();
+        out.clear();
+        run(&mut ch, 100, &mut out);
+        assert_eq!(out[0].0 - 100, s.t_rp + 50 + s.row_closed_latency(128));
+        assert_eq!(ch.stats().refreshes, 1);
+        // Refreshes due while the channel idled (at 200, 300, 400) happened on time: a request
+        // at 450 waits only for the one at 400 to end (400 + t_rp + t_rfc = 462).
+        ch.try_enqueue(read(0, 2)).unwrap();
+        out.clear();
+        run(&mut ch, 450, &mut out);
+        assert_eq!(out[0].0, 462 + s.row_closed_latency(128));
+        assert_eq!(ch.stats().refreshes, 4);
+        assert_eq!(ch.next_refresh, 500);
     }
 }
