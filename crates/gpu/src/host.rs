@@ -500,12 +500,10 @@ impl Gpu {
         progress: &mut dyn FnMut(Progress),
     ) -> Result<LaunchStats, GpuError> {
         let (ctx, _) = self.prepare(module, kernel, (grid, block, dynamic_smem), args)?;
-        let limit = self.limits.instruction_limit.unwrap_or_else(|| {
-            crate::limits::default_instruction_limit(
-                ctx.num_tbs(),
-                u64::from(ctx.threads_per_tb().div_ceil(32)),
-            )
-        });
+        let limit = self
+            .limits
+            .instruction_limit
+            .unwrap_or_else(|| crate::limits::instruction_limit_of(&ctx));
         Ok(func::run_reporting(
             &ctx,
             self.memory_mut(),
@@ -539,10 +537,7 @@ impl Gpu {
         match run_launch(machine, ctx, &timed, progress) {
             Err(TimingError::Exec(fault @ ExecError::MemoryFault { .. })) => {
                 let (ctx, mut memory) = replay;
-                let limit = crate::limits::default_instruction_limit(
-                    ctx.num_tbs(),
-                    u64::from(ctx.threads_per_tb().div_ceil(32)),
-                );
+                let limit = crate::limits::instruction_limit_of(&ctx);
                 Err(match func::run(&ctx, &mut memory, limit) {
                     Err(first @ ExecError::MemoryFault { .. }) => first,
                     _ => fault,

@@ -27,6 +27,11 @@ pub fn default_instruction_limit(tbs: u64, warps_per_tb: u64) -> u64 {
         .saturating_add(BASE_WARP_INSTRUCTIONS)
 }
 
+/// The default warp-instruction limit of the launch `ctx`.
+pub fn instruction_limit_of(ctx: &crate::exec::LaunchCtx) -> u64 {
+    default_instruction_limit(ctx.num_tbs(), u64::from(ctx.warps_per_tb()))
+}
+
 /// The default cycle limit of a launch of `tbs` TBs.
 pub fn default_max_cycles(tbs: u64) -> u64 {
     tbs.saturating_mul(CYCLES_PER_TB)

@@ -325,10 +325,10 @@ impl Machine {
             timed.origins.clone(),
             self.cycle(),
         );
-        let warps_per_tb = u64::from(launch.ctx.threads_per_tb().div_ceil(32));
-        launch.instruction_limit = self.opts.instruction_limit.unwrap_or_else(|| {
-            crate::limits::default_instruction_limit(launch.total, warps_per_tb)
-        });
+        launch.instruction_limit = self
+            .opts
+            .instruction_limit
+            .unwrap_or_else(|| crate::limits::instruction_limit_of(&launch.ctx));
         launch.max_cycles = self
             .opts
             .max_cycles
