@@ -111,6 +111,28 @@ pub enum ArithOp {
     Bfi,
     /// [3] byte permute `prmt.b32 d, a, b, c` in the given mode.
     Prmt(PrmtMode),
+    /// [4] `lop3.b32 d, a, b, c, lut`: bit `i` of `d` is bit `4a_i + 2b_i + c_i` of `lut`.
+    Lop3,
+    /// [3] funnel shift `shf.{l,r}.{wrap,clamp}.b32 d, a, b, n` of the 64-bit `{b, a}`:
+    /// left keeps the upper 32 bits, right the lower; `clamp` caps `n` at 32, else `n % 32`.
+    Shf { left: bool, clamp: bool },
+    /// [2] `bmsk.{wrap,clamp}.b32 d, pos, width`: `width` ones from bit `pos`.
+    Bmsk { clamp: bool },
+    /// [2] `szext.{wrap,clamp}.{s32,u32} d, a, n`: the low `n` bits of `a`, extended.
+    Szext { clamp: bool },
+    /// [1] `bfind{.shiftamt}`: the position of the most significant non-sign bit (u32), or
+    /// all ones when there is none; `shiftamt` gives `width - 1 - position` instead.
+    Bfind { shiftamt: bool },
+    /// [3] `dp4a.atype.btype d, a, b, c`: `c` plus the dot product of the four bytes of `a`
+    /// and of `b`, each signed or not as its type says.
+    Dp4a { a_signed: bool, b_signed: bool },
+    /// [3] `dp2a.{lo,hi}.atype.btype d, a, b, c`: `c` plus the two 16-bit halves of `a` times
+    /// bytes 0-1 (`lo`) or 2-3 (`hi`) of `b`.
+    Dp2a {
+        hi: bool,
+        a_signed: bool,
+        b_signed: bool,
+    },
     /// [1] reciprocal.
     Rcp,
     /// [1]

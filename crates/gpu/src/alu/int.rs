@@ -175,6 +175,27 @@ pub(crate) fn arith(
         ArithOp::Bfe => bfe(w, signed, ua, b, c),
         ArithOp::Bfi => bfi(w, a, ub, c, d),
         ArithOp::Prmt(m) => prmt(m, a as u32, b as u32, c as u32) as u64,
+        ArithOp::Lop3 => lop3(a as u32, b as u32, c as u32, d as u8) as u64,
+        ArithOp::Shf { left, clamp } => shf(left, clamp, a as u32, b as u32, c as u32) as u64,
+        ArithOp::Bmsk { clamp } => bmsk(clamp, a as u32, b as u32) as u64,
+        ArithOp::Szext { clamp } => szext(clamp, signed, a as u32, b as u32) as u64,
+        ArithOp::Bfind { shiftamt } => return Ok(bfind(shiftamt, signed, w, ua) as u64),
+        ArithOp::Dp4a { a_signed, b_signed } => {
+            dp(a as u32, b as u32, c as u32, 4, 0, a_signed, b_signed) as u64
+        }
+        ArithOp::Dp2a {
+            hi,
+            a_signed,
+            b_signed,
+        } => dp(
+            a as u32,
+            b as u32,
+            c as u32,
+            2,
+            if hi { 2 } else { 0 },
+            a_signed,
+            b_signed,
+        ) as u64,
         ArithOp::Sad => {
             let diff = if signed {
                 (sa as i128 - sb as i128).unsigned_abs() as u64
@@ -186,6 +207,90 @@ pub(crate) fn arith(
         _ => return unsupported,
     };
     Ok(r & mask)
+}
+
+/// `lop3`: each bit of the result looks up `lut` at `4a + 2b + c` of the same bit of the
+/// sources (the table of `F(0xF0, 0xCC, 0xAA)` for the function `F` it encodes).
+fn lop3(a: u32, b: u32, c: u32, lut: u8) -> u32 {
+    (0..8).filter(|k| lut >> k & 1 == 1).fold(0, |r, k| {
+        let pick = |bit: u32, x: u32| if k & bit != 0 { x } else { !x };
+        r | (pick(4, a) & pick(2, b) & pick(1, c))
+    })
+}
+
+/// `shf`: the 64-bit value `{hi, lo}` shifted by `n` (capped at 32, or taken modulo 32);
+/// left keeps the upper 32 bits, right the lower.
+fn shf(left: bool, clamp: bool, lo: u32, hi: u32, n: u32) -> u32 {
+    let n = if clamp { n.min(32) } else { n & 31 };
+    let v = u64::from(hi) << 32 | u64::from(lo);
+    if left {
+        ((v << n) >> 32) as u32
+    } else {
+        (v >> n) as u32
+    }
+}
+
+/// `bmsk`: `width` ones from bit `pos`; bits past 31 are dropped.
+fn bmsk(clamp: bool, pos: u32, width: u32) -> u32 {
+    let (pos, width) = if clamp {
+        (pos.min(32), width.min(32))
+    } else {
+        (pos & 31, width & 31)
+    };
+    let ones = if width == 0 {
+        0
+    } else {
+        u64::MAX >> (64 - width)
+    };
+    (ones << pos) as u32
+}
+
+/// `szext`: the low `n` bits of `a`, sign- or zero-extended (0 when `n` is 0).
+fn szext(clamp: bool, signed: bool, a: u32, n: u32) -> u32 {
+    let n = if clamp { n.min(32) } else { n & 31 };
+    match n {
+        0 => 0,
+        32 => a,
+        _ if signed => ((a << (32 - n)) as i32 >> (32 - n)) as u32,
+        _ => a & ((1 << n) - 1),
+    }
+}
+
+/// `bfind`: the position of the most significant bit that differs from the sign (for signed
+/// types) or is set (unsigned), as a distance from the top with `shiftamt`; all ones when
+/// there is none.
+fn bfind(shiftamt: bool, signed: bool, w: u32, a: u64) -> u32 {
+    let mask = if w == 64 { u64::MAX } else { (1 << w) - 1 };
+    let negative = signed && a >> (w - 1) & 1 == 1;
+    let v = if negative { !a & mask } else { a & mask };
+    if v == 0 {
+        return u32::MAX;
+    }
+    let pos = 63 - v.leading_zeros();
+    if shiftamt {
+        w - 1 - pos
+    } else {
+        pos
+    }
+}
+
+/// `dp4a` (`n` = 4) and `dp2a` (`n` = 2): `acc` plus the products of the `n` lanes of `a`
+/// (bytes, or 16-bit halves for `dp2a`) with bytes `first..first + n` of `b`, wrapping.
+fn dp(a: u32, b: u32, acc: u32, n: u32, first: u32, a_signed: bool, b_signed: bool) -> u32 {
+    let lane_bits = 32 / n;
+    let ext = |x: u32, bits: u32, signed: bool| -> i64 {
+        let x = x & ((1u64 << bits) - 1) as u32;
+        if signed {
+            i64::from(((x << (32 - bits)) as i32) >> (32 - bits))
+        } else {
+            i64::from(x)
+        }
+    };
+    (0..n).fold(acc, |sum, i| {
+        let ai = ext(a >> (i * lane_bits), lane_bits, a_signed);
+        let bi = ext(b >> ((first + i) * 8), 8, b_signed);
+        sum.wrapping_add((ai * bi) as u32)
+    })
 }
 
 /// Integer division truncating toward zero. PTX says division by zero yields an unspecified,

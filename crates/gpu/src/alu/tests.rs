@@ -1302,3 +1302,140 @@ fn atomics() {
     assert_eq!(atom(AtomOp::Or, Ty::B32, 0b1100, 0b1010, 0), 0b1110);
     assert_eq!(atom(AtomOp::Xor, Ty::B32, 0b1100, 0b1010, 0), 0b0110);
 }
+
+// ---- lop3, shf, bmsk, szext, bfind, dp4a, dp2a (PTX ISA "Logic and Shift", "Integer
+// Arithmetic"): expectations worked out by hand from the definitions.
+
+#[test]
+fn lop3_looks_up_each_bit_in_its_table() {
+    let lop3 = |a: u32, b: u32, c: u32, lut: u8| {
+        arith(
+            ArithOp::Lop3,
+            Ty::B32,
+            FloatMode::default(),
+            a as u64,
+            b as u64,
+            c as u64,
+            lut as u64,
+        )
+        .unwrap() as u32
+    };
+    let (a, b, c) = (0xF0F0_1234u32, 0xCCCC_5678u32, 0xAAAA_9ABCu32);
+    // The table of F is F(0xF0, 0xCC, 0xAA): a & b & c is 0x80, a | b | c is 0xFE,
+    // (a & b) | c is 0xEA, a ^ b ^ c is 0x96, ~a is 0x0F; 0x00 and 0xFF are constants.
+    assert_eq!(lop3(a, b, c, 0x80), a & b & c);
+    assert_eq!(lop3(a, b, c, 0xFE), a | b | c);
+    assert_eq!(lop3(a, b, c, 0xEA), (a & b) | c);
+    assert_eq!(lop3(a, b, c, 0x96), a ^ b ^ c);
+    assert_eq!(lop3(a, b, c, 0x0F), !a);
+    assert_eq!(lop3(a, b, c, 0x00), 0);
+    assert_eq!(lop3(a, b, c, 0xFF), u32::MAX);
+}
+
+#[test]
+fn shf_funnels_the_64_bit_pair() {
+    let shf = |left, clamp, lo: u32, hi: u32, n: u32| {
+        i3(
+            ArithOp::Shf { left, clamp },
+            Ty::B32,
+            lo as u64,
+            hi as u64,
+            n as u64,
+        ) as u32
+    };
+    // {hi, lo} = 0x89ABCDEF_01234567.
+    let (lo, hi) = (0x0123_4567, 0x89AB_CDEF);
+    // Left by 8: 0xABCDEF01_234567.. → the upper word 0xABCDEF01.
+    assert_eq!(shf(true, false, lo, hi, 8), 0xABCD_EF01);
+    // Right by 8: lower word of 0x0089ABCD_EF012345 → 0xEF012345.
+    assert_eq!(shf(false, false, lo, hi, 8), 0xEF01_2345);
+    // wrap takes n mod 32 (40 → 8); clamp caps at 32: left gives lo, right gives hi.
+    assert_eq!(shf(true, false, lo, hi, 40), 0xABCD_EF01);
+    assert_eq!(shf(true, true, lo, hi, 40), lo);
+    assert_eq!(shf(false, true, lo, hi, 40), hi);
+    // A rotate: shf.l with a == b.
+    assert_eq!(shf(true, false, 0x8000_0001, 0x8000_0001, 1), 0x0000_0003);
+}
+
+#[test]
+fn bmsk_and_szext_take_widths_by_clamp_or_wrap() {
+    let bmsk =
+        |clamp, pos: u32, w: u32| i(ArithOp::Bmsk { clamp }, Ty::B32, pos as u64, w as u64) as u32;
+    assert_eq!(bmsk(false, 4, 8), 0x0000_0FF0);
+    assert_eq!(bmsk(true, 28, 8), 0xF000_0000); // bits past 31 dropped
+    assert_eq!(bmsk(true, 0, 40), u32::MAX); // width capped at 32
+    assert_eq!(bmsk(false, 0, 40), 0xFF); // width 40 mod 32 = 8
+    assert_eq!(bmsk(true, 40, 4), 0); // position capped at 32: nothing left
+    let szext =
+        |clamp, ty, a: u32, n: u32| i(ArithOp::Szext { clamp }, ty, a as u64, n as u64) as u32;
+    assert_eq!(szext(true, Ty::S32, 0x0000_00F0, 8), 0xFFFF_FFF0); // bit 7 set: negative
+    assert_eq!(szext(true, Ty::U32, 0x0000_01F0, 8), 0x0000_00F0);
+    assert_eq!(szext(true, Ty::S32, 0x1234_5678, 0), 0);
+    assert_eq!(szext(true, Ty::S32, 0x8234_5678, 40), 0x8234_5678); // n capped at 32
+    assert_eq!(szext(false, Ty::U32, 0x1234_5678, 36), 0x8); // n = 36 mod 32 = 4
+}
+
+#[test]
+fn bfind_finds_the_top_non_sign_bit() {
+    let bfind = |shiftamt, ty, a: u64| i(ArithOp::Bfind { shiftamt }, ty, a, 0) as u32;
+    assert_eq!(bfind(false, Ty::U32, 0x0001_0000), 16);
+    assert_eq!(bfind(true, Ty::U32, 0x0001_0000), 15); // 31 - 16
+    assert_eq!(bfind(false, Ty::U32, 0), u32::MAX);
+    assert_eq!(bfind(false, Ty::S32, s32(-1)), u32::MAX); // no bit differs from the sign
+    assert_eq!(bfind(false, Ty::S32, s32(-5)), 2); // !(-5) = 4 → bit 2
+    assert_eq!(bfind(false, Ty::S64, 1 << 40), 40);
+    assert_eq!(bfind(true, Ty::U64, 1 << 40), 23); // 63 - 40
+}
+
+#[test]
+fn dp4a_and_dp2a_accumulate_byte_products() {
+    let dp4a = |a_signed, b_signed, ty, a: u32, b: u32, c: u32| {
+        i3(
+            ArithOp::Dp4a { a_signed, b_signed },
+            ty,
+            a as u64,
+            b as u64,
+            c as u64,
+        ) as u32
+    };
+    // Bytes a = [1, 2, 3, 4], b = [5, 6, 7, 8] (low byte first): 5 + 12 + 21 + 32 = 70.
+    assert_eq!(
+        dp4a(false, false, Ty::U32, 0x0403_0201, 0x0807_0605, 10),
+        80
+    );
+    // a's bytes signed: 0xFF is -1, so [-1, 2, 3, 4] · [5, 6, 7, 8] = -5 + 12 + 21 + 32 = 60;
+    // unsigned, 0xFF is 255: 1275 + 65 = 1340.
+    assert_eq!(dp4a(true, false, Ty::S32, 0x0403_02FF, 0x0807_0605, 0), 60);
+    assert_eq!(
+        dp4a(false, false, Ty::U32, 0x0403_02FF, 0x0807_0605, 0),
+        1340
+    );
+    // Both signed, all -128: 4 × 16384 = 65536, plus an accumulator of -1.
+    assert_eq!(
+        dp4a(true, true, Ty::S32, 0x8080_8080, 0x8080_8080, u32::MAX),
+        65535
+    );
+    let dp2a = |hi, a_signed, b_signed, a: u32, b: u32, c: u32| {
+        let ty = if a_signed || b_signed {
+            Ty::S32
+        } else {
+            Ty::U32
+        };
+        i3(
+            ArithOp::Dp2a {
+                hi,
+                a_signed,
+                b_signed,
+            },
+            ty,
+            a as u64,
+            b as u64,
+            c as u64,
+        ) as u32
+    };
+    // Halves a = [3, -2] (0xFFFE as signed), bytes b = [5, 6, 7, 8].
+    let (a, b) = (0xFFFE_0003, 0x0807_0605);
+    assert_eq!(dp2a(false, true, false, a, b, 1), (1 + 15 - 12) as u32); // lo: bytes 5, 6
+    assert_eq!(dp2a(true, true, false, a, b, 0), (21 - 16) as u32); // hi: bytes 7, 8
+    assert_eq!(dp2a(false, false, false, a, b, 0), 15 + 65534 * 6);
+}

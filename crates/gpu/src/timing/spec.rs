@@ -187,8 +187,19 @@ impl OpClass {
                     }
                 } else {
                     match op {
-                        MulLo | MulHi | MulWide | Mul24Lo | Mul24Hi | MadLo | MadHi | MadWide
-                        | Mad24Lo | Mad24Hi | Sad => OpClass::IntMul,
+                        MulLo
+                        | MulHi
+                        | MulWide
+                        | Mul24Lo
+                        | Mul24Hi
+                        | MadLo
+                        | MadHi
+                        | MadWide
+                        | Mad24Lo
+                        | Mad24Hi
+                        | Sad
+                        | Dp4a { .. }
+                        | Dp2a { .. } => OpClass::IntMul,
                         Div | Rem => OpClass::IntDiv,
                         _ => OpClass::Alu,
                     }

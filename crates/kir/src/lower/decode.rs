@@ -51,12 +51,55 @@ fn wide(ty: Ty) -> Ty {
 pub fn arity(op: ArithOp) -> usize {
     use ArithOp::*;
     match op {
-        Abs | Neg | Not | CNot | Popc | Clz | Brev | Rcp | Sqrt | Rsqrt | Sin | Cos | Ex2 | Lg2
-        | Tanh => 1,
-        Add | Sub | Mul | MulLo | MulHi | MulWide | Mul24Lo | Mul24Hi | Div | Rem | Min | Max
-        | And | Or | Xor | Shl | Shr | Copysign => 2,
-        MadLo | MadHi | MadWide | Mad24Lo | Mad24Hi | Fma | Bfe | Prmt(_) | Sad => 3,
-        Bfi => 4,
+        Abs
+        | Neg
+        | Not
+        | CNot
+        | Popc
+        | Clz
+        | Brev
+        | Rcp
+        | Sqrt
+        | Rsqrt
+        | Sin
+        | Cos
+        | Ex2
+        | Lg2
+        | Tanh
+        | Bfind { .. } => 1,
+        Add
+        | Sub
+        | Mul
+        | MulLo
+        | MulHi
+        | MulWide
+        | Mul24Lo
+        | Mul24Hi
+        | Div
+        | Rem
+        | Min
+        | Max
+        | And
+        | Or
+        | Xor
+        | Shl
+        | Shr
+        | Copysign
+        | Bmsk { .. }
+        | Szext { .. } => 2,
+        MadLo
+        | MadHi
+        | MadWide
+        | Mad24Lo
+        | Mad24Hi
+        | Fma
+        | Bfe
+        | Prmt(_)
+        | Sad
+        | Shf { .. }
+        | Dp4a { .. }
+        | Dp2a { .. } => 3,
+        Bfi | Lop3 => 4,
     }
 }
 
@@ -252,6 +295,9 @@ impl<'a> KernelLowerer<'a> {
             | "clz" | "brev" | "bfe" | "bfi" | "prmt" | "rcp" | "sqrt" | "rsqrt" | "sin"
             | "cos" | "ex2" | "lg2" | "tanh" | "copysign" | "sad" | "fma" => {
                 self.arith(i, &mut m)?
+            }
+            "lop3" | "shf" | "bmsk" | "szext" | "bfind" | "dp4a" | "dp2a" => {
+                self.bit_op(i, &mut m)?
             }
             "setp" => self.setp(i, &mut m)?,
             "set" => self.set(i, &mut m)?,
@@ -935,6 +981,13 @@ impl<'a> KernelLowerer<'a> {
             Rcp | Sqrt | Rsqrt | Copysign => T::F32_64,
             Sin | Cos | Lg2 => &[Ty::F32],
             Ex2 | Tanh => T::HALF_AND_F32,
+            Lop3
+            | Shf { .. }
+            | Bmsk { .. }
+            | Szext { .. }
+            | Bfind { .. }
+            | Dp4a { .. }
+            | Dp2a { .. } => unreachable!("decoded by `bit_op`"),
         };
         // `div`/`rem` on floats: only `div` (its integer list is above).
         let allowed = if matches!(op, Div) && float {
@@ -984,6 +1037,97 @@ impl<'a> KernelLowerer<'a> {
             &types,
             Rule::Exact,
         )
+    }
+
+    /// The integer bit and byte operations compilers emit for bit tricks and int8 dot
+    /// products: `lop3`, `shf`, `bmsk`, `szext`, `bfind`, `dp4a`, `dp2a` (PTX ISA "Integer
+    /// Arithmetic Instructions" and "Logic and Shift Instructions").
+    fn bit_op(&self, i: &ast::Instruction, m: &mut Mods) -> Result<Inst, LowerError> {
+        use ArithOp::*;
+        let name = i.opcode.value.as_str();
+        let clamp = |m: &mut Mods| {
+            m.one_of(&[("clamp", true), ("wrap", false)])
+                .ok_or_else(|| m.missing("`.clamp` or `.wrap`"))
+        };
+        let mode = FloatMode::default();
+        let (op, ty, types): (ArithOp, Ty, Vec<Ty>) = match name {
+            "lop3" => {
+                m.need_ty(&[Ty::B32])?;
+                if let Some(lut) = i.operands.get(4) {
+                    if !matches!(lut.kind, K::Int(v) if (0..=255).contains(&v)) {
+                        return Err(bad(i, "an immediate look-up table from 0 to 255", lut.span));
+                    }
+                }
+                (Lop3, Ty::B32, vec![Ty::B32; 4])
+            }
+            "shf" => {
+                let left = m
+                    .one_of(&[("l", true), ("r", false)])
+                    .ok_or_else(|| m.missing("`.l` or `.r`"))?;
+                let clamp = clamp(m)?;
+                m.need_ty(&[Ty::B32])?;
+                (
+                    Shf { left, clamp },
+                    Ty::B32,
+                    vec![Ty::B32, Ty::B32, Ty::U32],
+                )
+            }
+            "bmsk" => {
+                let clamp = clamp(m)?;
+                m.need_ty(&[Ty::B32])?;
+                (Bmsk { clamp }, Ty::B32, vec![Ty::U32, Ty::U32])
+            }
+            "szext" => {
+                let clamp = clamp(m)?;
+                let ty = m.need_ty(&[Ty::S32, Ty::U32])?;
+                (Szext { clamp }, ty, vec![ty, Ty::U32])
+            }
+            "bfind" => {
+                let shiftamt = m.has("shiftamt");
+                let ty = m.need_ty(&[Ty::U32, Ty::S32, Ty::U64, Ty::S64])?;
+                // The result is a u32 position whatever the source width.
+                let inst = self.simple(
+                    i,
+                    Op::Arith {
+                        op: Bfind { shiftamt },
+                        ty,
+                        mode,
+                    },
+                    Some(Ty::U32),
+                    &[ty],
+                    Rule::Exact,
+                )?;
+                return Ok(inst);
+            }
+            "dp4a" | "dp2a" => {
+                let hi = if name == "dp2a" {
+                    m.one_of(&[("hi", true), ("lo", false)])
+                        .ok_or_else(|| m.missing("`.lo` or `.hi`"))?
+                } else {
+                    false
+                };
+                let a = m.need_ty(&[Ty::U32, Ty::S32])?;
+                let b = m.need_ty(&[Ty::U32, Ty::S32])?;
+                let (a_signed, b_signed) = (a == Ty::S32, b == Ty::S32);
+                let ty = if a_signed || b_signed {
+                    Ty::S32
+                } else {
+                    Ty::U32
+                };
+                let op = if name == "dp4a" {
+                    Dp4a { a_signed, b_signed }
+                } else {
+                    Dp2a {
+                        hi,
+                        a_signed,
+                        b_signed,
+                    }
+                };
+                (op, ty, vec![a, b, ty])
+            }
+            _ => unreachable!("dispatched by the caller"),
+        };
+        self.simple(i, Op::Arith { op, ty, mode }, Some(ty), &types, Rule::Exact)
     }
 
     fn setp(&self, i: &ast::Instruction, m: &mut Mods) -> Result<Inst, LowerError> {

@@ -43,6 +43,7 @@ mod dgemv;
 mod gemm;
 mod hist;
 mod hotspot;
+mod igemv;
 mod kmeans;
 mod mandel;
 mod pathfinder;
@@ -70,6 +71,7 @@ pub fn all() -> &'static [&'static dyn Kernel] {
         &spmv::Spmv,
         &blackscholes::BlackScholes,
         &dgemv::Dgemv,
+        &igemv::Igemv,
         &srad::Srad,
     ]
 }

@@ -1,0 +1,121 @@
+//! Lowering of the integer bit and byte operations (`lop3`, `shf`, `bmsk`, `szext`, `bfind`,
+//! `dp4a`, `dp2a`): the forms NVRTC and hand-written library code emit are accepted with the
+//! right operation and types, and malformed ones are errors naming their place.
+
+use kir::inst::{ArithOp, Op, Ty};
+use kir::lower::{lower_module, LowerError};
+use kir::Module;
+
+fn lower(body: &str) -> Result<Module, Vec<LowerError>> {
+    let src = format!(
+        ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k()\n{{\n\
+         .reg .b32 %r<9>;\n.reg .b64 %rd<3>;\n{body}\nret;\n}}"
+    );
+    lower_module(&ptx::parse(&src).expect("parses"), "t.ptx")
+}
+
+/// The operation and type of the only arithmetic instruction of `body`.
+fn op_of(body: &str) -> (ArithOp, Ty) {
+    let m = lower(body).unwrap_or_else(|e| panic!("{body}: {e:?}"));
+    let k = m.kernels.values().next().unwrap();
+    let found = k.insts.iter().find_map(|(_, i)| match i.op {
+        Op::Arith { op, ty, .. } => Some((op, ty)),
+        _ => None,
+    });
+    found.expect("an arithmetic instruction")
+}
+
+#[test]
+fn the_emitted_forms_lower_to_their_operations() {
+    assert_eq!(
+        op_of("lop3.b32 %r1, %r2, %r3, %r4, 0x96;"),
+        (ArithOp::Lop3, Ty::B32)
+    );
+    assert_eq!(
+        op_of("shf.l.wrap.b32 %r1, %r2, %r2, %r3;"),
+        (
+            ArithOp::Shf {
+                left: true,
+                clamp: false
+            },
+            Ty::B32
+        )
+    );
+    assert_eq!(
+        op_of("shf.r.clamp.b32 %r1, %r2, %r3, %r4;"),
+        (
+            ArithOp::Shf {
+                left: false,
+                clamp: true
+            },
+            Ty::B32
+        )
+    );
+    assert_eq!(
+        op_of("bmsk.clamp.b32 %r1, %r2, %r3;"),
+        (ArithOp::Bmsk { clamp: true }, Ty::B32)
+    );
+    assert_eq!(
+        op_of("szext.wrap.s32 %r1, %r2, 8;"),
+        (ArithOp::Szext { clamp: false }, Ty::S32)
+    );
+    assert_eq!(
+        op_of("bfind.shiftamt.u64 %r1, %rd1;"),
+        (ArithOp::Bfind { shiftamt: true }, Ty::U64)
+    );
+    assert_eq!(
+        op_of("dp4a.u32.s32 %r1, %r2, %r3, %r4;"),
+        (
+            ArithOp::Dp4a {
+                a_signed: false,
+                b_signed: true
+            },
+            Ty::S32
+        )
+    );
+    assert_eq!(
+        op_of("dp4a.u32.u32 %r1, %r2, %r3, %r4;"),
+        (
+            ArithOp::Dp4a {
+                a_signed: false,
+                b_signed: false
+            },
+            Ty::U32
+        )
+    );
+    assert_eq!(
+        op_of("dp2a.hi.s32.s32 %r1, %r2, %r3, %r4;"),
+        (
+            ArithOp::Dp2a {
+                hi: true,
+                a_signed: true,
+                b_signed: true
+            },
+            Ty::S32
+        )
+    );
+}
+
+#[test]
+fn malformed_forms_are_errors_naming_the_problem() {
+    for (body, needle) in [
+        ("lop3.b32 %r1, %r2, %r3, %r4, %r5;", "look-up table"),
+        ("lop3.b32 %r1, %r2, %r3, %r4, 256;", "look-up table"),
+        ("shf.wrap.b32 %r1, %r2, %r3, %r4;", "`.l` or `.r`"),
+        ("shf.l.b32 %r1, %r2, %r3, %r4;", "`.clamp` or `.wrap`"),
+        ("bmsk.wrap.b64 %rd1, %r2, %r3;", "b64"),
+        ("bfind.u32 %rd1, %r2;", "%rd1"),
+        ("dp4a.s32 %r1, %r2, %r3, %r4;", "type"),
+        ("dp2a.s32.s32 %r1, %r2, %r3, %r4;", "`.lo` or `.hi`"),
+    ] {
+        let errs = lower(body).expect_err(body);
+        let text = format!(
+            "{errs:?} {}",
+            errs.iter()
+                .map(|e| e.to_string())
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
+        assert!(text.contains(needle), "{body}: {text}");
+    }
+}
