@@ -236,7 +236,11 @@ impl PointerRoots {
             | Op::Testp { .. }
             | Op::IsSpace { .. }
             | Op::Vote { .. }
-            | Op::Activemask => Roots::default(),
+            | Op::Activemask
+            | Op::Redux { .. }
+            | Op::Match { .. }
+            | Op::Elect
+            | Op::Trap => Roots::default(),
             _ => self.union_srcs(s),
         }
     }

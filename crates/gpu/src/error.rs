@@ -100,6 +100,14 @@ pub enum ExecError {
         /// rare, and every `Result` carrying this error pays for its size).
         nearest: Box<NearestNote>,
     },
+    #[error("{location}: kernel `{kernel}` executed `trap` at {pc} in TB ({}, {}, {}) thread ({}, {}, {})", ctaid[0], ctaid[1], ctaid[2], tid[0], tid[1], tid[2])]
+    Trap {
+        kernel: Box<str>,
+        pc: InstId,
+        location: Box<str>,
+        ctaid: [u32; 3],
+        tid: [u32; 3],
+    },
     #[error("kernel `{kernel}` deadlocked in TB ({}, {}, {}): {}", ctaid[0], ctaid[1], ctaid[2], describe_waiting(waiting, *exited_warps))]
     BarrierDeadlock {
         kernel: String,
@@ -124,7 +132,7 @@ impl ExecError {
     /// an instruction of a rewritten kernel).
     pub fn map_pcs(mut self, f: impl Fn(InstId) -> InstId) -> ExecError {
         match &mut self {
-            ExecError::MemoryFault { pc, .. } => *pc = f(*pc),
+            ExecError::MemoryFault { pc, .. } | ExecError::Trap { pc, .. } => *pc = f(*pc),
             ExecError::BarrierDeadlock { waiting, .. } => {
                 for w in waiting {
                     w.pc = f(w.pc);

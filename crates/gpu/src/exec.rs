@@ -13,7 +13,8 @@
 //! [`BarrierArrival`] and its driver decides when the barrier completes.
 
 use kir::inst::{
-    ArithOp, AtomOp, BarKind, BoolOp, Inst, Op, Operand, ShflMode, Space, Special, Ty, VoteMode,
+    ArithOp, AtomOp, BarKind, BoolOp, Inst, Op, Operand, ReduxOp, ShflMode, Space, Special, Ty,
+    VoteMode,
 };
 use std::sync::Arc;
 
@@ -914,6 +915,73 @@ impl Exec<'_, '_, '_> {
                 }
             }
             Op::Shfl { mode } => self.shfl(exec, mode),
+            Op::Redux { op, ty } => {
+                let member = self.read(s[1], exec.trailing_zeros().min(31) as usize) as u32;
+                let part = exec & member;
+                let values = lanes(part).map(|l| self.read(s[0], l) as u32);
+                let signed = ty == Ty::S32;
+                let v = values
+                    .reduce(|x, y| match op {
+                        ReduxOp::Add => x.wrapping_add(y),
+                        ReduxOp::Min if signed => (x as i32).min(y as i32) as u32,
+                        ReduxOp::Max if signed => (x as i32).max(y as i32) as u32,
+                        ReduxOp::Min => x.min(y),
+                        ReduxOp::Max => x.max(y),
+                        ReduxOp::And => x & y,
+                        ReduxOp::Or => x | y,
+                        ReduxOp::Xor => x ^ y,
+                    })
+                    .unwrap_or(0);
+                for l in lanes(exec) {
+                    self.write(0, l, u64::from(v));
+                }
+            }
+            Op::Match { all, ty } => {
+                let member = self.read(s[1], exec.trailing_zeros().min(31) as usize) as u32;
+                let part = exec & member;
+                let mut value = [0u64; WARP_SIZE];
+                for l in lanes(part) {
+                    value[l] = self.read(s[0], l) & ty.mask();
+                }
+                let first = value[part.trailing_zeros().min(31) as usize];
+                let same = lanes(part).all(|l| value[l] == first);
+                for l in lanes(exec) {
+                    let d = if all {
+                        if same {
+                            part
+                        } else {
+                            0
+                        }
+                    } else {
+                        lanes(part)
+                            .filter(|&k| value[k] == value[l])
+                            .fold(0u32, |m, k| m | 1 << k)
+                    };
+                    self.write(0, l, u64::from(d));
+                    if inst.n_dsts > 1 {
+                        self.write(1, l, u64::from(same));
+                    }
+                }
+            }
+            Op::Elect => {
+                let member = self.read(s[0], exec.trailing_zeros().min(31) as usize) as u32;
+                let leader = (exec & member).trailing_zeros();
+                for l in lanes(exec) {
+                    self.write(0, l, u64::from(leader.min(31)));
+                    self.write(1, l, u64::from(l as u32 == leader));
+                }
+            }
+            Op::Trap => {
+                let lane = exec.trailing_zeros().min(31);
+                let linear = self.warp.index * WARP_SIZE as u32 + lane;
+                return Err(ExecError::Trap {
+                    kernel: self.ctx.kernel.name.as_str().into(),
+                    pc: InstId(self.pc),
+                    location: self.ctx.location(InstId(self.pc)).into(),
+                    ctaid: self.tb.ctaid,
+                    tid: self.ctx.tid(linear),
+                });
+            }
             Op::Activemask => {
                 for l in lanes(exec) {
                     self.write(0, l, active as u64);

@@ -326,3 +326,135 @@ fn an_instruction_after_a_loc_on_the_same_line_runs() {
     let out = run(body, 1, 32);
     assert_eq!(out, (7..39).collect::<Vec<u32>>());
 }
+
+/// Runs `body` with one warp per TB on the functional core and on the timed gtx480, which
+/// must agree; returns `out`.
+fn run_both(body: &str, tbs: u32, threads: u32) -> Vec<u32> {
+    let functional = run(body, tbs, threads);
+    let timing = gpu::timing::TimedGpu::new(gpu::config::GpuConfig::preset("gtx480").unwrap());
+    let mut gpu = Gpu::timed(timing).unwrap();
+    let m = gpu.load_ptx("test.ptx", &kernel(body)).unwrap();
+    let n = u64::from(tbs * threads);
+    let out = gpu.alloc(n * 4 + 4096);
+    gpu.launch_timed(
+        m,
+        "k",
+        [tbs, 1, 1],
+        [threads, 1, 1],
+        0,
+        &[KernelArg::Ptr(out)],
+        &mut |_| {},
+    )
+    .unwrap();
+    let bytes = gpu.copy_from_device(DevPtr(out.0), n * 4).unwrap();
+    let timed: Vec<u32> = bytes
+        .chunks(4)
+        .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    assert_eq!(functional, timed, "the engines disagree");
+    functional
+}
+
+#[test]
+fn redux_reduces_over_the_member_lanes() {
+    let one = |op: &str, value: &str| {
+        run_both(
+            &format!("{value}\n    redux.sync.{op} %r5, %r4, -1;\n    st.global.u32 [%rd0], %r5;"),
+            1,
+            32,
+        )
+    };
+    let tid = "    mov.u32 %r4, %r1;";
+    // 0 + 1 + ... + 31 = 496; the XOR of 0..31 is 0 (every 4 consecutive values cancel).
+    assert_eq!(one("add.u32", tid), vec![496; 32]);
+    assert_eq!(one("xor.b32", tid), vec![0; 32]);
+    // tid - 16 ranges over -16..15.
+    let centred = "    sub.s32 %r4, %r1, 16;";
+    assert_eq!(one("min.s32", centred), vec![(-16i32) as u32; 32]);
+    assert_eq!(one("max.s32", centred), vec![15; 32]);
+    // As unsigned, -1 (0xFFFFFFFF, lane 15) is the largest.
+    assert_eq!(one("max.u32", centred), vec![u32::MAX; 32]);
+    // 1 << (tid % 8): the OR sets the low 8 bits, the AND none.
+    let bit = "    and.b32 %r6, %r1, 7;\n    shl.b32 %r4, 1, %r6;";
+    assert_eq!(one("or.b32", bit), vec![0xFF; 32]);
+    assert_eq!(one("and.b32", bit), vec![0; 32]);
+    // Only the odd lanes, naming themselves in the mask: 1 + 3 + ... + 31 = 256.
+    let odd = run_both(
+        r#"
+    and.b32 %r4, %r1, 1;
+    setp.eq.u32 %p1, %r4, 0;
+    mov.u32 %r5, 7;
+    @%p1 bra DONE;
+    redux.sync.add.u32 %r5, %r1, 0xaaaaaaaa;
+DONE:
+    st.global.u32 [%rd0], %r5;"#,
+        1,
+        32,
+    );
+    let want: Vec<u32> = (0..32).map(|l| if l % 2 == 1 { 256 } else { 7 }).collect();
+    assert_eq!(odd, want);
+}
+
+#[test]
+fn match_and_elect_name_lanes() {
+    // match.any on tid / 8: each lane gets the eight lanes of its group.
+    let any = run_both(
+        "    shr.u32 %r4, %r1, 3;\n    match.any.sync.b32 %r5, %r4, -1;\n    st.global.u32 [%rd0], %r5;",
+        1,
+        32,
+    );
+    let want: Vec<u32> = (0..32).map(|l| 0xFFu32 << (8 * (l / 8))).collect();
+    assert_eq!(any, want);
+    // match.all: the mask and true when every lane agrees, 0 and false otherwise.
+    let all = |value: &str, store: &str| {
+        run_both(
+            &format!("{value}\n    match.all.sync.b32 %r5|%p2, %r4, -1;\n    selp.u32 %r6, 1, 0, %p2;\n    st.global.u32 [%rd0], {store};"),
+            1,
+            32,
+        )
+    };
+    assert_eq!(all("    mov.u32 %r4, 9;", "%r5"), vec![u32::MAX; 32]);
+    assert_eq!(all("    mov.u32 %r4, 9;", "%r6"), vec![1; 32]);
+    assert_eq!(all("    mov.u32 %r4, %r1;", "%r5"), vec![0; 32]);
+    assert_eq!(all("    mov.u32 %r4, %r1;", "%r6"), vec![0; 32]);
+    // elect: lane 0 of the whole warp; lane 1 among the odd lanes. Stored as 100 * p + d.
+    let elect = run_both(
+        r#"
+    and.b32 %r4, %r1, 1;
+    setp.eq.u32 %p1, %r4, 0;
+    @%p1 bra EVEN;
+    elect.sync %r5|%p2, 0xaaaaaaaa;
+    bra.uni JOIN;
+EVEN:
+    elect.sync %r5|%p2, 0x55555555;
+JOIN:
+    selp.u32 %r6, 100, 0, %p2;
+    add.s32 %r5, %r5, %r6;
+    st.global.u32 [%rd0], %r5;"#,
+        1,
+        32,
+    );
+    let want: Vec<u32> = (0..32)
+        .map(|l| match l {
+            0 => 100,
+            1 => 101,
+            l if l % 2 == 0 => 0,
+            _ => 1,
+        })
+        .collect();
+    assert_eq!(elect, want);
+}
+
+#[test]
+fn trap_stops_the_kernel_naming_the_thread() {
+    let body = "    setp.eq.u32 %p1, %r1, 5;\n    @%p1 trap;\n    st.global.u32 [%rd0], %r1;";
+    let e = try_run(body, 2, 32, DeviceLimits::default()).unwrap_err();
+    let text = e.to_string();
+    assert!(
+        matches!(e, GpuError::Exec(ExecError::Trap { .. }))
+            && text.contains("kernel `k` executed `trap`")
+            && text.contains("TB (0, 0, 0) thread (5, 0, 0)")
+            && text.contains("test.ptx:"),
+        "{text}"
+    );
+}

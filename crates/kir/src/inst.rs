@@ -245,6 +245,17 @@ pub enum AtomOp {
     Xor,
 }
 
+/// `redux.sync` operations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ReduxOp {
+    Add,
+    Min,
+    Max,
+    And,
+    Or,
+    Xor,
+}
+
 /// `vote` modes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum VoteMode {
@@ -416,6 +427,17 @@ pub enum Op {
     Shfl { mode: ShflMode },
     /// `activemask.b32 d`.
     Activemask,
+    /// `redux.sync.op.type d, a, membermask`: `op` over `a` of the mask's lanes, to each.
+    Redux { op: ReduxOp, ty: Ty },
+    /// `match.{any,all}.sync.type d[|p], a, membermask`: `any` gives each lane the lanes of
+    /// the mask holding its value; `all` gives the mask (and `p` true) when every lane holds
+    /// the same value, else 0 (and false).
+    Match { all: bool, ty: Ty },
+    /// `elect.sync d|p, membermask`: `d` the lowest lane of the mask that executes it, `p`
+    /// true in that lane only.
+    Elect,
+    /// `trap`: the kernel stops with an error naming the thread.
+    Trap,
     /// Barriers: `srcs[0]` the barrier id, `srcs[1]` the thread count (or `None` for all
     /// threads of the TB); `bar.red` has its predicate in `srcs[2]` and a destination.
     /// `pp` is set on a `bar.pp` (lin-lightweight §IV-A): a barrier that is also a

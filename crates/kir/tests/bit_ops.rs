@@ -119,3 +119,49 @@ fn malformed_forms_are_errors_naming_the_problem() {
         assert!(text.contains(needle), "{body}: {text}");
     }
 }
+
+#[test]
+fn warp_collectives_and_trap_lower_and_reject_malformed_forms() {
+    let ok = |body: &str| {
+        let m = lower(&format!(".reg .pred %q<3>;\n{body}"))
+            .unwrap_or_else(|e| panic!("{body}: {e:?}"));
+        let k = m.kernels.values().next().unwrap();
+        let ops: Vec<Op> = k.insts.iter().map(|(_, i)| i.op).collect();
+        ops
+    };
+    assert!(
+        ok("redux.sync.add.s32 %r1, %r2, 0xffffffff;").contains(&Op::Redux {
+            op: kir::inst::ReduxOp::Add,
+            ty: Ty::S32
+        })
+    );
+    assert!(
+        ok("match.any.sync.b64 %r1, %rd1, %r2;").contains(&Op::Match {
+            all: false,
+            ty: Ty::B64
+        })
+    );
+    assert!(
+        ok("match.all.sync.b32 %r1|%q1, %r2, -1;").contains(&Op::Match {
+            all: true,
+            ty: Ty::B32
+        })
+    );
+    assert!(ok("elect.sync %r1|%q1, -1;").contains(&Op::Elect));
+    assert!(ok("trap;").contains(&Op::Trap));
+    for (body, needle) in [
+        ("redux.add.u32 %r1, %r2, -1;", "`.sync`"),
+        ("redux.sync.and.u32 %r1, %r2, -1;", "u32"),
+        ("redux.sync.add.u32 %r1, %r2;", "3"),
+        ("match.sync.b32 %r1, %r2, -1;", "`.any` or `.all`"),
+        ("elect.sync %r1, -1;", "d|p"),
+    ] {
+        let errs = lower(&format!(".reg .pred %q<3>;\n{body}")).expect_err(body);
+        let text = errs
+            .iter()
+            .map(|e| e.to_string())
+            .collect::<Vec<_>>()
+            .join("; ");
+        assert!(text.contains(needle), "{body}: {text}");
+    }
+}

@@ -11,8 +11,8 @@ use super::typecheck::{self, types, Rule};
 use super::{KernelLowerer, LowerError, Sym};
 use crate::ids::{InstId, Reg};
 use crate::inst::{
-    ArithOp, AtomOp, BarKind, BoolOp, Cmp, FloatMode, Inst, Op, Operand, PrmtMode, Rounding,
-    ShflMode, Space, Special, TestpKind, Ty, VoteMode, MAX_DSTS,
+    ArithOp, AtomOp, BarKind, BoolOp, Cmp, FloatMode, Inst, Op, Operand, PrmtMode, ReduxOp,
+    Rounding, ShflMode, Space, Special, TestpKind, Ty, VoteMode, MAX_DSTS,
 };
 
 /// Bits of an integer literal for an operand of type `ty` (floats take the numeric value).
@@ -431,6 +431,52 @@ impl<'a> KernelLowerer<'a> {
                 };
                 self.with_optional_mask(i, Op::Vote { mode }, ty, &[Ty::Pred], 2)?
             }
+            "redux" => {
+                if !m.has("sync") {
+                    return Err(m.missing("`.sync`"));
+                }
+                let op = m
+                    .one_of(&[
+                        ("add", ReduxOp::Add),
+                        ("min", ReduxOp::Min),
+                        ("max", ReduxOp::Max),
+                        ("and", ReduxOp::And),
+                        ("or", ReduxOp::Or),
+                        ("xor", ReduxOp::Xor),
+                    ])
+                    .ok_or_else(|| m.missing("an operation such as `.add`"))?;
+                let ty = match op {
+                    ReduxOp::Add | ReduxOp::Min | ReduxOp::Max => m.need_ty(&[Ty::U32, Ty::S32])?,
+                    _ => m.need_ty(types::ONLY_B32)?,
+                };
+                if i.operands.len() != 3 {
+                    return Err(count_error(i, "3"));
+                }
+                self.with_optional_mask(i, Op::Redux { op, ty }, ty, &[ty], 2)?
+            }
+            "match" => {
+                if !m.has("sync") {
+                    return Err(m.missing("`.sync`"));
+                }
+                let all = m
+                    .one_of(&[("any", false), ("all", true)])
+                    .ok_or_else(|| m.missing("`.any` or `.all`"))?;
+                let ty = m.need_ty(&[Ty::B32, Ty::B64])?;
+                if i.operands.len() != 3 {
+                    return Err(count_error(i, "3"));
+                }
+                self.with_optional_mask(i, Op::Match { all, ty }, Ty::B32, &[ty], 2)?
+            }
+            "elect" => {
+                if !m.has("sync") {
+                    return Err(m.missing("`.sync`"));
+                }
+                if !matches!(i.operands.first().map(|o| &o.kind), Some(K::PredPair(..))) {
+                    return Err(bad(i, "a destination pair `d|p`", i.span));
+                }
+                self.with_optional_mask(i, Op::Elect, Ty::U32, &[], 1)?
+            }
+            "trap" => self.simple(i, Op::Trap, None, &[], Rule::Exact)?,
             "shfl" => {
                 if !m.has("sync") && self.ctx.sync_required {
                     return Err(m.missing("`.sync` (sm_70 and later)"));
