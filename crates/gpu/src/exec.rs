@@ -492,6 +492,7 @@ impl Exec<'_, '_, '_> {
             Special::LanemaskGt => !((lane_bit << 1).wrapping_sub(1)) & 0xffff_ffff,
             Special::DynamicSmemSize => ctx.dynamic_smem as u64,
             Special::TotalSmemSize => ctx.smem_size as u64,
+            Special::EnvReg(_) => 0,
             Special::WarpSmem => ctx.warp_smem(self.warp.index),
         }
     }

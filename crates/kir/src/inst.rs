@@ -312,6 +312,8 @@ pub enum Special {
     LanemaskGt,
     DynamicSmemSize,
     TotalSmemSize,
+    /// `%envreg0` .. `%envreg31`: driver-defined values, all 0 here (no driver sets them).
+    EnvReg(u8),
     /// The byte address, in the TB's shared memory, of this warp's own
     /// [`Kernel::warp_smem`](crate::Kernel::warp_smem) bytes. Not a PTX register: hardware
     /// support for mechanisms that keep per-warp state on chip without a register to address

@@ -165,3 +165,44 @@ fn warp_collectives_and_trap_lower_and_reject_malformed_forms() {
         assert!(text.contains(needle), "{body}: {text}");
     }
 }
+
+#[test]
+fn cache_hints_policies_and_launch_ordering_are_accepted_with_their_operands_checked() {
+    let body = "ld.global.L1::no_allocate.u32 %r1, [%rd1];
+ld.global.nc.L2::128B.u32 %r2, [%rd1];
+ld.global.L1::evict_last.L2::256B.u32 %r3, [%rd1];
+st.global.L1::no_allocate.u32 [%rd1], %r1;
+createpolicy.fractional.L2::evict_last.b64 %rd2, 1.0;
+ld.global.L2::cache_hint.u32 %r4, [%rd1], %rd2;
+prefetch.global.L2::evict_last [%rd1];
+griddepcontrol.wait;
+griddepcontrol.launch_dependents;
+mov.u32 %r5, %envreg3;
+nanosleep.u32 100;";
+    let m = lower(body).unwrap_or_else(|e| panic!("{e:?}"));
+    let k = m.kernels.values().next().unwrap();
+    let loads = k
+        .insts
+        .iter()
+        .filter(|(_, i)| matches!(i.op, Op::Ld { .. }))
+        .count();
+    assert_eq!(loads, 4);
+    for (body, needle) in [
+        ("ld.global.L2::cache_hint.u32 %r4, [%rd1];", "3"),
+        ("ld.global.L2::cache_hint.u32 %r4, [%rd1], %r2;", "%r2"),
+        ("griddepcontrol;", "`.wait` or `.launch_dependents`"),
+        (
+            "ld.global.L1::evict_sometimes.u32 %r1, [%rd1];",
+            "evict_sometimes",
+        ),
+        ("mov.u32 %r5, %envreg32;", "envreg32"),
+    ] {
+        let errs = lower(body).expect_err(body);
+        let text = errs
+            .iter()
+            .map(|e| e.to_string())
+            .collect::<Vec<_>>()
+            .join("; ");
+        assert!(text.contains(needle), "{body}: {text}");
+    }
+}

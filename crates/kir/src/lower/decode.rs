@@ -227,6 +227,24 @@ impl<'i> Mods<'i> {
 }
 
 const CACHE_HINTS: &[&str] = &["ca", "cg", "cs", "lu", "cv", "wb", "wt", "nc"];
+
+/// Eviction-priority and prefetch-size hints on loads, stores and prefetches (PTX ISA 7.4+).
+/// Accepted with no effect: the cache model has no eviction priorities, and a line is its
+/// own fill size. `.L2::cache_hint` also takes a policy operand, read and ignored.
+const EVICTION_HINTS: &[&str] = &[
+    "L1::evict_normal",
+    "L1::evict_unchanged",
+    "L1::evict_first",
+    "L1::evict_last",
+    "L1::no_allocate",
+    "L2::evict_normal",
+    "L2::evict_first",
+    "L2::evict_last",
+    "L2::evict_unchanged",
+    "L2::64B",
+    "L2::128B",
+    "L2::256B",
+];
 const MEMORY_ORDER: &[&str] = &[
     "relaxed", "acquire", "release", "acq_rel", "weak", "sc", "cta", "gpu", "sys", "cluster",
 ];
@@ -525,7 +543,42 @@ impl<'a> KernelLowerer<'a> {
             "prefetch" | "prefetchu" => {
                 // A cache hint with no architectural effect on values.
                 m.accept(&["global", "local", "L1", "L2"]);
+                m.accept(EVICTION_HINTS);
                 Inst::new(Op::Fence, i.span)
+            }
+            "createpolicy" => {
+                // A cache-eviction policy for `.L2::cache_hint` accesses: opaque bits that
+                // only those accesses read, and the model ignores; 0 stands for every policy.
+                m.accept(&["fractional", "range", "global", "cvt"]);
+                m.accept(EVICTION_HINTS);
+                m.need_ty(&[Ty::B64])?;
+                let Some(d) = i.operands.first() else {
+                    return Err(count_error(i, "2 to 5"));
+                };
+                let mut inst = Inst::new(Op::Mov(Ty::B64), i.span);
+                inst.dsts[0] = self.dst(i, d, Ty::B64, Rule::Exact)?;
+                inst.n_dsts = 1;
+                inst.srcs[0] = Operand::Imm(0);
+                inst.n_srcs = 1;
+                inst
+            }
+            "griddepcontrol" => {
+                // Programmatic dependent launch: a launch starts only after the one before it
+                // in its stream has finished, so `wait` is always satisfied and
+                // `launch_dependents` (a hint that dependents may start early) changes nothing.
+                m.one_of(&[("wait", ()), ("launch_dependents", ())])
+                    .ok_or_else(|| m.missing("`.wait` or `.launch_dependents`"))?;
+                self.simple(i, Op::Nop, None, &[], Rule::Exact)?
+            }
+            "nanosleep" => {
+                // A hint to suspend the warp for up to twice the given nanoseconds; the model
+                // does not suspend it (timed as one ALU instruction).
+                m.need_ty(&[Ty::U32])?;
+                let [t] = i.operands.as_slice() else {
+                    return Err(count_error(i, "1"));
+                };
+                self.src(i, t, Ty::U32)?;
+                Inst::new(Op::Nop, i.span)
             }
             "bra" => {
                 let uni = m.has("uni");
@@ -1324,11 +1377,21 @@ impl<'a> KernelLowerer<'a> {
         }
         m.accept(CACHE_HINTS);
         m.accept(MEMORY_ORDER);
+        m.accept(EVICTION_HINTS);
+        let cache_hint = m.has("L2::cache_hint");
         let vec = m.one_of(&[("v2", 2u8), ("v4", 4u8)]).unwrap_or(1);
         let ty = m.need_ty(types::LD_ST)?;
-        let [first, second] = i.operands.as_slice() else {
-            return Err(count_error(i, "2"));
+        let operands = match (cache_hint, i.operands.as_slice()) {
+            (true, [first, second, policy]) => {
+                // The policy register is read (so it must exist) and otherwise ignored.
+                self.src(i, policy, Ty::B64)?;
+                [first, second]
+            }
+            (false, [first, second]) => [first, second],
+            (true, _) => return Err(count_error(i, "3")),
+            (false, _) => return Err(count_error(i, "2")),
         };
+        let [first, second] = operands;
         let (addr_op, value_op) = if store {
             (first, second)
         } else {
@@ -1592,7 +1655,10 @@ fn special(name: &str, component: Option<char>) -> Option<Special> {
         "%lanemask_gt" => Special::LanemaskGt,
         "%dynamic_smem_size" => Special::DynamicSmemSize,
         "%total_smem_size" => Special::TotalSmemSize,
-        _ => return None,
+        _ => match name.strip_prefix("%envreg").map(str::parse::<u8>) {
+            Some(Ok(n)) if n < 32 => Special::EnvReg(n),
+            _ => return None,
+        },
     })
 }
 
