@@ -1002,6 +1002,18 @@ impl Exec<'_, '_, '_> {
             return;
         }
         let s = self.inst.srcs;
+        if let ArithOp::AddC { .. } | ArithOp::SubC { .. } | ArithOp::MadC { .. } = op {
+            let (n, carry_out) = (self.inst.n_srcs as usize, self.inst.n_dsts > 1);
+            for l in lanes(exec) {
+                let x = [s[0], s[1], s[2], s[3]].map(|o| self.read(o, l));
+                let (v, cf) = alu::carry(op, ty, x, x[n.saturating_sub(1)] & 1 == 1);
+                self.write(0, l, v);
+                if carry_out {
+                    self.write(1, l, u64::from(cf));
+                }
+            }
+            return;
+        }
         for l in lanes(exec) {
             let a = self.read(s[0], l);
             let b = self.read(s[1], l);

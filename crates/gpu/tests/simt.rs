@@ -458,3 +458,77 @@ fn trap_stops_the_kernel_naming_the_thread() {
         "{text}"
     );
 }
+
+#[test]
+fn carry_chains_add_and_multiply_multiword_integers() {
+    // Threads 0-7 each add two 128-bit numbers held in four 32-bit limbs, low limb first,
+    // and store the four limbs of the sum at out[4t..4t+3].
+    let add = run_both(
+        r#"
+    setp.ge.u32 %p1, %r1, 8;
+    @%p1 bra DONE;
+    mov.u32 %r4, -1;
+    sub.u32 %r4, %r4, %r1;
+    add.u32 %r8, %r1, 1;
+    add.cc.u32 %r10, %r4, %r8;
+    addc.cc.u32 %r11, -1, 0;
+    addc.cc.u32 %r12, -1, 0;
+    addc.u32 %r13, %r1, 1;
+    mul.wide.u32 %rd3, %r1, 16;
+    add.s64 %rd3, %rd1, %rd3;
+    st.global.v4.u32 [%rd3], {%r10, %r11, %r12, %r13};
+DONE:"#,
+        1,
+        32,
+    );
+    for t in 0..8u128 {
+        // Limbs [0xFFFFFFFF - t, 0xFFFFFFFF, 0xFFFFFFFF, t].
+        let a = (t << 96) | ((1u128 << 96) - 1 - t);
+        let b = (1u128 << 96) | (t + 1);
+        let sum = a.wrapping_add(b);
+        let want: Vec<u32> = (0..4).map(|k| (sum >> (32 * k)) as u32).collect();
+        assert_eq!(
+            &add[4 * t as usize..4 * t as usize + 4],
+            &want[..],
+            "thread {t}"
+        );
+    }
+    // 64 × 64 → 128-bit products from 32-bit limbs, schoolbook with mad.lo.cc / madc.hi.
+    let mul = run_both(
+        r#"
+    setp.ge.u32 %p1, %r1, 8;
+    @%p1 bra DONE;
+    mul.lo.u32 %r20, %r1, 0x1234567;
+    mov.u32 %r4, -1;
+    sub.u32 %r4, %r4, %r20;
+    mov.u32 %r5, -1;
+    add.u32 %r6, %r1, 0x76543210;
+    mov.u32 %r7, 0xFEDCBA98;
+    mul.lo.u32 %r10, %r4, %r6;
+    mul.hi.u32 %r21, %r4, %r6;
+    mad.lo.cc.u32 %r11, %r5, %r6, %r21;
+    madc.hi.u32 %r12, %r5, %r6, 0;
+    mad.lo.cc.u32 %r11, %r4, %r7, %r11;
+    madc.hi.cc.u32 %r12, %r4, %r7, %r12;
+    addc.u32 %r13, 0, 0;
+    mad.lo.cc.u32 %r12, %r5, %r7, %r12;
+    madc.hi.u32 %r13, %r5, %r7, %r13;
+    mul.wide.u32 %rd3, %r1, 16;
+    add.s64 %rd3, %rd1, %rd3;
+    st.global.v4.u32 [%rd3], {%r10, %r11, %r12, %r13};
+DONE:"#,
+        1,
+        32,
+    );
+    for t in 0..8u64 {
+        let a = u64::MAX - t * 0x1234567;
+        let b = 0xFEDC_BA98_7654_3210u64 + t;
+        let p = u128::from(a) * u128::from(b);
+        let want: Vec<u32> = (0..4).map(|k| (p >> (32 * k)) as u32).collect();
+        assert_eq!(
+            &mul[4 * t as usize..4 * t as usize + 4],
+            &want[..],
+            "thread {t}"
+        );
+    }
+}

@@ -111,6 +111,17 @@ pub enum ArithOp {
     Bfi,
     /// [3] byte permute `prmt.b32 d, a, b, c` in the given mode.
     Prmt(PrmtMode),
+    /// [2 + carry_in] `add.cc`, `addc`, `addc.cc`: `a + b (+ CC.CF)`. The condition code's
+    /// carry flag is an ordinary predicate register of the kernel (`%cc`): read as the last
+    /// source when `carry_in`, written as the second destination when the instruction has
+    /// `.cc`.
+    AddC { carry_in: bool },
+    /// [2 + carry_in] `sub.cc`, `subc`, `subc.cc`: `a - (b + CC.CF)`; the carry flag is the
+    /// borrow.
+    SubC { carry_in: bool },
+    /// [3 + carry_in] `mad{c}.{lo,hi}{.cc}`: the low or high half of `a * b`, plus `c` (and
+    /// CC.CF).
+    MadC { hi: bool, carry_in: bool },
     /// [4] `lop3.b32 d, a, b, c, lut`: bit `i` of `d` is bit `4a_i + 2b_i + c_i` of `lut`.
     Lop3,
     /// [3] funnel shift `shf.{l,r}.{wrap,clamp}.b32 d, a, b, n` of the 64-bit `{b, a}`:

@@ -206,3 +206,50 @@ nanosleep.u32 100;";
         assert!(text.contains(needle), "{body}: {text}");
     }
 }
+
+#[test]
+fn carry_chains_read_and_write_one_carry_flag_register() {
+    let m = lower(
+        "add.cc.u32 %r1, %r2, %r3;\naddc.cc.u32 %r4, %r5, %r6;\nmadc.hi.u64 %rd1, %rd2, %rd2, %rd1;\nsubc.s32 %r7, %r7, 1;",
+    )
+    .unwrap_or_else(|e| panic!("{e:?}"));
+    let k = m.kernels.values().next().unwrap();
+    let carry: Vec<_> = k
+        .insts
+        .iter()
+        .filter(|(_, i)| {
+            matches!(
+                i.op,
+                Op::Arith {
+                    op: ArithOp::AddC { .. } | ArithOp::SubC { .. } | ArithOp::MadC { .. },
+                    ..
+                }
+            )
+        })
+        .map(|(_, i)| i)
+        .collect();
+    assert_eq!(carry.len(), 4);
+    // One flag: written by the `.cc` forms (second destination), read by the `c` forms
+    // (last source), and a predicate register named `%cc`.
+    let cc = carry[0].dsts[1].expect("add.cc writes the carry flag");
+    assert_eq!(k.regs[cc].name, "%cc");
+    assert_eq!(k.regs[cc].ty, Ty::Pred);
+    assert_eq!(carry[1].dsts[1], Some(cc));
+    assert_eq!(carry[1].srcs[2], kir::inst::Operand::Reg(cc));
+    assert_eq!(carry[2].srcs[3], kir::inst::Operand::Reg(cc));
+    assert_eq!(carry[2].n_dsts, 1);
+    assert_eq!(carry[3].srcs[2], kir::inst::Operand::Reg(cc));
+    for (body, needle) in [
+        ("madc.u32 %r1, %r2, %r3, %r4;", "`.lo` or `.hi`"),
+        ("addc.f32 %r1, %r2, %r3;", "f32"),
+        ("add.cc.u32 %r1, %r2;", "3"),
+    ] {
+        let errs = lower(body).expect_err(body);
+        let text = errs
+            .iter()
+            .map(|e| e.to_string())
+            .collect::<Vec<_>>()
+            .join("; ");
+        assert!(text.contains(needle), "{body}: {text}");
+    }
+}

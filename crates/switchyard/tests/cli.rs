@@ -777,7 +777,9 @@ fn killed_runs_never_corrupt_or_lose_results() {
         if partial.exists() {
             let p = read_json(&partial);
             assert_eq!(p["complete"], false, "trial {trial}");
-            assert!(p["runs"].as_array().unwrap().len() < 3, "trial {trial}");
+            // A run killed after its last kernel but before the final write leaves all
+            // three runs here, still marked incomplete.
+            assert!(p["runs"].as_array().unwrap().len() <= 3, "trial {trial}");
         }
     }
     std::thread::sleep(Duration::from_millis(10));

@@ -176,6 +176,11 @@ pub(crate) fn arith(
         ArithOp::Bfi => bfi(w, a, ub, c, d),
         ArithOp::Prmt(m) => prmt(m, a as u32, b as u32, c as u32) as u64,
         ArithOp::Lop3 => lop3(a as u32, b as u32, c as u32, d as u8) as u64,
+        // The warp executes carry chains through `alu::carry`, which also gives the carry
+        // out; here (validation, callers without a carry flag) the carry in is clear.
+        ArithOp::AddC { .. } | ArithOp::SubC { .. } | ArithOp::MadC { .. } => {
+            return Ok(super::carry(op, ty, [a, b, c, d], false).0)
+        }
         ArithOp::Shf { left, clamp } => shf(left, clamp, a as u32, b as u32, c as u32) as u64,
         ArithOp::Bmsk { clamp } => bmsk(clamp, a as u32, b as u32) as u64,
         ArithOp::Szext { clamp } => szext(clamp, signed, a as u32, b as u32) as u64,

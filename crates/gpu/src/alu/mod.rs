@@ -63,6 +63,44 @@ pub fn arith(
     }
 }
 
+/// A carry-chain operation on `x` (its sources in order; the carry flag `cf_in` counts only
+/// when the operation reads it): the result and the carry (or, for subtraction, borrow) out.
+pub fn carry(op: ArithOp, ty: Ty, x: [u64; 4], cf_in: bool) -> (u64, bool) {
+    let w = ty.bits();
+    let mask = ty.mask();
+    let (a, b, c) = (x[0] & mask, x[1] & mask, x[2] & mask);
+    let wide = |v: u128| ((v as u64) & mask, v >> w != 0);
+    match op {
+        ArithOp::AddC { carry_in } => {
+            let cin = u128::from(carry_in && cf_in);
+            wide(u128::from(a) + u128::from(b) + cin)
+        }
+        ArithOp::SubC { carry_in } => {
+            let cin = u64::from(carry_in && cf_in);
+            let sub = u128::from(b) + u128::from(cin);
+            let borrow = u128::from(a) < sub;
+            (((u128::from(a)).wrapping_sub(sub) as u64) & mask, borrow)
+        }
+        ArithOp::MadC { hi, carry_in } => {
+            let signed = matches!(ty, Ty::S32 | Ty::S64);
+            let product: u128 = if signed {
+                let ext = |v: u64| ((v << (64 - w)) as i64 >> (64 - w)) as i128;
+                (ext(a) * ext(b)) as u128
+            } else {
+                u128::from(a) * u128::from(b)
+            };
+            let half = if hi {
+                (product >> w) as u64 & mask
+            } else {
+                product as u64 & mask
+            };
+            let cin = u128::from(carry_in && cf_in);
+            wide(u128::from(half) + u128::from(c) + cin)
+        }
+        _ => (0, false),
+    }
+}
+
 /// `a cmp b` for `setp`/`set`/`slct` (PTX ISA "Comparison and Selection Instructions").
 /// Integers: `Eq..Ge` use the type's signedness (`.b` types compare as unsigned),
 /// `Lo Ls Hi Hs` are always unsigned; the float-only operators treat integers as ordered.

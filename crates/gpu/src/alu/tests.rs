@@ -1439,3 +1439,51 @@ fn dp4a_and_dp2a_accumulate_byte_products() {
     assert_eq!(dp2a(true, true, false, a, b, 0), (21 - 16) as u32); // hi: bytes 7, 8
     assert_eq!(dp2a(false, false, false, a, b, 0), 15 + 65534 * 6);
 }
+
+#[test]
+fn carry_chains_carry_and_borrow() {
+    let add =
+        |carry_in, ty, a: u64, b: u64, cf| carry(ArithOp::AddC { carry_in }, ty, [a, b, 0, 0], cf);
+    assert_eq!(add(false, Ty::U32, 0xFFFF_FFFF, 1, true), (0, true)); // carry in ignored
+    assert_eq!(add(true, Ty::U32, 0xFFFF_FFFF, 0, true), (0, true));
+    assert_eq!(add(true, Ty::U32, 5, 6, true), (12, false));
+    assert_eq!(
+        add(true, Ty::U64, u64::MAX, u64::MAX, true),
+        (u64::MAX, true)
+    );
+    let sub =
+        |carry_in, a: u64, b: u64, cf| carry(ArithOp::SubC { carry_in }, Ty::U32, [a, b, 0, 0], cf);
+    // 0 - 1 borrows; 5 - (4 + 1) does not; 5 - (5 + 1) does.
+    assert_eq!(sub(false, 0, 1, false), (0xFFFF_FFFF, true));
+    assert_eq!(sub(true, 5, 4, true), (0, false));
+    assert_eq!(sub(true, 5, 5, true), (0xFFFF_FFFF, true));
+    let mad = |hi, carry_in, ty, a: u64, b: u64, c: u64, cf| {
+        carry(ArithOp::MadC { hi, carry_in }, ty, [a, b, c, 0], cf)
+    };
+    // 0xFFFFFFFF² = 0xFFFFFFFE_00000001: low word 1, high word 0xFFFFFFFE.
+    assert_eq!(
+        mad(
+            false,
+            false,
+            Ty::U32,
+            0xFFFF_FFFF,
+            0xFFFF_FFFF,
+            0xFFFF_FFFF,
+            false
+        ),
+        (0, true)
+    );
+    assert_eq!(
+        mad(true, true, Ty::U32, 0xFFFF_FFFF, 0xFFFF_FFFF, 1, true),
+        (0, true)
+    );
+    assert_eq!(
+        mad(true, true, Ty::U32, 0xFFFF_FFFF, 0xFFFF_FFFF, 0, true),
+        (0xFFFF_FFFF, false)
+    );
+    // Signed: -1 × 1 = -1, high word all ones.
+    assert_eq!(
+        mad(true, false, Ty::S32, s32(-1), 1, 0, false),
+        (0xFFFF_FFFF, false)
+    );
+}

@@ -199,7 +199,8 @@ impl OpClass {
                         | Mad24Hi
                         | Sad
                         | Dp4a { .. }
-                        | Dp2a { .. } => OpClass::IntMul,
+                        | Dp2a { .. }
+                        | MadC { .. } => OpClass::IntMul,
                         Div | Rem => OpClass::IntDiv,
                         _ => OpClass::Alu,
                     }

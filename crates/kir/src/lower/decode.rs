@@ -87,6 +87,8 @@ pub fn arity(op: ArithOp) -> usize {
         | Copysign
         | Bmsk { .. }
         | Szext { .. } => 2,
+        AddC { carry_in } | SubC { carry_in } => 2 + carry_in as usize,
+        MadC { carry_in, .. } => 3 + carry_in as usize,
         MadLo
         | MadHi
         | MadWide
@@ -306,7 +308,19 @@ impl<'a> KernelLowerer<'a> {
             },
         };
         let mut m = Mods::new(i);
+        // Carry chains read and write the condition code's carry flag, which lives in a
+        // predicate register of the kernel, made on first use.
+        let carry = matches!(name, "addc" | "subc" | "madc")
+            || (matches!(name, "add" | "sub" | "mad")
+                && i.modifiers.iter().any(|x| x.value == "cc"));
+        if carry && self.cc.is_none() {
+            self.cc = Some(self.regs.push(crate::module::RegInfo {
+                name: "%cc".to_string(),
+                ty: Ty::Pred,
+            }));
+        }
         let mut inst = match name {
+            _ if carry => self.carry(i, &mut m)?,
             "mov" => self.mov(i, &mut m)?,
             "add" | "sub" | "mul" | "mad" | "mul24" | "mad24" | "div" | "rem" | "min" | "max"
             | "abs" | "neg" | "and" | "or" | "xor" | "not" | "cnot" | "shl" | "shr" | "popc"
@@ -1087,6 +1101,7 @@ impl<'a> KernelLowerer<'a> {
             | Bfind { .. }
             | Dp4a { .. }
             | Dp2a { .. } => unreachable!("decoded by `bit_op`"),
+            AddC { .. } | SubC { .. } | MadC { .. } => unreachable!("decoded by `carry`"),
         };
         // `div`/`rem` on floats: only `div` (its integer list is above).
         let allowed = if matches!(op, Div) && float {
@@ -1136,6 +1151,52 @@ impl<'a> KernelLowerer<'a> {
             &types,
             Rule::Exact,
         )
+    }
+
+    /// Carry chains (PTX ISA "Extended-Precision Integer Arithmetic"): `add.cc`, `addc`,
+    /// `sub.cc`, `subc`, `mad.cc`, `madc`, on 32- and 64-bit integers.
+    fn carry(&self, i: &ast::Instruction, m: &mut Mods) -> Result<Inst, LowerError> {
+        use ArithOp::*;
+        let name = i.opcode.value.as_str();
+        let carry_in = name.ends_with('c');
+        let carry_out = m.has("cc");
+        let cc = self.cc.expect("made before decoding a carry instruction");
+        let (op, n) = match name {
+            "add" | "addc" => (AddC { carry_in }, 2),
+            "sub" | "subc" => (SubC { carry_in }, 2),
+            _ => {
+                let hi = m
+                    .one_of(&[("lo", false), ("hi", true)])
+                    .ok_or_else(|| m.missing("`.lo` or `.hi`"))?;
+                (MadC { hi, carry_in }, 3)
+            }
+        };
+        let ty = m.need_ty(&[Ty::U32, Ty::S32, Ty::U64, Ty::S64])?;
+        if i.operands.len() != n + 1 {
+            return Err(count_error(i, &(n + 1).to_string()));
+        }
+        let mut inst = Inst::new(
+            Op::Arith {
+                op,
+                ty,
+                mode: FloatMode::default(),
+            },
+            i.span,
+        );
+        inst.dsts[0] = self.dst(i, &i.operands[0], ty, Rule::Exact)?;
+        inst.n_dsts = 1;
+        if carry_out {
+            inst.dsts[1] = Some(cc);
+            inst.n_dsts = 2;
+        }
+        for k in 0..n {
+            inst.srcs[k] = self.src(i, &i.operands[k + 1], ty)?;
+        }
+        if carry_in {
+            inst.srcs[n] = Operand::Reg(cc);
+        }
+        inst.n_srcs = (n + carry_in as usize) as u8;
+        Ok(inst)
     }
 
     /// The integer bit and byte operations compilers emit for bit tricks and int8 dot

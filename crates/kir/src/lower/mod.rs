@@ -314,6 +314,8 @@ struct KernelLowerer<'a> {
     /// not inlined (each callee is checked on its own).
     inline_calls: bool,
     errors: Vec<LowerError>,
+    /// The condition code's carry flag, once a carry instruction needs it.
+    cc: Option<Reg>,
 }
 
 impl<'a> KernelLowerer<'a> {
@@ -336,6 +338,7 @@ impl<'a> KernelLowerer<'a> {
             inline_count: 0,
             inline_calls: f.kind == ast::FunctionKind::Entry,
             errors: Vec::new(),
+            cc: None,
         };
         l.layout_shared(f);
 
