@@ -122,6 +122,15 @@ pub enum ArithOp {
     /// [3 + carry_in] `mad{c}.{lo,hi}{.cc}`: the low or high half of `a * b`, plus `c` (and
     /// CC.CF).
     MadC { hi: bool, carry_in: bool },
+    /// [2 or 3] `min`/`max` with `.relu` (negative results become 0), `.NaN` (a NaN input
+    /// gives the canonical NaN instead of the other input) or three inputs; the plain
+    /// two-input forms stay `Min`/`Max`.
+    MinMax {
+        max: bool,
+        relu: bool,
+        nan: bool,
+        three: bool,
+    },
     /// [4] `lop3.b32 d, a, b, c, lut`: bit `i` of `d` is bit `4a_i + 2b_i + c_i` of `lut`.
     Lop3,
     /// [3] funnel shift `shf.{l,r}.{wrap,clamp}.b32 d, a, b, n` of the 64-bit `{b, a}`:

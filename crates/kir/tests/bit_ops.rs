@@ -253,3 +253,35 @@ fn carry_chains_read_and_write_one_carry_flag_register() {
         assert!(text.contains(needle), "{body}: {text}");
     }
 }
+
+#[test]
+fn min_max_with_relu_nan_or_three_inputs() {
+    let mm = |max, relu, nan, three| ArithOp::MinMax {
+        max,
+        relu,
+        nan,
+        three,
+    };
+    assert_eq!(
+        op_of("max.relu.s32 %r1, %r2, %r3;"),
+        (mm(true, true, false, false), Ty::S32)
+    );
+    assert_eq!(
+        op_of("min.u32 %r1, %r2, %r3, %r4;"),
+        (mm(false, false, false, true), Ty::U32)
+    );
+    // The plain two-input form keeps its own operation.
+    assert_eq!(op_of("min.u32 %r1, %r2, %r3;"), (ArithOp::Min, Ty::U32));
+    for (body, needle) in [
+        ("max.relu.u32 %r1, %r2, %r3;", "u32"),
+        ("max.NaN.s32 %r1, %r2, %r3;", "s32"),
+    ] {
+        let errs = lower(body).expect_err(body);
+        let text = errs
+            .iter()
+            .map(|e| e.to_string())
+            .collect::<Vec<_>>()
+            .join("; ");
+        assert!(text.contains(needle), "{body}: {text}");
+    }
+}

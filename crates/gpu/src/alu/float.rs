@@ -114,6 +114,27 @@ fn scalar(op: ArithOp, fmt: Fmt, mode: FloatMode, a: u64, b: u64, c: u64) -> Opt
         ArithOp::Tanh => via_f64(fmt, a, f64::tanh),
         ArithOp::Min => min_max(fmt, a, b, false),
         ArithOp::Max => min_max(fmt, a, b, true),
+        ArithOp::MinMax {
+            max,
+            relu,
+            nan,
+            three,
+        } => {
+            let inputs = if three { &[a, b, c][..] } else { &[a, b][..] };
+            if nan && inputs.iter().any(|&x| fmt.is_nan(x)) {
+                fmt.nan()
+            } else {
+                let r = inputs[1..]
+                    .iter()
+                    .fold(inputs[0], |r, &x| min_max(fmt, r, x, max));
+                // `.relu`: a negative result (not a NaN) becomes +0.
+                if relu && !fmt.is_nan(r) && r & fmt.sign() != 0 {
+                    0
+                } else {
+                    r
+                }
+            }
+        }
         // `abs` and `neg` only touch the sign bit, NaNs included.
         ArithOp::Abs => a & !fmt.sign(),
         ArithOp::Neg => a ^ fmt.sign(),

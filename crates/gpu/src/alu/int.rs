@@ -176,6 +176,30 @@ pub(crate) fn arith(
         ArithOp::Bfi => bfi(w, a, ub, c, d),
         ArithOp::Prmt(m) => prmt(m, a as u32, b as u32, c as u32) as u64,
         ArithOp::Lop3 => lop3(a as u32, b as u32, c as u32, d as u8) as u64,
+        ArithOp::MinMax {
+            max, relu, three, ..
+        } => {
+            let pick = |x: u64, y: u64| {
+                let x_less = if signed {
+                    ((x << (64 - w)) as i64) < ((y << (64 - w)) as i64)
+                } else {
+                    x < y
+                };
+                if x_less != max {
+                    x
+                } else {
+                    y
+                }
+            };
+            let r = pick(ua, ub);
+            let r = if three { pick(r, uc) } else { r };
+            // `.relu`: a negative result becomes 0.
+            if relu && signed && (r >> (w - 1)) & 1 == 1 {
+                0
+            } else {
+                r
+            }
+        }
         // The warp executes carry chains through `alu::carry`, which also gives the carry
         // out; here (validation, callers without a carry flag) the carry in is clear.
         ArithOp::AddC { .. } | ArithOp::SubC { .. } | ArithOp::MadC { .. } => {

@@ -1487,3 +1487,43 @@ fn carry_chains_carry_and_borrow() {
         (0xFFFF_FFFF, false)
     );
 }
+
+#[test]
+fn min_max_with_relu_nan_and_three_inputs() {
+    let mm = |max, relu, nan, ty, a: u64, b: u64, c: Option<u64>| {
+        let op = ArithOp::MinMax {
+            max,
+            relu,
+            nan,
+            three: c.is_some(),
+        };
+        arith(op, ty, FloatMode::default(), a, b, c.unwrap_or(0), 0).unwrap()
+    };
+    // Integers: three inputs, signed and unsigned; .relu clamps a negative result to 0.
+    assert_eq!(
+        mm(false, false, false, Ty::S32, s32(3), s32(-7), Some(s32(5))),
+        s32(-7)
+    );
+    assert_eq!(
+        mm(true, false, false, Ty::S32, s32(3), s32(-7), Some(s32(5))),
+        s32(5)
+    );
+    assert_eq!(
+        mm(true, false, false, Ty::U32, s32(3), s32(-7), Some(s32(5))),
+        s32(-7)
+    ); // 0xFFFFFFF9
+    assert_eq!(mm(true, true, false, Ty::S32, s32(-3), s32(-7), None), 0);
+    assert_eq!(
+        mm(false, true, false, Ty::S32, s32(4), s32(9), None),
+        s32(4)
+    );
+    // Floats: without .NaN a NaN input loses to the other; with it, the result is NaN.
+    let nan = f32::NAN.to_bits() as u64;
+    assert_eq!(mm(true, false, false, Ty::F32, nan, f(2.0), None), f(2.0));
+    let r = mm(true, false, true, Ty::F32, nan, f(2.0), None);
+    assert!(f32::from_bits(r as u32).is_nan());
+    assert_eq!(
+        mm(false, false, false, Ty::F32, f(1.5), f(-2.0), Some(f(0.5))),
+        f(-2.0)
+    );
+}

@@ -88,6 +88,7 @@ pub fn arity(op: ArithOp) -> usize {
         | Bmsk { .. }
         | Szext { .. } => 2,
         AddC { carry_in } | SubC { carry_in } => 2 + carry_in as usize,
+        MinMax { three, .. } => 2 + three as usize,
         MadC { carry_in, .. } => 3 + carry_in as usize,
         MadLo
         | MadHi
@@ -321,6 +322,14 @@ impl<'a> KernelLowerer<'a> {
         }
         let mut inst = match name {
             _ if carry => self.carry(i, &mut m)?,
+            "min" | "max"
+                if i.operands.len() == 4
+                    || i.modifiers
+                        .iter()
+                        .any(|x| x.value == "relu" || x.value == "NaN") =>
+            {
+                self.min_max(i, &mut m)?
+            }
             "mov" => self.mov(i, &mut m)?,
             "add" | "sub" | "mul" | "mad" | "mul24" | "mad24" | "div" | "rem" | "min" | "max"
             | "abs" | "neg" | "and" | "or" | "xor" | "not" | "cnot" | "shl" | "shr" | "popc"
@@ -1102,6 +1111,7 @@ impl<'a> KernelLowerer<'a> {
             | Dp4a { .. }
             | Dp2a { .. } => unreachable!("decoded by `bit_op`"),
             AddC { .. } | SubC { .. } | MadC { .. } => unreachable!("decoded by `carry`"),
+            MinMax { .. } => unreachable!("decoded by `min_max`"),
         };
         // `div`/`rem` on floats: only `div` (its integer list is above).
         let allowed = if matches!(op, Div) && float {
@@ -1197,6 +1207,44 @@ impl<'a> KernelLowerer<'a> {
         }
         inst.n_srcs = (n + carry_in as usize) as u8;
         Ok(inst)
+    }
+
+    /// `min`/`max` with `.relu`, `.NaN` or three inputs (PTX ISA "min", "max"): `.relu` on
+    /// s32 and the half types, `.NaN` on the float types, three inputs on s32, u32 and the
+    /// float types.
+    fn min_max(&self, i: &ast::Instruction, m: &mut Mods) -> Result<Inst, LowerError> {
+        let max = i.opcode.value == "max";
+        let relu = m.has("relu");
+        let nan = m.has("NaN");
+        let ftz = m.has("ftz");
+        let three = i.operands.len() == 4;
+        let allowed: &[Ty] = match (relu, nan) {
+            (true, _) => &[Ty::S32, Ty::F16, Ty::Bf16],
+            (false, true) => &[Ty::F16, Ty::Bf16, Ty::F32],
+            (false, false) => &[Ty::U32, Ty::S32, Ty::F32, Ty::F64],
+        };
+        let ty = m.need_ty(allowed)?;
+        if i.operands.len() != 3 && !three {
+            return Err(count_error(i, "3 or 4"));
+        }
+        let mode = FloatMode {
+            ftz,
+            ..FloatMode::default()
+        };
+        let op = ArithOp::MinMax {
+            max,
+            relu,
+            nan,
+            three,
+        };
+        let n = 2 + three as usize;
+        self.simple(
+            i,
+            Op::Arith { op, ty, mode },
+            Some(ty),
+            &vec![ty; n],
+            Rule::Exact,
+        )
     }
 
     /// The integer bit and byte operations compilers emit for bit tricks and int8 dot
