@@ -100,6 +100,10 @@ impl std::fmt::Display for KernelArg {
     }
 }
 
+/// Device memory up to which a faulting timed launch is replayed on the functional core to
+/// name its fault as the functional core would (`Gpu::launch_timed`): 256 MiB.
+pub const REPLAY_MEMORY_LIMIT: u64 = 256 << 20;
+
 /// A diagnostic about a source location.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Diagnostic {
@@ -531,12 +535,17 @@ impl Gpu {
         // Faults are named the way the functional core meets them (TBs in order, then warps,
         // then lanes), so that both engines name the same thread: the timed machine meets
         // the faults of concurrent TBs in time order, and on a fault the launch is replayed
-        // on the functional core from the memory it started with.
-        let replay = (ctx.clone(), self.memory().clone());
+        // on the functional core from the memory it started with. That copy costs what the
+        // device memory holds, on every launch, so beyond `REPLAY_MEMORY_LIMIT` the timed
+        // engine's own first fault is reported instead.
+        let replay = (self.memory().bytes_allocated() <= REPLAY_MEMORY_LIMIT)
+            .then(|| (ctx.clone(), self.memory().clone()));
         let machine = self.machine.as_mut().expect("a timed device");
         match run_launch(machine, ctx, &timed, progress) {
             Err(TimingError::Exec(fault @ ExecError::MemoryFault { .. })) => {
-                let (ctx, mut memory) = replay;
+                let Some((ctx, mut memory)) = replay else {
+                    return Err(fault.into());
+                };
                 let limit = crate::limits::instruction_limit_of(&ctx);
                 Err(match func::run(&ctx, &mut memory, limit) {
                     Err(first @ ExecError::MemoryFault { .. }) => first,
