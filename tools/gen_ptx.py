@@ -1,14 +1,21 @@
 #!/usr/bin/env python3
 """Regenerates the committed PTX of Switchyard's kernel suite with NVRTC.
 
-Every ``kernels/<name>/<name>.cu`` is compiled twice:
+Every ``kernels/<name>/<name>.cu`` is compiled for each of its targets:
 
 * ``kernels/<name>/<name>.sm_70.ptx`` by NVRTC 12.x for ``compute_70``
   (CUDA 13 no longer targets Volta, so the 12.x compiler is needed there);
+* ``kernels/<name>/<name>.sm_80.ptx`` by NVRTC 12.x for ``compute_80``;
 * ``kernels/<name>/<name>.sm_90.ptx`` by NVRTC 13.x for ``compute_90``.
 
+A kernel's targets are sm_70 and sm_90 unless its source names others on a line
+``// targets: sm_80 sm_90`` (tensor-core kernels, whose ``mma``/``cp.async`` need
+Ampere or later).
+
 No CUDA toolkit and no GPU are needed: the NVRTC shared libraries come from
-PyPI wheels, installed (pinned) into the ignored directory ``.venv-nvrtc/``.
+PyPI wheels, installed (pinned) into the ignored directory ``.venv-nvrtc/``,
+and the CUDA headers a kernel may include (``mma.h``, ``cuda_fp16.h``,
+``cuda_bf16.h``, ``cuda_pipeline.h``) from the matching CUDA runtime wheel.
 The wheels ship only ``libnvrtc.so.12`` / ``libnvrtc.so.13``; a loader that
 asked for plain ``libnvrtc.so`` could silently find some other NVRTC on the
 system, so the script loads the wheel's file by full path and checks the
@@ -37,11 +44,20 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KERNELS = os.path.join(ROOT, "kernels")
 VENV = os.path.join(ROOT, ".venv-nvrtc")
 
-# (target suffix, wheel requirement, install dir, library file, major, arch, extra options)
+# (target suffix, wheel requirements, install dir, library file, major, arch, extra options).
+# The first requirement is NVRTC; the others are used only for their headers: the CUDA
+# runtime's, and `crt/` (`mma.h` includes `crt/mma.h`), which CUDA 12 ships in the compiler
+# wheel and CUDA 13 in its own.
+CU12 = ["nvidia-cuda-nvrtc-cu12==12.9.86", "nvidia-cuda-runtime-cu12==12.9.79",
+        "nvidia-cuda-nvcc-cu12==12.9.86"]
+CU13 = ["nvidia-cuda-nvrtc==13.0.88", "nvidia-cuda-runtime==13.0.88", "nvidia-cuda-crt==13.0.88"]
 TOOLCHAINS = [
-    ("sm_70", "nvidia-cuda-nvrtc-cu12==12.9.86", "cu12", "libnvrtc.so.12", 12, "compute_70", []),
-    ("sm_90", "nvidia-cuda-nvrtc==13.0.88", "cu13", "libnvrtc.so.13", 13, "compute_90", []),
+    ("sm_70", CU12, "cu12", "libnvrtc.so.12", 12, "compute_70", []),
+    ("sm_80", CU12, "cu12", "libnvrtc.so.12", 12, "compute_80", []),
+    ("sm_90", CU13, "cu13", "libnvrtc.so.13", 13, "compute_90", []),
 ]
+DEFAULT_TARGETS = ("sm_70", "sm_90")
+TARGETS_MARKER = "// targets:"
 
 # NVRTC 12.x warns on every compile that pre-sm_75 targets are deprecated. We know; the line
 # would drown real diagnostics, and NVRTC has no option to silence just this one (nvcc's
@@ -68,29 +84,39 @@ def find_file(top, filename):
     return None
 
 
-def ensure_wheel(requirement, subdir, libname):
-    """Installs the wheel into .venv-nvrtc/<subdir> unless it is already there (same pin)."""
+def ensure_wheels(requirements, subdir, libname):
+    """Installs the wheels into .venv-nvrtc/<subdir> unless they are already there (same
+    pins); returns (NVRTC library path, CUDA include directories)."""
     target = os.path.join(VENV, subdir)
     stamp = os.path.join(target, ".switchyard-pin")
+    pins = "\n".join(requirements)
     lib = find_file(target, libname) if os.path.isdir(target) else None
     pinned = None
     if os.path.exists(stamp):
         with open(stamp) as f:
             pinned = f.read().strip()
-    if lib is None or pinned != requirement:
-        print("gen_ptx: installing %s into %s" % (requirement, os.path.relpath(target, ROOT)))
+    if lib is None or pinned != pins:
+        print("gen_ptx: installing %s into %s"
+              % (", ".join(requirements), os.path.relpath(target, ROOT)))
         # The directory is ours (ignored by git); start clean so no older pin lingers.
         shutil.rmtree(target, ignore_errors=True)
         cmd = [sys.executable, "-m", "pip", "install", "--quiet", "--upgrade",
-               "--no-deps", "--target", target, requirement]
+               "--no-deps", "--target", target] + list(requirements)
         if subprocess.call(cmd) != 0:
-            fail("pip install of %s failed" % requirement)
+            fail("pip install of %s failed" % ", ".join(requirements))
         with open(stamp, "w") as f:
-            f.write(requirement + "\n")
+            f.write(pins + "\n")
         lib = find_file(target, libname)
     if lib is None:
-        fail("%s not found under %s after installing %s" % (libname, target, requirement))
-    return lib
+        fail("%s not found under %s after installing %s" % (libname, target, pins))
+    # The runtime's include/mma.h and the compiler's include/crt/mma.h.
+    includes = sorted({os.path.dirname(dirpath) if os.path.basename(dirpath) == "crt" else dirpath
+                       for dirpath, _dirs, files in os.walk(target) if "mma.h" in files})
+    crt = find_file(target, "mma.hpp")
+    if not includes or crt is None or os.path.basename(os.path.dirname(crt)) != "crt":
+        fail("expected mma.h and crt/mma.h under %s after installing %s; found %s"
+             % (target, pins, includes))
+    return lib, includes
 
 
 class Nvrtc:
@@ -161,17 +187,35 @@ def kernel_names(selected):
     return names
 
 
+def kernel_targets(source, src_path):
+    """The targets a kernel source asks for (its `// targets:` line), else the defaults."""
+    known = [t[0] for t in TOOLCHAINS]
+    for line in source.splitlines():
+        if line.startswith(TARGETS_MARKER):
+            targets = line[len(TARGETS_MARKER):].split()
+            bad = [t for t in targets if t not in known]
+            if bad or not targets:
+                fail("%s: `%s` names %s; known targets: %s"
+                     % (src_path, line.strip(), ", ".join(bad) or "nothing", ", ".join(known)))
+            return targets
+    return list(DEFAULT_TARGETS)
+
+
 def generate(names, out_root):
-    """Compiles every kernel for every target into out_root/<name>/; returns the paths."""
+    """Compiles every kernel for each of its targets into out_root/<name>/; returns the
+    paths."""
     written = []
     for suffix, req, subdir, libname, major, arch, extra in TOOLCHAINS:
-        nvrtc = Nvrtc(ensure_wheel(req, subdir, libname), major)
-        print("gen_ptx: %s with NVRTC %d.%d (%s)" % (suffix, nvrtc.version[0], nvrtc.version[1], req))
-        options = COMMON_OPTIONS + extra + ["--gpu-architecture=" + arch]
+        lib, includes = ensure_wheels(req, subdir, libname)
+        nvrtc = Nvrtc(lib, major)
+        print("gen_ptx: %s with NVRTC %d.%d (%s)" % (suffix, nvrtc.version[0], nvrtc.version[1], req[0]))
+        options = COMMON_OPTIONS + extra + ["--gpu-architecture=" + arch] + ["-I" + i for i in includes]
         for name in names:
             src_path = os.path.join(KERNELS, name, name + ".cu")
             with open(src_path) as f:
                 source = f.read()
+            if suffix not in kernel_targets(source, src_path):
+                continue
             ptx, log = nvrtc.compile(source, name + ".cu", options)
             if ptx is None:
                 print(log, file=sys.stderr)
