@@ -23,13 +23,12 @@ use analysis::{Liveness, RegSet};
 use kir::inst::Op;
 use kir::{Id, InstId, Kernel, Reg};
 use regalloc::{allocate, AllocConfig};
-use suite::Target;
 
 fn kernels() -> Vec<(String, Kernel)> {
     let mut out = Vec::new();
     for k in suite::all() {
-        for t in Target::ALL {
-            let ast = ptx::parse(k.ptx(t)).expect("suite PTX parses");
+        for &(t, text) in k.sources() {
+            let ast = ptx::parse(text).expect("suite PTX parses");
             let m = kir::lower::lower_module(&ast, k.name()).expect("suite PTX lowers");
             for kern in m.kernels.values() {
                 let a = allocate(kern, &AllocConfig::default()).expect("allocates");

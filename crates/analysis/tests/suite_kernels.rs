@@ -6,13 +6,12 @@ use analysis::preemption_points::{insert_points, PointOrigin, PpConfig, PpKind, 
 use analysis::{Liveness, LoopForest, RegSet};
 use kir::inst::Op;
 use kir::{Id, InstId, Kernel};
-use suite::Target;
 
 fn kernels() -> Vec<(String, Kernel)> {
     let mut out = Vec::new();
     for k in suite::all() {
-        for t in Target::ALL {
-            let ast = ptx::parse(k.ptx(t)).expect("suite PTX parses");
+        for &(t, text) in k.sources() {
+            let ast = ptx::parse(text).expect("suite PTX parses");
             let m = kir::lower::lower_module(&ast, k.name()).expect("suite PTX lowers");
             for kern in m.kernels.values() {
                 out.push((

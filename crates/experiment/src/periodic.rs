@@ -52,7 +52,9 @@ pub struct PeriodicConfig {
     pub gpu: GpuConfig,
     pub kernels: Vec<&'static dyn suite::Kernel>,
     pub size: Size,
-    pub target: Target,
+    /// The committed PTX to run; `None`: each kernel's oldest target (`sm_70`, or `sm_80` for
+    /// tensor-core kernels).
+    pub target: Option<Target>,
     pub seed: u64,
     /// Core cycles between two signals (the paper: 10,000).
     pub interval: u64,
@@ -73,7 +75,7 @@ impl PeriodicConfig {
             gpu,
             kernels: suite::all().to_vec(),
             size: Size::Large,
-            target: Target::Sm70,
+            target: None,
             seed: 1,
             interval: 10_000,
             mechanisms: DEFAULT_MECHANISMS.to_vec(),
@@ -260,7 +262,7 @@ fn one_run(
             kernel,
             size: config.size,
             seed: config.seed,
-            target: config.target,
+            target: config.target.unwrap_or(kernel.default_target()),
         },
     };
     let fail = |error| ExperimentError::Run {

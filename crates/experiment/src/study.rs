@@ -16,7 +16,7 @@ use gpu::config::GpuConfig;
 use preempt::MechanismKind;
 use sched::PolicyKind;
 use serde::Serialize;
-use suite::{Size, Target};
+use suite::Size;
 use workload::report::PreemptionSummary;
 use workload::scenario::{Process, Program};
 use workload::{RunError, RunRecord, System};
@@ -127,7 +127,7 @@ fn processes(c: &StudyConfig, high_arrival_us: f64) -> Vec<Process> {
         kernel,
         size,
         seed: 1,
-        target: Target::Sm70,
+        target: kernel.default_target(),
     };
     vec![
         Process {

@@ -125,7 +125,7 @@ fn run(bytes: u64) -> (u64, u64) {
     let k = suite::by_name(KERNEL).expect("suite kernel");
     let mut gpu = Gpu::timed(TimedGpu::new(GpuConfig::preset("gtx480").unwrap())).unwrap();
     let module = gpu
-        .load_ptx(&format!("{KERNEL}.sm_70.ptx"), k.ptx(Target::Sm70))
+        .load_ptx(&format!("{KERNEL}.sm_70.ptx"), k.ptx(Target::Sm70).unwrap())
         .unwrap();
     let area = gpu.alloc(AREA).0;
     let mut d = Dev {

@@ -11,7 +11,7 @@ use timing_common::{Device, Engine};
 fn run(name: &str, engine: Engine) -> Device {
     let k = suite::by_name(name).unwrap_or_else(|| panic!("no suite kernel {name}"));
     let file = format!("{name}.sm_70.ptx");
-    let mut d = Device::new(&file, k.ptx(Target::Sm70), engine);
+    let mut d = Device::new(&file, k.ptx(Target::Sm70).unwrap(), engine);
     let v = k
         .run(&mut d, Size::Small, 1)
         .unwrap_or_else(|e| panic!("{name}: {e}"));

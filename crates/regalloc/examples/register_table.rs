@@ -5,15 +5,14 @@
 //! `cargo run -p regalloc --example register_table`
 
 use regalloc::{allocate, AllocConfig};
-use suite::Target;
 
 fn main() {
     println!(
         "kernel\ttarget\tentry\tvregs\tgpr\tpred\tgpr_with_ur\tur\tspilled@32\tspill_bytes@32"
     );
     for k in suite::all() {
-        for target in Target::ALL {
-            let ast = ptx::parse(k.ptx(target)).expect("suite PTX parses");
+        for &(target, text) in k.sources() {
+            let ast = ptx::parse(text).expect("suite PTX parses");
             let m = kir::lower::lower_module(&ast, k.name()).expect("suite PTX lowers");
             for kernel in m.kernels.values() {
                 let a = allocate(kernel, &AllocConfig::default()).expect("allocates");

@@ -10,14 +10,14 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
 use gpu::memory::MemoryCheck;
-use suite::{Size, Target};
+use suite::Size;
 use switchyard::diag::render_load_error;
 use switchyard::input::{read_text, Utf8};
 use switchyard::ptx_run::{run_file, FileRunError};
 use switchyard::spec::Spec;
 use switchyard::suite_run::{run_kernel_on, Engine, ProgressFn, SuiteError, SuiteResult};
 
-use super::{MemoryCheckArg, Outcome, RunArgs, SchedulerArg, SizeArg, TargetArg};
+use super::{MemoryCheckArg, Outcome, RunArgs, SchedulerArg, SizeArg};
 
 /// One row of the table: a kernel on one target (all its launches).
 #[derive(Serialize)]
@@ -295,11 +295,6 @@ impl LazyBar {
 }
 
 pub(crate) fn run(args: RunArgs) -> Outcome {
-    let targets: Vec<Target> = match args.target {
-        TargetArg::Sm70 => vec![Target::Sm70],
-        TargetArg::Sm90 => vec![Target::Sm90],
-        TargetArg::All => Target::ALL.to_vec(),
-    };
     let size = match args.size {
         SizeArg::Small => Size::Small,
         SizeArg::Large => Size::Large,
@@ -332,14 +327,14 @@ pub(crate) fn run(args: RunArgs) -> Outcome {
     let mut rows = Vec::new();
     let mut ok = true;
     let items: Vec<String> = if args.items.is_empty() {
-        suite::all().iter().map(|k| k.name().to_string()).collect()
+        args.target.default_kernels()
     } else {
         args.items.clone()
     };
     // The first failure stops the run; what finished before it is still printed and kept.
     let mut failure = None;
     'items: for item in &items {
-        let results = match run_item(item, &args, &targets, size, engine) {
+        let results = match run_item(item, &args, size, engine) {
             Ok(r) => r,
             Err(e) => {
                 failure = Some(e);
@@ -429,7 +424,6 @@ pub(crate) fn run(args: RunArgs) -> Outcome {
 fn run_item(
     item: &str,
     args: &RunArgs,
-    targets: &[Target],
     size: Size,
     engine: Engine<'_>,
 ) -> Result<Vec<(RunRow, Vec<TimedStats>)>, String> {
@@ -447,7 +441,7 @@ fn run_item(
         ));
     };
     let mut out = Vec::new();
-    for &t in targets {
+    for t in args.target.of(k)? {
         let label = format!("{} {}", k.name(), t.name());
         let mut bar = LazyBar::new();
         let progress: Box<ProgressFn<'_>> =

@@ -350,10 +350,49 @@ struct AnalyzeArgs {
 enum TargetArg {
     #[value(name = "sm_70")]
     Sm70,
+    #[value(name = "sm_80")]
+    Sm80,
     #[value(name = "sm_90")]
     Sm90,
+    /// Every target each kernel is compiled for.
     #[default]
     All,
+}
+
+impl TargetArg {
+    fn only(self) -> Option<Target> {
+        match self {
+            TargetArg::Sm70 => Some(Target::Sm70),
+            TargetArg::Sm80 => Some(Target::Sm80),
+            TargetArg::Sm90 => Some(Target::Sm90),
+            TargetArg::All => None,
+        }
+    }
+
+    /// The suite kernels to run when none is named: those compiled for the target asked for.
+    fn default_kernels(self) -> Vec<String> {
+        suite::all()
+            .iter()
+            .filter(|k| self.only().is_none_or(|t| k.ptx(t).is_some()))
+            .map(|k| k.name().to_string())
+            .collect()
+    }
+
+    /// The targets of `k` to run: all of its own, or the one asked for (an error naming the
+    /// kernel's targets where it is not compiled for that one).
+    fn of(self, k: &dyn suite::Kernel) -> Result<Vec<Target>, String> {
+        let own: Vec<Target> = k.sources().iter().map(|&(t, _)| t).collect();
+        match self.only() {
+            None => Ok(own),
+            Some(t) if own.contains(&t) => Ok(vec![t]),
+            Some(t) => Err(format!(
+                "suite kernel `{}` has no {} PTX (it is compiled for {})",
+                k.name(),
+                t.name(),
+                own.iter().map(|t| t.name()).collect::<Vec<_>>().join(", ")
+            )),
+        }
+    }
 }
 
 #[derive(Clone, Copy, Default, ValueEnum)]
@@ -552,13 +591,8 @@ fn analyze(args: AnalyzeArgs) -> Outcome {
         },
         ptxas_registers: args.ptxas,
     };
-    let targets: Vec<Target> = match args.target {
-        TargetArg::Sm70 => vec![Target::Sm70],
-        TargetArg::Sm90 => vec![Target::Sm90],
-        TargetArg::All => Target::ALL.to_vec(),
-    };
     let items: Vec<String> = if args.items.is_empty() {
-        suite::all().iter().map(|k| k.name().to_string()).collect()
+        args.target.default_kernels()
     } else {
         args.items.clone()
     };
@@ -571,10 +605,10 @@ fn analyze(args: AnalyzeArgs) -> Outcome {
         } else {
             let k = suite::by_name(item)
                 .ok_or_else(|| format!("no suite kernel `{item}` (and it is not a .ptx file)"))?;
-            for &target in &targets {
+            for target in args.target.of(k)? {
                 sources.push((
                     format!("kernels/{0}/{0}.{1}.ptx", k.name(), target.name()),
-                    k.ptx(target).to_string(),
+                    k.ptx(target).unwrap_or_default().to_string(),
                 ));
             }
         }

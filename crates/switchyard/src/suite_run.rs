@@ -228,7 +228,14 @@ pub fn run_kernel_on<'p>(
         target: target.name(),
         error: err(e),
     })?;
-    let module = gpu.load_ptx(&file, k.ptx(target))?;
+    let Some(text) = k.ptx(target) else {
+        return Err(SuiteError::Device {
+            kernel: k.name(),
+            target: target.name(),
+            error: DeviceError(format!("the kernel is not compiled for {}", target.name())),
+        });
+    };
+    let module = gpu.load_ptx(&file, text)?;
     let mut dev = SimDevice::with_gpu(gpu, module);
     dev.progress = progress;
     let start = Instant::now();

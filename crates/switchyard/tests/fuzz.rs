@@ -47,7 +47,7 @@ fn fuzz_with(name: &str, seeds: &[Vec<u8>], iterations: usize, seed: u64, target
 fn ptx_loading_survives_mutations() {
     let mut seeds: Vec<Vec<u8>> = suite::all()
         .iter()
-        .map(|k| k.ptx(suite::Target::Sm70).as_bytes().to_vec())
+        .map(|k| k.sources()[0].1.as_bytes().to_vec())
         .collect();
     seeds.extend(files("crates/switchyard/tests/data", ".ptx"));
     seeds.extend(files("crates/ptx/tests/data", ".ptx"));

@@ -4,7 +4,7 @@
 
 use analysis::preemption_points::{insert_points, PpConfig, PpKind, PreemptionPlan};
 use kir::inst::Op;
-use suite::{Size, Target};
+use suite::Size;
 use switchyard::suite_run::FunctionalDevice;
 
 /// Lowers `ptx`, inserts the points of every kernel, and returns the module with the number
@@ -42,9 +42,8 @@ fn suite_kernels_with_preemption_points_verify() {
     ] {
         let interval = config.straight_line_interval;
         for k in suite::all() {
-            for target in Target::ALL {
+            for &(target, text) in k.sources() {
                 let file = format!("kernels/{0}/{0}.{1}.ptx", k.name(), target.name());
-                let text = k.ptx(target);
                 let (module, pp, bar_pp) = with_points(&file, text, &config);
                 total_points += pp + bar_pp;
                 // A device with the original module, then the rewritten one loaded beside it

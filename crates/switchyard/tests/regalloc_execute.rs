@@ -3,15 +3,14 @@
 
 use gpu::Gpu;
 use regalloc::{allocate_module, AllocConfig};
-use suite::{Size, Target};
+use suite::Size;
 use switchyard::suite_run::FunctionalDevice;
 
 fn run_allocated(config: &AllocConfig) {
     let mut failures = Vec::new();
     for k in suite::all() {
-        for target in Target::ALL {
+        for &(target, text) in k.sources() {
             let file = format!("kernels/{0}/{0}.{1}.ptx", k.name(), target.name());
-            let text = k.ptx(target);
             let ast = ptx::parse(text).expect("suite PTX parses");
             let module = kir::lower::lower_module(&ast, &file).expect("suite PTX lowers");
             let allocated = allocate_module(&module, config).expect("allocates");

@@ -28,7 +28,7 @@
 //! suite = "bfs"                   # a suite kernel's host program, verified by its reference
 //! size = "small"                  # small | large
 //! seed = 1
-//! target = "sm_70"                # sm_70 | sm_90
+//! target = "sm_70"                # sm_70 | sm_80 | sm_90 (default: the kernel's oldest)
 //! arrival_us = 0.0
 //! priority = 0                    # larger is more important (NPQ)
 //!
@@ -201,13 +201,24 @@ pub enum SizeName {
     Large,
 }
 
-#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
 pub enum TargetName {
-    #[default]
     #[serde(rename = "sm_70")]
     Sm70,
+    #[serde(rename = "sm_80")]
+    Sm80,
     #[serde(rename = "sm_90")]
     Sm90,
+}
+
+impl TargetName {
+    fn target(self) -> suite::Target {
+        match self {
+            TargetName::Sm70 => suite::Target::Sm70,
+            TargetName::Sm80 => suite::Target::Sm80,
+            TargetName::Sm90 => suite::Target::Sm90,
+        }
+    }
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -224,7 +235,7 @@ pub struct ProcessSpec {
     #[serde(default = "one")]
     pub seed: u64,
     #[serde(default)]
-    pub target: TargetName,
+    pub target: Option<TargetName>,
     pub ptx: Option<Spanned<String>>,
     #[serde(default, rename = "buffer")]
     pub buffers: Vec<BufferSpec>,
@@ -743,10 +754,7 @@ impl Cx<'_> {
                         SizeName::Large => suite::Size::Large,
                     },
                     seed: p.seed,
-                    target: match p.target {
-                        TargetName::Sm70 => suite::Target::Sm70,
-                        TargetName::Sm90 => suite::Target::Sm90,
-                    },
+                    target: self.target(kernel, p.target, field, s.span())?,
                 }
             }
             (None, Some(ptx)) => Program::Commands(self.commands(&p, ptx, field)?),
@@ -766,6 +774,35 @@ impl Cx<'_> {
         })
     }
 
+    /// The committed PTX target of a suite kernel: the one named, which the kernel must be
+    /// compiled for, else the kernel's oldest.
+    fn target(
+        &self,
+        k: &dyn suite::Kernel,
+        name: Option<TargetName>,
+        field: &str,
+        span: std::ops::Range<usize>,
+    ) -> Result<suite::Target, ScenarioError> {
+        let Some(name) = name else {
+            return Ok(k.default_target());
+        };
+        let t = name.target();
+        if k.ptx(t).is_some() {
+            return Ok(t);
+        }
+        let own: Vec<&str> = k.sources().iter().map(|(t, _)| t.name()).collect();
+        self.err(
+            Some(span),
+            &format!("{field}.target"),
+            format!(
+                "suite kernel `{}` has no {} PTX (it is compiled for {})",
+                k.name(),
+                t.name(),
+                own.join(", ")
+            ),
+        )
+    }
+
     fn commands(
         &self,
         p: &ProcessSpec,
@@ -780,13 +817,10 @@ impl Cx<'_> {
                     format!("no suite kernel `{name}`"),
                 );
             };
-            let target = match p.target {
-                TargetName::Sm70 => suite::Target::Sm70,
-                TargetName::Sm90 => suite::Target::Sm90,
-            };
+            let target = self.target(k, p.target, field, ptx.span())?;
             (
                 format!("kernels/{0}/{0}.{1}.ptx", k.name(), target.name()),
-                k.ptx(target).to_string(),
+                k.ptx(target).unwrap_or_default().to_string(),
             )
         } else {
             let bytes = self.read(ptx, &format!("{field}.ptx"))?;

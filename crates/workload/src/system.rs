@@ -334,11 +334,13 @@ impl System {
                     target,
                 } => {
                     let file = format!("kernels/{0}/{0}.{1}.ptx", kernel.name(), target.name());
-                    let m = LoadedModule::load(machine.memory_mut(), &file, kernel.ptx(*target))
-                        .map_err(|e| RunError::Load {
+                    let text = kernel.ptx(*target).unwrap_or_default();
+                    let m = LoadedModule::load(machine.memory_mut(), &file, text).map_err(|e| {
+                        RunError::Load {
                             process: p.name.clone(),
                             error: Box::new(e),
-                        })?;
+                        }
+                    })?;
                     (Box::new(SuiteHost::start(*kernel, *size, *seed)), Some(m))
                 }
                 Program::Commands(c) => {

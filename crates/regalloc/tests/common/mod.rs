@@ -3,7 +3,6 @@
 #![allow(dead_code)]
 
 use kir::{Kernel, Module};
-use suite::Target;
 
 pub fn lower(text: &str) -> Module {
     let ast = ptx::parse(text).unwrap_or_else(|e| panic!("parse: {e}"));
@@ -14,8 +13,8 @@ pub fn lower(text: &str) -> Module {
 pub fn suite_kernels() -> Vec<(String, Kernel)> {
     let mut out = Vec::new();
     for k in suite::all() {
-        for target in Target::ALL {
-            let m = lower(k.ptx(target));
+        for &(target, text) in k.sources() {
+            let m = lower(text);
             for kernel in m.kernels.values() {
                 out.push((
                     format!("{} {} {}", k.name(), target.name(), kernel.name),

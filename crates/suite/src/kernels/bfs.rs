@@ -72,8 +72,8 @@ impl Kernel for Bfs {
     fn description(&self) -> &'static str {
         "level-synchronous BFS on a CSR graph, host loop of launches until the frontier is empty"
     }
-    fn ptx(&self, target: Target) -> &'static str {
-        ptx!("bfs", target)
+    fn sources(&self) -> &'static [(Target, &'static str)] {
+        ptx!("bfs")
     }
     fn traits(&self) -> &'static [&'static str] {
         &[

@@ -53,8 +53,8 @@ impl Kernel for Bitonic {
     fn description(&self) -> &'static str {
         "bitonic sort of 2048 key-value pairs per TB in 16 KiB of shared memory"
     }
-    fn ptx(&self, target: Target) -> &'static str {
-        ptx!("bitonic", target)
+    fn sources(&self) -> &'static [(Target, &'static str)] {
+        ptx!("bitonic")
     }
     fn traits(&self) -> &'static [&'static str] {
         &[

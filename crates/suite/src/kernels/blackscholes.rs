@@ -72,8 +72,8 @@ impl Kernel for BlackScholes {
     fn description(&self) -> &'static str {
         "Black-Scholes call/put pricing: expf, logf, sqrtf, IEEE division (no fast-math)"
     }
-    fn ptx(&self, target: Target) -> &'static str {
-        ptx!("blackscholes", target)
+    fn sources(&self) -> &'static [(Target, &'static str)] {
+        ptx!("blackscholes")
     }
     fn traits(&self) -> &'static [&'static str] {
         &["transcendentals", "compute-bound", "short TBs", "f32"]

@@ -73,8 +73,8 @@ impl Kernel for Branchy {
     fn description(&self) -> &'static str {
         "divergent nested loops with data-dependent trip counts, nested ifs, .local tally array"
     }
-    fn ptx(&self, target: Target) -> &'static str {
-        ptx!("branchy", target)
+    fn sources(&self) -> &'static [(Target, &'static str)] {
+        ptx!("branchy")
     }
     fn traits(&self) -> &'static [&'static str] {
         &[

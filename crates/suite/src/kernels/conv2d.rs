@@ -69,8 +69,8 @@ impl Kernel for Conv2d {
     fn description(&self) -> &'static str {
         "5x5 convolution, 32x8 TBs, 26.6 KiB static shared-memory tile"
     }
-    fn ptx(&self, target: Target) -> &'static str {
-        ptx!("conv2d", target)
+    fn sources(&self) -> &'static [(Target, &'static str)] {
+        ptx!("conv2d")
     }
     fn traits(&self) -> &'static [&'static str] {
         &["2-D TB", "shared-memory-limited", "short TBs", "f32 fma"]

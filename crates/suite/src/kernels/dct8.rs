@@ -88,8 +88,8 @@ impl Kernel for Dct8 {
     fn description(&self) -> &'static str {
         "8x8 DCT-II, one thread per block, 64 values live in registers"
     }
-    fn ptx(&self, target: Target) -> &'static str {
-        ptx!("dct8", target)
+    fn sources(&self) -> &'static [(Target, &'static str)] {
+        ptx!("dct8")
     }
     fn traits(&self) -> &'static [&'static str] {
         &[

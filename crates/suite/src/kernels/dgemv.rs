@@ -61,8 +61,8 @@ impl Kernel for Dgemv {
     fn description(&self) -> &'static str {
         "f64 matrix-vector product (column-major, coalesced), one thread per row"
     }
-    fn ptx(&self, target: Target) -> &'static str {
-        ptx!("dgemv", target)
+    fn sources(&self) -> &'static [(Target, &'static str)] {
+        ptx!("dgemv")
     }
     fn traits(&self) -> &'static [&'static str] {
         &["f64", "long TBs", "memory-bound", "coalesced"]

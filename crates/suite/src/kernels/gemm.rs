@@ -81,8 +81,8 @@ impl Kernel for Gemm {
     fn description(&self) -> &'static str {
         "tiled SGEMM, 16x16 TBs, shared-memory tiles, barrier in the k-loop"
     }
-    fn ptx(&self, target: Target) -> &'static str {
-        ptx!("gemm", target)
+    fn sources(&self) -> &'static [(Target, &'static str)] {
+        ptx!("gemm")
     }
     fn traits(&self) -> &'static [&'static str] {
         &[

@@ -63,8 +63,8 @@ impl Kernel for Hist {
     fn description(&self) -> &'static str {
         "256-bin histogram, shared-memory atomics then global atomics"
     }
-    fn ptx(&self, target: Target) -> &'static str {
-        ptx!("hist", target)
+    fn sources(&self) -> &'static [(Target, &'static str)] {
+        ptx!("hist")
     }
     fn traits(&self) -> &'static [&'static str] {
         &[

@@ -75,8 +75,8 @@ impl Kernel for Hotspot {
     fn description(&self) -> &'static str {
         "HotSpot-like 5-point thermal stencil, 16x16 TBs, host loop over time steps"
     }
-    fn ptx(&self, target: Target) -> &'static str {
-        ptx!("hotspot", target)
+    fn sources(&self) -> &'static [(Target, &'static str)] {
+        ptx!("hotspot")
     }
     fn traits(&self) -> &'static [&'static str] {
         &[

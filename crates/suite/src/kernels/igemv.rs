@@ -76,8 +76,8 @@ impl Kernel for Igemv {
     fn description(&self) -> &'static str {
         "int8 matrix-vector product with dp4a (quantized inference), one thread per row"
     }
-    fn ptx(&self, target: Target) -> &'static str {
-        ptx!("igemv", target)
+    fn sources(&self) -> &'static [(Target, &'static str)] {
+        ptx!("igemv")
     }
     fn traits(&self) -> &'static [&'static str] {
         &["int8", "dp4a", "memory-bound", "coalesced"]

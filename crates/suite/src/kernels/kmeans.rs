@@ -72,8 +72,8 @@ impl Kernel for Kmeans {
     fn description(&self) -> &'static str {
         "k-means assignment, 32-thread TBs, __noinline__ distance (.func/call), integer atomics"
     }
-    fn ptx(&self, target: Target) -> &'static str {
-        ptx!("kmeans", target)
+    fn sources(&self) -> &'static [(Target, &'static str)] {
+        ptx!("kmeans")
     }
     fn traits(&self) -> &'static [&'static str] {
         &[

@@ -79,8 +79,8 @@ impl Kernel for Mandel {
     fn description(&self) -> &'static str {
         "Mandelbrot in Q36.28 fixed point, persistent TBs grabbing work from an atomic counter"
     }
-    fn ptx(&self, target: Target) -> &'static str {
-        ptx!("mandel", target)
+    fn sources(&self) -> &'static [(Target, &'static str)] {
+        ptx!("mandel")
     }
     fn traits(&self) -> &'static [&'static str] {
         &[

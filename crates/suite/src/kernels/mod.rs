@@ -7,27 +7,27 @@
 
 use crate::Kernel;
 
-/// The committed PTX of kernel `$name` for a [`crate::Target`], embedded at compile time.
+/// The committed PTX of kernel `$name` for each of its targets ([`Kernel::sources`]),
+/// embedded at compile time: `sm_70` and `sm_90` by default, or the targets listed (the
+/// source's `// targets:` line for `tools/gen_ptx.py` says the same).
 macro_rules! ptx {
-    ($name:literal, $target:expr) => {
-        match $target {
-            $crate::Target::Sm70 => include_str!(concat!(
+    ($name:literal) => {
+        ptx!($name, [Sm70 "sm_70", Sm90 "sm_90"])
+    };
+    ($name:literal, [$($target:ident $suffix:literal),+]) => {
+        &[$((
+            $crate::Target::$target,
+            include_str!(concat!(
                 env!("CARGO_MANIFEST_DIR"),
                 "/../../kernels/",
                 $name,
                 "/",
                 $name,
-                ".sm_70.ptx"
+                ".",
+                $suffix,
+                ".ptx"
             )),
-            $crate::Target::Sm90 => include_str!(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/../../kernels/",
-                $name,
-                "/",
-                $name,
-                ".sm_90.ptx"
-            )),
-        }
+        )),+]
     };
 }
 

@@ -61,8 +61,8 @@ impl Kernel for Pathfinder {
     fn description(&self) -> &'static str {
         "PathFinder-style DP, 16 rows per launch with halo columns, barrier per row"
     }
-    fn ptx(&self, target: Target) -> &'static str {
-        ptx!("pathfinder", target)
+    fn sources(&self) -> &'static [(Target, &'static str)] {
+        ptx!("pathfinder")
     }
     fn traits(&self) -> &'static [&'static str] {
         &[

@@ -45,8 +45,8 @@ impl Kernel for Reduce {
     fn description(&self) -> &'static str {
         "f32 sum reduction with __shfl_down/__shfl_xor, __ballot_sync+__popc count, 512-thread TBs"
     }
-    fn ptx(&self, target: Target) -> &'static str {
-        ptx!("reduce", target)
+    fn sources(&self) -> &'static [(Target, &'static str)] {
+        ptx!("reduce")
     }
     fn traits(&self) -> &'static [&'static str] {
         &[

@@ -49,8 +49,8 @@ impl Kernel for Scan {
     fn description(&self) -> &'static str {
         "Blelloch exclusive scan of u32 in dynamic shared memory, scan of block sums, add-back"
     }
-    fn ptx(&self, target: Target) -> &'static str {
-        ptx!("scan", target)
+    fn sources(&self) -> &'static [(Target, &'static str)] {
+        ptx!("scan")
     }
     fn traits(&self) -> &'static [&'static str] {
         &[

@@ -68,8 +68,8 @@ impl Kernel for Spmv {
     fn description(&self) -> &'static str {
         "scalar CSR SpMV, one thread per row, irregular row lengths"
     }
-    fn ptx(&self, target: Target) -> &'static str {
-        ptx!("spmv", target)
+    fn sources(&self) -> &'static [(Target, &'static str)] {
+        ptx!("spmv")
     }
     fn traits(&self) -> &'static [&'static str] {
         &[

@@ -102,8 +102,8 @@ impl Kernel for Srad {
     fn description(&self) -> &'static str {
         "SRAD-like diffusion: coefficient and update kernels per iteration, 16x16 TBs"
     }
-    fn ptx(&self, target: Target) -> &'static str {
-        ptx!("srad", target)
+    fn sources(&self) -> &'static [(Target, &'static str)] {
+        ptx!("srad")
     }
     fn traits(&self) -> &'static [&'static str] {
         &[
