@@ -206,6 +206,9 @@ impl PointerRoots {
             },
             // Constant memory holds no device pointers the analysis could name.
             Op::Ld { .. } | Op::Atom { .. } => Roots::UNKNOWN,
+            Op::WmmaLoad { .. } | Op::Ldmatrix { .. } => Roots::UNKNOWN,
+            // Matrix products and packed conversions of data are no pointers.
+            Op::Mma { .. } | Op::CvtPack { .. } => Roots::default(),
             Op::Cvta {
                 space: Space::Shared | Space::Local,
                 to_generic: true,
@@ -272,6 +275,12 @@ fn effect(inst: &kir::Inst, roots: &PointerRoots) -> (Effect, Roots) {
         Op::Ld { space, .. } => (space, Effect::Read),
         Op::St { space, .. } => (space, Effect::Store),
         Op::Atom { space, .. } | Op::Red { space, .. } => (space, Effect::Atomic),
+        Op::WmmaLoad { space, .. } | Op::Ldmatrix { space, .. } => (space, Effect::Read),
+        Op::WmmaStore { space, .. } | Op::Stmatrix { space, .. } => (space, Effect::Store),
+        // Reads global memory (its second address); the shared-memory half is the TB's own.
+        Op::CpAsync { .. } => {
+            return (Effect::Read, roots.of_operand(inst.srcs()[1]));
+        }
         _ => return (Effect::None, Roots::default()),
     };
     let addr = roots.of_operand(inst.srcs()[0]);

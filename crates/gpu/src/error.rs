@@ -121,6 +121,14 @@ pub enum ExecError {
         location: String,
         what: String,
     },
+    /// A warp-collective instruction (`mma.sync.aligned`, `ldmatrix`, ...) executed by
+    /// part of a warp.
+    #[error("{location}: kernel `{kernel}`: {what}")]
+    Collective {
+        kernel: String,
+        location: String,
+        what: String,
+    },
     #[error("kernel `{kernel}` exceeded the limit of {limit} warp instructions (an endless loop? raise the limit with --instruction-limit)")]
     InstructionLimit { kernel: String, limit: u64 },
     #[error("internal error in kernel `{kernel}`: {what}")]

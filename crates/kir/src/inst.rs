@@ -10,6 +10,7 @@
 use std::fmt;
 
 use crate::ids::{GlobalId, InstId, Reg};
+use crate::matrix::{Frag, MmaElem, MmaShape};
 use ptx::Span;
 
 /// The PTX fundamental types are the IR's types.
@@ -476,6 +477,81 @@ pub enum Op {
     Exit,
     /// No operation (kept where lowering needed a placeholder, e.g. a label at the very end).
     Nop,
+    /// `mma.sync.aligned.shape.row.col.dtype.atype.btype.ctype d, a, b, c`: the warp's
+    /// matrix multiply-accumulate D = A·B + C. `srcs` hold A's registers, then B's, then C's
+    /// (counts from [`crate::matrix::frag_regs`]); `dsts` D's. A `wmma.mma` lowers to two of
+    /// these (one per 8-column half).
+    Mma {
+        shape: MmaShape,
+        a: MmaElem,
+        b: MmaElem,
+        c: MmaElem,
+        d: MmaElem,
+        /// `.satfinite`: integer results saturate instead of wrapping.
+        satfinite: bool,
+    },
+    /// One part of `wmma.load.{a,b,c}.sync.aligned.layout.m16n16k16.space.type`: registers
+    /// `part * 4 ..` of the fragment, from `[srcs[0] + offset]` with the leading dimension
+    /// in elements in `srcs[1]` ([`crate::matrix::wmma_layout`]).
+    WmmaLoad {
+        frag: Frag,
+        elem: MmaElem,
+        row_major: bool,
+        space: Space,
+        offset: i32,
+        part: u8,
+    },
+    /// One part of `wmma.store.d.sync.aligned.layout.m16n16k16.space.type`: `[srcs[0] +
+    /// offset]`, leading dimension `srcs[1]`, the part's registers `srcs[2..]`.
+    WmmaStore {
+        elem: MmaElem,
+        row_major: bool,
+        space: Space,
+        offset: i32,
+        part: u8,
+    },
+    /// `ldmatrix.sync.aligned.m8n8.xN{.trans}.space.b16 d, [srcs[0] + offset]`: `count` 8×8
+    /// matrices of 16-bit elements, row addresses from lanes `8j..8j+8`
+    /// ([`crate::matrix::ldmatrix_element`]).
+    Ldmatrix {
+        count: u8,
+        trans: bool,
+        space: Space,
+        offset: i32,
+    },
+    /// `stmatrix.sync.aligned.m8n8.xN{.trans}.space.b16 [srcs[0] + offset], srcs[1..]`.
+    Stmatrix {
+        count: u8,
+        trans: bool,
+        space: Space,
+        offset: i32,
+    },
+    /// `cp.async.{ca,cg}.shared.global [srcs[0] + dst_offset], [srcs[1] + src_offset],
+    /// bytes{, srcs[2]}`: an asynchronous copy of `bytes` from global to shared memory;
+    /// with `src_size`, only the first `srcs[2]` bytes are read and the rest zero-filled
+    /// (`ignore_src`: `srcs[2]` is a predicate that, when true, reads nothing).
+    CpAsync {
+        bytes: u8,
+        /// `.cg`: cached in L2 only (bypasses L1).
+        bypass_l1: bool,
+        dst_offset: i32,
+        src_offset: i32,
+        src_size: bool,
+        ignore_src: bool,
+    },
+    /// `cvt.rnd{.relu}{.satfinite}.{f16x2,bf16x2}.f32 d, a, b`: `a` rounded into the upper
+    /// half of `d`, `b` into the lower.
+    CvtPack {
+        dty: Ty,
+        rounding: Rounding,
+        relu: bool,
+        satfinite: bool,
+    },
+    /// `cp.async.commit_group`: the warp's `cp.async`s since the last commit become a group.
+    CpAsyncCommit,
+    /// `cp.async.wait_group n` (`all`: `cp.async.wait_all`, which also waits for
+    /// uncommitted copies): the warp waits until at most `n` of its groups are pending.
+    CpAsyncWait { groups: u8, all: bool },
     /// `pp`: a selective preemption point (lin-lightweight §IV-A) carrying the liveness
     /// vector of the registers live here. A no-op unless a preemption is pending.
     Pp { live: LiveVector },
@@ -515,8 +591,8 @@ pub struct Guard {
 
 /// Maximum destinations of one instruction (`ld.v4`).
 pub const MAX_DSTS: usize = 4;
-/// Maximum sources of one instruction (`st.v4`: the address and four values).
-pub const MAX_SRCS: usize = 5;
+/// Maximum sources of one instruction (`mma.m16n8k16`: four A, two B and four C registers).
+pub const MAX_SRCS: usize = 10;
 
 /// One IR instruction.
 #[derive(Clone, Debug, PartialEq)]

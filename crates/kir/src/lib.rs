@@ -13,6 +13,7 @@ pub mod ids;
 pub mod inst;
 pub mod liveness;
 pub mod lower;
+pub mod matrix;
 pub mod module;
 pub mod regset;
 

@@ -142,6 +142,8 @@ fn produces_divergence(op: &Op, srcs: &[Operand]) -> bool {
         || match op {
             Op::Ld { space, .. } => !matches!(space, Space::Param | Space::Const),
             Op::Atom { .. } | Op::Shfl { .. } | Op::Bar { .. } => true,
+            // Each lane receives other lanes' elements.
+            Op::Mma { .. } | Op::WmmaLoad { .. } | Op::Ldmatrix { .. } => true,
             _ => false,
         }
 }

@@ -358,7 +358,13 @@ pub fn backup_copy(kernel: &Kernel, widths: &Widths, pc: InstId) -> Option<(Back
 pub fn is_side_effect(inst: &Inst) -> bool {
     matches!(
         inst.op,
-        Op::St { .. } | Op::Atom { .. } | Op::Red { .. } | Op::Bar { .. }
+        Op::St { .. }
+            | Op::Atom { .. }
+            | Op::Red { .. }
+            | Op::Bar { .. }
+            | Op::WmmaStore { .. }
+            | Op::Stmatrix { .. }
+            | Op::CpAsync { .. }
     ) && inst.as_warp_smem_store().is_none()
 }
 
@@ -395,7 +401,12 @@ pub fn is_reexecutable(inst: &Inst, global_loads_stable: bool) -> bool {
                     Space::Global | Space::Generic => global_loads_stable,
                 }
         }
+        Op::WmmaLoad { space, .. } | Op::Ldmatrix { space, .. } => match space {
+            Space::Param | Space::Const | Space::Shared | Space::Local => true,
+            Space::Global | Space::Generic => global_loads_stable,
+        },
         Op::St { .. } | Op::Atom { .. } | Op::Red { .. } | Op::Bar { .. } => false,
+        Op::WmmaStore { .. } | Op::Stmatrix { .. } | Op::CpAsync { .. } => false,
         Op::Bra { .. } | Op::Exit => false,
         _ => true,
     }

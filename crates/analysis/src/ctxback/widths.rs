@@ -63,6 +63,7 @@ pub fn def_bits(inst: &Inst, slot: usize) -> u32 {
         Op::Set { dty, .. } | Op::Slct { dty, .. } | Op::Cvt { dty, .. } => dty.bits(),
         Op::Selp(ty) | Op::Atom { ty, .. } | Op::Cvta { ty, .. } => ty.bits(),
         Op::Ld { dst_bits, .. } => dst_bits as u32,
+        Op::Mma { d, .. } => d.reg_ty().bits(),
         Op::Setp { .. } | Op::Testp { .. } | Op::IsSpace { .. } => 1,
         Op::Shfl { .. } if slot == 1 => 1,
         _ => 32,

@@ -7,6 +7,7 @@
 use ptx::ast::{self, FloatLit, OperandKind as K};
 use ptx::Span;
 
+use super::tensor;
 use super::typecheck::{self, types, Rule};
 use super::{KernelLowerer, LowerError, Sym};
 use crate::ids::{InstId, Reg};
@@ -107,7 +108,7 @@ pub fn arity(op: ArithOp) -> usize {
 }
 
 /// Tracks which modifiers of an instruction have been understood.
-struct Mods<'i> {
+pub(super) struct Mods<'i> {
     inst: &'i ast::Instruction,
     used: Vec<bool>,
 }
@@ -121,12 +122,12 @@ impl<'i> Mods<'i> {
     }
 
     /// Consumes the modifier `name` if present.
-    fn has(&mut self, name: &str) -> bool {
+    pub(super) fn has(&mut self, name: &str) -> bool {
         self.one_of(&[(name, ())]).is_some()
     }
 
     /// Consumes the first not-yet-used modifier found in `table`.
-    fn one_of<T: Copy>(&mut self, table: &[(&str, T)]) -> Option<T> {
+    pub(super) fn one_of<T: Copy>(&mut self, table: &[(&str, T)]) -> Option<T> {
         for (i, m) in self.inst.modifiers.iter().enumerate() {
             if self.used[i] {
                 continue;
@@ -140,7 +141,7 @@ impl<'i> Mods<'i> {
     }
 
     /// Consumes every modifier in `names` (qualifiers with no functional effect).
-    fn accept(&mut self, names: &[&str]) {
+    pub(super) fn accept(&mut self, names: &[&str]) {
         for (i, m) in self.inst.modifiers.iter().enumerate() {
             if names.contains(&m.value.as_str()) {
                 self.used[i] = true;
@@ -167,7 +168,7 @@ impl<'i> Mods<'i> {
     }
 
     /// Consumes the next type modifier, which must be one of `allowed`.
-    fn need_ty(&mut self, allowed: &[Ty]) -> Result<Ty, LowerError> {
+    pub(super) fn need_ty(&mut self, allowed: &[Ty]) -> Result<Ty, LowerError> {
         let (t, span) = self.need_ty_spanned()?;
         check_type(self.inst, t, allowed, span)?;
         Ok(t)
@@ -187,7 +188,7 @@ impl<'i> Mods<'i> {
         self.inst.modifiers.iter().any(|m| m.value == name)
     }
 
-    fn missing(&self, what: &'static str) -> LowerError {
+    pub(super) fn missing(&self, what: &'static str) -> LowerError {
         LowerError::MissingModifier {
             inst: self.inst.opcode.value.clone(),
             what,
@@ -319,6 +320,15 @@ impl<'a> KernelLowerer<'a> {
                 name: "%cc".to_string(),
                 ty: Ty::Pred,
             }));
+        }
+        if tensor::handles(i) {
+            let insts = self.tensor(i, &mut m)?;
+            m.finish()?;
+            for mut inst in insts {
+                inst.guard = guard;
+                self.push(inst);
+            }
+            return Ok(());
         }
         let mut inst = match name {
             _ if carry => self.carry(i, &mut m)?,
@@ -658,7 +668,7 @@ impl<'a> KernelLowerer<'a> {
 
     /// Resolves a destination: a register of a type that agrees with `ty` under `rule`, or
     /// the sink `_`.
-    fn dst(
+    pub(super) fn dst(
         &self,
         i: &ast::Instruction,
         o: &ast::Operand,
@@ -730,13 +740,18 @@ impl<'a> KernelLowerer<'a> {
     }
 
     /// Resolves a source operand of type `ty` (exact rule).
-    fn src(&self, i: &ast::Instruction, o: &ast::Operand, ty: Ty) -> Result<Operand, LowerError> {
+    pub(super) fn src(
+        &self,
+        i: &ast::Instruction,
+        o: &ast::Operand,
+        ty: Ty,
+    ) -> Result<Operand, LowerError> {
         self.src_as(i, o, ty, Rule::Exact)
     }
 
     /// Resolves a source operand of type `ty`, checking registers under `rule` and literals
     /// against the type.
-    fn src_as(
+    pub(super) fn src_as(
         &self,
         i: &ast::Instruction,
         o: &ast::Operand,
@@ -1404,7 +1419,7 @@ impl<'a> KernelLowerer<'a> {
     }
 
     /// Resolves `[base+offset]` for a memory instruction whose written space is `space`.
-    fn address(
+    pub(super) fn address(
         &self,
         i: &ast::Instruction,
         o: &ast::Operand,
@@ -1771,7 +1786,7 @@ fn special(name: &str, component: Option<char>) -> Option<Special> {
     })
 }
 
-fn full_name(i: &ast::Instruction) -> String {
+pub(super) fn full_name(i: &ast::Instruction) -> String {
     let mut s = i.opcode.value.clone();
     for m in &i.modifiers {
         s.push('.');
@@ -1780,7 +1795,7 @@ fn full_name(i: &ast::Instruction) -> String {
     s
 }
 
-fn bad(i: &ast::Instruction, expected: &'static str, span: Span) -> LowerError {
+pub(super) fn bad(i: &ast::Instruction, expected: &'static str, span: Span) -> LowerError {
     LowerError::BadOperand {
         inst: full_name(i),
         expected,
@@ -1788,7 +1803,7 @@ fn bad(i: &ast::Instruction, expected: &'static str, span: Span) -> LowerError {
     }
 }
 
-fn count_error(i: &ast::Instruction, expected: &str) -> LowerError {
+pub(super) fn count_error(i: &ast::Instruction, expected: &str) -> LowerError {
     LowerError::OperandCount {
         inst: full_name(i),
         expected: expected.to_string(),
@@ -1811,7 +1826,7 @@ fn check_type(i: &ast::Instruction, ty: Ty, allowed: &[Ty], span: Span) -> Resul
 }
 
 /// The 1-based position of the written operand that contains `span` (destinations first).
-fn operand_index(i: &ast::Instruction, span: Span) -> usize {
+pub(super) fn operand_index(i: &ast::Instruction, span: Span) -> usize {
     i.operands
         .iter()
         .position(|o| o.span.start <= span.start && span.end <= o.span.end)

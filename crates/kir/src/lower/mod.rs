@@ -16,6 +16,7 @@
 
 mod decode;
 mod error;
+mod tensor;
 mod typecheck;
 
 use std::collections::{HashMap, HashSet};

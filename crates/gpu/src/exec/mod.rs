@@ -23,6 +23,8 @@ use ptx::SourceFile;
 
 use crate::alu;
 use crate::error::{ExecError, FaultReason};
+
+mod matrix;
 use crate::memory::{self, DeviceMemory, GlobalFault, Window};
 
 /// Lanes per warp. PTX fixes the warp size at 32 (`WARP_SZ`); masks are `u32`.
@@ -988,6 +990,57 @@ impl Exec<'_, '_, '_> {
                     self.write(0, l, active as u64);
                 }
             }
+            Op::Mma {
+                shape,
+                a,
+                b,
+                c,
+                d,
+                satfinite,
+            } => self.mma(exec, shape, (a, b, c, d), satfinite)?,
+            Op::WmmaLoad {
+                frag,
+                elem,
+                row_major,
+                space,
+                offset,
+                part,
+            } => self.wmma_load(exec, frag, elem, row_major, space, offset, part)?,
+            Op::WmmaStore {
+                elem,
+                row_major,
+                space,
+                offset,
+                part,
+            } => self.wmma_store(exec, elem, row_major, space, offset, part)?,
+            Op::Ldmatrix {
+                count,
+                trans,
+                space,
+                offset,
+            } => self.ldmatrix(exec, count, trans, space, offset)?,
+            Op::Stmatrix {
+                count,
+                trans,
+                space,
+                offset,
+            } => self.stmatrix(exec, count, trans, space, offset)?,
+            Op::CpAsync {
+                bytes,
+                dst_offset,
+                src_offset,
+                src_size,
+                ignore_src,
+                ..
+            } => self.cp_async(exec, bytes, dst_offset, src_offset, src_size, ignore_src)?,
+            Op::CvtPack {
+                dty,
+                rounding,
+                relu,
+                satfinite,
+            } => self.cvt_pack(exec, dty, rounding, relu, satfinite),
+            // The copies are done when issued (see `cp_async`); groups matter to timing only.
+            Op::CpAsyncCommit | Op::CpAsyncWait { .. } => {}
             // Preemption points act only when a preemption is pending, which the functional
             // core never has.
             Op::Fence | Op::Nop | Op::Pp { .. } | Op::PpDivergent { .. } => {}

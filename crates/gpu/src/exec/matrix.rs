@@ -1,0 +1,417 @@
+//! Execution of the warp-level matrix instructions and asynchronous copies (PTX ISA
+//! §9.7.14, §9.7.9.25): the warp's lanes exchange their fragments, so every one of these
+//! needs the whole warp (`.sync.aligned`).
+//!
+//! **Arithmetic of `mma`.** The ISA leaves the order and precision of a tensor core's
+//! internal accumulation unspecified. Floating-point products of f16, bf16 and tf32 values
+//! are exact in f64, so each result element is the sum of its K products and C computed in
+//! f64 and rounded once to the destination type; f64 `mma` is a chain of fused
+//! multiply-adds in K order, and integer `mma` sums exactly and wraps (or saturates with
+//! `.satfinite`). A tf32 operand keeps the sign, exponent and top 10 mantissa bits of its
+//! f32 register, as the tensor core reads it.
+
+use kir::inst::{Rounding, Space, Ty};
+use kir::matrix::{self, Frag, MmaElem, MmaShape, WMMA_PART_REGS};
+
+use super::{lanes, Exec, WARP_SIZE};
+use crate::alu;
+use crate::error::ExecError;
+
+/// Every lane of a warp.
+const FULL: u32 = u32::MAX;
+
+/// The value of one element's bits as an f64 (floats) or an integer.
+fn float_of(e: MmaElem, bits: u64) -> f64 {
+    match e {
+        MmaElem::F16 => f64::from_bits(alu::cvt(Ty::F64, Ty::F16, None, false, false, bits)),
+        MmaElem::Bf16 => f64::from(f32::from_bits((bits as u32) << 16)),
+        MmaElem::Tf32 => f64::from(f32::from_bits(bits as u32 & 0xffff_e000)),
+        MmaElem::F32 => f64::from(f32::from_bits(bits as u32)),
+        MmaElem::F64 => f64::from_bits(bits),
+        MmaElem::S8 | MmaElem::U8 | MmaElem::S32 => int_of(e, bits) as f64,
+    }
+}
+
+fn int_of(e: MmaElem, bits: u64) -> i64 {
+    match e {
+        MmaElem::S8 => i64::from(bits as u8 as i8),
+        MmaElem::U8 => i64::from(bits as u8),
+        _ => i64::from(bits as u32 as i32),
+    }
+}
+
+/// The bits of a result element of type `e`.
+fn result_bits(e: MmaElem, v: f64) -> u64 {
+    match e {
+        MmaElem::F16 => alu::cvt(
+            Ty::F16,
+            Ty::F64,
+            Some(Rounding::Nearest),
+            false,
+            false,
+            v.to_bits(),
+        ),
+        MmaElem::F64 => v.to_bits(),
+        _ => u64::from((v as f32).to_bits()),
+    }
+}
+
+/// A matrix gathered from the fragments of the 32 lanes, row-major.
+struct Gathered {
+    cols: u32,
+    values: Vec<u64>,
+}
+
+impl Gathered {
+    fn at(&self, r: u32, c: u32) -> u64 {
+        self.values[(r * self.cols + c) as usize]
+    }
+}
+
+impl Exec<'_, '_, '_> {
+    /// The error for a warp-collective instruction that not every lane executes.
+    fn needs_full_warp(&self, exec: u32) -> Result<(), ExecError> {
+        if exec == FULL {
+            return Ok(());
+        }
+        Err(ExecError::Collective {
+            kernel: self.ctx.kernel.name.clone(),
+            location: self.ctx.location(kir::InstId(self.pc)),
+            what: format!(
+                "warp {} executed a `.sync.aligned` matrix instruction with lanes {exec:#010x} \
+                 active; it needs all 32 lanes",
+                self.warp.index
+            ),
+        })
+    }
+
+    /// Element `i` of the fragment whose registers are the sources `first..` of lane `l`.
+    fn frag_bits(&self, first: usize, e: MmaElem, lane: usize, i: u32) -> u64 {
+        let per = e.per_reg();
+        let reg = self.read(self.inst.srcs[first + (i / per) as usize], lane);
+        if per == 1 {
+            reg
+        } else {
+            (reg >> ((i % per) * e.bits())) & ((1 << e.bits()) - 1)
+        }
+    }
+
+    fn gather(&self, first: usize, shape: MmaShape, frag: Frag, e: MmaElem) -> Gathered {
+        let (rows, cols) = match frag {
+            Frag::A => (shape.m, shape.k),
+            Frag::B => (shape.k, shape.n),
+            Frag::C => (shape.m, shape.n),
+        };
+        let cols = u32::from(cols);
+        let mut values = vec![0; usize::from(rows) * cols as usize];
+        for lane in 0..WARP_SIZE {
+            for i in 0..matrix::frag_elems(shape, frag) {
+                let (r, c) = matrix::mma_element(shape, frag, e, lane as u32, i);
+                values[(r * cols + c) as usize] = self.frag_bits(first, e, lane, i);
+            }
+        }
+        Gathered { cols, values }
+    }
+
+    /// `mma.sync`: D = A·B + C over the warp's fragments.
+    pub(super) fn mma(
+        &mut self,
+        exec: u32,
+        shape: MmaShape,
+        (a, b, c, d): (MmaElem, MmaElem, MmaElem, MmaElem),
+        satfinite: bool,
+    ) -> Result<(), ExecError> {
+        self.needs_full_warp(exec)?;
+        let na = matrix::frag_regs(shape, Frag::A, a) as usize;
+        let nb = matrix::frag_regs(shape, Frag::B, b) as usize;
+        let ma = self.gather(0, shape, Frag::A, a);
+        let mb = self.gather(na, shape, Frag::B, b);
+        let mc = self.gather(na + nb, shape, Frag::C, c);
+        let (m, n, k) = (u32::from(shape.m), u32::from(shape.n), u32::from(shape.k));
+        let mut out = vec![0u64; (m * n) as usize];
+        for r in 0..m {
+            for col in 0..n {
+                let bits = if d == MmaElem::S32 {
+                    let sum = (0..k).fold(int_of(c, mc.at(r, col)), |s, kk| {
+                        s + int_of(a, ma.at(r, kk)) * int_of(b, mb.at(kk, col))
+                    });
+                    let v = if satfinite {
+                        sum.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32
+                    } else {
+                        sum as i32
+                    };
+                    u64::from(v as u32)
+                } else if d == MmaElem::F64 {
+                    let acc = (0..k).fold(float_of(c, mc.at(r, col)), |s, kk| {
+                        float_of(a, ma.at(r, kk)).mul_add(float_of(b, mb.at(kk, col)), s)
+                    });
+                    acc.to_bits()
+                } else {
+                    let sum = (0..k).fold(float_of(c, mc.at(r, col)), |s, kk| {
+                        s + float_of(a, ma.at(r, kk)) * float_of(b, mb.at(kk, col))
+                    });
+                    result_bits(d, sum)
+                };
+                out[(r * n + col) as usize] = bits;
+            }
+        }
+        // Scatter D (after every source was read: D may be C's registers).
+        let per = d.per_reg();
+        for lane in 0..WARP_SIZE {
+            let mut regs = [0u64; 4];
+            for i in 0..matrix::frag_elems(shape, Frag::C) {
+                let (r, col) = matrix::mma_element(shape, Frag::C, d, lane as u32, i);
+                let v = out[(r * n + col) as usize];
+                regs[(i / per) as usize] |= if per == 1 {
+                    v
+                } else {
+                    v << ((i % per) * d.bits())
+                };
+            }
+            for (slot, &v) in regs.iter().enumerate().take(self.inst.n_dsts as usize) {
+                self.write(slot, lane, v);
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes every lane's destinations once all sources are read: after register
+    /// allocation a destination may share a register with a source another lane (or a later
+    /// element) still reads.
+    fn write_all(&mut self, exec: u32, out: &[[u64; 4]; WARP_SIZE]) {
+        for lane in lanes(exec) {
+            for k in 0..self.inst.n_dsts as usize {
+                self.write(k, lane, out[lane][k]);
+            }
+        }
+    }
+
+    /// The address of element (row, col) of a `wmma` tile.
+    fn wmma_addr(
+        &self,
+        lane: usize,
+        offset: i32,
+        row_major: bool,
+        e: MmaElem,
+        (r, c): (u32, u32),
+    ) -> u64 {
+        let base = self
+            .read(self.inst.srcs[0], lane)
+            .wrapping_add(offset as i64 as u64);
+        let stride = self.read(self.inst.srcs[1], lane) & 0xffff_ffff;
+        let index = if row_major {
+            u64::from(r) * stride + u64::from(c)
+        } else {
+            u64::from(c) * stride + u64::from(r)
+        };
+        base.wrapping_add(index * u64::from(e.bits() / 8))
+    }
+
+    /// One part of `wmma.load`: registers `4 part ..` of each lane's fragment.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn wmma_load(
+        &mut self,
+        exec: u32,
+        frag: Frag,
+        e: MmaElem,
+        row_major: bool,
+        space: Space,
+        offset: i32,
+        part: u8,
+    ) -> Result<(), ExecError> {
+        self.needs_full_warp(exec)?;
+        let size = e.bits() / 8;
+        let mut hint = 0;
+        let first = u32::from(part) * WMMA_PART_REGS;
+        let mut out = [[0u64; WMMA_PART_REGS as usize]; WARP_SIZE];
+        for lane in lanes(exec) {
+            for k in 0..self.inst.n_dsts as u32 {
+                for i in 0..e.per_reg() {
+                    let at = matrix::wmma_layout(frag, e, lane as u32, first + k, i);
+                    let addr = self.wmma_addr(lane, offset, row_major, e, at);
+                    out[lane][k as usize] |=
+                        self.load(space, addr, size, lane, &mut hint)? << (i * e.bits());
+                }
+            }
+        }
+        self.write_all(exec, &out);
+        Ok(())
+    }
+
+    /// One part of `wmma.store.d`.
+    pub(super) fn wmma_store(
+        &mut self,
+        exec: u32,
+        e: MmaElem,
+        row_major: bool,
+        space: Space,
+        offset: i32,
+        part: u8,
+    ) -> Result<(), ExecError> {
+        self.needs_full_warp(exec)?;
+        let size = e.bits() / 8;
+        let mask = if size == 8 {
+            u64::MAX
+        } else {
+            (1u64 << e.bits()) - 1
+        };
+        let mut hint = 0;
+        let first = u32::from(part) * WMMA_PART_REGS;
+        for lane in lanes(exec) {
+            for k in 0..u32::from(self.inst.n_srcs) - 2 {
+                let v = self.read(self.inst.srcs[2 + k as usize], lane);
+                for i in 0..e.per_reg() {
+                    let at = matrix::wmma_layout(Frag::C, e, lane as u32, first + k, i);
+                    let addr = self.wmma_addr(lane, offset, row_major, e, at);
+                    self.store(
+                        space,
+                        addr,
+                        size,
+                        (v >> (i * e.bits())) & mask,
+                        lane,
+                        &mut hint,
+                    )?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The address of 16-bit element (row, col) of matrix `j` of an `ldmatrix`/`stmatrix`:
+    /// lane `8 j + row` holds the row's address.
+    fn ldmatrix_addr(&self, offset: i32, j: u32, (r, c): (u32, u32)) -> u64 {
+        let row = self.read(self.inst.srcs[0], (8 * j + r) as usize);
+        row.wrapping_add(offset as i64 as u64)
+            .wrapping_add(u64::from(2 * c))
+    }
+
+    pub(super) fn ldmatrix(
+        &mut self,
+        exec: u32,
+        count: u8,
+        trans: bool,
+        space: Space,
+        offset: i32,
+    ) -> Result<(), ExecError> {
+        self.needs_full_warp(exec)?;
+        let mut hint = 0;
+        let mut out = [[0u64; 4]; WARP_SIZE];
+        for lane in lanes(exec) {
+            for j in 0..u32::from(count) {
+                for i in 0..2 {
+                    let at = matrix::ldmatrix_element(lane as u32, i, trans);
+                    let addr = self.ldmatrix_addr(offset, j, at);
+                    // A fault names the lane whose address it was.
+                    let owner = (8 * j + at.0) as usize;
+                    out[lane][j as usize] |=
+                        self.load(space, addr, 2, owner, &mut hint)? << (16 * i);
+                }
+            }
+        }
+        self.write_all(exec, &out);
+        Ok(())
+    }
+
+    pub(super) fn stmatrix(
+        &mut self,
+        exec: u32,
+        count: u8,
+        trans: bool,
+        space: Space,
+        offset: i32,
+    ) -> Result<(), ExecError> {
+        self.needs_full_warp(exec)?;
+        let mut hint = 0;
+        for lane in lanes(exec) {
+            for j in 0..u32::from(count) {
+                let v = self.read(self.inst.srcs[1 + j as usize], lane);
+                for i in 0..2 {
+                    let at = matrix::ldmatrix_element(lane as u32, i, trans);
+                    let addr = self.ldmatrix_addr(offset, j, at);
+                    let owner = (8 * j + at.0) as usize;
+                    self.store(space, addr, 2, (v >> (16 * i)) & 0xffff, owner, &mut hint)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `cp.async`: copies at once (a program may read the data only after waiting for its
+    /// group, so copying early is indistinguishable); the timing model decides when the
+    /// group completes.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn cp_async(
+        &mut self,
+        exec: u32,
+        bytes: u8,
+        dst_offset: i32,
+        src_offset: i32,
+        src_size: bool,
+        ignore_src: bool,
+    ) -> Result<(), ExecError> {
+        let s = self.inst.srcs;
+        let mut hint = 0;
+        for lane in lanes(exec) {
+            let dst = self.read(s[0], lane).wrapping_add(dst_offset as i64 as u64);
+            let src = self.read(s[1], lane).wrapping_add(src_offset as i64 as u64);
+            let read = if src_size {
+                self.read(s[2], lane).min(u64::from(bytes))
+            } else if ignore_src && self.read(s[2], lane) != 0 {
+                0
+            } else {
+                u64::from(bytes)
+            };
+            for word in (0..u64::from(bytes)).step_by(4) {
+                let v = if word + 4 <= read {
+                    self.load(Space::Global, src + word, 4, lane, &mut hint)?
+                } else {
+                    // The tail: bytes below `read` come from memory, the rest are zero.
+                    let mut v = 0;
+                    for b in word..read.max(word) {
+                        v |= self.load(Space::Global, src + b, 1, lane, &mut hint)?
+                            << (8 * (b - word));
+                    }
+                    v
+                };
+                self.store(Space::Shared, dst + word, 4, v, lane, &mut hint)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `cvt.{f16x2,bf16x2}.f32 d, a, b`: `a` into the upper half, `b` into the lower.
+    pub(super) fn cvt_pack(
+        &mut self,
+        exec: u32,
+        dty: Ty,
+        rounding: Rounding,
+        relu: bool,
+        satfinite: bool,
+    ) {
+        let half = if dty == Ty::F16x2 { Ty::F16 } else { Ty::Bf16 };
+        // Exponent field, and the largest finite magnitude (f16 0x7bff, bf16 0x7f7f).
+        let (exp_mask, max_finite) = if half == Ty::F16 {
+            (0x7c00, 0x7bff)
+        } else {
+            (0x7f80, 0x7f7f)
+        };
+        let convert = |bits: u64| -> u64 {
+            let mut h = alu::cvt(half, Ty::F32, Some(rounding), false, false, bits);
+            let special = h & exp_mask == exp_mask;
+            let nan = special && h & !(exp_mask | 0x8000) != 0;
+            if satfinite && special && !nan {
+                h = (h & 0x8000) | max_finite;
+            }
+            // `.relu` clamps negative results (not NaNs) to +0.
+            if relu && !nan && h & 0x8000 != 0 {
+                h = 0;
+            }
+            h
+        };
+        for lane in lanes(exec) {
+            let a = convert(self.read(self.inst.srcs[0], lane));
+            let b = convert(self.read(self.inst.srcs[1], lane));
+            self.write(0, lane, (a << 16) | b);
+        }
+    }
+}

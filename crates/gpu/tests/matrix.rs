@@ -1,0 +1,646 @@
+//! The warp-level matrix instructions against the PTX ISA's fragment layouts, element by
+//! element, on both engines.
+//!
+//! Each `mma` test builds A, B and C fragments *in PTX*, every lane computing the matrix
+//! element its register holds from the (row, column) the ISA's §9.7.14.5 formulas give
+//! (written out below as tables, independently of `kir::matrix`), runs the instruction, and
+//! stores D; the test checks each lane's D elements, at the positions the ISA gives, against
+//! a matrix product computed here. Inputs are small integers, so every product and sum is
+//! exact in every type and the comparison is bit-exact.
+
+use gpu::{DevPtr, Gpu, KernelArg};
+
+/// An element position affine in groupID `g` and threadID_in_group `t`:
+/// `(g_coef * g + t_coef * t + constant)`.
+#[derive(Clone, Copy)]
+struct Affine(u32, u32, u32);
+
+/// (row, column) of one fragment element.
+type Pos = (Affine, Affine);
+
+/// `A[r][k]`, `B[k][n]` and `C[r][n]`: small integers, each `(x row + y col) % m - o` as
+/// the kernels compute them ([`A_VALUE`], [`B_VALUE`], [`C_VALUE`]).
+fn value((x, y, m, o): (u32, u32, u32, i64), row: u32, col: u32) -> i64 {
+    i64::from((x * row + y * col) % m) - o
+}
+const A_VALUE: (u32, u32, u32, i64) = (3, 5, 9, 4);
+const B_VALUE: (u32, u32, u32, i64) = (7, 2, 5, 2);
+const C_VALUE: (u32, u32, u32, i64) = (1, 2, 7, 3);
+
+/// How a fragment's elements are typed in registers.
+#[derive(Clone, Copy, PartialEq)]
+enum Elem {
+    F16,
+    Bf16,
+    Tf32,
+    F32,
+    F64,
+    S8,
+    S32,
+}
+
+impl Elem {
+    fn per_reg(self) -> usize {
+        match self {
+            Elem::F16 | Elem::Bf16 => 2,
+            Elem::S8 => 4,
+            _ => 1,
+        }
+    }
+    fn name(self) -> &'static str {
+        match self {
+            Elem::F16 => "f16",
+            Elem::Bf16 => "bf16",
+            Elem::Tf32 => "tf32",
+            Elem::F32 => "f32",
+            Elem::F64 => "f64",
+            Elem::S8 => "s8",
+            Elem::S32 => "s32",
+        }
+    }
+}
+
+/// PTX that computes `value(row, col)` of `table[i]` into element registers and packs them
+/// into `%{prefix}{j}` registers.
+fn fragment(
+    out: &mut String,
+    prefix: &str,
+    table: &[Pos],
+    e: Elem,
+    value: (u32, u32, u32, i64),
+) -> Vec<String> {
+    let (rm, cm, modulo, off) = value;
+    let mut regs = Vec::new();
+    for (j, chunk) in table.chunks(e.per_reg()).enumerate() {
+        let reg = format!("%{prefix}{j}");
+        out.push_str("    mov.b32 %r30, 0;\n");
+        for (k, (row, col)) in chunk.iter().enumerate() {
+            // row and col from g (%r10) and t (%r11); the value (rm row + cm col) % modulo - off.
+            out.push_str(&format!(
+                "    mul.lo.u32 %r20, %r10, {};\n    mad.lo.u32 %r20, %r11, {}, %r20;\n    add.u32 %r20, %r20, {};\n",
+                row.0, row.1, row.2
+            ));
+            out.push_str(&format!(
+                "    mul.lo.u32 %r21, %r10, {};\n    mad.lo.u32 %r21, %r11, {}, %r21;\n    add.u32 %r21, %r21, {};\n",
+                col.0, col.1, col.2
+            ));
+            out.push_str(&format!(
+                "    mul.lo.u32 %r22, %r20, {rm};\n    mad.lo.u32 %r22, %r21, {cm}, %r22;\n    rem.u32 %r22, %r22, {modulo};\n    sub.s32 %r22, %r22, {off};\n"
+            ));
+            match e {
+                Elem::F16 => out.push_str(&format!(
+                    "    cvt.rn.f16.s32 %h1, %r22;\n    cvt.u32.u16 %r23, %h1;\n    shl.b32 %r23, %r23, {};\n    or.b32 %r30, %r30, %r23;\n",
+                    16 * k
+                )),
+                Elem::Bf16 => out.push_str(&format!(
+                    "    cvt.rn.f32.s32 %f1, %r22;\n    cvt.rn.bf16.f32 %h1, %f1;\n    cvt.u32.u16 %r23, %h1;\n    shl.b32 %r23, %r23, {};\n    or.b32 %r30, %r30, %r23;\n",
+                    16 * k
+                )),
+                Elem::S8 => out.push_str(&format!(
+                    "    and.b32 %r23, %r22, 255;\n    shl.b32 %r23, %r23, {};\n    or.b32 %r30, %r30, %r23;\n",
+                    8 * k
+                )),
+                Elem::Tf32 | Elem::F32 => {
+                    out.push_str("    cvt.rn.f32.s32 %f1, %r22;\n    mov.b32 %r30, %f1;\n")
+                }
+                Elem::S32 => out.push_str("    mov.b32 %r30, %r22;\n"),
+                Elem::F64 => out.push_str(&format!("    cvt.rn.f64.s32 {reg}, %r22;\n")),
+            }
+        }
+        match e {
+            Elem::F32 => out.push_str(&format!("    mov.b32 {reg}, %r30;\n")),
+            Elem::F64 => {}
+            _ => out.push_str(&format!("    mov.b32 {reg}, %r30;\n")),
+        }
+        regs.push(reg);
+    }
+    regs
+}
+
+struct MmaCase {
+    shape: (u32, u32, u32),
+    ab: Elem,
+    acc: Elem,
+    a: Vec<Pos>,
+    b: Vec<Pos>,
+    c: Vec<Pos>,
+}
+
+fn reg_decl(e: Elem, prefix: &str) -> String {
+    match e {
+        Elem::F32 => format!("    .reg .f32 %{prefix}<8>;\n"),
+        Elem::F64 => format!("    .reg .f64 %{prefix}<8>;\n"),
+        Elem::S32 => format!("    .reg .s32 %{prefix}<8>;\n"),
+        _ => format!("    .reg .b32 %{prefix}<8>;\n"),
+    }
+}
+
+/// The kernel for one case; each lane stores its D registers as 32-bit words.
+fn mma_kernel(c: &MmaCase) -> String {
+    let mut body = String::new();
+    let a = fragment(&mut body, "ra", &c.a, c.ab, A_VALUE);
+    let b = fragment(&mut body, "rb", &c.b, c.ab, B_VALUE);
+    let cregs = fragment(&mut body, "rc", &c.c, c.acc, C_VALUE);
+    let (m, n, k) = c.shape;
+    let d: Vec<String> = (0..cregs.len()).map(|j| format!("%rd{j}")).collect();
+    let acc = c.acc.name();
+    let ab = c.ab.name();
+    body.push_str(&format!(
+        "    mma.sync.aligned.m{m}n{n}k{k}.row.col.{acc}.{ab}.{ab}.{acc} {{{}}}, {{{}}}, {{{}}}, {{{}}};\n",
+        d.join(", "),
+        a.join(", "),
+        b.join(", "),
+        cregs.join(", ")
+    ));
+    let words = if c.acc == Elem::F64 { 2 } else { 1 };
+    body.push_str(&format!(
+        "    mul.wide.u32 %rx2, %r1, {};\n    add.s64 %rx3, %rx1, %rx2;\n",
+        4 * words * d.len()
+    ));
+    for (j, reg) in d.iter().enumerate() {
+        let st = if c.acc == Elem::F64 {
+            "st.global.f64"
+        } else {
+            "st.global.b32"
+        };
+        body.push_str(&format!("    {st} [%rx3+{}], {reg};\n", 4 * words * j));
+    }
+    format!(
+        r#".version 8.0
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 out)
+{{
+    .reg .b32 %r<40>;
+    .reg .b64 %rx<8>;
+    .reg .f32 %f<4>;
+    .reg .b16 %h<4>;
+{}{}{}{}
+    ld.param.u64 %rx1, [out];
+    cvta.to.global.u64 %rx1, %rx1;
+    mov.u32 %r1, %laneid;
+    shr.u32 %r10, %r1, 2;
+    and.b32 %r11, %r1, 3;
+{body}
+    ret;
+}}
+"#,
+        reg_decl(c.ab, "ra").replace(".f32", ".b32"),
+        reg_decl(c.ab, "rb").replace(".f32", ".b32"),
+        reg_decl(c.acc, "rc"),
+        reg_decl(c.acc, "rd"),
+    )
+}
+
+/// Runs `ptx` on one warp, functionally and timed on `preset`; returns the words of `out`.
+fn run_both(ptx: &str, words: u64, preset: &str) -> Vec<u32> {
+    let read = |gpu: &mut Gpu, out: DevPtr| -> Vec<u32> {
+        gpu.copy_from_device(out, words * 4)
+            .unwrap()
+            .chunks(4)
+            .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+            .collect()
+    };
+    let mut gpu = Gpu::new();
+    let m = gpu
+        .load_ptx("mma.ptx", ptx)
+        .unwrap_or_else(|e| panic!("{e}\n{ptx}"));
+    let out = gpu.alloc(words * 4);
+    gpu.launch(m, "k", [1, 1, 1], [32, 1, 1], 0, &[KernelArg::Ptr(out)])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let functional = read(&mut gpu, out);
+
+    let timing = gpu::timing::TimedGpu::new(gpu::config::GpuConfig::preset(preset).unwrap());
+    let mut gpu = Gpu::timed(timing).unwrap();
+    let m = gpu.load_ptx("mma.ptx", ptx).unwrap();
+    let out = gpu.alloc(words * 4);
+    gpu.launch_timed(
+        m,
+        "k",
+        [1, 1, 1],
+        [32, 1, 1],
+        0,
+        &[KernelArg::Ptr(out)],
+        &mut |_| {},
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let timed = read(&mut gpu, out);
+    assert_eq!(functional, timed, "the engines disagree");
+    functional
+}
+
+/// Decodes a D word of the accumulator type as an integer.
+fn word_value(acc: Elem, words: &[u32]) -> i64 {
+    match acc {
+        Elem::F32 => f32::from_bits(words[0]) as i64,
+        Elem::S32 => i64::from(words[0] as i32),
+        Elem::F64 => f64::from_bits(u64::from(words[0]) | u64::from(words[1]) << 32) as i64,
+        Elem::F16 => {
+            // Two f16 halves are not needed by these cases.
+            unreachable!("f16 accumulators are checked elsewhere")
+        }
+        _ => unreachable!(),
+    }
+}
+
+fn check_mma(c: &MmaCase, preset: &str) {
+    let (_, _, k) = c.shape;
+    let words_per = if c.acc == Elem::F64 { 2 } else { 1 };
+    let regs = c.c.len();
+    let out = run_both(&mma_kernel(c), (32 * regs * words_per) as u64, preset);
+    for lane in 0..32u32 {
+        let (g, t) = (lane >> 2, lane % 4);
+        for (i, (row, col)) in c.c.iter().enumerate() {
+            let r = row.0 * g + row.1 * t + row.2;
+            let n = col.0 * g + col.1 * t + col.2;
+            let want = value(C_VALUE, r, n)
+                + (0..k)
+                    .map(|kk| value(A_VALUE, r, kk) * value(B_VALUE, kk, n))
+                    .sum::<i64>();
+            let at = (lane as usize * regs + i) * words_per;
+            let got = word_value(c.acc, &out[at..at + words_per]);
+            assert_eq!(got, want, "lane {lane} element {i} (row {r}, col {n})");
+        }
+    }
+}
+
+// The ISA's layouts (§9.7.14.5), as (row, column) affine in (g, t), element by element.
+fn acc_m16n8() -> Vec<Pos> {
+    // c0, c1: row g, cols 2t, 2t+1; c2, c3: row g + 8.
+    vec![
+        (Affine(1, 0, 0), Affine(0, 2, 0)),
+        (Affine(1, 0, 0), Affine(0, 2, 1)),
+        (Affine(1, 0, 8), Affine(0, 2, 0)),
+        (Affine(1, 0, 8), Affine(0, 2, 1)),
+    ]
+}
+
+#[test]
+fn mma_m16n8k16_f16_matches_the_isa_layout() {
+    // Figure 79: a_i row g (+8 for i = 2, 3, 6, 7), col 2t + (i & 1) (+8 for i >= 4).
+    let a = (0..8)
+        .map(|i| {
+            (
+                Affine(1, 0, 8 * ((i >> 1) & 1)),
+                Affine(0, 2, (i & 1) + 8 * (i >> 2)),
+            )
+        })
+        .collect();
+    // Figure 81: b_i row 2t + (i & 1) (+8 for i >= 2), col g.
+    let b = (0..4)
+        .map(|i| (Affine(0, 2, (i & 1) + 8 * (i >> 1)), Affine(1, 0, 0)))
+        .collect();
+    for (ab, preset) in [(Elem::F16, "a100"), (Elem::Bf16, "h100")] {
+        check_mma(
+            &MmaCase {
+                shape: (16, 8, 16),
+                ab,
+                acc: Elem::F32,
+                a: Vec::clone(&a),
+                b: Vec::clone(&b),
+                c: acc_m16n8(),
+            },
+            preset,
+        );
+    }
+}
+
+#[test]
+fn mma_m16n8k8_tf32_matches_the_isa_layout() {
+    // Figure 72: a0 (g, t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4).
+    let a = vec![
+        (Affine(1, 0, 0), Affine(0, 1, 0)),
+        (Affine(1, 0, 8), Affine(0, 1, 0)),
+        (Affine(1, 0, 0), Affine(0, 1, 4)),
+        (Affine(1, 0, 8), Affine(0, 1, 4)),
+    ];
+    // b0 (t, g), b1 (t + 4, g).
+    let b = vec![
+        (Affine(0, 1, 0), Affine(1, 0, 0)),
+        (Affine(0, 1, 4), Affine(1, 0, 0)),
+    ];
+    check_mma(
+        &MmaCase {
+            shape: (16, 8, 8),
+            ab: Elem::Tf32,
+            acc: Elem::F32,
+            a,
+            b,
+            c: acc_m16n8(),
+        },
+        "a100",
+    );
+}
+
+#[test]
+fn mma_m16n8k32_s8_matches_the_isa_layout() {
+    // Figure 88: a_i row g for i in 0..4 and 8..12, else g + 8; col 4t + (i & 3) (+16 for
+    // i >= 8).
+    let a = (0..16)
+        .map(|i| {
+            (
+                Affine(1, 0, 8 * ((i >> 2) & 1)),
+                Affine(0, 4, (i & 3) + 16 * (i >> 3)),
+            )
+        })
+        .collect();
+    // b_i row 4t + (i & 3) (+16 for i >= 4), col g.
+    let b = (0..8)
+        .map(|i| (Affine(0, 4, (i & 3) + 16 * (i >> 2)), Affine(1, 0, 0)))
+        .collect();
+    check_mma(
+        &MmaCase {
+            shape: (16, 8, 32),
+            ab: Elem::S8,
+            acc: Elem::S32,
+            a,
+            b,
+            c: acc_m16n8(),
+        },
+        "h100",
+    );
+}
+
+#[test]
+fn mma_m8n8k4_f64_matches_the_isa_layout() {
+    // a0 (g, t); b0 (t, g); c0, c1 (g, 2t + i).
+    check_mma(
+        &MmaCase {
+            shape: (8, 8, 4),
+            ab: Elem::F64,
+            acc: Elem::F64,
+            a: vec![(Affine(1, 0, 0), Affine(0, 1, 0))],
+            b: vec![(Affine(0, 1, 0), Affine(1, 0, 0))],
+            c: vec![
+                (Affine(1, 0, 0), Affine(0, 2, 0)),
+                (Affine(1, 0, 0), Affine(0, 2, 1)),
+            ],
+        },
+        "a100",
+    );
+}
+
+/// `ldmatrix` of four 8×8 matrices of 16-bit values `0x100 j + 8 r + c` (matrix j, row r,
+/// column c) in shared memory, rows 16 bytes apart and each matrix's row addresses supplied
+/// by its 8 lanes: lane l's register j holds row l / 4, columns 2 (l % 4) and +1 (§9.7.14.5.15),
+/// or with `.trans` the same positions of the transpose.
+#[test]
+fn ldmatrix_distributes_rows_as_the_isa_says() {
+    for trans in [false, true] {
+        let t = if trans { ".trans" } else { "" };
+        let ptx = format!(
+            r#".version 8.0
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 out)
+{{
+    .reg .b32 %r<16>;
+    .reg .b64 %rx<8>;
+    .reg .b16 %h<2>;
+    .reg .pred %p<2>;
+    .shared .align 16 .b8 tile[512];
+    ld.param.u64 %rx1, [out];
+    cvta.to.global.u64 %rx1, %rx1;
+    mov.u32 %r1, %laneid;
+    // Each lane writes 8 elements: element e = 8 lane + q, matrix e / 64, row (e / 8) % 8,
+    // column e % 8, at byte 2 e.
+    mov.u32 %r2, 0;
+FILL:
+    shl.b32 %r3, %r1, 3;
+    add.u32 %r3, %r3, %r2;
+    shr.u32 %r4, %r3, 6;
+    shl.b32 %r4, %r4, 8;
+    and.b32 %r5, %r3, 63;
+    add.u32 %r4, %r4, %r5;
+    cvt.u16.u32 %h1, %r4;
+    mov.u32 %r6, tile;
+    shl.b32 %r7, %r3, 1;
+    add.u32 %r6, %r6, %r7;
+    st.shared.u16 [%r6], %h1;
+    add.u32 %r2, %r2, 1;
+    setp.lt.u32 %p1, %r2, 8;
+    @%p1 bra FILL;
+    bar.sync 0;
+    // Lane l gives the address of row l % 8 of matrix l / 8.
+    mov.u32 %r8, tile;
+    shl.b32 %r9, %r1, 4;
+    add.u32 %r8, %r8, %r9;
+    ldmatrix.sync.aligned.m8n8.x4{t}.shared.b16 {{%r10, %r11, %r12, %r13}}, [%r8];
+    mul.wide.u32 %rx2, %r1, 16;
+    add.s64 %rx3, %rx1, %rx2;
+    st.global.v4.b32 [%rx3], {{%r10, %r11, %r12, %r13}};
+    ret;
+}}
+"#
+        );
+        let out = run_both(&ptx, 128, "a100");
+        for lane in 0..32u32 {
+            for j in 0..4u32 {
+                let word = out[(lane * 4 + j) as usize];
+                for i in 0..2u32 {
+                    let (r, c) = (lane / 4, 2 * (lane % 4) + i);
+                    let (r, c) = if trans { (c, r) } else { (r, c) };
+                    let want = 0x100 * j + 8 * r + c;
+                    let got = (word >> (16 * i)) & 0xffff;
+                    assert_eq!(
+                        got, want,
+                        "trans {trans} lane {lane} matrix {j} element {i}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Runs `ptx` (entry `k(.param .u64 out, .param .u64 in)`) on one warp with `input` in a
+/// buffer, functionally and timed on `preset`; returns the words of `out`.
+fn run_with_input(ptx: &str, input: &[u8], words: u64, preset: &str) -> Vec<u32> {
+    let go = |gpu: &mut Gpu, timed: bool| -> Vec<u32> {
+        let m = gpu
+            .load_ptx("t.ptx", ptx)
+            .unwrap_or_else(|e| panic!("{e}\n{ptx}"));
+        let out = gpu.alloc(words * 4);
+        let inp = gpu.alloc(input.len() as u64);
+        gpu.copy_to_device(inp, input).unwrap();
+        let args = [KernelArg::Ptr(out), KernelArg::Ptr(inp)];
+        if timed {
+            gpu.launch_timed(m, "k", [1, 1, 1], [32, 1, 1], 0, &args, &mut |_| {})
+                .map(|_| ())
+        } else {
+            gpu.launch(m, "k", [1, 1, 1], [32, 1, 1], 0, &args)
+                .map(|_| ())
+        }
+        .unwrap_or_else(|e| panic!("{e}"));
+        gpu.copy_from_device(out, words * 4)
+            .unwrap()
+            .chunks(4)
+            .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+            .collect()
+    };
+    let functional = go(&mut Gpu::new(), false);
+    let timing = gpu::timing::TimedGpu::new(gpu::config::GpuConfig::preset(preset).unwrap());
+    let timed = go(&mut Gpu::timed(timing).unwrap(), true);
+    assert_eq!(functional, timed, "the engines disagree");
+    functional
+}
+
+fn f16_bits(v: f32) -> u16 {
+    // Small integers only: exact in f16.
+    assert!(v.fract() == 0.0 && v.abs() <= 2048.0);
+    if v == 0.0 {
+        return 0;
+    }
+    let (sign, m) = (if v < 0.0 { 0x8000 } else { 0 }, v.abs() as u32);
+    let e = 31 - m.leading_zeros();
+    let frac = (m << (10 - e.min(10))) & 0x3ff;
+    sign | ((e + 15) << 10) as u16 | frac as u16
+}
+
+/// `wmma.load`/`wmma.mma`/`wmma.store` m16n16k16: D = A·B + C with A row-major in a 16×24
+/// array (stride 24), B column-major (stride 16), C and D row-major f32, checked against the
+/// product computed here. The fragment layout is opaque in PTX; what must hold is that a
+/// load, the product and a store together compute the matrix product.
+#[test]
+fn wmma_computes_the_tile_product() {
+    let a = |r: u32, k: u32| ((3 * r + 5 * k) % 9) as f32 - 4.0;
+    let b = |k: u32, n: u32| ((7 * k + 2 * n) % 5) as f32 - 2.0;
+    let c = |r: u32, n: u32| r as f32 - n as f32;
+    let mut input = Vec::new();
+    for r in 0..16 {
+        for k in 0..24 {
+            input.extend(f16_bits(if k < 16 { a(r, k) } else { 99.0 }).to_le_bytes());
+        }
+    }
+    let b_at = input.len();
+    for n in 0..16 {
+        for k in 0..16 {
+            input.extend(f16_bits(b(k, n)).to_le_bytes());
+        }
+    }
+    let c_at = input.len();
+    for r in 0..16 {
+        for n in 0..16 {
+            input.extend(c(r, n).to_le_bytes());
+        }
+    }
+    {
+        let acc = "f32";
+        let ptx = format!(
+            r#".version 8.0
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 out, .param .u64 in)
+{{
+    .reg .b32 %r<24>;
+    .reg .f32 %f<24>;
+    .reg .b64 %rd<8>;
+    ld.param.u64 %rd1, [out];
+    cvta.to.global.u64 %rd1, %rd1;
+    ld.param.u64 %rd2, [in];
+    cvta.to.global.u64 %rd2, %rd2;
+    mov.u32 %r20, 24;
+    wmma.load.a.sync.aligned.row.m16n16k16.global.f16 {{%r0, %r1, %r2, %r3, %r4, %r5, %r6, %r7}}, [%rd2], %r20;
+    wmma.load.b.sync.aligned.col.m16n16k16.global.f16 {{%r8, %r9, %r10, %r11, %r12, %r13, %r14, %r15}}, [%rd2+{b_at}];
+    wmma.load.c.sync.aligned.row.m16n16k16.global.{acc} {{%f0, %f1, %f2, %f3, %f4, %f5, %f6, %f7}}, [%rd2+{c_at}], 16;
+    wmma.mma.sync.aligned.row.col.m16n16k16.{acc}.{acc} {{%f8, %f9, %f10, %f11, %f12, %f13, %f14, %f15}}, {{%r0, %r1, %r2, %r3, %r4, %r5, %r6, %r7}}, {{%r8, %r9, %r10, %r11, %r12, %r13, %r14, %r15}}, {{%f0, %f1, %f2, %f3, %f4, %f5, %f6, %f7}};
+    wmma.store.d.sync.aligned.row.m16n16k16.global.{acc} [%rd1], {{%f8, %f9, %f10, %f11, %f12, %f13, %f14, %f15}}, 16;
+    ret;
+}}
+"#
+        );
+        let out = run_with_input(&ptx, &input, 256, "a100");
+        for r in 0..16 {
+            for n in 0..16 {
+                let want = c(r, n) + (0..16).map(|k| a(r, k) * b(k, n)).sum::<f32>();
+                let got = f32::from_bits(out[(r * 16 + n) as usize]);
+                assert_eq!(got, want, "D[{r}][{n}]");
+            }
+        }
+    }
+}
+
+/// `cp.async` copies 16 bytes per lane into shared memory, zero-filling past `src-size`
+/// (lane l reads l % 17 bytes); the data is read back after `wait_group 0`.
+#[test]
+fn cp_async_copies_and_zero_fills() {
+    let input: Vec<u8> = (0..512u32).map(|i| (i * 7 + 1) as u8).collect();
+    let ptx = r#".version 8.0
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 out, .param .u64 in)
+{
+    .reg .b32 %r<16>;
+    .reg .b64 %rd<8>;
+    .shared .align 16 .b8 buf[512];
+    ld.param.u64 %rd1, [out];
+    cvta.to.global.u64 %rd1, %rd1;
+    ld.param.u64 %rd2, [in];
+    cvta.to.global.u64 %rd2, %rd2;
+    mov.u32 %r1, %laneid;
+    shl.b32 %r2, %r1, 4;
+    mov.u32 %r3, buf;
+    add.u32 %r3, %r3, %r2;
+    cvt.u64.u32 %rd3, %r2;
+    add.s64 %rd4, %rd2, %rd3;
+    rem.u32 %r4, %r1, 17;
+    cp.async.cg.shared.global [%r3], [%rd4], 16, %r4;
+    cp.async.commit_group;
+    cp.async.wait_group 0;
+    ld.shared.v4.b32 {%r5, %r6, %r7, %r8}, [%r3];
+    mul.wide.u32 %rd5, %r1, 16;
+    add.s64 %rd6, %rd1, %rd5;
+    st.global.v4.b32 [%rd6], {%r5, %r6, %r7, %r8};
+    ret;
+}
+"#;
+    let out = run_with_input(ptx, &input, 128, "a100");
+    let bytes: Vec<u8> = out.iter().flat_map(|w| w.to_le_bytes()).collect();
+    for lane in 0..32usize {
+        let valid = lane % 17;
+        for b in 0..16 {
+            let want = if b < valid { input[lane * 16 + b] } else { 0 };
+            assert_eq!(bytes[lane * 16 + b], want, "lane {lane} byte {b}");
+        }
+    }
+}
+
+/// `cvt.{rn,rz}{.relu}{.satfinite}.{f16x2,bf16x2}.f32 d, a, b` packs `a` high and `b` low.
+#[test]
+fn cvt_packs_two_floats() {
+    let one = |modifiers: &str, a: f32, b: f32| -> u32 {
+        let ptx = format!(
+            r#".version 8.0
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 out, .param .u64 in)
+{{
+    .reg .b32 %r<4>;
+    .reg .f32 %f<4>;
+    .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [out];
+    cvta.to.global.u64 %rd1, %rd1;
+    mov.b32 %f1, 0f{:08X};
+    mov.b32 %f2, 0f{:08X};
+    cvt.{modifiers}.f32 %r1, %f1, %f2;
+    st.global.u32 [%rd1], %r1;
+    ret;
+}}
+"#,
+            a.to_bits(),
+            b.to_bits()
+        );
+        run_with_input(&ptx, &[0; 4], 1, "a100")[0]
+    };
+    // f16: 1.0 = 0x3c00, -2.5 = 0xc100, 65504 = 0x7bff (the largest finite).
+    assert_eq!(one("rn.f16x2", 1.0, -2.5), 0x3c00_c100);
+    assert_eq!(one("rn.relu.f16x2", 1.0, -2.5), 0x3c00_0000);
+    assert_eq!(one("rn.f16x2", 1.0e6, 0.0), 0x7c00_0000);
+    assert_eq!(one("rn.satfinite.f16x2", 1.0e6, -1.0e6), 0x7bff_fbff);
+    // 1 + 2^-11 is halfway between two f16 values: .rn goes to even (1.0), .rz down too;
+    // 1 + 3 * 2^-12 rounds up under .rn only.
+    let x = 1.0 + 3.0 * (2.0f32).powi(-12);
+    assert_eq!(one("rn.f16x2", x, x), 0x3c01_3c01);
+    assert_eq!(one("rz.f16x2", x, x), 0x3c00_3c00);
+    // bf16: 1.0 = 0x3f80, 3.0 = 0x4040.
+    assert_eq!(one("rn.bf16x2", 1.0, 3.0), 0x3f80_4040);
+}

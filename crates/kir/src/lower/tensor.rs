@@ -1,0 +1,589 @@
+//! Decoding of the warp-level matrix instructions (`mma`, `wmma`, `ldmatrix`, `stmatrix`),
+//! the asynchronous copies (`cp.async` and its groups) and the two-source packing `cvt`
+//! (PTX ISA §9.7.14, §9.7.9.25, §9.7.9.21).
+//!
+//! A `wmma` instruction names up to 24 registers; it lowers to several IR instructions of at
+//! most [`MAX_SRCS`] sources each, over the same registers, so register allocation,
+//! liveness and context saves see every register the PTX names: `wmma.load`/`wmma.store`
+//! to one instruction per 4 registers, `wmma.mma` to two `mma.m16n8k16`
+//! ([`crate::matrix::wmma_layout`]).
+
+use ptx::ast::{self, OperandKind as K};
+
+use super::decode::{bad, count_error, full_name, operand_index, Mods};
+use super::typecheck::Rule;
+use super::{KernelLowerer, LowerError};
+use crate::ids::Reg;
+use crate::inst::{Inst, Op, Operand, Rounding, Space, Ty, MAX_SRCS};
+use crate::matrix::{self, Frag, MmaElem, MmaShape, WMMA_PART_REGS};
+
+/// Whether `opcode` with these modifiers is decoded here.
+pub(super) fn handles(i: &ast::Instruction) -> bool {
+    let first = i.modifiers.first().map(|m| m.value.as_str());
+    match i.opcode.value.as_str() {
+        "mma" | "wmma" | "ldmatrix" | "stmatrix" => true,
+        "cp" => first == Some("async"),
+        "cvt" => i
+            .modifiers
+            .iter()
+            .any(|m| m.value == "f16x2" || m.value == "bf16x2"),
+        _ => false,
+    }
+}
+
+const SHARED: &[(&str, Space)] = &[("shared", Space::Shared), ("shared::cta", Space::Shared)];
+
+impl KernelLowerer<'_> {
+    /// Decodes one of the instructions [`handles`] accepts into IR instructions.
+    pub(super) fn tensor(
+        &self,
+        i: &ast::Instruction,
+        m: &mut Mods,
+    ) -> Result<Vec<Inst>, LowerError> {
+        match i.opcode.value.as_str() {
+            "mma" => self.mma(i, m).map(|x| vec![x]),
+            "wmma" => self.wmma(i, m),
+            "ldmatrix" | "stmatrix" => self.ldmatrix(i, m).map(|x| vec![x]),
+            "cp" => self.cp_async(i, m).map(|x| vec![x]),
+            _ => self.cvt_pack(i, m).map(|x| vec![x]),
+        }
+    }
+
+    /// The registers of a `{...}` operand, each checked against `ty`.
+    fn reg_list(
+        &self,
+        i: &ast::Instruction,
+        o: &ast::Operand,
+        want: usize,
+        ty: Ty,
+        what: &'static str,
+    ) -> Result<Vec<Reg>, LowerError> {
+        let K::Vector(parts) = &o.kind else {
+            return Err(bad(i, what, o.span));
+        };
+        if parts.len() != want {
+            return Err(LowerError::OperandType {
+                inst: full_name(i),
+                index: operand_index(i, o.span),
+                operand: "{...}".into(),
+                found: format!("a list of {} registers", parts.len()),
+                expected: format!("{want} registers ({what})"),
+                span: o.span,
+            });
+        }
+        parts
+            .iter()
+            .map(|p| match self.src_as(i, p, ty, Rule::Exact)? {
+                Operand::Reg(r) => Ok(r),
+                _ => Err(bad(i, what, p.span)),
+            })
+            .collect()
+    }
+
+    fn mma(&self, i: &ast::Instruction, m: &mut Mods) -> Result<Inst, LowerError> {
+        if !(m.has("sync") && m.has("aligned")) {
+            return Err(m.missing("`.sync.aligned`"));
+        }
+        let shape = shape(i, m)?;
+        // Only row-major A and column-major B exist for these shapes (m8n8k4 f16 aside).
+        if !(m.has("row") && m.has("col")) {
+            return Err(m.missing("`.row.col` layouts"));
+        }
+        let [d, a, b, c] = elems::<4>(i, m)?;
+        let int = |e| matches!(e, MmaElem::S8 | MmaElem::U8);
+        // `.satfinite` is for integer accumulation; `.rn` is f64's only (and default) rounding.
+        let satfinite = int(a) && m.has("satfinite");
+        if a == MmaElem::F64 {
+            m.accept(&["rn"]);
+        }
+        let supported = matrix::mma_supported(shape, a, d)
+            && matrix::mma_supported(shape, a, c)
+            && (a == b || (int(a) && int(b)));
+        if !supported {
+            return Err(LowerError::UnsupportedInstruction {
+                name: format!(
+                    "{} (mma.{} with .{}.{}.{}.{}: supported are the Ampere/Hopper shapes and types)",
+                    full_name(i),
+                    shape.name(),
+                    d.name(),
+                    a.name(),
+                    b.name(),
+                    c.name()
+                ),
+                span: i.span,
+            });
+        }
+        let [od, oa, ob, oc] = i.operands.as_slice() else {
+            return Err(count_error(i, "4"));
+        };
+        let nd = matrix::frag_regs(shape, Frag::C, d) as usize;
+        let nc = matrix::frag_regs(shape, Frag::C, c) as usize;
+        let na = matrix::frag_regs(shape, Frag::A, a) as usize;
+        let nb = matrix::frag_regs(shape, Frag::B, b) as usize;
+        let dr = self.reg_list(i, od, nd, d.reg_ty(), "a `{...}` list of D registers")?;
+        let ar = self.reg_list(i, oa, na, a.reg_ty(), "a `{...}` list of A registers")?;
+        let br = self.reg_list(i, ob, nb, b.reg_ty(), "a `{...}` list of B registers")?;
+        let cr = self.reg_list(i, oc, nc, c.reg_ty(), "a `{...}` list of C registers")?;
+        let op = Op::Mma {
+            shape,
+            a,
+            b,
+            c,
+            d,
+            satfinite,
+        };
+        Ok(build(op, i, &dr, ar.iter().chain(&br).chain(&cr).copied()))
+    }
+
+    fn wmma(&self, i: &ast::Instruction, m: &mut Mods) -> Result<Vec<Inst>, LowerError> {
+        let kind = m
+            .one_of(&[("load", 0u8), ("store", 1), ("mma", 2)])
+            .ok_or_else(|| m.missing("`.load`, `.store` or `.mma`"))?;
+        let frag = match kind {
+            0 => Some(
+                m.one_of(&[("a", Frag::A), ("b", Frag::B), ("c", Frag::C)])
+                    .ok_or_else(|| m.missing("`.a`, `.b` or `.c`"))?,
+            ),
+            1 if m.has("d") => Some(Frag::C),
+            1 => return Err(m.missing("`.d`")),
+            _ => None,
+        };
+        if !(m.has("sync") && m.has("aligned")) {
+            return Err(m.missing("`.sync.aligned`"));
+        }
+        let layouts: Vec<bool> =
+            std::iter::from_fn(|| m.one_of(&[("row", true), ("col", false)])).collect();
+        let shape = shape(i, m)?;
+        if shape
+            != (MmaShape {
+                m: 16,
+                n: 16,
+                k: 16,
+            })
+        {
+            return Err(LowerError::UnsupportedInstruction {
+                name: format!("{} (wmma supports the m16n16k16 shape)", full_name(i)),
+                span: i.span,
+            });
+        }
+        if let Some(frag) = frag {
+            let [row_major] = layouts.as_slice() else {
+                return Err(m.missing("one layout, `.row` or `.col`"));
+            };
+            let space = m
+                .one_of(&[
+                    ("global", Space::Global),
+                    ("shared", Space::Shared),
+                    ("shared::cta", Space::Shared),
+                ])
+                .unwrap_or(Space::Generic);
+            let [elem] = elems::<1>(i, m)?;
+            let ok = match frag {
+                Frag::A | Frag::B => matches!(elem, MmaElem::F16 | MmaElem::Bf16),
+                Frag::C => matches!(elem, MmaElem::F16 | MmaElem::F32),
+            };
+            if !ok {
+                return Err(LowerError::UnsupportedInstruction {
+                    name: format!(
+                        "{} (wmma fragments are .f16/.bf16 for A and B, .f16/.f32 for C and D)",
+                        full_name(i)
+                    ),
+                    span: i.span,
+                });
+            }
+            let (regs_op, addr_op, stride_op) = match (kind, i.operands.as_slice()) {
+                (0, [r, a]) => (r, a, None),
+                (0, [r, a, s]) => (r, a, Some(s)),
+                (1, [a, r]) => (r, a, None),
+                (1, [a, r, s]) => (r, a, Some(s)),
+                _ => return Err(count_error(i, "2 or 3")),
+            };
+            let n = matrix::wmma_regs(frag, elem) as usize;
+            let regs =
+                self.reg_list(i, regs_op, n, elem.reg_ty(), "a `{...}` list of registers")?;
+            let (space, base, offset) =
+                self.address(i, addr_op, Some(space).filter(|s| *s != Space::Generic))?;
+            // The leading dimension in elements; without it, the tile is dense (16).
+            let stride = match stride_op {
+                Some(s) => self.src(i, s, Ty::U32)?,
+                None => Operand::Imm(16),
+            };
+            let part_regs = WMMA_PART_REGS as usize;
+            return Ok(regs
+                .chunks(part_regs)
+                .enumerate()
+                .map(|(part, chunk)| {
+                    let part = part as u8;
+                    if kind == 0 {
+                        let op = Op::WmmaLoad {
+                            frag,
+                            elem,
+                            row_major: *row_major,
+                            space,
+                            offset,
+                            part,
+                        };
+                        let mut inst = build(op, i, chunk, [].into_iter());
+                        inst.srcs[..2].copy_from_slice(&[base, stride]);
+                        inst.n_srcs = 2;
+                        inst
+                    } else {
+                        let op = Op::WmmaStore {
+                            elem,
+                            row_major: *row_major,
+                            space,
+                            offset,
+                            part,
+                        };
+                        let mut inst = build(op, i, &[], chunk.iter().copied());
+                        inst.srcs.copy_within(0..chunk.len(), 2);
+                        inst.srcs[..2].copy_from_slice(&[base, stride]);
+                        inst.n_srcs += 2;
+                        inst
+                    }
+                })
+                .collect());
+        }
+        // wmma.mma.sync.aligned.alayout.blayout.shape.dtype{.atype.btype}.ctype{.satfinite}
+        if layouts.len() != 2 {
+            return Err(m.missing("the layouts of A and B, such as `.row.col`"));
+        }
+        let (d, ab, c) = match elems_any(m).as_slice() {
+            [d, c] => (*d, MmaElem::F16, *c),
+            [d, a, b, c] if a == b => (*d, *a, *c),
+            _ => return Err(m.missing("the types `.dtype.ctype` or `.dtype.atype.btype.ctype`")),
+        };
+        let s = MmaShape::M16N8K16;
+        if !(matrix::mma_supported(s, ab, d) && matrix::mma_supported(s, ab, c)) {
+            return Err(LowerError::UnsupportedInstruction {
+                name: format!(
+                    "{} (wmma.mma of .{} into .{})",
+                    full_name(i),
+                    ab.name(),
+                    d.name()
+                ),
+                span: i.span,
+            });
+        }
+        let [od, oa, ob, oc] = i.operands.as_slice() else {
+            return Err(count_error(i, "4"));
+        };
+        let dr = self.reg_list(
+            i,
+            od,
+            matrix::wmma_regs(Frag::C, d) as usize,
+            d.reg_ty(),
+            "a `{...}` list of D registers",
+        )?;
+        let ar = self.reg_list(
+            i,
+            oa,
+            matrix::wmma_regs(Frag::A, ab) as usize,
+            ab.reg_ty(),
+            "a `{...}` list of A registers",
+        )?;
+        let br = self.reg_list(
+            i,
+            ob,
+            matrix::wmma_regs(Frag::B, ab) as usize,
+            ab.reg_ty(),
+            "a `{...}` list of B registers",
+        )?;
+        let cr = self.reg_list(
+            i,
+            oc,
+            matrix::wmma_regs(Frag::C, c) as usize,
+            c.reg_ty(),
+            "a `{...}` list of C registers",
+        )?;
+        let (hd, hc) = (dr.len() / 2, cr.len() / 2);
+        let op = Op::Mma {
+            shape: s,
+            a: ab,
+            b: ab,
+            c,
+            d,
+            satfinite: false,
+        };
+        // Columns 0–7, then 8–15: A's first four registers, two B registers per half.
+        let half = |h: usize| {
+            let srcs = ar[..4]
+                .iter()
+                .chain(&br[2 * h..2 * h + 2])
+                .chain(&cr[h * hc..(h + 1) * hc]);
+            build(op, i, &dr[h * hd..(h + 1) * hd], srcs.copied())
+        };
+        let (first, second) = (half(0), half(1));
+        // The second half reads its sources after the first has written: a destination of
+        // the first half that the second reads would change its input.
+        if first.defs().any(|r| second.uses().any(|u| u == r)) {
+            return Err(bad(
+                i,
+                "destination registers distinct from the sources of the other 8 columns",
+                i.span,
+            ));
+        }
+        Ok(vec![first, second])
+    }
+
+    fn ldmatrix(&self, i: &ast::Instruction, m: &mut Mods) -> Result<Inst, LowerError> {
+        let store = i.opcode.value == "stmatrix";
+        if !(m.has("sync") && m.has("aligned")) {
+            return Err(m.missing("`.sync.aligned`"));
+        }
+        if !m.has("m8n8") {
+            return Err(LowerError::UnsupportedInstruction {
+                name: format!(
+                    "{} (the m8n8 shape with .b16 elements is supported)",
+                    full_name(i)
+                ),
+                span: i.span,
+            });
+        }
+        let count = m
+            .one_of(&[("x1", 1u8), ("x2", 2), ("x4", 4)])
+            .ok_or_else(|| m.missing("`.x1`, `.x2` or `.x4`"))?;
+        let trans = m.has("trans");
+        let space = m.one_of(SHARED);
+        m.need_ty(&[Ty::B16])?;
+        let (addr_op, regs_op) = match (store, i.operands.as_slice()) {
+            (false, [r, a]) => (a, r),
+            (true, [a, r]) => (a, r),
+            _ => return Err(count_error(i, "2")),
+        };
+        let regs = self
+            .reg_list(
+                i,
+                regs_op,
+                count as usize,
+                Ty::B32,
+                "a `{...}` list of registers",
+            )
+            .or_else(|e| match (&regs_op.kind, count) {
+                // One matrix may name its register without braces.
+                (K::Ident { .. }, 1) => match self.src(i, regs_op, Ty::B32)? {
+                    Operand::Reg(r) => Ok(vec![r]),
+                    _ => Err(e),
+                },
+                _ => Err(e),
+            })?;
+        let (space, base, offset) = self.address(i, addr_op, space)?;
+        let mut inst = if store {
+            let op = Op::Stmatrix {
+                count,
+                trans,
+                space,
+                offset,
+            };
+            let mut inst = build(op, i, &[], regs.iter().copied());
+            inst.srcs.copy_within(0..regs.len(), 1);
+            inst.n_srcs += 1;
+            inst
+        } else {
+            let op = Op::Ldmatrix {
+                count,
+                trans,
+                space,
+                offset,
+            };
+            let mut inst = build(op, i, &regs, [].into_iter());
+            inst.n_srcs = 1;
+            inst
+        };
+        inst.srcs[0] = base;
+        Ok(inst)
+    }
+
+    fn cp_async(&self, i: &ast::Instruction, m: &mut Mods) -> Result<Inst, LowerError> {
+        m.has("async");
+        if m.has("commit_group") {
+            if !i.operands.is_empty() {
+                return Err(count_error(i, "0"));
+            }
+            return Ok(Inst::new(Op::CpAsyncCommit, i.span));
+        }
+        if m.has("wait_all") {
+            if !i.operands.is_empty() {
+                return Err(count_error(i, "0"));
+            }
+            return Ok(Inst::new(
+                Op::CpAsyncWait {
+                    groups: 0,
+                    all: true,
+                },
+                i.span,
+            ));
+        }
+        if m.has("wait_group") {
+            let [n] = i.operands.as_slice() else {
+                return Err(count_error(i, "1"));
+            };
+            let K::Int(v) = n.kind else {
+                return Err(bad(i, "an integer constant number of groups", n.span));
+            };
+            let groups =
+                u8::try_from(v).map_err(|_| bad(i, "a number of groups in 0..=255", n.span))?;
+            return Ok(Inst::new(Op::CpAsyncWait { groups, all: false }, i.span));
+        }
+        let bypass_l1 = m.one_of(&[("ca", false), ("cg", true)]).ok_or_else(|| {
+            if m_has_any(i, &["mbarrier", "bulk"]) {
+                LowerError::UnsupportedInstruction {
+                    name: full_name(i),
+                    span: i.span,
+                }
+            } else {
+                m.missing("`.ca` or `.cg`")
+            }
+        })?;
+        if m.one_of(SHARED).is_none() || !m.has("global") {
+            return Err(m.missing("`.shared.global`"));
+        }
+        m.accept(&["L2::64B", "L2::128B", "L2::256B"]);
+        let cache_hint = m.has("L2::cache_hint");
+        let mut ops: Vec<&ast::Operand> = i.operands.iter().collect();
+        if cache_hint {
+            // The policy register is read (so it must exist) and otherwise ignored.
+            let policy = ops.pop().ok_or_else(|| count_error(i, "4 or 5"))?;
+            self.src(i, policy, Ty::B64)?;
+        }
+        let (dst, src, size, extra) = match ops.as_slice() {
+            [d, s, n] => (*d, *s, *n, None),
+            [d, s, n, e] => (*d, *s, *n, Some(*e)),
+            _ => return Err(count_error(i, "3 or 4")),
+        };
+        let bytes = match size.kind {
+            K::Int(4) => 4u8,
+            K::Int(8) => 8,
+            K::Int(16) => 16,
+            _ => return Err(bad(i, "a copy size of 4, 8 or 16 bytes", size.span)),
+        };
+        if bypass_l1 && bytes != 16 {
+            return Err(bad(i, "a copy size of 16 bytes for `.cg`", size.span));
+        }
+        let (_, dbase, dst_offset) = self.address(i, dst, Some(Space::Shared))?;
+        let (_, sbase, src_offset) = self.address(i, src, Some(Space::Global))?;
+        let mut inst = Inst::new(Op::Nop, i.span);
+        inst.srcs[0] = dbase;
+        inst.srcs[1] = sbase;
+        inst.n_srcs = 2;
+        let (mut src_size, mut ignore_src) = (false, false);
+        if let Some(e) = extra {
+            // The fourth operand is a predicate (`ignore-src`) or the bytes to read.
+            let pred = matches!(&e.kind, K::Ident { name, .. }
+                if matches!(self.lookup(name), Some(super::Sym::Reg(r)) if self.regs[r].ty == Ty::Pred));
+            inst.srcs[2] = if pred {
+                ignore_src = true;
+                self.src(i, e, Ty::Pred)?
+            } else {
+                src_size = true;
+                self.src(i, e, Ty::U32)?
+            };
+            inst.n_srcs = 3;
+        }
+        inst.op = Op::CpAsync {
+            bytes,
+            bypass_l1,
+            dst_offset,
+            src_offset,
+            src_size,
+            ignore_src,
+        };
+        Ok(inst)
+    }
+
+    fn cvt_pack(&self, i: &ast::Instruction, m: &mut Mods) -> Result<Inst, LowerError> {
+        let rounding = m
+            .one_of(&[
+                ("rn", Rounding::Nearest),
+                ("rz", Rounding::Zero),
+                ("rm", Rounding::Down),
+                ("rp", Rounding::Up),
+            ])
+            .ok_or_else(|| m.missing("a rounding modifier such as `.rn`"))?;
+        let relu = m.has("relu");
+        let satfinite = m.has("satfinite");
+        let dty = m.need_ty(&[Ty::F16x2, Ty::Bf16x2])?;
+        m.need_ty(&[Ty::F32])?;
+        let [d, a, b] = i.operands.as_slice() else {
+            return Err(count_error(i, "3"));
+        };
+        let mut inst = Inst::new(
+            Op::CvtPack {
+                dty,
+                rounding,
+                relu,
+                satfinite,
+            },
+            i.span,
+        );
+        inst.dsts[0] = self.dst(i, d, Ty::B32, Rule::Exact)?;
+        inst.n_dsts = 1;
+        inst.srcs[0] = self.src(i, a, Ty::F32)?;
+        inst.srcs[1] = self.src(i, b, Ty::F32)?;
+        inst.n_srcs = 2;
+        Ok(inst)
+    }
+}
+
+/// An instruction with destinations `dsts` and register sources `srcs`.
+fn build(op: Op, i: &ast::Instruction, dsts: &[Reg], srcs: impl Iterator<Item = Reg>) -> Inst {
+    let mut inst = Inst::new(op, i.span);
+    for (k, &r) in dsts.iter().enumerate() {
+        inst.dsts[k] = Some(r);
+    }
+    inst.n_dsts = dsts.len() as u8;
+    let mut n = 0;
+    for r in srcs {
+        debug_assert!(n < MAX_SRCS);
+        inst.srcs[n] = Operand::Reg(r);
+        n += 1;
+    }
+    inst.n_srcs = n as u8;
+    inst
+}
+
+/// The shape modifier (`.m16n8k16`).
+fn shape(i: &ast::Instruction, m: &mut Mods) -> Result<MmaShape, LowerError> {
+    let found = i
+        .modifiers
+        .iter()
+        .find_map(|x| MmaShape::from_name(&x.value).map(|s| (s, x.value.clone())));
+    let Some((s, name)) = found else {
+        return Err(m.missing("a shape such as `.m16n8k16`"));
+    };
+    m.accept(&[name.as_str()]);
+    Ok(s)
+}
+
+/// The element-type modifiers, in order.
+fn elems_any(m: &mut Mods) -> Vec<MmaElem> {
+    let names = ["f16", "bf16", "tf32", "f32", "f64", "s8", "u8", "s32"];
+    let table: Vec<(&str, MmaElem)> = names
+        .iter()
+        .map(|n| (*n, MmaElem::from_name(n).expect("listed")))
+        .collect();
+    let mut out = Vec::new();
+    while let Some(e) = m.one_of(&table) {
+        out.push(e);
+    }
+    out
+}
+
+/// Exactly `N` element-type modifiers.
+fn elems<const N: usize>(i: &ast::Instruction, m: &mut Mods) -> Result<[MmaElem; N], LowerError> {
+    let found = elems_any(m);
+    <[MmaElem; N]>::try_from(found).map_err(|found| LowerError::UnsupportedInstruction {
+        name: format!(
+            "{} ({} element types where {N} are expected, or an unsupported type)",
+            full_name(i),
+            found.len()
+        ),
+        span: i.span,
+    })
+}
+
+fn m_has_any(i: &ast::Instruction, names: &[&str]) -> bool {
+    i.modifiers
+        .iter()
+        .any(|m| names.contains(&m.value.as_str()))
+}
