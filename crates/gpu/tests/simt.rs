@@ -532,3 +532,47 @@ DONE:"#,
         );
     }
 }
+
+/// Disjoint groups of lanes may run `redux`, `match` and `vote` at once, each lane naming its
+/// own group in the member mask: each result covers that lane's group only.
+#[test]
+fn sync_instructions_use_each_lanes_own_member_mask() {
+    // Group g = tid / 8, mask 0xff << 8g.
+    let group = r#"
+    shr.u32 %r4, %r1, 3;
+    shl.b32 %r5, %r4, 3;
+    shl.b32 %r6, 255, %r5;"#;
+    let redux = run_both(
+        &format!("{group}\n    redux.sync.add.u32 %r7, %r1, %r6;\n    st.global.u32 [%rd0], %r7;"),
+        1,
+        32,
+    );
+    // 8g + (8g + 1) + ... + (8g + 7) = 64g + 28.
+    let want: Vec<u32> = (0..32).map(|t| 64 * (t / 8) + 28).collect();
+    assert_eq!(redux, want);
+    let ballot = run_both(
+        &format!(
+            "{group}\n    and.b32 %r8, %r1, 1;\n    setp.ne.u32 %p1, %r8, 0;\n    vote.sync.ballot.b32 %r7, %p1, %r6;\n    st.global.u32 [%rd0], %r7;"
+        ),
+        1,
+        32,
+    );
+    let want: Vec<u32> = (0..32).map(|t| 0xaa << (8 * (t / 8))).collect();
+    assert_eq!(ballot, want);
+    // Lanes of a group holding the same tid % 3.
+    let matched = run_both(
+        &format!(
+            "{group}\n    rem.u32 %r8, %r1, 3;\n    match.any.sync.b32 %r7, %r8, %r6;\n    st.global.u32 [%rd0], %r7;"
+        ),
+        1,
+        32,
+    );
+    let want: Vec<u32> = (0..32u32)
+        .map(|t| {
+            (0..32u32)
+                .filter(|&k| k / 8 == t / 8 && k % 3 == t % 3)
+                .fold(0, |m, k| m | 1 << k)
+        })
+        .collect();
+    assert_eq!(matched, want);
+}

@@ -459,6 +459,12 @@ impl Exec<'_, '_, '_> {
         }
     }
 
+    /// A `.sync` instruction's member mask as lane `lane` gives it.
+    #[inline]
+    fn member_mask(&self, op: Operand, lane: usize) -> u32 {
+        self.read(op, lane) as u32
+    }
+
     #[inline]
     fn write(&mut self, k: usize, lane: usize, v: u64) {
         if let Some(r) = self.inst.dsts[k] {
@@ -899,56 +905,68 @@ impl Exec<'_, '_, '_> {
                 }
             }
             Op::Vote { mode } => {
-                let member = self.read(s[1], exec.trailing_zeros().min(31) as usize) as u32;
-                let part = exec & member;
+                // Each lane votes with the lanes of its own member mask (disjoint groups may
+                // vote at once, each naming its own lanes).
                 let mut ballot = 0u32;
-                for l in lanes(part) {
+                for l in lanes(exec) {
                     if self.read(s[0], l) != 0 {
                         ballot |= 1 << l;
                     }
                 }
-                let v = match mode {
-                    VoteMode::Ballot => ballot as u64,
-                    VoteMode::All => (ballot == part) as u64,
-                    VoteMode::Any => (ballot != 0) as u64,
-                    VoteMode::Uni => (ballot == 0 || ballot == part) as u64,
-                };
+                let mut values = [0u64; WARP_SIZE];
                 for l in lanes(exec) {
-                    self.write(0, l, v);
+                    let part = exec & self.member_mask(s[1], l);
+                    let mine = ballot & part;
+                    values[l] = match mode {
+                        VoteMode::Ballot => mine as u64,
+                        VoteMode::All => (mine == part) as u64,
+                        VoteMode::Any => (mine != 0) as u64,
+                        VoteMode::Uni => (mine == 0 || mine == part) as u64,
+                    };
+                }
+                for l in lanes(exec) {
+                    self.write(0, l, values[l]);
                 }
             }
             Op::Shfl { mode } => self.shfl(exec, mode),
             Op::Redux { op, ty } => {
-                let member = self.read(s[1], exec.trailing_zeros().min(31) as usize) as u32;
-                let part = exec & member;
-                let values = lanes(part).map(|l| self.read(s[0], l) as u32);
-                let signed = ty == Ty::S32;
-                let v = values
-                    .reduce(|x, y| match op {
-                        ReduxOp::Add => x.wrapping_add(y),
-                        ReduxOp::Min if signed => (x as i32).min(y as i32) as u32,
-                        ReduxOp::Max if signed => (x as i32).max(y as i32) as u32,
-                        ReduxOp::Min => x.min(y),
-                        ReduxOp::Max => x.max(y),
-                        ReduxOp::And => x & y,
-                        ReduxOp::Or => x | y,
-                        ReduxOp::Xor => x ^ y,
-                    })
-                    .unwrap_or(0);
+                // Each lane reduces over the lanes of its own member mask.
+                let mut value = [0u32; WARP_SIZE];
                 for l in lanes(exec) {
-                    self.write(0, l, u64::from(v));
+                    value[l] = self.read(s[0], l) as u32;
+                }
+                let signed = ty == Ty::S32;
+                let mut out = [0u32; WARP_SIZE];
+                for l in lanes(exec) {
+                    let part = exec & self.member_mask(s[1], l);
+                    out[l] = lanes(part)
+                        .map(|k| value[k])
+                        .reduce(|x, y| match op {
+                            ReduxOp::Add => x.wrapping_add(y),
+                            ReduxOp::Min if signed => (x as i32).min(y as i32) as u32,
+                            ReduxOp::Max if signed => (x as i32).max(y as i32) as u32,
+                            ReduxOp::Min => x.min(y),
+                            ReduxOp::Max => x.max(y),
+                            ReduxOp::And => x & y,
+                            ReduxOp::Or => x | y,
+                            ReduxOp::Xor => x ^ y,
+                        })
+                        .unwrap_or(0);
+                }
+                for l in lanes(exec) {
+                    self.write(0, l, u64::from(out[l]));
                 }
             }
             Op::Match { all, ty } => {
-                let member = self.read(s[1], exec.trailing_zeros().min(31) as usize) as u32;
-                let part = exec & member;
+                // Each lane matches among the lanes of its own member mask.
                 let mut value = [0u64; WARP_SIZE];
-                for l in lanes(part) {
+                for l in lanes(exec) {
                     value[l] = self.read(s[0], l) & ty.mask();
                 }
-                let first = value[part.trailing_zeros().min(31) as usize];
-                let same = lanes(part).all(|l| value[l] == first);
+                let mut out = [(0u32, false); WARP_SIZE];
                 for l in lanes(exec) {
+                    let part = exec & self.member_mask(s[1], l);
+                    let same = lanes(part).all(|k| value[k] == value[l]);
                     let d = if all {
                         if same {
                             part
@@ -960,9 +978,12 @@ impl Exec<'_, '_, '_> {
                             .filter(|&k| value[k] == value[l])
                             .fold(0u32, |m, k| m | 1 << k)
                     };
-                    self.write(0, l, u64::from(d));
+                    out[l] = (d, same);
+                }
+                for l in lanes(exec) {
+                    self.write(0, l, u64::from(out[l].0));
                     if inst.n_dsts > 1 {
-                        self.write(1, l, u64::from(same));
+                        self.write(1, l, u64::from(out[l].1));
                     }
                 }
             }
