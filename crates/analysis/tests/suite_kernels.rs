@@ -299,7 +299,11 @@ fn idempotence_orders_strict_relaxed_and_restrict() {
             assert!(
                 matches!(
                     k.insts[b].op,
-                    Op::St { .. } | Op::Atom { .. } | Op::Red { .. }
+                    Op::St { .. }
+                        | Op::Atom { .. }
+                        | Op::Red { .. }
+                        | Op::WmmaStore { .. }
+                        | Op::Stmatrix { .. }
                 ),
                 "{name} {b}"
             );

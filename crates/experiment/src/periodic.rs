@@ -71,9 +71,15 @@ impl PeriodicConfig {
     /// The paper's setting on `gpu`: every suite kernel, large inputs, a signal every
     /// 10,000 cycles, the default mechanisms.
     pub fn paper(gpu: GpuConfig) -> PeriodicConfig {
+        let tensor_cores = gpu.pipeline.tensor.is_some();
         PeriodicConfig {
             gpu,
-            kernels: suite::all().to_vec(),
+            // Every suite kernel the GPU can run (tensor-core kernels need tensor cores).
+            kernels: suite::all()
+                .iter()
+                .copied()
+                .filter(|k| !k.needs_tensor_cores() || tensor_cores)
+                .collect(),
             size: Size::Large,
             target: None,
             seed: 1,

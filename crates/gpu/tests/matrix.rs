@@ -644,3 +644,150 @@ fn cvt_packs_two_floats() {
     // bf16: 1.0 = 0x3f80, 3.0 = 0x4040.
     assert_eq!(one("rn.bf16x2", 1.0, 3.0), 0x3f80_4040);
 }
+
+/// A one-warp kernel running `body` `n` times (the loop counter in `%r39`, counted before
+/// the body so that the loop's own instructions overlap it); the cycles it takes timed on
+/// `preset`, or the launch's error.
+fn timed_loop(body: &str, n: u32, preset: &str) -> Result<u64, gpu::GpuError> {
+    let ptx = format!(
+        r#".version 8.0
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 out, .param .u64 in)
+{{
+    .reg .b32 %r<40>;
+    .reg .f32 %f<40>;
+    .reg .f64 %fd<8>;
+    .reg .b64 %rd<8>;
+    .reg .pred %p<2>;
+    .shared .align 16 .b8 buf[4096];
+    ld.param.u64 %rd1, [out];
+    cvta.to.global.u64 %rd1, %rd1;
+    ld.param.u64 %rd2, [in];
+    cvta.to.global.u64 %rd2, %rd2;
+    mov.u32 %r1, %laneid;
+    mov.u32 %r39, 0;
+L:
+    add.u32 %r38, %r39, 1;
+    setp.lt.u32 %p1, %r38, {n};
+{body}
+    mov.u32 %r39, %r38;
+    @%p1 bra L;
+    st.global.f32 [%rd1], %f0;
+    ret;
+}}
+"#
+    );
+    let timing = gpu::timing::TimedGpu::new(gpu::config::GpuConfig::preset(preset).unwrap());
+    let mut gpu = Gpu::timed(timing).unwrap();
+    let m = gpu
+        .load_ptx("t.ptx", &ptx)
+        .unwrap_or_else(|e| panic!("{e}\n{ptx}"));
+    let out = gpu.alloc(64);
+    let inp = gpu.alloc(1 << 20);
+    let args = [KernelArg::Ptr(out), KernelArg::Ptr(inp)];
+    gpu.launch_timed(m, "k", [1, 1, 1], [32, 1, 1], 0, &args, &mut |_| {})
+        .map(|s| s.cycles)
+}
+
+const MMA_CHAIN: &str = "    mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%f0, %f1, %f2, %f3}, {%r2, %r3, %r4, %r5}, {%r6, %r7}, {%f0, %f1, %f2, %f3};\n";
+
+/// On a GPU without tensor cores (GTX480), or whose tensor cores lack the type (V100 and
+/// bf16), an `mma` is an error naming the instruction, its line and the GPU.
+#[test]
+fn mma_needs_tensor_cores_for_its_types() {
+    let e = timed_loop(MMA_CHAIN, 1, "gtx480").unwrap_err().to_string();
+    assert!(
+        e.contains("mma.sync")
+            && e.contains("no tensor cores")
+            && e.contains("gtx480")
+            && e.contains("t.ptx:"),
+        "{e}"
+    );
+    let bf16 = MMA_CHAIN.replace(".f16.f16", ".bf16.bf16");
+    let e = timed_loop(&bf16, 1, "v100").unwrap_err().to_string();
+    assert!(e.contains(".bf16") && e.contains("v100"), "{e}");
+    assert!(timed_loop(&bf16, 1, "a100").is_ok());
+}
+
+/// The tensor core's timing (configs/a100.toml: 256 multiply-adds per cycle, latency 16): a
+/// chain of dependent m16n8k16 (2,048 multiply-adds each) takes 8 + 16 cycles per `mma`;
+/// eight independent chains keep the unit busy, one `mma` per 8 cycles.
+#[test]
+fn tensor_core_latency_and_throughput_follow_the_preset() {
+    let per = |body: &str| {
+        let long = timed_loop(body, 64, "a100").unwrap();
+        let short = timed_loop(body, 32, "a100").unwrap();
+        (long - short) as f64 / 32.0
+    };
+    let dependent = per(MMA_CHAIN);
+    assert!(
+        (dependent - 24.0).abs() <= 2.0,
+        "{dependent} cycles per dependent mma"
+    );
+    let independent: String = (0..8)
+        .map(|c| {
+            MMA_CHAIN.replace(
+                "{%f0, %f1, %f2, %f3}",
+                &format!(
+                    "{{%f{0}, %f{1}, %f{2}, %f{3}}}",
+                    4 * c,
+                    4 * c + 1,
+                    4 * c + 2,
+                    4 * c + 3
+                ),
+            )
+        })
+        .collect();
+    // 64 cycles of tensor-core work per iteration; in-order issue adds the branch, the
+    // refetch after it and the counter's dependent compare (a few cycles) on top.
+    let eight = per(&independent);
+    assert!(
+        (64.0..=72.0).contains(&eight),
+        "{eight} cycles per 8 independent mma"
+    );
+    // H100's tensor core is twice as fast (512 per cycle): 4 + 16 per dependent mma.
+    let long = timed_loop(MMA_CHAIN, 64, "h100").unwrap();
+    let short = timed_loop(MMA_CHAIN, 32, "h100").unwrap();
+    let h100 = (long - short) as f64 / 32.0;
+    assert!(
+        (h100 - 20.0).abs() <= 2.0,
+        "{h100} cycles per dependent mma on h100"
+    );
+}
+
+/// `cp.async.wait_group` waits for the copies of its groups: a warp that waits for each copy
+/// takes about a global-memory round trip per iteration; one that waits only for the group
+/// before the last (`wait_group 1`), with one new group per iteration, overlaps the copies.
+#[test]
+fn cp_async_wait_group_waits_for_its_groups() {
+    // Each iteration copies a fresh 16-byte chunk per lane (a cold line: DRAM latency).
+    let copy = |wait: u32| {
+        format!(
+            r#"    shl.b32 %r2, %r39, 9;
+    shl.b32 %r3, %r1, 4;
+    add.u32 %r2, %r2, %r3;
+    cvt.u64.u32 %rd3, %r2;
+    add.s64 %rd4, %rd2, %rd3;
+    and.b32 %r4, %r2, 4095;
+    mov.u32 %r5, buf;
+    add.u32 %r5, %r5, %r4;
+    cp.async.cg.shared.global [%r5], [%rd4], 16;
+    cp.async.commit_group;
+    cp.async.wait_group {wait};
+"#
+        )
+    };
+    let per = |body: &str| {
+        let long = timed_loop(body, 48, "a100").unwrap();
+        let short = timed_loop(body, 16, "a100").unwrap();
+        (long - short) as f64 / 32.0
+    };
+    let each = per(&copy(0));
+    let overlapped = per(&copy(1));
+    let no_wait = per(&copy(8));
+    // A100: an unloaded DRAM read is about 480 core cycles (configs/a100.toml).
+    assert!(each > 300.0, "{each} cycles per waited copy");
+    assert!(overlapped < each * 0.6, "{overlapped} vs {each}");
+    assert!(no_wait < overlapped, "{no_wait} vs {overlapped}");
+}

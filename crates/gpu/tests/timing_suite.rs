@@ -1,17 +1,19 @@
-//! Suite kernels on the timed GTX480: every output verifies against the CPU reference and
+//! Suite kernels on the timed GTX480 (the A100 for the tensor-core kernels, which the
+//! GTX480 cannot run): every output verifies against the CPU reference and
 //! the final device memory is bit-identical to the functional run's; two timed runs give the
 //! same statistics, byte for byte.
 
 mod timing_common;
 
 use gpu::config::SchedulerPolicy;
-use suite::{Size, Target};
+use suite::Size;
 use timing_common::{Device, Engine};
 
 fn run(name: &str, engine: Engine) -> Device {
     let k = suite::by_name(name).unwrap_or_else(|| panic!("no suite kernel {name}"));
-    let file = format!("{name}.sm_70.ptx");
-    let mut d = Device::new(&file, k.ptx(Target::Sm70).unwrap(), engine);
+    let target = k.default_target();
+    let file = format!("{name}.{}.ptx", target.name());
+    let mut d = Device::new(&file, k.ptx(target).unwrap(), engine);
     let v = k
         .run(&mut d, Size::Small, 1)
         .unwrap_or_else(|e| panic!("{name}: {e}"));
@@ -66,7 +68,8 @@ fn timed_runs_verify_and_match_functional_memory() {
     let mut bad = Vec::new();
     for k in suite::all() {
         let name = k.name();
-        if std::panic::catch_unwind(|| check(name, Engine::gtx480())).is_err() {
+        let engine = Engine::for_kernel(*k);
+        if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check(name, engine))).is_err() {
             bad.push(name);
         }
     }

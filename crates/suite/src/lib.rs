@@ -167,6 +167,11 @@ pub trait Kernel: Sync {
     fn default_target(&self) -> Target {
         self.sources()[0].0
     }
+    /// Whether the kernel runs on tensor cores (`mma`/`wmma`): a timed GPU without them
+    /// (before Volta) cannot run it.
+    fn needs_tensor_cores(&self) -> bool {
+        false
+    }
     /// What the kernel exercises: `["2-D TB", "barrier in loop", "memory-bound"]`.
     fn traits(&self) -> &'static [&'static str];
     fn stress(&self) -> Stress;

@@ -327,7 +327,23 @@ pub(crate) fn run(args: RunArgs) -> Outcome {
     let mut rows = Vec::new();
     let mut ok = true;
     let items: Vec<String> = if args.items.is_empty() {
-        args.target.default_kernels()
+        let mut all = args.target.default_kernels();
+        // A timed GPU without tensor cores cannot run the tensor-core kernels: the whole
+        // suite means every kernel it can run (one named explicitly is an error instead).
+        if let Some(t) = timed.as_ref().filter(|t| t.gpu.pipeline.tensor.is_none()) {
+            let (skip, keep): (Vec<String>, Vec<String>) = all
+                .into_iter()
+                .partition(|n| suite::by_name(n).is_some_and(|k| k.needs_tensor_cores()));
+            if !skip.is_empty() {
+                eprintln!(
+                    "note: skipping {} ({} has no tensor cores; try --gpu a100)",
+                    skip.join(", "),
+                    t.gpu.name
+                );
+            }
+            all = keep;
+        }
+        all
     } else {
         args.items.clone()
     };

@@ -19,7 +19,7 @@ use gpu::timing::{
 use kir::{InstId, Kernel};
 use preempt::{Cx, Mechanism, MechanismKind, Preempted, Switch, SwitchConfig};
 use sched::{Framework, SmState};
-use suite::{Size, Target};
+use suite::Size;
 use workload::scenario::{Process, Program};
 use workload::system::Injector;
 use workload::{Setup, System};
@@ -139,7 +139,13 @@ impl Injector for Every {
 fn live_saves_exactly_the_registers_the_analysis_calls_live() {
     let mut total = Tally::default();
     for &k in suite::all() {
-        let timing = TimedGpu::new(GpuConfig::preset("gtx480").unwrap());
+        // The GTX480 has no tensor cores; the tensor-core kernels switch on the A100.
+        let preset = if k.needs_tensor_cores() {
+            "a100"
+        } else {
+            "gtx480"
+        };
+        let timing = TimedGpu::new(GpuConfig::preset(preset).unwrap());
         let setup = Setup {
             host: timing.gpu.host.clone(),
             timing,
@@ -166,7 +172,7 @@ fn live_saves_exactly_the_registers_the_analysis_calls_live() {
                 kernel: k,
                 size: Size::Small,
                 seed: 1,
-                target: Target::Sm70,
+                target: k.default_target(),
             },
         };
         let mut every = Every {

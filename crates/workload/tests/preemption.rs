@@ -8,7 +8,7 @@ use gpu::config::GpuConfig;
 use gpu::timing::{Machine, SmId, TimedGpu};
 use preempt::{How, MechanismKind, Record};
 use sched::Framework;
-use suite::{Rng, Size, Target};
+use suite::{Rng, Size};
 use workload::scenario::{Process, Program};
 use workload::system::Injector;
 use workload::{RunRecord, Setup, System};
@@ -22,7 +22,7 @@ fn process(k: &'static dyn suite::Kernel) -> Process {
             kernel: k,
             size: Size::Small,
             seed: 1,
-            target: Target::Sm70,
+            target: k.default_target(),
         },
     }
 }
@@ -32,7 +32,13 @@ fn run(
     mechanism: MechanismKind,
     injector: Option<&mut dyn Injector>,
 ) -> RunRecord {
-    let timing = TimedGpu::new(GpuConfig::preset("gtx480").unwrap());
+    // The GTX480 has no tensor cores; the tensor-core kernels are preempted on the A100.
+    let preset = if k.needs_tensor_cores() {
+        "a100"
+    } else {
+        "gtx480"
+    };
+    let timing = TimedGpu::new(GpuConfig::preset(preset).unwrap());
     let mut setup = Setup {
         host: timing.gpu.host.clone(),
         timing,

@@ -56,6 +56,23 @@ fn result_bits(e: MmaElem, v: f64) -> u64 {
     }
 }
 
+/// The address of element (row, col) of a `wmma` tile at `base` with leading dimension
+/// `stride` (elements).
+pub(crate) fn wmma_element_addr(
+    base: u64,
+    stride: u64,
+    row_major: bool,
+    e: MmaElem,
+    (r, c): (u32, u32),
+) -> u64 {
+    let index = if row_major {
+        u64::from(r) * stride + u64::from(c)
+    } else {
+        u64::from(c) * stride + u64::from(r)
+    };
+    base.wrapping_add(index * u64::from(e.bits() / 8))
+}
+
 /// A matrix gathered from the fragments of the 32 lanes, row-major.
 struct Gathered {
     cols: u32,
@@ -179,9 +196,10 @@ impl Exec<'_, '_, '_> {
     /// allocation a destination may share a register with a source another lane (or a later
     /// element) still reads.
     fn write_all(&mut self, exec: u32, out: &[[u64; 4]; WARP_SIZE]) {
+        let n = self.inst.n_dsts as usize;
         for lane in lanes(exec) {
-            for k in 0..self.inst.n_dsts as usize {
-                self.write(k, lane, out[lane][k]);
+            for (k, &v) in out[lane].iter().enumerate().take(n) {
+                self.write(k, lane, v);
             }
         }
     }
@@ -199,12 +217,7 @@ impl Exec<'_, '_, '_> {
             .read(self.inst.srcs[0], lane)
             .wrapping_add(offset as i64 as u64);
         let stride = self.read(self.inst.srcs[1], lane) & 0xffff_ffff;
-        let index = if row_major {
-            u64::from(r) * stride + u64::from(c)
-        } else {
-            u64::from(c) * stride + u64::from(r)
-        };
-        base.wrapping_add(index * u64::from(e.bits() / 8))
+        wmma_element_addr(base, stride, row_major, e, (r, c))
     }
 
     /// One part of `wmma.load`: registers `4 part ..` of each lane's fragment.

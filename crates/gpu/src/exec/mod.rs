@@ -24,7 +24,7 @@ use ptx::SourceFile;
 use crate::alu;
 use crate::error::{ExecError, FaultReason};
 
-mod matrix;
+pub(crate) mod matrix;
 use crate::memory::{self, DeviceMemory, GlobalFault, Window};
 
 /// Lanes per warp. PTX fixes the warp size at 32 (`WARP_SZ`); masks are `u32`.

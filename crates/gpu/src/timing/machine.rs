@@ -308,11 +308,43 @@ impl Machine {
     /// its TBs. `ctx` is the launch as the host built it; its kernel is replaced by `timed`'s
     /// (the same kernel after register allocation, normally). Refused when not even one TB
     /// fits on an empty SM.
+    /// Every `mma` of the launch's kernel runs on this GPU's tensor cores (a GPU before Volta
+    /// has none, and each generation supports its own multiplicand types).
+    fn check_tensor_cores(&self, ctx: &LaunchCtx) -> Result<(), TimingError> {
+        for inst in ctx.kernel.insts.as_slice() {
+            let kir::Op::Mma { a, .. } = inst.op else {
+                continue;
+            };
+            let why = match &self.gpu.pipeline.tensor {
+                None => "it has no tensor cores (presets with them: v100, a100, h100)".to_string(),
+                Some(t) if t.timing(inst).is_none() => {
+                    format!("its tensor cores do not multiply .{} values", a.name())
+                }
+                Some(_) => continue,
+            };
+            return Err(TimingError::NoTensorCore {
+                kernel: ctx.kernel.name.clone(),
+                location: ctx.source.location(inst.span),
+                inst: ctx
+                    .source
+                    .text
+                    .get(inst.span.start as usize..inst.span.end as usize)
+                    .and_then(|t| t.split_whitespace().next())
+                    .unwrap_or("mma")
+                    .to_string(),
+                why,
+                gpu: self.gpu.name.clone(),
+            });
+        }
+        Ok(())
+    }
+
     pub fn submit(
         &mut self,
         mut ctx: LaunchCtx,
         timed: &TimedKernel,
     ) -> Result<LaunchId, TimingError> {
+        self.check_tensor_cores(&ctx)?;
         let (demand, occupancy, regs) = self.occupancy(&ctx, timed)?;
         ctx.kernel = timed.kernel.clone();
         ctx.num_sms = self.gpu.sm.count;

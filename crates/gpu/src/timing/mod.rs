@@ -166,6 +166,16 @@ pub enum TimingError {
         regs_per_thread: u32,
         smem: u32,
     },
+    /// The kernel has a tensor-core instruction the GPU's tensor cores do not execute (or the
+    /// GPU has none).
+    #[error("{location}: kernel `{kernel}` uses `{inst}`, which `{gpu}` cannot run: {why}")]
+    NoTensorCore {
+        kernel: String,
+        location: String,
+        inst: String,
+        why: String,
+        gpu: String,
+    },
     #[error("kernel `{kernel}` did not finish within {limit} cycles (an endless loop? raise the limit with --max-cycles)")]
     CycleLimit { kernel: String, limit: u64 },
     /// A control asked the machine for something it cannot do.

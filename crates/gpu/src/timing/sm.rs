@@ -91,8 +91,57 @@ pub(super) struct WarpSlot {
     /// Loads and atomics in flight (their destinations wait for them).
     outstanding: u32,
     /// Stores, reductions and loads without a destination in flight (nothing waits for them
-    /// but a stopping TB, which must see them acknowledged).
+    /// but a stopping TB, which must see them acknowledged), `cp.async` copies included.
     stores: u32,
+    /// `cp.async` copies in flight by group.
+    cp_async: CpAsyncGroups,
+}
+
+/// A warp's `cp.async` copies in flight, by group (PTX ISA §9.7.9.25.3): the copies issued
+/// since the last `cp.async.commit_group` form the open group; committing closes it.
+#[derive(Clone, Debug, Default)]
+pub(super) struct CpAsyncGroups {
+    /// The open group's id (ids grow by one per commit).
+    open: u64,
+    /// Copies in flight per group, oldest first (groups with none left are dropped).
+    in_flight: std::collections::VecDeque<(u64, u32)>,
+}
+
+impl CpAsyncGroups {
+    fn issued(&mut self) -> u64 {
+        match self.in_flight.back_mut() {
+            Some((g, n)) if *g == self.open => *n += 1,
+            _ => self.in_flight.push_back((self.open, 1)),
+        }
+        self.open
+    }
+
+    fn commit(&mut self) {
+        self.open += 1;
+    }
+
+    fn completed(&mut self, group: u64) {
+        if let Some(k) = self.in_flight.iter().position(|&(g, _)| g == group) {
+            self.in_flight[k].1 -= 1;
+            if self.in_flight[k].1 == 0 {
+                self.in_flight.remove(k);
+            }
+        }
+    }
+
+    /// Whether `cp.async.wait_group groups` (or `wait_all`) may complete: at most `groups`
+    /// committed groups still have copies in flight (and, for `wait_all`, none at all).
+    fn satisfied(&self, groups: u8, all: bool) -> bool {
+        if all {
+            return self.in_flight.is_empty();
+        }
+        let committed = self
+            .in_flight
+            .iter()
+            .filter(|&&(g, _)| g < self.open)
+            .count();
+        committed <= usize::from(groups)
+    }
 }
 
 /// What the issue stage reads of a warp slot every cycle, kept apart from the warp's
@@ -192,6 +241,8 @@ struct PendingAccess {
     parts: u32,
     /// The context transfer it belongs to ([`Transfer`]), if any.
     transfer: Option<u32>,
+    /// The warp's `cp.async` group it belongs to, if it is a `cp.async`.
+    cp_async: Option<u64>,
 }
 
 /// A context save or restore in flight on this SM: line-sized accesses at context priority
@@ -256,6 +307,9 @@ pub(super) struct LaunchCounters {
 /// scoreboard looks up (sources, then destinations).
 pub(super) struct Decoded {
     class: Vec<OpClass>,
+    /// Per instruction: the `(groups, all)` of a `cp.async.wait_group`/`wait_all` (empty
+    /// when the kernel has none).
+    cp_async_waits: Vec<Option<(u8, bool)>>,
     /// Per instruction: where its registers start in `regs`, how many there are, and how
     /// many of them are sources (they come first).
     spans: Vec<(u32, u32, u32)>,
@@ -265,7 +319,16 @@ pub(super) struct Decoded {
 impl Decoded {
     pub(super) fn of(kernel: &kir::Kernel) -> Decoded {
         let insts = kernel.insts.as_slice();
+        let waits = |i: &Inst| match i.op {
+            Op::CpAsyncWait { groups, all } => Some((groups, all)),
+            _ => None,
+        };
         let mut d = Decoded {
+            cp_async_waits: if insts.iter().any(|i| waits(i).is_some()) {
+                insts.iter().map(waits).collect()
+            } else {
+                Vec::new()
+            },
             class: Vec::with_capacity(insts.len()),
             spans: Vec::with_capacity(insts.len()),
             regs: Vec::new(),
@@ -279,6 +342,11 @@ impl Decoded {
             d.spans.push((start, d.regs.len() as u32 - start, uses));
         }
         d
+    }
+
+    /// The `(groups, all)` of instruction `pc` if it is a `cp.async` wait.
+    fn cp_async_wait(&self, pc: u32) -> Option<(u8, bool)> {
+        self.cp_async_waits.get(pc as usize).copied().flatten()
     }
 
     /// The registers instruction `pc` reads or writes.
@@ -360,6 +428,8 @@ pub(super) struct Sm {
     stopping: u32,
     scheds: Vec<AnyScheduler>,
     sp_free: Vec<u64>,
+    /// Per scheduler: the cycle its tensor core accepts the next `mma`.
+    tensor_free: Vec<u64>,
     sfu_free: u64,
     fetch: FetchUnit,
     banks: RegisterBanks,
@@ -418,6 +488,8 @@ pub(super) struct Sm {
     orders: Vec<Vec<u32>>,
     order_valid: Vec<bool>,
     addrs: [Option<u64>; WARP_SIZE],
+    /// Element addresses of a matrix load or store or a `cp.async` (see `plan_matrix_memory`).
+    matrix_addrs: Vec<Option<u64>>,
     lines: Vec<LineRequest>,
     pub stats: SmStats,
 }
@@ -456,6 +528,7 @@ impl Sm {
             stopping: 0,
             scheds: schedulers,
             sp_free: vec![0; n_sched],
+            tensor_free: vec![0; n_sched],
             sfu_free: 0,
             fetch: FetchUnit::new(&spec.fetch),
             banks: RegisterBanks::new(spec.register_banks),
@@ -492,6 +565,7 @@ impl Sm {
             orders: vec![Vec::with_capacity(n_warps); n_sched],
             order_valid: vec![false; n_sched],
             addrs: [None; WARP_SIZE],
+            matrix_addrs: Vec::new(),
             lines: Vec::with_capacity(64),
             stats: SmStats {
                 schedulers: vec![Default::default(); n_sched],
@@ -607,6 +681,7 @@ impl Sm {
                 ready_at: vec![0; regs],
                 outstanding: 0,
                 stores: 0,
+                cp_async: CpAsyncGroups::default(),
             }));
             self.hot[s as usize].age = self.next_age;
             self.next_age += 1;
@@ -777,6 +852,7 @@ impl Sm {
             waits: false,
             parts: 1,
             transfer: Some(t.id),
+            cp_async: None,
         };
         match self.free_pending.pop() {
             Some(i) => self.pending[i as usize] = Some(p),
@@ -1006,6 +1082,12 @@ impl Sm {
                 .expect("a warp with accesses in flight stays resident");
             if !waits {
                 w.stores -= 1;
+                if let Some(group) = p.cp_async {
+                    // A warp may be waiting for the group.
+                    w.cp_async.completed(group);
+                    self.refresh(&launches[launch.index()].decoded, slot as usize);
+                    self.sleep = None;
+                }
                 if self.stopping > 0 {
                     self.retire_due = true;
                 }
@@ -1215,6 +1297,7 @@ impl Sm {
         }
         let free = match h.class.unit() {
             Unit::Sp => self.sp_free[sched],
+            Unit::Tensor => self.tensor_free[sched],
             Unit::Sfu => self.sfu_free,
             Unit::LdSt if self.backlog.is_some() => MEM_PENDING,
             Unit::LdSt if self.ldst_refused_at == now => {
@@ -1270,6 +1353,12 @@ impl Sm {
             h.ready = h.ready.max(t);
             if t == MEM_PENDING {
                 break;
+            }
+        }
+        // `cp.async.wait_group` waits like a load for its groups' copies.
+        if let Some((groups, all)) = decoded.cp_async_wait(top.pc) {
+            if !w.cp_async.satisfied(groups, all) {
+                h.ready = MEM_PENDING;
             }
         }
     }
@@ -1411,7 +1500,18 @@ impl Sm {
         // Operand collection: reads that wait for a register bank delay the result.
         let decoded = &launch.decoded;
         let late = self.banks.read(decoded.sources(top.pc), now);
-        let timing = specs.pipeline.timing(class);
+        let timing = match (class, &specs.pipeline.tensor) {
+            // Loading checked that the tensor cores take the instruction's types.
+            (OpClass::Tensor, Some(t)) => t.timing(inst).unwrap_or(specs.pipeline.timing(class)),
+            _ => specs.pipeline.timing(class),
+        };
+        match inst.op {
+            Op::CpAsync { .. } if matches!(plan, MemPlan::System { .. }) => {
+                ws.cp_async.issued();
+            }
+            Op::CpAsyncCommit => ws.cp_async.commit(),
+            _ => {}
+        }
         let (ready, busy) = match plan {
             MemPlan::None => (
                 now + u64::from(timing.latency.max(1)) + late,
@@ -1433,6 +1533,7 @@ impl Sm {
         let until = now + u64::from(busy.max(1));
         match class.unit() {
             Unit::Sp => self.sp_free[sched] = until,
+            Unit::Tensor => self.tensor_free[sched] = until,
             Unit::Sfu => self.sfu_free = until,
             Unit::LdSt => self.ldst_free = until,
         }
@@ -1484,7 +1585,7 @@ impl Sm {
             | Op::Red {
                 space, ty, offset, ..
             } => (space, ty, 1, offset, AccessKind::Atomic),
-            _ => return Ok(MemPlan::None),
+            _ => return self.plan_matrix_memory(specs, memsys, a),
         };
         let bytes = ty.size() * u32::from(vec.max(1));
         let regs = &a.ws.warp.regs;
@@ -1546,11 +1647,34 @@ impl Sm {
                 None
             };
         }
+        self.offer_planned(specs, memsys, a, resolved, bytes, kind, retry, false)
+    }
+
+    /// The memory plan of an access whose addresses are in `self.addrs` (one per lane) or,
+    /// with `matrix`, in `self.matrix_addrs` (one per element): priced (shared, param) or
+    /// offered to the memory system.
+    #[allow(clippy::too_many_arguments)]
+    fn offer_planned(
+        &mut self,
+        specs: &Specs,
+        memsys: &mut MemorySystem,
+        a: &Access,
+        resolved: Space,
+        bytes: u32,
+        kind: AccessKind,
+        retry: bool,
+        matrix: bool,
+    ) -> Result<MemPlan, StallReason> {
+        let inst = a.inst;
+        let addrs: &[Option<u64>] = if matrix {
+            &self.matrix_addrs
+        } else {
+            &self.addrs
+        };
         match resolved {
             Space::Shared => {
                 let sh = &specs.memory.shared;
-                let passes =
-                    shared_bank_conflicts_with(&self.addrs, bytes, sh.banks, sh.bank_bytes);
+                let passes = shared_bank_conflicts_with(addrs, bytes, sh.banks, sh.bank_bytes);
                 let k = &mut self.counters[a.ws.launch];
                 k.shared_accesses += 1;
                 k.shared_passes += u64::from(passes);
@@ -1570,10 +1694,17 @@ impl Sm {
                     _ => memsys::Space::Global,
                 };
                 if !retry {
-                    coalesce_into(&self.addrs, bytes, specs.memory.line_bytes, &mut self.lines);
+                    coalesce_into(addrs, bytes, specs.memory.line_bytes, &mut self.lines);
+                }
+                if self.lines.is_empty() {
+                    // Nothing to read (a `cp.async` whose lanes all read zero bytes).
+                    return Ok(MemPlan::None);
                 }
                 let waits = kind != AccessKind::Store
-                    && matches!(inst.op, Op::Ld { .. } | Op::Atom { .. })
+                    && matches!(
+                        inst.op,
+                        Op::Ld { .. } | Op::Atom { .. } | Op::WmmaLoad { .. }
+                    )
                     && inst.defs().next().is_some();
                 let tag = self
                     .free_pending
@@ -1622,6 +1753,7 @@ impl Sm {
                     waits,
                     parts,
                     transfer: None,
+                    cp_async: matches!(inst.op, Op::CpAsync { .. }).then_some(a.ws.cp_async.open),
                 };
                 match self.free_pending.pop() {
                     Some(t) => self.pending[t as usize] = Some(p),
@@ -1632,6 +1764,155 @@ impl Sm {
             }
             Space::Generic => unreachable!("resolved above"),
         }
+    }
+
+    /// [`Sm::plan_memory`] for the matrix loads and stores and `cp.async`: every element's
+    /// address (the `wmma` element layout, `ldmatrix` rows of 16 bytes from lanes `8j..8j+8`,
+    /// each lane's `cp.async` source) into `matrix_addrs`, then priced or offered like any
+    /// access. A `cp.async` reads global memory; its write into shared memory is not priced.
+    fn plan_matrix_memory(
+        &mut self,
+        specs: &Specs,
+        memsys: &mut MemorySystem,
+        a: &Access,
+    ) -> Result<MemPlan, StallReason> {
+        use crate::exec::matrix::wmma_element_addr;
+        use kir::matrix::{wmma_layout, Frag, WMMA_PART_REGS};
+        let (ctx, inst) = (&a.launch.ctx, a.inst);
+        let regs = &a.ws.warp.regs;
+        let value = |o: Operand, l: usize| -> u64 {
+            match o {
+                Operand::Reg(r) => regs[r.index() * WARP_SIZE + l],
+                Operand::Imm(v) => v,
+                Operand::GlobalAddr(g, off) => ctx.global_addrs[g.index()].wrapping_add(off as u64),
+                _ => 0,
+            }
+        };
+        let retry = self
+            .refused_access
+            .is_some_and(|(s, p, _)| (s, p) == (a.slot, a.pc));
+        let s = inst.srcs;
+        let (space, bytes, kind) = match inst.op {
+            Op::WmmaLoad { space, elem, .. } => (space, elem.bits() / 8, AccessKind::Load),
+            Op::WmmaStore { space, elem, .. } => (space, elem.bits() / 8, AccessKind::Store),
+            Op::Ldmatrix { space, .. } => (space, 16, AccessKind::Load),
+            Op::Stmatrix { space, .. } => (space, 16, AccessKind::Store),
+            Op::CpAsync { bytes, .. } => (Space::Global, u32::from(bytes), AccessKind::Load),
+            _ => return Ok(MemPlan::None),
+        };
+        if !retry {
+            let mut out = std::mem::take(&mut self.matrix_addrs);
+            out.clear();
+            let wmma = match inst.op {
+                Op::WmmaLoad {
+                    frag,
+                    elem,
+                    row_major,
+                    offset,
+                    part,
+                    ..
+                } => Some((frag, elem, row_major, offset, part, u32::from(inst.n_dsts))),
+                Op::WmmaStore {
+                    elem,
+                    row_major,
+                    offset,
+                    part,
+                    ..
+                } => Some((
+                    Frag::C,
+                    elem,
+                    row_major,
+                    offset,
+                    part,
+                    u32::from(inst.n_srcs) - 2,
+                )),
+                _ => None,
+            };
+            match inst.op {
+                _ if wmma.is_some() => {
+                    let (frag, elem, row_major, offset, part, n) = wmma.expect("checked");
+                    let first = u32::from(part) * WMMA_PART_REGS;
+                    for l in lanes_of(a.exec) {
+                        let base = value(s[0], l).wrapping_add(offset as i64 as u64);
+                        let stride = value(s[1], l) & 0xffff_ffff;
+                        for k in 0..n {
+                            for i in 0..elem.per_reg() {
+                                let at = wmma_layout(frag, elem, l as u32, first + k, i);
+                                out.push(Some(wmma_element_addr(
+                                    base, stride, row_major, elem, at,
+                                )));
+                            }
+                        }
+                    }
+                }
+                Op::Ldmatrix { count, offset, .. } | Op::Stmatrix { count, offset, .. } => {
+                    // Each matrix row once: the rows' addresses come from lanes 8j..8j+8.
+                    for l in 0..8 * usize::from(count) {
+                        out.push(Some(value(s[0], l).wrapping_add(offset as i64 as u64)));
+                    }
+                }
+                Op::CpAsync {
+                    bytes,
+                    src_offset,
+                    src_size,
+                    ignore_src,
+                    ..
+                } => {
+                    for l in lanes_of(a.exec) {
+                        let read = if src_size {
+                            value(s[2], l).min(u64::from(bytes))
+                        } else if ignore_src && value(s[2], l) != 0 {
+                            0
+                        } else {
+                            u64::from(bytes)
+                        };
+                        if read > 0 {
+                            out.push(Some(value(s[1], l).wrapping_add(src_offset as i64 as u64)));
+                        }
+                    }
+                }
+                _ => {}
+            }
+            // Generic addresses: the window of the first, the offset within it for each.
+            if space == Space::Generic {
+                for x in out.iter_mut().flatten() {
+                    *x = match memory::window(*x) {
+                        Window::Global(y)
+                        | Window::Shared(y)
+                        | Window::Local(y)
+                        | Window::Param(y) => y,
+                    };
+                }
+            }
+            self.matrix_addrs = out;
+        }
+        let resolved = match space {
+            Space::Generic => {
+                let first = lanes_of(a.exec).next().unwrap_or(0);
+                let addr = match inst.op {
+                    Op::Ldmatrix { offset, .. }
+                    | Op::Stmatrix { offset, .. }
+                    | Op::WmmaLoad { offset, .. }
+                    | Op::WmmaStore { offset, .. } => {
+                        value(s[0], first).wrapping_add(offset as i64 as u64)
+                    }
+                    _ => 0,
+                };
+                match memory::window(addr) {
+                    Window::Global(_) => Space::Global,
+                    Window::Shared(_) => Space::Shared,
+                    Window::Local(_) => Space::Local,
+                    Window::Param(_) => Space::Param,
+                }
+            }
+            sp => sp,
+        };
+        if resolved == Space::Local {
+            // The local window holds per-thread frames that matrix instructions do not
+            // address; such an access faults when it executes.
+            return Ok(MemPlan::None);
+        }
+        self.offer_planned(specs, memsys, a, resolved, bytes, kind, retry, true)
     }
 
     /// Offers the next part of a split access to the memory system.
@@ -1826,6 +2107,17 @@ struct Access<'a> {
     pc: u32,
     exec: u32,
     slot: usize,
+}
+
+/// The lanes of a mask, lowest first.
+fn lanes_of(mut mask: u32) -> impl Iterator<Item = usize> {
+    std::iter::from_fn(move || {
+        (mask != 0).then(|| {
+            let l = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            l
+        })
+    })
 }
 
 /// A resident TB's warps: slots into the SM's warp table.

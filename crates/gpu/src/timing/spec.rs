@@ -24,6 +24,18 @@
 //! `shared.latency + passes - 1` and hold the LD/ST unit `passes` cycles, parameter loads take
 //! the constant cache's hit latency.
 //!
+//! **Tensor cores** ([`TensorSpec`], Volta and later; `None` before): one unit per warp
+//! scheduler (sub-core), rated in multiply-adds per core cycle for each multiplicand type.
+//! An `mma` of shape M×N×K holds its scheduler's unit `ceil(MNK / rate)` cycles and its
+//! result is ready `latency` cycles later; a `wmma.mma` is two `mma.m16n8k16`. The rates are
+//! the vendors' dense peak figures divided by SMs, sub-cores and clock (see the presets); a
+//! type the preset's tensor cores do not support is an error when the kernel is loaded.
+//! `ldmatrix`, `stmatrix`, `wmma.load`/`wmma.store` and `cp.async` are memory instructions:
+//! every element's address goes to the coalescer (global) or the bank-conflict count
+//! (shared); a `cp.async` is a global load that writes no register, and a warp at
+//! `cp.async.wait_group n` waits until at most `n` of its committed groups have loads in
+//! flight.
+//!
 //! **Front end** ([`FetchSpec`]): each warp has an instruction buffer of `ibuffer_entries`
 //! instructions, filled by one fetch of that many sequential instructions through the SM's
 //! instruction cache. As in GPGPU-Sim, a warp fetches only when its buffer is empty (it has
@@ -46,6 +58,7 @@
 //! the banks but do not delay the access.
 
 use kir::inst::{ArithOp, Inst, Op, Ty};
+use kir::matrix::MmaElem;
 use serde::{Deserialize, Serialize};
 
 /// Latency and initiation interval of one operation class.
@@ -85,6 +98,63 @@ pub struct PipelineSpec {
     pub fetch: FetchSpec,
     /// Single-ported register-file banks per SM read by the operand collector (at least 1).
     pub register_banks: u32,
+    /// The tensor cores, if the SM has them.
+    pub tensor: Option<TensorSpec>,
+}
+
+/// One sub-core's tensor core: dense multiply-adds per core cycle for each multiplicand type
+/// (0: the type is not supported), and the cycles from the end of its work to its result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TensorSpec {
+    pub f16: u32,
+    pub bf16: u32,
+    pub tf32: u32,
+    pub int8: u32,
+    pub f64: u32,
+    pub latency: u32,
+}
+
+impl Default for TensorSpec {
+    fn default() -> Self {
+        TensorSpec {
+            f16: 0,
+            bf16: 0,
+            tf32: 0,
+            int8: 0,
+            f64: 0,
+            latency: 16,
+        }
+    }
+}
+
+impl TensorSpec {
+    /// Multiply-adds per cycle for multiplicands of type `e` (0 if unsupported).
+    pub fn rate(&self, e: MmaElem) -> u32 {
+        match e {
+            MmaElem::F16 => self.f16,
+            MmaElem::Bf16 => self.bf16,
+            MmaElem::Tf32 => self.tf32,
+            MmaElem::S8 | MmaElem::U8 => self.int8,
+            MmaElem::F64 => self.f64,
+            MmaElem::F32 | MmaElem::S32 => 0,
+        }
+    }
+
+    /// Latency and interval of an `mma` instruction (`None` for any other, or a type the
+    /// unit does not support).
+    pub fn timing(&self, inst: &Inst) -> Option<OpTiming> {
+        let Op::Mma { shape, a, .. } = inst.op else {
+            return None;
+        };
+        let rate = self.rate(a);
+        if rate == 0 {
+            return None;
+        }
+        let fmas = u32::from(shape.m) * u32::from(shape.n) * u32::from(shape.k);
+        let interval = fmas.div_ceil(rate);
+        Some(t(interval + self.latency, interval))
+    }
 }
 
 /// The front end: instruction buffers and the instruction cache (see the module docs).
@@ -136,6 +206,7 @@ impl Default for PipelineSpec {
             two_level_active: 8,
             fetch: FetchSpec::default(),
             register_banks: 16,
+            tensor: None,
         }
     }
 }
@@ -149,6 +220,8 @@ pub enum Unit {
     Sfu,
     /// The SM's load/store unit.
     LdSt,
+    /// The issuing scheduler's tensor core.
+    Tensor,
 }
 
 /// Operation classes, each with its own [`OpTiming`] (memory: see [`PipelineSpec`]).
@@ -162,8 +235,10 @@ pub enum OpClass {
     Fp64,
     Fp64Div,
     Sfu,
-    /// `ld`, `st`, `atom`, `red`.
+    /// `ld`, `st`, `atom`, `red`, and the matrix loads and stores and `cp.async`.
     Mem,
+    /// `mma` (and the two halves of `wmma.mma`).
+    Tensor,
 }
 
 impl OpClass {
@@ -172,6 +247,13 @@ impl OpClass {
         let float = |ty: Ty| matches!(ty, Ty::F16 | Ty::F16x2 | Ty::Bf16 | Ty::Bf16x2 | Ty::F32);
         match inst.op {
             Op::Ld { .. } | Op::St { .. } | Op::Atom { .. } | Op::Red { .. } => OpClass::Mem,
+            Op::WmmaLoad { .. }
+            | Op::WmmaStore { .. }
+            | Op::Ldmatrix { .. }
+            | Op::Stmatrix { .. }
+            | Op::CpAsync { .. } => OpClass::Mem,
+            Op::Mma { .. } => OpClass::Tensor,
+            Op::CvtPack { .. } => OpClass::Fp32,
             Op::Arith { op, ty, .. } => {
                 use ArithOp::*;
                 if ty == Ty::F64 {
@@ -237,6 +319,7 @@ impl OpClass {
             OpClass::Alu | OpClass::IntMul | OpClass::Fp32 | OpClass::Fp64 => Unit::Sp,
             OpClass::IntDiv | OpClass::Fp32Div | OpClass::Fp64Div | OpClass::Sfu => Unit::Sfu,
             OpClass::Mem => Unit::LdSt,
+            OpClass::Tensor => Unit::Tensor,
         }
     }
 }
@@ -255,6 +338,9 @@ impl PipelineSpec {
             OpClass::Fp64Div => self.ddiv,
             OpClass::Sfu => self.sfu,
             OpClass::Mem => t(0, self.ldst_interval),
+            // Per instruction: `TensorSpec::timing` (a kernel with `mma` loads only where the
+            // preset has tensor cores for its types).
+            OpClass::Tensor => t(1, 1),
         }
     }
 }

@@ -22,6 +22,17 @@ impl Engine {
         )))
     }
 
+    /// The timed GTX480, or the A100 for a kernel that needs tensor cores (the GTX480 has
+    /// none).
+    pub fn for_kernel(k: &dyn suite::Kernel) -> Engine {
+        let preset = if k.needs_tensor_cores() {
+            "a100"
+        } else {
+            "gtx480"
+        };
+        Engine::Timed(Box::new(TimedGpu::new(GpuConfig::preset(preset).unwrap())))
+    }
+
     /// The timed GTX480 running the PTX as written, without register allocation: for
     /// microbenchmarks whose independent instructions write values nothing reads, which the
     /// allocator would give one register (serialising them through its write-after-write

@@ -33,6 +33,7 @@ macro_rules! ptx {
 
 pub mod util;
 
+mod attention;
 mod bfs;
 mod bitonic;
 mod blackscholes;
@@ -45,12 +46,18 @@ mod hist;
 mod hotspot;
 mod igemv;
 mod kmeans;
+mod layernorm;
 mod mandel;
+mod mgemm;
+mod mulword;
 mod pathfinder;
 mod reduce;
 mod scan;
+mod softmax;
 mod spmv;
 mod srad;
+mod warpred;
+mod wgemm;
 
 /// Every kernel of the suite, in a stable order.
 pub fn all() -> &'static [&'static dyn Kernel] {
@@ -73,6 +80,13 @@ pub fn all() -> &'static [&'static dyn Kernel] {
         &dgemv::Dgemv,
         &igemv::Igemv,
         &srad::Srad,
+        &layernorm::Layernorm,
+        &softmax::Softmax,
+        &mulword::Mulword,
+        &warpred::Warpred,
+        &wgemm::Wgemm,
+        &mgemm::Mgemm,
+        &attention::Attention,
     ]
 }
 

@@ -364,6 +364,89 @@ fn ptx_features_are_present() {
         ("conv2d", &["bar.sync", "ld.shared.f32"][..]),
         ("bitonic", &["bar.sync", "ld.shared.u32"][..]),
         ("pathfinder", &["bar.sync", "ld.shared.u32"][..]),
+        (
+            "layernorm",
+            &[
+                "shfl.sync.bfly.b32",
+                "ld.global.nc.v4.f32",
+                "st.global.v4.f32",
+                "rsqrt.approx.f32",
+            ][..],
+        ),
+        (
+            "softmax",
+            &[
+                "shfl.sync.bfly.b32",
+                "max.f32",
+                "ex2.approx.ftz.f32",
+                "bar.sync",
+                "ld.shared.f32",
+            ][..],
+        ),
+        (
+            "mulword",
+            &[
+                "mad.lo.cc.u32",
+                "madc.lo.cc.u32",
+                "madc.hi.cc.u32",
+                "mad.lo.cc.u64",
+                "madc.hi.cc.u64",
+                "addc.u64",
+                "add.cc.u32",
+                "addc.cc.u32",
+                "sub.cc.u32",
+                "subc.cc.u32",
+                "subc.u32",
+            ][..],
+        ),
+        (
+            "warpred",
+            &[
+                "redux.sync.add.s32",
+                "redux.sync.min.s32",
+                "redux.sync.max.s32",
+                "match.any.sync.b32",
+                "match.all.sync.b32",
+                "vote.sync.ballot.b32",
+                "popc.b32",
+                "atom.global.min.s32",
+                "atom.global.max.s32",
+            ][..],
+        ),
+        (
+            "wgemm",
+            &[
+                "wmma.load.a.sync.aligned.row.m16n16k16.shared.f16",
+                "wmma.load.b.sync.aligned.col.m16n16k16.shared.f16",
+                "wmma.mma.sync.aligned.row.col.m16n16k16.f32.f32",
+                "wmma.load.c.sync.aligned.row.m16n16k16.global.f32",
+                "wmma.store.d.sync.aligned.row.m16n16k16.global.f32",
+            ][..],
+        ),
+        (
+            "mgemm",
+            &[
+                "cp.async.cg.shared.global",
+                "cp.async.commit_group",
+                "cp.async.wait_group 1",
+                "ldmatrix.sync.aligned.m8n8.x4.shared.b16",
+                "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16",
+                "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
+            ][..],
+        ),
+        (
+            "attention",
+            &[
+                "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
+                "ldmatrix.sync.aligned.m8n8.x4.shared.b16",
+                "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16",
+                "cp.async.cg.shared.global",
+                "cp.async.wait_group 1",
+                "cvt.rn.f16x2.f32",
+                "shfl.sync.bfly",
+                "ex2.approx.ftz.f32",
+            ][..],
+        ),
     ]);
     for (name, features) in expect {
         let k = crate::by_name(name).unwrap();

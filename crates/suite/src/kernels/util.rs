@@ -86,7 +86,7 @@ macro_rules! impl_elem {
     )*};
 }
 
-impl_elem!(u32, i32, u64, i64, f32, f64);
+impl_elem!(u16, u32, i32, u64, i64, f32, f64);
 
 pub fn to_bytes<T: Elem>(data: &[T]) -> Vec<u8> {
     let mut out = Vec::with_capacity(data.len() * T::SIZE);
@@ -184,6 +184,67 @@ pub fn f32_sum_tol(terms: usize, abs_sum: f64) -> f64 {
 /// The same bound for f64 sums.
 pub fn f64_sum_tol(terms: usize, abs_sum: f64) -> f64 {
     (terms as f64 + 2.0) * f64::EPSILON * abs_sum
+}
+
+/// The IEEE binary16 value nearest to `x` (round to nearest, ties to even), as its bit
+/// pattern: what `__float2half_rn` / `cvt.rn.f16.f32` produce. Overflow gives infinity, NaN a
+/// quiet NaN, and magnitudes below the normal range round to subnormals or zero. The tensor-core
+/// kernels keep their f16 inputs as these bit patterns, so the references start from exactly
+/// the values the device sees.
+pub fn f16_from_f32(x: f32) -> u16 {
+    let bits = x.to_bits();
+    let sign = ((bits >> 16) & 0x8000) as u16;
+    let exp = ((bits >> 23) & 0xff) as i32;
+    let man = bits & 0x7f_ffff;
+    if exp == 0xff {
+        return sign | if man == 0 { 0x7c00 } else { 0x7e00 };
+    }
+    let e = exp - 127;
+    // f32 subnormals (and zero) are far below half the smallest f16 subnormal (2^-25).
+    if exp == 0 || e < -25 {
+        return sign;
+    }
+    if e > 15 {
+        return sign | 0x7c00;
+    }
+    // |x| = sig * 2^(e - 23). The f16 quantum is 2^(e - 10) for normals and 2^-24 for
+    // subnormals, so that many low bits of sig go; 13 <= shift <= 24.
+    let sig = man | 0x80_0000;
+    let shift = if e >= -14 { 13 } else { (-1 - e) as u32 };
+    let q = sig >> shift;
+    let rem = sig & ((1 << shift) - 1);
+    let half = 1 << (shift - 1);
+    let rounded = q + u32::from(rem > half || (rem == half && q & 1 == 1));
+    // For normals `rounded` still carries the implicit bit (0x400); adding it onto the
+    // exponent field one below the true one encodes it, and a carry to 0x800 moves to the
+    // next binade (or to infinity) by itself. Subnormals are just the quantum count, and
+    // rounding up to 0x400 yields the smallest normal's encoding.
+    let field = if e >= -14 {
+        (((e + 14) as u32) << 10) + rounded
+    } else {
+        rounded
+    };
+    sign | field as u16
+}
+
+/// The f32 value of an IEEE binary16 bit pattern (exact: every f16 is an f32).
+pub fn f16_to_f32(h: u16) -> f32 {
+    let sign = u32::from(h & 0x8000) << 16;
+    let exp = u32::from((h >> 10) & 0x1f);
+    let man = u32::from(h & 0x3ff);
+    match exp {
+        // man * 2^-24: a product of small integers and a power of two, exact in f32.
+        0 => {
+            let v = man as f32 / 16_777_216.0;
+            if sign == 0 {
+                v
+            } else {
+                -v
+            }
+        }
+        0x1f => f32::from_bits(sign | 0x7f80_0000 | man << 13),
+        _ => f32::from_bits(sign | (exp + 112) << 23 | man << 13),
+    }
 }
 
 /// `true` when `got` is within `tol` of `want`; NaN never is.
@@ -321,6 +382,81 @@ mod tests {
         let d = [1e300f64, -2.5];
         assert_eq!(from_bytes::<f64>(&to_bytes(&d)), d);
         assert_eq!(to_bytes(&[0x0403_0201u32]), vec![1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn f16_conversion_matches_hand_computed_patterns() {
+        let p = |e: i32| 2f32.powi(e);
+        for (x, h) in [
+            (0.0f32, 0x0000u16),
+            (-0.0, 0x8000),
+            (1.0, 0x3c00),
+            (-2.0, 0xc000),
+            (0.1, 0x2e66),       // 1.6 * 2^-4: mantissa 614.4 -> 614
+            (1.0 / 3.0, 0x3555), // 1.333 * 2^-2: mantissa 341.3 -> 341
+            (65504.0, 0x7bff),   // largest finite
+            (65519.0, 0x7bff),   // just below the midpoint to "65536"
+            (65520.0, 0x7c00),   // the midpoint: ties to even (0x7c00) is infinity
+            (-1e6, 0xfc00),
+            (f32::INFINITY, 0x7c00),
+            (p(-14), 0x0400),          // smallest normal
+            (p(-14) - p(-25), 0x0400), // tie between 0x03ff and 0x0400: even
+            (1023.0 * p(-24), 0x03ff), // largest subnormal
+            (p(-24), 0x0001),          // smallest subnormal
+            (1.5 * p(-24), 0x0002),    // tie between 1 and 2 quanta: even
+            (3.0 * p(-26), 0x0001),    // 0.75 quantum rounds up
+            (p(-25), 0x0000),          // half a quantum: tie, even is zero
+            (p(-25) + p(-40), 0x0001), // just above it
+            (-p(-24), 0x8001),
+            (1e-40, 0x0000),                 // an f32 subnormal
+            (1.0 + p(-11), 0x3c00),          // tie: even mantissa 0
+            (1.0 + 3.0 * p(-11), 0x3c02),    // tie between 0x3c01 and 0x3c02
+            (1.0 + p(-11) + p(-20), 0x3c01), // just above the tie
+            (2049.0, 0x6800),                // quantum 2 above 2048: tie to 2048
+            (2051.0, 0x6802),                // tie to 2052
+        ] {
+            assert_eq!(f16_from_f32(x), h, "{x:e}");
+        }
+        assert_eq!(f16_from_f32(f32::NAN), 0x7e00);
+        for (h, x) in [
+            (0x0001u16, p(-24)),
+            (0x03ff, 1023.0 * p(-24)),
+            (0x0400, p(-14)),
+            (0x3555, 0.333_251_95),
+            (0x7bff, 65504.0),
+            (0xc000, -2.0),
+            (0x8001, -p(-24)),
+            (0xfc00, f32::NEG_INFINITY),
+        ] {
+            assert_eq!(f16_to_f32(h), x, "{h:#06x}");
+        }
+        assert!(f16_to_f32(0x7e00).is_nan());
+        assert_eq!(f16_to_f32(0x8000).to_bits(), (-0.0f32).to_bits());
+    }
+
+    /// Every finite f16 survives the round trip, and every midpoint between neighbours rounds
+    /// to the even one (its f32 neighbours to the nearer one).
+    #[test]
+    fn f16_conversion_is_exhaustively_round_to_nearest_even() {
+        for h in 0..0x7c00u16 {
+            for sign in [0, 0x8000] {
+                assert_eq!(f16_from_f32(f16_to_f32(h | sign)), h | sign, "{h:#06x}");
+            }
+            let (lo, hi) = (f16_to_f32(h), f16_to_f32(h + 1));
+            let mid = if h == 0x7bff {
+                65520.0
+            } else {
+                (lo + hi) / 2.0
+            };
+            let even = if h & 1 == 0 { h } else { h + 1 };
+            assert_eq!(f16_from_f32(mid), even, "midpoint above {h:#06x}");
+            assert_eq!(f16_from_f32(mid.next_down()), h, "below midpoint {h:#06x}");
+            assert_eq!(
+                f16_from_f32(mid.next_up()),
+                h + 1,
+                "above midpoint {h:#06x}"
+            );
+        }
     }
 
     #[test]
