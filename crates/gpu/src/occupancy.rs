@@ -13,8 +13,11 @@
 //!   `unit` (256 on Kepler and later, as NVIDIA's occupancy calculator documents).
 //!
 //! Shared memory per TB is rounded up to `shared_allocation_unit`. Where an SM offers several
-//! shared-memory carve-outs (Kepler's 16/32/48 KB split), the smallest carve-out that fits one
-//! TB is used (papers/tanasic-thesis Table 5.1, footnote 2).
+//! shared-memory carve-outs, [`CarveOut`] says which one a kernel gets: on Kepler the
+//! smallest that fits one TB (papers/tanasic-thesis Table 5.1, footnote 2); from Volta on
+//! the driver picks one that does not limit occupancy (the CUDA C++ Programming Guide, on
+//! compute capabilities 7.x, 8.x and 9.x: the driver configures the shared memory capacity
+//! "to avoid shared memory occupancy bottlenecks").
 
 use serde::{Deserialize, Serialize};
 
@@ -29,6 +32,34 @@ pub enum RegisterAllocation {
     Thread { unit: u32 },
     /// Registers per warp rounded up to a multiple of `unit`.
     Warp { unit: u32 },
+}
+
+/// How an SM with several shared-memory carve-outs picks one for a kernel.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CarveOut {
+    /// The smallest carve-out that fits one TB (Kepler, and GPGPU-Sim's studies).
+    #[default]
+    SmallestFit,
+    /// The smallest carve-out with room for as many TBs as the SM's warp slots, registers
+    /// and TB slots allow (else the largest): shared memory does not limit occupancy where
+    /// the SM has enough (Volta and later).
+    Occupancy,
+}
+
+/// The shared memory (bytes) of the carve-out `policy` picks among `carve_outs` (smallest
+/// first) for TBs of `shared` bytes each when the SM's other resources admit `others` TBs.
+pub fn carve_out(carve_outs: &[u32], policy: CarveOut, shared: u32, others: u32) -> u32 {
+    let want = match policy {
+        CarveOut::SmallestFit => u64::from(shared),
+        CarveOut::Occupancy => u64::from(shared) * u64::from(others.max(1)),
+    };
+    carve_outs
+        .iter()
+        .copied()
+        .find(|&c| u64::from(c) >= want)
+        .or_else(|| carve_outs.last().copied())
+        .unwrap_or(0)
 }
 
 /// The per-SM resources that bound occupancy.
@@ -46,9 +77,12 @@ pub struct SmResources {
     /// Largest register count one thread may use.
     pub max_registers_per_thread: u32,
     pub register_allocation: RegisterAllocation,
-    /// Shared-memory carve-outs in bytes, smallest first; the smallest that fits one TB is
-    /// used. A single entry for a fixed size.
+    /// Shared-memory carve-outs in bytes, smallest first (`carve_out` says which a kernel
+    /// gets). A single entry for a fixed size.
     pub shared_memory: Vec<u32>,
+    /// How a carve-out is picked (default: the smallest that fits one TB).
+    #[serde(default)]
+    pub carve_out: CarveOut,
     /// Shared memory is allocated to a TB in multiples of this many bytes.
     pub shared_allocation_unit: u32,
 }
@@ -122,15 +156,11 @@ impl Occupancy {
         let per = |capacity: u32, need: u32| capacity.checked_div(need).unwrap_or(u32::MAX);
         let by_warps = per(sm.max_warps, d.warps).min(per(sm.max_threads, d.threads));
         let by_registers = per(sm.registers, d.registers);
-        let shared_memory_config = sm
-            .shared_memory
-            .iter()
-            .copied()
-            .find(|&c| c >= d.shared_memory)
-            .or_else(|| sm.shared_memory.last().copied())
-            .unwrap_or(0);
-        let by_shared_memory = per(shared_memory_config, d.shared_memory);
         let by_tb_slots = sm.max_tbs;
+        let others = by_warps.min(by_registers).min(by_tb_slots);
+        let shared_memory_config =
+            carve_out(&sm.shared_memory, sm.carve_out, d.shared_memory, others);
+        let by_shared_memory = per(shared_memory_config, d.shared_memory);
         let tbs = by_warps
             .min(by_registers)
             .min(by_shared_memory)

@@ -23,12 +23,25 @@ const FULL: u32 = u32::MAX;
 /// The value of one element's bits as an f64 (floats) or an integer.
 fn float_of(e: MmaElem, bits: u64) -> f64 {
     match e {
-        MmaElem::F16 => f64::from_bits(alu::cvt(Ty::F64, Ty::F16, None, false, false, bits)),
+        MmaElem::F16 => f16_value(bits as u16),
         MmaElem::Bf16 => f64::from(f32::from_bits((bits as u32) << 16)),
         MmaElem::Tf32 => f64::from(f32::from_bits(bits as u32 & 0xffff_e000)),
         MmaElem::F32 => f64::from(f32::from_bits(bits as u32)),
         MmaElem::F64 => f64::from_bits(bits),
         MmaElem::S8 | MmaElem::U8 | MmaElem::S32 => int_of(e, bits) as f64,
+    }
+}
+
+/// An IEEE binary16 value, exactly (every f16 is an f64).
+fn f16_value(h: u16) -> f64 {
+    let sign = if h & 0x8000 != 0 { -1.0 } else { 1.0 };
+    let exp = i32::from((h >> 10) & 0x1f);
+    let frac = f64::from(h & 0x3ff);
+    sign * match exp {
+        0 => frac * 2f64.powi(-24),
+        31 if frac == 0.0 => f64::INFINITY,
+        31 => f64::NAN,
+        e => (1024.0 + frac) * 2f64.powi(e - 25),
     }
 }
 
@@ -82,6 +95,16 @@ struct Gathered {
 impl Gathered {
     fn at(&self, r: u32, c: u32) -> u64 {
         self.values[(r * self.cols + c) as usize]
+    }
+
+    /// Every element as an f64, row-major.
+    fn floats(&self, e: MmaElem) -> Vec<f64> {
+        self.values.iter().map(|&b| float_of(e, b)).collect()
+    }
+
+    /// Every element as an integer, row-major.
+    fn ints(&self, e: MmaElem) -> Vec<i64> {
+        self.values.iter().map(|&b| int_of(e, b)).collect()
     }
 }
 
@@ -146,30 +169,40 @@ impl Exec<'_, '_, '_> {
         let mc = self.gather(na + nb, shape, Frag::C, c);
         let (m, n, k) = (u32::from(shape.m), u32::from(shape.n), u32::from(shape.k));
         let mut out = vec![0u64; (m * n) as usize];
-        for r in 0..m {
-            for col in 0..n {
-                let bits = if d == MmaElem::S32 {
-                    let sum = (0..k).fold(int_of(c, mc.at(r, col)), |s, kk| {
-                        s + int_of(a, ma.at(r, kk)) * int_of(b, mb.at(kk, col))
-                    });
+        if d == MmaElem::S32 {
+            // Exact: |products| < 2^16, at most 32 of them, so an i64 never overflows.
+            let (ia, ib) = (ma.ints(a), mb.ints(b));
+            for r in 0..m {
+                for col in 0..n {
+                    let dot: i64 = (0..k)
+                        .map(|kk| ia[(r * k + kk) as usize] * ib[(kk * n + col) as usize])
+                        .sum();
+                    let sum = int_of(c, mc.at(r, col)) + dot;
                     let v = if satfinite {
                         sum.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32
                     } else {
                         sum as i32
                     };
-                    u64::from(v as u32)
-                } else if d == MmaElem::F64 {
-                    let acc = (0..k).fold(float_of(c, mc.at(r, col)), |s, kk| {
-                        float_of(a, ma.at(r, kk)).mul_add(float_of(b, mb.at(kk, col)), s)
-                    });
-                    acc.to_bits()
-                } else {
-                    let sum = (0..k).fold(float_of(c, mc.at(r, col)), |s, kk| {
-                        s + float_of(a, ma.at(r, kk)) * float_of(b, mb.at(kk, col))
-                    });
-                    result_bits(d, sum)
-                };
-                out[(r * n + col) as usize] = bits;
+                    out[(r * n + col) as usize] = u64::from(v as u32);
+                }
+            }
+        } else {
+            // Each element decoded once (a product's inputs are read K or M times).
+            let (fa, fb) = (ma.floats(a), mb.floats(b));
+            for r in 0..m {
+                for col in 0..n {
+                    let row = &fa[(r * k) as usize..((r + 1) * k) as usize];
+                    let at = |kk: u32| fb[(kk * n + col) as usize];
+                    let acc = float_of(c, mc.at(r, col));
+                    out[(r * n + col) as usize] = if d == MmaElem::F64 {
+                        (0..k)
+                            .fold(acc, |s, kk| row[kk as usize].mul_add(at(kk), s))
+                            .to_bits()
+                    } else {
+                        let sum = (0..k).fold(acc, |s, kk| s + row[kk as usize] * at(kk));
+                        result_bits(d, sum)
+                    };
+                }
             }
         }
         // Scatter D (after every source was read: D may be C's registers).
@@ -425,6 +458,24 @@ impl Exec<'_, '_, '_> {
             let a = convert(self.read(self.inst.srcs[0], lane));
             let b = convert(self.read(self.inst.srcs[1], lane));
             self.write(0, lane, (a << 16) | b);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The fast f16 decoder agrees with the ALU's conversion on every bit pattern.
+    #[test]
+    fn f16_values_match_the_alu_conversion() {
+        for h in 0..=u16::MAX {
+            let fast = f16_value(h);
+            let alu = f64::from_bits(alu::cvt(Ty::F64, Ty::F16, None, false, false, u64::from(h)));
+            assert!(
+                fast.to_bits() == alu.to_bits() || (fast.is_nan() && alu.is_nan()),
+                "{h:#06x}: {fast} vs {alu}"
+            );
         }
     }
 }

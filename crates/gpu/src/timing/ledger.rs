@@ -4,14 +4,14 @@
 //! kernels can share an SM; with TBs of one kernel only, the ledger admits exactly the
 //! [`Occupancy::of`](crate::occupancy::Occupancy::of) count.
 //!
-//! Shared memory: where the SM offers several carve-outs (Kepler's 16/32/48 KB split), an
-//! empty SM is configured with the smallest carve-out that fits the first TB placed on it
-//! (papers/tanasic-thesis Table 5.1, footnote 2); the carve-out stays while any TB is
-//! resident.
+//! Shared memory: where the SM offers several carve-outs, an empty SM is configured with the
+//! one [`CarveOut`] picks for the first TB placed on it (Kepler: the smallest that fits it,
+//! papers/tanasic-thesis Table 5.1, footnote 2; Volta on: one that does not limit that
+//! kernel's occupancy); the carve-out stays while any TB is resident.
 
 use serde::Serialize;
 
-use crate::occupancy::{SmResources, TbDemand};
+use crate::occupancy::{carve_out, CarveOut, SmResources, TbDemand};
 
 /// What the TBs resident on one SM hold, and what the SM has.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -30,6 +30,7 @@ pub struct SmLedger {
     pub used_registers: u32,
     pub used_shared_memory: u32,
     carve_outs: Vec<u32>,
+    carve_out: CarveOut,
 }
 
 impl SmLedger {
@@ -47,6 +48,7 @@ impl SmLedger {
             used_registers: 0,
             used_shared_memory: 0,
             carve_outs: r.shared_memory.clone(),
+            carve_out: r.carve_out,
         }
     }
 
@@ -55,18 +57,18 @@ impl SmLedger {
     }
 
     /// The shared memory the SM would offer a TB of demand `d`: the current carve-out, or,
-    /// on an empty SM, the smallest carve-out that fits `d` (else the largest).
+    /// on an empty SM, the one the SM's [`CarveOut`] picks for `d` (else the largest).
     fn shared_capacity_for(&self, d: &TbDemand) -> u32 {
         // Shared memory parked by a stopped TB (in-place switching) keeps the carve-out too.
         if !self.is_empty() || self.used_shared_memory > 0 {
             return self.shared_memory;
         }
-        self.carve_outs
-            .iter()
-            .copied()
-            .find(|&c| c >= d.shared_memory)
-            .or_else(|| self.carve_outs.last().copied())
-            .unwrap_or(0)
+        let per = |capacity: u32, need: u32| capacity.checked_div(need).unwrap_or(u32::MAX);
+        let others = per(self.max_warps, d.warps)
+            .min(per(self.max_threads, d.threads))
+            .min(per(self.registers, d.registers))
+            .min(self.max_tbs);
+        carve_out(&self.carve_outs, self.carve_out, d.shared_memory, others)
     }
 
     /// Whether one more TB of demand `d` fits now.
@@ -138,6 +140,7 @@ mod tests {
             register_allocation: RegisterAllocation::Warp { unit: 256 },
             shared_memory: vec![16384, 32768, 49152],
             shared_allocation_unit: 256,
+            carve_out: CarveOut::SmallestFit,
         }
     }
 
@@ -200,5 +203,31 @@ mod tests {
         assert!(!l.fits(&TbDemand::for_kernel(&r, 64, 8, 16000)));
         l.give(&d);
         assert!(l.fits(&TbDemand::for_kernel(&r, 64, 8, 40000)));
+    }
+
+    /// With the Volta-and-later policy, a TB of 10,000 bytes on an SM whose other resources
+    /// admit 16 TBs gets the carve-out with room for as many as it has (49,152 B: 4 TBs,
+    /// where the smallest fit, 16,384 B, would hold one); the ledger admits what the
+    /// occupancy calculation says.
+    #[test]
+    fn the_occupancy_policy_takes_the_carve_out_that_limits_least() {
+        let r = SmResources {
+            carve_out: CarveOut::Occupancy,
+            ..k20c_like()
+        };
+        let d = TbDemand::for_kernel(&r, 64, 8, 10000);
+        let o = Occupancy::of(&r, &d);
+        assert_eq!((o.shared_memory_config, o.tbs_per_sm), (49152, 4));
+        let smallest = Occupancy::of(&k20c_like(), &d);
+        assert_eq!(
+            (smallest.shared_memory_config, smallest.tbs_per_sm),
+            (16384, 1)
+        );
+        let mut l = SmLedger::new(&r);
+        assert_eq!(admitted(&mut l, &d), 4);
+        // TBs of 1,024 threads: the warp slots admit 2, and 2 x 6,144 bytes fit the 16 KB
+        // carve-out, which the policy then picks.
+        let d = TbDemand::for_kernel(&r, 1024, 8, 6000);
+        assert_eq!(Occupancy::of(&r, &d).shared_memory_config, 16384);
     }
 }
