@@ -791,3 +791,149 @@ fn cp_async_wait_group_waits_for_its_groups() {
     assert!(overlapped < each * 0.6, "{overlapped} vs {each}");
     assert!(no_wait < overlapped, "{no_wait} vs {overlapped}");
 }
+
+/// `mbarrier` as a producer/consumer barrier between two warps, on both engines: every thread
+/// stores a value and arrives; each waits (`test_wait` on its state, then `try_wait.parity`
+/// on phase 1 with a transaction count that thread 0 expects and every thread completes)
+/// and reads a value the other warp wrote. A phase completes only when every arrival and
+/// every transaction byte is in.
+#[test]
+fn mbarrier_phases_complete_on_arrivals_and_transactions() {
+    let ptx = r#".version 8.0
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 out, .param .u64 in)
+{
+    .reg .b32 %r<16>;
+    .reg .b64 %rd<8>;
+    .reg .pred %p<4>;
+    .shared .align 8 .b64 bar;
+    .shared .align 4 .b8 vals[512];
+    ld.param.u64 %rd1, [out];
+    cvta.to.global.u64 %rd1, %rd1;
+    mov.u32 %r1, %tid.x;
+    mov.u32 %r2, bar;
+    setp.ne.u32 %p1, %r1, 0;
+    @%p1 bra INIT_DONE;
+    mbarrier.init.shared.b64 [%r2], 64;
+INIT_DONE:
+    bar.sync 0;
+    // Phase 0: value 100 + tid at vals[tid].
+    mov.u32 %r3, vals;
+    shl.b32 %r4, %r1, 2;
+    add.u32 %r5, %r3, %r4;
+    add.u32 %r6, %r1, 100;
+    st.shared.u32 [%r5], %r6;
+    mbarrier.arrive.shared.b64 %rd2, [%r2];
+    mbarrier.pending_count.b64 %r12, %rd2;
+WAIT0:
+    mbarrier.test_wait.shared.b64 %p2, [%r2], %rd2;
+    @!%p2 bra WAIT0;
+    // The other warp's value: (tid + 32) % 64.
+    add.u32 %r7, %r1, 32;
+    and.b32 %r7, %r7, 63;
+    shl.b32 %r7, %r7, 2;
+    add.u32 %r7, %r3, %r7;
+    ld.shared.u32 %r8, [%r7];
+    // Phase 1: thread 0 expects 128 transaction bytes; every thread completes 2 and arrives.
+    @%p1 bra ARRIVE1;
+    mbarrier.expect_tx.shared.b64 [%r2], 128;
+ARRIVE1:
+    bar.sync 0;
+    st.shared.u32 [%r5], %r1;
+    mbarrier.complete_tx.shared.b64 [%r2], 2;
+    mbarrier.arrive.shared.b64 %rd3, [%r2];
+WAIT1:
+    mbarrier.try_wait.parity.shared.b64 %p3, [%r2], 1;
+    @!%p3 bra WAIT1;
+    ld.shared.u32 %r9, [%r7];
+    // out[tid] = {phase-0 value, phase-1 value, pending count after this thread's arrival}.
+    mul.wide.u32 %rd4, %r1, 12;
+    add.s64 %rd5, %rd1, %rd4;
+    st.global.u32 [%rd5], %r8;
+    st.global.u32 [%rd5+4], %r9;
+    st.global.u32 [%rd5+8], %r12;
+    ret;
+}
+"#;
+    let go = |timed: bool| -> Vec<u32> {
+        let mut gpu = if timed {
+            Gpu::timed(gpu::timing::TimedGpu::new(
+                gpu::config::GpuConfig::preset("a100").unwrap(),
+            ))
+            .unwrap()
+        } else {
+            Gpu::new()
+        };
+        let m = gpu
+            .load_ptx("mbar.ptx", ptx)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let out = gpu.alloc(64 * 12);
+        let inp = gpu.alloc(4);
+        let args = [KernelArg::Ptr(out), KernelArg::Ptr(inp)];
+        if timed {
+            gpu.launch_timed(m, "k", [1, 1, 1], [64, 1, 1], 0, &args, &mut |_| {})
+                .map(|_| ())
+        } else {
+            gpu.launch(m, "k", [1, 1, 1], [64, 1, 1], 0, &args)
+                .map(|_| ())
+        }
+        .unwrap_or_else(|e| panic!("{e}"));
+        gpu.copy_from_device(out, 64 * 12)
+            .unwrap()
+            .chunks(4)
+            .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+            .collect()
+    };
+    // The engines order the warps' arrivals differently (as atomics), so only the values
+    // must agree; each engine's pending counts are checked as a set.
+    for out in [go(false), go(true)] {
+        let mut pending = Vec::new();
+        for t in 0..64u32 {
+            let other = (t + 32) % 64;
+            assert_eq!(out[(3 * t) as usize], 100 + other, "thread {t} phase 0");
+            assert_eq!(out[(3 * t + 1) as usize], other, "thread {t} phase 1");
+            pending.push(out[(3 * t + 2) as usize]);
+        }
+        // Arrivals happen one at a time: the pending counts after them are 63, 62, ..., 0.
+        pending.sort_unstable();
+        assert_eq!(pending, (0..64).collect::<Vec<u32>>());
+    }
+}
+
+/// A phase with every arrival in but transaction bytes pending stays open until
+/// `complete_tx` brings the count to zero.
+#[test]
+fn mbarrier_waits_for_pending_transactions() {
+    let ptx = r#".version 8.0
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 out, .param .u64 in)
+{
+    .reg .b32 %r<8>;
+    .reg .b64 %rd<8>;
+    .reg .pred %p<4>;
+    .shared .align 8 .b64 bar;
+    ld.param.u64 %rd1, [out];
+    cvta.to.global.u64 %rd1, %rd1;
+    mov.u32 %r1, %laneid;
+    mov.u32 %r2, bar;
+    setp.eq.u32 %p1, %r1, 0;
+    @%p1 mbarrier.init.shared.b64 [%r2], 32;
+    @%p1 mbarrier.expect_tx.shared.b64 [%r2], 64;
+    mbarrier.arrive.shared.b64 %rd2, [%r2];
+    mbarrier.test_wait.shared.b64 %p2, [%r2], %rd2;
+    mbarrier.complete_tx.shared.b64 [%r2], 2;
+    mbarrier.test_wait.shared.b64 %p3, [%r2], %rd2;
+    selp.u32 %r3, 1, 0, %p2;
+    selp.u32 %r4, 2, 0, %p3;
+    or.b32 %r5, %r3, %r4;
+    mul.wide.u32 %rd3, %r1, 4;
+    add.s64 %rd4, %rd1, %rd3;
+    st.global.u32 [%rd4], %r5;
+    ret;
+}
+"#;
+    // Before complete_tx: not complete (bit 0 clear); after every lane's 2 bytes: complete.
+    assert_eq!(run_with_input(ptx, &[0; 4], 32, "a100"), vec![2; 32]);
+}

@@ -38,6 +38,8 @@ pub struct FloatMode {
     /// `.approx`: the hardware approximation (for `div`, `rcp`, `sqrt`, `rsqrt`, `sin`, `cos`,
     /// `ex2`, `lg2`, `tanh`). Without it the IEEE-rounded result is produced.
     pub approx: bool,
+    /// `.relu` (half-precision `fma`): negative results become +0; NaN stays NaN.
+    pub relu: bool,
 }
 
 /// Per-lane arithmetic and logic operations. Source operand count in brackets; all sources
@@ -144,6 +146,10 @@ pub enum ArithOp {
     /// [1] `bfind{.shiftamt}`: the position of the most significant non-sign bit (u32), or
     /// all ones when there is none; `shiftamt` gives `width - 1 - position` instead.
     Bfind { shiftamt: bool },
+    /// [3] `fns.b32 d, mask, base, offset`: the position of the `|offset|`-th set bit of
+    /// `mask` from bit `base` upward (`offset > 0`) or downward (`< 0`); with `offset == 0`,
+    /// `base` if that bit is set; all ones when there is none.
+    Fns,
     /// [3] `dp4a.atype.btype d, a, b, c`: `c` plus the dot product of the four bytes of `a`
     /// and of `b`, each signed or not as its type says.
     Dp4a { a_signed: bool, b_signed: bool },
@@ -275,6 +281,46 @@ pub enum ReduxOp {
     And,
     Or,
     Xor,
+}
+
+/// `mbarrier` operations. The object is 64 bits of shared memory holding the current phase's
+/// parity, the expected and pending arrival counts and the pending transaction count; a
+/// phase completes when no arrival and no transaction is pending.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MbarrierOp {
+    /// `init [a], count`: phase 0, `count` arrivals expected.
+    Init,
+    /// `inval [a]`.
+    Inval,
+    /// `arrive{_drop}{.expect_tx}{.noComplete} state, [a]{, n}`: `srcs[1]` the arrival count
+    /// (`count`, default 1) or, with `expect_tx`, the transaction bytes first added (one
+    /// arrival); `drop` also lowers the expected count of later phases; `no_complete` may
+    /// not complete the phase. `state` is the phase arrived on.
+    Arrive {
+        drop: bool,
+        expect_tx: bool,
+        no_complete: bool,
+    },
+    /// `expect_tx [a], n`: `n` more transaction bytes pending.
+    ExpectTx,
+    /// `complete_tx [a], n`: `n` transaction bytes done.
+    CompleteTx,
+    /// `test_wait`/`try_wait{.parity} p, [a], state|parity`: whether that phase completed.
+    Wait { parity: bool },
+    /// `pending_count d, state`: the pending count a `state` carries (no memory access).
+    PendingCount,
+    /// `cp.async.mbarrier.arrive{.noinc} [a]`: an arrival once the thread's earlier
+    /// `cp.async`s complete (without `.noinc` the pending count is raised first, so the
+    /// net count is unchanged).
+    CpAsyncArrive { noinc: bool },
+}
+
+impl MbarrierOp {
+    /// Whether the operation changes the barrier object (all but the waits and
+    /// `pending_count`, which only read).
+    pub fn writes(self) -> bool {
+        !matches!(self, MbarrierOp::Wait { .. } | MbarrierOp::PendingCount)
+    }
 }
 
 /// `vote` modes.
@@ -544,6 +590,22 @@ pub enum Op {
     CvtPack {
         dty: Ty,
         rounding: Rounding,
+        relu: bool,
+        satfinite: bool,
+    },
+    /// The `mbarrier` family on a barrier object in shared memory (`srcs[0] + offset`; PTX
+    /// ISA §9.7.13.15). Operands after the address as [`MbarrierOp`] lists them.
+    Mbarrier {
+        op: MbarrierOp,
+        space: Space,
+        offset: i32,
+    },
+    /// `cvt.{rna,rn,rz}{.relu}{.satfinite}.tf32.f32 d, a`: `a` rounded to TensorFloat-32 (10
+    /// mantissa bits), as an f32 bit pattern with the low 13 bits clear; `away` is `.rna`
+    /// (ties away from zero).
+    CvtTf32 {
+        rounding: Rounding,
+        away: bool,
         relu: bool,
         satfinite: bool,
     },

@@ -143,7 +143,9 @@ fn produces_divergence(op: &Op, srcs: &[Operand]) -> bool {
             Op::Ld { space, .. } => !matches!(space, Space::Param | Space::Const),
             Op::Atom { .. } | Op::Shfl { .. } | Op::Bar { .. } => true,
             // Each lane receives other lanes' elements.
-            Op::Mma { .. } | Op::WmmaLoad { .. } | Op::Ldmatrix { .. } => true,
+            Op::Mma { .. } | Op::WmmaLoad { .. } | Op::Ldmatrix { .. } | Op::Mbarrier { .. } => {
+                true
+            }
             _ => false,
         }
 }

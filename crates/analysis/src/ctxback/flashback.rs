@@ -356,7 +356,7 @@ pub fn backup_copy(kernel: &Kernel, widths: &Widths, pc: InstId) -> Option<(Back
 /// A store into the warp's own shared memory (an OSRB backup) does not: no other warp sees
 /// it, and the kernel never reads it back.
 pub fn is_side_effect(inst: &Inst) -> bool {
-    matches!(
+    (matches!(
         inst.op,
         Op::St { .. }
             | Op::Atom { .. }
@@ -365,7 +365,8 @@ pub fn is_side_effect(inst: &Inst) -> bool {
             | Op::WmmaStore { .. }
             | Op::Stmatrix { .. }
             | Op::CpAsync { .. }
-    ) && inst.as_warp_smem_store().is_none()
+    ) || matches!(inst.op, Op::Mbarrier { op, .. } if op.writes()))
+        && inst.as_warp_smem_store().is_none()
 }
 
 fn unstable_special(s: Special) -> bool {
@@ -407,6 +408,7 @@ pub fn is_reexecutable(inst: &Inst, global_loads_stable: bool) -> bool {
         },
         Op::St { .. } | Op::Atom { .. } | Op::Red { .. } | Op::Bar { .. } => false,
         Op::WmmaStore { .. } | Op::Stmatrix { .. } | Op::CpAsync { .. } => false,
+        Op::Mbarrier { op, .. } => !op.writes(),
         Op::Bra { .. } | Op::Exit => false,
         _ => true,
     }

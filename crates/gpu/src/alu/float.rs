@@ -143,6 +143,12 @@ fn scalar(op: ArithOp, fmt: Fmt, mode: FloatMode, a: u64, b: u64, c: u64) -> Opt
         _ => return None,
     };
     let r = if mode.ftz { fmt.ftz(r) } else { r };
+    // `.relu` (half-precision `fma`): a negative result (not a NaN) becomes +0.
+    let r = if mode.relu && !fmt.is_nan(r) && r & fmt.sign() != 0 {
+        0
+    } else {
+        r
+    };
     Some(if mode.sat { saturate(fmt, r) } else { r })
 }
 

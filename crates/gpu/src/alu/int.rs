@@ -207,6 +207,7 @@ pub(crate) fn arith(
         }
         ArithOp::Shf { left, clamp } => shf(left, clamp, a as u32, b as u32, c as u32) as u64,
         ArithOp::Bmsk { clamp } => bmsk(clamp, a as u32, b as u32) as u64,
+        ArithOp::Fns => fns(a as u32, b as u32, c as u32 as i32) as u64,
         ArithOp::Szext { clamp } => szext(clamp, signed, a as u32, b as u32) as u64,
         ArithOp::Bfind { shiftamt } => return Ok(bfind(shiftamt, signed, w, ua) as u64),
         ArithOp::Dp4a { a_signed, b_signed } => {
@@ -260,6 +261,32 @@ fn shf(left: bool, clamp: bool, lo: u32, hi: u32, n: u32) -> u32 {
 }
 
 /// `bmsk`: `width` ones from bit `pos`; bits past 31 are dropped.
+/// `fns`: the bit position of the `|offset|`-th set bit of `mask` counted from `base` (which
+/// counts itself) upward or downward; `base` itself for `offset == 0` if set; else all ones
+/// (PTX ISA, "fns").
+fn fns(mask: u32, base: u32, offset: i32) -> u32 {
+    let set = |pos: u32| mask >> pos & 1 != 0;
+    if offset == 0 {
+        return if base < 32 && set(base) {
+            base
+        } else {
+            u32::MAX
+        };
+    }
+    let mut count = offset.unsigned_abs() - 1;
+    let mut pos = i64::from(base);
+    while (0..32).contains(&pos) {
+        if set(pos as u32) {
+            if count == 0 {
+                return pos as u32;
+            }
+            count -= 1;
+        }
+        pos += if offset > 0 { 1 } else { -1 };
+    }
+    u32::MAX
+}
+
 fn bmsk(clamp: bool, pos: u32, width: u32) -> u32 {
     let (pos, width) = if clamp {
         (pos.min(32), width.min(32))

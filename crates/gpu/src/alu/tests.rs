@@ -1527,3 +1527,84 @@ fn min_max_with_relu_nan_and_three_inputs() {
         f(-2.0)
     );
 }
+
+#[test]
+fn fns_finds_the_nth_set_bit_from_base() {
+    let fns = |mask: u32, base: u32, offset: i32| {
+        arith(
+            ArithOp::Fns,
+            Ty::B32,
+            FloatMode::default(),
+            u64::from(mask),
+            u64::from(base),
+            u64::from(offset as u32),
+            0,
+        )
+        .unwrap() as u32
+    };
+    // The ISA's examples: 0xaaaaaaaa has the odd bits set; base counts itself.
+    assert_eq!(fns(0xaaaa_aaaa, 3, 1), 3);
+    assert_eq!(fns(0xaaaa_aaaa, 3, -1), 3);
+    assert_eq!(fns(0xaaaa_aaaa, 2, 1), 3);
+    assert_eq!(fns(0xaaaa_aaaa, 2, -1), 1);
+    // The third set bit upward from 2 (3, 5, 7); offset 0 tests base alone; none found.
+    assert_eq!(fns(0xaaaa_aaaa, 2, 3), 7);
+    assert_eq!(fns(0xaaaa_aaaa, 2, 0), u32::MAX);
+    assert_eq!(fns(0xaaaa_aaaa, 5, 0), 5);
+    assert_eq!(fns(0x0000_0100, 9, 1), u32::MAX);
+    assert_eq!(fns(0x0000_0100, 31, -1), 8);
+}
+
+/// `.relu` on half-precision `fma` and packed `min`/`max` with `.relu` / `.NaN`, per half.
+#[test]
+fn half_precision_relu_and_nan_forms_work_per_half() {
+    let relu = FloatMode {
+        relu: true,
+        ..FloatMode::default()
+    };
+    // f16x2: halves {low, high}. 1.0 = 0x3c00, -2.0 = 0xc000, 3.0 = 0x4200.
+    // fma(a, b, c) per half: low 1*1 + 2 = 3; high 1*(-2) + 0 = -2 -> relu 0.
+    let a = 0x3c00_3c00;
+    let b = 0xc000_3c00;
+    let c = 0x0000_4000;
+    assert_eq!(
+        arith(ArithOp::Fma, Ty::F16x2, relu, a, b, c, 0).unwrap(),
+        0x0000_4200
+    );
+    assert_eq!(
+        arith(ArithOp::Fma, Ty::F16x2, FloatMode::default(), a, b, c, 0).unwrap(),
+        0xc000_4200
+    );
+    // max.NaN.bf16x2: the low half has a NaN (0x7fc1) and gives the canonical NaN; the high
+    // half is max(1.0, 2.0). max.relu.bf16x2: max(-1, -2) = -1 -> 0, and max(1, 2) = 2.
+    let op = |relu, nan| ArithOp::MinMax {
+        max: true,
+        relu,
+        nan,
+        three: false,
+    };
+    let r = arith(
+        op(false, true),
+        Ty::Bf16x2,
+        FloatMode::default(),
+        0x3f80_7fc1,
+        0x4000_3f80,
+        0,
+        0,
+    )
+    .unwrap();
+    assert_eq!(r >> 16, 0x4000);
+    assert_eq!(r & 0x7f80, 0x7f80, "low half NaN: {r:#x}");
+    assert_ne!(r & 0x7f, 0, "low half NaN: {r:#x}");
+    let r = arith(
+        op(true, false),
+        Ty::Bf16x2,
+        FloatMode::default(),
+        0x3f80_bf80,
+        0x4000_c000,
+        0,
+        0,
+    )
+    .unwrap();
+    assert_eq!(r, 0x4000_0000);
+}

@@ -10,7 +10,7 @@
 //! `.satfinite`). A tf32 operand keeps the sign, exponent and top 10 mantissa bits of its
 //! f32 register, as the tensor core reads it.
 
-use kir::inst::{Rounding, Space, Ty};
+use kir::inst::{MbarrierOp, Rounding, Space, Ty};
 use kir::matrix::{self, Frag, MmaElem, MmaShape, WMMA_PART_REGS};
 
 use super::{lanes, Exec, WARP_SIZE};
@@ -84,6 +84,42 @@ pub(crate) fn wmma_element_addr(
         u64::from(c) * stride + u64::from(r)
     };
     base.wrapping_add(index * u64::from(e.bits() / 8))
+}
+
+/// An f32 rounded to TensorFloat-32: 13 low mantissa bits dropped, rounding to nearest
+/// (ties to even, or away from zero for `.rna`) or toward zero; NaN stays NaN, a finite
+/// value that rounds past the largest becomes infinity (or, `satfinite`, the largest).
+pub(crate) fn tf32_bits(
+    a: u32,
+    rounding: Rounding,
+    away: bool,
+    relu: bool,
+    satfinite: bool,
+) -> u32 {
+    const DROP: u32 = 0x1fff;
+    let exp_all = a & 0x7f80_0000 == 0x7f80_0000;
+    if exp_all && a & 0x007f_ffff != 0 {
+        // NaN: keep a mantissa bit set so it stays a NaN once the low bits are cleared.
+        return (a & !DROP) | 0x0040_0000;
+    }
+    let mut r = if exp_all {
+        a
+    } else {
+        // Rounding the magnitude: the sign bit is untouched by the carries below.
+        let increment = match (rounding, away) {
+            (Rounding::Nearest, true) => 0x1000,
+            (Rounding::Nearest, false) => 0x0fff + ((a >> 13) & 1),
+            _ => 0,
+        };
+        a.wrapping_add(increment) & !DROP
+    };
+    if satfinite && r & 0x7fff_ffff == 0x7f80_0000 {
+        r = (r & 0x8000_0000) | 0x7f7f_e000;
+    }
+    if relu && r & 0x8000_0000 != 0 {
+        r = 0;
+    }
+    r
 }
 
 /// A matrix gathered from the fragments of the 32 lanes, row-major.
@@ -425,6 +461,25 @@ impl Exec<'_, '_, '_> {
         Ok(())
     }
 
+    /// `cvt.*.tf32.f32`: the f32 rounded to 10 mantissa bits.
+    pub(super) fn cvt_tf32(
+        &mut self,
+        exec: u32,
+        rounding: Rounding,
+        away: bool,
+        relu: bool,
+        satfinite: bool,
+    ) {
+        for lane in lanes(exec) {
+            let a = self.read(self.inst.srcs[0], lane) as u32;
+            self.write(
+                0,
+                lane,
+                u64::from(tf32_bits(a, rounding, away, relu, satfinite)),
+            );
+        }
+    }
+
     /// `cvt.{f16x2,bf16x2}.f32 d, a, b`: `a` into the upper half, `b` into the lower.
     pub(super) fn cvt_pack(
         &mut self,
@@ -462,9 +517,175 @@ impl Exec<'_, '_, '_> {
     }
 }
 
+/// The fields of an `mbarrier` object, packed in its 64 bits: pending arrivals (bits
+/// 0–20), expected arrivals (21–41), pending transaction bytes as a signed 20-bit count
+/// (42–61) and the current phase's parity (63). The layout is the model's own: PTX leaves the
+/// object opaque, and programs reach it only through `mbarrier` instructions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Mbarrier {
+    pub pending: u32,
+    pub expected: u32,
+    pub tx: i32,
+    pub parity: bool,
+}
+
+const COUNT_MASK: u64 = (1 << 21) - 1;
+
+impl Mbarrier {
+    pub(crate) fn decode(w: u64) -> Mbarrier {
+        let tx = ((w >> 42) & 0xf_ffff) as i32;
+        Mbarrier {
+            pending: (w & COUNT_MASK) as u32,
+            expected: ((w >> 21) & COUNT_MASK) as u32,
+            // Sign-extend the 20-bit count.
+            tx: (tx << 12) >> 12,
+            parity: w >> 63 != 0,
+        }
+    }
+
+    pub(crate) fn encode(self) -> u64 {
+        u64::from(self.pending) & COUNT_MASK
+            | (u64::from(self.expected) & COUNT_MASK) << 21
+            | (u64::from(self.tx as u32) & 0xf_ffff) << 42
+            | u64::from(self.parity) << 63
+    }
+
+    /// Completes the phase if nothing is pending: the next phase expects the same count.
+    fn settle(&mut self) {
+        if self.pending == 0 && self.tx == 0 {
+            self.parity = !self.parity;
+            self.pending = self.expected;
+        }
+    }
+
+    /// The state token an arrival returns: the phase's parity and the pending count after it.
+    fn state(self, parity: bool, pending: u32) -> u64 {
+        u64::from(parity) << 63 | u64::from(pending)
+    }
+}
+
+impl Exec<'_, '_, '_> {
+    /// The `mbarrier` family, lane by lane in lane order (each lane's update is atomic: the
+    /// functional core runs one lane at a time).
+    pub(super) fn mbarrier(
+        &mut self,
+        exec: u32,
+        op: MbarrierOp,
+        space: Space,
+        offset: i32,
+    ) -> Result<(), ExecError> {
+        let s = self.inst.srcs;
+        let mut hint = 0;
+        for lane in lanes(exec) {
+            if op == MbarrierOp::PendingCount {
+                let state = self.read(s[0], lane);
+                self.write(0, lane, state & COUNT_MASK);
+                continue;
+            }
+            let addr = self.read(s[0], lane).wrapping_add(offset as i64 as u64);
+            let n = self.read(s[1], lane) & 0xffff_ffff;
+            let word = self.load(space, addr, 8, lane, &mut hint)?;
+            let mut b = Mbarrier::decode(word);
+            let result = match op {
+                MbarrierOp::Init => {
+                    b = Mbarrier {
+                        pending: n as u32,
+                        expected: n as u32,
+                        tx: 0,
+                        parity: false,
+                    };
+                    None
+                }
+                MbarrierOp::Inval => {
+                    b = Mbarrier::decode(0);
+                    None
+                }
+                MbarrierOp::ExpectTx => {
+                    b.tx = b.tx.wrapping_add(n as i32);
+                    None
+                }
+                MbarrierOp::CompleteTx => {
+                    b.tx = b.tx.wrapping_sub(n as i32);
+                    b.settle();
+                    None
+                }
+                MbarrierOp::Arrive {
+                    drop,
+                    expect_tx,
+                    no_complete,
+                } => {
+                    let count = match (expect_tx, self.inst.n_srcs) {
+                        (true, _) => {
+                            b.tx = b.tx.wrapping_add(n as i32);
+                            1
+                        }
+                        (false, 2) => n as u32,
+                        (false, _) => 1,
+                    };
+                    let parity = b.parity;
+                    b.pending = b.pending.saturating_sub(count);
+                    if drop {
+                        b.expected = b.expected.saturating_sub(count);
+                    }
+                    let state = b.state(parity, b.pending);
+                    if !no_complete {
+                        b.settle();
+                    }
+                    Some(state)
+                }
+                MbarrierOp::Wait { parity } => {
+                    let waited = if parity {
+                        n & 1 != 0
+                    } else {
+                        self.read(s[1], lane) >> 63 != 0
+                    };
+                    // The phase waited on has completed once the current parity differs.
+                    self.write(0, lane, u64::from(b.parity != waited));
+                    continue;
+                }
+                MbarrierOp::CpAsyncArrive { noinc } => {
+                    // The copies are done when issued (see `cp_async`), so the arrival is
+                    // now; without `.noinc` the count was raised by one first.
+                    if noinc {
+                        b.pending = b.pending.saturating_sub(1);
+                        b.settle();
+                    }
+                    None
+                }
+                MbarrierOp::PendingCount => unreachable!("handled above"),
+            };
+            self.store(space, addr, 8, b.encode(), lane, &mut hint)?;
+            if let Some(state) = result {
+                self.write(0, lane, state);
+            }
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// TensorFloat-32 rounding, by hand: 1 + 2^-11 (0x3f801000) is a tie between 1 and
+    /// 1 + 2^-10; 1 + 3 * 2^-12 is above it.
+    #[test]
+    fn tf32_rounding_modes() {
+        let (rn, rz) = (Rounding::Nearest, Rounding::Zero);
+        assert_eq!(tf32_bits(0x3f80_1000, rn, true, false, false), 0x3f80_2000);
+        assert_eq!(tf32_bits(0x3f80_1000, rn, false, false, false), 0x3f80_0000);
+        assert_eq!(tf32_bits(0x3f80_3000, rn, false, false, false), 0x3f80_4000);
+        assert_eq!(tf32_bits(0x3f80_1800, rn, false, false, false), 0x3f80_2000);
+        assert_eq!(tf32_bits(0x3f80_1fff, rz, false, false, false), 0x3f80_0000);
+        assert_eq!(tf32_bits(0xbf80_1000, rn, true, false, false), 0xbf80_2000);
+        // The largest f32 rounds to infinity, or with .satfinite to the largest tf32.
+        assert_eq!(tf32_bits(0x7f7f_ffff, rn, false, false, false), 0x7f80_0000);
+        assert_eq!(tf32_bits(0x7f7f_ffff, rn, false, false, true), 0x7f7f_e000);
+        // NaN stays NaN; .relu zeroes negatives.
+        let nan = tf32_bits(0x7f80_0001, rn, false, false, false);
+        assert!(f32::from_bits(nan).is_nan());
+        assert_eq!(tf32_bits(0xc000_0000, rn, false, true, false), 0);
+    }
 
     /// The fast f16 decoder agrees with the ALU's conversion on every bit pattern.
     #[test]

@@ -1060,6 +1060,13 @@ impl Exec<'_, '_, '_> {
                 relu,
                 satfinite,
             } => self.cvt_pack(exec, dty, rounding, relu, satfinite),
+            Op::CvtTf32 {
+                rounding,
+                away,
+                relu,
+                satfinite,
+            } => self.cvt_tf32(exec, rounding, away, relu, satfinite),
+            Op::Mbarrier { op, space, offset } => self.mbarrier(exec, op, space, offset)?,
             // The copies are done when issued (see `cp_async`); groups matter to timing only.
             Op::CpAsyncCommit | Op::CpAsyncWait { .. } => {}
             // Preemption points act only when a preemption is pending, which the functional

@@ -1585,6 +1585,10 @@ impl Sm {
             | Op::Red {
                 space, ty, offset, ..
             } => (space, ty, 1, offset, AccessKind::Atomic),
+            // A read-modify-write of the 8-byte barrier object.
+            Op::Mbarrier { space, offset, .. } => {
+                (space, kir::Ty::B64, 1, offset, AccessKind::Atomic)
+            }
             _ => return self.plan_matrix_memory(specs, memsys, a),
         };
         let bytes = ty.size() * u32::from(vec.max(1));

@@ -57,7 +57,7 @@
 //! Writebacks do not take bank ports, and memory instructions' address reads are charged to
 //! the banks but do not delay the access.
 
-use kir::inst::{ArithOp, Inst, Op, Ty};
+use kir::inst::{ArithOp, Inst, MbarrierOp, Op, Ty};
 use kir::matrix::MmaElem;
 use serde::{Deserialize, Serialize};
 
@@ -253,7 +253,12 @@ impl OpClass {
             | Op::Stmatrix { .. }
             | Op::CpAsync { .. } => OpClass::Mem,
             Op::Mma { .. } => OpClass::Tensor,
-            Op::CvtPack { .. } => OpClass::Fp32,
+            Op::Mbarrier {
+                op: MbarrierOp::PendingCount,
+                ..
+            } => OpClass::Alu,
+            Op::Mbarrier { .. } => OpClass::Mem,
+            Op::CvtPack { .. } | Op::CvtTf32 { .. } => OpClass::Fp32,
             Op::Arith { op, ty, .. } => {
                 use ArithOp::*;
                 if ty == Ty::F64 {

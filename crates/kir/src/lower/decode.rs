@@ -68,6 +68,7 @@ pub fn arity(op: ArithOp) -> usize {
         | Lg2
         | Tanh
         | Bfind { .. } => 1,
+        Fns => 3,
         Add
         | Sub
         | Mul
@@ -210,11 +211,14 @@ impl<'i> Mods<'i> {
         let ftz = self.has("ftz");
         let sat = self.has("sat");
         let approx = self.has("approx") | self.has("full");
+        // `.relu` exists on half-precision `fma` only (checked with the type).
+        let relu = self.written("relu") && self.inst.opcode.value == "fma" && self.has("relu");
         FloatMode {
             rounding,
             ftz,
             sat,
             approx,
+            relu,
         }
     }
 
@@ -347,7 +351,7 @@ impl<'a> KernelLowerer<'a> {
             | "cos" | "ex2" | "lg2" | "tanh" | "copysign" | "sad" | "fma" => {
                 self.arith(i, &mut m)?
             }
-            "lop3" | "shf" | "bmsk" | "szext" | "bfind" | "dp4a" | "dp2a" => {
+            "lop3" | "shf" | "bmsk" | "szext" | "bfind" | "fns" | "dp4a" | "dp2a" => {
                 self.bit_op(i, &mut m)?
             }
             "setp" => self.setp(i, &mut m)?,
@@ -578,6 +582,20 @@ impl<'a> KernelLowerer<'a> {
                 m.accept(&["global", "local", "L1", "L2"]);
                 m.accept(EVICTION_HINTS);
                 Inst::new(Op::Fence, i.span)
+            }
+            "applypriority" | "discard" => {
+                // L2 eviction priority and discarding an L2 line's data (whose bytes become
+                // unspecified: keeping them is one allowed outcome): no effect on values, and
+                // the cache model has no priorities.
+                m.accept(&["global", "L2", "L2::evict_normal"]);
+                let [a, n] = i.operands.as_slice() else {
+                    return Err(count_error(i, "2"));
+                };
+                self.address(i, a, Some(Space::Global))?;
+                if !matches!(n.kind, K::Int(128)) {
+                    return Err(bad(i, "a size of 128 bytes", n.span));
+                }
+                Inst::new(Op::Nop, i.span)
             }
             "createpolicy" => {
                 // A cache-eviction policy for `.L2::cache_hint` accesses: opaque bits that
@@ -1026,6 +1044,9 @@ impl<'a> KernelLowerer<'a> {
         };
         let explicit_rounding = m.has_rounding();
         let (ty, ty_span) = m.need_ty_spanned()?;
+        if mode.relu {
+            check_type(i, ty, &[Ty::F16, Ty::Bf16, Ty::F16x2, Ty::Bf16x2], ty_span)?;
+        }
         let float = ty.is_float();
         let int_mul = |lo: bool, hi: bool, wide: bool, l: ArithOp, h: ArithOp, w: ArithOp| {
             if hi {
@@ -1123,6 +1144,7 @@ impl<'a> KernelLowerer<'a> {
             | Bmsk { .. }
             | Szext { .. }
             | Bfind { .. }
+            | Fns
             | Dp4a { .. }
             | Dp2a { .. } => unreachable!("decoded by `bit_op`"),
             AddC { .. } | SubC { .. } | MadC { .. } => unreachable!("decoded by `carry`"),
@@ -1234,8 +1256,8 @@ impl<'a> KernelLowerer<'a> {
         let ftz = m.has("ftz");
         let three = i.operands.len() == 4;
         let allowed: &[Ty] = match (relu, nan) {
-            (true, _) => &[Ty::S32, Ty::F16, Ty::Bf16],
-            (false, true) => &[Ty::F16, Ty::Bf16, Ty::F32],
+            (true, _) => &[Ty::S32, Ty::F16, Ty::Bf16, Ty::F16x2, Ty::Bf16x2],
+            (false, true) => &[Ty::F16, Ty::Bf16, Ty::F32, Ty::F16x2, Ty::Bf16x2],
             (false, false) => &[Ty::U32, Ty::S32, Ty::F32, Ty::F64],
         };
         let ty = m.need_ty(allowed)?;
@@ -1299,6 +1321,10 @@ impl<'a> KernelLowerer<'a> {
                 let clamp = clamp(m)?;
                 m.need_ty(&[Ty::B32])?;
                 (Bmsk { clamp }, Ty::B32, vec![Ty::U32, Ty::U32])
+            }
+            "fns" => {
+                m.need_ty(&[Ty::B32])?;
+                (Fns, Ty::B32, vec![Ty::B32, Ty::U32, Ty::S32])
             }
             "szext" => {
                 let clamp = clamp(m)?;

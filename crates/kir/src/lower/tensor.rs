@@ -14,19 +14,19 @@ use super::decode::{bad, count_error, full_name, operand_index, Mods};
 use super::typecheck::Rule;
 use super::{KernelLowerer, LowerError};
 use crate::ids::Reg;
-use crate::inst::{Inst, Op, Operand, Rounding, Space, Ty, MAX_SRCS};
+use crate::inst::{Inst, MbarrierOp, Op, Operand, Rounding, Space, Ty, MAX_SRCS};
 use crate::matrix::{self, Frag, MmaElem, MmaShape, WMMA_PART_REGS};
 
 /// Whether `opcode` with these modifiers is decoded here.
 pub(super) fn handles(i: &ast::Instruction) -> bool {
     let first = i.modifiers.first().map(|m| m.value.as_str());
     match i.opcode.value.as_str() {
-        "mma" | "wmma" | "ldmatrix" | "stmatrix" => true,
+        "mma" | "wmma" | "ldmatrix" | "stmatrix" | "mbarrier" => true,
         "cp" => first == Some("async"),
         "cvt" => i
             .modifiers
             .iter()
-            .any(|m| m.value == "f16x2" || m.value == "bf16x2"),
+            .any(|m| m.value == "f16x2" || m.value == "bf16x2" || m.value == "tf32"),
         _ => false,
     }
 }
@@ -44,7 +44,11 @@ impl KernelLowerer<'_> {
             "mma" => self.mma(i, m).map(|x| vec![x]),
             "wmma" => self.wmma(i, m),
             "ldmatrix" | "stmatrix" => self.ldmatrix(i, m).map(|x| vec![x]),
+            "cp" if i.modifiers.iter().any(|x| x.value == "mbarrier") => {
+                self.cp_async_mbarrier(i, m).map(|x| vec![x])
+            }
             "cp" => self.cp_async(i, m).map(|x| vec![x]),
+            "mbarrier" => self.mbarrier(i, m).map(|x| vec![x]),
             _ => self.cvt_pack(i, m).map(|x| vec![x]),
         }
     }
@@ -491,7 +495,128 @@ impl KernelLowerer<'_> {
         Ok(inst)
     }
 
+    /// The `mbarrier` family (PTX ISA §9.7.13.15): memory-ordering and scope qualifiers are
+    /// accepted (the functional core is sequentially consistent; there are no clusters).
+    fn mbarrier(&self, i: &ast::Instruction, m: &mut Mods) -> Result<Inst, LowerError> {
+        m.accept(&["acquire", "release", "relaxed", "cta", "cluster"]);
+        let arrive = m.one_of(&[("arrive", false), ("arrive_drop", true)]);
+        let op = if let Some(drop) = arrive {
+            MbarrierOp::Arrive {
+                drop,
+                expect_tx: m.has("expect_tx"),
+                no_complete: m.has("noComplete"),
+            }
+        } else if m.has("init") {
+            MbarrierOp::Init
+        } else if m.has("inval") {
+            MbarrierOp::Inval
+        } else if m.has("pending_count") {
+            MbarrierOp::PendingCount
+        } else if m.has("expect_tx") {
+            MbarrierOp::ExpectTx
+        } else if m.has("complete_tx") {
+            MbarrierOp::CompleteTx
+        } else if m.one_of(&[("test_wait", ()), ("try_wait", ())]).is_some() {
+            MbarrierOp::Wait {
+                parity: m.has("parity"),
+            }
+        } else {
+            return Err(LowerError::UnsupportedInstruction {
+                name: full_name(i),
+                span: i.span,
+            });
+        };
+        let space = m.one_of(SHARED);
+        m.need_ty(&[Ty::B64])?;
+        let ops = i.operands.as_slice();
+        if op == MbarrierOp::PendingCount {
+            let [d, state] = ops else {
+                return Err(count_error(i, "2"));
+            };
+            let mut inst = Inst::new(
+                Op::Mbarrier {
+                    op,
+                    space: Space::Shared,
+                    offset: 0,
+                },
+                i.span,
+            );
+            inst.dsts[0] = self.dst(i, d, Ty::U32, Rule::Exact)?;
+            inst.n_dsts = 1;
+            inst.srcs[0] = self.src(i, state, Ty::B64)?;
+            inst.n_srcs = 1;
+            return Ok(inst);
+        }
+        // (destination, address, further sources and their types)
+        let (dst, addr, rest): (Option<Typed>, &ast::Operand, Vec<Typed>) = match (op, ops) {
+            (MbarrierOp::Init, [a, n]) => (None, a, vec![(n, Ty::U32)]),
+            (MbarrierOp::Inval, [a]) => (None, a, vec![]),
+            (MbarrierOp::ExpectTx | MbarrierOp::CompleteTx, [a, n]) => {
+                (None, a, vec![(n, Ty::U32)])
+            }
+            (
+                MbarrierOp::Arrive {
+                    expect_tx: false,
+                    no_complete: false,
+                    ..
+                },
+                [d, a],
+            ) => (Some((d, Ty::B64)), a, vec![]),
+            (MbarrierOp::Arrive { .. }, [d, a, n]) => (Some((d, Ty::B64)), a, vec![(n, Ty::U32)]),
+            (MbarrierOp::Wait { parity }, [p, a, s, ..]) if ops.len() <= 4 => {
+                // try_wait may add a suspend-time hint, which the model ignores.
+                let hint: Vec<_> = ops.get(3).map(|h| (h, Ty::U32)).into_iter().collect();
+                let mut rest = vec![(s, if parity { Ty::U32 } else { Ty::B64 })];
+                rest.extend(hint);
+                (Some((p, Ty::Pred)), a, rest)
+            }
+            _ => return Err(count_error(i, "the operands of this mbarrier form")),
+        };
+        let (space, base, offset) = self.address(i, addr, space)?;
+        let mut inst = Inst::new(Op::Mbarrier { op, space, offset }, i.span);
+        if let Some((d, ty)) = dst {
+            inst.dsts[0] = self.dst(i, d, ty, Rule::Exact)?;
+            inst.n_dsts = 1;
+        }
+        inst.srcs[0] = base;
+        for (k, (o, ty)) in rest.iter().enumerate() {
+            inst.srcs[k + 1] = self.src(i, o, *ty)?;
+        }
+        inst.n_srcs = 1 + rest.len() as u8;
+        Ok(inst)
+    }
+
+    /// `cp.async.mbarrier.arrive{.noinc}{.shared}.b64 [addr]`.
+    fn cp_async_mbarrier(&self, i: &ast::Instruction, m: &mut Mods) -> Result<Inst, LowerError> {
+        m.has("async");
+        m.has("mbarrier");
+        if !m.has("arrive") {
+            return Err(m.missing("`.arrive`"));
+        }
+        let noinc = m.has("noinc");
+        let space = m.one_of(SHARED);
+        m.need_ty(&[Ty::B64])?;
+        let [a] = i.operands.as_slice() else {
+            return Err(count_error(i, "1"));
+        };
+        let (space, base, offset) = self.address(i, a, space)?;
+        let mut inst = Inst::new(
+            Op::Mbarrier {
+                op: MbarrierOp::CpAsyncArrive { noinc },
+                space,
+                offset,
+            },
+            i.span,
+        );
+        inst.srcs[0] = base;
+        inst.n_srcs = 1;
+        Ok(inst)
+    }
+
     fn cvt_pack(&self, i: &ast::Instruction, m: &mut Mods) -> Result<Inst, LowerError> {
+        if i.modifiers.iter().any(|x| x.value == "tf32") {
+            return self.cvt_tf32(i, m);
+        }
         let rounding = m
             .one_of(&[
                 ("rn", Rounding::Nearest),
@@ -524,6 +649,43 @@ impl KernelLowerer<'_> {
         Ok(inst)
     }
 }
+
+impl KernelLowerer<'_> {
+    /// `cvt.{rna,rn,rz}{.relu}{.satfinite}.tf32.f32 d, a` (the destination a `.b32`).
+    fn cvt_tf32(&self, i: &ast::Instruction, m: &mut Mods) -> Result<Inst, LowerError> {
+        let (rounding, away) = m
+            .one_of(&[
+                ("rna", (Rounding::Nearest, true)),
+                ("rn", (Rounding::Nearest, false)),
+                ("rz", (Rounding::Zero, false)),
+            ])
+            .ok_or_else(|| m.missing("`.rna`, `.rn` or `.rz`"))?;
+        let relu = m.has("relu");
+        let satfinite = m.has("satfinite");
+        m.has("tf32");
+        m.need_ty(&[Ty::F32])?;
+        let [d, a] = i.operands.as_slice() else {
+            return Err(count_error(i, "2"));
+        };
+        let mut inst = Inst::new(
+            Op::CvtTf32 {
+                rounding,
+                away,
+                relu,
+                satfinite,
+            },
+            i.span,
+        );
+        inst.dsts[0] = self.dst(i, d, Ty::B32, Rule::Exact)?;
+        inst.n_dsts = 1;
+        inst.srcs[0] = self.src(i, a, Ty::F32)?;
+        inst.n_srcs = 1;
+        Ok(inst)
+    }
+}
+
+/// An operand with the type the instruction gives it.
+type Typed<'a> = (&'a ast::Operand, Ty);
 
 /// An instruction with destinations `dsts` and register sources `srcs`.
 fn build(op: Op, i: &ast::Instruction, dsts: &[Reg], srcs: impl Iterator<Item = Reg>) -> Inst {
