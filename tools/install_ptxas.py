@@ -32,6 +32,7 @@ VENV = os.path.join(ROOT, ".venv-ptxas")
 # target → (wheel requirement, install subdirectory)
 TOOLCHAINS = {
     "sm_70": ("nvidia-cuda-nvcc-cu12==12.9.86", "cu12"),
+    "sm_80": ("nvidia-cuda-nvcc-cu12==12.9.86", "cu12"),
     "sm_90": ("nvidia-cuda-nvcc==13.0.88", "cu13"),
 }
 

@@ -207,12 +207,19 @@ fn switchyard_agrees_with_ptxas_on_the_corpus() {
     );
 }
 
-/// The pinned ptxas binaries `tools/install_ptxas.py` installs, by target.
-fn installed_ptxas() -> Option<[(String, PathBuf); 2]> {
+/// The pinned ptxas binaries `tools/install_ptxas.py` installs, by target (CUDA 12's for
+/// sm_70 and sm_80, CUDA 13's for sm_90).
+fn installed_ptxas() -> Option<[(String, PathBuf); 3]> {
     let venv = root().join(".venv-ptxas");
-    let sm70 = venv.join("cu12/nvidia/cuda_nvcc/bin/ptxas");
-    let sm90 = venv.join("cu13/nvidia/cu13/bin/ptxas");
-    (sm70.is_file() && sm90.is_file()).then(|| [("sm_70".into(), sm70), ("sm_90".into(), sm90)])
+    let cu12 = venv.join("cu12/nvidia/cuda_nvcc/bin/ptxas");
+    let cu13 = venv.join("cu13/nvidia/cu13/bin/ptxas");
+    (cu12.is_file() && cu13.is_file()).then(|| {
+        [
+            ("sm_70".into(), cu12.clone()),
+            ("sm_80".into(), cu12),
+            ("sm_90".into(), cu13),
+        ]
+    })
 }
 
 #[test]
@@ -229,6 +236,8 @@ fn ptxas_still_gives_the_committed_verdicts() {
         let text = text_of(e);
         let target = if text.contains(".target sm_90") {
             "sm_90"
+        } else if text.contains(".target sm_80") {
+            "sm_80"
         } else {
             "sm_70"
         };
