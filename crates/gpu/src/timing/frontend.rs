@@ -119,6 +119,28 @@ impl RegisterBanks {
         self.conflict_cycles += extra;
         extra
     }
+
+    /// Whether every bank of `mask` (bit `b`: bank `b`) can take a read at `now`.
+    pub(super) fn free(&self, mask: u64, now: u64) -> bool {
+        let mut m = mask;
+        while m != 0 {
+            let b = m.trailing_zeros() as usize;
+            m &= m - 1;
+            if self.free_at.get(b).is_some_and(|&t| t > now) {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// The banks (bit `b`: bank `b`, the first 64) that reading `regs` uses.
+    pub(super) fn mask(&self, regs: &[u32]) -> u64 {
+        let n = self.free_at.len() as u32;
+        regs.iter()
+            .map(|&r| r % n)
+            .filter(|&b| b < 64)
+            .fold(0, |m, b| m | 1 << b)
+    }
 }
 
 #[cfg(test)]

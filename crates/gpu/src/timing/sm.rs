@@ -169,6 +169,8 @@ struct WarpHot {
     buffer_end: u32,
     /// The warp's launch (what a scheduler may see of it).
     launch: LaunchId,
+    /// With sub-cores: the register banks the next instruction reads.
+    src_banks: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -194,6 +196,7 @@ impl WarpHot {
         fetch_ready: 0,
         buffer_end: 0,
         launch: LaunchId(0),
+        src_banks: 0,
     };
 
     /// Whether the slot holds a warp the schedulers may issue from (not finished, not halted).
@@ -431,8 +434,11 @@ pub(super) struct Sm {
     /// Per scheduler: the cycle its tensor core accepts the next `mma`.
     tensor_free: Vec<u64>,
     sfu_free: u64,
-    fetch: FetchUnit,
-    banks: RegisterBanks,
+    fetch: Vec<FetchUnit>,
+    /// Register banks: one set for the SM, or one per scheduler with `sub_cores`.
+    banks: Vec<RegisterBanks>,
+    /// Each scheduler has its own fetch unit and register banks (`PipelineSpec::sub_cores`).
+    sub_cores: bool,
     /// Instructions one fetch brings into a warp's buffer.
     ibuffer_entries: u32,
     ldst_free: u64,
@@ -530,8 +536,13 @@ impl Sm {
             sp_free: vec![0; n_sched],
             tensor_free: vec![0; n_sched],
             sfu_free: 0,
-            fetch: FetchUnit::new(&spec.fetch),
-            banks: RegisterBanks::new(spec.register_banks),
+            fetch: (0..if spec.sub_cores { n_sched } else { 1 })
+                .map(|_| FetchUnit::new(&spec.fetch))
+                .collect(),
+            banks: (0..if spec.sub_cores { n_sched } else { 1 })
+                .map(|_| RegisterBanks::new(spec.register_banks))
+                .collect(),
+            sub_cores: spec.sub_cores,
             ibuffer_entries: spec.fetch.ibuffer_entries.max(1),
             ldst_free: 0,
             ldst_refused_at: u64::MAX,
@@ -1308,6 +1319,10 @@ impl Sm {
         if free > now {
             return Check::Blocked(StallReason::PipelineBusy);
         }
+        // Sub-cores: the operand collector cannot read a bank still busy this cycle.
+        if self.sub_cores && !self.banks[sched].free(h.src_banks, now) {
+            return Check::Blocked(StallReason::PipelineBusy);
+        }
         Check::Ready
     }
 
@@ -1347,6 +1362,11 @@ impl Sm {
         };
         h.next_pc = top.pc;
         h.class = decoded.class[top.pc as usize];
+        h.src_banks = if self.sub_cores {
+            self.banks[0].mask(decoded.sources(top.pc))
+        } else {
+            0
+        };
         h.ready = 0;
         for &r in decoded.regs(top.pc) {
             let t = w.ready_at[r as usize];
@@ -1369,16 +1389,21 @@ impl Sm {
         if h.next_pc == NO_PC {
             return;
         }
-        h.fetch_ready = self.fetch.fetch(h.next_pc, now);
+        let unit = if self.sub_cores {
+            slot % self.fetch.len()
+        } else {
+            0
+        };
+        h.fetch_ready = self.fetch[unit].fetch(h.next_pc, now);
         h.buffer_end = h.next_pc.saturating_add(self.ibuffer_entries);
     }
 
     /// Front-end counters so far.
     pub(super) fn frontend_stats(&self) -> FrontendStats {
         FrontendStats {
-            fetches: self.fetch.fetches,
-            icache_misses: self.fetch.misses,
-            operand_conflict_cycles: self.banks.conflict_cycles,
+            fetches: self.fetch.iter().map(|f| f.fetches).sum(),
+            icache_misses: self.fetch.iter().map(|f| f.misses).sum(),
+            operand_conflict_cycles: self.banks.iter().map(|b| b.conflict_cycles).sum(),
         }
     }
 
@@ -1499,7 +1524,8 @@ impl Sm {
 
         // Operand collection: reads that wait for a register bank delay the result.
         let decoded = &launch.decoded;
-        let late = self.banks.read(decoded.sources(top.pc), now);
+        let set = if self.sub_cores { sched } else { 0 };
+        let late = self.banks[set].read(decoded.sources(top.pc), now);
         let timing = match (class, &specs.pipeline.tensor) {
             // Loading checked that the tensor cores take the instruction's types.
             (OpClass::Tensor, Some(t)) => t.timing(inst).unwrap_or(specs.pipeline.timing(class)),

@@ -56,6 +56,14 @@
 //! kernel after register allocation (virtual ones with `TimingOptions::allocate` off).
 //! Writebacks do not take bank ports, and memory instructions' address reads are charged to
 //! the banks but do not delay the access.
+//!
+//! **Sub-cores** ([`PipelineSpec::sub_cores`], Volta and later: the SM is four partitions,
+//! each with its own L0 instruction cache, fetch and register file, NVIDIA Tesla V100 white
+//! paper): every scheduler has its own fetch unit and i-cache of the `fetch` description and
+//! its own `register_banks` banks, and a warp whose next instruction reads a bank still busy
+//! with an earlier instruction's read does not issue that cycle (the operand collector stalls
+//! issue rather than letting reads queue without bound). Without it the SM has one fetch port,
+//! one i-cache and one set of banks whose conflicts delay results (GPGPU-Sim's GTX480).
 
 use kir::inst::{ArithOp, Inst, MbarrierOp, Op, Ty};
 use kir::matrix::MmaElem;
@@ -96,8 +104,14 @@ pub struct PipelineSpec {
     pub two_level_active: u32,
     /// Instruction fetch and the instruction cache.
     pub fetch: FetchSpec,
-    /// Single-ported register-file banks per SM read by the operand collector (at least 1).
+    /// Single-ported register-file banks per SM read by the operand collector (at least 1);
+    /// per scheduler with `sub_cores`.
     pub register_banks: u32,
+    /// Each scheduler is a sub-core with its own fetch, i-cache and register file.
+    pub sub_cores: bool,
+    /// `.f16`, `.bf16`, `.f16x2` and `.bf16x2` arithmetic (the `fp32` class's timing unless
+    /// a preset gives the half-precision units their own rate).
+    pub fp16: OpTiming,
     /// The tensor cores, if the SM has them.
     pub tensor: Option<TensorSpec>,
 }
@@ -206,6 +220,8 @@ impl Default for PipelineSpec {
             two_level_active: 8,
             fetch: FetchSpec::default(),
             register_banks: 16,
+            sub_cores: false,
+            fp16: t(4, 1),
             tensor: None,
         }
     }
@@ -231,6 +247,8 @@ pub enum OpClass {
     IntMul,
     IntDiv,
     Fp32,
+    /// Half-precision arithmetic (scalar and packed pairs).
+    Fp16,
     Fp32Div,
     Fp64,
     Fp64Div,
@@ -245,6 +263,7 @@ impl OpClass {
     /// The class of an instruction, from its operation and types.
     pub fn of(inst: &Inst) -> OpClass {
         let float = |ty: Ty| matches!(ty, Ty::F16 | Ty::F16x2 | Ty::Bf16 | Ty::Bf16x2 | Ty::F32);
+        let half = |ty: Ty| matches!(ty, Ty::F16 | Ty::F16x2 | Ty::Bf16 | Ty::Bf16x2);
         match inst.op {
             Op::Ld { .. } | Op::St { .. } | Op::Atom { .. } | Op::Red { .. } => OpClass::Mem,
             Op::WmmaLoad { .. }
@@ -270,6 +289,7 @@ impl OpClass {
                     match op {
                         Div => OpClass::Fp32Div,
                         Rcp | Sqrt | Rsqrt | Sin | Cos | Ex2 | Lg2 | Tanh => OpClass::Sfu,
+                        _ if half(ty) => OpClass::Fp16,
                         _ => OpClass::Fp32,
                     }
                 } else {
@@ -321,7 +341,9 @@ impl OpClass {
     /// The unit that executes the class.
     pub fn unit(self) -> Unit {
         match self {
-            OpClass::Alu | OpClass::IntMul | OpClass::Fp32 | OpClass::Fp64 => Unit::Sp,
+            OpClass::Alu | OpClass::IntMul | OpClass::Fp32 | OpClass::Fp16 | OpClass::Fp64 => {
+                Unit::Sp
+            }
             OpClass::IntDiv | OpClass::Fp32Div | OpClass::Fp64Div | OpClass::Sfu => Unit::Sfu,
             OpClass::Mem => Unit::LdSt,
             OpClass::Tensor => Unit::Tensor,
@@ -338,6 +360,7 @@ impl PipelineSpec {
             OpClass::IntMul => self.imul,
             OpClass::IntDiv => self.idiv,
             OpClass::Fp32 => self.fp32,
+            OpClass::Fp16 => self.fp16,
             OpClass::Fp32Div => self.fdiv,
             OpClass::Fp64 => self.fp64,
             OpClass::Fp64Div => self.ddiv,
