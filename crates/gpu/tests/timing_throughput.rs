@@ -30,7 +30,23 @@ fn independent_body(rounds: u32) -> String {
 
 #[test]
 fn independent_adds_reach_the_issue_width() {
-    let engine = Engine::gtx480();
+    reaches_the_issue_width(Engine::gtx480(), 0.9);
+}
+
+/// The A100 preset's four sub-cores each fetch through their own L0 i-cache and read their
+/// own register banks, so the SM issues four warp instructions per cycle (one shared fetch
+/// port of two instructions per cycle would cap it at two). The kernel is short on 108 SMs
+/// (two TBs each), so starting and draining them costs a few percent more than on the GTX480.
+#[test]
+fn sub_cores_reach_the_issue_width() {
+    let engine = Engine::Timed(Box::new(gpu::timing::TimedGpu::new(
+        gpu::config::GpuConfig::preset("a100").unwrap(),
+    )));
+    reaches_the_issue_width(engine, 0.85);
+}
+
+/// At least `fraction` of the issue width per SM on an ALU-bound kernel with many warps.
+fn reaches_the_issue_width(engine: Engine, fraction: f64) {
     let Engine::Timed(t) = &engine else {
         unreachable!()
     };
@@ -69,7 +85,7 @@ fn independent_adds_reach_the_issue_width() {
         s.warp_instructions, s.cycles, s.ipc, s.tbs_per_sm, s.schedulers
     );
     assert!(
-        mean >= 0.9 * f64::from(width) && mean <= f64::from(width),
+        mean >= fraction * f64::from(width) && mean <= f64::from(width),
         "per-SM IPC {mean:.3} vs issue width {width}"
     );
 }

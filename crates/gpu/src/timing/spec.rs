@@ -403,6 +403,9 @@ mod tests {
         assert_eq!(arith(ArithOp::MadLo, Ty::S32), OpClass::IntMul);
         assert_eq!(arith(ArithOp::Div, Ty::U32), OpClass::IntDiv);
         assert_eq!(arith(ArithOp::Fma, Ty::F32), OpClass::Fp32);
+        assert_eq!(arith(ArithOp::Fma, Ty::F16x2), OpClass::Fp16);
+        assert_eq!(arith(ArithOp::Add, Ty::Bf16), OpClass::Fp16);
+        assert_eq!(arith(ArithOp::Ex2, Ty::F16x2), OpClass::Sfu);
         assert_eq!(arith(ArithOp::Div, Ty::F32), OpClass::Fp32Div);
         assert_eq!(arith(ArithOp::Ex2, Ty::F32), OpClass::Sfu);
         assert_eq!(arith(ArithOp::Fma, Ty::F64), OpClass::Fp64);
