@@ -85,6 +85,23 @@ fn remove_stale_temporaries(path: &Path) {
 /// [`INTERRUPTED`]. Files already written stay as they are: complete results, or partial
 /// ones in files that say so.
 pub fn exit_cleanly_on_signals() {
+    // A reader that stops reading (`switchyard check | head`) ends the process quietly, as
+    // for any Unix tool, with the status a SIGPIPE gives (128 + 13). Rust ignores SIGPIPE,
+    // so the next `println!` panics instead: that one panic becomes the quiet exit. Files
+    // are unaffected: every write is a rename of a complete file.
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
+            std::process::exit(141);
+        }
+        default(info);
+    }));
     // Failing to install the handler (another one is installed) leaves the default, which
     // is still safe for the files: every write is a rename of a complete file.
     let _ = ctrlc::set_handler(|| {

@@ -884,3 +884,39 @@ fn reads_just_outside_a_buffer_run_under_page_checks_and_fault_under_strict() {
         );
     }
 }
+
+/// A reader that stops early (`switchyard check ... | head -1`) ends the process quietly with
+/// SIGPIPE's status, not a panic and a backtrace.
+#[test]
+fn a_closed_stdout_ends_the_run_quietly() {
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let files: Vec<_> = std::fs::read_dir(root.join("kernels"))
+        .unwrap()
+        .map(|d| d.unwrap().path())
+        .filter(|d| d.is_dir())
+        .flat_map(|d| std::fs::read_dir(d).unwrap())
+        .map(|f| f.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "ptx"))
+        .collect();
+    assert!(files.len() > 20);
+    // Each file ten times: a report of about 180 KB, more than a pipe buffers, so the
+    // process is still writing when the reader goes away.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_switchyard"))
+        .arg("check")
+        .args(files.iter().cycle().take(10 * files.len()))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Read one byte, then close the pipe while the report is still being written.
+    let mut stdout = child.stdout.take().unwrap();
+    let mut first = [0u8; 1];
+    stdout.read_exact(&mut first).unwrap();
+    drop(stdout);
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(out.status.code(), Some(141), "{stderr}");
+}
