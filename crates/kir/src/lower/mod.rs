@@ -315,6 +315,9 @@ struct KernelLowerer<'a> {
     /// not inlined (each callee is checked on its own).
     inline_calls: bool,
     errors: Vec<LowerError>,
+    /// Register ranges whose declaration was rejected as too large (`%r`, 1000000000): their
+    /// uses are not reported again as unknown identifiers.
+    rejected_ranges: Vec<(String, u64)>,
     /// The condition code's carry flag, once a carry instruction needs it.
     cc: Option<Reg>,
 }
@@ -339,6 +342,7 @@ impl<'a> KernelLowerer<'a> {
             inline_count: 0,
             inline_calls: f.kind == ast::FunctionKind::Entry,
             errors: Vec::new(),
+            rejected_ranges: Vec::new(),
             cc: None,
         };
         l.layout_shared(f);
@@ -422,6 +426,19 @@ impl<'a> KernelLowerer<'a> {
                 }
             }
         }
+        // A use of a register whose too-large declaration was already reported is not an
+        // error of its own (one report, not one per use).
+        let rejected = std::mem::take(&mut l.rejected_ranges);
+        l.errors.retain(|e| match e {
+            LowerError::UnknownIdentifier { name, .. } => !rejected.iter().any(|(base, count)| {
+                name == base
+                    || name
+                        .strip_prefix(base.as_str())
+                        .and_then(|k| k.parse::<u64>().ok())
+                        .is_some_and(|k| k < *count)
+            }),
+            _ => true,
+        });
         if !l.errors.is_empty() {
             return Err(l.errors);
         }
@@ -631,6 +648,10 @@ impl<'a> KernelLowerer<'a> {
                 limit: MAX_DECLARED_REGISTERS,
                 span: d.span,
             });
+            for n in &d.names {
+                let count = n.range.map_or(0, u64::from);
+                self.rejected_ranges.push((n.name.value.clone(), count));
+            }
             return;
         }
         for n in &d.names {
