@@ -937,3 +937,64 @@ fn mbarrier_waits_for_pending_transactions() {
     // Before complete_tx: not complete (bit 0 clear); after every lane's 2 bytes: complete.
     assert_eq!(run_with_input(ptx, &[0; 4], 32, "a100"), vec![2; 32]);
 }
+
+/// `stmatrix` is `ldmatrix`'s inverse: lane l's register j holds row l / 4, columns
+/// 2 (l % 4) and + 1 of matrix j (or of its transpose), written to the row addresses lanes
+/// 8 j .. 8 j + 8 give; reading the tile back gives every element where the ISA puts it.
+#[test]
+fn stmatrix_writes_the_fragments_ldmatrix_reads() {
+    for trans in [false, true] {
+        let t = if trans { ".trans" } else { "" };
+        let ptx = format!(
+            r#".version 8.0
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 out, .param .u64 in)
+{{
+    .reg .b32 %r<16>;
+    .reg .b64 %rd<8>;
+    .shared .align 16 .b8 tile[512];
+    ld.param.u64 %rd1, [out];
+    cvta.to.global.u64 %rd1, %rd1;
+    mov.u32 %r1, %laneid;
+    // Register j of lane l: 0x100 j + l in each half, the high half + 0x80.
+    shl.b32 %r14, %r1, 16;
+    add.u32 %r14, %r14, 0x00800000;
+    or.b32 %r10, %r14, %r1;
+    add.u32 %r11, %r10, 0x01000100;
+    add.u32 %r12, %r10, 0x02000200;
+    add.u32 %r13, %r10, 0x03000300;
+    mov.u32 %r8, tile;
+    shl.b32 %r9, %r1, 4;
+    add.u32 %r8, %r8, %r9;
+    stmatrix.sync.aligned.m8n8.x4{t}.shared.b16 [%r8], {{%r10, %r11, %r12, %r13}};
+    bar.sync 0;
+    // Lane l copies 16 bytes of the tile: bytes 16 l .. 16 l + 16.
+    ld.shared.v4.b32 {{%r3, %r4, %r5, %r6}}, [%r8];
+    mul.wide.u32 %rd2, %r1, 16;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.v4.b32 [%rd3], {{%r3, %r4, %r5, %r6}};
+    ret;
+}}
+"#
+        );
+        let out = run_with_input(&ptx, &[0; 4], 128, "h100");
+        let halves: Vec<u32> = out.iter().flat_map(|w| [w & 0xffff, w >> 16]).collect();
+        for lane in 0..32u32 {
+            for j in 0..4u32 {
+                for i in 0..2u32 {
+                    let (r, c) = (lane / 4, 2 * (lane % 4) + i);
+                    let (r, c) = if trans { (c, r) } else { (r, c) };
+                    // Matrix j's row r starts at byte 16 (8 j + r): element c is half
+                    // 8 (8 j + r) + c.
+                    let at = (8 * (8 * j + r) + c) as usize;
+                    let want = 0x100 * j + lane + 0x80 * i;
+                    assert_eq!(
+                        halves[at], want,
+                        "trans {trans} lane {lane} matrix {j} half {i}"
+                    );
+                }
+            }
+        }
+    }
+}
