@@ -609,6 +609,9 @@ pub enum Op {
         relu: bool,
         satfinite: bool,
     },
+    /// `nanosleep.u32 t`: the warp sleeps `t` nanoseconds (`srcs[0]`, at most 1 ms; PTX
+    /// allows anything up to 2 t). No effect on values.
+    Nanosleep,
     /// `cp.async.commit_group`: the warp's `cp.async`s since the last commit become a group.
     CpAsyncCommit,
     /// `cp.async.wait_group n` (`all`: `cp.async.wait_all`, which also waits for

@@ -1067,6 +1067,8 @@ impl Exec<'_, '_, '_> {
                 satfinite,
             } => self.cvt_tf32(exec, rounding, away, relu, satfinite),
             Op::Mbarrier { op, space, offset } => self.mbarrier(exec, op, space, offset)?,
+            // Sleeping changes no value; the timing model suspends the warp.
+            Op::Nanosleep => {}
             // The copies are done when issued (see `cp_async`); groups matter to timing only.
             Op::CpAsyncCommit | Op::CpAsyncWait { .. } => {}
             // Preemption points act only when a preemption is pending, which the functional

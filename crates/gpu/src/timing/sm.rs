@@ -95,6 +95,8 @@ pub(super) struct WarpSlot {
     stores: u32,
     /// `cp.async` copies in flight by group.
     cp_async: CpAsyncGroups,
+    /// The cycle a `nanosleep` suspends the warp until.
+    sleep_until: u64,
 }
 
 /// A warp's `cp.async` copies in flight, by group (PTX ISA §9.7.9.25.3): the copies issued
@@ -693,6 +695,7 @@ impl Sm {
                 outstanding: 0,
                 stores: 0,
                 cp_async: CpAsyncGroups::default(),
+                sleep_until: 0,
             }));
             self.hot[s as usize].age = self.next_age;
             self.next_age += 1;
@@ -1375,6 +1378,8 @@ impl Sm {
                 break;
             }
         }
+        // A sleeping warp is ready again when its `nanosleep` ends.
+        h.ready = h.ready.max(w.sleep_until);
         // `cp.async.wait_group` waits like a load for its groups' copies.
         if let Some((groups, all)) = decoded.cp_async_wait(top.pc) {
             if !w.cp_async.satisfied(groups, all) {
@@ -1536,6 +1541,20 @@ impl Sm {
                 ws.cp_async.issued();
             }
             Op::CpAsyncCommit => ws.cp_async.commit(),
+            Op::Nanosleep => {
+                // The longest of the active lanes' requests, at most 1 ms, in core cycles.
+                let ns = lanes_of(exec)
+                    .map(|l| match inst.srcs[0] {
+                        Operand::Reg(r) => ws.warp.regs[r.index() * WARP_SIZE + l],
+                        Operand::Imm(v) => v,
+                        _ => 0,
+                    } & 0xffff_ffff)
+                    .max()
+                    .unwrap_or(0)
+                    .min(1_000_000);
+                let cycles = (ns as f64 * specs.memory.clocks.core_mhz / 1000.0).round() as u64;
+                ws.sleep_until = now + cycles;
+            }
             _ => {}
         }
         let (ready, busy) = match plan {

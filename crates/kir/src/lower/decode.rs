@@ -622,14 +622,14 @@ impl<'a> KernelLowerer<'a> {
                 self.simple(i, Op::Nop, None, &[], Rule::Exact)?
             }
             "nanosleep" => {
-                // A hint to suspend the warp for up to twice the given nanoseconds; the model
-                // does not suspend it (timed as one ALU instruction).
                 m.need_ty(&[Ty::U32])?;
                 let [t] = i.operands.as_slice() else {
                     return Err(count_error(i, "1"));
                 };
-                self.src(i, t, Ty::U32)?;
-                Inst::new(Op::Nop, i.span)
+                let mut inst = Inst::new(Op::Nanosleep, i.span);
+                inst.srcs[0] = self.src(i, t, Ty::U32)?;
+                inst.n_srcs = 1;
+                inst
             }
             "bra" => {
                 let uni = m.has("uni");
