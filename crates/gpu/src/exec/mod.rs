@@ -293,8 +293,9 @@ pub struct TbView<'a> {
     pub local_base: u64,
 }
 
+/// The lanes of a mask, lowest first.
 #[inline]
-fn lanes(mut mask: u32) -> impl Iterator<Item = usize> {
+pub(crate) fn lanes(mut mask: u32) -> impl Iterator<Item = usize> {
     std::iter::from_fn(move || {
         if mask == 0 {
             None

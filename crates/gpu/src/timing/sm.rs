@@ -68,7 +68,7 @@ use super::spec::{OpClass, PipelineSpec, Unit};
 use super::stats::{FrontendStats, SmStats, StallReason};
 use crate::barrier::{deadlock, Barriers, TbWarps, WarpStatus};
 use crate::error::ExecError;
-use crate::exec::{guard_mask, step, Step, TbView, Warp, WARP_SIZE};
+use crate::exec::{guard_mask, lanes, step, Step, TbView, Warp, WARP_SIZE};
 use crate::memory::{self, DeviceMemory, Window};
 use crate::occupancy::{SmResources, TbDemand};
 
@@ -1543,7 +1543,7 @@ impl Sm {
             Op::CpAsyncCommit => ws.cp_async.commit(),
             Op::Nanosleep => {
                 // The longest of the active lanes' requests, at most 1 ms, in core cycles.
-                let ns = lanes_of(exec)
+                let ns = lanes(exec)
                     .map(|l| match inst.srcs[0] {
                         Operand::Reg(r) => ws.warp.regs[r.index() * WARP_SIZE + l],
                         Operand::Imm(v) => v,
@@ -1881,7 +1881,7 @@ impl Sm {
                 _ if wmma.is_some() => {
                     let (frag, elem, row_major, offset, part, n) = wmma.expect("checked");
                     let first = u32::from(part) * WMMA_PART_REGS;
-                    for l in lanes_of(a.exec) {
+                    for l in lanes(a.exec) {
                         let base = value(s[0], l).wrapping_add(offset as i64 as u64);
                         let stride = value(s[1], l) & 0xffff_ffff;
                         for k in 0..n {
@@ -1907,7 +1907,7 @@ impl Sm {
                     ignore_src,
                     ..
                 } => {
-                    for l in lanes_of(a.exec) {
+                    for l in lanes(a.exec) {
                         let read = if src_size {
                             value(s[2], l).min(u64::from(bytes))
                         } else if ignore_src && value(s[2], l) != 0 {
@@ -1937,7 +1937,7 @@ impl Sm {
         }
         let resolved = match space {
             Space::Generic => {
-                let first = lanes_of(a.exec).next().unwrap_or(0);
+                let first = lanes(a.exec).next().unwrap_or(0);
                 let addr = match inst.op {
                     Op::Ldmatrix { offset, .. }
                     | Op::Stmatrix { offset, .. }
@@ -2156,17 +2156,6 @@ struct Access<'a> {
     pc: u32,
     exec: u32,
     slot: usize,
-}
-
-/// The lanes of a mask, lowest first.
-fn lanes_of(mut mask: u32) -> impl Iterator<Item = usize> {
-    std::iter::from_fn(move || {
-        (mask != 0).then(|| {
-            let l = mask.trailing_zeros() as usize;
-            mask &= mask - 1;
-            l
-        })
-    })
 }
 
 /// A resident TB's warps: slots into the SM's warp table.
