@@ -3,9 +3,7 @@
 //! stages (`commit_group`/`wait_group`, zero-fill through the src-size operand at the K
 //! edge), `ldmatrix.x4` (and `.trans` for B) shared→registers, `mma.sync.m16n8k16` f16→f32.
 
-use super::util::{
-    alloc_zeroed, download, f16_from_f32, f16_to_f32, f32_sum_tol, launch, upload, Checker, Rng,
-};
+use super::util::{alloc_zeroed, download, f16_to_f32, f32_sum_tol, launch, upload, Checker, Rng};
 use crate::{Arg, Device, DeviceError, Dim3, Kernel, Size, Stress, Target, Verification};
 
 /// Must match mgemm.cu: a TB computes a BM x BN tile of C with 128 threads; K needs only be a
@@ -39,13 +37,8 @@ impl Problem {
             Size::Large => (384, 384, 520),
         };
         let mut rng = Rng::for_kernel("mgemm", seed);
-        let mut halves = |len: usize| {
-            (0..len)
-                .map(|_| f16_from_f32(rng.range_f32(-1.0, 1.0)))
-                .collect::<Vec<_>>()
-        };
-        let a = halves(m * k);
-        let b = halves(k * n);
+        let a = rng.f16s(m * k, -1.0, 1.0);
+        let b = rng.f16s(k * n, -1.0, 1.0);
         Problem { m, n, k, a, b }
     }
 
@@ -132,6 +125,7 @@ impl Kernel for Mgemm {
 
 #[cfg(test)]
 mod tests {
+    use super::super::util::f16_from_f32;
     use super::*;
 
     #[test]

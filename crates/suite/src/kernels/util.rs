@@ -59,6 +59,13 @@ impl Rng {
         lo + (hi - lo) * self.f32()
     }
 
+    /// `len` values uniform in `[lo, hi)`, rounded to f16 bit patterns.
+    pub fn f16s(&mut self, len: usize, lo: f32, hi: f32) -> Vec<u16> {
+        (0..len)
+            .map(|_| f16_from_f32(self.range_f32(lo, hi)))
+            .collect()
+    }
+
     /// Uniform in `[0, 1)` with 53 random bits.
     pub fn f64(&mut self) -> f64 {
         (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)

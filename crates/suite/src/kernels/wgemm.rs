@@ -3,7 +3,7 @@
 //! fragments from shared-memory tiles (`wmma.load.a/b ... .shared`), multiplies with
 //! `wmma.mma`, and reads and writes C with `wmma.load.c`/`wmma.store.d` on global memory.
 
-use super::util::{download, f16_from_f32, f16_to_f32, f32_sum_tol, launch, upload, Checker, Rng};
+use super::util::{download, f16_to_f32, f32_sum_tol, launch, upload, Checker, Rng};
 use crate::{Arg, Device, DeviceError, Dim3, Kernel, Size, Stress, Target, Verification};
 
 /// Must match wgemm.cu: a TB computes a BM x BN tile of C with 128 threads, stepping K by BK.
@@ -39,13 +39,8 @@ impl Problem {
             Size::Large => (384, 384, 768),
         };
         let mut rng = Rng::for_kernel("wgemm", seed);
-        let mut halves = |len: usize| {
-            (0..len)
-                .map(|_| f16_from_f32(rng.range_f32(-1.0, 1.0)))
-                .collect::<Vec<_>>()
-        };
-        let a = halves(m * k);
-        let b = halves(n * k);
+        let a = rng.f16s(m * k, -1.0, 1.0);
+        let b = rng.f16s(n * k, -1.0, 1.0);
         let c = (0..m * n).map(|_| rng.range_f32(-1.0, 1.0)).collect();
         Problem {
             m,
@@ -151,6 +146,7 @@ impl Kernel for Wgemm {
 
 #[cfg(test)]
 mod tests {
+    use super::super::util::f16_from_f32;
     use super::*;
 
     #[test]
