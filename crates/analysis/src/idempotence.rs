@@ -243,7 +243,8 @@ impl PointerRoots {
             | Op::Redux { .. }
             | Op::Match { .. }
             | Op::Elect
-            | Op::Trap => Roots::default(),
+            | Op::Trap
+            | Op::UnmatchedTarget(_) => Roots::default(),
             _ => self.union_srcs(s),
         }
     }

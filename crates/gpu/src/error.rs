@@ -1,7 +1,7 @@
 //! Errors of loading and running kernels. Each names the kernel and, where there is one, the
 //! instruction (`file:line:col` and PC), the TB and thread, and the address involved.
 
-use kir::inst::Space;
+use kir::inst::{IndirectKind, Space};
 use kir::InstId;
 
 use crate::memory::GlobalFault;
@@ -108,6 +108,18 @@ pub enum ExecError {
         ctaid: [u32; 3],
         tid: [u32; 3],
     },
+    /// A `brx.idx` index outside its `.branchtargets` list, or an indirect call through an
+    /// address that is none of its possible callees.
+    #[error("{location}: kernel `{kernel}` at {pc} in TB ({}, {}, {}) thread ({}, {}, {}): {}", ctaid[0], ctaid[1], ctaid[2], tid[0], tid[1], tid[2], describe_unmatched(*kind, *value))]
+    UnmatchedTarget {
+        kernel: Box<str>,
+        pc: InstId,
+        location: Box<str>,
+        ctaid: [u32; 3],
+        tid: [u32; 3],
+        kind: IndirectKind,
+        value: u64,
+    },
     #[error("kernel `{kernel}` deadlocked in TB ({}, {}, {}): {}", ctaid[0], ctaid[1], ctaid[2], describe_waiting(waiting, *exited_warps))]
     BarrierDeadlock {
         kernel: String,
@@ -140,7 +152,9 @@ impl ExecError {
     /// an instruction of a rewritten kernel).
     pub fn map_pcs(mut self, f: impl Fn(InstId) -> InstId) -> ExecError {
         match &mut self {
-            ExecError::MemoryFault { pc, .. } | ExecError::Trap { pc, .. } => *pc = f(*pc),
+            ExecError::MemoryFault { pc, .. }
+            | ExecError::Trap { pc, .. }
+            | ExecError::UnmatchedTarget { pc, .. } => *pc = f(*pc),
             ExecError::BarrierDeadlock { waiting, .. } => {
                 for w in waiting {
                     w.pc = f(w.pc);
@@ -149,6 +163,17 @@ impl ExecError {
             _ => {}
         }
         self
+    }
+}
+
+fn describe_unmatched(kind: IndirectKind, value: u64) -> String {
+    match kind {
+        IndirectKind::Branch => format!(
+            "`brx.idx` index {value} is outside its `.branchtargets` list (the PTX ISA leaves this undefined)"
+        ),
+        IndirectKind::Call => format!(
+            "indirect `call` through {value:#x}, which is not the address of any function the call may reach (its `.calltargets` list, call table, or the functions matching its `.callprototype` whose address the module takes)"
+        ),
     }
 }
 

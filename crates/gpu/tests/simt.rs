@@ -457,6 +457,9 @@ fn trap_stops_the_kernel_naming_the_thread() {
             && text.contains("test.ptx:"),
         "{text}"
     );
+    // A guard that holds in no lane traps nothing.
+    let quiet = "    setp.eq.u32 %p1, %r1, 99;\n    @%p1 trap;\n    st.global.u32 [%rd0], %r1;";
+    assert_eq!(run_both(quiet, 1, 32), (0..32).collect::<Vec<u32>>());
 }
 
 #[test]

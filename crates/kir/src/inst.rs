@@ -507,6 +507,10 @@ pub enum Op {
     Elect,
     /// `trap`: the kernel stops with an error naming the thread.
     Trap,
+    /// The end of an indirect branch's or call's dispatch chain (`lower::indirect`):
+    /// reached only by a lane whose index or function address (`srcs[0]`) matched no
+    /// possible target; the kernel stops with an error naming the thread and the value.
+    UnmatchedTarget(IndirectKind),
     /// Barriers: `srcs[0]` the barrier id, `srcs[1]` the thread count (or `None` for all
     /// threads of the TB); `bar.red` has its predicate in `srcs[2]` and a destination.
     /// `pp` is set on a `bar.pp` (lin-lightweight §IV-A): a barrier that is also a
@@ -652,6 +656,13 @@ impl LiveVector {
 pub struct Guard {
     pub reg: Reg,
     pub negated: bool,
+}
+
+/// What an [`Op::UnmatchedTarget`] ends: a `brx.idx` or an indirect `call`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IndirectKind {
+    Branch,
+    Call,
 }
 
 /// Maximum destinations of one instruction (`ld.v4`).

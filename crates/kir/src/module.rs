@@ -5,6 +5,15 @@ use crate::ids::{GlobalId, Id, IdVec, InstId, KernelId, Reg};
 use crate::inst::{Inst, Ty};
 use ptx::Span;
 
+/// Code address of a module's first function (`mov.u64 %rd, f` and call tables read it):
+/// function `k` in declaration order is at `FUNCTION_ADDRESS_BASE + k *
+/// FUNCTION_ADDRESS_STRIDE`. The window lies outside global memory and the generic windows
+/// of shared, local and parameter memory, so a function pointer used as a data address
+/// faults.
+pub const FUNCTION_ADDRESS_BASE: u64 = 0x0000_7c00_0000_0000;
+/// Distance between two functions' addresses.
+pub const FUNCTION_ADDRESS_STRIDE: u64 = 0x100;
+
 /// A lowered PTX module: its kernels and module-scope variables.
 #[derive(Clone, Debug)]
 pub struct Module {

@@ -288,6 +288,37 @@ pub enum Statement {
     Block(Block),
     /// `.pragma "nounroll";` and similar; kept for completeness.
     Pragma(Spanned<String>),
+    /// `ts: .branchtargets L1, L2;` or `ct: .calltargets f, g;`: a named list of labels
+    /// (for `brx.idx`) or functions (for an indirect `call`).
+    Targets(TargetList),
+    /// `proto: .callprototype (.param .b32 _) _ (.param .b32 _);`: the signature an
+    /// indirect `call` names when its possible callees are not listed.
+    CallPrototype(CallPrototype),
+}
+
+/// Whether a [`TargetList`] names branch targets or call targets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TargetKind {
+    Branch,
+    Call,
+}
+
+/// `name: .branchtargets L1, L2, ...;` or `name: .calltargets f, g, ...;`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TargetList {
+    pub kind: TargetKind,
+    pub name: Spanned<String>,
+    pub targets: Vec<Spanned<String>>,
+    pub span: Span,
+}
+
+/// `name: .callprototype (returns) _ (params);` (parameter names are the placeholder `_`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct CallPrototype {
+    pub name: Spanned<String>,
+    pub returns: Vec<ParamDecl>,
+    pub params: Vec<ParamDecl>,
+    pub span: Span,
 }
 
 /// A register declaration. `.reg .b32 %r<10>;` declares `%r0` … `%r9`.

@@ -887,7 +887,16 @@ impl<'a> Parser<'a> {
                 if self.peek_at(1).kind == TokenKind::Colon {
                     self.bump();
                     self.bump();
-                    Ok(Some(Statement::Label(self.spanned(&t))))
+                    let name = self.spanned(&t);
+                    match self.dir_name(&self.peek()) {
+                        "branchtargets" | "calltargets" => {
+                            Ok(Some(Statement::Targets(self.target_list(name)?)))
+                        }
+                        "callprototype" => {
+                            Ok(Some(Statement::CallPrototype(self.call_prototype(name)?)))
+                        }
+                        _ => Ok(Some(Statement::Label(name))),
+                    }
                 } else {
                     Ok(Some(Statement::Instruction(self.instruction()?)))
                 }
@@ -918,12 +927,13 @@ impl<'a> Parser<'a> {
                 self.expect(TokenKind::Semicolon, "`;` after `.pragma`")?;
                 Ok(Some(Statement::Pragma(Spanned { value, span })))
             }
-            // Indirect-call prototypes and branch-target tables: the tree has no place for them
-            // and Switchyard does not execute indirect branches, so they are dropped here.
+            // These name what they declare with a label in front (`ts: .branchtargets ...`).
             "callprototype" | "branchtargets" | "calltargets" => {
-                self.bump();
-                self.skip_to_semicolon(&format!("`.{name}`"))?;
-                Ok(None)
+                Err(ParseError::UnexpectedDirective {
+                    name: name.to_string(),
+                    context: "without a label naming it".to_string(),
+                    span: t.span,
+                })
             }
             _ => {
                 let mut linkage = None;
@@ -948,6 +958,59 @@ impl<'a> Parser<'a> {
                 }
             }
         }
+    }
+
+    /// `.branchtargets L1, L2;` / `.calltargets f, g;` after `name:`; the current token is
+    /// the directive.
+    fn target_list(&mut self, name: Spanned<String>) -> Result<TargetList> {
+        let d = self.bump();
+        let kind = if self.dir_name(&d) == "branchtargets" {
+            TargetKind::Branch
+        } else {
+            TargetKind::Call
+        };
+        let what = format!("a name in `.{}`", self.dir_name(&d));
+        let mut targets = vec![self.ident(&what)?];
+        while self.eat(TokenKind::Comma).is_some() {
+            targets.push(self.ident(&what)?);
+        }
+        self.expect(TokenKind::Semicolon, "`,` or `;` in a target list")?;
+        Ok(TargetList {
+            kind,
+            span: self.span_from(name.span),
+            name,
+            targets,
+        })
+    }
+
+    /// `.callprototype (returns) _ (params);` after `name:`; the current token is the
+    /// directive. Either list may be missing; `.noreturn` may follow.
+    fn call_prototype(&mut self, name: Spanned<String>) -> Result<CallPrototype> {
+        self.bump();
+        let returns = if self.at(TokenKind::LParen) {
+            self.param_list()?
+        } else {
+            Vec::new()
+        };
+        if self.text(&self.peek()) != "_" {
+            return Err(self.expected("`_` in `.callprototype`"));
+        }
+        self.bump();
+        let params = if self.at(TokenKind::LParen) {
+            self.param_list()?
+        } else {
+            Vec::new()
+        };
+        if self.dir_name(&self.peek()) == "noreturn" {
+            self.bump();
+        }
+        self.expect(TokenKind::Semicolon, "`;` after `.callprototype`")?;
+        Ok(CallPrototype {
+            span: self.span_from(name.span),
+            name,
+            returns,
+            params,
+        })
     }
 
     fn reg_decl(&mut self) -> Result<RegDecl> {
@@ -1480,15 +1543,50 @@ mod tests {
     }
 
     #[test]
-    fn skipped_body_directives() {
+    fn target_lists_and_prototypes() {
         let s = body(
-            "prototype_0 : .callprototype (.param .b32 _) _ (.param .b32 _);\n\
+            "prototype_0 : .callprototype (.param .b32 _) _ (.param .b32 _, .param .align 8 .b8 _[16]);\n\
+             proto_1: .callprototype _ ();\n\
              $L_brx_0: .branchtargets $L__BB0_1, $L__BB0_2;\n\
+             ct: .calltargets f, g;\n\
              ret;",
         );
-        assert_eq!(s.len(), 3);
-        assert!(matches!(&s[0], Statement::Label(l) if l.value == "prototype_0"));
-        assert!(matches!(&s[1], Statement::Label(l) if l.value == "$L_brx_0"));
+        assert_eq!(s.len(), 5);
+        let Statement::CallPrototype(p) = &s[0] else {
+            panic!("{:?}", s[0])
+        };
+        assert_eq!(p.name.value, "prototype_0");
+        assert_eq!((p.returns.len(), p.params.len()), (1, 2));
+        assert_eq!(
+            (p.params[1].ty, p.params[1].align, p.params[1].array_len),
+            (ScalarType::B8, Some(8), Some(16))
+        );
+        let Statement::CallPrototype(p) = &s[1] else {
+            panic!("{:?}", s[1])
+        };
+        assert!(p.returns.is_empty() && p.params.is_empty());
+        let Statement::Targets(t) = &s[2] else {
+            panic!("{:?}", s[2])
+        };
+        assert_eq!(
+            (t.kind, t.name.value.as_str()),
+            (TargetKind::Branch, "$L_brx_0")
+        );
+        let names: Vec<_> = t.targets.iter().map(|x| x.value.as_str()).collect();
+        assert_eq!(names, ["$L__BB0_1", "$L__BB0_2"]);
+        let Statement::Targets(t) = &s[3] else {
+            panic!("{:?}", s[3])
+        };
+        assert_eq!((t.kind, t.targets.len()), (TargetKind::Call, 2));
+        for bad in [
+            ".branchtargets L1;",
+            "ts: .branchtargets ;",
+            "ts: .branchtargets L1 L2;",
+            "p: .callprototype (.param .b32 _) f (.param .b32 _);",
+        ] {
+            let text = format!(".version 7.0\n.target sm_70\n.entry k() {{ {bad} ret; }}");
+            assert!(parse(&text).is_err(), "{bad}");
+        }
     }
 
     #[test]

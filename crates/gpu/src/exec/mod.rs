@@ -996,6 +996,8 @@ impl Exec<'_, '_, '_> {
                     self.write(1, l, u64::from(l as u32 == leader));
                 }
             }
+            // A guard that holds in no lane executes nothing.
+            Op::Trap | Op::UnmatchedTarget(_) if exec == 0 => {}
             Op::Trap => {
                 let lane = exec.trailing_zeros().min(31);
                 let linear = self.warp.index * WARP_SIZE as u32 + lane;
@@ -1005,6 +1007,19 @@ impl Exec<'_, '_, '_> {
                     location: self.ctx.location(InstId(self.pc)).into(),
                     ctaid: self.tb.ctaid,
                     tid: self.ctx.tid(linear),
+                });
+            }
+            Op::UnmatchedTarget(kind) => {
+                let lane = exec.trailing_zeros().min(31);
+                let linear = self.warp.index * WARP_SIZE as u32 + lane;
+                return Err(ExecError::UnmatchedTarget {
+                    kernel: self.ctx.kernel.name.as_str().into(),
+                    pc: InstId(self.pc),
+                    location: self.ctx.location(InstId(self.pc)).into(),
+                    ctaid: self.tb.ctaid,
+                    tid: self.ctx.tid(linear),
+                    kind,
+                    value: self.read(s[0], lane as usize),
                 });
             }
             Op::Activemask => {

@@ -115,7 +115,7 @@ pub(super) struct Mods<'i> {
 }
 
 impl<'i> Mods<'i> {
-    fn new(inst: &'i ast::Instruction) -> Self {
+    pub(super) fn new(inst: &'i ast::Instruction) -> Self {
         Mods {
             inst,
             used: vec![false; inst.modifiers.len()],
@@ -222,7 +222,7 @@ impl<'i> Mods<'i> {
         }
     }
 
-    fn finish(self) -> Result<(), LowerError> {
+    pub(super) fn finish(self) -> Result<(), LowerError> {
         match self.used.iter().position(|u| !u) {
             None => Ok(()),
             Some(i) => Err(LowerError::UnsupportedModifier {
@@ -313,6 +313,9 @@ impl<'a> KernelLowerer<'a> {
                 }
             },
         };
+        if name == "brx" {
+            return self.brx(i, guard);
+        }
         let mut m = Mods::new(i);
         // Carry chains read and write the condition code's carry flag, which lives in a
         // predicate register of the kernel, made on first use.
@@ -844,7 +847,11 @@ impl<'a> KernelLowerer<'a> {
                         | Sym::KernelParam(off),
                     ) => Ok(Operand::Imm(off as u64)),
                     Some(Sym::Global(g)) => Ok(Operand::GlobalAddr(g, 0)),
-                    Some(Sym::Label(_)) => Err(bad(i, "a value, not a label", o.span)),
+                    // A function's address (`mov.u64 %rd, f`).
+                    Some(Sym::Function(addr)) => Ok(Operand::Imm(addr)),
+                    Some(Sym::Label(_) | Sym::Targets(_) | Sym::Prototype(_)) => {
+                        Err(bad(i, "a value, not a label", o.span))
+                    }
                     None => Err(LowerError::UnknownIdentifier {
                         name: name.clone(),
                         span: o.span,
@@ -1514,7 +1521,10 @@ impl<'a> KernelLowerer<'a> {
                 Operand::GlobalAddr(g, 0),
                 offset,
             ),
-            Sym::Label(_) => return Err(bad(i, "an address, not a label", base.span)),
+            Sym::Label(_) | Sym::Targets(_) | Sym::Prototype(_) => {
+                return Err(bad(i, "an address, not a label", base.span))
+            }
+            Sym::Function(_) => return Err(bad(i, "a data address, not a function", base.span)),
         })
     }
 

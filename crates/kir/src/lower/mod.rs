@@ -16,6 +16,7 @@
 
 mod decode;
 mod error;
+mod indirect;
 mod tensor;
 mod typecheck;
 
@@ -31,6 +32,7 @@ use crate::ids::{GlobalId, IdVec, InstId, Reg};
 use crate::inst::{Inst, Op, Ty};
 use crate::module::{
     GlobalSpace, GlobalVar, Kernel, LaunchBounds, Module, Param, RegInfo, Relocation,
+    FUNCTION_ADDRESS_BASE, FUNCTION_ADDRESS_STRIDE,
 };
 
 /// Lowers a parsed module. On failure returns every error found (in source order).
@@ -47,6 +49,8 @@ pub fn lower_module(module: &ast::Module, source_name: &str) -> Result<Module, V
     let mut module_syms: HashMap<String, ModuleSym> = HashMap::new();
     let mut functions: HashMap<&str, &ast::Function> = HashMap::new();
     let mut shared_decls: Vec<&ast::VarDecl> = Vec::new();
+    let mut function_order: Vec<&str> = Vec::new();
+    let mut call_tables: HashMap<String, Vec<String>> = HashMap::new();
 
     for item in &module.items {
         match item {
@@ -79,6 +83,15 @@ pub fn lower_module(module: &ast::Module, source_name: &str) -> Result<Module, V
                 }),
             },
             ast::Item::Function(f) => {
+                if !functions.contains_key(f.name.value.as_str()) {
+                    // A function's address: its place among the module's functions.
+                    let addr = FUNCTION_ADDRESS_BASE
+                        + FUNCTION_ADDRESS_STRIDE * function_order.len() as u64;
+                    function_order.push(f.name.value.as_str());
+                    module_syms
+                        .entry(f.name.value.clone())
+                        .or_insert(ModuleSym::Function(addr));
+                }
                 if f.body.is_some() || !functions.contains_key(f.name.value.as_str()) {
                     functions.insert(f.name.value.as_str(), f);
                 }
@@ -93,8 +106,18 @@ pub fn lower_module(module: &ast::Module, source_name: &str) -> Result<Module, V
             {
                 let mut g = globals[*id].clone();
                 let mut offset = 0u64;
-                write_initializer(init, v.ty, &module_syms, &mut g, &mut offset, &mut errors);
+                let mut funcs = Vec::new();
+                let mut out = InitOut {
+                    g: &mut g,
+                    offset: &mut offset,
+                    functions: &mut funcs,
+                    errors: &mut errors,
+                };
+                write_initializer(init, v.ty, &module_syms, &mut out);
                 globals[*id] = g;
+                if !funcs.is_empty() {
+                    call_tables.insert(v.name.value.clone(), funcs);
+                }
             }
         }
     }
@@ -110,11 +133,14 @@ pub fn lower_module(module: &ast::Module, source_name: &str) -> Result<Module, V
                 .ok()
         })
         .unwrap_or(0);
+    let address_taken = indirect::address_taken(module, &function_order, &call_tables);
     let ctx = ModuleCtx {
         sync_required: sm >= 70 && module.version >= (6, 4),
         syms: &module_syms,
         functions: &functions,
         shared_decls: &shared_decls,
+        call_tables: &call_tables,
+        address_taken: &address_taken,
     };
     for item in &module.items {
         let ast::Item::Function(f) = item else {
@@ -154,6 +180,8 @@ enum ModuleSym {
     Global(GlobalId),
     /// A module-scope `.shared` variable; its offset depends on the kernel.
     Shared,
+    /// A function, at its code address (see [`FUNCTION_ADDRESS_BASE`]).
+    Function(u64),
 }
 
 struct ModuleCtx<'a> {
@@ -162,6 +190,11 @@ struct ModuleCtx<'a> {
     syms: &'a HashMap<String, ModuleSym>,
     functions: &'a HashMap<&'a str, &'a ast::Function>,
     shared_decls: &'a [&'a ast::VarDecl],
+    /// Global arrays initialised with function names (call tables), by name: their functions.
+    call_tables: &'a HashMap<String, Vec<String>>,
+    /// Functions whose address the module takes, in declaration order: the possible callees
+    /// of an indirect call through a `.callprototype`.
+    address_taken: &'a [&'a str],
 }
 
 fn var_align(v: &ast::VarDecl) -> u32 {
@@ -193,18 +226,25 @@ fn align_up(x: u64, a: u64) -> u64 {
     x.div_ceil(a.max(1)) * a.max(1)
 }
 
+/// Where [`write_initializer`] writes: the variable, the next byte, the functions whose
+/// addresses it stores, and errors.
+struct InitOut<'o> {
+    g: &'o mut GlobalVar,
+    offset: &'o mut u64,
+    functions: &'o mut Vec<String>,
+    errors: &'o mut Vec<LowerError>,
+}
+
 fn write_initializer(
     init: &Initializer,
     ty: Ty,
     syms: &HashMap<String, ModuleSym>,
-    g: &mut GlobalVar,
-    offset: &mut u64,
-    errors: &mut Vec<LowerError>,
+    out: &mut InitOut,
 ) {
     match init {
         Initializer::List(items) => {
             for i in items {
-                write_initializer(i, ty, syms, g, offset, errors);
+                write_initializer(i, ty, syms, out);
             }
         }
         Initializer::Expr(e) => {
@@ -212,8 +252,8 @@ fn write_initializer(
             let bits: u64 = match &e.value {
                 InitExpr::Int(v) => {
                     if !ty.is_float() && !typecheck::int_fits(*v, ty) {
-                        errors.push(LowerError::ImmediateRange {
-                            inst: g.name.clone(),
+                        out.errors.push(LowerError::ImmediateRange {
+                            inst: out.g.name.clone(),
                             value: *v,
                             ty: typecheck::name(ty),
                             span: e.span,
@@ -229,14 +269,24 @@ fn write_initializer(
                 } => {
                     match syms.get(name) {
                         Some(ModuleSym::Global(target)) if size >= 4 => {
-                            g.relocations.push(Relocation {
-                                offset: *offset,
+                            out.g.relocations.push(Relocation {
+                                offset: *out.offset,
                                 width: size as u8,
                                 target: *target,
                                 addend: *addend,
                             });
                         }
-                        _ => errors.push(LowerError::UnsupportedDeclaration {
+                        // A function's address is known now: a call table.
+                        Some(ModuleSym::Function(addr)) if size == 8 => {
+                            out.functions.push(name.clone());
+                            return write_bits(
+                                out,
+                                addr.wrapping_add(*addend as u64),
+                                size,
+                                e.span,
+                            );
+                        }
+                        _ => out.errors.push(LowerError::UnsupportedDeclaration {
                             what: format!("initializer taking the address of `{name}`"),
                             span: e.span,
                         }),
@@ -244,19 +294,24 @@ fn write_initializer(
                     0
                 }
             };
-            let start = *offset as usize;
-            let end = start + size as usize;
-            if end <= g.init.len() {
-                g.init[start..end].copy_from_slice(&bits.to_le_bytes()[..size as usize]);
-            } else {
-                errors.push(LowerError::UnsupportedDeclaration {
-                    what: format!("initializer longer than `{}`", g.name),
-                    span: e.span,
-                });
-            }
-            *offset += size;
+            write_bits(out, bits, size, e.span);
         }
     }
+}
+
+/// Writes the low `size` bytes of `bits` at the initializer's next byte.
+fn write_bits(out: &mut InitOut, bits: u64, size: u64, span: Span) {
+    let start = *out.offset as usize;
+    let end = start + size as usize;
+    if end <= out.g.init.len() {
+        out.g.init[start..end].copy_from_slice(&bits.to_le_bytes()[..size as usize]);
+    } else {
+        out.errors.push(LowerError::UnsupportedDeclaration {
+            what: format!("initializer longer than `{}`", out.g.name),
+            span,
+        });
+    }
+    *out.offset += size;
 }
 
 /// What a name means inside a function body.
@@ -274,6 +329,12 @@ enum Sym {
     KernelParam(u32),
     Global(GlobalId),
     Label(u32),
+    /// A function, at its code address.
+    Function(u64),
+    /// A `.branchtargets` or `.calltargets` list (index into `target_lists`).
+    Targets(u32),
+    /// A `.callprototype` (index into `prototypes`).
+    Prototype(u32),
 }
 
 struct Scope {
@@ -320,6 +381,9 @@ struct KernelLowerer<'a> {
     rejected_ranges: Vec<(String, u64)>,
     /// The condition code's carry flag, once a carry instruction needs it.
     cc: Option<Reg>,
+    /// `.branchtargets`/`.calltargets` lists and `.callprototype`s declared so far.
+    target_lists: Vec<&'a ast::TargetList>,
+    prototypes: Vec<&'a ast::CallPrototype>,
 }
 
 impl<'a> KernelLowerer<'a> {
@@ -344,6 +408,8 @@ impl<'a> KernelLowerer<'a> {
             errors: Vec::new(),
             rejected_ranges: Vec::new(),
             cc: None,
+            target_lists: Vec::new(),
+            prototypes: Vec::new(),
         };
         l.layout_shared(f);
 
@@ -481,13 +547,7 @@ impl<'a> KernelLowerer<'a> {
         let mut used = HashSet::new();
         let mut body_shared: Vec<(String, &ast::VarDecl)> = Vec::new();
         let mut visited = HashSet::new();
-        collect_uses(
-            f,
-            self.ctx.functions,
-            &mut used,
-            &mut body_shared,
-            &mut visited,
-        );
+        collect_uses(f, self.ctx, &mut used, &mut body_shared, &mut visited);
         let mut offset = 0u64;
         let mut too_large = None;
         let mut place = |key: String, v: &ast::VarDecl, offsets: &mut HashMap<String, u32>| {
@@ -528,7 +588,7 @@ impl<'a> KernelLowerer<'a> {
         self.dynamic_smem_base = align_up(offset, 16) as u32;
     }
 
-    fn declare_labels(&mut self, block: &ast::Block) {
+    fn declare_labels(&mut self, block: &'a ast::Block) {
         for s in &block.statements {
             match s {
                 Statement::Label(name) => {
@@ -536,6 +596,16 @@ impl<'a> KernelLowerer<'a> {
                     self.label_pos.push(None);
                     self.label_names.push((name.value.clone(), name.span));
                     self.declare(&name.value, Sym::Label(id), name.span);
+                }
+                Statement::Targets(t) => {
+                    let id = self.target_lists.len() as u32;
+                    self.target_lists.push(t);
+                    self.declare(&t.name.value, Sym::Targets(id), t.name.span);
+                }
+                Statement::CallPrototype(p) => {
+                    let id = self.prototypes.len() as u32;
+                    self.prototypes.push(p);
+                    self.declare(&p.name.value, Sym::Prototype(id), p.name.span);
                 }
                 Statement::Block(b) => self.declare_labels(b),
                 _ => {}
@@ -575,6 +645,7 @@ impl<'a> KernelLowerer<'a> {
         }
         match self.ctx.syms.get(name)? {
             ModuleSym::Global(id) => Some(Sym::Global(*id)),
+            ModuleSym::Function(addr) => Some(Sym::Function(*addr)),
             ModuleSym::Shared => self
                 .shared_offsets
                 .get(name)
@@ -622,7 +693,7 @@ impl<'a> KernelLowerer<'a> {
                     self.block(b);
                     self.scopes.pop();
                 }
-                Statement::Pragma(_) => {}
+                Statement::Pragma(_) | Statement::Targets(_) | Statement::CallPrototype(_) => {}
             }
         }
     }
@@ -709,11 +780,12 @@ impl<'a> KernelLowerer<'a> {
         self.insts.push(inst);
     }
 
-    /// Inlines `call (rets), func, (args)`.
+    /// Inlines `call (rets), func, (args)`, or lowers an indirect
+    /// `call (rets), fptr, (args), flist|fproto` ([`indirect`]).
     fn call(&mut self, i: &'a ast::Instruction) -> Result<(), LowerError> {
         use ast::OperandKind as K;
         let mut ops = i.operands.iter();
-        let mut rets: &[ast::Operand] = &[];
+        let mut rets: &'a [ast::Operand] = &[];
         let mut first = ops.next();
         if let Some(ast::Operand {
             kind: K::List(l), ..
@@ -722,34 +794,26 @@ impl<'a> KernelLowerer<'a> {
             rets = l;
             first = ops.next();
         }
-        let Some(ast::Operand {
-            kind: K::Ident { name, .. },
-            span: name_span,
-        }) = first
-        else {
+        let Some(target) = first else {
             return Err(LowerError::BadOperand {
                 inst: "call".into(),
-                expected: "a function name (indirect calls are not supported)",
+                expected: "a function name or a register holding a function's address",
                 span: i.span,
             });
         };
-        let args: &[ast::Operand] = match ops.next() {
-            Some(ast::Operand {
-                kind: K::List(l), ..
-            }) => l,
-            None => &[],
-            Some(o) => {
-                return Err(LowerError::BadOperand {
-                    inst: "call".into(),
-                    expected: "a parenthesised argument list",
-                    span: o.span,
-                })
-            }
-        };
+        let mut args: &'a [ast::Operand] = &[];
+        let mut next = ops.next();
+        if let Some(ast::Operand {
+            kind: K::List(l), ..
+        }) = next
+        {
+            args = l;
+            next = ops.next();
+        }
         if let Some(o) = ops.next() {
             return Err(LowerError::BadOperand {
                 inst: "call".into(),
-                expected: "no prototype (indirect calls are not supported)",
+                expected: "nothing after the call's target list or prototype",
                 span: o.span,
             });
         }
@@ -760,19 +824,58 @@ impl<'a> KernelLowerer<'a> {
                 span: i.span,
             });
         }
-        let callee = match self.ctx.functions.get(name.as_str()) {
-            Some(f) if f.body.is_some() => *f,
-            _ => {
-                return Err(LowerError::UnknownFunction {
-                    name: name.clone(),
-                    span: *name_span,
+        match (&target.kind, next) {
+            (_, Some(table)) => self.indirect_call(i, target, rets, args, table),
+            (K::Ident { name, .. }, None) if matches!(self.lookup(name), Some(Sym::Reg(_))) => {
+                Err(LowerError::BadOperand {
+                    inst: "call".into(),
+                    expected: "a `.calltargets` list or `.callprototype` after the arguments of an indirect call",
+                    span: i.span,
                 })
             }
-        };
-        if self.inline_calls && self.frames.iter().any(|f| f.func_name == *name) {
+            (K::Ident { name, .. }, None) => {
+                if !self.inline_calls {
+                    // Checking a function on its own: the arguments must fit; the callee is
+                    // checked on its own.
+                    self.direct_callee(name, target.span)?;
+                    return self.check_call_operands(i, name, rets, args);
+                }
+                self.inline_call(name, target.span, rets, args, i.span)
+            }
+            (_, None) => Err(LowerError::BadOperand {
+                inst: "call".into(),
+                expected: "a function name, or a function's address followed by its arguments and a `.calltargets` list or `.callprototype`",
+                span: target.span,
+            }),
+        }
+    }
+
+    /// The function a direct call names, which must have a body.
+    fn direct_callee(&self, name: &str, span: Span) -> Result<&'a ast::Function, LowerError> {
+        match self.ctx.functions.get(name) {
+            Some(f) if f.body.is_some() => Ok(*f),
+            _ => Err(LowerError::UnknownFunction {
+                name: name.to_string(),
+                span,
+            }),
+        }
+    }
+
+    /// Inlines the body of `name` with these results and arguments.
+    fn inline_call(
+        &mut self,
+        name: &str,
+        name_span: Span,
+        rets: &'a [ast::Operand],
+        args: &'a [ast::Operand],
+        span: Span,
+    ) -> Result<(), LowerError> {
+        use ast::OperandKind as K;
+        let callee = self.direct_callee(name, name_span)?;
+        if self.frames.iter().any(|f| f.func_name == *name) {
             return Err(LowerError::Recursion {
-                name: name.clone(),
-                span: *name_span,
+                name: name.to_string(),
+                span: name_span,
             });
         }
         if callee.returns.len() != rets.len() || callee.params.len() != args.len() {
@@ -784,35 +887,8 @@ impl<'a> KernelLowerer<'a> {
                     callee.params.len()
                 ),
                 found: rets.len() + args.len(),
-                span: i.span,
+                span,
             });
-        }
-        if !self.inline_calls {
-            // Checking a function on its own: the arguments must resolve; the callee is
-            // checked on its own.
-            for (decl, actual) in callee
-                .returns
-                .iter()
-                .chain(&callee.params)
-                .zip(rets.iter().chain(args))
-            {
-                let sym = match &actual.kind {
-                    K::Ident { name: a, .. } => self.lookup(a),
-                    _ => None,
-                };
-                if !matches!(
-                    (decl.space, sym),
-                    (StateSpace::Param, Some(Sym::ParamVar(_)))
-                        | (StateSpace::Reg, Some(Sym::Reg(_)))
-                ) {
-                    return Err(LowerError::BadOperand {
-                        inst: "call".into(),
-                        expected: "`.param` variables for `.param` parameters, registers for `.reg` parameters",
-                        span: actual.span,
-                    });
-                }
-            }
-            return Ok(());
         }
         // Bind the callee's parameters in a fresh root scope.
         let mut root = Scope {
@@ -865,19 +941,19 @@ impl<'a> KernelLowerer<'a> {
             }
         }
         for (dst, src, ty) in moves {
-            let mut m = Inst::new(Op::Mov(ty), i.span);
+            let mut m = Inst::new(Op::Mov(ty), span);
             m.dsts[0] = Some(dst);
             m.n_dsts = 1;
             m.srcs[0] = crate::inst::Operand::Reg(src);
             m.n_srcs = 1;
             self.push(m);
         }
-        let ret_label = self.new_label(&format!("{name}.return"), i.span);
+        let ret_label = self.new_label(&format!("{name}.return"), span);
         self.scopes.push(root);
         self.frames.push(FrameCtx {
             prefix,
             ret_label: Some(ret_label),
-            func_name: name.clone(),
+            func_name: name.to_string(),
         });
         let body = callee.body.as_ref().expect("checked above");
         self.declare_labels(body);
@@ -890,10 +966,11 @@ impl<'a> KernelLowerer<'a> {
 }
 
 /// Collects every identifier a function (and, transitively, its callees) mentions, and the
-/// static `.shared` variables declared in their bodies (keyed `func::var`).
+/// static `.shared` variables declared in their bodies (keyed `func::var`). An indirect
+/// call may reach every function whose address the module takes.
 fn collect_uses<'a>(
     f: &'a ast::Function,
-    functions: &HashMap<&'a str, &'a ast::Function>,
+    ctx: &ModuleCtx<'a>,
     used: &mut HashSet<String>,
     body_shared: &mut Vec<(String, &'a ast::VarDecl)>,
     visited: &mut HashSet<String>,
@@ -919,6 +996,16 @@ fn collect_uses<'a>(
                             if let ast::OperandKind::Ident { name, .. } = &o.kind {
                                 calls.push(name.clone());
                             }
+                        }
+                        // An indirect call names a register and a target list or
+                        // prototype; a direct call names only its callee.
+                        let names = i
+                            .operands
+                            .iter()
+                            .filter(|o| matches!(o.kind, ast::OperandKind::Ident { .. }))
+                            .count();
+                        if names > 1 {
+                            calls.push(INDIRECT.to_string());
                         }
                     }
                 }
@@ -951,9 +1038,18 @@ fn collect_uses<'a>(
     if let Some(body) = &f.body {
         walk(&f.name.value, body, used, &mut calls, body_shared);
     }
+    /// Stands for "every function whose address is taken" in `calls`.
+    const INDIRECT: &str = "(indirect)";
     for c in calls {
-        if let Some(callee) = functions.get(c.as_str()) {
-            collect_uses(callee, functions, used, body_shared, visited);
+        let callees: Vec<&str> = if c == INDIRECT {
+            ctx.address_taken.to_vec()
+        } else {
+            vec![c.as_str()]
+        };
+        for name in callees {
+            if let Some(callee) = ctx.functions.get(name) {
+                collect_uses(callee, ctx, used, body_shared, visited);
+            }
         }
     }
 }
