@@ -206,7 +206,7 @@ impl PointerRoots {
             },
             // Constant memory holds no device pointers the analysis could name.
             Op::Ld { .. } | Op::Atom { .. } => Roots::UNKNOWN,
-            Op::WmmaLoad { .. } | Op::Ldmatrix { .. } => Roots::UNKNOWN,
+            Op::WmmaLoad { .. } | Op::Ldmatrix { .. } | Op::Tex { .. } => Roots::UNKNOWN,
             // Matrix products and packed conversions of data are no pointers.
             Op::Mma { .. } | Op::CvtPack { .. } => Roots::default(),
             Op::Cvta {
@@ -282,6 +282,8 @@ fn effect(inst: &kir::Inst, roots: &PointerRoots) -> (Effect, Roots) {
         Op::CpAsync { .. } => {
             return (Effect::Read, roots.of_operand(inst.srcs()[1]));
         }
+        // Texels are global memory behind an opaque handle.
+        Op::Tex { .. } => return (Effect::Read, Roots::UNKNOWN),
         _ => return (Effect::None, Roots::default()),
     };
     let addr = roots.of_operand(inst.srcs()[0]);

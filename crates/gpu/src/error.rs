@@ -120,6 +120,17 @@ pub enum ExecError {
         kind: IndirectKind,
         value: u64,
     },
+    /// A texture fetch that cannot be made: a handle that names no texture object, or a
+    /// result type the texture does not return.
+    #[error("{location}: kernel `{kernel}` at {pc} in TB ({}, {}, {}) thread ({}, {}, {}): {what}", ctaid[0], ctaid[1], ctaid[2], tid[0], tid[1], tid[2])]
+    Texture {
+        kernel: Box<str>,
+        pc: InstId,
+        location: Box<str>,
+        ctaid: [u32; 3],
+        tid: [u32; 3],
+        what: String,
+    },
     #[error("kernel `{kernel}` deadlocked in TB ({}, {}, {}): {}", ctaid[0], ctaid[1], ctaid[2], describe_waiting(waiting, *exited_warps))]
     BarrierDeadlock {
         kernel: String,
@@ -154,7 +165,8 @@ impl ExecError {
         match &mut self {
             ExecError::MemoryFault { pc, .. }
             | ExecError::Trap { pc, .. }
-            | ExecError::UnmatchedTarget { pc, .. } => *pc = f(*pc),
+            | ExecError::UnmatchedTarget { pc, .. }
+            | ExecError::Texture { pc, .. } => *pc = f(*pc),
             ExecError::BarrierDeadlock { waiting, .. } => {
                 for w in waiting {
                     w.pc = f(w.pc);

@@ -156,6 +156,8 @@ pub enum GpuError {
     BadLaunch { kernel: String, what: String },
     #[error("bad memory operation: {what}")]
     BadCopy { what: String },
+    #[error("bad texture object: {0}")]
+    BadTexture(crate::texture::TextureError),
     #[error(transparent)]
     Exec(#[from] ExecError),
     /// A timed launch failed for a reason of the timing model (boxed: it is large).
@@ -430,6 +432,14 @@ impl Gpu {
                 ),
             })
         }
+    }
+
+    /// Makes a texture object over texels already in device memory and returns the handle
+    /// a kernel takes as its `cudaTextureObject_t` argument (`cudaCreateTextureObject`).
+    pub fn create_texture(&mut self, desc: crate::texture::TextureDesc) -> Result<u64, GpuError> {
+        self.memory_mut()
+            .create_texture(desc)
+            .map_err(GpuError::BadTexture)
     }
 
     pub fn copy_to_device(&mut self, dst: DevPtr, data: &[u8]) -> Result<(), GpuError> {

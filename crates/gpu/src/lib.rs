@@ -21,6 +21,7 @@ pub mod host;
 pub mod limits;
 pub mod memory;
 pub mod occupancy;
+pub mod texture;
 pub mod timing;
 pub mod validate;
 

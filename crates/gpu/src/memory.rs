@@ -131,6 +131,8 @@ pub struct DeviceMemory {
     /// [`MemoryCheck::Page`]: bytes of mapped pages outside every allocation that have been
     /// written, a page at a time (page number → its bytes).
     stray: std::collections::HashMap<u64, Vec<u8>>,
+    /// Texture objects; handle `k + 1` names `textures[k]` (0 is no texture, as in CUDA).
+    textures: Vec<TextureDesc>,
 }
 
 impl Default for DeviceMemory {
@@ -146,7 +148,36 @@ impl DeviceMemory {
             next: GLOBAL_BASE,
             check: MemoryCheck::Strict,
             stray: std::collections::HashMap::new(),
+            textures: Vec::new(),
         }
+    }
+
+    /// Registers a texture object over texels already in device memory and returns its
+    /// handle (`cudaCreateTextureObject`).
+    pub fn create_texture(&mut self, desc: TextureDesc) -> Result<u64, TextureError> {
+        desc.validate()?;
+        if self.read_bytes(desc.base, desc.bytes()).is_err() {
+            return Err(TextureError {
+                field: "base",
+                what: format!(
+                    "{} bytes of texels at {:#x} are not inside one allocation",
+                    desc.bytes(),
+                    desc.base
+                ),
+            });
+        }
+        self.textures.push(desc);
+        Ok(self.textures.len() as u64)
+    }
+
+    /// The texture object `handle` names.
+    pub fn texture(&self, handle: u64) -> Option<&TextureDesc> {
+        crate::texture::by_handle(&self.textures, handle)
+    }
+
+    /// Every texture object, by handle minus one.
+    pub fn textures(&self) -> &[TextureDesc] {
+        &self.textures
     }
 
     /// How accesses are checked from now on (placement does not change with it).
@@ -367,6 +398,8 @@ impl DeviceMemory {
         self.find(addr, 1, &mut 0).is_ok()
     }
 }
+
+use crate::texture::{TextureDesc, TextureError};
 
 /// Little-endian load of up to 8 bytes.
 #[inline]

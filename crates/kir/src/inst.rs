@@ -507,6 +507,16 @@ pub enum Op {
     Elect,
     /// `trap`: the kernel stops with an error naming the thread.
     Trap,
+    /// `tex.geom.v4.dty.cty d, [a, c]` and, with `gather` = the component (0-3 for
+    /// r, g, b, a), `tld4.comp.2d.v4.dty.f32 d, [a, c]`: a fetch from the texture object
+    /// whose handle is `srcs[0]`, at the coordinates `srcs[1..]` (a layered geometry's layer
+    /// index first); four 32-bit destinations.
+    Tex {
+        geom: TexGeom,
+        dty: Ty,
+        cty: Ty,
+        gather: Option<u8>,
+    },
     /// The end of an indirect branch's or call's dispatch chain (`lower::indirect`):
     /// reached only by a lane whose index or function address (`srcs[0]`) matched no
     /// possible target; the kernel stops with an error naming the thread and the value.
@@ -656,6 +666,43 @@ impl LiveVector {
 pub struct Guard {
     pub reg: Reg,
     pub negated: bool,
+}
+
+/// The geometry of a texture fetch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TexGeom {
+    D1,
+    D2,
+    D3,
+    /// A layer of a layered 1D texture.
+    A1d,
+    /// A layer of a layered 2D texture.
+    A2d,
+}
+
+impl TexGeom {
+    /// Dimensions of the coordinates (without the layer).
+    pub fn dims(self) -> usize {
+        match self {
+            TexGeom::D1 | TexGeom::A1d => 1,
+            TexGeom::D2 | TexGeom::A2d => 2,
+            TexGeom::D3 => 3,
+        }
+    }
+
+    pub fn layered(self) -> bool {
+        matches!(self, TexGeom::A1d | TexGeom::A2d)
+    }
+
+    /// Elements of the coordinate vector as PTX writes it: a 3D or layered-2D vector has
+    /// four, the last ignored.
+    pub fn operands(self) -> usize {
+        match self {
+            TexGeom::D1 => 1,
+            TexGeom::D2 | TexGeom::A1d => 2,
+            TexGeom::D3 | TexGeom::A2d => 4,
+        }
+    }
 }
 
 /// What an [`Op::UnmatchedTarget`] ends: a `brx.idx` or an indirect `call`.

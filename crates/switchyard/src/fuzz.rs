@@ -44,6 +44,9 @@ pub fn spec(data: &[u8]) {
         for b in &spec.buffers {
             let _ = b.initial_bytes();
         }
+        for t in &spec.textures {
+            let _ = t.desc(gpu::memory::GLOBAL_BASE).bytes();
+        }
     }
     let _ = workload::scenario::parse("fuzz.toml", &text, &NoFiles);
 }

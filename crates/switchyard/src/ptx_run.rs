@@ -85,12 +85,26 @@ pub fn run_file(
             .expect("validated");
         ptrs[i]
     };
+    let mut handles = Vec::new();
+    for t in &spec.textures {
+        handles.push(gpu.create_texture(t.desc(ptr_of(&t.buffer).0))?);
+    }
+    let handle_of = |name: &str| -> u64 {
+        let i = spec
+            .textures
+            .iter()
+            .position(|t| t.name == name)
+            .expect("validated");
+        handles[i]
+    };
     let args: Vec<KernelArg> = spec
         .args
         .iter()
         .map(|a| {
             if let Some(b) = &a.buffer {
                 KernelArg::Ptr(ptr_of(b))
+            } else if let Some(t) = &a.texture {
+                KernelArg::U64(handle_of(t))
             } else if let Some(v) = a.u32 {
                 KernelArg::U32(v)
             } else if let Some(v) = a.s32 {

@@ -20,8 +20,24 @@
 //! init = "fill"
 //! value = 1.0
 //!
+//! [[texture]]              # a texture object over a buffer, with its sampler
+//! name = "img"
+//! buffer = "x"
+//! offset = 0                # bytes into the buffer, optional
+//! format = "f32"            # channel type: f32 f16 u8 s8 u16 s16 u32 s32
+//! channels = 1              # 1, 2 or 4
+//! width = 32                # texels; height, depth (default 1) and layers (0) optional
+//! height = 32
+//! pitch = 0                 # bytes per row, 0 = packed
+//! address = "clamp"         # clamp | border | wrap | mirror, or one per dimension
+//! filter = "point"          # point | linear
+//! read = "element"          # element | normalized-float
+//! normalized = false        # coordinates in [0, 1) span the texture
+//!
 //! [[arg]]
 //! buffer = "x"              # a buffer's device address
+//! [[arg]]
+//! texture = "img"           # a texture object's handle (cudaTextureObject_t)
 //! [[arg]]
 //! u32 = 1024                # or s32, u64, s64, f32, f64
 //!
@@ -31,6 +47,7 @@
 //! tolerance = 1e-6          # relative, for floats; integers compare exactly
 //! ```
 
+use gpu::texture::{AddressMode, Filter, ReadMode, TexelType, TextureDesc};
 use serde::Deserialize;
 
 pub use workload::data::{ElemType, Init};
@@ -52,11 +69,92 @@ pub struct Buffer {
     pub seed: u64,
 }
 
+/// A texture object over (part of) a buffer, with its sampler.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Texture {
+    pub name: String,
+    pub buffer: String,
+    #[serde(default)]
+    pub offset: u64,
+    #[serde(default = "default_format")]
+    pub format: TexelType,
+    #[serde(default = "one")]
+    pub channels: u32,
+    pub width: u32,
+    #[serde(default = "one")]
+    pub height: u32,
+    #[serde(default = "one")]
+    pub depth: u32,
+    #[serde(default)]
+    pub layers: u32,
+    #[serde(default)]
+    pub pitch: u64,
+    #[serde(default)]
+    pub address: Addressing,
+    #[serde(default)]
+    pub filter: Filter,
+    #[serde(default)]
+    pub read: ReadMode,
+    #[serde(default)]
+    pub normalized: bool,
+}
+
+fn default_format() -> TexelType {
+    TexelType::F32
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// One addressing mode for every dimension, or one per dimension (x, y, z).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(untagged)]
+pub enum Addressing {
+    All(AddressMode),
+    PerDim(Vec<AddressMode>),
+}
+
+impl Default for Addressing {
+    fn default() -> Self {
+        Addressing::All(AddressMode::Clamp)
+    }
+}
+
+impl Texture {
+    /// The texture object over the buffer at `buffer_base`.
+    pub fn desc(&self, buffer_base: u64) -> TextureDesc {
+        let mut address = [AddressMode::Clamp; 3];
+        match &self.address {
+            Addressing::All(a) => address = [*a; 3],
+            Addressing::PerDim(v) => {
+                for (d, a) in v.iter().take(3).enumerate() {
+                    address[d] = *a;
+                }
+            }
+        }
+        TextureDesc {
+            base: buffer_base.saturating_add(self.offset),
+            texel: self.format,
+            channels: self.channels,
+            extent: [self.width, self.height, self.depth],
+            layers: self.layers,
+            pitch: self.pitch,
+            address,
+            filter: self.filter,
+            read: self.read,
+            normalized: self.normalized,
+        }
+    }
+}
+
 /// One kernel argument: exactly one field set.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Arg {
     pub buffer: Option<String>,
+    pub texture: Option<String>,
     pub u32: Option<u32>,
     pub s32: Option<i32>,
     pub u64: Option<u64>,
@@ -87,6 +185,8 @@ pub struct Spec {
     pub dynamic_smem: u32,
     #[serde(default, rename = "buffer")]
     pub buffers: Vec<Buffer>,
+    #[serde(default, rename = "texture")]
+    pub textures: Vec<Texture>,
     #[serde(default, rename = "arg")]
     pub args: Vec<Arg>,
     #[serde(default, rename = "check")]
@@ -152,9 +252,43 @@ impl Spec {
                 ));
             }
         }
+        for (i, t) in self.textures.iter().enumerate() {
+            let field = |f: &str| format!("texture.{}.{f}", t.name);
+            if self.textures[..i].iter().any(|o| o.name == t.name) {
+                return Err(invalid(&format!("texture.{}", t.name), "declared twice"));
+            }
+            let Some(b) = self.buffers.iter().find(|b| b.name == t.buffer) else {
+                return Err(invalid(
+                    &field("buffer"),
+                    &format!("no buffer named `{}`", t.buffer),
+                ));
+            };
+            if let Addressing::PerDim(v) = &t.address {
+                if v.is_empty() || v.len() > 3 {
+                    return Err(invalid(&field("address"), "needs 1 to 3 modes"));
+                }
+            }
+            let desc = t.desc(0);
+            desc.validate()
+                .map_err(|e| invalid(&field(e.field), &e.what))?;
+            let have = (b.len as u64).saturating_mul(b.ty.size() as u64);
+            let need = t.offset.saturating_add(desc.bytes());
+            if need > have {
+                return Err(invalid(
+                    &format!("texture.{}", t.name),
+                    &format!(
+                        "needs {need} bytes of buffer `{}` (offset {} plus {} of texels), which has {have}",
+                        t.buffer,
+                        t.offset,
+                        desc.bytes()
+                    ),
+                ));
+            }
+        }
         for (i, a) in self.args.iter().enumerate() {
             let set = [
                 a.buffer.is_some(),
+                a.texture.is_some(),
                 a.u32.is_some(),
                 a.s32.is_some(),
                 a.u64.is_some(),
@@ -168,8 +302,16 @@ impl Spec {
             if set != 1 {
                 return Err(invalid(
                     &format!("arg[{i}]"),
-                    "needs exactly one of buffer, u32, s32, u64, s64, f32, f64",
+                    "needs exactly one of buffer, texture, u32, s32, u64, s64, f32, f64",
                 ));
+            }
+            if let Some(t) = &a.texture {
+                if !self.textures.iter().any(|x| &x.name == t) {
+                    return Err(invalid(
+                        &format!("arg[{i}].texture"),
+                        &format!("no texture named `{t}`"),
+                    ));
+                }
             }
             if let Some(b) = &a.buffer {
                 if !self.buffers.iter().any(|x| &x.name == b) {
@@ -274,6 +416,42 @@ mod tests {
         assert!(e.to_string().contains("arg[0].buffer"), "{e}");
         let e = Spec::parse(&GOOD.replace("grid = [2]", "grid = []")).unwrap_err();
         assert!(e.to_string().contains("grid"), "{e}");
+    }
+
+    #[test]
+    fn textures_are_checked_against_their_buffer_and_sampler_rules() {
+        let tex = |extra: &str| {
+            format!(
+                "{GOOD}\n[[texture]]\nname = \"t\"\nbuffer = \"x\"\nwidth = 2\nheight = 2\n{extra}\n[[arg]]\ntexture = \"t\"\n"
+            )
+        };
+        let s = Spec::parse(&tex(
+            "address = [\"border\", \"clamp\"]\nfilter = \"linear\"",
+        ))
+        .unwrap();
+        let d = s.textures[0].desc(0x1000);
+        assert_eq!(
+            d.address,
+            [AddressMode::Border, AddressMode::Clamp, AddressMode::Clamp]
+        );
+        assert_eq!((d.base, d.bytes()), (0x1000, 16));
+        for (extra, field) in [
+            ("channels = 3", "texture.t.channels"),
+            ("depth = 2", "texture.t`"),
+            ("offset = 4", "texture.t`"),
+            ("address = \"wrap\"", "texture.t.address"),
+            ("format = \"u32\"\nfilter = \"linear\"", "texture.t.filter"),
+            ("read = \"normalized-float\"", "texture.t.read"),
+            ("address = []", "texture.t.address"),
+        ] {
+            let e = Spec::parse(&tex(extra)).unwrap_err().to_string();
+            assert!(e.contains(field), "{extra}: {e}");
+        }
+        let e = Spec::parse(&tex("").replace("buffer = \"x\"\nwidth", "buffer = \"y\"\nwidth"))
+            .unwrap_err();
+        assert!(e.to_string().contains("texture.t.buffer"), "{e}");
+        let e = Spec::parse(&tex("").replace("texture = \"t\"", "texture = \"u\"")).unwrap_err();
+        assert!(e.to_string().contains("arg[2].texture"), "{e}");
     }
 
     #[test]

@@ -87,6 +87,22 @@ fn run_a_ptx_file_from_a_spec_and_verify_it() {
 }
 
 #[test]
+fn a_texture_declared_in_the_spec_is_sampled_by_the_kernel() {
+    // NVRTC's `tex2D<float>` on a texture object with linear filtering; the expected values
+    // are derived in the spec's comments.
+    let o = switchyard(&[
+        "run",
+        "examples/texture/shift.ptx",
+        "--spec",
+        "examples/texture/shift.toml",
+        "--gpu",
+        "a100",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("PASS (32 values match)"), "{}", text(&o));
+}
+
+#[test]
 fn a_failed_check_exits_non_zero() {
     let spec = std::env::temp_dir().join("switchyard-wrong-check.toml");
     let good = std::fs::read_to_string(root().join("examples/saxpy/saxpy.toml")).unwrap();

@@ -65,6 +65,7 @@ fn launch_specs_and_scenarios_survive_mutations() {
     let mut seeds = files("scenarios", ".toml");
     seeds.extend(files("crates/switchyard/tests/data", ".toml"));
     seeds.extend(files("examples/saxpy", ".toml"));
+    seeds.extend(files("examples/texture", ".toml"));
     fuzz_with("spec", &seeds, 400, 0x5eed_0003, fuzz::spec);
 }
 

@@ -406,6 +406,8 @@ pub fn is_reexecutable(inst: &Inst, global_loads_stable: bool) -> bool {
             Space::Param | Space::Const | Space::Shared | Space::Local => true,
             Space::Global | Space::Generic => global_loads_stable,
         },
+        // Texels live in global memory.
+        Op::Tex { .. } => global_loads_stable,
         Op::St { .. } | Op::Atom { .. } | Op::Red { .. } | Op::Bar { .. } => false,
         Op::WmmaStore { .. } | Op::Stmatrix { .. } | Op::CpAsync { .. } => false,
         Op::Mbarrier { op, .. } => !op.writes(),

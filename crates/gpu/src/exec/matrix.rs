@@ -33,7 +33,7 @@ fn float_of(e: MmaElem, bits: u64) -> f64 {
 }
 
 /// An IEEE binary16 value, exactly (every f16 is an f64).
-fn f16_value(h: u16) -> f64 {
+pub(crate) fn f16_value(h: u16) -> f64 {
     let sign = if h & 0x8000 != 0 { -1.0 } else { 1.0 };
     let exp = i32::from((h >> 10) & 0x1f);
     let frac = f64::from(h & 0x3ff);

@@ -25,6 +25,7 @@ use crate::alu;
 use crate::error::{ExecError, FaultReason};
 
 pub(crate) mod matrix;
+mod texture;
 use crate::memory::{self, DeviceMemory, GlobalFault, Window};
 
 /// Lanes per warp. PTX fixes the warp size at 32 (`WARP_SZ`); masks are `u32`.
@@ -1022,6 +1023,12 @@ impl Exec<'_, '_, '_> {
                     value: self.read(s[0], lane as usize),
                 });
             }
+            Op::Tex {
+                geom,
+                dty,
+                cty,
+                gather,
+            } => self.tex(exec, geom, dty, cty, gather)?,
             Op::Activemask => {
                 for l in lanes(exec) {
                     self.write(0, l, active as u64);

@@ -1468,6 +1468,7 @@ impl Sm {
                 pc: top.pc,
                 exec,
                 slot,
+                textures: mem.textures(),
             };
             match self.plan_memory(specs, memsys, &access) {
                 Ok(p) => p,
@@ -1752,7 +1753,7 @@ impl Sm {
                 let waits = kind != AccessKind::Store
                     && matches!(
                         inst.op,
-                        Op::Ld { .. } | Op::Atom { .. } | Op::WmmaLoad { .. }
+                        Op::Ld { .. } | Op::Atom { .. } | Op::WmmaLoad { .. } | Op::Tex { .. }
                     )
                     && inst.defs().next().is_some();
                 let tag = self
@@ -1847,6 +1848,16 @@ impl Sm {
             Op::Ldmatrix { space, .. } => (space, 16, AccessKind::Load),
             Op::Stmatrix { space, .. } => (space, 16, AccessKind::Store),
             Op::CpAsync { bytes, .. } => (Space::Global, u32::from(bytes), AccessKind::Load),
+            // Texels, read through the L1 as global loads (the model has no separate
+            // texture pipeline); the first active lane's texture gives the texel size.
+            Op::Tex { .. } => {
+                let handle = value(s[0], lanes(a.exec).next().unwrap_or(0));
+                match crate::texture::by_handle(a.textures, handle) {
+                    Some(t) => (Space::Global, t.texel_bytes() as u32, AccessKind::Load),
+                    // Not a texture object: the fetch fails when it executes.
+                    None => return Ok(MemPlan::None),
+                }
+            }
             _ => return Ok(MemPlan::None),
         };
         if !retry {
@@ -1918,6 +1929,19 @@ impl Sm {
                         if read > 0 {
                             out.push(Some(value(s[1], l).wrapping_add(src_offset as i64 as u64)));
                         }
+                    }
+                }
+                Op::Tex {
+                    geom, cty, gather, ..
+                } => {
+                    for l in lanes(a.exec) {
+                        let Some(t) = crate::texture::by_handle(a.textures, value(s[0], l)) else {
+                            continue;
+                        };
+                        let fp = crate::texture::fetch_footprint(t, geom, cty, gather, |k| {
+                            value(s[k], l)
+                        });
+                        out.extend(fp.taps[..fp.n].iter().filter_map(|tap| tap.0.map(Some)));
                     }
                 }
                 _ => {}
@@ -2156,6 +2180,8 @@ struct Access<'a> {
     pc: u32,
     exec: u32,
     slot: usize,
+    /// The device's texture objects (handle `k + 1` is `textures[k]`).
+    textures: &'a [crate::texture::TextureDesc],
 }
 
 /// A resident TB's warps: slots into the SM's warp table.

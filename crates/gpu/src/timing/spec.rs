@@ -270,7 +270,8 @@ impl OpClass {
             | Op::WmmaStore { .. }
             | Op::Ldmatrix { .. }
             | Op::Stmatrix { .. }
-            | Op::CpAsync { .. } => OpClass::Mem,
+            | Op::CpAsync { .. }
+            | Op::Tex { .. } => OpClass::Mem,
             Op::Mma { .. } => OpClass::Tensor,
             Op::Mbarrier {
                 op: MbarrierOp::PendingCount,

@@ -354,6 +354,7 @@ impl<'a> KernelLowerer<'a> {
             | "cos" | "ex2" | "lg2" | "tanh" | "copysign" | "sad" | "fma" => {
                 self.arith(i, &mut m)?
             }
+            "tex" | "tld4" => self.tex(i, &mut m)?,
             "lop3" | "shf" | "bmsk" | "szext" | "bfind" | "fns" | "dp4a" | "dp2a" => {
                 self.bit_op(i, &mut m)?
             }

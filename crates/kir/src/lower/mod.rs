@@ -18,6 +18,7 @@ mod decode;
 mod error;
 mod indirect;
 mod tensor;
+mod texture;
 mod typecheck;
 
 use std::collections::{HashMap, HashSet};
