@@ -208,7 +208,7 @@ impl PointerRoots {
             Op::Ld { .. } | Op::Atom { .. } => Roots::UNKNOWN,
             Op::WmmaLoad { .. } | Op::Ldmatrix { .. } | Op::Tex { .. } => Roots::UNKNOWN,
             // Matrix products and packed conversions of data are no pointers.
-            Op::Mma { .. } | Op::CvtPack { .. } => Roots::default(),
+            Op::Mma { .. } | Op::CvtPack { .. } | Op::CvtFp8 { .. } => Roots::default(),
             Op::Cvta {
                 space: Space::Shared | Space::Local,
                 to_generic: true,

@@ -645,6 +645,86 @@ fn cvt_packs_two_floats() {
     assert_eq!(one("rn.bf16x2", 1.0, 3.0), 0x3f80_4040);
 }
 
+/// The FP8 conversions (sm_89+): E4M3 has bias 7, 3 mantissa bits, no infinities and its
+/// largest finite value 448 = 0x7e; E5M2 has bias 15, 2 mantissa bits, infinities, and 57344
+/// = 0x7b as its largest finite value. Expected bits are worked out by hand from those.
+#[test]
+fn cvt_converts_to_and_from_fp8() {
+    let run = |body: &str| -> u32 {
+        let ptx = format!(
+            r#".version 8.0
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 out, .param .u64 in)
+{{
+    .reg .b16 %h<4>;
+    .reg .b32 %r<4>;
+    .reg .f32 %f<4>;
+    .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [out];
+    cvta.to.global.u64 %rd1, %rd1;
+{body}
+    st.global.u32 [%rd1], %r1;
+    ret;
+}}
+"#
+        );
+        run_with_input(&ptx, &[0; 4], 1, "h100")[0]
+    };
+    let to_fp8 = |fmt: &str, a: f32, b: f32| -> u32 {
+        run(&format!(
+            "    mov.b32 %f1, 0f{:08X};
+    mov.b32 %f2, 0f{:08X};
+                 cvt.rn.satfinite.{fmt}.f32 %h1, %f1, %f2;
+    cvt.u32.u16 %r1, %h1;",
+            a.to_bits(),
+            b.to_bits()
+        ))
+    };
+    let two = |e: i32| 2f32.powi(e);
+    // E4M3: 1.0 = 0x38, -2.0 = 0xc0; `a` goes to the upper byte.
+    assert_eq!(to_fp8("e4m3x2", 1.0, -2.0), 0x38c0);
+    // 448 is the largest finite; 500 and infinity saturate to it; NaN is 0x7f.
+    assert_eq!(to_fp8("e4m3x2", 448.0, 500.0), 0x7e7e);
+    assert_eq!(to_fp8("e4m3x2", f32::NEG_INFINITY, f32::NAN), 0xfe7f);
+    // Round half to even: 1 + 1/16 → 1.0 (0x38); 1 + 3/16 → 1.25 (0x3a).
+    assert_eq!(to_fp8("e4m3x2", 1.0625, 1.1875), 0x383a);
+    // Subnormals: 2^-9 is the smallest (0x01); 2^-10 ties to even, 0; 3 * 2^-10 → 2 * 2^-9.
+    assert_eq!(to_fp8("e4m3x2", two(-9), two(-10)), 0x0100);
+    assert_eq!(to_fp8("e4m3x2", 3.0 * two(-10), 0.0), 0x0200);
+    // E5M2: 1.0 = 0x3c; infinity saturates to 57344 = 0x7b; 2^-16 is the smallest subnormal.
+    assert_eq!(to_fp8("e5m2x2", 1.0, f32::INFINITY), 0x3c7b);
+    assert_eq!(to_fp8("e5m2x2", two(-16), -57344.0), 0x01fb);
+    // `.relu`: negatives become +0.
+    assert_eq!(
+        run("    mov.b32 %f1, 0fC0000000;
+    mov.b32 %f2, 0f3F800000;
+                 cvt.rn.satfinite.relu.e4m3x2.f32 %h1, %f1, %f2;
+    cvt.u32.u16 %r1, %h1;"),
+        0x0038
+    );
+    // From f16x2: {1.0, -2.0} as f16 (0x3c00, 0xc000).
+    assert_eq!(
+        run("    mov.b32 %r2, 0x3c00c000;
+    cvt.rn.satfinite.e4m3x2.f16x2 %h1, %r2;
+                 cvt.u32.u16 %r1, %h1;"),
+        0x38c0
+    );
+    // Back to f16x2: E4M3 448 (0x7e) is f16 0x5f00; 2^-9 (0x01) is f16 0x1800.
+    let to_f16 = |fmt: &str, bits: u16| -> u32 {
+        run(&format!(
+            "    mov.b16 %h1, {bits};
+    cvt.rn.f16x2.{fmt} %r1, %h1;"
+        ))
+    };
+    assert_eq!(to_f16("e4m3x2", 0x7e01), 0x5f00_1800);
+    // E4M3 NaN (0x7f) is f16's canonical NaN; negative zero stays negative.
+    assert_eq!(to_f16("e4m3x2", 0x7f80), 0x7fff_8000);
+    // E5M2 is the upper byte of an f16: 0x3c is 1.0, 0x7c infinity, 0xc0 -2.0.
+    assert_eq!(to_f16("e5m2x2", 0x3c7c), 0x3c00_7c00);
+    assert_eq!(to_f16("e5m2x2", 0xc07f), 0xc000_7fff);
+}
+
 /// A one-warp kernel running `body` `n` times (the loop counter in `%r39`, counted before
 /// the body so that the loop's own instructions overlap it); the cycles it takes timed on
 /// `preset`, or the launch's error.

@@ -607,6 +607,17 @@ pub enum Op {
         relu: bool,
         satfinite: bool,
     },
+    /// The 8-bit float conversions (PTX ISA §9.7.9.21, sm_89+), always round-to-nearest-even
+    /// and, towards FP8, saturating to the largest finite value:
+    /// `cvt.rn.satfinite{.relu}.{e4m3x2,e5m2x2}.f32 d, a, b` (`from_f16x2` false: `a` to the
+    /// upper byte of the 16-bit `d`), `cvt.rn.satfinite{.relu}.{e4m3x2,e5m2x2}.f16x2 d, a`
+    /// (`from_f16x2`), and `cvt.rn{.relu}.f16x2.{e4m3x2,e5m2x2} d, a` (`to_f16x2`).
+    CvtFp8 {
+        format: Fp8,
+        to_f16x2: bool,
+        from_f16x2: bool,
+        relu: bool,
+    },
     /// The `mbarrier` family on a barrier object in shared memory (`srcs[0] + offset`; PTX
     /// ISA §9.7.13.15). Operands after the address as [`MbarrierOp`] lists them.
     Mbarrier {
@@ -666,6 +677,15 @@ impl LiveVector {
 pub struct Guard {
     pub reg: Reg,
     pub negated: bool,
+}
+
+/// An 8-bit floating-point format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fp8 {
+    /// 4 exponent bits (bias 7), 3 mantissa bits, no infinities; largest finite 448.
+    E4m3,
+    /// 5 exponent bits (bias 15), 2 mantissa bits, IEEE-like; largest finite 57344.
+    E5m2,
 }
 
 /// The geometry of a texture fetch.

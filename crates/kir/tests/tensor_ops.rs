@@ -3,7 +3,7 @@
 //! writes as inline PTX) lower to their operations over the registers the PTX names, and
 //! malformed or unsupported ones are errors naming what is wrong.
 
-use kir::inst::{MbarrierOp, Op};
+use kir::inst::{Fp8, MbarrierOp, Op};
 use kir::lower::{lower_module, LowerError};
 use kir::Module;
 
@@ -148,11 +148,58 @@ fn async_copies_mbarrier_and_conversions_lower() {
     assert!(matches!(cvt[0].0, Op::CvtPack { relu: true, .. }));
     assert!(matches!(cvt[1].0, Op::CvtTf32 { away: true, .. }));
     assert!(matches!(cvt[3].0, Op::Nop));
+    // The FP8 conversions NVRTC emits for `__nv_cvt_float2_to_fp8x2` and friends.
+    let fp8 = ops("cvt.rn.satfinite.e4m3x2.f32 %h0, %f1, %f2;\n\
+         cvt.rn.satfinite.relu.e5m2x2.f16x2 %h1, %r1;\n\
+         cvt.rn.f16x2.e4m3x2 %r2, %h0;");
+    assert_eq!(
+        fp8.iter()
+            .map(|(op, d, s)| (*op, *d, *s))
+            .collect::<Vec<_>>(),
+        [
+            (
+                Op::CvtFp8 {
+                    format: Fp8::E4m3,
+                    to_f16x2: false,
+                    from_f16x2: false,
+                    relu: false
+                },
+                1,
+                2
+            ),
+            (
+                Op::CvtFp8 {
+                    format: Fp8::E5m2,
+                    to_f16x2: false,
+                    from_f16x2: true,
+                    relu: true
+                },
+                1,
+                1
+            ),
+            (
+                Op::CvtFp8 {
+                    format: Fp8::E4m3,
+                    to_f16x2: true,
+                    from_f16x2: false,
+                    relu: false
+                },
+                1,
+                1
+            ),
+        ]
+    );
 }
 
 #[test]
 fn malformed_and_unsupported_forms_are_errors() {
     rejects(&[
+        // FP8: `.satfinite` is required towards FP8, `.rn` always; the packed result is 16 bits.
+        ("cvt.rn.e4m3x2.f32 %h0, %f0, %f1;", "`.satfinite`"),
+        ("cvt.rz.satfinite.e4m3x2.f32 %h0, %f0, %f1;", "`.rn`"),
+        ("cvt.rn.satfinite.e5m2x2.f32 %r0, %f0, %f1;", "%r0"),
+        ("cvt.rn.satfinite.e4m3x2.f32 %h0, %f0;", "3"),
+        ("cvt.rn.satfinite.f16x2.e4m3x2 %r0, %h0;", "no `.satfinite`"),
         // Three A registers where m16n8k16 f16 takes four.
         (
             "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%f0,%f1,%f2,%f3}, {%r1,%r2,%r3}, {%r5,%r6}, {%f0,%f1,%f2,%f3};",

@@ -10,7 +10,7 @@
 //! `.satfinite`). A tf32 operand keeps the sign, exponent and top 10 mantissa bits of its
 //! f32 register, as the tensor core reads it.
 
-use kir::inst::{MbarrierOp, Rounding, Space, Ty};
+use kir::inst::{Fp8, MbarrierOp, Rounding, Space, Ty};
 use kir::matrix::{self, Frag, MmaElem, MmaShape, WMMA_PART_REGS};
 
 use super::{lanes, Exec, WARP_SIZE};
@@ -517,6 +517,136 @@ impl Exec<'_, '_, '_> {
     }
 }
 
+impl Exec<'_, '_, '_> {
+    /// [`kir::inst::Op::CvtFp8`].
+    pub(super) fn cvt_fp8(
+        &mut self,
+        exec: u32,
+        format: Fp8,
+        to_f16x2: bool,
+        from_f16x2: bool,
+        relu: bool,
+    ) {
+        let s = self.inst.srcs;
+        for lane in lanes(exec) {
+            let a = self.read(s[0], lane);
+            let v = if to_f16x2 {
+                let half = |b: u64| u64::from(fp8_to_f16(b as u8, format, relu));
+                (half(a >> 8) << 16) | half(a)
+            } else {
+                let (hi, lo) = if from_f16x2 {
+                    (f16_value((a >> 16) as u16), f16_value(a as u16))
+                } else {
+                    let b = self.read(s[1], lane);
+                    (
+                        f64::from(f32::from_bits(a as u32)),
+                        f64::from(f32::from_bits(b as u32)),
+                    )
+                };
+                (u64::from(fp8_of(hi, format, relu)) << 8) | u64::from(fp8_of(lo, format, relu))
+            };
+            self.write(0, lane, v);
+        }
+    }
+}
+
+/// (exponent bits, mantissa bits, bias, largest finite value) of an FP8 format.
+fn fp8_params(f: Fp8) -> (u32, u32, i32, f64) {
+    match f {
+        Fp8::E4m3 => (4, 3, 7, 448.0),
+        Fp8::E5m2 => (5, 2, 15, 57344.0),
+    }
+}
+
+/// The canonical NaN of both FP8 formats (PTX's `cvt` returns it for a NaN input).
+const FP8_NAN: u8 = 0x7f;
+
+/// `v` rounded to nearest even in `f`, saturating to the largest finite value (`.satfinite`,
+/// which the ISA requires converting to FP8); `.relu` makes negatives +0.
+pub(crate) fn fp8_of(v: f64, f: Fp8, relu: bool) -> u8 {
+    if v.is_nan() {
+        return FP8_NAN;
+    }
+    let (_, man, bias, max) = fp8_params(f);
+    let sign = if v.is_sign_negative() { 0x80u8 } else { 0 };
+    if relu && sign != 0 {
+        return 0;
+    }
+    let a = v.abs();
+    if a > max {
+        return sign | fp8_bits(max, f);
+    }
+    // The exponent of `a`'s binade, no lower than the smallest normal's (subnormals share
+    // its quantum).
+    let e = if a == 0.0 {
+        1 - bias
+    } else {
+        (a.log2().floor() as i32).max(1 - bias)
+    };
+    let quantum = 2f64.powi(e - man as i32);
+    let q = a / quantum;
+    // Round half to even (q is exact: `a` scaled by a power of two).
+    let mut n = q.floor();
+    let frac = q - n;
+    if frac > 0.5 || (frac == 0.5 && n % 2.0 == 1.0) {
+        n += 1.0;
+    }
+    let r = n * quantum;
+    if r > max {
+        return sign | fp8_bits(max, f);
+    }
+    sign | fp8_bits(r, f)
+}
+
+/// The bits of a non-negative value exactly representable in `f`.
+fn fp8_bits(r: f64, f: Fp8) -> u8 {
+    let (_, man, bias, _) = fp8_params(f);
+    if r == 0.0 {
+        return 0;
+    }
+    let e = (r.log2().floor() as i32).max(1 - bias);
+    let normal = r >= 2f64.powi(1 - bias);
+    let field = if normal { e + bias } else { 0 };
+    let m = (r / 2f64.powi(e - man as i32)) as u32 - if normal { 1 << man } else { 0 };
+    ((field as u32) << man | m) as u8
+}
+
+/// An FP8 value as f16 bits (exact: every FP8 value is an f16); NaN is f16's canonical
+/// NaN, and `.relu` makes negatives +0.
+pub(crate) fn fp8_to_f16(b: u8, f: Fp8, relu: bool) -> u16 {
+    let (exp, man, bias, _) = fp8_params(f);
+    let field = u32::from(b >> man) & ((1 << exp) - 1);
+    let m = u32::from(b) & ((1 << man) - 1);
+    let negative = b & 0x80 != 0;
+    let nan = match f {
+        Fp8::E4m3 => field == 15 && m == 7,
+        Fp8::E5m2 => field == 31 && m != 0,
+    };
+    if nan {
+        return 0x7fff;
+    }
+    if relu && negative {
+        return 0;
+    }
+    if f == Fp8::E5m2 && field == 31 {
+        return if negative { 0xfc00 } else { 0x7c00 };
+    }
+    let magnitude = if field == 0 {
+        f64::from(m) * 2f64.powi(1 - bias - man as i32)
+    } else {
+        f64::from((1 << man) | m) * 2f64.powi(field as i32 - bias - man as i32)
+    };
+    let v = if negative { -magnitude } else { magnitude };
+    alu::cvt(
+        Ty::F16,
+        Ty::F64,
+        Some(Rounding::Nearest),
+        false,
+        false,
+        v.to_bits(),
+    ) as u16
+}
+
 /// The fields of an `mbarrier` object, packed in its 64 bits: pending arrivals (bits
 /// 0–20), expected arrivals (21–41), pending transaction bytes as a signed 20-bit count
 /// (42–61) and the current phase's parity (63). The layout is the model's own: PTX leaves the
@@ -685,6 +815,25 @@ mod tests {
         let nan = tf32_bits(0x7f80_0001, rn, false, false, false);
         assert!(f32::from_bits(nan).is_nan());
         assert_eq!(tf32_bits(0xc000_0000, rn, false, true, false), 0);
+    }
+
+    #[test]
+    fn fp8_codes_survive_a_round_trip_through_f16() {
+        // Every non-NaN code decodes to an f16 that encodes back to the same code (the
+        // encoder and decoder agree on every value of both formats, subnormals included).
+        for f in [Fp8::E4m3, Fp8::E5m2] {
+            for b in 0..=255u8 {
+                let h = fp8_to_f16(b, f, false);
+                if h == 0x7fff {
+                    continue;
+                }
+                let back = fp8_of(f16_value(h), f, false);
+                let inf = f == Fp8::E5m2 && b & 0x7f == 0x7c;
+                // Infinity saturates to the largest finite value.
+                let want = if inf { (b & 0x80) | 0x7b } else { b };
+                assert_eq!(back, want, "{f:?} {b:#04x} via f16 {h:#06x}");
+            }
+        }
     }
 
     /// The fast f16 decoder agrees with the ALU's conversion on every bit pattern.

@@ -1083,6 +1083,12 @@ impl Exec<'_, '_, '_> {
                 relu,
                 satfinite,
             } => self.cvt_pack(exec, dty, rounding, relu, satfinite),
+            Op::CvtFp8 {
+                format,
+                to_f16x2,
+                from_f16x2,
+                relu,
+            } => self.cvt_fp8(exec, format, to_f16x2, from_f16x2, relu),
             Op::CvtTf32 {
                 rounding,
                 away,

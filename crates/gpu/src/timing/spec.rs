@@ -278,7 +278,7 @@ impl OpClass {
                 ..
             } => OpClass::Alu,
             Op::Mbarrier { .. } => OpClass::Mem,
-            Op::CvtPack { .. } | Op::CvtTf32 { .. } => OpClass::Fp32,
+            Op::CvtPack { .. } | Op::CvtTf32 { .. } | Op::CvtFp8 { .. } => OpClass::Fp32,
             Op::Arith { op, ty, .. } => {
                 use ArithOp::*;
                 if ty == Ty::F64 {

@@ -14,7 +14,7 @@ use super::decode::{bad, count_error, full_name, operand_index, Mods};
 use super::typecheck::Rule;
 use super::{KernelLowerer, LowerError};
 use crate::ids::Reg;
-use crate::inst::{Inst, MbarrierOp, Op, Operand, Rounding, Space, Ty, MAX_SRCS};
+use crate::inst::{Fp8, Inst, MbarrierOp, Op, Operand, Rounding, Space, Ty, MAX_SRCS};
 use crate::matrix::{self, Frag, MmaElem, MmaShape, WMMA_PART_REGS};
 
 /// Whether `opcode` with these modifiers is decoded here.
@@ -23,10 +23,12 @@ pub(super) fn handles(i: &ast::Instruction) -> bool {
     match i.opcode.value.as_str() {
         "mma" | "wmma" | "ldmatrix" | "stmatrix" | "mbarrier" => true,
         "cp" => first == Some("async"),
-        "cvt" => i
-            .modifiers
-            .iter()
-            .any(|m| m.value == "f16x2" || m.value == "bf16x2" || m.value == "tf32"),
+        "cvt" => i.modifiers.iter().any(|m| {
+            matches!(
+                m.value.as_str(),
+                "f16x2" | "bf16x2" | "tf32" | "e4m3x2" | "e5m2x2"
+            )
+        }),
         _ => false,
     }
 }
@@ -617,6 +619,12 @@ impl KernelLowerer<'_> {
         if i.modifiers.iter().any(|x| x.value == "tf32") {
             return self.cvt_tf32(i, m);
         }
+        if i.modifiers
+            .iter()
+            .any(|x| x.value == "e4m3x2" || x.value == "e5m2x2")
+        {
+            return self.cvt_fp8(i, m);
+        }
         let rounding = m
             .one_of(&[
                 ("rn", Rounding::Nearest),
@@ -651,6 +659,64 @@ impl KernelLowerer<'_> {
 }
 
 impl KernelLowerer<'_> {
+    /// The FP8 conversions of [`Op::CvtFp8`]: the modifiers name the destination format
+    /// first, then the source.
+    fn cvt_fp8(&self, i: &ast::Instruction, m: &mut Mods) -> Result<Inst, LowerError> {
+        const FORMATS: &[(&str, Fp8)] = &[("e4m3x2", Fp8::E4m3), ("e5m2x2", Fp8::E5m2)];
+        if !m.has("rn") {
+            return Err(m.missing("`.rn` (FP8 conversions round to nearest even)"));
+        }
+        let satfinite = m.has("satfinite");
+        let relu = m.has("relu");
+        // The destination type is written before the source type.
+        let fp8_first = i
+            .modifiers
+            .iter()
+            .find(|x| matches!(x.value.as_str(), "e4m3x2" | "e5m2x2" | "f16x2" | "f32"))
+            .is_some_and(|x| x.value != "f16x2" && x.value != "f32");
+        let format = m.one_of(FORMATS).expect("routed here for an FP8 type");
+        let to_f16x2 = !fp8_first;
+        let from_f16x2 = if to_f16x2 {
+            m.need_ty(&[Ty::F16x2])?;
+            false
+        } else {
+            if !satfinite {
+                return Err(m.missing("`.satfinite` (required converting to FP8)"));
+            }
+            m.need_ty(&[Ty::F32, Ty::F16x2])? == Ty::F16x2
+        };
+        if to_f16x2 && satfinite {
+            return Err(m.missing("no `.satfinite` converting from FP8"));
+        }
+        let op = Op::CvtFp8 {
+            format,
+            to_f16x2,
+            from_f16x2,
+            relu,
+        };
+        let mut inst = Inst::new(op, i.span);
+        let (dst_ty, src_tys): (Ty, &[Ty]) = if to_f16x2 {
+            (Ty::B32, &[Ty::B16])
+        } else if from_f16x2 {
+            (Ty::B16, &[Ty::B32])
+        } else {
+            (Ty::B16, &[Ty::F32, Ty::F32])
+        };
+        let [d, srcs @ ..] = i.operands.as_slice() else {
+            return Err(count_error(i, "2 or 3"));
+        };
+        if srcs.len() != src_tys.len() {
+            return Err(count_error(i, if src_tys.len() == 2 { "3" } else { "2" }));
+        }
+        inst.dsts[0] = self.dst(i, d, dst_ty, Rule::Exact)?;
+        inst.n_dsts = 1;
+        for (k, (o, &ty)) in srcs.iter().zip(src_tys).enumerate() {
+            inst.srcs[k] = self.src(i, o, ty)?;
+        }
+        inst.n_srcs = srcs.len() as u8;
+        Ok(inst)
+    }
+
     /// `cvt.{rna,rn,rz}{.relu}{.satfinite}.tf32.f32 d, a` (the destination a `.b32`).
     fn cvt_tf32(&self, i: &ast::Instruction, m: &mut Mods) -> Result<Inst, LowerError> {
         let (rounding, away) = m
