@@ -496,67 +496,152 @@ fn f16_bits(v: f32) -> u16 {
     sign | ((e + 15) << 10) as u16 | frac as u16
 }
 
-/// `wmma.load`/`wmma.mma`/`wmma.store` m16n16k16: D = A·B + C with A row-major in a 16×24
-/// array (stride 24), B column-major (stride 16), C and D row-major f32, checked against the
-/// product computed here. The fragment layout is opaque in PTX; what must hold is that a
-/// load, the product and a store together compute the matrix product.
+/// `wmma.load`/`wmma.mma`/`wmma.store` for every shape and type: D = A·B + C with A
+/// row-major in an M×(K+8) array (an explicit stride, padding that must not be read), B
+/// column-major and C row-major at their dense default strides, D stored row-major, checked
+/// against the product computed here. The fragment layout is opaque in PTX; what must hold
+/// is that a load, the product and a store together compute the matrix product. The register
+/// counts are the ISA's (§9.7.14.4.1).
 #[test]
 fn wmma_computes_the_tile_product() {
-    let a = |r: u32, k: u32| ((3 * r + 5 * k) % 9) as f32 - 4.0;
-    let b = |k: u32, n: u32| ((7 * k + 2 * n) % 5) as f32 - 2.0;
-    let c = |r: u32, n: u32| r as f32 - n as f32;
-    let mut input = Vec::new();
-    for r in 0..16 {
-        for k in 0..24 {
-            input.extend(f16_bits(if k < 16 { a(r, k) } else { 99.0 }).to_le_bytes());
+    // (m, n, k, multiplicand type, accumulator type, A, B and C registers).
+    type Case = (u32, u32, u32, &'static str, &'static str, [u32; 3]);
+    let cases: [Case; 9] = [
+        (16, 16, 16, "f16", "f32", [8, 8, 8]),
+        (16, 16, 16, "f16", "f16", [8, 8, 4]),
+        (32, 8, 16, "f16", "f32", [8, 8, 8]),
+        (16, 16, 16, "bf16", "f32", [4, 4, 8]),
+        (32, 8, 16, "bf16", "f32", [8, 2, 8]),
+        (16, 16, 16, "s8", "s32", [2, 2, 8]),
+        (32, 8, 16, "u8", "s32", [4, 1, 8]),
+        (16, 16, 8, "tf32", "f32", [4, 4, 8]),
+        (8, 8, 4, "f64", "f64", [1, 1, 2]),
+    ];
+    for (m, n, k, ab, acc, [na, nb, nc]) in cases {
+        let unsigned = ab == "u8";
+        let a = |r: u32, c: u32| ((3 * r + 5 * c) % 9) as f64 - if unsigned { 0.0 } else { 4.0 };
+        let b = |r: u32, c: u32| ((7 * r + 2 * c) % 5) as f64 - if unsigned { 0.0 } else { 2.0 };
+        let c = |r: u32, c: u32| r as f64 - c as f64;
+        let enc = |ty: &str, v: f64| -> Vec<u8> {
+            match ty {
+                "f16" => f16_bits(v as f32).to_le_bytes().to_vec(),
+                "bf16" => (((v as f32).to_bits() >> 16) as u16).to_le_bytes().to_vec(),
+                "tf32" | "f32" => (v as f32).to_le_bytes().to_vec(),
+                "s8" | "u8" => vec![v as i8 as u8],
+                "s32" => (v as i32).to_le_bytes().to_vec(),
+                "f64" => v.to_le_bytes().to_vec(),
+                _ => unreachable!(),
+            }
+        };
+        let mut input = Vec::new();
+        let lda = k + 8;
+        for r in 0..m {
+            for kk in 0..lda {
+                input.extend(enc(ab, if kk < k { a(r, kk) } else { 99.0 }));
+            }
         }
-    }
-    let b_at = input.len();
-    for n in 0..16 {
-        for k in 0..16 {
-            input.extend(f16_bits(b(k, n)).to_le_bytes());
+        while input.len() % 16 != 0 {
+            input.push(0);
         }
-    }
-    let c_at = input.len();
-    for r in 0..16 {
-        for n in 0..16 {
-            input.extend(c(r, n).to_le_bytes());
+        let b_at = input.len();
+        for col in 0..n {
+            for kk in 0..k {
+                input.extend(enc(ab, b(kk, col)));
+            }
         }
-    }
-    {
-        let acc = "f32";
+        while input.len() % 16 != 0 {
+            input.push(0);
+        }
+        let c_at = input.len();
+        for r in 0..m {
+            for col in 0..n {
+                input.extend(enc(acc, c(r, col)));
+            }
+        }
+        let shape = format!("m{m}n{n}k{k}");
+        let list = |p: &str, count: u32| {
+            (0..count)
+                .map(|x| format!("%{p}{x}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let (ab_reg, acc_reg) = (
+            if ab == "f64" { "f64" } else { "b32" },
+            match acc {
+                "f16" => "b32",
+                t => t,
+            },
+        );
+        let types = if ab == "f16" {
+            format!("{acc}.{acc}")
+        } else {
+            format!("{acc}.{ab}.{ab}.{acc}")
+        };
         let ptx = format!(
             r#".version 8.0
 .target sm_80
 .address_size 64
 .visible .entry k(.param .u64 out, .param .u64 in)
 {{
-    .reg .b32 %r<24>;
-    .reg .f32 %f<24>;
+    .reg .b32 %r<4>;
+    .reg .{ab_reg} %a<8>;
+    .reg .{ab_reg} %b<8>;
+    .reg .{acc_reg} %c<8>;
+    .reg .{acc_reg} %d<8>;
     .reg .b64 %rd<8>;
     ld.param.u64 %rd1, [out];
     cvta.to.global.u64 %rd1, %rd1;
     ld.param.u64 %rd2, [in];
     cvta.to.global.u64 %rd2, %rd2;
-    mov.u32 %r20, 24;
-    wmma.load.a.sync.aligned.row.m16n16k16.global.f16 {{%r0, %r1, %r2, %r3, %r4, %r5, %r6, %r7}}, [%rd2], %r20;
-    wmma.load.b.sync.aligned.col.m16n16k16.global.f16 {{%r8, %r9, %r10, %r11, %r12, %r13, %r14, %r15}}, [%rd2+{b_at}];
-    wmma.load.c.sync.aligned.row.m16n16k16.global.{acc} {{%f0, %f1, %f2, %f3, %f4, %f5, %f6, %f7}}, [%rd2+{c_at}], 16;
-    wmma.mma.sync.aligned.row.col.m16n16k16.{acc}.{acc} {{%f8, %f9, %f10, %f11, %f12, %f13, %f14, %f15}}, {{%r0, %r1, %r2, %r3, %r4, %r5, %r6, %r7}}, {{%r8, %r9, %r10, %r11, %r12, %r13, %r14, %r15}}, {{%f0, %f1, %f2, %f3, %f4, %f5, %f6, %f7}};
-    wmma.store.d.sync.aligned.row.m16n16k16.global.{acc} [%rd1], {{%f8, %f9, %f10, %f11, %f12, %f13, %f14, %f15}}, 16;
+    mov.u32 %r1, {lda};
+    wmma.load.a.sync.aligned.row.{shape}.global.{ab} {{{la}}}, [%rd2], %r1;
+    wmma.load.b.sync.aligned.col.{shape}.global.{ab} {{{lb}}}, [%rd2+{b_at}];
+    wmma.load.c.sync.aligned.row.{shape}.global.{acc} {{{lc}}}, [%rd2+{c_at}];
+    wmma.mma.sync.aligned.row.col.{shape}.{types} {{{ld}}}, {{{la}}}, {{{lb}}}, {{{lc}}};
+    wmma.store.d.sync.aligned.row.{shape}.global.{acc} [%rd1], {{{ld}}}, {n};
     ret;
 }}
-"#
+"#,
+            la = list("a", na),
+            lb = list("b", nb),
+            lc = list("c", nc),
+            ld = list("d", nc),
         );
-        let out = run_with_input(&ptx, &input, 256, "a100");
-        for r in 0..16 {
-            for n in 0..16 {
-                let want = c(r, n) + (0..16).map(|k| a(r, k) * b(k, n)).sum::<f32>();
-                let got = f32::from_bits(out[(r * 16 + n) as usize]);
-                assert_eq!(got, want, "D[{r}][{n}]");
+        let size = match acc {
+            "f16" => 2,
+            "f64" => 8,
+            _ => 4,
+        };
+        let words = u64::from(m * n * size / 4);
+        let out = run_with_input(&ptx, &input, words, "a100");
+        let bytes: Vec<u8> = out.iter().flat_map(|w| w.to_le_bytes()).collect();
+        for r in 0..m {
+            for col in 0..n {
+                let want = c(r, col) + (0..k).map(|kk| a(r, kk) * b(kk, col)).sum::<f64>();
+                let at = ((r * n + col) * size) as usize;
+                let got = match acc {
+                    "f16" => {
+                        let h = u16::from_le_bytes([bytes[at], bytes[at + 1]]);
+                        f64::from(f16_value_of(h))
+                    }
+                    "f32" => f64::from(f32::from_le_bytes(bytes[at..at + 4].try_into().unwrap())),
+                    "s32" => f64::from(i32::from_le_bytes(bytes[at..at + 4].try_into().unwrap())),
+                    _ => f64::from_le_bytes(bytes[at..at + 8].try_into().unwrap()),
+                };
+                assert_eq!(got, want, "{shape} .{ab} into .{acc}: D[{r}][{col}]");
             }
         }
     }
+}
+
+/// The value of f16 bits that hold a small integer (the inverse of `f16_bits`).
+fn f16_value_of(h: u16) -> f32 {
+    let e = i32::from((h >> 10) & 0x1f);
+    let sign = if h & 0x8000 != 0 { -1.0 } else { 1.0 };
+    if e == 0 {
+        return sign * f32::from(h & 0x3ff) * 2f32.powi(-24);
+    }
+    sign * (1024.0 + f32::from(h & 0x3ff)) * 2f32.powi(e - 25)
 }
 
 /// `cp.async` copies 16 bytes per lane into shared memory, zero-filling past `src-size`

@@ -550,10 +550,11 @@ pub enum Op {
         /// `.satfinite`: integer results saturate instead of wrapping.
         satfinite: bool,
     },
-    /// One part of `wmma.load.{a,b,c}.sync.aligned.layout.m16n16k16.space.type`: registers
+    /// One part of `wmma.load.{a,b,c}.sync.aligned.layout.shape.space.type`: registers
     /// `part * 4 ..` of the fragment, from `[srcs[0] + offset]` with the leading dimension
     /// in elements in `srcs[1]` ([`crate::matrix::wmma_layout`]).
     WmmaLoad {
+        shape: MmaShape,
         frag: Frag,
         elem: MmaElem,
         row_major: bool,
@@ -561,9 +562,10 @@ pub enum Op {
         offset: i32,
         part: u8,
     },
-    /// One part of `wmma.store.d.sync.aligned.layout.m16n16k16.space.type`: `[srcs[0] +
+    /// One part of `wmma.store.d.sync.aligned.layout.shape.space.type`: `[srcs[0] +
     /// offset]`, leading dimension `srcs[1]`, the part's registers `srcs[2..]`.
     WmmaStore {
+        shape: MmaShape,
         elem: MmaElem,
         row_major: bool,
         space: Space,

@@ -7,9 +7,9 @@
 //! and the type, as the ISA's §9.7.14.5 tables give it with `groupID = %laneid >> 2` and
 //! `threadID_in_group = %laneid % 4`.
 //!
-//! `wmma` fragments are opaque in PTX ("the mapping is unspecified"); Switchyard lays the
-//! 16×16×16 ones out as pairs of `mma.m16n8k16` fragments ([`wmma_layout`]), so one
-//! `wmma.mma` is two `mma.m16n8k16`.
+//! `wmma` fragments are opaque in PTX ("the mapping is unspecified"); Switchyard lays them
+//! out as the fragments of a grid of `mma` tiles ([`wmma_plan`], [`wmma_layout`]), so one
+//! `wmma.mma` is that many `mma`s: two `mma.m16n8k16` for `m16n16k16`.
 
 /// Element types of `mma` and `wmma`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -198,43 +198,103 @@ pub fn ldmatrix_element(lane: u32, i: u32, trans: bool) -> (u32, u32) {
     }
 }
 
-/// Registers of one part of a 16×16×16 `wmma` fragment (the instruction is split in parts
-/// of at most this many registers).
+/// Registers of one part of a `wmma` fragment (the instruction is split in parts of at most
+/// this many registers).
 pub const WMMA_PART_REGS: u32 = 4;
 
-/// Which matrix element register `reg` (element `i` within it) of a `wmma.m16n16k16`
-/// fragment holds (row, column), with the layout Switchyard gives these opaque fragments:
-/// A is the `mma.m16n8k16` A fragment in registers 0–3, repeated in 4–7; B is the B
-/// fragment of columns 0–7 in registers 0–1 and of columns 8–15 in 2–3, repeated in 4–7;
-/// the accumulator is the `mma` accumulator of columns 0–7, then of columns 8–15 (4 f32
-/// registers each, or 2 packed f16 ones).
-pub fn wmma_layout(frag: Frag, elem: MmaElem, lane: u32, reg: u32, i: u32) -> (u32, u32) {
-    let s = MmaShape::M16N8K16;
-    let per = elem.per_reg();
+/// How Switchyard computes a `wmma` shape: as a grid of `rows` × `cols` tiles of one `mma`
+/// shape, the wmma tile's rows `mma.m` at a time and its columns 8 at a time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WmmaPlan {
+    pub mma: MmaShape,
+    pub rows: u32,
+    pub cols: u32,
+}
+
+/// The plan for `wmma` shape `shape` with multiplicands of type `ab`, for the shapes and
+/// types Ampere and Hopper support through `mma` (PTX ISA §9.7.14.4.1): `m16n16k16` and
+/// `m32n8k16` with f16, bf16, s8 or u8; `m16n16k8` with tf32; `m8n8k4` with f64. (`m8n32k16`
+/// needs 8-row f16 tiles, which `mma` does not have, and is not supported.)
+pub fn wmma_plan(shape: MmaShape, ab: MmaElem) -> Option<WmmaPlan> {
+    use MmaElem::*;
+    let plan = |m: u8, k: u8, rows, cols| WmmaPlan {
+        mma: MmaShape { m, n: 8, k },
+        rows,
+        cols,
+    };
+    Some(match ((shape.m, shape.n, shape.k), ab) {
+        ((16, 16, 16), F16 | Bf16 | S8 | U8) => plan(16, 16, 1, 2),
+        ((32, 8, 16), F16 | Bf16 | S8 | U8) => plan(16, 16, 2, 1),
+        ((16, 16, 8), Tf32) => plan(16, 8, 1, 2),
+        ((8, 8, 4), F64) => plan(8, 4, 1, 1),
+        _ => return None,
+    })
+}
+
+/// The multiplicand type whose plan an accumulator fragment of type `c` follows (a
+/// `wmma.load.c`/`wmma.store.d` names only the accumulator type).
+pub fn wmma_operand_of(shape: MmaShape, c: MmaElem) -> Option<MmaElem> {
+    use MmaElem::*;
+    Some(match ((shape.m, shape.n, shape.k), c) {
+        ((16, 16, 16) | (32, 8, 16), F16 | F32) => F16,
+        ((16, 16, 16) | (32, 8, 16), S32) => S8,
+        ((16, 16, 8), F32) => Tf32,
+        ((8, 8, 4), F64) => F64,
+        _ => return None,
+    })
+}
+
+/// The plan of a `wmma` fragment `frag` of type `elem` (an accumulator's type for C).
+pub fn wmma_frag_plan(shape: MmaShape, frag: Frag, elem: MmaElem) -> Option<WmmaPlan> {
+    let ab = match frag {
+        Frag::A | Frag::B => elem,
+        Frag::C => wmma_operand_of(shape, elem)?,
+    };
+    wmma_plan(shape, ab)
+}
+
+/// The `mma` tiles of a plan that fragment `frag` spans: row groups for A, column groups for
+/// B, both for the accumulator.
+fn groups(plan: WmmaPlan, frag: Frag) -> u32 {
     match frag {
-        Frag::A => mma_element(s, Frag::A, elem, lane, (reg % 4) * per + i),
-        Frag::B => {
-            let (half, r) = ((reg % 4) / 2, reg % 2);
-            let (row, col) = mma_element(s, Frag::B, elem, lane, r * per + i);
-            (row, col + 8 * half)
-        }
-        Frag::C => {
-            let regs_per_half = frag_regs(s, Frag::C, elem);
-            let (half, r) = (reg / regs_per_half, reg % regs_per_half);
-            let (row, col) = mma_element(s, Frag::C, elem, lane, r * per + i);
-            (row, col + 8 * half)
-        }
+        Frag::A => plan.rows,
+        Frag::B => plan.cols,
+        Frag::C => plan.rows * plan.cols,
     }
 }
 
-/// Registers of a whole `wmma.m16n16k16` fragment, as PTX declares them: 8 for `.f16` A
-/// and B (Volta's layout, which holds every element twice), 4 for `.bf16` ones; 8 for `.f32`
-/// accumulators, 4 for `.f16` ones.
-pub fn wmma_regs(frag: Frag, elem: MmaElem) -> u32 {
-    match (frag, elem) {
-        (Frag::A | Frag::B, MmaElem::F16) => 8,
-        (Frag::A | Frag::B, _) => 4,
-        (Frag::C, _) => 2 * frag_regs(MmaShape::M16N8K16, Frag::C, elem),
+/// Registers of a `wmma` fragment, as PTX declares them: the plan's `mma` fragments side by
+/// side, except that `.f16` A and B fragments are always 8 registers (Volta's layout, which
+/// holds elements more than once: twice for m16n16k16, B four times for m32n8k16).
+pub fn wmma_regs(plan: WmmaPlan, frag: Frag, elem: MmaElem) -> u32 {
+    if elem == MmaElem::F16 && frag != Frag::C {
+        return 8;
+    }
+    groups(plan, frag) * frag_regs(plan.mma, frag, elem)
+}
+
+/// Which matrix element register `reg` (element `i` within it) of a `wmma` fragment holds
+/// (row, column), with the layout Switchyard gives these opaque fragments: the plan's `mma`
+/// fragments one after another — A's row groups, B's column groups, the accumulator's tiles
+/// row group by row group — and, where PTX declares more registers than that (`.f16` A and
+/// B), the same registers again.
+pub fn wmma_layout(
+    plan: WmmaPlan,
+    frag: Frag,
+    elem: MmaElem,
+    lane: u32,
+    reg: u32,
+    i: u32,
+) -> (u32, u32) {
+    let per = frag_regs(plan.mma, frag, elem);
+    let reg = reg % (groups(plan, frag) * per);
+    let (g, r) = (reg / per, reg % per);
+    let (row, col) = mma_element(plan.mma, frag, elem, lane, r * elem.per_reg() + i);
+    let m = u32::from(plan.mma.m);
+    match frag {
+        Frag::A => (row + m * g, col),
+        Frag::B => (row, col + 8 * g),
+        Frag::C => (row + m * (g / plan.cols), col + 8 * (g % plan.cols)),
     }
 }
 
@@ -328,32 +388,76 @@ mod tests {
         assert_eq!(ldmatrix_element(31, 0, false), (7, 6));
     }
 
-    /// The wmma layout holds every element of A, B and C (A and B twice, as their 8
-    /// registers repeat), and its two accumulator halves are the mma accumulators of
-    /// columns 0–7 and 8–15.
+    /// Every wmma layout holds every element of A, B and C, each equally often (f16 A and B
+    /// more than once, as their 8 registers repeat), in as many registers as PTX declares.
     #[test]
-    fn wmma_layout_covers_the_16x16_tiles() {
+    fn wmma_layouts_cover_their_tiles_with_the_isa_register_counts() {
         use MmaElem::*;
-        for (frag, elem, copies) in [
-            (Frag::A, F16, 2),
-            (Frag::B, F16, 2),
-            (Frag::A, Bf16, 1),
-            (Frag::B, Bf16, 1),
-            (Frag::C, F32, 1),
-            (Frag::C, F16, 1),
-        ] {
-            let mut seen = [0u32; 256];
-            for lane in 0..32 {
-                for reg in 0..wmma_regs(frag, elem) {
-                    for i in 0..elem.per_reg() {
-                        let (r, c) = wmma_layout(frag, elem, lane, reg, i);
-                        seen[(r * 16 + c) as usize] += 1;
+        let shape = |m, n, k| MmaShape { m, n, k };
+        // (shape, A/B type, accumulator type, registers of A, B and C as PTX declares them:
+        // PTX ISA §9.7.14.4.1).
+        let cases = [
+            (shape(16, 16, 16), F16, F32, [8, 8, 8]),
+            (shape(16, 16, 16), F16, F16, [8, 8, 4]),
+            (shape(32, 8, 16), F16, F32, [8, 8, 8]),
+            (shape(32, 8, 16), F16, F16, [8, 8, 4]),
+            (shape(16, 16, 16), Bf16, F32, [4, 4, 8]),
+            (shape(32, 8, 16), Bf16, F32, [8, 2, 8]),
+            (shape(16, 16, 16), S8, S32, [2, 2, 8]),
+            (shape(32, 8, 16), U8, S32, [4, 1, 8]),
+            (shape(16, 16, 8), Tf32, F32, [4, 4, 8]),
+            (shape(8, 8, 4), F64, F64, [1, 1, 2]),
+        ];
+        for (s, ab, acc, regs) in cases {
+            let plan = wmma_plan(s, ab).unwrap();
+            assert_eq!(
+                wmma_operand_of(s, acc),
+                Some(if ab == U8 {
+                    S8
+                } else if ab == Bf16 {
+                    F16
+                } else {
+                    ab
+                })
+            );
+            let (m, n, k) = (u32::from(s.m), u32::from(s.n), u32::from(s.k));
+            for (frag, elem, (rows, cols), want) in [
+                (Frag::A, ab, (m, k), regs[0]),
+                (Frag::B, ab, (k, n), regs[1]),
+                (Frag::C, acc, (m, n), regs[2]),
+            ] {
+                assert_eq!(wmma_regs(plan, frag, elem), want, "{s:?} {frag:?} {elem:?}");
+                let mut seen = vec![0u32; (rows * cols) as usize];
+                for lane in 0..32 {
+                    for reg in 0..want {
+                        for i in 0..elem.per_reg() {
+                            let (r, c) = wmma_layout(plan, frag, elem, lane, reg, i);
+                            assert!(r < rows && c < cols, "{s:?} {frag:?}: ({r}, {c})");
+                            seen[(r * cols + c) as usize] += 1;
+                        }
                     }
                 }
+                // Every element held, each as often as the registers allow.
+                let copies = want * elem.per_reg() * 32 / (rows * cols);
+                assert!(
+                    copies >= 1 && seen.iter().all(|&x| x == copies),
+                    "{s:?} {frag:?} {elem:?}"
+                );
             }
-            assert!(seen.iter().all(|&n| n == copies), "{frag:?}");
         }
-        assert_eq!(wmma_regs(Frag::C, F16), 4);
-        assert_eq!(wmma_layout(Frag::C, F16, 0, 2, 1), (0, 9));
+        let m16 = wmma_plan(
+            MmaShape {
+                m: 16,
+                n: 16,
+                k: 16,
+            },
+            F16,
+        )
+        .unwrap();
+        assert_eq!(wmma_layout(m16, Frag::C, F16, 0, 2, 1), (0, 9));
+        // m32n8k16: the accumulator's second register group holds rows 16-31.
+        let m32 = wmma_plan(MmaShape { m: 32, n: 8, k: 16 }, F16).unwrap();
+        assert_eq!(wmma_layout(m32, Frag::C, F32, 0, 4, 0), (16, 0));
+        assert_eq!(wmma_plan(MmaShape { m: 8, n: 32, k: 16 }, F16), None);
     }
 }

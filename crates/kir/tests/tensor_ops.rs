@@ -217,8 +217,26 @@ fn malformed_and_unsupported_forms_are_errors() {
         ),
         ("mma.m16n8k16.row.col.f32.f16.f16.f32 {%f0,%f1,%f2,%f3}, {%r1,%r2,%r3,%r4}, {%r5,%r6}, {%f0,%f1,%f2,%f3};", "`.sync.aligned`"),
         (
-            "wmma.load.a.sync.aligned.row.m32n8k16.global.f16 {%r0,%r1,%r2,%r3,%r4,%r5,%r6,%r7}, [%rd1];",
-            "m16n16k16",
+            "wmma.load.a.sync.aligned.row.m8n32k16.global.f16 {%r0,%r1,%r2,%r3,%r4,%r5,%r6,%r7}, [%rd1];",
+            "wmma supports m16n16k16 and m32n8k16",
+        ),
+        // tf32 only in m16n16k8; f64 accumulators only with f64; satfinite only for integers.
+        (
+            "wmma.load.a.sync.aligned.row.m16n16k16.global.tf32 {%r0,%r1,%r2,%r3}, [%rd1];",
+            "no .tf32 A fragment",
+        ),
+        (
+            "wmma.load.c.sync.aligned.row.m16n16k16.global.f64 {%fd0,%fd1}, [%rd1];",
+            "no .f64 C fragment",
+        ),
+        (
+            "wmma.mma.sync.aligned.row.col.m16n16k16.f32.bf16.bf16.f32.satfinite {%f0,%f1,%f2,%f3,%f4,%f5,%f6,%f7}, {%r0,%r1,%r2,%r3}, {%r4,%r5,%r6,%r7}, {%f0,%f1,%f2,%f3,%f4,%f5,%f6,%f7};",
+            "`.satfinite` is for integer",
+        ),
+        // Two s8 A registers, not three.
+        (
+            "wmma.load.a.sync.aligned.row.m16n16k16.global.s8 {%r0,%r1,%r2}, [%rd1];",
+            "2 registers",
         ),
         ("wmma.load.a.sync.aligned.m16n16k16.global.f16 {%r0,%r1,%r2,%r3,%r4,%r5,%r6,%r7}, [%rd1];", "layout"),
         ("ldmatrix.sync.aligned.m16n16.x2.shared.b8 {%r1,%r2}, [%r5];", "m8n8"),

@@ -289,11 +289,30 @@ impl Exec<'_, '_, '_> {
         wmma_element_addr(base, stride, row_major, e, (r, c))
     }
 
+    /// The plan of a `wmma` fragment (checked when the instruction was lowered).
+    fn wmma_plan(
+        &self,
+        shape: MmaShape,
+        frag: Frag,
+        e: MmaElem,
+    ) -> Result<matrix::WmmaPlan, ExecError> {
+        matrix::wmma_frag_plan(shape, frag, e).ok_or_else(|| ExecError::Internal {
+            kernel: self.ctx.kernel.name.clone(),
+            what: format!(
+                "wmma {:?} fragment of .{} in {}",
+                frag,
+                e.name(),
+                shape.name()
+            ),
+        })
+    }
+
     /// One part of `wmma.load`: registers `4 part ..` of each lane's fragment.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn wmma_load(
         &mut self,
         exec: u32,
+        shape: MmaShape,
         frag: Frag,
         e: MmaElem,
         row_major: bool,
@@ -302,6 +321,7 @@ impl Exec<'_, '_, '_> {
         part: u8,
     ) -> Result<(), ExecError> {
         self.needs_full_warp(exec)?;
+        let plan = self.wmma_plan(shape, frag, e)?;
         let size = e.bits() / 8;
         let mut hint = 0;
         let first = u32::from(part) * WMMA_PART_REGS;
@@ -309,7 +329,7 @@ impl Exec<'_, '_, '_> {
         for lane in lanes(exec) {
             for k in 0..self.inst.n_dsts as u32 {
                 for i in 0..e.per_reg() {
-                    let at = matrix::wmma_layout(frag, e, lane as u32, first + k, i);
+                    let at = matrix::wmma_layout(plan, frag, e, lane as u32, first + k, i);
                     let addr = self.wmma_addr(lane, offset, row_major, e, at);
                     out[lane][k as usize] |=
                         self.load(space, addr, size, lane, &mut hint)? << (i * e.bits());
@@ -321,9 +341,11 @@ impl Exec<'_, '_, '_> {
     }
 
     /// One part of `wmma.store.d`.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn wmma_store(
         &mut self,
         exec: u32,
+        shape: MmaShape,
         e: MmaElem,
         row_major: bool,
         space: Space,
@@ -331,6 +353,7 @@ impl Exec<'_, '_, '_> {
         part: u8,
     ) -> Result<(), ExecError> {
         self.needs_full_warp(exec)?;
+        let plan = self.wmma_plan(shape, Frag::C, e)?;
         let size = e.bits() / 8;
         let mask = if size == 8 {
             u64::MAX
@@ -343,7 +366,7 @@ impl Exec<'_, '_, '_> {
             for k in 0..u32::from(self.inst.n_srcs) - 2 {
                 let v = self.read(self.inst.srcs[2 + k as usize], lane);
                 for i in 0..e.per_reg() {
-                    let at = matrix::wmma_layout(Frag::C, e, lane as u32, first + k, i);
+                    let at = matrix::wmma_layout(plan, Frag::C, e, lane as u32, first + k, i);
                     let addr = self.wmma_addr(lane, offset, row_major, e, at);
                     self.store(
                         space,

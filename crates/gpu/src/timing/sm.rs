@@ -1865,20 +1865,31 @@ impl Sm {
             out.clear();
             let wmma = match inst.op {
                 Op::WmmaLoad {
+                    shape,
                     frag,
                     elem,
                     row_major,
                     offset,
                     part,
                     ..
-                } => Some((frag, elem, row_major, offset, part, u32::from(inst.n_dsts))),
+                } => Some((
+                    shape,
+                    frag,
+                    elem,
+                    row_major,
+                    offset,
+                    part,
+                    u32::from(inst.n_dsts),
+                )),
                 Op::WmmaStore {
+                    shape,
                     elem,
                     row_major,
                     offset,
                     part,
                     ..
                 } => Some((
+                    shape,
                     Frag::C,
                     elem,
                     row_major,
@@ -1890,14 +1901,19 @@ impl Sm {
             };
             match inst.op {
                 _ if wmma.is_some() => {
-                    let (frag, elem, row_major, offset, part, n) = wmma.expect("checked");
+                    let (shape, frag, elem, row_major, offset, part, n) = wmma.expect("checked");
                     let first = u32::from(part) * WMMA_PART_REGS;
+                    // Checked when the instruction was lowered; without a plan it fails when
+                    // it executes.
+                    let Some(plan) = kir::matrix::wmma_frag_plan(shape, frag, elem) else {
+                        return Ok(MemPlan::None);
+                    };
                     for l in lanes(a.exec) {
                         let base = value(s[0], l).wrapping_add(offset as i64 as u64);
                         let stride = value(s[1], l) & 0xffff_ffff;
                         for k in 0..n {
                             for i in 0..elem.per_reg() {
-                                let at = wmma_layout(frag, elem, l as u32, first + k, i);
+                                let at = wmma_layout(plan, frag, elem, l as u32, first + k, i);
                                 out.push(Some(wmma_element_addr(
                                     base, stride, row_major, elem, at,
                                 )));

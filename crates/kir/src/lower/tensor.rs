@@ -5,8 +5,8 @@
 //! A `wmma` instruction names up to 24 registers; it lowers to several IR instructions of at
 //! most [`MAX_SRCS`] sources each, over the same registers, so register allocation,
 //! liveness and context saves see every register the PTX names: `wmma.load`/`wmma.store`
-//! to one instruction per 4 registers, `wmma.mma` to two `mma.m16n8k16`
-//! ([`crate::matrix::wmma_layout`]).
+//! to one instruction per 4 registers, `wmma.mma` to one `mma` per tile of its plan
+//! ([`crate::matrix::wmma_plan`], [`crate::matrix::wmma_layout`]).
 
 use ptx::ast::{self, OperandKind as K};
 
@@ -160,18 +160,15 @@ impl KernelLowerer<'_> {
         let layouts: Vec<bool> =
             std::iter::from_fn(|| m.one_of(&[("row", true), ("col", false)])).collect();
         let shape = shape(i, m)?;
-        if shape
-            != (MmaShape {
-                m: 16,
-                n: 16,
-                k: 16,
-            })
-        {
-            return Err(LowerError::UnsupportedInstruction {
-                name: format!("{} (wmma supports the m16n16k16 shape)", full_name(i)),
-                span: i.span,
-            });
+        let unsupported = |what: &str| {
+            LowerError::UnsupportedInstruction {
+            name: format!(
+                "{} ({what}; wmma supports m16n16k16 and m32n8k16 with f16, bf16, s8 or u8, m16n16k8 with tf32 and m8n8k4 with f64, into the accumulators mma takes)",
+                full_name(i)
+            ),
+            span: i.span,
         }
+        };
         if let Some(frag) = frag {
             let [row_major] = layouts.as_slice() else {
                 return Err(m.missing("one layout, `.row` or `.col`"));
@@ -184,19 +181,19 @@ impl KernelLowerer<'_> {
                 ])
                 .unwrap_or(Space::Generic);
             let [elem] = elems::<1>(i, m)?;
-            let ok = match frag {
-                Frag::A | Frag::B => matches!(elem, MmaElem::F16 | MmaElem::Bf16),
-                Frag::C => matches!(elem, MmaElem::F16 | MmaElem::F32),
+            let operand = match frag {
+                Frag::A | Frag::B => {
+                    Some(elem).filter(|e| !matches!(e, MmaElem::F32 | MmaElem::S32))
+                }
+                Frag::C => matrix::wmma_operand_of(shape, elem),
             };
-            if !ok {
-                return Err(LowerError::UnsupportedInstruction {
-                    name: format!(
-                        "{} (wmma fragments are .f16/.bf16 for A and B, .f16/.f32 for C and D)",
-                        full_name(i)
-                    ),
-                    span: i.span,
-                });
-            }
+            let Some(plan) = operand.and_then(|ab| matrix::wmma_plan(shape, ab)) else {
+                return Err(unsupported(&format!(
+                    "no .{} {:?} fragment of this shape",
+                    elem.name(),
+                    frag
+                )));
+            };
             let (regs_op, addr_op, stride_op) = match (kind, i.operands.as_slice()) {
                 (0, [r, a]) => (r, a, None),
                 (0, [r, a, s]) => (r, a, Some(s)),
@@ -204,15 +201,23 @@ impl KernelLowerer<'_> {
                 (1, [a, r, s]) => (r, a, Some(s)),
                 _ => return Err(count_error(i, "2 or 3")),
             };
-            let n = matrix::wmma_regs(frag, elem) as usize;
+            let n = matrix::wmma_regs(plan, frag, elem) as usize;
             let regs =
                 self.reg_list(i, regs_op, n, elem.reg_ty(), "a `{...}` list of registers")?;
             let (space, base, offset) =
                 self.address(i, addr_op, Some(space).filter(|s| *s != Space::Generic))?;
-            // The leading dimension in elements; without it, the tile is dense (16).
+            // The leading dimension in elements; without it, the matrix is dense: its row
+            // length (row-major) or column length (column-major).
             let stride = match stride_op {
                 Some(s) => self.src(i, s, Ty::U32)?,
-                None => Operand::Imm(16),
+                None => {
+                    let (rows, cols) = match frag {
+                        Frag::A => (shape.m, shape.k),
+                        Frag::B => (shape.k, shape.n),
+                        Frag::C => (shape.m, shape.n),
+                    };
+                    Operand::Imm(u64::from(if *row_major { cols } else { rows }))
+                }
             };
             let part_regs = WMMA_PART_REGS as usize;
             return Ok(regs
@@ -222,6 +227,7 @@ impl KernelLowerer<'_> {
                     let part = part as u8;
                     if kind == 0 {
                         let op = Op::WmmaLoad {
+                            shape,
                             frag,
                             elem,
                             row_major: *row_major,
@@ -235,6 +241,7 @@ impl KernelLowerer<'_> {
                         inst
                     } else {
                         let op = Op::WmmaStore {
+                            shape,
                             elem,
                             row_major: *row_major,
                             space,
@@ -250,26 +257,34 @@ impl KernelLowerer<'_> {
                 })
                 .collect());
         }
-        // wmma.mma.sync.aligned.alayout.blayout.shape.dtype{.atype.btype}.ctype{.satfinite}
+        // wmma.mma.sync.aligned.alayout.blayout.shape{.rnd}.dtype{.atype.btype}.ctype{.satfinite}
         if layouts.len() != 2 {
             return Err(m.missing("the layouts of A and B, such as `.row.col`"));
         }
+        // f64 takes a rounding modifier; the tensor core's f64 product rounds to nearest.
+        m.has("rn");
+        let satfinite = m.has("satfinite");
         let (d, ab, c) = match elems_any(m).as_slice() {
             [d, c] => (*d, MmaElem::F16, *c),
             [d, a, b, c] if a == b => (*d, *a, *c),
             _ => return Err(m.missing("the types `.dtype.ctype` or `.dtype.atype.btype.ctype`")),
         };
-        let s = MmaShape::M16N8K16;
+        let Some(plan) = matrix::wmma_plan(shape, ab) else {
+            return Err(unsupported(&format!(
+                "no .{} multiplicands of this shape",
+                ab.name()
+            )));
+        };
+        let s = plan.mma;
         if !(matrix::mma_supported(s, ab, d) && matrix::mma_supported(s, ab, c)) {
-            return Err(LowerError::UnsupportedInstruction {
-                name: format!(
-                    "{} (wmma.mma of .{} into .{})",
-                    full_name(i),
-                    ab.name(),
-                    d.name()
-                ),
-                span: i.span,
-            });
+            return Err(unsupported(&format!(
+                "wmma.mma of .{} into .{}",
+                ab.name(),
+                d.name()
+            )));
+        }
+        if satfinite && !matches!(ab, MmaElem::S8 | MmaElem::U8) {
+            return Err(unsupported("`.satfinite` is for integer multiplicands"));
         }
         let [od, oa, ob, oc] = i.operands.as_slice() else {
             return Err(count_error(i, "4"));
@@ -277,59 +292,75 @@ impl KernelLowerer<'_> {
         let dr = self.reg_list(
             i,
             od,
-            matrix::wmma_regs(Frag::C, d) as usize,
+            matrix::wmma_regs(plan, Frag::C, d) as usize,
             d.reg_ty(),
             "a `{...}` list of D registers",
         )?;
         let ar = self.reg_list(
             i,
             oa,
-            matrix::wmma_regs(Frag::A, ab) as usize,
+            matrix::wmma_regs(plan, Frag::A, ab) as usize,
             ab.reg_ty(),
             "a `{...}` list of A registers",
         )?;
         let br = self.reg_list(
             i,
             ob,
-            matrix::wmma_regs(Frag::B, ab) as usize,
+            matrix::wmma_regs(plan, Frag::B, ab) as usize,
             ab.reg_ty(),
             "a `{...}` list of B registers",
         )?;
         let cr = self.reg_list(
             i,
             oc,
-            matrix::wmma_regs(Frag::C, c) as usize,
+            matrix::wmma_regs(plan, Frag::C, c) as usize,
             c.reg_ty(),
             "a `{...}` list of C registers",
         )?;
-        let (hd, hc) = (dr.len() / 2, cr.len() / 2);
         let op = Op::Mma {
             shape: s,
             a: ab,
             b: ab,
             c,
             d,
-            satfinite: false,
+            satfinite,
         };
-        // Columns 0–7, then 8–15: A's first four registers, two B registers per half.
-        let half = |h: usize| {
-            let srcs = ar[..4]
-                .iter()
-                .chain(&br[2 * h..2 * h + 2])
-                .chain(&cr[h * hc..(h + 1) * hc]);
-            build(op, i, &dr[h * hd..(h + 1) * hd], srcs.copied())
-        };
-        let (first, second) = (half(0), half(1));
-        // The second half reads its sources after the first has written: a destination of
-        // the first half that the second reads would change its input.
-        if first.defs().any(|r| second.uses().any(|u| u == r)) {
-            return Err(bad(
-                i,
-                "destination registers distinct from the sources of the other 8 columns",
-                i.span,
-            ));
+        // One mma per tile of the plan: A's row group, B's column group, the tile's
+        // accumulator registers (the layout of `matrix::wmma_layout`).
+        let (na, nb) = (
+            matrix::frag_regs(s, Frag::A, ab) as usize,
+            matrix::frag_regs(s, Frag::B, ab) as usize,
+        );
+        let (nc, nd) = (
+            matrix::frag_regs(s, Frag::C, c) as usize,
+            matrix::frag_regs(s, Frag::C, d) as usize,
+        );
+        let mut tiles = Vec::new();
+        for gi in 0..plan.rows as usize {
+            for gj in 0..plan.cols as usize {
+                let t = gi * plan.cols as usize + gj;
+                let srcs = ar[gi * na..(gi + 1) * na]
+                    .iter()
+                    .chain(&br[gj * nb..(gj + 1) * nb])
+                    .chain(&cr[t * nc..(t + 1) * nc]);
+                tiles.push(build(op, i, &dr[t * nd..(t + 1) * nd], srcs.copied()));
+            }
         }
-        Ok(vec![first, second])
+        // Each tile reads its sources after the tiles before it have written: a destination
+        // of one that a later one reads would change its input.
+        for (k, first) in tiles.iter().enumerate() {
+            if tiles[k + 1..]
+                .iter()
+                .any(|later| first.defs().any(|r| later.uses().any(|u| u == r)))
+            {
+                return Err(bad(
+                    i,
+                    "destination registers distinct from the sources of the other tiles",
+                    i.span,
+                ));
+            }
+        }
+        Ok(tiles)
     }
 
     fn ldmatrix(&self, i: &ast::Instruction, m: &mut Mods) -> Result<Inst, LowerError> {
