@@ -462,6 +462,58 @@ fn trap_stops_the_kernel_naming_the_thread() {
     assert_eq!(run_both(quiet, 1, 32), (0..32).collect::<Vec<u32>>());
 }
 
+/// The packed 16-bit integer forms (PTX ISA 8.0, sm_90): each half computed on its own, as
+/// its 16-bit type; expected values worked out by hand.
+#[test]
+fn packed_sixteen_bit_integer_arithmetic_works_per_half() {
+    let one = |inst: &str, a: u32, b: u32, c: u32| -> u32 {
+        let body = format!(
+            "    mov.b32 %r4, {a};\n    mov.b32 %r5, {b};\n    mov.b32 %r6, {c};\n    \
+             {inst};\n    st.global.u32 [%rd0], %r7;"
+        );
+        run_both(&body, 1, 32)[0]
+    };
+    let two = "%r7, %r4, %r5";
+    // 0x7fff + 1 overflows its half without carrying into the other; 1 + 0xffff wraps to 0.
+    assert_eq!(
+        one(&format!("add.u16x2 {two}"), 0x7fff_0001, 0x0001_ffff, 0),
+        0x8000_0000
+    );
+    assert_eq!(
+        one(&format!("sub.s16x2 {two}"), 0x7fff_0001, 0x0001_ffff, 0),
+        0x7ffe_0002
+    );
+    // Unsigned and signed minima differ on 0xffff (65535 or -1).
+    assert_eq!(
+        one(&format!("min.u16x2 {two}"), 0x7fff_0001, 0x0001_ffff, 0),
+        0x0001_0001
+    );
+    assert_eq!(
+        one(&format!("min.s16x2 {two}"), 0x7fff_0001, 0x0001_ffff, 0),
+        0x0001_ffff
+    );
+    // `.relu`: max(-32768, -16) = -16 becomes 0; max(5, -2) = 5.
+    assert_eq!(
+        one(
+            &format!("max.relu.s16x2 {two}"),
+            0x8000_0005,
+            0xfff0_fffe,
+            0
+        ),
+        0x0000_0005
+    );
+    // Three inputs.
+    assert_eq!(
+        one(
+            "max.u16x2 %r7, %r4, %r5, %r6",
+            0x0003_0010,
+            0x0005_0002,
+            0x0001_0020
+        ),
+        0x0005_0020
+    );
+}
+
 #[test]
 fn carry_chains_add_and_multiply_multiword_integers() {
     // Threads 0-7 each add two 128-bit numbers held in four 32-bit limbs, low limb first,

@@ -28,10 +28,19 @@ fn committed_ptx() -> Vec<PathBuf> {
             }
         }
     }
-    for f in std::fs::read_dir(root().join("crates/ptx/tests/data")).expect("ptx test data") {
-        let f = f.expect("entry").path();
-        if f.extension().is_some_and(|e| e == "ptx") {
-            files.push(f);
+    let mut dirs = vec![
+        root().join("crates/ptx/tests/data"),
+        root().join("crates/gpu/tests/data"),
+    ];
+    for ex in std::fs::read_dir(root().join("examples")).expect("examples/") {
+        dirs.push(ex.expect("entry").path());
+    }
+    for dir in dirs.iter().filter(|d| d.is_dir()) {
+        for f in std::fs::read_dir(dir).expect("a data directory") {
+            let f = f.expect("entry").path();
+            if f.extension().is_some_and(|e| e == "ptx") {
+                files.push(f);
+            }
         }
     }
     files.sort();
@@ -285,4 +294,28 @@ fn a_loc_does_not_swallow_the_statement_after_it() {
         })
         .collect();
     assert_eq!(ops, ["Ld", "Mov", "St", "Exit"]);
+}
+
+#[test]
+fn packed_sixteen_bit_integers_type_instructions_not_registers() {
+    let k = |body: &str| {
+        format!(".version 8.0\n.target sm_90\n.address_size 64\n.entry k()\n{{\n.reg .b32 %r<4>;\n{body}\nret;\n}}")
+    };
+    for ok in [
+        "add.u16x2 %r0, %r1, %r2;",
+        "sub.s16x2 %r0, %r1, %r2;",
+        "min.relu.s16x2 %r0, %r1, %r2;",
+        "max.u16x2 %r0, %r1, %r2, %r3;",
+    ] {
+        assert!(lower(&k(ok)).is_ok(), "{ok}");
+    }
+    for bad in [
+        "mul.lo.u16x2 %r0, %r1, %r2;",
+        "min.relu.u16x2 %r0, %r1, %r2;",
+    ] {
+        let e = lower(&k(bad)).expect_err(bad);
+        assert!(e[0].to_string().contains("u16x2"), "{bad}: {}", e[0]);
+    }
+    // Not a register or variable type.
+    assert!(ptx::parse(&k(".reg .u16x2 %x;")).is_err());
 }

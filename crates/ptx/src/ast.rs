@@ -83,6 +83,9 @@ pub enum ScalarType {
     Bf16x2,
     F32,
     F64,
+    /// Two 16-bit integers packed in 32 bits (`add`/`sub`/`min`/`max`, PTX ISA 8.0, sm_90).
+    U16x2,
+    S16x2,
 }
 
 impl ScalarType {
@@ -110,6 +113,8 @@ impl ScalarType {
             "bf16x2" => Bf16x2,
             "f32" => F32,
             "f64" => F64,
+            "u16x2" => U16x2,
+            "s16x2" => S16x2,
             _ => return None,
         })
     }
@@ -164,7 +169,7 @@ impl ScalarType {
         match self {
             Pred | B8 | U8 | S8 => 1,
             B16 | U16 | S16 | F16 | Bf16 => 2,
-            B32 | U32 | S32 | F32 | F16x2 | Bf16x2 => 4,
+            B32 | U32 | S32 | F32 | F16x2 | Bf16x2 | U16x2 | S16x2 => 4,
             B64 | U64 | S64 | F64 => 8,
             B128 => 16,
         }

@@ -520,7 +520,10 @@ impl<'a> Parser<'a> {
                 self.skip_parens()?;
             } else if name == "ptr" {
                 // `.ptr` only means something on parameters; tolerated elsewhere.
-            } else if let Some(ty) = ScalarType::from_name(name) {
+            } else if let Some(ty) = ScalarType::from_name(name)
+                // The packed 16-bit integer types type instructions, not variables.
+                .filter(|t| !matches!(t, ScalarType::U16x2 | ScalarType::S16x2))
+            {
                 return Ok((align, vector, ty));
             } else {
                 return Err(ParseError::UnknownType {

@@ -58,6 +58,17 @@ pub fn arith(
 ) -> Result<u64, AluError> {
     if ty.is_float() {
         float::arith(op, ty, mode, a, b, c)
+    } else if matches!(ty, Ty::U16x2 | Ty::S16x2) {
+        // Two 16-bit lanes, each computed as the 16-bit type (PTX ISA 8.0: `add`, `sub`,
+        // `min`, `max` on `.u16x2`/`.s16x2`).
+        let half = if ty == Ty::S16x2 { Ty::S16 } else { Ty::U16 };
+        let part = |v: u64, k: u32| (v >> (16 * k)) & 0xffff;
+        let mut out = 0;
+        for k in 0..2 {
+            let r = int::arith(op, half, mode, part(a, k), part(b, k), part(c, k), d)?;
+            out |= (r & 0xffff) << (16 * k);
+        }
+        Ok(out)
     } else {
         int::arith(op, ty, mode, a, b, c, d)
     }

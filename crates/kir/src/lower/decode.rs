@@ -1131,7 +1131,7 @@ impl<'a> KernelLowerer<'a> {
         }
         use types as T;
         let allowed: &[Ty] = match op {
-            Add | Sub | Min | Max => T::INT_AND_FLOATS,
+            Add | Sub | Min | Max => T::ADD_MIN_MAX,
             MulLo | MulHi | MadLo | MadHi | Div | Rem | Sad => T::INT16_64,
             Mul | Fma if name == "mad" => T::F32_64,
             Mul | Fma => T::FLOATS,
@@ -1264,9 +1264,9 @@ impl<'a> KernelLowerer<'a> {
         let ftz = m.has("ftz");
         let three = i.operands.len() == 4;
         let allowed: &[Ty] = match (relu, nan) {
-            (true, _) => &[Ty::S32, Ty::F16, Ty::Bf16, Ty::F16x2, Ty::Bf16x2],
+            (true, _) => &[Ty::S32, Ty::S16x2, Ty::F16, Ty::Bf16, Ty::F16x2, Ty::Bf16x2],
             (false, true) => &[Ty::F16, Ty::Bf16, Ty::F32, Ty::F16x2, Ty::Bf16x2],
-            (false, false) => &[Ty::U32, Ty::S32, Ty::F32, Ty::F64],
+            (false, false) => &[Ty::U32, Ty::S32, Ty::U16x2, Ty::S16x2, Ty::F32, Ty::F64],
         };
         let ty = m.need_ty(allowed)?;
         if i.operands.len() != 3 && !three {

@@ -43,7 +43,7 @@ fn class(t: Ty) -> Class {
     match t {
         Pred => Class::Pred,
         B8 | B16 | B32 | B64 | B128 => Class::Bit,
-        U8 | U16 | U32 | U64 | S8 | S16 | S32 | S64 => Class::Int,
+        U8 | U16 | U32 | U64 | S8 | S16 | S32 | S64 | U16x2 | S16x2 => Class::Int,
         F16 | F16x2 | Bf16 | Bf16x2 | F32 | F64 => Class::Float,
     }
 }
@@ -118,8 +118,9 @@ pub(super) mod types {
     use crate::inst::Ty::{self, *};
 
     pub const INT16_64: &[Ty] = &[U16, U32, U64, S16, S32, S64];
-    pub const INT_AND_FLOATS: &[Ty] = &[
-        U16, U32, U64, S16, S32, S64, F32, F64, F16, F16x2, Bf16, Bf16x2,
+    /// `add`, `sub`, `min`, `max`: integers (packed 16-bit pairs too) and floats.
+    pub const ADD_MIN_MAX: &[Ty] = &[
+        U16, U32, U64, S16, S32, S64, U16x2, S16x2, F32, F64, F16, F16x2, Bf16, Bf16x2,
     ];
     pub const SIGNED_AND_FLOATS: &[Ty] = &[S16, S32, S64, F32, F64, F16, F16x2, Bf16, Bf16x2];
     pub const FLOATS: &[Ty] = &[F32, F64, F16, F16x2, Bf16, Bf16x2];
