@@ -30,7 +30,16 @@ pub fn check_module(m: &Module) -> Vec<(Span, String)> {
                                 .to_lowercase(),
                         ));
                     }
-                    if !matches!(ty.size(), 4 | 8) {
+                    // 16 bits: `atom.cas.b16` (sm_70) and the half-precision float forms
+                    // (`atom.add.noftz.f16`, `min`/`max` of `.f16`/`.bf16`).
+                    let half = match ty {
+                        Ty::B16 => op == AtomOp::Cas,
+                        Ty::F16 | Ty::Bf16 => {
+                            matches!(op, AtomOp::Add | AtomOp::Min | AtomOp::Max)
+                        }
+                        _ => false,
+                    };
+                    if !matches!(ty.size(), 4 | 8) && !half {
                         problems.push((
                             inst.span,
                             format!(

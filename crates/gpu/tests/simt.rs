@@ -514,6 +514,73 @@ fn packed_sixteen_bit_integer_arithmetic_works_per_half() {
     );
 }
 
+/// Half-precision `set`, 16-bit atomics and `rcp.approx.ftz.f64`, with results worked out by
+/// hand from the PTX ISA (§9.7.7.1 `set` on `.f16x2`: per-half 1.0 or 0xffff; `rcp.approx.ftz.f64`:
+/// the reciprocal of the upper 32 bits, in the upper 32 bits).
+#[test]
+fn half_precision_set_sixteen_bit_atomics_and_the_fast_f64_reciprocal() {
+    let body = r#"
+    {
+    .reg .b16 %h<8>;
+    .reg .f64 %fd<4>;
+    .reg .b64 %q<4>;
+    setp.ne.u32 %p1, %r1, 0;
+    @%p1 bra ALL;
+    mov.b16 %h2, 0;
+    mov.b16 %h3, 0x1234;
+    atom.global.cas.b16 %h1, [%rd1+64], %h2, %h3;
+    mov.b16 %h2, 0x1234;
+    mov.b16 %h3, 0x5678;
+    atom.global.cas.b16 %h4, [%rd1+64], %h2, %h3;
+    mov.b16 %h2, 0x1111;
+    atom.global.cas.b16 %h5, [%rd1+66], %h2, %h3;
+    cvt.u32.u16 %r10, %h4;
+    st.global.u32 [%rd1+68], %r10;
+    mov.b32 %r4, 0x42003c00;
+    mov.b32 %r5, 0x40004000;
+    set.lt.f16x2.f16x2 %r6, %r4, %r5;
+    st.global.u32 [%rd1+96], %r6;
+    set.lt.u32.f16x2 %r6, %r4, %r5;
+    st.global.u32 [%rd1+100], %r6;
+    mov.b32 %r4, 0x40403f80;
+    set.gt.bf16x2.bf16x2 %r6, %r4, %r5;
+    st.global.u32 [%rd1+104], %r6;
+    mov.b16 %h2, 0x3c00;
+    mov.b16 %h3, 0x4000;
+    set.lt.u16.f16 %h6, %h2, %h3;
+    cvt.u32.u16 %r6, %h6;
+    st.global.u32 [%rd1+108], %r6;
+    mov.b64 %q1, 0x4008000000000000;
+    mov.b64 %fd1, %q1;
+    rcp.approx.ftz.f64 %fd2, %fd1;
+    st.global.f64 [%rd1+80], %fd2;
+    mov.b64 %q1, 0x3fb999999999999a;
+    mov.b64 %fd1, %q1;
+    rcp.approx.ftz.f64 %fd2, %fd1;
+    st.global.f64 [%rd1+88], %fd2;
+ALL:
+    bar.sync 0;
+    mov.b16 %h6, 0x3e00;
+    atom.global.add.noftz.f16 %h7, [%rd1+72], %h6;
+    }"#;
+    let out = run_both(body, 1, 32);
+    // The first CAS swapped 0 for 0x1234, the second 0x1234 for 0x5678; the third compared
+    // 0x1111 with 0 and left the upper half 0.
+    assert_eq!(out[16], 0x0000_5678);
+    assert_eq!(out[17], 0x1234);
+    // 32 lanes each add 1.5: 48.0 = 0x5200 in the low half; the upper half untouched.
+    assert_eq!(out[18], 0x5200);
+    // rcp(3.0) = 0x3fd55555_00000000; rcp(0.1) truncates to exactly 10.0.
+    assert_eq!((out[20], out[21]), (0, 0x3fd5_5555));
+    assert_eq!((out[22], out[23]), (0, 0x4024_0000));
+    // {1.0, 3.0} < {2.0, 2.0}: low half true, high half false.
+    assert_eq!(out[24], 0x0000_3c00);
+    assert_eq!(out[25], 0x0000_ffff);
+    // {1.0, 3.0} > {2.0, 2.0} in bf16: high half true.
+    assert_eq!(out[26], 0x3f80_0000);
+    assert_eq!(out[27], 0xffff);
+}
+
 #[test]
 fn carry_chains_add_and_multiply_multiword_integers() {
     // Threads 0-7 each add two 128-bit numbers held in four 32-bit limbs, low limb first,

@@ -319,3 +319,28 @@ fn packed_sixteen_bit_integers_type_instructions_not_registers() {
     // Not a register or variable type.
     assert!(ptx::parse(&k(".reg .u16x2 %x;")).is_err());
 }
+
+#[test]
+fn half_precision_set_pairs_result_and_source_types() {
+    let k = |body: &str| {
+        format!(".version 8.0\n.target sm_90\n.address_size 64\n.entry k()\n{{\n.reg .b16 %h<4>;\n.reg .b32 %r<4>;\n.reg .f32 %f<4>;\n{body}\nret;\n}}")
+    };
+    for ok in [
+        "set.lt.f16x2.f16x2 %r0, %r1, %r2;",
+        "set.lt.u32.bf16x2 %r0, %r1, %r2;",
+        "set.ge.u16.f16 %h0, %h1, %h2;",
+        "set.eq.f16.f32 %h0, %f1, %f2;",
+        "rcp.approx.ftz.f64 %fd0, %fd1;",
+    ] {
+        let text = k(ok).replace(".reg .f32", ".reg .f64 %fd<2>;\n.reg .f32");
+        assert!(lower(&text).is_ok(), "{ok}: {:?}", lower(&text).err());
+    }
+    for (bad, needle) in [
+        ("set.lt.f16x2.f32 %r0, %f1, %f2;", "with .f32 sources"),
+        ("set.lt.u16.f32 %h0, %f1, %f2;", "with .f32 sources"),
+        ("set.lt.bf16x2.f16x2 %r0, %r1, %r2;", "with .f16x2 sources"),
+    ] {
+        let e = lower(&k(bad)).expect_err(bad);
+        assert!(e[0].to_string().contains(needle), "{bad}: {}", e[0]);
+    }
+}

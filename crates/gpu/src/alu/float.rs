@@ -248,6 +248,14 @@ fn approx_div(fmt: Fmt, a: u64, b: u64) -> u64 {
 /// which is at least as accurate as either.
 #[inline]
 fn approx_rcp(fmt: Fmt, a: u64) -> u64 {
+    if fmt == F64 {
+        // `rcp.approx.ftz.f64` (PTX ISA): a reciprocal of `a`'s upper 32 bits (sign,
+        // exponent and the top 20 mantissa bits), written to the upper 32 bits of the result
+        // with the low 32 zero. The hardware's approximation error is unspecified;
+        // Switchyard truncates the exact reciprocal of the truncated input to that format.
+        const HIGH: u64 = 0xffff_ffff_0000_0000;
+        return div(F64, F64.one(), a & HIGH, Rounding::Zero) & HIGH;
+    }
     div(fmt, fmt.one(), a, Rounding::Nearest)
 }
 

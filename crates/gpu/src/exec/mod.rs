@@ -720,12 +720,31 @@ impl Exec<'_, '_, '_> {
                 sty,
                 ftz,
             } => {
+                // Packed half-precision sources: each half compared on its own, its result
+                // (1.0 of the half type, or 0xffff for an integer result) packed in place.
+                let halves = match sty {
+                    Ty::F16x2 => Some((Ty::F16, if dty == sty { Ty::F16 } else { Ty::U16 })),
+                    Ty::Bf16x2 => Some((Ty::Bf16, if dty == sty { Ty::Bf16 } else { Ty::U16 })),
+                    _ => None,
+                };
                 for l in lanes(exec) {
-                    let mut t = alu::compare(cmp, sty, ftz, self.read(s[0], l), self.read(s[1], l));
-                    if let Some(op) = comb {
-                        t = combine(op, t, self.read(s[2], l) != 0);
-                    }
-                    self.write(0, l, alu::set_value(dty, t));
+                    let (a, b) = (self.read(s[0], l), self.read(s[1], l));
+                    let c = comb.map(|op| (op, self.read(s[2], l) != 0));
+                    let one = |sty: Ty, dty: Ty, a: u64, b: u64| {
+                        let mut t = alu::compare(cmp, sty, ftz, a, b);
+                        if let Some((op, c)) = c {
+                            t = combine(op, t, c);
+                        }
+                        alu::set_value(dty, t)
+                    };
+                    let v = match halves {
+                        Some((h, d)) => {
+                            one(h, d, a & 0xffff, b & 0xffff)
+                                | one(h, d, (a >> 16) & 0xffff, (b >> 16) & 0xffff) << 16
+                        }
+                        None => one(sty, dty, a, b),
+                    };
+                    self.write(0, l, v);
                 }
             }
             Op::Selp(ty) => {

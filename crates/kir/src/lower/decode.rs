@@ -1171,7 +1171,9 @@ impl<'a> KernelLowerer<'a> {
             Div | Rcp | Sqrt => float,
             _ => false,
         };
-        let approx_allowed = ty == Ty::F32 && matches!(op, Div | Rcp | Sqrt);
+        // `rcp.approx.ftz.f64` too: the fast f64 reciprocal (always flushing subnormals).
+        let approx_allowed = (ty == Ty::F32 && matches!(op, Div | Rcp | Sqrt))
+            || (ty == Ty::F64 && op == Rcp && mode.ftz);
         if needs_rounding && !explicit_rounding && !(approx_allowed && mode.approx) {
             return Err(m.missing(if approx_allowed {
                 "a rounding modifier such as `.rn`, or `.approx`"
@@ -1435,9 +1437,51 @@ impl<'a> KernelLowerer<'a> {
             .ok_or_else(|| m.missing("a comparison such as `.lt`"))?;
         let combine = m.one_of(BOOL_OPS);
         let ftz = m.has("ftz");
-        let dty = m.need_ty(types::SET_DST)?;
+        let (dty, dty_span) = m.need_ty_spanned()?;
+        check_type(i, dty, types::SET_DST, dty_span)?;
         let sty = m.need_ty(types::SET_SRC)?;
         check_cmp(i, cmp, sty)?;
+        // The half-precision forms (PTX ISA §9.7.7.1): a packed source gives packed results
+        // (of its own type, or `.u32`/`.s32` halves of all ones); a packed result needs its
+        // packed source; 16-bit integer results come from half-precision sources.
+        let packed = |t: Ty| matches!(t, Ty::F16x2 | Ty::Bf16x2);
+        let half = |t: Ty| matches!(t, Ty::F16 | Ty::Bf16);
+        let fits = if packed(sty) {
+            dty == sty || matches!(dty, Ty::U32 | Ty::S32)
+        } else if packed(dty) {
+            false
+        } else if matches!(dty, Ty::U16 | Ty::S16) {
+            half(sty)
+        } else {
+            true
+        };
+        if !fits {
+            let allowed: &[Ty] = if packed(sty) {
+                &[sty, Ty::U32, Ty::S32]
+            } else if half(sty) {
+                &[
+                    Ty::U32,
+                    Ty::S32,
+                    Ty::F32,
+                    Ty::U16,
+                    Ty::S16,
+                    Ty::F16,
+                    Ty::Bf16,
+                ]
+            } else {
+                &[Ty::U32, Ty::S32, Ty::F32, Ty::F16, Ty::Bf16]
+            };
+            return Err(LowerError::InstructionType {
+                inst: full_name(i),
+                ty: typecheck::name(dty),
+                allowed: format!(
+                    "{} with .{} sources",
+                    typecheck::list(allowed),
+                    typecheck::name(sty)
+                ),
+                span: dty_span,
+            });
+        }
         let op = Op::Set {
             cmp,
             combine,

@@ -140,8 +140,10 @@ pub(super) mod types {
         B16, B32, B64, U16, U32, U64, S16, S32, S64, F32, F64, F16, F16x2, Bf16, Bf16x2,
     ];
     pub const SELP: &[Ty] = &[B16, B32, B64, U16, U32, U64, S16, S32, S64, F32, F64];
-    pub const SET_DST: &[Ty] = &[U32, S32, F32];
-    pub const SET_SRC: &[Ty] = &[B16, B32, B64, U16, U32, U64, S16, S32, S64, F32, F64];
+    pub const SET_DST: &[Ty] = &[U32, S32, F32, U16, S16, F16, Bf16, F16x2, Bf16x2];
+    pub const SET_SRC: &[Ty] = &[
+        B16, B32, B64, U16, U32, U64, S16, S32, S64, F32, F64, F16, Bf16, F16x2, Bf16x2,
+    ];
     pub const SLCT_C: &[Ty] = &[S32, F32];
     pub const CVT: &[Ty] = &[U8, U16, U32, U64, S8, S16, S32, S64, F16, Bf16, F32, F64];
     pub const CVTA: &[Ty] = &[U32, U64];
