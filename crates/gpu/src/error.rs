@@ -82,6 +82,28 @@ pub struct WaitingWarp {
     pub barrier: u32,
 }
 
+/// Where a thread was when it stopped its kernel with an error.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ThreadAt {
+    pub kernel: Box<str>,
+    pub pc: InstId,
+    /// `file:line` of the instruction.
+    pub location: Box<str>,
+    pub ctaid: [u32; 3],
+    pub tid: [u32; 3],
+}
+
+impl std::fmt::Display for ThreadAt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (c, t) = (self.ctaid, self.tid);
+        write!(
+            f,
+            "{}: kernel `{}` at {} in TB ({}, {}, {}) thread ({}, {}, {})",
+            self.location, self.kernel, self.pc, c[0], c[1], c[2], t[0], t[1], t[2]
+        )
+    }
+}
+
 /// An error while executing a kernel.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ExecError {
@@ -100,37 +122,20 @@ pub enum ExecError {
         /// rare, and every `Result` carrying this error pays for its size).
         nearest: Box<NearestNote>,
     },
-    #[error("{location}: kernel `{kernel}` executed `trap` at {pc} in TB ({}, {}, {}) thread ({}, {}, {})", ctaid[0], ctaid[1], ctaid[2], tid[0], tid[1], tid[2])]
-    Trap {
-        kernel: Box<str>,
-        pc: InstId,
-        location: Box<str>,
-        ctaid: [u32; 3],
-        tid: [u32; 3],
-    },
+    #[error("{at}: executed `trap`")]
+    Trap { at: Box<ThreadAt> },
     /// A `brx.idx` index outside its `.branchtargets` list, or an indirect call through an
     /// address that is none of its possible callees.
-    #[error("{location}: kernel `{kernel}` at {pc} in TB ({}, {}, {}) thread ({}, {}, {}): {}", ctaid[0], ctaid[1], ctaid[2], tid[0], tid[1], tid[2], describe_unmatched(*kind, *value))]
+    #[error("{at}: {}", describe_unmatched(*kind, *value))]
     UnmatchedTarget {
-        kernel: Box<str>,
-        pc: InstId,
-        location: Box<str>,
-        ctaid: [u32; 3],
-        tid: [u32; 3],
+        at: Box<ThreadAt>,
         kind: IndirectKind,
         value: u64,
     },
     /// A texture fetch that cannot be made: a handle that names no texture object, or a
     /// result type the texture does not return.
-    #[error("{location}: kernel `{kernel}` at {pc} in TB ({}, {}, {}) thread ({}, {}, {}): {what}", ctaid[0], ctaid[1], ctaid[2], tid[0], tid[1], tid[2])]
-    Texture {
-        kernel: Box<str>,
-        pc: InstId,
-        location: Box<str>,
-        ctaid: [u32; 3],
-        tid: [u32; 3],
-        what: String,
-    },
+    #[error("{at}: {what}")]
+    Texture { at: Box<ThreadAt>, what: String },
     #[error("kernel `{kernel}` deadlocked in TB ({}, {}, {}): {}", ctaid[0], ctaid[1], ctaid[2], describe_waiting(waiting, *exited_warps))]
     BarrierDeadlock {
         kernel: String,
@@ -163,10 +168,10 @@ impl ExecError {
     /// an instruction of a rewritten kernel).
     pub fn map_pcs(mut self, f: impl Fn(InstId) -> InstId) -> ExecError {
         match &mut self {
-            ExecError::MemoryFault { pc, .. }
-            | ExecError::Trap { pc, .. }
-            | ExecError::UnmatchedTarget { pc, .. }
-            | ExecError::Texture { pc, .. } => *pc = f(*pc),
+            ExecError::MemoryFault { pc, .. } => *pc = f(*pc),
+            ExecError::Trap { at }
+            | ExecError::UnmatchedTarget { at, .. }
+            | ExecError::Texture { at, .. } => at.pc = f(at.pc),
             ExecError::BarrierDeadlock { waiting, .. } => {
                 for w in waiting {
                     w.pc = f(w.pc);

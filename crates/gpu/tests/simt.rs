@@ -452,7 +452,8 @@ fn trap_stops_the_kernel_naming_the_thread() {
     let text = e.to_string();
     assert!(
         matches!(e, GpuError::Exec(ExecError::Trap { .. }))
-            && text.contains("kernel `k` executed `trap`")
+            && text.contains("kernel `k` at pc")
+            && text.contains("executed `trap`")
             && text.contains("TB (0, 0, 0) thread (5, 0, 0)")
             && text.contains("test.ptx:"),
         "{text}"

@@ -507,6 +507,18 @@ impl Exec<'_, '_, '_> {
         }
     }
 
+    /// Where lane `lane` of this warp is, for an error that stops the kernel.
+    fn thread_at(&self, lane: usize) -> Box<crate::error::ThreadAt> {
+        let linear = self.warp.index * WARP_SIZE as u32 + lane.min(WARP_SIZE - 1) as u32;
+        Box::new(crate::error::ThreadAt {
+            kernel: self.ctx.kernel.name.as_str().into(),
+            pc: InstId(self.pc),
+            location: self.ctx.location(InstId(self.pc)).into(),
+            ctaid: self.tb.ctaid,
+            tid: self.ctx.tid(linear),
+        })
+    }
+
     fn fault(
         &self,
         lane: usize,
@@ -1019,27 +1031,15 @@ impl Exec<'_, '_, '_> {
             // A guard that holds in no lane executes nothing.
             Op::Trap | Op::UnmatchedTarget(_) if exec == 0 => {}
             Op::Trap => {
-                let lane = exec.trailing_zeros().min(31);
-                let linear = self.warp.index * WARP_SIZE as u32 + lane;
-                return Err(ExecError::Trap {
-                    kernel: self.ctx.kernel.name.as_str().into(),
-                    pc: InstId(self.pc),
-                    location: self.ctx.location(InstId(self.pc)).into(),
-                    ctaid: self.tb.ctaid,
-                    tid: self.ctx.tid(linear),
-                });
+                let at = self.thread_at(exec.trailing_zeros() as usize);
+                return Err(ExecError::Trap { at });
             }
             Op::UnmatchedTarget(kind) => {
-                let lane = exec.trailing_zeros().min(31);
-                let linear = self.warp.index * WARP_SIZE as u32 + lane;
+                let lane = exec.trailing_zeros() as usize;
                 return Err(ExecError::UnmatchedTarget {
-                    kernel: self.ctx.kernel.name.as_str().into(),
-                    pc: InstId(self.pc),
-                    location: self.ctx.location(InstId(self.pc)).into(),
-                    ctaid: self.tb.ctaid,
-                    tid: self.ctx.tid(linear),
+                    at: self.thread_at(lane),
                     kind,
-                    value: self.read(s[0], lane as usize),
+                    value: self.read(s[0], lane),
                 });
             }
             Op::Tex {

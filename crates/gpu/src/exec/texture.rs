@@ -1,9 +1,8 @@
 //! Execution of `tex` and `tld4` on texture objects (see [`crate::texture`]).
 
 use kir::inst::{Space, TexGeom, Ty};
-use kir::InstId;
 
-use super::{lanes, Exec, WARP_SIZE};
+use super::{lanes, Exec};
 use crate::error::{ExecError, FaultReason};
 use crate::texture::{self, Channel, Footprint, TextureDesc};
 
@@ -100,13 +99,8 @@ impl Exec<'_, '_, '_> {
     }
 
     fn texture_error(&self, lane: usize, what: String) -> ExecError {
-        let linear = self.warp.index * WARP_SIZE as u32 + lane as u32;
         ExecError::Texture {
-            kernel: self.ctx.kernel.name.as_str().into(),
-            pc: InstId(self.pc),
-            location: self.ctx.location(InstId(self.pc)).into(),
-            ctaid: self.tb.ctaid,
-            tid: self.ctx.tid(linear),
+            at: self.thread_at(lane),
             what,
         }
     }
