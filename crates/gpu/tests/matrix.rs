@@ -506,8 +506,12 @@ fn f16_bits(v: f32) -> u16 {
 fn wmma_computes_the_tile_product() {
     // (m, n, k, multiplicand type, accumulator type, A, B and C registers).
     type Case = (u32, u32, u32, &'static str, &'static str, [u32; 3]);
-    let cases: [Case; 9] = [
+    let cases: [Case; 13] = [
         (16, 16, 16, "f16", "f32", [8, 8, 8]),
+        (8, 32, 16, "f16", "f32", [8, 8, 8]),
+        (8, 32, 16, "f16", "f16", [8, 8, 4]),
+        (8, 32, 16, "bf16", "f32", [2, 8, 8]),
+        (8, 32, 16, "s8", "s32", [1, 4, 8]),
         (16, 16, 16, "f16", "f16", [8, 8, 4]),
         (32, 8, 16, "f16", "f32", [8, 8, 8]),
         (16, 16, 16, "bf16", "f32", [4, 4, 8]),

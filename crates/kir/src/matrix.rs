@@ -203,30 +203,36 @@ pub fn ldmatrix_element(lane: u32, i: u32, trans: bool) -> (u32, u32) {
 pub const WMMA_PART_REGS: u32 = 4;
 
 /// How Switchyard computes a `wmma` shape: as a grid of `rows` × `cols` tiles of one `mma`
-/// shape, the wmma tile's rows `mma.m` at a time and its columns 8 at a time.
+/// shape, the wmma tile's rows `mma.m` at a time and its columns 8 at a time. With `half`,
+/// the wmma tile has 8 rows computed by 16-row tiles whose rows 8–15 are padding: A's and
+/// the accumulator's registers are those of the `mma` fragment's rows 0–7 only, the others
+/// read zero and their results are dropped (`m8n32k16`, which no `mma` shape computes
+/// directly; its tensor-core work is timed as that of the 16-row tiles).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WmmaPlan {
     pub mma: MmaShape,
     pub rows: u32,
     pub cols: u32,
+    pub half: bool,
 }
 
 /// The plan for `wmma` shape `shape` with multiplicands of type `ab`, for the shapes and
-/// types Ampere and Hopper support through `mma` (PTX ISA §9.7.14.4.1): `m16n16k16` and
-/// `m32n8k16` with f16, bf16, s8 or u8; `m16n16k8` with tf32; `m8n8k4` with f64. (`m8n32k16`
-/// needs 8-row f16 tiles, which `mma` does not have, and is not supported.)
+/// types Ampere and Hopper support (PTX ISA §9.7.14.4.1): `m16n16k16`, `m32n8k16` and
+/// `m8n32k16` with f16, bf16, s8 or u8; `m16n16k8` with tf32; `m8n8k4` with f64.
 pub fn wmma_plan(shape: MmaShape, ab: MmaElem) -> Option<WmmaPlan> {
     use MmaElem::*;
-    let plan = |m: u8, k: u8, rows, cols| WmmaPlan {
+    let plan = |m: u8, k: u8, rows, cols, half| WmmaPlan {
         mma: MmaShape { m, n: 8, k },
         rows,
         cols,
+        half,
     };
     Some(match ((shape.m, shape.n, shape.k), ab) {
-        ((16, 16, 16), F16 | Bf16 | S8 | U8) => plan(16, 16, 1, 2),
-        ((32, 8, 16), F16 | Bf16 | S8 | U8) => plan(16, 16, 2, 1),
-        ((16, 16, 8), Tf32) => plan(16, 8, 1, 2),
-        ((8, 8, 4), F64) => plan(8, 4, 1, 1),
+        ((16, 16, 16), F16 | Bf16 | S8 | U8) => plan(16, 16, 1, 2, false),
+        ((32, 8, 16), F16 | Bf16 | S8 | U8) => plan(16, 16, 2, 1, false),
+        ((8, 32, 16), F16 | Bf16 | S8 | U8) => plan(16, 16, 1, 4, true),
+        ((16, 16, 8), Tf32) => plan(16, 8, 1, 2, false),
+        ((8, 8, 4), F64) => plan(8, 4, 1, 1, false),
         _ => return None,
     })
 }
@@ -236,8 +242,8 @@ pub fn wmma_plan(shape: MmaShape, ab: MmaElem) -> Option<WmmaPlan> {
 pub fn wmma_operand_of(shape: MmaShape, c: MmaElem) -> Option<MmaElem> {
     use MmaElem::*;
     Some(match ((shape.m, shape.n, shape.k), c) {
-        ((16, 16, 16) | (32, 8, 16), F16 | F32) => F16,
-        ((16, 16, 16) | (32, 8, 16), S32) => S8,
+        ((16, 16, 16) | (32, 8, 16) | (8, 32, 16), F16 | F32) => F16,
+        ((16, 16, 16) | (32, 8, 16) | (8, 32, 16), S32) => S8,
         ((16, 16, 8), F32) => Tf32,
         ((8, 8, 4), F64) => F64,
         _ => return None,
@@ -263,14 +269,39 @@ fn groups(plan: WmmaPlan, frag: Frag) -> u32 {
     }
 }
 
+/// Which registers of one `mma` fragment a wmma fragment holds, in order: all of them, or
+/// for a `half` plan's A and accumulator those holding rows 0–7 (`None` marks the others,
+/// which read zero and whose results are dropped).
+pub fn wmma_tile_regs(plan: WmmaPlan, frag: Frag, elem: MmaElem) -> Vec<Option<u32>> {
+    let n = frag_regs(plan.mma, frag, elem);
+    let mut next = 0;
+    (0..n)
+        .map(|k| {
+            let (row, _) = mma_element(plan.mma, frag, elem, 0, k * elem.per_reg());
+            if plan.half && frag != Frag::B && row >= 8 {
+                None
+            } else {
+                next += 1;
+                Some(next - 1)
+            }
+        })
+        .collect()
+}
+
+/// Registers per `mma` tile that a wmma fragment holds.
+fn regs_per_tile(plan: WmmaPlan, frag: Frag, elem: MmaElem) -> u32 {
+    wmma_tile_regs(plan, frag, elem).iter().flatten().count() as u32
+}
+
 /// Registers of a `wmma` fragment, as PTX declares them: the plan's `mma` fragments side by
 /// side, except that `.f16` A and B fragments are always 8 registers (Volta's layout, which
-/// holds elements more than once: twice for m16n16k16, B four times for m32n8k16).
+/// holds elements more than once: twice for m16n16k16, B four times for m32n8k16, A four
+/// times for m8n32k16).
 pub fn wmma_regs(plan: WmmaPlan, frag: Frag, elem: MmaElem) -> u32 {
     if elem == MmaElem::F16 && frag != Frag::C {
         return 8;
     }
-    groups(plan, frag) * frag_regs(plan.mma, frag, elem)
+    groups(plan, frag) * regs_per_tile(plan, frag, elem)
 }
 
 /// Which matrix element register `reg` (element `i` within it) of a `wmma` fragment holds
@@ -286,10 +317,15 @@ pub fn wmma_layout(
     reg: u32,
     i: u32,
 ) -> (u32, u32) {
-    let per = frag_regs(plan.mma, frag, elem);
+    let per = regs_per_tile(plan, frag, elem);
     let reg = reg % (groups(plan, frag) * per);
     let (g, r) = (reg / per, reg % per);
-    let (row, col) = mma_element(plan.mma, frag, elem, lane, r * elem.per_reg() + i);
+    // The `mma` register this one is.
+    let k = wmma_tile_regs(plan, frag, elem)
+        .iter()
+        .position(|x| *x == Some(r))
+        .expect("r < per") as u32;
+    let (row, col) = mma_element(plan.mma, frag, elem, lane, k * elem.per_reg() + i);
     let m = u32::from(plan.mma.m);
     match frag {
         Frag::A => (row + m * g, col),
@@ -405,6 +441,10 @@ mod tests {
             (shape(32, 8, 16), Bf16, F32, [8, 2, 8]),
             (shape(16, 16, 16), S8, S32, [2, 2, 8]),
             (shape(32, 8, 16), U8, S32, [4, 1, 8]),
+            (shape(8, 32, 16), F16, F32, [8, 8, 8]),
+            (shape(8, 32, 16), F16, F16, [8, 8, 4]),
+            (shape(8, 32, 16), Bf16, F32, [2, 8, 8]),
+            (shape(8, 32, 16), S8, S32, [1, 4, 8]),
             (shape(16, 16, 8), Tf32, F32, [4, 4, 8]),
             (shape(8, 8, 4), F64, F64, [1, 1, 2]),
         ];
@@ -458,6 +498,13 @@ mod tests {
         // m32n8k16: the accumulator's second register group holds rows 16-31.
         let m32 = wmma_plan(MmaShape { m: 32, n: 8, k: 16 }, F16).unwrap();
         assert_eq!(wmma_layout(m32, Frag::C, F32, 0, 4, 0), (16, 0));
-        assert_eq!(wmma_plan(MmaShape { m: 8, n: 32, k: 16 }, F16), None);
+        // m8n32k16: A is the rows 0-7 registers of the mma fragment (0 and 2 of 4).
+        let m8 = wmma_plan(MmaShape { m: 8, n: 32, k: 16 }, F16).unwrap();
+        assert_eq!(
+            wmma_tile_regs(m8, Frag::A, F16),
+            [Some(0), None, Some(1), None]
+        );
+        assert_eq!(wmma_layout(m8, Frag::C, F32, 5, 7, 0), (1, 27));
+        assert_eq!(wmma_plan(MmaShape { m: 8, n: 32, k: 8 }, F16), None);
     }
 }

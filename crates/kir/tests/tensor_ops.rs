@@ -217,8 +217,8 @@ fn malformed_and_unsupported_forms_are_errors() {
         ),
         ("mma.m16n8k16.row.col.f32.f16.f16.f32 {%f0,%f1,%f2,%f3}, {%r1,%r2,%r3,%r4}, {%r5,%r6}, {%f0,%f1,%f2,%f3};", "`.sync.aligned`"),
         (
-            "wmma.load.a.sync.aligned.row.m8n32k16.global.f16 {%r0,%r1,%r2,%r3,%r4,%r5,%r6,%r7}, [%rd1];",
-            "wmma supports m16n16k16 and m32n8k16",
+            "wmma.load.a.sync.aligned.row.m8n32k8.global.f16 {%r0,%r1,%r2,%r3,%r4,%r5,%r6,%r7}, [%rd1];",
+            "wmma supports m16n16k16, m32n8k16 and m8n32k16",
         ),
         // tf32 only in m16n16k8; f64 accumulators only with f64; satfinite only for integers.
         (

@@ -163,7 +163,7 @@ impl KernelLowerer<'_> {
         let unsupported = |what: &str| {
             LowerError::UnsupportedInstruction {
             name: format!(
-                "{} ({what}; wmma supports m16n16k16 and m32n8k16 with f16, bf16, s8 or u8, m16n16k8 with tf32 and m8n8k4 with f64, into the accumulators mma takes)",
+                "{} ({what}; wmma supports m16n16k16, m32n8k16 and m8n32k16 with f16, bf16, s8 or u8, m16n16k8 with tf32 and m8n8k4 with f64, into the accumulators mma takes)",
                 full_name(i)
             ),
             span: i.span,
@@ -326,24 +326,39 @@ impl KernelLowerer<'_> {
             satfinite,
         };
         // One mma per tile of the plan: A's row group, B's column group, the tile's
-        // accumulator registers (the layout of `matrix::wmma_layout`).
-        let (na, nb) = (
-            matrix::frag_regs(s, Frag::A, ab) as usize,
-            matrix::frag_regs(s, Frag::B, ab) as usize,
+        // accumulator registers (the layout of `matrix::wmma_layout`). A half plan's padding
+        // rows read zero and their results are dropped.
+        let (ta, tb, tc, td) = (
+            matrix::wmma_tile_regs(plan, Frag::A, ab),
+            matrix::wmma_tile_regs(plan, Frag::B, ab),
+            matrix::wmma_tile_regs(plan, Frag::C, c),
+            matrix::wmma_tile_regs(plan, Frag::C, d),
         );
-        let (nc, nd) = (
-            matrix::frag_regs(s, Frag::C, c) as usize,
-            matrix::frag_regs(s, Frag::C, d) as usize,
-        );
+        let held = |t: &[Option<u32>]| t.iter().flatten().count();
+        let (na, nb, nc, nd) = (held(&ta), held(&tb), held(&tc), held(&td));
         let mut tiles = Vec::new();
         for gi in 0..plan.rows as usize {
             for gj in 0..plan.cols as usize {
                 let t = gi * plan.cols as usize + gj;
-                let srcs = ar[gi * na..(gi + 1) * na]
-                    .iter()
-                    .chain(&br[gj * nb..(gj + 1) * nb])
-                    .chain(&cr[t * nc..(t + 1) * nc]);
-                tiles.push(build(op, i, &dr[t * nd..(t + 1) * nd], srcs.copied()));
+                let mut inst = Inst::new(op, i.span);
+                let mut n = 0;
+                for (regs, map, base) in
+                    [(&ar, &ta, gi * na), (&br, &tb, gj * nb), (&cr, &tc, t * nc)]
+                {
+                    for k in map.iter() {
+                        inst.srcs[n] = match k {
+                            Some(k) => Operand::Reg(regs[base + *k as usize]),
+                            None => Operand::Imm(0),
+                        };
+                        n += 1;
+                    }
+                }
+                inst.n_srcs = n as u8;
+                for (slot, k) in td.iter().enumerate() {
+                    inst.dsts[slot] = k.map(|k| dr[t * nd + k as usize]);
+                }
+                inst.n_dsts = td.len() as u8;
+                tiles.push(inst);
             }
         }
         // Each tile reads its sources after the tiles before it have written: a destination
