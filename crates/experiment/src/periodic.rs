@@ -436,10 +436,7 @@ pub fn run(
     }
     let mut out = PeriodicResults {
         gpu: config.gpu.name.clone(),
-        size: match config.size {
-            Size::Small => "small".into(),
-            Size::Large => "large".into(),
-        },
+        size: config.size.name().into(),
         interval: config.interval,
         core_mhz: config.gpu.sm.clock_mhz,
         mechanisms: config

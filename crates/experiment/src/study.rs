@@ -115,13 +115,6 @@ impl StudyResults {
     }
 }
 
-fn size_name(s: Size) -> &'static str {
-    match s {
-        Size::Small => "small",
-        Size::Large => "large",
-    }
-}
-
 fn processes(c: &StudyConfig, high_arrival_us: f64) -> Vec<Process> {
     let suite = |(kernel, size): (&'static dyn suite::Kernel, Size)| Program::Suite {
         kernel,
@@ -273,8 +266,8 @@ pub fn run(
         .collect();
     Ok(StudyResults {
         gpu: c.gpu.name.clone(),
-        low: format!("{} ({})", c.low.0.name(), size_name(c.low.1)),
-        high: format!("{} ({})", c.high.0.name(), size_name(c.high.1)),
+        low: format!("{} ({})", c.low.0.name(), c.low.1.name()),
+        high: format!("{} ({})", c.high.0.name(), c.high.1.name()),
         high_arrival_us,
         rows,
     })

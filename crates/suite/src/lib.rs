@@ -87,12 +87,33 @@ pub trait Device {
     fn launch(&mut self, launch: &Launch<'_>) -> Result<(), DeviceError>;
 }
 
-/// Problem size: `Small` for tests (debug builds, well under a second per kernel), `Large`
-/// for benchmarks.
+/// Problem size. Inputs are seeded, so a size and a seed always give the same problem.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Size {
+    /// For tests: debug builds, well under a second per kernel.
     Small,
+    /// For benchmarks, sized for the 15-SM GTX480: on the big presets several kernels launch
+    /// fewer TBs than the GPU holds at once.
     Large,
+    /// For the big presets (a100: 108 SMs, h100: 132): the host program's first launch has at
+    /// least two full waves on the h100, i.e. at least 2 × 132 × (TBs per SM the occupancy
+    /// calculator allows there) TBs, so a kernel holds every SM and a preempting kernel finds
+    /// none idle. Grown along the dimension that adds TBs (rows, batch, heads, images ...)
+    /// with about Large's work per TB, except where the inputs would be too big (each module
+    /// says); the CPU reference stays within a few seconds in release builds, far too slow for
+    /// debug-mode tests.
+    Huge,
+}
+
+impl Size {
+    /// The name on the command line and in scenarios and reports: `small`, `large`, `huge`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Size::Small => "small",
+            Size::Large => "large",
+            Size::Huge => "huge",
+        }
+    }
 }
 
 /// Which committed PTX file to use.

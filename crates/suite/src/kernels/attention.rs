@@ -95,10 +95,12 @@ impl Problem {
         // Small: 2 heads x 128 keys: 2x2 TBs of 128 threads, 2 key tiles each: 1.08 M thread
         // instructions on the functional core (~2,100 per thread; per key tile 64 mma, 32
         // ldmatrix, 8 cp.async, 34 expf sequences and the rescaling). Large: 4 heads x 384
-        // keys: 6x4 TBs, 6 tiles each: 18x the flops, 17.7 M thread instructions (16x).
+        // keys: 6x4 TBs, 6 tiles each: 18x the flops, 17.7 M thread instructions (16x). Huge:
+        // 96 heads x 384 keys: 6x96 TBs (2.2 waves of 2 TBs/SM on the h100), 6 tiles each.
         let (heads, seq) = match size {
             Size::Small => (2, 128),
             Size::Large => (4, 384),
+            Size::Huge => (96, 384),
         };
         let mut rng = Rng::for_kernel("attention", seed);
         let len = heads * seq * D;

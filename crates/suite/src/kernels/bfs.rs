@@ -18,10 +18,12 @@ pub struct Problem {
 
 impl Problem {
     pub fn generate(size: Size, seed: u64) -> Self {
-        // Small: 4096 vertices = 16 TBs per level, a few dozen levels; Large: 65,536 vertices.
+        // Small: 4096 vertices = 16 TBs per level, a few dozen levels; Large: 65,536 vertices;
+        // Huge: 589,824 vertices = 2,304 TBs per level (2.2 waves of 8 TBs/SM on the h100).
         let n: usize = match size {
             Size::Small => 4096,
             Size::Large => 65_536,
+            Size::Huge => 589_824,
         };
         let mut rng = Rng::for_kernel("bfs", seed);
         let mut row_ptr = Vec::with_capacity(n + 1);

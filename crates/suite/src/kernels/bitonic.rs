@@ -18,10 +18,11 @@ pub struct Problem {
 impl Problem {
     pub fn generate(size: Size, seed: u64) -> Self {
         // Small: 2 TBs, 66 stages x 4 compare-exchanges per thread (~2.5 M instructions).
-        // Large: 32 TBs.
+        // Large: 32 TBs. Huge: 2,112 TBs (two waves of 8 TBs/SM on the h100).
         let chunks = match size {
             Size::Small => 2,
             Size::Large => 32,
+            Size::Huge => 2112,
         };
         let n = chunks * CHUNK;
         let mut rng = Rng::for_kernel("bitonic", seed);

@@ -48,10 +48,12 @@ pub fn price(s: f32, x: f32, t: f32, rate: f32, vol: f32) -> (f64, f64) {
 
 impl Problem {
     pub fn generate(size: Size, seed: u64) -> Self {
-        // Small: 64 TBs of 128 threads, ~120 instructions each (~1 M); Large: 1024 TBs.
+        // Small: 64 TBs of 128 threads, ~120 instructions each (~1 M); Large: 1024 TBs; Huge:
+        // 4,608 TBs (2.2 waves of 16 TBs/SM on the h100).
         let n = match size {
             Size::Small => 8192,
             Size::Large => 131_072,
+            Size::Huge => 589_824,
         };
         let mut rng = Rng::for_kernel("blackscholes", seed);
         let spot = (0..n).map(|_| rng.range_f32(5.0, 30.0)).collect();

@@ -48,10 +48,11 @@ pub fn thread(data: &[u32], i: usize) -> u32 {
 impl Problem {
     pub fn generate(size: Size, seed: u64) -> Self {
         // Small: 32 TBs of 128 threads, ~35 inner iterations each (~2 M instructions);
-        // Large: 512 TBs.
+        // Large: 512 TBs; Huge: 4,608 TBs (2.2 waves of 16 TBs/SM on the h100).
         let n = match size {
             Size::Small => 4096,
             Size::Large => 65_536,
+            Size::Huge => 589_824,
         };
         let mut rng = Rng::for_kernel("branchy", seed);
         Problem {

@@ -22,10 +22,12 @@ pub struct Problem {
 impl Problem {
     pub fn generate(size: Size, seed: u64) -> Self {
         // Small: 2x2 TBs of 256 threads, 24 outputs x 25 taps each (~2.4 M instructions).
-        // Large: 8x8 TBs (16x). Widths are not multiples of the tile: the edge TBs are partial.
+        // Large: 8x8 TBs (16x). Huge: 40x36 TBs (2.2 waves of 5 TBs/SM on the h100). Widths
+        // are not multiples of the tile: the edge TBs are partial.
         let (width, height) = match size {
             Size::Small => (180, 120),
             Size::Large => (760, 500),
+            Size::Huge => (3800, 2300),
         };
         let mut rng = Rng::for_kernel("conv2d", seed);
         let image = (0..width * height).map(|_| rng.f32()).collect();

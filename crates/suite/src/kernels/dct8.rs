@@ -32,10 +32,12 @@ pub struct Problem {
 impl Problem {
     pub fn generate(size: Size, seed: u64) -> Self {
         // Small: 512 8x8 blocks = 8 TBs of 64 threads, ~1,200 instructions each (0.6 M).
-        // Large: 8192 blocks = 128 TBs (16x).
+        // Large: 8192 blocks = 128 TBs (16x). Huge: 229,376 blocks = 3,584 TBs (2.3 waves of 12
+        // TBs/SM on the h100).
         let (width, height) = match size {
             Size::Small => (256, 128),
             Size::Large => (1024, 512),
+            Size::Huge => (4096, 3584),
         };
         let mut rng = Rng::for_kernel("dct8", seed);
         // Pixel-like values: a gradient plus noise, in [0, 255].

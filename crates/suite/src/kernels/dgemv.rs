@@ -22,10 +22,12 @@ pub struct Problem {
 impl Problem {
     pub fn generate(size: Size, seed: u64) -> Self {
         // Small: 8 TBs of 256 threads, 128 columns (~1.6 M instructions);
-        // Large: 32 TBs, 512 columns (16x).
+        // Large: 32 TBs, 512 columns (16x). Huge: 2,112 TBs (two waves of 8 TBs/SM on the
+        // h100) of 64 columns: A is 277 MB (Large's 512 columns would make it 2.2 GB).
         let (m, n) = match size {
             Size::Small => (2048, 128),
             Size::Large => (8192, 512),
+            Size::Huge => (540_672, 64),
         };
         let mut rng = Rng::for_kernel("dgemv", seed);
         let mut fill = |len: usize| (0..len).map(|_| 2.0 * rng.f64() - 1.0).collect::<Vec<_>>();

@@ -24,10 +24,12 @@ pub struct Problem {
 impl Problem {
     pub fn generate(size: Size, seed: u64) -> Self {
         // Small: 4x4 blocks of 256 threads, 4 k-iterations (about 1 M thread instructions).
-        // Large: 10x10 blocks, 10 k-iterations (about 16x more).
+        // Large: 10x10 blocks, 10 k-iterations (about 16x more). Huge: 48x48 blocks, still 10
+        // k-iterations (2,304 TBs: 2.2 waves of 8 TBs/SM on the h100).
         let (m, n, k) = match size {
             Size::Small => (64, 64, 64),
             Size::Large => (160, 160, 160),
+            Size::Huge => (768, 768, 160),
         };
         let mut rng = Rng::for_kernel("gemm", seed);
         let mut fill = |len: usize| {

@@ -22,10 +22,12 @@ pub fn bin(v: u32) -> usize {
 
 impl Problem {
     pub fn generate(size: Size, seed: u64) -> Self {
-        // Small: 16 TBs x 256 threads x 16 elements (~0.8 M instructions); Large: 256 TBs.
+        // Small: 16 TBs x 256 threads x 16 elements (~0.8 M instructions); Large: 256 TBs;
+        // Huge: 2,304 TBs (2.2 waves of 8 TBs/SM on the h100).
         let n = match size {
             Size::Small => 1 << 16,
             Size::Large => 1 << 20,
+            Size::Huge => 9 << 20,
         };
         let mut rng = Rng::for_kernel("hist", seed);
         // A quarter of the values are one of four hot values: heavy contention on a few bins.

@@ -25,10 +25,12 @@ pub struct Problem {
 
 impl Problem {
     pub fn generate(size: Size, seed: u64) -> Self {
-        // Small: 4x4 TBs, 4 launches (~0.7 M instructions); Large: 16x16 TBs, 6 launches.
+        // Small: 4x4 TBs, 4 launches (~0.7 M instructions); Large: 16x16 TBs, 6 launches;
+        // Huge: 48x48 TBs (2.9 waves of 6 TBs/SM on the h100), 6 launches.
         let (width, height, steps) = match size {
             Size::Small => (64, 64, 4),
             Size::Large => (256, 256, 6),
+            Size::Huge => (768, 768, 6),
         };
         let mut rng = Rng::for_kernel("hotspot", seed);
         let temp = (0..width * height)

@@ -30,10 +30,13 @@ fn halves(w: i32) -> [i32; 2] {
 
 impl Problem {
     pub fn generate(size: Size, seed: u64) -> Self {
-        // Small: 8 TBs of 256 threads, 256 int8 columns; large: 32 TBs, 2,048 columns.
+        // Small: 8 TBs of 256 threads, 256 int8 columns; large: 32 TBs, 2,048 columns; huge:
+        // 2,112 TBs (two waves of 8 TBs/SM on the h100) of Small's 256 columns, so that A
+        // stays at 138 MB.
         let (m, k4) = match size {
             Size::Small => (2048, 64),
             Size::Large => (8192, 512),
+            Size::Huge => (540_672, 64),
         };
         let mut rng = Rng::for_kernel("igemv", seed);
         let mut fill = |len: usize| (0..len).map(|_| rng.next_u32() as i32).collect::<Vec<_>>();

@@ -24,10 +24,12 @@ fn coord(rng: &mut Rng) -> f32 {
 
 impl Problem {
     pub fn generate(size: Size, seed: u64) -> Self {
-        // Small: 128 TBs of 32 threads, 16 calls each (~1.6 M instructions); Large: 2048 TBs.
+        // Small: 128 TBs of 32 threads, 16 calls each (~1.6 M instructions); Large: 2048 TBs;
+        // Huge: 9,216 TBs (2.2 waves of 32 TBs/SM on the h100).
         let n = match size {
             Size::Small => 4096,
             Size::Large => 65_536,
+            Size::Huge => 294_912,
         };
         let mut rng = Rng::for_kernel("kmeans", seed);
         let centroids = (0..K * D).map(|_| coord(&mut rng)).collect();

@@ -92,10 +92,11 @@ impl Problem {
     pub fn generate(size: Size, seed: u64) -> Self {
         // Rows of 1,024 (a transformer's hidden size); four rows per 128-thread TB.
         // Small: 128 rows, 32 TBs, ~430 instructions per thread (~1.8 M); Large: 2,048 rows,
-        // 512 TBs (~28 M).
+        // 512 TBs (~28 M); Huge: 12,288 rows, 3,072 TBs (2.3 waves of 10 TBs/SM on the h100).
         let (rows, cols) = match size {
             Size::Small => (128, 1024),
             Size::Large => (2048, 1024),
+            Size::Huge => (12_288, 1024),
         };
         let mut rng = Rng::for_kernel("layernorm", seed);
         let mut x = Vec::with_capacity(rows * cols);

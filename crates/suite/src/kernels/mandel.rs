@@ -26,10 +26,12 @@ pub struct Problem {
 impl Problem {
     pub fn generate(size: Size, seed: u64) -> Self {
         // Small: 3072 pixels = 24 items on 6 TBs, up to 64 iterations of ~12 instructions
-        // (~1.5 M); Large: 49,152 pixels = 384 items on 96 TBs.
+        // (~1.5 M); Large: 49,152 pixels = 384 items on 96 TBs; Huge: 2,408,448 pixels =
+        // 18,816 items on 4,704 TBs (2.2 waves of 16 TBs/SM on the h100).
         let (width, height) = match size {
             Size::Small => (64, 48),
             Size::Large => (256, 192),
+            Size::Huge => (1792, 1344),
         };
         let one = 1i64 << FRAC;
         let step = (11 * one / 4) / width as i64; // 2.75 units across

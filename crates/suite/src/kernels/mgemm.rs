@@ -31,10 +31,12 @@ impl Problem {
         // zero-filled by cp.async. Small: 2x2 TBs of 128 threads, 7 k-tiles (the last one
         // 8 wide): 0.56 M thread instructions on the functional core (~1,090 per thread; per
         // k-tile 4 cp.async, 8 ldmatrix, 16 mma and their addressing). Large: 6x6 TBs, 17
-        // k-tiles: 22x the flops, 10.4 M thread instructions (19x).
+        // k-tiles: 22x the flops, 10.4 M thread instructions (19x). Huge: 40x40 TBs (2.4
+        // waves of 5 TBs/SM on the h100), still 17 k-tiles.
         let (m, n, k) = match size {
             Size::Small => (128, 128, 200),
             Size::Large => (384, 384, 520),
+            Size::Huge => (2560, 2560, 520),
         };
         let mut rng = Rng::for_kernel("mgemm", seed);
         let a = rng.f16s(m * k, -1.0, 1.0);
@@ -147,7 +149,7 @@ mod tests {
 
     #[test]
     fn k_is_not_a_whole_number_of_tiles() {
-        for size in [Size::Small, Size::Large] {
+        for size in [Size::Small, Size::Large, Size::Huge] {
             let p = Problem::generate(size, 1);
             assert!(
                 !p.k.is_multiple_of(32) && p.k.is_multiple_of(K_ALIGN),

@@ -72,10 +72,12 @@ pub fn to_u64(x: &[u32; LIMBS]) -> [u64; 4] {
 impl Problem {
     pub fn generate(size: Size, seed: u64) -> Self {
         // Small: 4,096 threads in 32 TBs, ~350 instructions each over the three launches
-        // (~1.4 M); Large: 65,536 threads (~23 M).
+        // (~1.4 M); Large: 65,536 threads (~23 M); Huge: 589,824 threads, 4,608 TBs per launch
+        // (2.2 waves of 16 TBs/SM on the h100 for the first launch, 2.9 of 12 for mul_u64x4).
         let n = match size {
             Size::Small => 4096,
             Size::Large => 65_536,
+            Size::Huge => 589_824,
         };
         let mut rng = Rng::for_kernel("mulword", seed);
         let number = |rng: &mut Rng| -> [u32; LIMBS] {

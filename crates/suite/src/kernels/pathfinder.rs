@@ -19,10 +19,12 @@ pub struct Problem {
 impl Problem {
     pub fn generate(size: Size, seed: u64) -> Self {
         // Small: 4 launches of 5 TBs, 16 rows each (~1.5 M instructions).
-        // Large: 8 launches of 37 TBs.
+        // Large: 8 launches of 37 TBs. Huge: 4 launches of 2,143 TBs (2.0 waves of 8 TBs/SM
+        // on the h100), half of Large's launches so that the wall stays at 125 MB.
         let (rows, cols) = match size {
             Size::Small => (65, 1000),
             Size::Large => (129, 8000),
+            Size::Huge => (65, 480_000),
         };
         let mut rng = Rng::for_kernel("pathfinder", seed);
         Problem {

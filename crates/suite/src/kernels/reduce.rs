@@ -4,8 +4,9 @@ use super::util::{alloc_zeroed, blocks_for, download, f32_sum_tol, launch, uploa
 use crate::{Arg, Device, DeviceError, Dim3, Kernel, Size, Stress, Target, Verification};
 
 const BLOCK: u32 = 512;
-/// Elements per thread in the first launch; the grid follows from it (and is at most
-/// `BLOCK`, so that the second launch is one block with one partial per thread).
+/// Elements per thread in the first launch; the grid follows from it. The second launch is
+/// one block over the partials: one per thread for Small and Large, a grid-stride loop over
+/// two or three per thread for Huge.
 const PER_THREAD: usize = 8;
 const THRESHOLD: f32 = 0.75;
 
@@ -18,10 +19,12 @@ pub struct Problem {
 
 impl Problem {
     pub fn generate(size: Size, seed: u64) -> Self {
-        // Small: 16 TBs of 512 threads (~1.5 M instructions); Large: 256 TBs.
+        // Small: 16 TBs of 512 threads (~1.5 M instructions); Large: 256 TBs; Huge: 1,056 TBs
+        // (two waves of 4 TBs/SM on the h100).
         let n = match size {
             Size::Small => (1 << 16) - 100,
             Size::Large => (1 << 20) - 100,
+            Size::Huge => 1056 * BLOCK as usize * PER_THREAD - 100,
         };
         let mut rng = Rng::for_kernel("reduce", seed);
         Problem {
@@ -69,7 +72,7 @@ impl Kernel for Reduce {
     ) -> Result<Verification, DeviceError> {
         let p = Problem::generate(size, seed);
         let n = p.data.len();
-        let grid = blocks_for(n, BLOCK as usize * PER_THREAD).min(BLOCK);
+        let grid = blocks_for(n, BLOCK as usize * PER_THREAD);
         let data = upload(dev, &p.data)?;
         let partial = alloc_zeroed::<f32>(dev, grid as usize)?;
         let total = alloc_zeroed::<f32>(dev, 1)?;
@@ -100,14 +103,16 @@ impl Kernel for Reduce {
         let mut check = Checker::new();
         // Any summation order is within γ_d·Σ|x| where d is the depth of the GPU's summation
         // tree: each thread adds ceil(n / threads) elements serially, then 5 shuffle levels
-        // and 5 cross-warp levels per launch, twice (f32_sum_tol adds the margin).
+        // and 5 cross-warp levels per launch, twice (f32_sum_tol adds the margin). In the
+        // second launch a thread adds ceil(grid / BLOCK) partials to zero, the first exactly.
         let serial = n.div_ceil(grid as usize * BLOCK as usize);
+        let serial_partials = grid.div_ceil(BLOCK) as usize - 1;
         check.near(
             "sum",
             0,
             got_sum[0] as f64,
             sum,
-            f32_sum_tol(serial + 20, abs),
+            f32_sum_tol(serial + serial_partials + 20, abs),
         );
         check.exact("count", 0, got_count[0], above);
         Ok(check.finish())

@@ -58,10 +58,12 @@ pub fn tolerances(x: &[f32], y: &[f64]) -> Vec<f64> {
 impl Problem {
     pub fn generate(size: Size, seed: u64) -> Self {
         // Rows of 1,024 scores, one 256-thread TB each. Small: 32 rows, ~340 instructions per
-        // thread (~2.8 M); Large: 512 rows (~45 M).
+        // thread (~2.8 M); Large: 512 rows (~45 M); Huge: 2,304 rows (2.2 waves of 8 TBs/SM on
+        // the h100).
         let (rows, cols) = match size {
             Size::Small => (32, 1024),
             Size::Large => (512, 1024),
+            Size::Huge => (2304, 1024),
         };
         let mut rng = Rng::for_kernel("softmax", seed);
         let mut x = Vec::with_capacity(rows * cols);

@@ -18,10 +18,12 @@ pub struct Problem {
 impl Problem {
     pub fn generate(size: Size, seed: u64) -> Self {
         // Small: 4096 rows = 64 TBs, ~16 nonzeros per row (~0.6 M instructions);
-        // Large: 65,536 rows.
+        // Large: 65,536 rows; Huge: 589,824 rows = 9,216 TBs (2.2 waves of 32 TBs/SM on the
+        // h100).
         let rows = match size {
             Size::Small => 4096,
             Size::Large => 65_536,
+            Size::Huge => 589_824,
         };
         let mut rng = Rng::for_kernel("spmv", seed);
         let mut row_ptr = vec![0i32];

@@ -28,10 +28,12 @@ pub fn q0sqr(t: usize) -> f32 {
 impl Problem {
     pub fn generate(size: Size, seed: u64) -> Self {
         // Small: 4x4 TBs, 3 iterations of 2 launches (~1.5 M instructions);
-        // Large: 16x16 TBs, 4 iterations.
+        // Large: 16x16 TBs, 4 iterations; Huge: 48x48 TBs (2.2 waves of 8 TBs/SM on the h100),
+        // 4 iterations.
         let (rows, cols, iterations) = match size {
             Size::Small => (64, 64, 3),
             Size::Large => (256, 256, 4),
+            Size::Huge => (768, 768, 4),
         };
         let mut rng = Rng::for_kernel("srad", seed);
         // Two flat regions (1.0 and 1.5) separated by an edge, with +-10% speckle.

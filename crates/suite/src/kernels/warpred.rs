@@ -38,10 +38,12 @@ impl Problem {
     pub fn generate(size: Size, seed: u64) -> Self {
         // n is not a multiple of 32, so the last warp runs with a partial mask.
         // Small: 16 TBs of 256 threads, 8 elements each, ~115 instructions per element
-        // (~3.8 M); Large: 256 TBs (~60 M).
+        // (~3.8 M); Large: 256 TBs (~60 M); Huge: 2,304 TBs (2.9 waves of 6 TBs/SM on the
+        // h100).
         let n = match size {
             Size::Small => (1 << 15) - 13,
             Size::Large => (1 << 19) - 13,
+            Size::Huge => (9 << 19) - 13,
         };
         let mut rng = Rng::for_kernel("warpred", seed);
         // Runs of one key, 1-96 long, half of them sprinkled with random keys: warps see from

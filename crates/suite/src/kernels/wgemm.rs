@@ -33,10 +33,12 @@ impl Problem {
         // Small: 2x2 TBs of 128 threads, 8 k-tiles: 0.39 M thread instructions on the
         // functional core (~760 per thread; per k-tile the staging, two barriers, 8 wmma.load
         // and 8 wmma.mma, then the wmma.load.c/store.d epilogue). Large: 6x6 TBs, 24 k-tiles:
-        // 27x the flops, 8.7 M thread instructions (22x).
+        // 27x the flops, 8.7 M thread instructions (22x). Huge: 40x40 TBs (2.4 waves of 5
+        // TBs/SM on the h100), still 24 k-tiles.
         let (m, n, k) = match size {
             Size::Small => (128, 128, 256),
             Size::Large => (384, 384, 768),
+            Size::Huge => (2560, 2560, 768),
         };
         let mut rng = Rng::for_kernel("wgemm", seed);
         let a = rng.f16s(m * k, -1.0, 1.0);
