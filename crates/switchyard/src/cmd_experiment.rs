@@ -6,10 +6,9 @@ use experiment::periodic::{self, PeriodicConfig, PeriodicResults};
 use experiment::study::{self, StudyConfig};
 use experiment::{figures, inplace, svg};
 use indicatif::{ProgressBar, ProgressStyle};
-use suite::Size;
 use switchyard::output::write_atomic;
 
-use super::{Outcome, PeriodicArgs, SizeArg, StudyArgs};
+use super::{Outcome, PeriodicArgs, StudyArgs};
 use crate::cmd_run::load_gpu;
 
 /// A suite kernel by name, or an error listing the suite.
@@ -41,13 +40,7 @@ pub(crate) fn study(args: StudyArgs) -> Outcome {
     let mut c = StudyConfig::default_on(gpu);
     c.max_cycles = args.max_cycles;
     c.instruction_limit = args.instruction_limit;
-    c.low = (
-        kernel(&args.low)?,
-        match args.low_size {
-            SizeArg::Small => Size::Small,
-            SizeArg::Large => Size::Large,
-        },
-    );
+    c.low = (kernel(&args.low)?, args.low_size.size());
     c.high.0 = kernel(&args.high)?;
     c.arrival = match args.arrival_us {
         Some(us) if us.is_finite() && (0.0..=1.0e7).contains(&us) => study::Arrival::AtUs(us),
@@ -145,10 +138,7 @@ pub(crate) fn periodic(args: PeriodicArgs) -> Outcome {
             .collect::<Result<_, _>>()?;
     }
 
-    config.size = match args.size {
-        SizeArg::Small => Size::Small,
-        SizeArg::Large => Size::Large,
-    };
+    config.size = args.size.size();
     if args.interval == 0 {
         return Err("--interval must be at least 1 cycle".into());
     }

@@ -17,7 +17,7 @@ use switchyard::ptx_run::{run_file, FileRunError};
 use switchyard::spec::Spec;
 use switchyard::suite_run::{run_kernel_on, Engine, ProgressFn, SuiteError, SuiteResult};
 
-use super::{MemoryCheckArg, Outcome, RunArgs, SchedulerArg, SizeArg};
+use super::{MemoryCheckArg, Outcome, RunArgs, SchedulerArg};
 
 /// One row of the table: a kernel on one target (all its launches).
 #[derive(Serialize)]
@@ -295,10 +295,7 @@ impl LazyBar {
 }
 
 pub(crate) fn run(args: RunArgs) -> Outcome {
-    let size = match args.size {
-        SizeArg::Small => Size::Small,
-        SizeArg::Large => Size::Large,
-    };
+    let size = args.size.size();
     let timed = if args.functional {
         None
     } else {

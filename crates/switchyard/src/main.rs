@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 use serde_json::json;
 
-use suite::Target;
+use suite::{Size, Target};
 use switchyard::diag::render_load_error;
 use switchyard::input::{read_text, Utf8};
 
@@ -395,11 +395,26 @@ impl TargetArg {
     }
 }
 
+/// A suite problem size (`suite::Size`).
 #[derive(Clone, Copy, Default, ValueEnum)]
 enum SizeArg {
+    /// For tests: well under a second per kernel in a debug build.
     #[default]
     Small,
+    /// For benchmarks, sized for the 15-SM GTX480.
     Large,
+    /// For the big presets: at least two full waves of TBs on the h100.
+    Huge,
+}
+
+impl SizeArg {
+    fn size(self) -> Size {
+        match self {
+            SizeArg::Small => Size::Small,
+            SizeArg::Large => Size::Large,
+            SizeArg::Huge => Size::Huge,
+        }
+    }
 }
 
 mod cmd_experiment;

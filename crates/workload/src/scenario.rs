@@ -26,7 +26,7 @@
 //! [[process]]
 //! name = "bfs"
 //! suite = "bfs"                   # a suite kernel's host program, verified by its reference
-//! size = "small"                  # small | large
+//! size = "small"                  # small | large | huge (suite::Size)
 //! seed = 1
 //! target = "sm_70"                # sm_70 | sm_80 | sm_90 (default: the kernel's oldest)
 //! arrival_us = 0.0
@@ -199,6 +199,7 @@ pub enum SizeName {
     #[default]
     Small,
     Large,
+    Huge,
 }
 
 #[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
@@ -752,6 +753,7 @@ impl Cx<'_> {
                     size: match p.size {
                         SizeName::Small => suite::Size::Small,
                         SizeName::Large => suite::Size::Large,
+                        SizeName::Huge => suite::Size::Huge,
                     },
                     seed: p.seed,
                     target: self.target(kernel, p.target, field, s.span())?,

@@ -131,6 +131,26 @@ fn malformed_files_and_unknown_fields_are_located() {
     assert!(e.contains("at least one [[process]]"), "{e}");
 }
 
+/// A suite process's `size` is one of the suite's sizes by name; another is refused, naming
+/// them.
+#[test]
+fn suite_sizes_are_named() {
+    let process =
+        |size: &str| format!("[[process]]\nname = \"p\"\nsuite = \"gemm\"\nsize = \"{size}\"\n");
+    for size in [suite::Size::Small, suite::Size::Large, suite::Size::Huge] {
+        let s = parse("s.toml", &process(size.name()), &Mem).unwrap();
+        match &s.processes[0].program {
+            workload::scenario::Program::Suite { size: got, .. } => assert_eq!(*got, size),
+            _ => panic!("not a suite program"),
+        }
+    }
+    let e = error(&process("gigantic"));
+    assert!(
+        e.starts_with("s.toml:4:") && e.contains("gigantic") && e.contains("huge"),
+        "{e}"
+    );
+}
+
 fn setup(s: &workload::Scenario, max_cycles: u64) -> Setup {
     let gpu = GpuConfig::preset("gtx480").unwrap();
     Setup::for_scenario(s, TimedGpu::new(gpu), max_cycles)
