@@ -313,10 +313,7 @@ pub fn footprint(t: &TextureDesc, g: Geometry, c: Coords, layer: i32) -> Footpri
         let mut idx = [0u32; 3];
         let mut weight = 1.0f32;
         let mut border = false;
-        for d in 0..3 {
-            if d >= g.dims {
-                continue;
-            }
+        for d in 0..g.dims {
             let up = (k >> d) & 1 == 1;
             if linear {
                 weight *= if up { frac[d] } else { 1.0 - frac[d] };

@@ -269,28 +269,33 @@ fn groups(plan: WmmaPlan, frag: Frag) -> u32 {
     }
 }
 
-/// Which registers of one `mma` fragment a wmma fragment holds, in order: all of them, or
-/// for a `half` plan's A and accumulator those holding rows 0–7 (`None` marks the others,
-/// which read zero and whose results are dropped).
+/// Whether a wmma fragment holds register `k` of each `mma` tile's fragment: all of them, or
+/// for a `half` plan's A and accumulator those holding rows 0–7.
+fn holds(plan: WmmaPlan, frag: Frag, elem: MmaElem, k: u32) -> bool {
+    let (row, _) = mma_element(plan.mma, frag, elem, 0, k * elem.per_reg());
+    !(plan.half && frag != Frag::B && row >= 8)
+}
+
+/// Which registers of one `mma` fragment a wmma fragment holds, in order (`None` marks those
+/// it does not hold: they read zero and their results are dropped).
 pub fn wmma_tile_regs(plan: WmmaPlan, frag: Frag, elem: MmaElem) -> Vec<Option<u32>> {
-    let n = frag_regs(plan.mma, frag, elem);
     let mut next = 0;
-    (0..n)
+    (0..frag_regs(plan.mma, frag, elem))
         .map(|k| {
-            let (row, _) = mma_element(plan.mma, frag, elem, 0, k * elem.per_reg());
-            if plan.half && frag != Frag::B && row >= 8 {
-                None
-            } else {
+            holds(plan, frag, elem, k).then(|| {
                 next += 1;
-                Some(next - 1)
-            }
+                next - 1
+            })
         })
         .collect()
 }
 
-/// Registers per `mma` tile that a wmma fragment holds.
+/// Registers per `mma` tile that a wmma fragment holds (without allocating: the layout
+/// functions run for every element a wmma load or store moves).
 fn regs_per_tile(plan: WmmaPlan, frag: Frag, elem: MmaElem) -> u32 {
-    wmma_tile_regs(plan, frag, elem).iter().flatten().count() as u32
+    (0..frag_regs(plan.mma, frag, elem))
+        .filter(|&k| holds(plan, frag, elem, k))
+        .count() as u32
 }
 
 /// Registers of a `wmma` fragment, as PTX declares them: the plan's `mma` fragments side by
@@ -320,11 +325,11 @@ pub fn wmma_layout(
     let per = regs_per_tile(plan, frag, elem);
     let reg = reg % (groups(plan, frag) * per);
     let (g, r) = (reg / per, reg % per);
-    // The `mma` register this one is.
-    let k = wmma_tile_regs(plan, frag, elem)
-        .iter()
-        .position(|x| *x == Some(r))
-        .expect("r < per") as u32;
+    // The `mma` register this one is: the `r`-th one held.
+    let k = (0..frag_regs(plan.mma, frag, elem))
+        .filter(|&k| holds(plan, frag, elem, k))
+        .nth(r as usize)
+        .expect("r < per");
     let (row, col) = mma_element(plan.mma, frag, elem, lane, k * elem.per_reg() + i);
     let m = u32::from(plan.mma.m);
     match frag {
