@@ -1,11 +1,11 @@
 //! Context-save traffic is real memory traffic: a memory-bound kernel runs on some SMs while
-//! the others stream context saves ([`Machine::transfer`]) at a fixed rate. The saves cross
+//! the others stream context saves ([`gpu::timing::Request::Transfer`]) at a fixed rate. The saves cross
 //! the interconnect at context priority, one packet per line (the saved lines then reach
 //! DRAM as the L2's ordinary write-backs), and the more bytes they move the longer the
 //! co-running kernel takes.
 
 use gpu::config::GpuConfig;
-use gpu::timing::{Control, LaunchId, Machine, SmId, TimedGpu, TimingError};
+use gpu::timing::{Control, Direction, LaunchId, Machine, Request, SmId, TimedGpu, TimingError};
 use gpu::{DevPtr, Gpu, KernelArg, ModuleId};
 use suite::{Size, Target};
 
@@ -32,7 +32,10 @@ impl Control for Interfere {
     fn on_cycle(&mut self, m: &mut Machine) -> Result<(), TimingError> {
         for sm in m.sm_ids().skip(SAVERS as usize) {
             if m.launch(self.launch).undispatched() > 0 && m.fits(sm, self.launch) {
-                m.dispatch(sm, self.launch)?;
+                m.request(Request::Dispatch {
+                    sm,
+                    launch: self.launch,
+                })?;
             }
         }
         if self.bytes > 0 && m.cycle() >= self.next {
@@ -41,13 +44,15 @@ impl Control for Interfere {
                 if self.offset + self.bytes > AREA {
                     self.offset = 0;
                 }
-                m.transfer(
-                    SmId(sm),
-                    true,
-                    self.area + self.offset,
-                    self.bytes,
-                    self.launch,
-                )?;
+                let now = m.cycle();
+                m.request(Request::Transfer {
+                    sm: SmId(sm),
+                    direction: Direction::Save,
+                    base: self.area + self.offset,
+                    bytes: self.bytes,
+                    launch: self.launch,
+                    not_before: now,
+                })?;
                 self.offset += self.bytes;
             }
         }

@@ -12,8 +12,8 @@ mod timing_common;
 
 use gpu::config::GpuConfig;
 use gpu::timing::{
-    Control, Event, LaunchId, Machine, SmId, StopAt, TbContext, TbRef, TimedGpu, TimedStats,
-    TimingError,
+    AfterStop, Control, Event, LaunchId, Machine, Request, SmId, Start, StopAt, TbContext,
+    TbControl, TbRef, TimedGpu, TimedStats, TimingError, WarpReports,
 };
 use gpu::{DevPtr, Gpu, KernelArg, ModuleId};
 use suite::{Rng, Size, Target};
@@ -85,8 +85,8 @@ impl Shuffler<'_> {
     fn evict_one(&mut self, m: &mut Machine) -> Result<(), TimingError> {
         let mut all = Vec::new();
         for sm in m.sm_ids() {
-            for (tb, stopping) in m.resident(sm) {
-                if !stopping && tb.launch == self.launch {
+            for (tb, control) in m.resident(sm) {
+                if control == TbControl::Running && tb.launch == self.launch {
                     all.push((sm, tb));
                 }
             }
@@ -136,7 +136,13 @@ impl Shuffler<'_> {
         } else {
             c.running += 1;
         }
-        m.stop(sm, tb, self.stop_at)?;
+        m.request(Request::Stop {
+            sm,
+            tb,
+            at: self.stop_at,
+            then: AfterStop::Leave,
+            reports: WarpReports::None,
+        })?;
         Ok(())
     }
 }
@@ -198,12 +204,20 @@ impl Control for Shuffler<'_> {
             }
             let sm = room[self.rng.below(room.len() as u32) as usize];
             let (context, _) = self.held.remove(i);
-            m.install(sm, context).map_err(|(e, _)| e)?;
+            m.request(Request::Install {
+                sm,
+                context,
+                into: None,
+                start: Start::Running,
+            })?;
             self.counts.restores += 1;
         }
         for sm in m.sm_ids() {
             if m.launch(self.launch).undispatched() > 0 && m.fits(sm, self.launch) {
-                m.dispatch(sm, self.launch)?;
+                m.request(Request::Dispatch {
+                    sm,
+                    launch: self.launch,
+                })?;
             }
         }
         while self.evict_at.last().is_some_and(|&c| c <= now) {

@@ -119,6 +119,14 @@ impl<I: Id, T> IdVec<I, T> {
     pub fn as_slice(&self) -> &[T] {
         &self.items
     }
+
+    pub fn get_mut(&mut self, id: I) -> Option<&mut T> {
+        self.items.get_mut(id.index())
+    }
+
+    pub fn values_mut(&mut self) -> std::slice::IterMut<'_, T> {
+        self.items.iter_mut()
+    }
 }
 
 impl<I: Id, T> Default for IdVec<I, T> {

@@ -565,8 +565,9 @@ struct SliceState {
     fills: DelayQueue<DramTag>,
 }
 
-/// See [`MemorySystem::issue_state`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// See [`MemorySystem::issue_state`]. The default is the state of a memory that never
+/// refuses (a test double's).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct IssueState {
     l1_busy: bool,
     free_slots: usize,

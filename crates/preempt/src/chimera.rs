@@ -118,7 +118,7 @@ impl Mechanism for Chimera {
         cx: &mut Cx,
     ) -> Result<(), TimingError> {
         let now = cx.machine.cycle();
-        let tbs = cx.request(sm);
+        let tbs = cx.take_sm(sm);
         let m = &*cx.machine;
         let deadline = self.deadline_us * m.config().sm.clock_mhz;
         let bandwidth = m.memory_config().dram_bytes_per_core_cycle() / f64::from(m.sm_count());

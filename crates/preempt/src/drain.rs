@@ -52,7 +52,7 @@ impl Mechanism for Drain {
         cx: &mut Cx,
     ) -> Result<(), TimingError> {
         let now = cx.machine.cycle();
-        for tb in cx.request(sm) {
+        for tb in cx.take_sm(sm) {
             self.watch(sm, tb, now);
         }
         Ok(())

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use analysis::{AliasModel, Idempotence, IdempotenceConfig};
-use gpu::timing::{HoldId, LaunchId, Machine, SmId, TbContext, TbRef, TimingError};
+use gpu::timing::{HoldId, LaunchId, Machine, Request, SmId, TbContext, TbRef, TimingError};
 use kir::{InstId, Kernel};
 
 use crate::drain::{not_mine, Drain};
@@ -77,7 +77,7 @@ impl Flush {
         cx: &mut Cx,
     ) -> Result<(), TimingError> {
         let now = cx.machine.cycle();
-        cx.machine.discard(sm, tb)?;
+        cx.ask(Request::Discard { sm, tb })?;
         cx.out.records.push(Record::Preempted {
             sm,
             tb,
@@ -146,7 +146,7 @@ impl Mechanism for Flush {
         cx: &mut Cx,
     ) -> Result<(), TimingError> {
         let now = cx.machine.cycle();
-        let tbs = cx.request(sm);
+        let tbs = cx.take_sm(sm);
         for tb in tbs {
             match self.flushable(cx.machine, sm, tb) {
                 Some(discarded) => self.flush_tb(sm, tb, discarded, cx)?,

@@ -12,7 +12,7 @@
 //!   instruction (LIVE, SIMT-aware) — with the TB's shared memory, SIMT stacks and barrier
 //!   state; restoring is symmetric. Saves and restores are real traffic through the SM's
 //!   LD/ST unit, the L1, the interconnect, the L2 and DRAM at context priority
-//!   ([`gpu::timing::Machine::transfer`]), and the TB's resources stay taken while its
+//!   ([`gpu::timing::Request::Transfer`]), and the TB's resources stay taken while its
 //!   context moves.
 //!
 //! Every mechanism logs, per TB, when the request came, when the TB stopped, when its
@@ -28,7 +28,8 @@ pub mod switch;
 use std::sync::Arc;
 
 use gpu::timing::{
-    HoldId, LaunchId, Machine, Pass, SmId, TbContext, TbRef, TimingError, TransferId,
+    Direction, Event, HoldId, LaunchId, Machine, Pass, Request, SmId, TbContext, TbControl, TbRef,
+    Ticket, TimingError, TransferId,
 };
 use serde::{Deserialize, Serialize};
 
@@ -185,7 +186,7 @@ pub trait Mechanism {
         hold: Option<HoldId>,
         cx: &mut Cx,
     ) -> Result<(), TimingError>;
-    /// Warp `warp` of `tb`, stopped with [`Machine::stop_pipelined`], drained on `sm`.
+    /// Warp `warp` of `tb`, stopped with per-warp reports ([`gpu::timing::WarpReports::EachWarp`]), drained on `sm`.
     fn warp_drained(
         &mut self,
         _sm: SmId,
@@ -208,6 +209,15 @@ pub trait Mechanism {
     }
     /// Brings `tb` back on `sm`, which has room for it.
     fn resume(&mut self, sm: SmId, tb: Preempted, cx: &mut Cx) -> Result<(), TimingError>;
+    /// Any other acknowledgement of a request this mechanism made (a TB stopped in place, a
+    /// routine done, a checkpoint written, a rollback, a warp held or released, a TB
+    /// resumed); by default none is expected, and one is an error.
+    fn acknowledged(&mut self, event: Event, _cx: &mut Cx) -> Result<(), TimingError> {
+        Err(TimingError::Mechanism(format!(
+            "{} was told of {event:?}, which it never asks for",
+            self.name()
+        )))
+    }
 }
 
 /// The mechanisms by name (scenario files and the command line choose one).
@@ -324,13 +334,40 @@ impl MechanismKind {
 }
 
 impl Cx<'_> {
-    /// The TBs on `sm` not already stopping, which a request for `sm` takes; records the
-    /// request.
-    pub fn request(&mut self, sm: SmId) -> Vec<TbRef> {
+    /// Makes a request of the machine (its refusal is an error of the mechanism's run).
+    pub fn ask(&mut self, request: Request) -> Result<Ticket, TimingError> {
+        Ok(self.machine.request(request)?)
+    }
+
+    /// Moves `bytes` context bytes of `launch` between `sm` and device memory at `base`,
+    /// none before core cycle `not_before` ([`Request::Transfer`]); the transfer's id.
+    pub fn transfer(
+        &mut self,
+        sm: SmId,
+        direction: Direction,
+        base: u64,
+        bytes: u64,
+        launch: LaunchId,
+        not_before: u64,
+    ) -> Result<TransferId, TimingError> {
+        let ticket = self.ask(Request::Transfer {
+            sm,
+            direction,
+            base,
+            bytes,
+            launch,
+            not_before,
+        })?;
+        Ok(ticket.transfer().expect("a transfer's ticket names it"))
+    }
+
+    /// The TBs on `sm` still running (not stopping or stopped), which a preemption request
+    /// for `sm` takes; records the request.
+    pub fn take_sm(&mut self, sm: SmId) -> Vec<TbRef> {
         let tbs: Vec<TbRef> = self
             .machine
             .resident(sm)
-            .filter(|(_, stopping)| !stopping)
+            .filter(|(_, control)| *control == TbControl::Running)
             .map(|(tb, _)| tb)
             .collect();
         self.out.records.push(Record::Requested {

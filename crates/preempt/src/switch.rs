@@ -28,7 +28,7 @@
 //!   when a kernel is preempted for another, only as many TBs give up their registers —
 //!   and, separately, their shared memory — as the incoming kernel needs (its demand times
 //!   the TBs of it an empty SM would hold, or fewer if fewer are left); the other TBs'
-//!   registers or shared memory stay on the SM, parked ([`gpu::timing::Machine::park`]),
+//!   registers or shared memory stay on the SM, parked ([`gpu::timing::Request::Park`]),
 //!   and are neither saved nor restored. A TB with parked parts resumes on its own SM;
 //!   should that SM be set up for a third kernel, the parked parts are saved after all.
 //!
@@ -58,7 +58,8 @@ use analysis::{Liveness, RegSet};
 use gpu::barrier::WarpStatus;
 use gpu::exec::{Warp, WARP_SIZE};
 use gpu::timing::{
-    HoldId, KernelPass, LaunchId, SmId, StopAt, TbContext, TbRef, TimingError, TransferId,
+    AfterStop, Direction, HoldId, Keep, KernelPass, LaunchId, Request, SmId, Start, StopAt,
+    TbContext, TbRef, TimingError, TransferId, WarpReports,
 };
 use kir::inst::{LiveVector, Op};
 use kir::{Id, InstId, Kernel, Reg};
@@ -605,9 +606,14 @@ impl Switch {
             ..save.census
         });
         if bytes > 0 {
-            let id =
-                cx.machine
-                    .transfer_from(sm, true, s.area + s.written, bytes, tb.launch, ready)?;
+            let id = cx.transfer(
+                sm,
+                Direction::Save,
+                s.area + s.written,
+                bytes,
+                tb.launch,
+                ready,
+            )?;
             s.written += bytes;
             s.moving.push((id, ready, None));
             self.moving.insert((sm, id), Moving::Save(tb));
@@ -620,11 +626,17 @@ impl Switch {
     /// [`Mechanism::preempt`], for mechanisms that choose per TB).
     pub fn switch_tb(&mut self, sm: SmId, tb: TbRef, cx: &mut Cx) -> Result<(), TimingError> {
         let now = cx.machine.cycle();
-        if self.config.pipelined {
-            cx.machine.stop_pipelined(sm, tb, self.config.stop)?;
-        } else {
-            cx.machine.stop_holding(sm, tb, self.config.stop)?;
-        }
+        cx.ask(Request::Stop {
+            sm,
+            tb,
+            at: self.config.stop,
+            then: AfterStop::LeaveHolding,
+            reports: if self.config.pipelined {
+                WarpReports::EachWarp
+            } else {
+                WarpReports::None
+            },
+        })?;
         let warps = cx.machine.warps_of(sm, tb).map_or(0, |w| w.len());
         let area_size = self.area_bound(cx, tb);
         let area = cx.machine.memory_mut().alloc(area_size);
@@ -697,7 +709,7 @@ impl Mechanism for Switch {
         next: Option<LaunchId>,
         cx: &mut Cx,
     ) -> Result<(), TimingError> {
-        let tbs = cx.request(sm);
+        let tbs = cx.take_sm(sm);
         let plan = self.in_place_plan(cx.machine, sm, &tbs, next);
         for (tb, (keep_registers, keep_shared)) in tbs.into_iter().zip(plan) {
             self.switch_tb(sm, tb, cx)?;
@@ -723,7 +735,7 @@ impl Mechanism for Switch {
         let launch = cx.machine.launch(tb.launch);
         let kernel = launch.ctx().kernel.clone();
         let block_x = launch.ctx().block[0];
-        let Some(w) = cx.machine.halted_warp(sm, tb, warp) else {
+        let Some(w) = cx.machine.idle_warp(sm, tb, warp) else {
             return Ok(());
         };
         let w = w.clone();
@@ -866,9 +878,14 @@ impl Mechanism for Switch {
             *free = start + work;
             start + work + self.config.compressor_latency
         };
-        let id = cx
-            .machine
-            .transfer_from(sm, true, s.area + s.written, rest, tb.launch, ready)?;
+        let id = cx.transfer(
+            sm,
+            Direction::Save,
+            s.area + s.written,
+            rest,
+            tb.launch,
+            ready,
+        )?;
         s.written += rest;
         s.moving.push((id, ready, None));
         s.last = Some(id);
@@ -909,7 +926,8 @@ impl Mechanism for Switch {
                 let s = self.saving.remove(&(sm, tb)).expect("saving");
                 let hold = s.hold.expect("stopped");
                 if s.keep_registers || s.keep_shared {
-                    cx.machine.park(sm, hold, s.keep_registers, s.keep_shared)?;
+                    let keep = Keep::of(s.keep_registers, s.keep_shared).expect("one part kept");
+                    cx.ask(Request::Park { sm, hold, keep })?;
                     let demand = *cx.machine.launch(tb.launch).demand();
                     let context = s.context.as_ref().expect("stopped");
                     // Saved after all, parked registers would go whole (4 bytes each).
@@ -929,7 +947,7 @@ impl Mechanism for Switch {
                         },
                     );
                 } else {
-                    cx.machine.release(sm, hold)?;
+                    cx.ask(Request::Release { sm, hold })?;
                 }
                 cx.out.records.push(Record::Preempted {
                     sm,
@@ -955,24 +973,27 @@ impl Mechanism for Switch {
             Moving::Unpark(tb) => {
                 // The parked parts are in memory now: the TB may resume anywhere.
                 if let Some(p) = self.parked.remove(&tb) {
-                    cx.machine.release(sm, p.hold)?;
+                    cx.ask(Request::Release { sm, hold: p.hold })?;
                     *self.unparked_bytes.entry(tb).or_default() += p.bytes;
                 }
             }
             Moving::Restore(mut r) => {
                 if let Some(rest) = r.then.take() {
                     let launch = r.preempted.context.tb.launch;
-                    let id = cx
-                        .machine
-                        .transfer(sm, false, r.preempted.area, rest, launch)?;
+                    let now = cx.machine.cycle();
+                    let id =
+                        cx.transfer(sm, Direction::Restore, r.preempted.area, rest, launch, now)?;
                     self.moving.insert((sm, id), Moving::Restore(r));
                     return Ok(());
                 }
                 let p = r.preempted;
                 let tb = p.context.tb;
-                cx.machine
-                    .install_held(sm, r.hold, p.context)
-                    .map_err(|(e, _)| e)?;
+                cx.ask(Request::Install {
+                    sm,
+                    context: p.context,
+                    into: Some(r.hold),
+                    start: Start::Running,
+                })?;
                 cx.machine.memory_mut().free(p.area);
                 cx.out.records.push(Record::Restored {
                     sm,
@@ -1022,7 +1043,8 @@ impl Mechanism for Switch {
         for tb in evict {
             let p = &self.parked[&tb];
             let area = cx.machine.memory_mut().alloc(p.bytes.max(1));
-            let id = cx.machine.transfer(sm, true, area, p.bytes, tb.launch)?;
+            let now = cx.machine.cycle();
+            let id = cx.transfer(sm, Direction::Save, area, p.bytes, tb.launch, now)?;
             cx.machine.memory_mut().free(area);
             self.moving.insert((sm, id), Moving::Unpark(tb));
         }
@@ -1033,10 +1055,16 @@ impl Mechanism for Switch {
         let tb = p.context.tb;
         let hold = match self.parked.remove(&tb) {
             Some(k) => {
-                cx.machine.unpark(sm, k.hold)?;
+                cx.ask(Request::Unpark { sm, hold: k.hold })?;
                 k.hold
             }
-            None => cx.machine.hold(sm, tb.launch)?,
+            None => cx
+                .ask(Request::Hold {
+                    sm,
+                    launch: tb.launch,
+                })?
+                .hold()
+                .expect("a hold's ticket names it"),
         };
         // Parked parts saved after all come back with the rest.
         if let Some(extra) = self.unparked_bytes.remove(&tb) {
@@ -1051,7 +1079,7 @@ impl Mechanism for Switch {
         } else {
             (p.area, data, None)
         };
-        let id = cx.machine.transfer(sm, false, from, first, tb.launch)?;
+        let id = cx.transfer(sm, Direction::Restore, from, first, tb.launch, now)?;
         self.moving.insert(
             (sm, id),
             Moving::Restore(Box::new(Restoring {

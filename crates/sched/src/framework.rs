@@ -504,6 +504,26 @@ impl Framework {
                     };
                     self.mechanism.transfer_done(sm, id, &mut cx)?;
                 }
+                // The other acknowledgements of the control protocol go to the mechanism,
+                // whose requests they answer.
+                e @ (Event::TbStopped { .. }
+                | Event::TbResumed { .. }
+                | Event::RoutineDone { .. }
+                | Event::WarpHeld { .. }
+                | Event::WarpReleased { .. }
+                | Event::CheckpointDone { .. }
+                | Event::TbRolledBack { .. }) => {
+                    let mut cx = Cx {
+                        machine: m,
+                        out: &mut self.out,
+                    };
+                    self.mechanism.acknowledged(e, &mut cx)?;
+                }
+                // Holds change no table of the framework.
+                Event::HoldTaken { .. }
+                | Event::HoldReleased { .. }
+                | Event::HoldParked { .. }
+                | Event::HoldUnparked { .. } => {}
                 Event::LaunchFinished { cycle, launch } => {
                     let Some(k) = t.slot_of(launch) else {
                         continue;
@@ -717,7 +737,10 @@ impl Framework {
                 };
                 self.mechanism.resume(sm, p, &mut cx)?;
             } else if m.launch(ksr.launch).undispatched() > 0 && m.fits(sm, ksr.launch) {
-                m.dispatch(sm, ksr.launch)?;
+                m.request(gpu::timing::Request::Dispatch {
+                    sm,
+                    launch: ksr.launch,
+                })?;
             } else {
                 continue;
             }

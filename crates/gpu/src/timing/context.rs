@@ -1,10 +1,11 @@
 //! Thread-block save and restore, mechanism-neutral: the architectural state of a TB taken
-//! off an SM ([`TbContext`]) and how it is stopped ([`StopAt`]).
+//! off an SM ([`TbContext`]); how it is stopped is the control protocol's
+//! ([`super::control::StopAt`]).
 //!
 //! This is the primitive every preemption mechanism drives (papers/tanasic-thesis §5.2.2:
 //! "the execution contexts of all the thread blocks running in the preempted SM are saved
 //! ... and these thread blocks are issued again, later on"). A stop request halts the TB's
-//! warps at an instruction boundary (or, for [`StopAt::PreemptionPoint`], each warp at its
+//! warps at an instruction boundary (or, for [`super::control::StopAt::PreemptionPoint`], each warp at its
 //! next `pp` / `bar.pp` or barrier, papers/lin-lightweight §IV-A), lets every instruction already issued
 //! finish — results written, loads returned, stores acknowledged — and then captures:
 //!
@@ -23,22 +24,9 @@
 
 use serde::Serialize;
 
-use super::ids::{HoldId, SmId, TbRef};
+use super::ids::{SmId, TbRef};
 use crate::barrier::{Barriers, WarpStatus};
 use crate::exec::Warp;
-
-/// Where a stopped TB's warps halt.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-pub enum StopAt {
-    /// At once: no warp of the TB issues another instruction.
-    Boundary,
-    /// Each warp runs on until it has executed a preemption point (`pp`, or a `bar.pp`
-    /// where it then waits) or finishes; a warp waiting at any barrier stops there too
-    /// (warps halted at points could never release it). A kernel without preemption points
-    /// or barriers therefore stops only when its warps finish (draining, as
-    /// papers/lin-lightweight §IV-A notes).
-    PreemptionPoint,
-}
 
 /// One warp of a stopped TB.
 #[derive(Clone, Debug)]
@@ -92,23 +80,4 @@ pub struct ContextSizes {
     pub registers: u64,
     pub shared: u64,
     pub simt_stack: u64,
-}
-
-/// Why a stop or an install was refused.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum ControlError {
-    #[error("{tb} is not resident on {sm}")]
-    NotResident { sm: SmId, tb: TbRef },
-    #[error("{tb} is already stopping on {sm}")]
-    AlreadyStopping { sm: SmId, tb: TbRef },
-    #[error("{tb} does not fit on {sm} now")]
-    NoRoom { sm: SmId, tb: TbRef },
-    #[error("{tb} belongs to a launch that has finished or was never submitted")]
-    UnknownLaunch { tb: TbRef },
-    #[error("no SM {sm}")]
-    NoSuchSm { sm: SmId },
-    #[error("{sm} has no {hold}")]
-    NoHold { sm: SmId, hold: HoldId },
-    #[error("{hold} on {sm} is not parked, or what it gave up does not fit now")]
-    CannotUnpark { sm: SmId, hold: HoldId },
 }

@@ -63,3 +63,17 @@ impl fmt::Display for TbRef {
         write!(f, "{}.tb{}", self.launch, self.index)
     }
 }
+
+kir::define_id!(
+    /// A checkpoint of a TB taken on one SM ([`super::Request::Checkpoint`]), numbered per SM.
+    #[derive(Serialize, Deserialize)]
+    #[serde(transparent)]
+    CheckpointId,
+    "ckpt"
+);
+kir::define_id!(
+    /// A memory access in flight from one SM (the tag the memory system returns with its
+    /// completion).
+    PendingId,
+    "acc"
+);

@@ -1,30 +1,36 @@
 //! The persistent machine: one object that owns the SMs, the memory system, device memory
 //! and the clock, and outlives launches, so caches stay warm between the launches of a
-//! program as on hardware (MACHINE-REVIEW.md, "One shape that removes them").
+//! program as on hardware.
 //!
 //! It holds any number of launches at once, each an owned [`LaunchCtx`] with its kernel as
 //! timed ([`TimedKernel`]), and is driven from outside: [`Machine::submit`] a launch,
-//! [`Machine::step`] one core cycle at a time with a [`Control`] that places TBs, and read
-//! the [`Event`]s it produced. What runs where is not the machine's business: the control
-//! (the SM driver of a scheduling framework, or the one-launch driver of [`super::run_timed`])
-//! decides, through [`Machine::dispatch`], [`Machine::stop`] and [`Machine::install`].
+//! [`Machine::step`] one core cycle at a time with a [`Control`], and read the [`Event`]s it
+//! produced. What runs where is not the machine's business: the control (the SM driver of a
+//! scheduling framework, or the one-launch driver of [`super::run_timed`]) decides, through
+//! [`Machine::request`] and the control protocol of [`super::control`].
 //!
 //! **One cycle**, in a fixed order so results are deterministic (DESIGN.md §1.5): completed
 //! memory accesses release their registers; every SM, in index order, runs its schedulers
 //! (each issues at most one warp instruction); every SM completes barriers, retires finished
-//! TBs and captures stopped ones (events [`Event::TbFinished`], [`Event::TbEvicted`]); the
-//! control acts (dispatch, install, stop); the occupancy is sampled; launches whose TBs are
-//! all done and whose accesses have all completed finish ([`Event::LaunchFinished`]); the
-//! memory system advances to the next core edge.
+//! TBs and acknowledges what completed (events, per SM in the order of [`Event`]'s kinds:
+//! finished, drained, evicted, transfers, stopped, routines, checkpoints); the control acts;
+//! the occupancy is sampled; launches whose TBs are all done and whose accesses have all
+//! completed finish ([`Event::LaunchFinished`]); the memory system advances to the next core
+//! edge.
 //!
 //! **State stays where it lives.** Each SM keeps its resident TBs, its resources
 //! ([`super::SmLedger`]) and its counters, per launch too; the machine sums them when a
 //! launch finishes. SMs share nothing mutable but device memory and the memory system.
+//!
+//! **The memory hierarchy** is a [`MemoryBackend`]: the full `memsys` model by default, or,
+//! for tests of SMs alone, [`super::backend::FixedLatency`].
 
 use kir::Id;
-use memsys::{Domain, MemConfig, MemorySystem};
+use memsys::{MemConfig, MemorySystem};
 
-use super::context::{ControlError, StopAt, TbContext};
+use super::backend::MemoryBackend;
+use super::context::TbContext;
+use super::control::{HoldState, TbCheckpoint, TbControl, WarpControl};
 use super::ids::{HoldId, LaunchId, SmId, TbRef, TransferId};
 use super::launch::{frontend_total, Launch, Snapshot, TimedKernel};
 use super::ledger::SmLedger;
@@ -38,44 +44,130 @@ use crate::exec::LaunchCtx;
 use crate::memory::DeviceMemory;
 use crate::occupancy::{Occupancy, TbDemand};
 
-/// What the machine reports, stamped with the core cycle it happened in.
+/// What the machine reports, stamped with the core cycle it happened in. Every request of
+/// the control protocol is acknowledged by one of these (named in [`super::Request`]).
 #[derive(Debug)]
 pub enum Event {
     /// A new TB of a launch was placed on an SM.
-    TbDispatched { cycle: u64, sm: SmId, tb: TbRef },
+    TbDispatched {
+        cycle: u64,
+        sm: SmId,
+        tb: TbRef,
+    },
     /// A TB finished (its warps exited and their loads returned) and left its SM.
-    TbFinished { cycle: u64, sm: SmId, tb: TbRef },
+    TbFinished {
+        cycle: u64,
+        sm: SmId,
+        tb: TbRef,
+    },
     /// A stopped TB left its SM; its state is the context, to be installed again. With a
-    /// hold ([`Machine::stop_holding`]), its resources stay taken until released.
+    /// hold, its resources stay taken until released.
     TbEvicted {
         cycle: u64,
         sm: SmId,
         context: Box<TbContext>,
         hold: Option<HoldId>,
     },
-    /// A warp of a TB stopped by [`Machine::stop_pipelined`] has drained: it is halted, its
-    /// issued instructions have finished and its registers are final
-    /// ([`Machine::halted_warp`] reads them). Comes before the TB's [`Event::TbEvicted`].
+    /// A warp of a TB stopped with per-warp reports has drained: it is halted, its issued
+    /// instructions have finished and its registers are final ([`Machine::idle_warp`] reads
+    /// them). Comes before the TB's own acknowledgement.
     WarpDrained {
         cycle: u64,
         sm: SmId,
         tb: TbRef,
         warp: u32,
     },
-    /// A TB was thrown away ([`Machine::discard`]); it will run again from its start.
-    TbDiscarded { cycle: u64, sm: SmId, tb: TbRef },
-    /// A context transfer ([`Machine::transfer`]) completed: every store acknowledged, every
-    /// load returned.
+    /// A TB was thrown away; it will run again from its start.
+    TbDiscarded {
+        cycle: u64,
+        sm: SmId,
+        tb: TbRef,
+    },
+    /// A context transfer completed: every store acknowledged, every load returned.
     TransferDone {
         cycle: u64,
         sm: SmId,
         id: TransferId,
     },
     /// A stopped TB's context was installed on an SM.
-    TbRestored { cycle: u64, sm: SmId, tb: TbRef },
+    TbRestored {
+        cycle: u64,
+        sm: SmId,
+        tb: TbRef,
+    },
+    /// A stop that keeps the TB resident completed: every warp halted, held or finished,
+    /// nothing in flight.
+    TbStopped {
+        cycle: u64,
+        sm: SmId,
+        tb: TbRef,
+    },
+    /// A stopped TB's warps issue again.
+    TbResumed {
+        cycle: u64,
+        sm: SmId,
+        tb: TbRef,
+    },
+    /// A warp's routine ended and its accesses completed; the warp is halted where it was.
+    RoutineDone {
+        cycle: u64,
+        sm: SmId,
+        tb: TbRef,
+        warp: u32,
+    },
+    /// A warp was held, or released.
+    WarpHeld {
+        cycle: u64,
+        sm: SmId,
+        tb: TbRef,
+        warp: u32,
+    },
+    WarpReleased {
+        cycle: u64,
+        sm: SmId,
+        tb: TbRef,
+        warp: u32,
+    },
+    /// Resources were taken under a hold, given back, parked or unparked.
+    HoldTaken {
+        cycle: u64,
+        sm: SmId,
+        hold: HoldId,
+    },
+    HoldReleased {
+        cycle: u64,
+        sm: SmId,
+        hold: HoldId,
+    },
+    HoldParked {
+        cycle: u64,
+        sm: SmId,
+        hold: HoldId,
+    },
+    HoldUnparked {
+        cycle: u64,
+        sm: SmId,
+        hold: HoldId,
+    },
+    /// A checkpoint's bytes are in device memory; the checkpoint is the TB as it stood when
+    /// it was requested.
+    CheckpointDone {
+        cycle: u64,
+        sm: SmId,
+        checkpoint: Box<TbCheckpoint>,
+    },
+    /// A stopped TB was put back in the state of its checkpoints.
+    TbRolledBack {
+        cycle: u64,
+        sm: SmId,
+        tb: TbRef,
+    },
     /// Every TB of the launch finished and every access it made completed; its statistics
     /// are in [`Launch::stats`].
-    LaunchFinished { cycle: u64, launch: LaunchId },
+    LaunchFinished {
+        cycle: u64,
+        launch: LaunchId,
+    },
 }
 
 impl Event {
@@ -89,7 +181,43 @@ impl Event {
             | Event::WarpDrained { cycle, .. }
             | Event::TransferDone { cycle, .. }
             | Event::TbRestored { cycle, .. }
+            | Event::TbStopped { cycle, .. }
+            | Event::TbResumed { cycle, .. }
+            | Event::RoutineDone { cycle, .. }
+            | Event::WarpHeld { cycle, .. }
+            | Event::WarpReleased { cycle, .. }
+            | Event::HoldTaken { cycle, .. }
+            | Event::HoldReleased { cycle, .. }
+            | Event::HoldParked { cycle, .. }
+            | Event::HoldUnparked { cycle, .. }
+            | Event::CheckpointDone { cycle, .. }
+            | Event::TbRolledBack { cycle, .. }
             | Event::LaunchFinished { cycle, .. } => *cycle,
+        }
+    }
+
+    /// The SM it happened on (`None` for a launch's end).
+    pub fn sm(&self) -> Option<SmId> {
+        match self {
+            Event::TbDispatched { sm, .. }
+            | Event::TbFinished { sm, .. }
+            | Event::TbEvicted { sm, .. }
+            | Event::TbDiscarded { sm, .. }
+            | Event::WarpDrained { sm, .. }
+            | Event::TransferDone { sm, .. }
+            | Event::TbRestored { sm, .. }
+            | Event::TbStopped { sm, .. }
+            | Event::TbResumed { sm, .. }
+            | Event::RoutineDone { sm, .. }
+            | Event::WarpHeld { sm, .. }
+            | Event::WarpReleased { sm, .. }
+            | Event::HoldTaken { sm, .. }
+            | Event::HoldReleased { sm, .. }
+            | Event::HoldParked { sm, .. }
+            | Event::HoldUnparked { sm, .. }
+            | Event::CheckpointDone { sm, .. }
+            | Event::TbRolledBack { sm, .. } => Some(*sm),
+            Event::LaunchFinished { .. } => None,
         }
     }
 }
@@ -118,8 +246,8 @@ pub struct WarpView {
     pub at_barrier: bool,
     /// Whether its lanes are split over several SIMT stack entries.
     pub diverged: bool,
-    /// Whether a stop request halted it.
-    pub halted: bool,
+    /// Its control state (running, halted by a stop, in a routine, held).
+    pub control: WarpControl,
     pub done: bool,
     /// Warp instructions it has executed.
     pub executed: u64,
@@ -127,25 +255,32 @@ pub struct WarpView {
     pub lanes: u32,
 }
 
+impl WarpView {
+    /// Whether a stop request halted it.
+    pub fn halted(&self) -> bool {
+        self.control.halted()
+    }
+}
+
 /// Whoever decides what the machine runs: an SM driver.
 ///
 /// **Contract:** [`Control::on_cycle`] is called once every core cycle, after the SMs have
-/// issued and retired and before the clock advances: the one point in a cycle at which TBs
-/// are placed ([`Machine::dispatch`], [`Machine::install`]) or asked to stop
-/// ([`Machine::stop`]). It may read everything the machine shows and take its events; it
-/// must not change device memory while TBs that use it are resident (a host copy belongs to
-/// moments the program's stream order allows). It must be deterministic: the machine's
-/// results are a function of its inputs and of the control's decisions.
-pub trait Control {
-    fn on_cycle(&mut self, machine: &mut Machine) -> Result<(), TimingError>;
+/// issued and retired and before the clock advances: the one point in a cycle at which
+/// requests are made ([`Machine::request`]). It may read everything the machine shows and
+/// take its events; it must not change device memory while TBs that use it are resident (a
+/// host copy belongs to moments the program's stream order allows). It must be
+/// deterministic: the machine's results are a function of its inputs and of the control's
+/// decisions.
+pub trait Control<B: MemoryBackend = MemorySystem> {
+    fn on_cycle(&mut self, machine: &mut Machine<B>) -> Result<(), TimingError>;
 }
 
 /// Places no TB: for stepping a machine whose launches are driven elsewhere, or to let it
 /// drain.
 pub struct Idle;
 
-impl Control for Idle {
-    fn on_cycle(&mut self, _: &mut Machine) -> Result<(), TimingError> {
+impl<B: MemoryBackend> Control<B> for Idle {
+    fn on_cycle(&mut self, _: &mut Machine<B>) -> Result<(), TimingError> {
         Ok(())
     }
 }
@@ -154,33 +289,53 @@ impl Control for Idle {
 const LIMIT_CHECK_INTERVAL: u64 = 64;
 
 /// The GPU: SMs, memory system, device memory, clock and launches.
-pub struct Machine {
+pub struct Machine<B: MemoryBackend = MemorySystem> {
     gpu: GpuConfig,
     opts: TimingOptions,
     memcfg: MemConfig,
-    memsys: MemorySystem,
-    mem: DeviceMemory,
-    sms: Vec<Sm>,
-    launches: Vec<Launch>,
+    pub(super) memsys: B,
+    pub(super) mem: DeviceMemory,
+    pub(super) sms: Vec<Sm>,
+    pub(super) launches: Vec<Launch>,
     /// Submitted and not finished, in submission order.
     active: Vec<LaunchId>,
-    events: Vec<Event>,
+    pub(super) events: Vec<Event>,
     retired: Retired,
     /// `(cycle, resident warps on the whole GPU)` every `sample_interval` cycles.
     occupancy: Vec<(u64, u32)>,
 }
 
 impl Machine {
-    /// An idle machine at cycle 0 whose device memory is `mem`.
+    /// An idle machine at cycle 0 whose device memory is `mem`, with the memory hierarchy
+    /// `gpu` describes.
     pub fn new(
         gpu: GpuConfig,
         opts: TimingOptions,
         mem: DeviceMemory,
     ) -> Result<Machine, TimingError> {
+        let memcfg = Machine::memory_config_of(&gpu);
+        let memsys = MemorySystem::new(memcfg)?;
+        Ok(Machine::with_backend(gpu, opts, mem, memsys))
+    }
+
+    /// The memory hierarchy's configuration for `gpu` (its SM count and core clock).
+    pub fn memory_config_of(gpu: &GpuConfig) -> MemConfig {
         let mut memcfg = gpu.memory.clone();
         memcfg.num_sms = gpu.sm.count as usize;
         memcfg.clocks.core_mhz = gpu.sm.clock_mhz;
-        let memsys = MemorySystem::new(memcfg.clone())?;
+        memcfg
+    }
+}
+
+impl<B: MemoryBackend> Machine<B> {
+    /// An idle machine at cycle 0 on the memory hierarchy `memsys`.
+    pub fn with_backend(
+        gpu: GpuConfig,
+        opts: TimingOptions,
+        mem: DeviceMemory,
+        memsys: B,
+    ) -> Machine<B> {
+        let memcfg = Machine::memory_config_of(&gpu);
         let sms = (0..gpu.sm.count)
             .map(|i| {
                 let scheds = (0..gpu.sm.warp_schedulers)
@@ -195,7 +350,7 @@ impl Machine {
                 )
             })
             .collect();
-        Ok(Machine {
+        Machine {
             gpu,
             opts,
             memcfg,
@@ -207,7 +362,7 @@ impl Machine {
             events: Vec::new(),
             retired: Retired::default(),
             occupancy: Vec::new(),
-        })
+        }
     }
 
     pub fn config(&self) -> &GpuConfig {
@@ -230,7 +385,7 @@ impl Machine {
 
     /// Femtoseconds per core cycle.
     pub fn core_period_fs(&self) -> u64 {
-        self.memcfg.clocks.period_fs(Domain::Core)
+        self.memsys.core_period_fs()
     }
 
     pub fn memory(&self) -> &DeviceMemory {
@@ -251,6 +406,11 @@ impl Machine {
         self.memsys.stats()
     }
 
+    /// The memory hierarchy's configuration.
+    pub fn memory_config(&self) -> &MemConfig {
+        &self.memcfg
+    }
+
     pub fn sm_count(&self) -> u32 {
         self.sms.len() as u32
     }
@@ -264,14 +424,50 @@ impl Machine {
         self.sms[sm.index()].ledger()
     }
 
-    /// The TBs on `sm`, and whether each has been asked to stop.
-    pub fn resident(&self, sm: SmId) -> impl Iterator<Item = (TbRef, bool)> + '_ {
+    /// The TBs on `sm` and their control states.
+    pub fn resident(&self, sm: SmId) -> impl Iterator<Item = (TbRef, TbControl)> + '_ {
         self.sms[sm.index()].resident()
+    }
+
+    /// The holds on `sm` and their states.
+    pub fn holds(&self, sm: SmId) -> impl Iterator<Item = (HoldId, HoldState)> + '_ {
+        self.sms[sm.index()].holds()
     }
 
     /// The warps of TB `tb` on `sm` as they stand (for inspection: tests, traces, debugging).
     pub fn warps_of(&self, sm: SmId, tb: TbRef) -> Option<Vec<WarpView>> {
         self.sms.get(sm.index())?.warps_of(tb)
+    }
+
+    /// The progress of resident TB `tb` on `sm`.
+    pub fn tb_progress(&self, sm: SmId, tb: TbRef) -> Option<TbProgress> {
+        self.sms.get(sm.index())?.progress(tb)
+    }
+
+    /// The state of warp `warp` (its index in the TB) of TB `tb` on `sm`, while it is halted
+    /// by a stop, held or finished (its registers and SIMT stack do not change then).
+    pub fn idle_warp(&self, sm: SmId, tb: TbRef, warp: u32) -> Option<&crate::exec::Warp> {
+        self.sms.get(sm.index())?.idle_warp(tb, warp)
+    }
+
+    /// Whether `sm` has nothing running or moving: no TB resident, no context transfer,
+    /// every hold parked. (A reserved SM is set up for its next kernel then.)
+    pub fn vacated(&self, sm: SmId) -> bool {
+        self.sms.get(sm.index()).is_some_and(Sm::vacated)
+    }
+
+    /// Whether one more TB of `launch` fits on `sm` now.
+    pub fn fits(&self, sm: SmId, launch: LaunchId) -> bool {
+        self.sms[sm.index()]
+            .ledger()
+            .fits(&self.launches[launch.index()].demand)
+    }
+
+    /// Whether parked hold `hold` on `sm` could take back what it gave up.
+    pub fn fits_unpark(&self, sm: SmId, hold: HoldId) -> bool {
+        self.sms
+            .get(sm.index())
+            .is_some_and(|s| s.fits_unpark(hold))
     }
 
     /// A launch submitted to this machine.
@@ -304,10 +500,6 @@ impl Machine {
         self.events.clear();
     }
 
-    /// Adds a launch; it arrives at the current cycle and waits for a control to dispatch
-    /// its TBs. `ctx` is the launch as the host built it; its kernel is replaced by `timed`'s
-    /// (the same kernel after register allocation, normally). Refused when not even one TB
-    /// fits on an empty SM.
     /// Every `mma` of the launch's kernel runs on this GPU's tensor cores (a GPU before Volta
     /// has none, and each generation supports its own multiplicand types).
     fn check_tensor_cores(&self, ctx: &LaunchCtx) -> Result<(), TimingError> {
@@ -339,6 +531,10 @@ impl Machine {
         Ok(())
     }
 
+    /// Adds a launch; it arrives at the current cycle and waits for a control to dispatch
+    /// its TBs. `ctx` is the launch as the host built it; its kernel is replaced by `timed`'s
+    /// (the same kernel after register allocation, normally). Refused when not even one TB
+    /// fits on an empty SM, or when the kernel needs tensor cores the GPU lacks.
     pub fn submit(
         &mut self,
         mut ctx: LaunchCtx,
@@ -394,274 +590,6 @@ impl Machine {
         Ok((demand, occupancy, regs))
     }
 
-    /// Whether one more TB of `launch` fits on `sm` now.
-    pub fn fits(&self, sm: SmId, launch: LaunchId) -> bool {
-        self.sms[sm.index()]
-            .ledger()
-            .fits(&self.launches[launch.index()].demand)
-    }
-
-    /// Places the next new TB of `launch` on `sm`.
-    pub fn dispatch(&mut self, sm: SmId, launch: LaunchId) -> Result<TbRef, ControlError> {
-        self.check_sm(sm)?;
-        let l = &self.launches[launch.index()];
-        let tb = l.next(launch);
-        if l.finished_at.is_some() || l.undispatched() == 0 {
-            return Err(ControlError::UnknownLaunch { tb });
-        }
-        if !self.fits(sm, launch) {
-            return Err(ControlError::NoRoom { sm, tb });
-        }
-        let now = self.cycle();
-        let l = &mut self.launches[launch.index()];
-        let frame = l.take_frame(&mut self.mem);
-        l.take_next();
-        l.resident += 1;
-        l.started_at.get_or_insert(now);
-        self.sms[sm.index()].dispatch(&self.launches[launch.index()], tb, frame, now);
-        self.events.push(Event::TbDispatched { cycle: now, sm, tb });
-        Ok(tb)
-    }
-
-    /// Installs a stopped TB's context on `sm`; on refusal the context comes back.
-    pub fn install(
-        &mut self,
-        sm: SmId,
-        context: Box<TbContext>,
-    ) -> Result<(), (ControlError, Box<TbContext>)> {
-        if let Err(e) = self.check_sm(sm) {
-            return Err((e, context));
-        }
-        let tb = context.tb;
-        let Some(l) = self.launches.get(tb.launch.index()) else {
-            return Err((ControlError::UnknownLaunch { tb }, context));
-        };
-        if l.finished_at.is_some() || l.held == 0 {
-            return Err((ControlError::UnknownLaunch { tb }, context));
-        }
-        if !self.fits(sm, tb.launch) {
-            return Err((ControlError::NoRoom { sm, tb }, context));
-        }
-        let now = self.cycle();
-        let l = &mut self.launches[tb.launch.index()];
-        l.held -= 1;
-        l.resident += 1;
-        self.sms[sm.index()].install(&self.launches[tb.launch.index()], context, now);
-        self.events.push(Event::TbRestored { cycle: now, sm, tb });
-        Ok(())
-    }
-
-    /// Asks TB `tb` on `sm` to stop ([`StopAt`]); when everything it issued has finished,
-    /// it leaves the SM and [`Event::TbEvicted`] carries its context. (A TB that finishes
-    /// first reports [`Event::TbFinished`] instead.)
-    pub fn stop(&mut self, sm: SmId, tb: TbRef, at: StopAt) -> Result<(), ControlError> {
-        self.check_sm(sm)?;
-        let s = &mut self.sms[sm.index()];
-        if s.stop(tb, at) {
-            return Ok(());
-        }
-        if s.resident().any(|(t, _)| t == tb) {
-            Err(ControlError::AlreadyStopping { sm, tb })
-        } else {
-            Err(ControlError::NotResident { sm, tb })
-        }
-    }
-
-    /// [`Machine::stop`], keeping the TB's resources when it leaves: [`Event::TbEvicted`]
-    /// carries a hold, and the SM stays that full until [`Machine::release`] (a context save
-    /// in progress occupies the registers and shared memory it reads). A TB that finishes
-    /// before it stops gives its resources back as usual ([`Event::TbFinished`]).
-    pub fn stop_holding(&mut self, sm: SmId, tb: TbRef, at: StopAt) -> Result<(), ControlError> {
-        self.stop(sm, tb, at)?;
-        self.sms[sm.index()].keep_resources(tb);
-        Ok(())
-    }
-
-    /// [`Machine::stop_holding`], reporting each warp as it drains ([`Event::WarpDrained`]),
-    /// so that a save pipeline can start on a warp before the whole TB has stopped
-    /// (papers/lin-lightweight §IV-C: "the latency for spilling the registers of a warp
-    /// starts from the preemption point is reached").
-    pub fn stop_pipelined(&mut self, sm: SmId, tb: TbRef, at: StopAt) -> Result<(), ControlError> {
-        self.stop_holding(sm, tb, at)?;
-        self.sms[sm.index()].report_warps(tb);
-        Ok(())
-    }
-
-    /// The memory hierarchy's configuration.
-    pub fn memory_config(&self) -> &MemConfig {
-        &self.memcfg
-    }
-
-    /// The progress of resident TB `tb` on `sm`.
-    pub fn tb_progress(&self, sm: SmId, tb: TbRef) -> Option<TbProgress> {
-        self.sms.get(sm.index())?.progress(tb)
-    }
-
-    /// The state of warp `warp` (its index in the TB) of TB `tb` on `sm`, while it is halted
-    /// by a stop request (its registers and SIMT stack no longer change).
-    pub fn halted_warp(&self, sm: SmId, tb: TbRef, warp: u32) -> Option<&crate::exec::Warp> {
-        self.sms.get(sm.index())?.halted_warp(tb, warp)
-    }
-
-    /// Takes on `sm` the resources one TB of `launch` needs, for a context to be installed
-    /// there once restored ([`Machine::install_held`]).
-    pub fn hold(&mut self, sm: SmId, launch: LaunchId) -> Result<HoldId, ControlError> {
-        self.check_sm(sm)?;
-        let tb = TbRef { launch, index: 0 };
-        let Some(l) = self.launches.get(launch.index()) else {
-            return Err(ControlError::UnknownLaunch { tb });
-        };
-        if !self.fits(sm, launch) {
-            return Err(ControlError::NoRoom { sm, tb });
-        }
-        let demand = l.demand;
-        Ok(HoldId(self.sms[sm.index()].hold(&demand)))
-    }
-
-    /// Gives back the resources of a hold.
-    pub fn release(&mut self, sm: SmId, hold: HoldId) -> Result<(), ControlError> {
-        self.check_sm(sm)?;
-        if self.sms[sm.index()].release(hold.0) {
-            Ok(())
-        } else {
-            Err(ControlError::NoHold { sm, hold })
-        }
-    }
-
-    /// Parks hold `hold` on `sm` (in-place context switching, papers/lin-lightweight
-    /// §III-A): the stopped TB keeps its registers (`registers`) and/or its shared memory
-    /// (`shared`) on the SM and gives back the rest, its TB and warp slots included, so that
-    /// another kernel's TBs can run beside what it keeps.
-    pub fn park(
-        &mut self,
-        sm: SmId,
-        hold: HoldId,
-        registers: bool,
-        shared: bool,
-    ) -> Result<(), ControlError> {
-        self.check_sm(sm)?;
-        if self.sms[sm.index()].park(hold.0, registers, shared) {
-            Ok(())
-        } else {
-            Err(ControlError::NoHold { sm, hold })
-        }
-    }
-
-    /// Whether parked hold `hold` on `sm` could take back what it gave up.
-    pub fn fits_unpark(&self, sm: SmId, hold: HoldId) -> bool {
-        self.sms
-            .get(sm.index())
-            .is_some_and(|s| s.fits_unpark(hold.0))
-    }
-
-    /// Takes back what parked hold `hold` gave up, so that its TB can be installed there
-    /// ([`Machine::install_held`]).
-    pub fn unpark(&mut self, sm: SmId, hold: HoldId) -> Result<(), ControlError> {
-        self.check_sm(sm)?;
-        if self.sms[sm.index()].unpark(hold.0) {
-            Ok(())
-        } else {
-            Err(ControlError::CannotUnpark { sm, hold })
-        }
-    }
-
-    /// Whether `sm` has nothing running or moving: no TB resident, no context transfer,
-    /// every hold parked. (A reserved SM is set up for its next kernel then.)
-    pub fn vacated(&self, sm: SmId) -> bool {
-        self.sms.get(sm.index()).is_some_and(Sm::vacated)
-    }
-
-    /// Installs a context into the resources of a hold taken for it on `sm`.
-    pub fn install_held(
-        &mut self,
-        sm: SmId,
-        hold: HoldId,
-        context: Box<TbContext>,
-    ) -> Result<(), (ControlError, Box<TbContext>)> {
-        if let Err(e) = self.release(sm, hold) {
-            return Err((e, context));
-        }
-        self.install(sm, context)
-    }
-
-    /// Moves `bytes` bytes between the SM and device memory at `base` (a context save:
-    /// stores; a restore: loads), as line-sized accesses at context priority through the
-    /// SM's LD/ST unit in cycles no warp of the SM uses it. Only the traffic is simulated;
-    /// the caller moves the data. [`Event::TransferDone`] reports the end.
-    pub fn transfer(
-        &mut self,
-        sm: SmId,
-        save: bool,
-        base: u64,
-        bytes: u64,
-        launch: LaunchId,
-    ) -> Result<TransferId, ControlError> {
-        let now = self.cycle();
-        self.transfer_from(sm, save, base, bytes, launch, now)
-    }
-
-    /// [`Machine::transfer`], offering no line before core cycle `not_before` (its data is
-    /// still being prepared, e.g. by a compressor). Transfers of an SM go in order.
-    pub fn transfer_from(
-        &mut self,
-        sm: SmId,
-        save: bool,
-        base: u64,
-        bytes: u64,
-        launch: LaunchId,
-        not_before: u64,
-    ) -> Result<TransferId, ControlError> {
-        self.check_sm(sm)?;
-        let line = self.memcfg.line_bytes;
-        let sectors = (self.memcfg.line_bytes / memsys::coalesce::SECTOR_BYTES) as u32;
-        let full = if sectors >= 8 {
-            u8::MAX
-        } else {
-            (1u8 << sectors) - 1
-        };
-        let first = base / line;
-        let last = (base + bytes.max(1) - 1) / line;
-        let lines = (first..=last)
-            .map(|l| memsys::LineRequest {
-                line_addr: l * line,
-                sectors: full,
-            })
-            .collect();
-        let kind = if save {
-            memsys::AccessKind::Store
-        } else {
-            memsys::AccessKind::Load
-        };
-        Ok(TransferId(
-            self.sms[sm.index()].transfer(kind, lines, launch, not_before),
-        ))
-    }
-
-    /// Throws TB `tb` on `sm` away at once; its launch will dispatch it again from its
-    /// start, before any new TB (flushing, papers/lin-lightweight §II-B: only for a TB whose
-    /// re-execution is harmless, which the caller decides).
-    pub fn discard(&mut self, sm: SmId, tb: TbRef) -> Result<(), ControlError> {
-        self.check_sm(sm)?;
-        let Some(frame) = self.sms[sm.index()].discard(tb) else {
-            return Err(ControlError::NotResident { sm, tb });
-        };
-        let now = self.cycle();
-        let l = &mut self.launches[tb.launch.index()];
-        l.resident -= 1;
-        l.give_frame(frame);
-        l.requeue(tb.index);
-        self.events.push(Event::TbDiscarded { cycle: now, sm, tb });
-        Ok(())
-    }
-
-    fn check_sm(&self, sm: SmId) -> Result<(), ControlError> {
-        if sm.index() < self.sms.len() {
-            Ok(())
-        } else {
-            Err(ControlError::NoSuchSm { sm })
-        }
-    }
-
     /// Whether nothing is running: no TB resident and the memory system idle.
     pub fn is_idle(&self) -> bool {
         self.sms.iter().all(|s| s.is_empty() && !s.has_backlog()) && self.memsys.is_idle()
@@ -676,7 +604,7 @@ impl Machine {
     }
 
     /// Runs one core cycle (see the module documentation).
-    pub fn step(&mut self, ctl: &mut dyn Control) -> Result<(), TimingError> {
+    pub fn step(&mut self, ctl: &mut dyn Control<B>) -> Result<(), TimingError> {
         let now = self.cycle();
         for sm in &mut self.sms {
             sm.complete(&mut self.memsys, &self.launches, now);
@@ -723,14 +651,28 @@ impl Machine {
                     cycle: now,
                     sm,
                     context: Box::new(context),
-                    hold: hold.map(HoldId),
+                    hold,
                 });
             }
             for id in self.retired.transfers.drain(..) {
-                self.events.push(Event::TransferDone {
+                self.events.push(Event::TransferDone { cycle: now, sm, id });
+            }
+            for tb in self.retired.stopped.drain(..) {
+                self.events.push(Event::TbStopped { cycle: now, sm, tb });
+            }
+            for (tb, warp) in self.retired.routines.drain(..) {
+                self.events.push(Event::RoutineDone {
                     cycle: now,
                     sm,
-                    id: TransferId(id),
+                    tb,
+                    warp,
+                });
+            }
+            for checkpoint in self.retired.checkpoints.drain(..) {
+                self.events.push(Event::CheckpointDone {
+                    cycle: now,
+                    sm,
+                    checkpoint: Box::new(checkpoint),
                 });
             }
         }
@@ -747,13 +689,13 @@ impl Machine {
             self.occupancy.push((now, warps));
         }
         self.finish_launches(now)?;
-        while !self.memsys.tick().contains(Domain::Core) {}
+        self.memsys.tick_core();
         Ok(())
     }
 
     /// Steps until the core cycle `cycle` (or not at all if it has passed), with `ctl`
     /// placing TBs.
-    pub fn run_until(&mut self, cycle: u64, ctl: &mut dyn Control) -> Result<(), TimingError> {
+    pub fn run_until(&mut self, cycle: u64, ctl: &mut dyn Control<B>) -> Result<(), TimingError> {
         while self.cycle() < cycle {
             self.step(ctl)?;
         }
@@ -764,7 +706,7 @@ impl Machine {
     pub fn run_until_finished(
         &mut self,
         launch: LaunchId,
-        ctl: &mut dyn Control,
+        ctl: &mut dyn Control<B>,
     ) -> Result<&TimedStats, TimingError> {
         while self.launches[launch.index()].finished_at.is_none() {
             self.step(ctl)?;

@@ -10,13 +10,20 @@
 //!
 //! * [`machine`]: the [`Machine`] (SMs, memory system, device memory, clock, launches), its
 //!   [`Control`] hook and its [`Event`]s; one cycle's order is documented there.
+//! * [`control`]: the control protocol — [`Request`]s, their [`Ticket`]s and refusals, and
+//!   the states of TBs, warps and holds they move between; `request` carries it out.
+//! * [`backend`]: the memory hierarchy as the SMs see it ([`MemoryBackend`]); the full
+//!   `memsys` model, or a fixed latency for tests of SMs alone.
+//! * [`harness`]: one SM over a fixed-latency memory, for tests that assert events and the
+//!   cycles between them.
 //! * [`ledger`]: an SM's resources ([`SmLedger`]), shared by the TBs of any launches.
-//! * [`context`]: stopping a TB and its captured state ([`TbContext`]), the primitive of
-//!   every preemption mechanism.
+//! * [`context`]: a stopped TB's captured state ([`TbContext`]), the primitive of every
+//!   preemption mechanism.
 //! * [`spec`]: the pipeline description (operation classes, latencies, intervals, units).
 //! * [`scheduler`]: the [`WarpScheduler`] trait and LRR, GTO and two-level policies.
 //! * [`stats`]: [`TimedStats`], per-scheduler stall reasons.
-//! * `sm`: one SM (residency, issue, scoreboard, memory path).
+//! * `sm`: one SM, as sub-components that own their state (residency, front end, issue,
+//!   load-store unit, retirement, control, checkpoints).
 //!
 //! **The timed kernel** is, by default, the kernel after register allocation
 //! ([`TimedKernel::allocated`], the `regalloc` crate): registers per thread for occupancy,
@@ -37,16 +44,22 @@
 //! so every cycle after its arrival up to its last TB is exactly one issue or one stall per
 //! scheduler.
 
+pub mod backend;
 pub mod context;
-mod frontend;
+pub mod control;
+pub mod harness;
 pub mod ids;
 mod launch;
 pub mod ledger;
 pub mod machine;
+mod request;
 pub mod scheduler;
 mod sm;
 pub mod spec;
 pub mod stats;
+
+#[cfg(test)]
+mod protocol_tests;
 
 use std::sync::Arc;
 
@@ -57,8 +70,16 @@ use crate::error::ExecError;
 use crate::exec::LaunchCtx;
 use crate::memory::DeviceMemory;
 
-pub use context::{ContextSizes, ControlError, StopAt, TbContext, WarpContext};
-pub use ids::{HoldId, LaunchId, SmId, TbRef, TbSlotId, TransferId, WarpSlotId};
+pub use backend::{FixedLatency, MemoryBackend};
+pub use context::{ContextSizes, TbContext, WarpContext};
+pub use control::{
+    AfterStop, ControlError, Direction, HoldState, Keep, Refused, Request, Routine, RoutineEnd,
+    Scope, Start, StopAt, TbCheckpoint, TbControl, Ticket, WarpCheckpoint, WarpControl,
+    WarpReports,
+};
+pub use ids::{
+    CheckpointId, HoldId, LaunchId, PendingId, SmId, TbRef, TbSlotId, TransferId, WarpSlotId,
+};
 pub use launch::{Launch, TimedKernel};
 pub use ledger::SmLedger;
 pub use machine::{Control, Event, Idle, Machine, TbProgress, WarpView};
@@ -255,8 +276,8 @@ impl GridDriver {
     }
 }
 
-impl Control for GridDriver {
-    fn on_cycle(&mut self, m: &mut Machine) -> Result<(), TimingError> {
+impl<B: MemoryBackend> Control<B> for GridDriver {
+    fn on_cycle(&mut self, m: &mut Machine<B>) -> Result<(), TimingError> {
         m.clear_events();
         if let Some((ctx, timed)) = self.pending.take() {
             self.launch = Some(m.submit(ctx, &timed)?);
@@ -270,10 +291,16 @@ impl Control for GridDriver {
             }
             let sm = SmId(sm);
             if m.fits(sm, launch) {
-                m.dispatch(sm, launch)?;
+                m.request(Request::Dispatch { sm, launch })?;
             }
         }
         Ok(())
+    }
+}
+
+impl From<Refused> for TimingError {
+    fn from(r: Refused) -> TimingError {
+        TimingError::Control(r.error)
     }
 }
 
@@ -300,8 +327,8 @@ pub fn run_timed(
 
 /// Runs a launch alone on `m` to completion with [`GridDriver`] (it arrives in the next
 /// cycle), calling `progress` every [`PROGRESS_INTERVAL`] core cycles.
-pub fn run_launch(
-    m: &mut Machine,
+pub fn run_launch<B: MemoryBackend>(
+    m: &mut Machine<B>,
     ctx: LaunchCtx,
     timed: &TimedKernel,
     progress: &mut dyn FnMut(Progress),

@@ -10,14 +10,14 @@
 //!   ones) leaves the set and the oldest pending warp takes its place
 //!   (Narasiman et al., MICRO 2011; GPGPU-Sim `two_level_active`).
 
-use super::ids::LaunchId;
+use super::ids::{LaunchId, WarpSlotId};
 use crate::config::SchedulerPolicy;
 
 /// A warp as a scheduler sees it: hardware-visible facts only, never values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WarpInfo {
     /// The warp's slot in the SM (stable while the warp is resident).
-    pub slot: u32,
+    pub slot: WarpSlotId,
     /// Dispatch order of the warp on this SM (smaller = older).
     pub age: u64,
     /// The warp waits for something long: an outstanding memory access its next instruction
@@ -38,8 +38,8 @@ pub struct WarpInfo {
 /// any warp; whether a warp can actually issue (scoreboard, units, memory) is decided by the
 /// SM, which calls `issued` for the one warp that did, at most once per cycle.
 pub trait WarpScheduler {
-    fn order(&mut self, warps: &[WarpInfo], order: &mut Vec<u32>);
-    fn issued(&mut self, slot: u32);
+    fn order(&mut self, warps: &[WarpInfo], order: &mut Vec<WarpSlotId>);
+    fn issued(&mut self, slot: WarpSlotId);
     /// Whether `order` reads [`WarpInfo::long_wait`]. When it does not, the SM passes
     /// `false` there and checks warps only as far down the order as it needs to find one
     /// that can issue, which gives the same issue as checking all of them first. Such a
@@ -53,11 +53,11 @@ pub trait WarpScheduler {
 /// Loose round robin.
 #[derive(Clone, Debug, Default)]
 pub struct Lrr {
-    last: Option<u32>,
+    last: Option<WarpSlotId>,
 }
 
 impl WarpScheduler for Lrr {
-    fn order(&mut self, warps: &[WarpInfo], order: &mut Vec<u32>) {
+    fn order(&mut self, warps: &[WarpInfo], order: &mut Vec<WarpSlotId>) {
         order.clear();
         let start = match self.last {
             Some(l) => warps.iter().position(|w| w.slot > l).unwrap_or(0),
@@ -67,7 +67,7 @@ impl WarpScheduler for Lrr {
         order.extend(warps[..start].iter().map(|w| w.slot));
     }
 
-    fn issued(&mut self, slot: u32) {
+    fn issued(&mut self, slot: WarpSlotId) {
         self.last = Some(slot);
     }
 
@@ -79,11 +79,11 @@ impl WarpScheduler for Lrr {
 /// Greedy then oldest.
 #[derive(Clone, Debug, Default)]
 pub struct Gto {
-    last: Option<u32>,
+    last: Option<WarpSlotId>,
 }
 
 impl WarpScheduler for Gto {
-    fn order(&mut self, warps: &[WarpInfo], order: &mut Vec<u32>) {
+    fn order(&mut self, warps: &[WarpInfo], order: &mut Vec<WarpSlotId>) {
         order.clear();
         if let Some(l) = self.last {
             if warps.iter().any(|w| w.slot == l) {
@@ -93,7 +93,7 @@ impl WarpScheduler for Gto {
         let first = order.first().copied();
         // Oldest first; slots break ties. At most a few dozen warps: a simple selection pass
         // avoids allocating a sorted copy.
-        let mut prev: Option<(u64, u32)> = None;
+        let mut prev: Option<(u64, WarpSlotId)> = None;
         loop {
             let next = warps
                 .iter()
@@ -111,7 +111,7 @@ impl WarpScheduler for Gto {
         }
     }
 
-    fn issued(&mut self, slot: u32) {
+    fn issued(&mut self, slot: WarpSlotId) {
         self.last = Some(slot);
     }
 
@@ -124,7 +124,7 @@ impl WarpScheduler for Gto {
 #[derive(Clone, Debug)]
 pub struct TwoLevel {
     size: usize,
-    active: Vec<u32>,
+    active: Vec<WarpSlotId>,
     lrr: Lrr,
 }
 
@@ -139,7 +139,7 @@ impl TwoLevel {
 }
 
 impl WarpScheduler for TwoLevel {
-    fn order(&mut self, warps: &[WarpInfo], order: &mut Vec<u32>) {
+    fn order(&mut self, warps: &[WarpInfo], order: &mut Vec<WarpSlotId>) {
         // Demote warps that left the SM or wait on memory.
         self.active.retain(|s| {
             warps
@@ -168,7 +168,7 @@ impl WarpScheduler for TwoLevel {
         order.extend_from_slice(&self.active[..start]);
     }
 
-    fn issued(&mut self, slot: u32) {
+    fn issued(&mut self, slot: WarpSlotId) {
         self.lrr.issued(slot);
     }
 }
@@ -193,7 +193,7 @@ impl AnyScheduler {
 }
 
 impl WarpScheduler for AnyScheduler {
-    fn order(&mut self, warps: &[WarpInfo], order: &mut Vec<u32>) {
+    fn order(&mut self, warps: &[WarpInfo], order: &mut Vec<WarpSlotId>) {
         match self {
             AnyScheduler::Lrr(s) => s.order(warps, order),
             AnyScheduler::Gto(s) => s.order(warps, order),
@@ -201,7 +201,7 @@ impl WarpScheduler for AnyScheduler {
         }
     }
 
-    fn issued(&mut self, slot: u32) {
+    fn issued(&mut self, slot: WarpSlotId) {
         match self {
             AnyScheduler::Lrr(s) => s.issued(slot),
             AnyScheduler::Gto(s) => s.issued(slot),
@@ -222,11 +222,15 @@ impl WarpScheduler for AnyScheduler {
 mod tests {
     use super::*;
 
+    fn ids(slots: &[u32]) -> Vec<WarpSlotId> {
+        slots.iter().map(|&s| WarpSlotId(s)).collect()
+    }
+
     fn warps(slots: &[(u32, u64, bool)]) -> Vec<WarpInfo> {
         slots
             .iter()
             .map(|&(slot, age, long_wait)| WarpInfo {
-                slot,
+                slot: WarpSlotId(slot),
                 age,
                 long_wait,
                 launch: LaunchId(0),
@@ -240,13 +244,13 @@ mod tests {
         let mut s = Lrr::default();
         let mut o = Vec::new();
         s.order(&w, &mut o);
-        assert_eq!(o, [0, 2, 4]);
-        s.issued(2);
+        assert_eq!(o, ids(&[0, 2, 4]));
+        s.issued(WarpSlotId(2));
         s.order(&w, &mut o);
-        assert_eq!(o, [4, 0, 2]);
-        s.issued(4);
+        assert_eq!(o, ids(&[4, 0, 2]));
+        s.issued(WarpSlotId(4));
         s.order(&w, &mut o);
-        assert_eq!(o, [0, 2, 4]);
+        assert_eq!(o, ids(&[0, 2, 4]));
     }
 
     #[test]
@@ -255,10 +259,10 @@ mod tests {
         let mut s = Gto::default();
         let mut o = Vec::new();
         s.order(&w, &mut o);
-        assert_eq!(o, [2, 4, 0]);
-        s.issued(0);
+        assert_eq!(o, ids(&[2, 4, 0]));
+        s.issued(WarpSlotId(0));
         s.order(&w, &mut o);
-        assert_eq!(o, [0, 2, 4]);
+        assert_eq!(o, ids(&[0, 2, 4]));
     }
 
     #[test]
@@ -267,11 +271,11 @@ mod tests {
         let mut s = TwoLevel::new(2);
         let mut o = Vec::new();
         s.order(&w, &mut o);
-        assert_eq!(o, [0, 2]);
+        assert_eq!(o, ids(&[0, 2]));
         let w = warps(&[(0, 0, true), (1, 1, false), (2, 2, false), (3, 3, false)]);
-        s.issued(0);
+        s.issued(WarpSlotId(0));
         s.order(&w, &mut o);
         // Warp 0 waits on memory: the oldest ready pending warp (1) takes its place.
-        assert_eq!(o, [1, 2]);
+        assert_eq!(o, ids(&[1, 2]));
     }
 }

@@ -1,7 +1,97 @@
 //! The SM front end and operand collector state: the instruction cache, the fetch port and
-//! the register-file banks (the model is described in [`super::spec`]).
+//! the register-file banks (the model is described in [`crate::timing::spec`]). With
+//! sub-cores (Volta and later) every scheduler has its own fetch unit and register banks.
 
-use super::spec::FetchSpec;
+use crate::timing::ids::WarpSlotId;
+use crate::timing::spec::{FetchSpec, PipelineSpec};
+use crate::timing::stats::FrontendStats;
+
+use super::warp::{WarpHot, NO_PC};
+
+/// How the SM's schedulers share the front end and the register file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum CoreLayout {
+    /// One fetch unit and one set of register banks for the whole SM.
+    Shared,
+    /// One of each per scheduler (`PipelineSpec::sub_cores`).
+    SubCores,
+}
+
+/// The fetch units and register banks of an SM.
+pub(super) struct FrontEnd {
+    fetch: Vec<FetchUnit>,
+    banks: Vec<RegisterBanks>,
+    pub layout: CoreLayout,
+    /// Instructions one fetch brings into a warp's buffer.
+    ibuffer_entries: u32,
+}
+
+impl FrontEnd {
+    pub fn new(spec: &PipelineSpec, schedulers: usize) -> FrontEnd {
+        let (layout, n) = if spec.sub_cores {
+            (CoreLayout::SubCores, schedulers)
+        } else {
+            (CoreLayout::Shared, 1)
+        };
+        FrontEnd {
+            fetch: (0..n).map(|_| FetchUnit::new(&spec.fetch)).collect(),
+            banks: (0..n)
+                .map(|_| RegisterBanks::new(spec.register_banks))
+                .collect(),
+            layout,
+            ibuffer_entries: spec.fetch.ibuffer_entries.max(1),
+        }
+    }
+
+    /// The register banks scheduler `sched` reads through.
+    pub fn banks_of(&mut self, sched: usize) -> &mut RegisterBanks {
+        let set = match self.layout {
+            CoreLayout::SubCores => sched,
+            CoreLayout::Shared => 0,
+        };
+        &mut self.banks[set]
+    }
+
+    /// Whether scheduler `sched`'s banks can read `mask` at `now` (always, without
+    /// sub-cores: there a conflict only delays the result).
+    pub fn banks_free(&self, sched: usize, mask: u64, now: u64) -> bool {
+        match self.layout {
+            CoreLayout::SubCores => self.banks[sched].free(mask, now),
+            CoreLayout::Shared => true,
+        }
+    }
+
+    /// The banks whose conflicts stall issue (sub-cores), for [`WarpHot::derive`].
+    pub fn stalling_banks(&self) -> Option<&RegisterBanks> {
+        match self.layout {
+            CoreLayout::SubCores => self.banks.first(),
+            CoreLayout::Shared => None,
+        }
+    }
+
+    /// Starts the fetch that fills the instruction buffer of the warp in `slot` (mirrored
+    /// by `hot`) from its next PC.
+    pub fn fill_buffer(&mut self, hot: &mut WarpHot, slot: WarpSlotId, now: u64) {
+        if hot.next_pc == NO_PC {
+            return;
+        }
+        let unit = match self.layout {
+            CoreLayout::SubCores => slot.0 as usize % self.fetch.len(),
+            CoreLayout::Shared => 0,
+        };
+        hot.fetch_ready = self.fetch[unit].fetch(hot.next_pc, now);
+        hot.buffer_end = hot.next_pc.saturating_add(self.ibuffer_entries);
+    }
+
+    /// Front-end counters so far.
+    pub fn stats(&self) -> FrontendStats {
+        FrontendStats {
+            fetches: self.fetch.iter().map(|f| f.fetches).sum(),
+            icache_misses: self.fetch.iter().map(|f| f.misses).sum(),
+            operand_conflict_cycles: self.banks.iter().map(|b| b.conflict_cycles).sum(),
+        }
+    }
+}
 
 /// A set-associative instruction cache with LRU replacement, holding line numbers.
 #[derive(Clone, Debug)]

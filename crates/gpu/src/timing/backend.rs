@@ -1,0 +1,153 @@
+//! What the SMs see of the memory hierarchy: a port per SM to offer accesses, pop
+//! completions and read the state an offer's answer depends on, and a clock. The full
+//! hierarchy (`memsys::MemorySystem`: L1s, crossbars, L2 slices, DRAM) is one
+//! implementation; [`FixedLatency`] — every access accepted and completed a fixed number of
+//! core cycles later — is another, for single-SM tests whose cycle gaps must not depend on
+//! the memory model (shared/STYLE.md: Ramulator 2's controller harness).
+
+use memsys::{Completion, Domain, IssueState, MemAccess, MemStats, MemorySystem, RequestId, Stall};
+
+use super::ids::SmId;
+
+/// The memory hierarchy as the machine drives it.
+///
+/// **Contract:** `offer` takes a whole access or refuses it, changing nothing on a refusal
+/// but its own refusal counters; `issue_state` captures everything the answer to an offer
+/// depends on besides the offer (two equal states give the same answer to the same offer);
+/// completions come back per SM in the order they complete, each exactly once, with the
+/// access's tag; `tick_core` advances time to the next core clock edge. It is deterministic.
+pub trait MemoryBackend {
+    fn offer(&mut self, sm: SmId, access: &MemAccess) -> Result<(), Stall>;
+    fn pop_completed(&mut self, sm: SmId) -> Option<Completion>;
+    fn issue_state(&self, sm: SmId) -> IssueState;
+    /// Advances to the next core cycle.
+    fn tick_core(&mut self);
+    fn core_cycle(&self) -> u64;
+    /// The current time in femtoseconds.
+    fn now_fs(&self) -> u64;
+    /// Femtoseconds per core cycle.
+    fn core_period_fs(&self) -> u64;
+    /// No access in flight and every queue empty (completions not yet popped do not count).
+    fn is_idle(&self) -> bool;
+    /// Jumps an idle hierarchy to the first core edge at or after `t_fs`.
+    fn skip_idle_to(&mut self, t_fs: u64);
+    fn stats(&self) -> MemStats;
+}
+
+impl MemoryBackend for MemorySystem {
+    #[inline]
+    fn offer(&mut self, sm: SmId, access: &MemAccess) -> Result<(), Stall> {
+        MemorySystem::offer(self, sm.0 as usize, access).map(|_| ())
+    }
+    #[inline]
+    fn pop_completed(&mut self, sm: SmId) -> Option<Completion> {
+        MemorySystem::pop_completed(self, sm.0 as usize)
+    }
+    #[inline]
+    fn issue_state(&self, sm: SmId) -> IssueState {
+        MemorySystem::issue_state(self, sm.0 as usize)
+    }
+    fn tick_core(&mut self) {
+        while !self.tick().contains(Domain::Core) {}
+    }
+    fn core_cycle(&self) -> u64 {
+        MemorySystem::core_cycle(self)
+    }
+    fn now_fs(&self) -> u64 {
+        MemorySystem::now_fs(self)
+    }
+    fn core_period_fs(&self) -> u64 {
+        self.config().clocks.period_fs(Domain::Core)
+    }
+    fn is_idle(&self) -> bool {
+        MemorySystem::is_idle(self)
+    }
+    fn skip_idle_to(&mut self, t_fs: u64) {
+        MemorySystem::skip_idle_to(self, t_fs)
+    }
+    fn stats(&self) -> MemStats {
+        MemorySystem::stats(self)
+    }
+}
+
+/// A memory that accepts every access and completes it `latency` core cycles after it was
+/// offered (for tests of the SM alone). Time advances one core cycle per tick at
+/// `period_fs` femtoseconds a cycle.
+#[derive(Clone, Debug)]
+pub struct FixedLatency {
+    latency: u64,
+    period_fs: u64,
+    cycle: u64,
+    next_id: u64,
+    /// Per SM: accesses in flight, in the order they complete (equal latencies keep the
+    /// order they were offered in).
+    in_flight: Vec<std::collections::VecDeque<Completion>>,
+    done: Vec<std::collections::VecDeque<Completion>>,
+    accesses: u64,
+}
+
+impl FixedLatency {
+    /// A memory for `sms` SMs completing every access after `latency` core cycles.
+    pub fn new(sms: u32, latency: u64, period_fs: u64) -> FixedLatency {
+        FixedLatency {
+            latency: latency.max(1),
+            period_fs: period_fs.max(1),
+            cycle: 0,
+            next_id: 0,
+            in_flight: vec![Default::default(); sms as usize],
+            done: vec![Default::default(); sms as usize],
+            accesses: 0,
+        }
+    }
+
+    /// Accesses offered so far.
+    pub fn accesses(&self) -> u64 {
+        self.accesses
+    }
+}
+
+impl MemoryBackend for FixedLatency {
+    fn offer(&mut self, sm: SmId, access: &MemAccess) -> Result<(), Stall> {
+        self.next_id += 1;
+        self.accesses += 1;
+        self.in_flight[sm.0 as usize].push_back(Completion {
+            id: RequestId(self.next_id),
+            tag: access.tag,
+            issued: self.cycle,
+            completed: self.cycle + self.latency,
+        });
+        Ok(())
+    }
+    fn pop_completed(&mut self, sm: SmId) -> Option<Completion> {
+        self.done[sm.0 as usize].pop_front()
+    }
+    fn issue_state(&self, _: SmId) -> IssueState {
+        IssueState::default()
+    }
+    fn tick_core(&mut self) {
+        self.cycle += 1;
+        for (q, done) in self.in_flight.iter_mut().zip(&mut self.done) {
+            while q.front().is_some_and(|c| c.completed <= self.cycle) {
+                done.push_back(q.pop_front().expect("checked"));
+            }
+        }
+    }
+    fn core_cycle(&self) -> u64 {
+        self.cycle
+    }
+    fn now_fs(&self) -> u64 {
+        self.cycle * self.period_fs
+    }
+    fn core_period_fs(&self) -> u64 {
+        self.period_fs
+    }
+    fn is_idle(&self) -> bool {
+        self.in_flight.iter().all(|q| q.is_empty())
+    }
+    fn skip_idle_to(&mut self, t_fs: u64) {
+        self.cycle = self.cycle.max(t_fs.div_ceil(self.period_fs));
+    }
+    fn stats(&self) -> MemStats {
+        MemStats::default()
+    }
+}

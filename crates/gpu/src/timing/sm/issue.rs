@@ -1,0 +1,596 @@
+//! The issue stage: each cycle every warp scheduler ranks its warps and the SM issues the
+//! first that can (see the module documentation of [`super`]), executing it functionally at
+//! once; and the exact shortcuts that keep that fast.
+
+use kir::inst::{Op, Operand};
+use kir::{Id, IdVec};
+
+use crate::error::ExecError;
+use crate::exec::{guard_mask, lanes, step, Step, TbView, WARP_SIZE};
+use crate::memory::DeviceMemory;
+use crate::timing::backend::MemoryBackend;
+use crate::timing::control::{StopAt, TbControl, WarpControl};
+use crate::timing::ids::WarpSlotId;
+use crate::timing::launch::Launch;
+use crate::timing::scheduler::{AnyScheduler, WarpInfo, WarpScheduler};
+use crate::timing::spec::{OpClass, Unit};
+use crate::timing::stats::StallReason;
+
+use super::memplan::{Access, MemPlan};
+use super::warp::{HotState, MEM_PENDING, NO_PC};
+use super::{Sm, Specs};
+use crate::barrier::WarpStatus;
+
+/// Whether the engine's exact speed shortcuts are on ([`crate::timing::TimingOptions::shortcuts`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Shortcuts {
+    On,
+    Off,
+}
+
+/// Whether a warp can issue this cycle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Check {
+    Ready,
+    Blocked(StallReason),
+    /// The warp has no more instructions (its stack emptied without an `exit` reporting it).
+    Finished,
+}
+
+/// What one scheduler's policy sees of its warps, and its last order.
+struct SchedulerView {
+    infos: Vec<WarpInfo>,
+    order: Vec<WarpSlotId>,
+    /// Warps came or went since `infos` was built.
+    stale: bool,
+    /// The order still holds (a lazy policy's order changes only when a warp issues or the
+    /// view changes).
+    order_valid: bool,
+}
+
+/// The cycle at which the units an instruction needs are free.
+struct Units {
+    /// Per scheduler: its SP pipeline and its tensor core.
+    sp: Vec<u64>,
+    tensor: Vec<u64>,
+    sfu: u64,
+}
+
+/// Why an SM sleeps: its cycles repeat exactly until `until`, a completion, a new TB or a
+/// change in the memory system's answer to a refused access.
+#[derive(Clone, Copy, Debug)]
+struct Sleep {
+    until: u64,
+    /// The cycle repeats a refused offer (repeated for its counters) while the memory
+    /// system's state is unchanged.
+    on_refusal: Option<()>,
+}
+
+/// What the checks of one cycle found about sleeping.
+struct SleepCheck {
+    /// Every warp checked so far waits on something only a completion, a new TB or `wake`
+    /// or a change in the memory system's answer to the refused access can change, and
+    /// nothing issued.
+    possible: bool,
+    wake: u64,
+    /// Ready warps checked, and issues attempted (every ready warp must have been tried and
+    /// refused for the cycle to repeat).
+    ready: u32,
+    attempted: u32,
+}
+
+/// The warp schedulers of an SM and what they need each cycle.
+pub(super) struct IssueStage {
+    scheds: Vec<AnyScheduler>,
+    views: Vec<SchedulerView>,
+    /// Per warp slot: this cycle's check (policies that read long waits check every warp
+    /// first).
+    checks: IdVec<WarpSlotId, Check>,
+    /// Each scheduler's stall reason in the last fully evaluated cycle (what a sleep
+    /// charges).
+    stall_reasons: Vec<StallReason>,
+    units: Units,
+    sleep: Option<Sleep>,
+    /// Warps whose last issue left them without a next instruction: they are finished from
+    /// the next cycle on (what a check of them would find then).
+    pub finishing: Vec<WarpSlotId>,
+    shortcuts: Shortcuts,
+}
+
+impl IssueStage {
+    pub fn new(scheds: Vec<AnyScheduler>, warps: usize, shortcuts: Shortcuts) -> IssueStage {
+        let n = scheds.len();
+        IssueStage {
+            views: (0..n)
+                .map(|_| SchedulerView {
+                    infos: Vec::with_capacity(warps),
+                    order: Vec::with_capacity(warps),
+                    stale: true,
+                    order_valid: false,
+                })
+                .collect(),
+            scheds,
+            checks: IdVec::from_vec(vec![Check::Ready; warps]),
+            stall_reasons: Vec::with_capacity(n),
+            units: Units {
+                sp: vec![0; n],
+                tensor: vec![0; n],
+                sfu: 0,
+            },
+            sleep: None,
+            finishing: Vec::new(),
+            shortcuts,
+        }
+    }
+
+    /// Warps came, went, halted or resumed: every scheduler's view must be rebuilt.
+    pub fn views_changed(&mut self) {
+        for v in &mut self.views {
+            v.stale = true;
+        }
+    }
+
+    /// Something changed that a sleeping SM's cycles would not repeat.
+    pub fn wake(&mut self) {
+        self.sleep = None;
+    }
+}
+
+impl Sm {
+    /// One cycle of every warp scheduler.
+    pub(in crate::timing) fn issue<B: MemoryBackend>(
+        &mut self,
+        launches: &[Launch],
+        specs: &Specs,
+        memsys: &mut B,
+        mem: &mut DeviceMemory,
+        now: u64,
+    ) -> Result<(), ExecError> {
+        if !self.is_empty() {
+            self.stats.active_cycles += 1;
+            self.stats.resident_warp_cycles += u64::from(self.resident_warps());
+        }
+        if let Some(sleep) = self.issue.sleep {
+            let holds = sleep.on_refusal.is_none() || self.ldst.refusal_holds(self.id, memsys);
+            if now < sleep.until && holds {
+                if sleep.on_refusal.is_some() {
+                    // The cycle repeats, and so does its refused offer (and its counters).
+                    self.ldst.repeat_refusal(self.id, memsys, now);
+                }
+                for (st, &r) in self
+                    .stats
+                    .schedulers
+                    .iter_mut()
+                    .zip(&self.issue.stall_reasons)
+                {
+                    st.stall(r);
+                }
+                return Ok(());
+            }
+            self.issue.sleep = None;
+        }
+        for i in 0..self.issue.finishing.len() {
+            let slot = self.issue.finishing[i];
+            if self.res.warps[slot].is_some() {
+                self.mark_done(launches, slot);
+            }
+        }
+        self.issue.finishing.clear();
+        self.ldst.drain_backlog(self.id, specs.memory, memsys);
+        let n = self.issue.scheds.len();
+        // Whether this cycle can repeat unchanged (see `Sleep`), and until when.
+        let mut sleep = SleepCheck {
+            possible: !self.ldst.has_backlog(),
+            wake: u64::MAX,
+            ready: 0,
+            attempted: 0,
+        };
+        self.issue.stall_reasons.clear();
+        for s in 0..n {
+            // A policy that ignores long waits gets its order first and the warps are checked
+            // lazily along it; otherwise every warp is checked first.
+            let lazy =
+                self.issue.shortcuts == Shortcuts::On && !self.issue.scheds[s].reads_long_wait();
+            let mut best: Option<StallReason> = None;
+            // A lazy policy's view (live warps and ages) changes only when warps come and go.
+            if !lazy || self.issue.views[s].stale {
+                self.issue.views[s].stale = false;
+                self.issue.views[s].order_valid = false;
+                self.issue.views[s].infos.clear();
+                for slot in (s..self.res.warps.len()).step_by(n).map(WarpSlotId::new) {
+                    let h = &self.res.hot[slot];
+                    if !h.live() {
+                        continue;
+                    }
+                    let (age, launch) = (h.age, h.launch);
+                    let long_wait = if lazy {
+                        false
+                    } else {
+                        let c = self.check_noting(launches, slot, s, now, &mut sleep);
+                        self.issue.checks[slot] = c;
+                        match c {
+                            Check::Finished => continue,
+                            Check::Blocked(r) => best = best.max(Some(r)),
+                            Check::Ready => {}
+                        }
+                        matches!(
+                            c,
+                            Check::Blocked(StallReason::Memory | StallReason::Barrier)
+                        )
+                    };
+                    self.issue.views[s].infos.push(WarpInfo {
+                        slot,
+                        age,
+                        long_wait,
+                        launch,
+                    });
+                }
+            }
+            // A lazy policy's order is a pure function of its view and of its state, which
+            // only `issued` changes (the `reads_long_wait` contract): reuse it until either
+            // changes.
+            if !lazy || !self.issue.views[s].order_valid {
+                let view = &mut self.issue.views[s];
+                self.issue.scheds[s].order(&view.infos, &mut view.order);
+                view.order_valid = lazy;
+            }
+            let mut issued = false;
+            for i in 0..self.issue.views[s].order.len() {
+                let slot = self.issue.views[s].order[i];
+                let c = if lazy {
+                    self.check_noting(launches, slot, s, now, &mut sleep)
+                } else {
+                    self.issue.checks[slot]
+                };
+                match c {
+                    Check::Finished => {}
+                    Check::Blocked(r) => {
+                        if lazy {
+                            best = best.max(Some(r));
+                        }
+                    }
+                    Check::Ready => {
+                        sleep.attempted += 1;
+                        match self.try_issue(launches, specs, memsys, mem, slot, s, now)? {
+                            Ok(()) => {
+                                self.issue.scheds[s].issued(slot);
+                                self.issue.views[s].order_valid = false;
+                                issued = true;
+                                break;
+                            }
+                            Err(r) => best = best.max(Some(r)),
+                        }
+                    }
+                }
+            }
+            let st = &mut self.stats.schedulers[s];
+            if issued {
+                st.issued += 1;
+                sleep.possible = false;
+            } else {
+                let r = best.unwrap_or(StallReason::NoWarp);
+                st.stall(r);
+                self.issue.stall_reasons.push(r);
+            }
+        }
+        self.ldst.offer_transfer(self.id, specs.memory, memsys, now);
+        if self.issue.shortcuts == Shortcuts::On
+            && sleep.possible
+            && sleep.ready == sleep.attempted
+            && sleep.wake > now + 1
+        {
+            self.issue.sleep = Some(Sleep {
+                until: sleep.wake,
+                on_refusal: self.ldst.refused_now(now).then_some(()),
+            });
+        }
+        Ok(())
+    }
+
+    /// [`Sm::check`], marking a finished warp done and noting whether the answer lets the SM
+    /// sleep.
+    fn check_noting(
+        &mut self,
+        launches: &[Launch],
+        slot: WarpSlotId,
+        sched: usize,
+        now: u64,
+        sleep: &mut SleepCheck,
+    ) -> Check {
+        let c = self.check(slot, sched, now);
+        if sleep.possible {
+            let h = &self.res.hot[slot];
+            match c {
+                Check::Blocked(StallReason::Barrier) | Check::Finished => {}
+                // Waiting for a load, or for the LD/ST unit another warp's refused access
+                // holds this cycle.
+                Check::Blocked(StallReason::Memory)
+                    if h.ready == MEM_PENDING || self.ldst.refused_at == now => {}
+                Check::Blocked(StallReason::Scoreboard) => sleep.wake = sleep.wake.min(h.ready),
+                Check::Blocked(StallReason::Fetch) => sleep.wake = sleep.wake.min(h.fetch_ready),
+                // A ready warp keeps the cycle repeatable only if its issue is attempted and
+                // refused (counted against `attempted`).
+                Check::Ready => sleep.ready += 1,
+                _ => sleep.possible = false,
+            }
+        }
+        if c == Check::Finished {
+            self.mark_done(launches, slot);
+        }
+        c
+    }
+
+    /// Whether the warp in `slot` can issue at `now`, from its `WarpHot` (the same answer
+    /// as looking at the warp itself, which the hot copy mirrors).
+    fn check(&self, slot: WarpSlotId, sched: usize, now: u64) -> Check {
+        let h = &self.res.hot[slot];
+        if h.state == HotState::Waiting {
+            return Check::Blocked(StallReason::Barrier);
+        }
+        if h.next_pc == NO_PC {
+            return Check::Finished;
+        }
+        if now < h.fetch_ready {
+            return Check::Blocked(StallReason::Fetch);
+        }
+        if h.ready == MEM_PENDING {
+            return Check::Blocked(StallReason::Memory);
+        }
+        if h.ready > now {
+            return Check::Blocked(StallReason::Scoreboard);
+        }
+        let free = match h.class.unit() {
+            Unit::Sp => self.issue.units.sp[sched],
+            Unit::Tensor => self.issue.units.tensor[sched],
+            Unit::Sfu => self.issue.units.sfu,
+            Unit::LdSt if self.ldst.backlog.is_some() => MEM_PENDING,
+            Unit::LdSt if self.ldst.refused_at == now => {
+                return Check::Blocked(StallReason::Memory)
+            }
+            Unit::LdSt => self.ldst.free_at,
+        };
+        if free > now {
+            return Check::Blocked(StallReason::PipelineBusy);
+        }
+        // Sub-cores: the operand collector cannot read a bank still busy this cycle.
+        if !self.front.banks_free(sched, h.src_banks, now) {
+            return Check::Blocked(StallReason::PipelineBusy);
+        }
+        Check::Ready
+    }
+
+    /// The warp in `slot` has finished.
+    fn mark_done(&mut self, launches: &[Launch], slot: WarpSlotId) {
+        let w = self.res.warp_mut(slot);
+        w.status = WarpStatus::Done;
+        let launch = w.launch;
+        self.sync(&launches[launch.index()].decoded, slot);
+        self.retire_soon();
+    }
+
+    /// Issues the next instruction of the warp in `slot` (its check said ready). The outer
+    /// error is a functional fault; the inner one a memory-system refusal (nothing happened).
+    #[allow(clippy::too_many_arguments)]
+    fn try_issue<B: MemoryBackend>(
+        &mut self,
+        launches: &[Launch],
+        specs: &Specs,
+        memsys: &mut B,
+        mem: &mut DeviceMemory,
+        slot: WarpSlotId,
+        sched: usize,
+        now: u64,
+    ) -> Result<Result<(), StallReason>, ExecError> {
+        let same_offer = self
+            .ldst
+            .refused
+            .is_some_and(|r| r.slot == slot && r.pc == self.res.hot[slot].next_pc);
+        if self.issue.shortcuts == Shortcuts::On
+            && same_offer
+            && self.ldst.refused_at != now
+            && self.ldst.refusal_holds(self.id, memsys)
+        {
+            // The same offer, to a memory system in the same state: refused again (made,
+            // for its counters).
+            self.ldst.repeat_refusal(self.id, memsys, now);
+            return Ok(Err(StallReason::Memory));
+        }
+        let mut ws = self.res.warps[slot].take().expect("resident");
+        let launch = &launches[ws.launch.index()];
+        let ctx = &launch.ctx;
+        let top = ws.warp.next_entry().expect("checked ready");
+        let inst = &ctx.kernel.insts.as_slice()[top.pc as usize];
+        let exec = guard_mask(inst, &ws.warp, top.mask);
+        let class = self.res.hot[slot].class;
+        if class.unit() == Unit::LdSt && self.ldst.refused_at == now {
+            // Checked ready earlier this cycle, before another warp's access was refused.
+            self.res.warps[slot] = Some(ws);
+            return Ok(Err(StallReason::Memory));
+        }
+        let plan = if class == OpClass::Mem && exec != 0 {
+            let access = Access {
+                launch,
+                ws: &ws,
+                local_base: self.res.tb(ws.tb).local_base,
+                inst,
+                pc: top.pc,
+                exec,
+                slot,
+                textures: mem.textures(),
+            };
+            match self.plan_memory(specs, memsys, &access) {
+                Ok(p) => p,
+                Err(r) => {
+                    self.ldst.refused_at = now;
+                    self.res.warps[slot] = Some(ws);
+                    return Ok(Err(r));
+                }
+            }
+        } else {
+            MemPlan::None
+        };
+
+        let before = (ws.warp.executed, ws.warp.thread_executed);
+        let tb = self.res.tbs[ws.tb].as_mut().expect("resident TB");
+        let mut view = TbView {
+            ctaid: tb.ctaid,
+            shared: &mut tb.shared,
+            sm: self.id.0,
+            clock: Some(now),
+            local_base: tb.local_base,
+        };
+        let result = match step(ctx, &mut view, &mut ws.warp, mem) {
+            Ok(r) => r,
+            Err(e) => {
+                self.res.warps[slot] = Some(ws);
+                return Err(launch.ptx_error(e));
+            }
+        };
+        // After a checkpoint: what re-executing this instruction after a rollback would
+        // repeat (a store or atomic to global or local memory), whether it changed shared
+        // memory, and which registers it writes (dirty bits).
+        let tracking = tb.checkpoints.latest.is_some();
+        if tracking && exec != 0 {
+            tb.checkpoints.note(inst, top.pc);
+        }
+        // A TB stopping at preemption points halts each warp right after its `pp` (or at
+        // the `bar.pp` it now waits at), papers/lin-lightweight §IV-A; a warp that comes to
+        // wait at any other barrier stops there too, or the TB could never stop.
+        let stop_at_point = matches!(
+            tb.control,
+            TbControl::Stopping {
+                at: StopAt::PreemptionPoint,
+                ..
+            }
+        ) && ws.control == WarpControl::Running;
+        let halts = stop_at_point
+            && (matches!(inst.op, Op::Pp { .. } | Op::Bar { pp: Some(_), .. })
+                || matches!(result, Step::Barrier(a) if a.wait));
+        let routine_ended = match (&ws.control, result) {
+            (WarpControl::InRoutine(_), Step::Barrier(_)) => {
+                let what = format!(
+                    "warp {} reached a barrier at pc{} inside a routine",
+                    ws.warp.index, top.pc
+                );
+                self.res.warps[slot] = Some(ws);
+                return Err(ExecError::Internal {
+                    kernel: ctx.kernel.name.clone(),
+                    what,
+                });
+            }
+            (WarpControl::InRoutine(_), _) => ws.warp.next_entry().is_none(),
+            _ => false,
+        };
+        match result {
+            Step::Executed => {}
+            _ if routine_ended => {}
+            Step::Barrier(a) => {
+                tb.bars.arrive(&a);
+                if a.wait {
+                    ws.status = WarpStatus::Waiting(a);
+                }
+                self.retire_due = super::RetireDue::Yes;
+            }
+            Step::Done => {
+                ws.status = WarpStatus::Done;
+                self.retire_due = super::RetireDue::Yes;
+            }
+        }
+        let (warp_insts, thread_insts) = (
+            ws.warp.executed - before.0,
+            ws.warp.thread_executed - before.1,
+        );
+        let k = &mut self.counters[ws.launch];
+        k.warp_instructions += warp_insts;
+        k.thread_instructions += thread_insts;
+        self.stats.warp_instructions += warp_insts;
+
+        // Operand collection: reads that wait for a register bank delay the result.
+        let decoded = &launch.decoded;
+        let late = self
+            .front
+            .banks_of(sched)
+            .read(decoded.sources(top.pc), now);
+        let timing = match (class, &specs.pipeline.tensor) {
+            // Loading checked that the tensor cores take the instruction's types.
+            (OpClass::Tensor, Some(t)) => t.timing(inst).unwrap_or(specs.pipeline.timing(class)),
+            _ => specs.pipeline.timing(class),
+        };
+        match inst.op {
+            Op::CpAsync { .. } if matches!(plan, MemPlan::System { .. }) => {
+                ws.cp_async.issued();
+            }
+            Op::CpAsyncCommit => ws.cp_async.commit(),
+            Op::Nanosleep => {
+                // The longest of the active lanes' requests, at most 1 ms, in core cycles.
+                let ns = lanes(exec)
+                    .map(|l| match inst.srcs[0] {
+                        Operand::Reg(r) => ws.warp.regs[r.index() * WARP_SIZE + l],
+                        Operand::Imm(v) => v,
+                        _ => 0,
+                    } & 0xffff_ffff)
+                    .max()
+                    .unwrap_or(0)
+                    .min(1_000_000);
+                let cycles = (ns as f64 * specs.memory.clocks.core_mhz / 1000.0).round() as u64;
+                ws.sleep_until = now + cycles;
+            }
+            _ => {}
+        }
+        let (ready, busy) = match plan {
+            MemPlan::None => (
+                now + u64::from(timing.latency.max(1)) + late,
+                timing.interval,
+            ),
+            MemPlan::System { pending: true } => {
+                ws.outstanding += 1;
+                (MEM_PENDING, timing.interval)
+            }
+            MemPlan::System { pending: false } => {
+                ws.stores += 1;
+                (now + 1, timing.interval)
+            }
+            MemPlan::Fixed { latency, busy } => (now + latency.max(1) + late, busy as u32),
+        };
+        for &r in decoded.destinations(top.pc) {
+            ws.ready_at[r as usize] = ready;
+        }
+        if tracking {
+            for &r in decoded.destinations(top.pc) {
+                ws.mark_dirty(r);
+            }
+        }
+        let until = now + u64::from(busy.max(1));
+        match class.unit() {
+            Unit::Sp => self.issue.units.sp[sched] = until,
+            Unit::Tensor => self.issue.units.tensor[sched] = until,
+            Unit::Sfu => self.issue.units.sfu = until,
+            Unit::LdSt => self.ldst.free_at = until,
+        }
+        if halts {
+            ws.control = match tb.control {
+                TbControl::Stopping {
+                    reports: crate::timing::control::WarpReports::EachWarp,
+                    ..
+                } => WarpControl::HaltedReporting,
+                _ => WarpControl::Halted,
+            };
+        }
+        if routine_ended {
+            self.end_routine(&mut ws);
+        }
+        self.res.warps[slot] = Some(ws);
+        self.sync(decoded, slot);
+        let h = &self.res.hot[slot];
+        if h.next_pc == NO_PC && h.state != HotState::Done {
+            // No `exit`, but nothing left to run either (see `finishing`).
+            self.issue.finishing.push(slot);
+        }
+        // The buffer still holds the next instruction only if it follows the one issued.
+        let next = self.res.hot[slot].next_pc;
+        if next != NO_PC && !(next == top.pc + 1 && next < self.res.hot[slot].buffer_end) {
+            self.front.fill_buffer(&mut self.res.hot[slot], slot, now);
+        }
+        Ok(Ok(()))
+    }
+}

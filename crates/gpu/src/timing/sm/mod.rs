@@ -1,0 +1,496 @@
+//! One SM: resident TBs and warps of any launches, warp schedulers, the scoreboard,
+//! functional units, the load-store unit, and the issue of one instruction per scheduler per
+//! cycle. It is built from sub-components that own their state:
+//!
+//! * [`residency`]: warp and TB slots, the resource ledger, holds;
+//! * [`frontend`]: fetch units and the i-cache, register banks;
+//! * [`issue`]: the warp schedulers, their views, the functional units' free cycles, the
+//!   sleep shortcut, and issuing an instruction;
+//! * [`ldst`] and [`memplan`]: accesses in flight, split accesses, context transfers, the
+//!   memory system's refusals, and turning a memory instruction into an access;
+//! * [`retire`]: barriers, finished TBs, stops that completed;
+//! * [`control`]: the SM's side of the control protocol ([`crate::timing::control`]);
+//! * [`checkpoint`]: capturing a TB while it runs, and rolling it back.
+//!
+//! **Residency.** Every slot names its launch, and each launch's counters are kept here, per
+//! SM, and summed by the machine. A TB can be stopped: its warps halt (at once, or each
+//! after its next preemption point), the instructions already issued finish (loads return,
+//! stores are acknowledged, results are written), and then its state leaves the SM as a
+//! [`TbContext`] that [`Sm::install`] puts back on any SM — or it stays, stopped, for
+//! routines, checkpoints and rollbacks.
+//!
+//! **Issue.** Each cycle every scheduler ranks its warps ([`crate::timing::scheduler`]) and
+//! issues the first that can: not finished, not waiting at a barrier, none of its next
+//! instruction's source or destination registers pending (RAW and WAW through a per-register
+//! ready cycle), and its unit free (initiation interval). Issuing executes the instruction
+//! functionally ([`crate::exec::step`]) at once, so every value is real; timing only decides
+//! *when*.
+//!
+//! **Memory.** The per-lane addresses of a memory instruction are computed from the warp's
+//! registers *before* it executes (they are the addresses `step` will use). Global, local and
+//! constant accesses are coalesced and offered to the memory system, which accepts or refuses
+//! the whole access; a refused access does not issue (a memory stall) and is retried. A load
+//! or atomic keeps its destination registers pending until the memory system reports the
+//! access complete; stores and reductions are fire-and-forget (they still occupy the L1 port,
+//! MSHRs, the interconnect and DRAM). Shared-memory accesses take the shared latency plus one
+//! cycle per extra bank-conflict pass and hold the LD/ST unit one cycle per pass. Parameter
+//! loads take the constant cache's hit latency.
+//!
+//! **Local memory** lives in device memory, one frame per TB, interleaved by lane as CUDA lays
+//! it out ([`crate::memory::local_word_address`]), so a warp reading one local variable
+//! touches one line and a spill is real memory traffic.
+//!
+//! **Speed without changing results.** The scheduler reads a compact per-slot `WarpHot`
+//! (the decoded next instruction's class and the cycle its registers are ready) that one
+//! function derives from the warp after any change ([`Sm::sync`]); LRR and GTO, whose order
+//! ignores long waits, check warps only along their order until one issues; and an SM whose
+//! cycle would repeat exactly (every warp waits on a load, a barrier, a known hazard cycle,
+//! or an access the memory system refused and would refuse again: same `IssueState`)
+//! sleeps, charging each cycle the same stall reasons and repeating the refused offer for
+//! its counters. Each of these was checked to leave every statistic of the large suite
+//! byte-identical.
+//!
+//! **Front end and operands** ([`crate::timing::spec`]): a warp issues only from its
+//! instruction buffer, which a fetch through the SM's i-cache fills when it empties or after
+//! its PC leaves the sequence (a `Fetch` stall meanwhile); an issued instruction reads its
+//! sources through single-ported register banks and a read that waits for its bank delays
+//! the result. Operands are read at issue, so no WAR hazard can arise and the scoreboard
+//! tracks RAW and WAW only.
+//!
+//! Simplifications (documented, not hidden): one issue per scheduler per cycle (no dual
+//! issue), i-cache misses cost a fixed latency instead of travelling to the L2, writebacks do
+//! not compete for register-bank ports, a generic access is classified by its first active
+//! lane's window, shared-memory atomics cost their bank-conflict passes only, fences do not
+//! wait for outstanding stores.
+
+mod checkpoint;
+mod control;
+pub(super) mod decoded;
+mod frontend;
+mod issue;
+mod ldst;
+mod memplan;
+mod residency;
+mod retire;
+mod warp;
+
+use kir::{Id, IdVec};
+use memsys::MemConfig;
+
+use crate::barrier::{Barriers, WarpStatus};
+use crate::exec::Warp;
+use crate::occupancy::SmResources;
+use crate::timing::backend::MemoryBackend;
+use crate::timing::context::TbContext;
+use crate::timing::control::{TbCheckpoint, TbControl, WarpControl};
+use crate::timing::ids::{HoldId, LaunchId, PendingId, SmId, TbRef, TransferId, WarpSlotId};
+use crate::timing::launch::Launch;
+use crate::timing::ledger::SmLedger;
+use crate::timing::machine::{TbProgress, WarpView};
+use crate::timing::scheduler::AnyScheduler;
+use crate::timing::spec::PipelineSpec;
+use crate::timing::stats::{FrontendStats, SmStats};
+
+pub(super) use decoded::Decoded;
+use frontend::FrontEnd;
+use issue::{IssueStage, Shortcuts};
+use ldst::LdSt;
+use residency::{Checkpoints, Residency, TbSlot};
+use warp::WarpSlot;
+
+/// One launch's counters on one SM (the machine sums them over SMs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct LaunchCounters {
+    pub warp_instructions: u64,
+    pub thread_instructions: u64,
+    /// Completed parts of loads and atomics the warps waited for, and their latency.
+    pub global_loads: u64,
+    pub load_latency: u64,
+    pub shared_accesses: u64,
+    pub shared_passes: u64,
+    /// Accesses issued to the memory system and not yet complete.
+    pub in_flight: u64,
+}
+
+/// The fixed descriptions an SM reads while it issues.
+pub(super) struct Specs<'a> {
+    pub pipeline: &'a PipelineSpec,
+    pub memory: &'a MemConfig,
+}
+
+/// What left the SM or completed in one retire step, by kind (the machine turns each into
+/// its event, kinds in this order).
+#[derive(Default)]
+pub(super) struct Retired {
+    /// TBs that finished: the TB, its local-memory frame and the warp instructions it
+    /// executed.
+    pub finished: Vec<(TbRef, u64, u64)>,
+    /// Warps of stopping TBs that drained: the TB and the warp's index in it.
+    pub drained: Vec<(TbRef, u32)>,
+    /// TBs that were stopped and whose state was captured, each with the hold that keeps
+    /// its resources when it was asked to.
+    pub evicted: Vec<(TbContext, Option<HoldId>)>,
+    /// Context transfers that completed.
+    pub transfers: Vec<TransferId>,
+    /// TBs whose stop completed with them staying resident.
+    pub stopped: Vec<TbRef>,
+    /// Routines whose code ended and whose accesses completed: the TB and warp index.
+    pub routines: Vec<(TbRef, u32)>,
+    /// Checkpoints whose bytes are in memory.
+    pub checkpoints: Vec<TbCheckpoint>,
+}
+
+/// Whether [`Sm::retire`] has anything to look at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RetireDue {
+    /// Nothing it looks at has changed since it last ran.
+    No,
+    Yes,
+}
+
+pub(super) struct Sm {
+    id: SmId,
+    res: Residency,
+    front: FrontEnd,
+    issue: IssueStage,
+    ldst: LdSt,
+    ckpt: checkpoint::Checkpointing,
+    /// Per launch (by id): its counters on this SM.
+    counters: IdVec<LaunchId, LaunchCounters>,
+    retire_due: RetireDue,
+    pub stats: SmStats,
+}
+
+impl Sm {
+    pub(super) fn new(
+        id: SmId,
+        resources: &SmResources,
+        schedulers: Vec<AnyScheduler>,
+        spec: &PipelineSpec,
+        shortcuts: bool,
+    ) -> Sm {
+        let n_sched = schedulers.len();
+        Sm {
+            id,
+            res: Residency::new(resources),
+            front: FrontEnd::new(spec, n_sched),
+            issue: IssueStage::new(
+                schedulers,
+                resources.max_warps as usize,
+                if shortcuts {
+                    Shortcuts::On
+                } else {
+                    Shortcuts::Off
+                },
+            ),
+            ldst: LdSt::new(),
+            ckpt: checkpoint::Checkpointing::default(),
+            counters: IdVec::new(),
+            retire_due: RetireDue::No,
+            stats: SmStats {
+                schedulers: vec![Default::default(); n_sched],
+                ..Default::default()
+            },
+        }
+    }
+
+    pub(super) fn ledger(&self) -> &SmLedger {
+        &self.res.ledger
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.res.ledger.is_empty()
+    }
+
+    /// Warp slots held by resident TBs.
+    pub(super) fn resident_warps(&self) -> u32 {
+        self.res.ledger.used_warps
+    }
+
+    /// The resident TBs and their control states.
+    pub(super) fn resident(&self) -> impl Iterator<Item = (TbRef, TbControl)> + '_ {
+        self.res.resident().map(|t| (t.tb, t.control))
+    }
+
+    /// The warps of resident TB `tb`.
+    pub(super) fn warps_of(&self, tb: TbRef) -> Option<Vec<WarpView>> {
+        let k = self.res.find(tb)?;
+        Some(
+            self.res
+                .slots_of(k)
+                .iter()
+                .map(|&s| {
+                    let w = self.res.warp(s);
+                    let pcs: Vec<u32> = w
+                        .warp
+                        .stack
+                        .iter()
+                        .rev()
+                        .filter(|e| e.mask != 0 && e.pc != e.rpc)
+                        .map(|e| e.pc)
+                        .collect();
+                    let live_entries = pcs.len();
+                    WarpView {
+                        index: w.warp.index,
+                        pc: w.warp.next_entry().map(|e| e.pc),
+                        pcs,
+                        at_barrier: matches!(w.status, WarpStatus::Waiting(_)),
+                        diverged: live_entries > 1,
+                        control: w.control.clone(),
+                        done: w.status == WarpStatus::Done,
+                        executed: w.warp.executed,
+                        lanes: (w.warp.valid & !w.warp.exited).count_ones(),
+                    }
+                })
+                .collect(),
+        )
+    }
+
+    /// Whether the SM still has memory work of its own (a split access, a context
+    /// transfer) to send or finish.
+    pub(super) fn has_backlog(&self) -> bool {
+        self.ldst.has_backlog()
+    }
+
+    /// This SM's counters of `launch`.
+    pub(super) fn counters(&self, launch: LaunchId) -> LaunchCounters {
+        self.counters.get(launch).copied().unwrap_or_default()
+    }
+
+    fn counters_mut(&mut self, launch: LaunchId) -> &mut LaunchCounters {
+        while self.counters.len() <= launch.index() {
+            self.counters.push(LaunchCounters::default());
+        }
+        &mut self.counters[launch]
+    }
+
+    /// Front-end counters so far.
+    pub(super) fn frontend_stats(&self) -> FrontendStats {
+        self.front.stats()
+    }
+
+    /// What the SM's counters know of resident TB `tb`'s progress.
+    pub(super) fn progress(&self, tb: TbRef) -> Option<TbProgress> {
+        let t = self.res.tb(self.res.find(tb)?);
+        let executed = t
+            .slots
+            .iter()
+            .map(|&s| self.res.warp(s).warp.executed)
+            .sum();
+        Some(TbProgress {
+            placed_at: t.placed_at,
+            executed,
+            executed_here: executed - t.executed_at_placement,
+        })
+    }
+
+    /// Warp `index` of resident TB `tb`, if it is halted by its TB, held or finished (its
+    /// registers no longer change).
+    pub(super) fn idle_warp(&self, tb: TbRef, index: u32) -> Option<&Warp> {
+        let k = self.res.find(tb)?;
+        let w = self.res.warps[*self.res.slots_of(k).get(index as usize)?].as_ref()?;
+        w.idle().then_some(&w.warp)
+    }
+
+    /// Whether nothing runs or is being moved here: no TB resident, no transfer, and every
+    /// hold parked.
+    pub(super) fn vacated(&self) -> bool {
+        self.res.vacated() && self.ldst.transfers.is_empty()
+    }
+
+    /// Recomputes what the issue stage reads of `slot` from its warp — the one place that
+    /// does, after any change to the warp's progress, scoreboard or control state — and
+    /// lets the SM notice: a warp that comes, goes, halts or resumes changes the
+    /// schedulers' views; any change may end a sleep.
+    fn sync(&mut self, decoded: &Decoded, slot: WarpSlotId) {
+        let was_live = self.res.hot[slot].live();
+        self.res.hot[slot].derive(
+            self.res.warps[slot].as_deref(),
+            decoded,
+            self.front.stalling_banks(),
+        );
+        if self.res.hot[slot].live() != was_live {
+            self.issue.views_changed();
+        }
+        self.issue.wake();
+    }
+
+    /// Something [`Sm::retire`] looks at changed.
+    fn retire_soon(&mut self) {
+        self.retire_due = RetireDue::Yes;
+    }
+
+    /// Takes the TB's resources and the lowest free TB slot and warp slots; the new slots'
+    /// warps are built by `warp(i)` for the TB's warp `i` (with their control state).
+    fn place(
+        &mut self,
+        launch: &Launch,
+        tb: TbRef,
+        ctaid: [u32; 3],
+        shared: Vec<u8>,
+        bars: Barriers,
+        local_base: u64,
+        now: u64,
+        control: TbControl,
+        mut warp: impl FnMut(u32) -> (Warp, WarpStatus, WarpControl),
+    ) {
+        debug_assert!(self.res.ledger.fits(&launch.demand));
+        self.res.ledger.take(&launch.demand);
+        let (k, slots) = self.res.free_slots(launch.demand.warps as usize);
+        let regs = launch.ctx.kernel.regs.len();
+        for (i, &s) in slots.iter().enumerate() {
+            let (w, status, control) = warp(i as u32);
+            let mut ws = WarpSlot::new(w, status, tb.launch, k, regs);
+            ws.control = control;
+            self.res.warps[s] = Some(Box::new(ws));
+            self.res.hot[s].age = self.res.next_age;
+            self.res.next_age += 1;
+            self.sync(&launch.decoded, s);
+            self.front.fill_buffer(&mut self.res.hot[s], s, now);
+        }
+        let executed_at_placement = slots.iter().map(|&s| self.res.warp(s).warp.executed).sum();
+        self.res.tbs[k] = Some(TbSlot {
+            tb,
+            ctaid,
+            shared,
+            slots,
+            bars,
+            local_base,
+            control,
+            demand: launch.demand,
+            placed_at: now,
+            executed_at_placement,
+            checkpoints: Checkpoints::default(),
+        });
+        self.counters_mut(tb.launch);
+        self.issue.views_changed();
+        // A TB restored at a barrier may find it already complete.
+        self.retire_soon();
+    }
+
+    /// Places a new TB `tb` of `launch` (the caller checked that it fits), its local memory
+    /// at `local_base`.
+    pub(super) fn dispatch(&mut self, launch: &Launch, tb: TbRef, local_base: u64, now: u64) {
+        let ctx = &launch.ctx;
+        self.place(
+            launch,
+            tb,
+            ctx.ctaid(tb.index),
+            vec![0; ctx.smem_size as usize],
+            Barriers::default(),
+            local_base,
+            now,
+            TbControl::Running,
+            |i| (Warp::new(ctx, i), WarpStatus::Ready, WarpControl::Running),
+        );
+        self.stats.tbs += 1;
+    }
+
+    /// Installs a stopped TB's state (the caller checked that it fits); it continues where
+    /// it stopped, at once or (`stopped`) once resumed.
+    pub(super) fn install(
+        &mut self,
+        launch: &Launch,
+        context: Box<TbContext>,
+        control: TbControl,
+        now: u64,
+    ) {
+        let TbContext {
+            tb,
+            ctaid,
+            warps,
+            shared,
+            barriers,
+            local_base,
+            ..
+        } = *context;
+        let warp_control = match control {
+            TbControl::Stopped => WarpControl::Halted,
+            _ => WarpControl::Running,
+        };
+        let mut warps = warps.into_iter();
+        self.place(
+            launch,
+            tb,
+            ctaid,
+            shared,
+            barriers,
+            local_base,
+            now,
+            control,
+            |_| {
+                let w = warps.next().expect("one context per warp");
+                (w.warp, w.status, warp_control.clone())
+            },
+        );
+    }
+
+    /// Queues a context transfer of `lines` (stores for a save, loads for a restore) for
+    /// `launch`, none offered before `not_before`.
+    pub(super) fn transfer(
+        &mut self,
+        kind: memsys::AccessKind,
+        lines: Vec<memsys::LineRequest>,
+        launch: LaunchId,
+        not_before: u64,
+    ) -> TransferId {
+        let id = self.ldst.transfer(kind, lines, launch, not_before);
+        self.issue.wake();
+        self.retire_soon();
+        id
+    }
+
+    /// Releases the registers of completed accesses.
+    pub(super) fn complete<B: MemoryBackend>(
+        &mut self,
+        memsys: &mut B,
+        launches: &[Launch],
+        now: u64,
+    ) {
+        while let Some(c) = memsys.pop_completed(self.id) {
+            let tag = PendingId(c.tag as u32);
+            let p = self.ldst.pending.get_mut(tag);
+            let (launch, waits) = (p.launch, p.waits);
+            if waits {
+                let k = &mut self.counters[launch];
+                k.global_loads += 1;
+                k.load_latency += c.latency();
+            }
+            p.parts -= 1;
+            if p.parts > 0 {
+                continue;
+            }
+            let p = self.ldst.pending.remove(tag);
+            if let Some(id) = p.transfer {
+                self.ldst.transfer_part_done(id);
+                self.retire_soon();
+                continue;
+            }
+            self.counters[launch].in_flight -= 1;
+            let Some(slot) = p.slot else {
+                continue;
+            };
+            let decoded = &launches[launch.index()].decoded;
+            let w = self.res.warp_mut(slot);
+            if !waits {
+                w.stores -= 1;
+                let draining = w.control == WarpControl::RoutineDraining;
+                if let Some(group) = p.cp_async {
+                    // A warp may be waiting for the group.
+                    w.cp_async.completed(group);
+                    self.sync(decoded, slot);
+                }
+                if self.res.stopping > 0 || draining {
+                    self.retire_soon();
+                }
+                continue;
+            }
+            for r in p.regs.iter().flatten() {
+                w.ready_at[r.index()] = now;
+            }
+            w.outstanding -= 1;
+            self.sync(decoded, slot);
+            self.retire_soon();
+        }
+    }
+}

@@ -1,0 +1,247 @@
+//! A resident warp as the SM holds it — its architectural state, scoreboard, what it has in
+//! flight and its control state ([`WarpSlot`]) — and the compact mirror the issue stage
+//! scans every cycle ([`WarpHot`]), which one function ([`WarpHot::derive`]) recomputes
+//! from the slot after any change.
+
+use crate::barrier::WarpStatus;
+use crate::exec::Warp;
+use crate::timing::control::WarpControl;
+use crate::timing::ids::{LaunchId, TbSlotId};
+use crate::timing::spec::OpClass;
+
+use super::decoded::Decoded;
+use super::frontend::RegisterBanks;
+
+/// A register waiting for a memory access (released by its completion).
+pub(super) const MEM_PENDING: u64 = u64::MAX;
+
+/// [`WarpHot::next_pc`] of a warp without a next instruction.
+pub(super) const NO_PC: u32 = u32::MAX;
+
+/// A resident warp.
+pub(super) struct WarpSlot {
+    pub warp: Warp,
+    /// The launch it belongs to.
+    pub launch: LaunchId,
+    /// The TB slot it belongs to.
+    pub tb: TbSlotId,
+    pub status: WarpStatus,
+    pub control: WarpControl,
+    /// Per register: the first cycle at which it may be read or written again
+    /// ([`MEM_PENDING`] while a load fills it).
+    pub ready_at: Vec<u64>,
+    /// Loads and atomics in flight (their destinations wait for them).
+    pub outstanding: u32,
+    /// Stores, reductions and loads without a destination in flight (nothing waits for them
+    /// but a stopping TB, which must see them acknowledged), `cp.async` copies included.
+    pub stores: u32,
+    /// `cp.async` copies in flight by group.
+    pub cp_async: CpAsyncGroups,
+    /// The cycle a `nanosleep` suspends the warp until.
+    pub sleep_until: u64,
+    /// Registers written since the TB's last checkpoint (dirty bits set at writeback,
+    /// papers/li-pep §3.1), one bit per register.
+    pub dirty: Vec<u64>,
+}
+
+impl WarpSlot {
+    pub fn new(
+        warp: Warp,
+        status: WarpStatus,
+        launch: LaunchId,
+        tb: TbSlotId,
+        regs: usize,
+    ) -> Self {
+        WarpSlot {
+            warp,
+            launch,
+            tb,
+            status,
+            control: WarpControl::Running,
+            ready_at: vec![0; regs],
+            outstanding: 0,
+            stores: 0,
+            cp_async: CpAsyncGroups::default(),
+            sleep_until: 0,
+            dirty: vec![0; regs.div_ceil(64)],
+        }
+    }
+
+    /// Nothing it issued is still in flight and every result is written by `now`.
+    pub fn drained(&self, now: u64) -> bool {
+        self.outstanding == 0 && self.stores == 0 && self.ready_at.iter().all(|&t| t <= now)
+    }
+
+    /// Halted by its TB, held, or finished: it issues nothing more on its own.
+    pub fn idle(&self) -> bool {
+        self.status == WarpStatus::Done
+            || matches!(
+                self.control,
+                WarpControl::Halted | WarpControl::HaltedReporting | WarpControl::Held
+            )
+    }
+
+    /// Marks register `r` written.
+    #[inline]
+    pub fn mark_dirty(&mut self, r: u32) {
+        self.dirty[(r / 64) as usize] |= 1 << (r % 64);
+    }
+
+    pub fn is_dirty(&self, r: u32) -> bool {
+        self.dirty[(r / 64) as usize] & (1 << (r % 64)) != 0
+    }
+}
+
+/// A warp's `cp.async` copies in flight, by group (PTX ISA §9.7.9.25.3): the copies issued
+/// since the last `cp.async.commit_group` form the open group; committing closes it.
+#[derive(Clone, Debug, Default)]
+pub(super) struct CpAsyncGroups {
+    /// The open group's id (ids grow by one per commit).
+    pub open: u64,
+    /// Copies in flight per group, oldest first (groups with none left are dropped).
+    in_flight: std::collections::VecDeque<(u64, u32)>,
+}
+
+impl CpAsyncGroups {
+    pub fn issued(&mut self) -> u64 {
+        match self.in_flight.back_mut() {
+            Some((g, n)) if *g == self.open => *n += 1,
+            _ => self.in_flight.push_back((self.open, 1)),
+        }
+        self.open
+    }
+
+    pub fn commit(&mut self) {
+        self.open += 1;
+    }
+
+    pub fn completed(&mut self, group: u64) {
+        if let Some(k) = self.in_flight.iter().position(|&(g, _)| g == group) {
+            self.in_flight[k].1 -= 1;
+            if self.in_flight[k].1 == 0 {
+                self.in_flight.remove(k);
+            }
+        }
+    }
+
+    /// Whether `cp.async.wait_group groups` (or `wait_all`) may complete: at most `groups`
+    /// committed groups still have copies in flight (and, for `wait_all`, none at all).
+    pub fn satisfied(&self, groups: u8, all: bool) -> bool {
+        if all {
+            return self.in_flight.is_empty();
+        }
+        let committed = self
+            .in_flight
+            .iter()
+            .filter(|&&(g, _)| g < self.open)
+            .count();
+        committed <= usize::from(groups)
+    }
+}
+
+/// Whether a slot's warp may be scheduled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum HotState {
+    Empty,
+    Ready,
+    Waiting,
+    Done,
+    /// Halted or held (neither scheduled nor finished).
+    Halted,
+}
+
+/// What the issue stage reads of a warp slot every cycle, kept apart from the warp's
+/// registers and stack so that scanning an SM's warps touches one small array (the hardware
+/// keeps the same facts beside the scheduler: the decoded next instruction in the instruction
+/// buffer and its scoreboard state). Everything but the front-end fields (`age`,
+/// `fetch_ready`, `buffer_end`) is derived from the [`WarpSlot`] by [`WarpHot::derive`].
+#[derive(Clone, Copy, Debug)]
+pub(super) struct WarpHot {
+    pub state: HotState,
+    /// The next instruction's PC ([`NO_PC`] when the warp has none left).
+    pub next_pc: u32,
+    /// The next instruction's operation class.
+    pub class: OpClass,
+    /// The first cycle at which every register the next instruction reads or writes is
+    /// ready, or [`MEM_PENDING`] while a load fills one of them.
+    pub ready: u64,
+    /// Dispatch order on this SM (smaller = older).
+    pub age: u64,
+    /// The cycle from which the instruction buffer holds the next instruction.
+    pub fetch_ready: u64,
+    /// One past the last PC the instruction buffer holds.
+    pub buffer_end: u32,
+    /// The warp's launch (what a scheduler may see of it).
+    pub launch: LaunchId,
+    /// With sub-cores: the register banks the next instruction reads.
+    pub src_banks: u64,
+}
+
+impl WarpHot {
+    pub const EMPTY: WarpHot = WarpHot {
+        state: HotState::Empty,
+        next_pc: NO_PC,
+        class: OpClass::Alu,
+        ready: 0,
+        age: 0,
+        fetch_ready: 0,
+        buffer_end: 0,
+        launch: LaunchId(0),
+        src_banks: 0,
+    };
+
+    /// Whether the slot holds a warp the schedulers may issue from.
+    pub fn live(&self) -> bool {
+        matches!(self.state, HotState::Ready | HotState::Waiting)
+    }
+
+    /// Recomputes everything derived from the warp in the slot (`None`: an empty slot);
+    /// `banks` are the register banks of a sub-core, whose conflicts stall issue.
+    pub fn derive(
+        &mut self,
+        w: Option<&WarpSlot>,
+        decoded: &Decoded,
+        banks: Option<&RegisterBanks>,
+    ) {
+        let Some(w) = w else {
+            *self = WarpHot::EMPTY;
+            return;
+        };
+        self.launch = w.launch;
+        self.state = match (&w.control, w.status) {
+            (_, WarpStatus::Done) => HotState::Done,
+            (
+                WarpControl::Halted
+                | WarpControl::HaltedReporting
+                | WarpControl::Held
+                | WarpControl::RoutineDraining,
+                _,
+            ) => HotState::Halted,
+            (_, WarpStatus::Ready) => HotState::Ready,
+            (_, WarpStatus::Waiting(_)) => HotState::Waiting,
+        };
+        let Some(top) = w.warp.next_entry() else {
+            self.next_pc = NO_PC;
+            return;
+        };
+        self.next_pc = top.pc;
+        self.class = decoded.class(top.pc);
+        self.src_banks = banks.map_or(0, |b| b.mask(decoded.sources(top.pc)));
+        self.ready = 0;
+        for &r in decoded.regs(top.pc) {
+            let t = w.ready_at[r as usize];
+            self.ready = self.ready.max(t);
+            if t == MEM_PENDING {
+                break;
+            }
+        }
+        // A sleeping warp is ready again when its `nanosleep` ends.
+        self.ready = self.ready.max(w.sleep_until);
+        // `cp.async.wait_group` waits like a load for its groups' copies.
+        if let Some((groups, all)) = decoded.cp_async_wait(top.pc) {
+            if !w.cp_async.satisfied(groups, all) {
+                self.ready = MEM_PENDING;
+            }
+        }
+    }
+}
