@@ -623,6 +623,9 @@ impl<B: MemoryBackend> Machine<B> {
         for i in 0..self.sms.len() {
             let sm = SmId(i as u32);
             self.sms[i].retire(&self.launches, now, &mut self.retired)?;
+            if self.retired.is_empty() {
+                continue;
+            }
             for (tb, frame, executed) in self.retired.finished.drain(..) {
                 let l = &mut self.launches[tb.launch.index()];
                 l.resident -= 1;

@@ -456,31 +456,33 @@ impl Sm {
         // A TB stopping at preemption points halts each warp right after its `pp` (or at
         // the `bar.pp` it now waits at), papers/lin-lightweight §IV-A; a warp that comes to
         // wait at any other barrier stops there too, or the TB could never stop.
-        let stop_at_point = matches!(
-            tb.control,
-            TbControl::Stopping {
-                at: StopAt::PreemptionPoint,
-                ..
-            }
-        ) && ws.control == WarpControl::Running;
-        let halts = stop_at_point
+        let running = matches!(ws.control, WarpControl::Running);
+        let halts = running
+            && matches!(
+                tb.control,
+                TbControl::Stopping {
+                    at: StopAt::PreemptionPoint,
+                    ..
+                }
+            )
             && (matches!(inst.op, Op::Pp { .. } | Op::Bar { pp: Some(_), .. })
                 || matches!(result, Step::Barrier(a) if a.wait));
-        let routine_ended = match (&ws.control, result) {
-            (WarpControl::InRoutine(_), Step::Barrier(_)) => {
-                let what = format!(
-                    "warp {} reached a barrier at pc{} inside a routine",
-                    ws.warp.index, top.pc
-                );
-                self.res.warps[slot] = Some(ws);
-                return Err(ExecError::Internal {
-                    kernel: ctx.kernel.name.clone(),
-                    what,
-                });
-            }
-            (WarpControl::InRoutine(_), _) => ws.warp.next_entry().is_none(),
-            _ => false,
-        };
+        let routine_ended = !running
+            && match (&ws.control, result) {
+                (WarpControl::InRoutine(_), Step::Barrier(_)) => {
+                    let what = format!(
+                        "warp {} reached a barrier at pc{} inside a routine",
+                        ws.warp.index, top.pc
+                    );
+                    self.res.warps[slot] = Some(ws);
+                    return Err(ExecError::Internal {
+                        kernel: ctx.kernel.name.clone(),
+                        what,
+                    });
+                }
+                (WarpControl::InRoutine(_), _) => ws.warp.next_entry().is_none(),
+                _ => false,
+            };
         match result {
             Step::Executed => {}
             _ if routine_ended => {}

@@ -140,6 +140,19 @@ pub(super) struct Retired {
     pub checkpoints: Vec<TbCheckpoint>,
 }
 
+impl Retired {
+    /// Whether nothing left or completed.
+    pub(super) fn is_empty(&self) -> bool {
+        self.finished.is_empty()
+            && self.drained.is_empty()
+            && self.evicted.is_empty()
+            && self.transfers.is_empty()
+            && self.stopped.is_empty()
+            && self.routines.is_empty()
+            && self.checkpoints.is_empty()
+    }
+}
+
 /// Whether [`Sm::retire`] has anything to look at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum RetireDue {
