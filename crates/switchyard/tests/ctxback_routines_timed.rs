@@ -299,10 +299,8 @@ impl Switcher {
                 let back = m.cycle() + 50 + u64::from(self.rng.below(1500));
                 self.held.push((context, back));
             }
-            Event::TbRestored { sm, tb, .. } => {
-                if self.switching.contains_key(&tb) {
-                    self.start_routines(m, sm, tb)?;
-                }
+            Event::TbRestored { sm, tb, .. } if self.switching.contains_key(&tb) => {
+                self.start_routines(m, sm, tb)?;
             }
             _ => {}
         }
