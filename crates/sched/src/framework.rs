@@ -519,8 +519,9 @@ impl Framework {
                     };
                     self.mechanism.acknowledged(e, &mut cx)?;
                 }
-                // Holds change no table of the framework.
-                Event::HoldTaken { .. }
+                // Holds and limits change no table of the framework.
+                Event::LimitsSet { .. }
+                | Event::HoldTaken { .. }
                 | Event::HoldReleased { .. }
                 | Event::HoldParked { .. }
                 | Event::HoldUnparked { .. } => {}

@@ -19,6 +19,7 @@ use serde::Serialize;
 
 use super::context::TbContext;
 use super::ids::{CheckpointId, HoldId, LaunchId, SmId, TbRef, TransferId};
+use super::ledger::KernelLimits;
 use crate::barrier::{Barriers, WarpStatus};
 use crate::exec::StackEntry;
 
@@ -224,6 +225,15 @@ pub enum Request {
         scope: Scope,
         base: u64,
     },
+    /// From now on, `launch` may hold on `sm` at most what `limits` say, and issue at most
+    /// its quota of warp instructions per epoch (several kernels co-resident on one SM under
+    /// quotas, papers/lin-thesis ch. 4); what it holds already stays
+    /// ([`super::Event::LimitsSet`]).
+    Limit {
+        sm: SmId,
+        launch: LaunchId,
+        limits: KernelLimits,
+    },
     /// Put a stopped TB back in the state of its checkpoints, applied in order (a full one,
     /// then the dirty ones after it); the last must be the TB's latest, and the TB must not
     /// have issued a store or atomic to global or local memory since it, or re-executing
@@ -256,6 +266,7 @@ impl Request {
             Request::ReleaseWarp { .. } => "release-warp",
             Request::Checkpoint { .. } => "checkpoint",
             Request::Rollback { .. } => "rollback",
+            Request::Limit { .. } => "limit",
         }
     }
 
@@ -277,7 +288,8 @@ impl Request {
             | Request::HoldWarp { sm, .. }
             | Request::ReleaseWarp { sm, .. }
             | Request::Checkpoint { sm, .. }
-            | Request::Rollback { sm, .. } => sm,
+            | Request::Rollback { sm, .. }
+            | Request::Limit { sm, .. } => sm,
         }
     }
 }
@@ -290,6 +302,8 @@ pub enum Ticket {
     Hold(HoldId),
     Transfer(TransferId),
     Checkpoint(CheckpointId),
+    /// The launch whose limits were set.
+    Launch(LaunchId),
 }
 
 impl Ticket {

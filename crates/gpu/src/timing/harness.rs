@@ -22,9 +22,12 @@ use crate::memory::DeviceMemory;
 /// The SM every harness runs on.
 pub const SM: SmId = SmId(0);
 
-/// One SM of a GPU with a fixed-latency memory, and one launch of a kernel on it.
+/// One SM of a GPU with a fixed-latency memory, a module of kernels, and launches of them
+/// (the first made from the spec).
 pub struct SmHarness {
     machine: Machine<FixedLatency>,
+    module: LoadedModule,
+    timing: TimedGpu,
     launch: LaunchId,
     /// Every event so far, in order.
     log: Vec<Event>,
@@ -61,24 +64,40 @@ impl SmHarness {
         gpu.sm.count = 1;
         let module =
             LoadedModule::load(&mut memory, "harness.ptx", ptx).map_err(|e| e.to_string())?;
-        let kid = module.kernel(kernel).map_err(|e| e.to_string())?;
-        let limits = DeviceLimits::default();
-        let ctx = module
-            .launch_ctx(&limits, kid, grid, block, 0, &args, 0)
-            .map_err(|e| e.to_string())?;
         let timing = TimedGpu::new(gpu);
-        let timed = timing.timed_kernel(&Arc::clone(&ctx.kernel));
         let period = Machine::memory_config_of(&timing.gpu)
             .clocks
             .period_fs(memsys::Domain::Core);
         let backend = FixedLatency::new(1, latency, period);
-        let mut machine = Machine::with_backend(timing.gpu, timing.options, memory, backend);
-        let launch = machine.submit(ctx, &timed).map_err(|e| e.to_string())?;
-        Ok(SmHarness {
+        let machine =
+            Machine::with_backend(timing.gpu.clone(), timing.options.clone(), memory, backend);
+        let mut h = SmHarness {
             machine,
-            launch,
+            module,
+            timing,
+            launch: LaunchId(0),
             log: Vec::new(),
-        })
+        };
+        h.launch = h.submit(kernel, grid, block, &args)?;
+        Ok(h)
+    }
+
+    /// Submits another launch, of a kernel of the same module; its TBs wait to be
+    /// dispatched.
+    pub fn submit(
+        &mut self,
+        kernel: &str,
+        grid: [u32; 3],
+        block: [u32; 3],
+        args: &[KernelArg],
+    ) -> Result<LaunchId, String> {
+        let kid = self.module.kernel(kernel).map_err(|e| e.to_string())?;
+        let ctx = self
+            .module
+            .launch_ctx(&DeviceLimits::default(), kid, grid, block, 0, args, 0)
+            .map_err(|e| e.to_string())?;
+        let timed = self.timing.timed_kernel(&Arc::clone(&ctx.kernel));
+        self.machine.submit(ctx, &timed).map_err(|e| e.to_string())
     }
 
     pub fn machine(&self) -> &Machine<FixedLatency> {
@@ -89,7 +108,7 @@ impl SmHarness {
         &mut self.machine
     }
 
-    /// The launch under test.
+    /// The first launch.
     pub fn launch(&self) -> LaunchId {
         self.launch
     }
@@ -106,9 +125,13 @@ impl SmHarness {
         r
     }
 
-    /// Dispatches the launch's next TB onto the SM.
+    /// Dispatches the first launch's next TB onto the SM.
     pub fn dispatch(&mut self) -> Result<TbRef, Refused> {
-        let launch = self.launch;
+        self.dispatch_of(self.launch)
+    }
+
+    /// Dispatches `launch`'s next TB onto the SM.
+    pub fn dispatch_of(&mut self, launch: LaunchId) -> Result<TbRef, Refused> {
         Ok(self
             .request(Request::Dispatch { sm: SM, launch })?
             .tb()

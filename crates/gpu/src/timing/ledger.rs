@@ -8,10 +8,73 @@
 //! one [`CarveOut`] picks for the first TB placed on it (Kepler: the smallest that fits it,
 //! papers/tanasic-thesis Table 5.1, footnote 2; Volta on: one that does not limit that
 //! kernel's occupancy); the carve-out stays while any TB is resident.
+//!
+//! **Several kernels under quotas** (co-running inside an SM, papers/lin-thesis ch. 4): the
+//! ledger also books what each launch holds ([`Usage`]), and a launch may be given
+//! [`KernelLimits`] on one SM — at most so many TBs, warps, registers or bytes of shared
+//! memory — which [`SmLedger::fits_for`] enforces beside the SM's own capacities.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
+use super::ids::LaunchId;
 use crate::occupancy::{carve_out, CarveOut, SmResources, TbDemand};
+
+/// What one launch may hold and issue on one SM (`None`: no limit but the SM's).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KernelLimits {
+    pub tbs: Option<u32>,
+    pub warps: Option<u32>,
+    pub registers: Option<u32>,
+    pub shared_memory: Option<u32>,
+    /// Warp instructions per epoch from each of the SM's schedulers
+    /// ([`super::scheduler::Quota`]).
+    pub issue_quota: Option<u32>,
+}
+
+/// What one launch holds on one SM: its resident TBs, and the resources of its holds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Usage {
+    pub tbs: u32,
+    pub warps: u32,
+    pub registers: u32,
+    pub shared_memory: u32,
+}
+
+impl Usage {
+    /// Whether `d` more (a whole TB when `tb`) stays within `limits`.
+    fn admits(&self, limits: &KernelLimits, d: &TbDemand, tb: bool) -> bool {
+        let within = |used: u32, more: u32, limit: Option<u32>| {
+            limit.is_none_or(|l| u64::from(used) + u64::from(more) <= u64::from(l))
+        };
+        within(self.tbs, u32::from(tb), limits.tbs)
+            && within(self.warps, d.warps, limits.warps)
+            && within(self.registers, d.registers, limits.registers)
+            && within(self.shared_memory, d.shared_memory, limits.shared_memory)
+    }
+
+    fn add(&mut self, d: &TbDemand, tb: bool) {
+        self.tbs += u32::from(tb);
+        self.warps += d.warps;
+        self.registers += d.registers;
+        self.shared_memory += d.shared_memory;
+    }
+
+    fn sub(&mut self, d: &TbDemand, tb: bool) {
+        self.tbs -= u32::from(tb);
+        self.warps -= d.warps;
+        self.registers -= d.registers;
+        self.shared_memory -= d.shared_memory;
+    }
+}
+
+/// One launch's share of an SM.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Share {
+    pub launch: LaunchId,
+    pub used: Usage,
+    pub limits: KernelLimits,
+}
 
 /// What the TBs resident on one SM hold, and what the SM has.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -31,6 +94,8 @@ pub struct SmLedger {
     pub used_shared_memory: u32,
     carve_outs: Vec<u32>,
     carve_out: CarveOut,
+    /// Per launch with resources or limits here: what it holds and may hold.
+    shares: Vec<Share>,
 }
 
 impl SmLedger {
@@ -49,7 +114,88 @@ impl SmLedger {
             used_shared_memory: 0,
             carve_outs: r.shared_memory.clone(),
             carve_out: r.carve_out,
+            shares: Vec::new(),
         }
+    }
+
+    /// What each launch holds here and may hold, by launch.
+    pub fn shares(&self) -> &[Share] {
+        &self.shares
+    }
+
+    /// What `launch` holds here.
+    pub fn usage(&self, launch: LaunchId) -> Usage {
+        self.share(launch).map(|s| s.used).unwrap_or_default()
+    }
+
+    /// The limits of `launch` here.
+    pub fn limits(&self, launch: LaunchId) -> KernelLimits {
+        self.share(launch).map(|s| s.limits).unwrap_or_default()
+    }
+
+    fn share(&self, launch: LaunchId) -> Option<&Share> {
+        self.shares.iter().find(|s| s.launch == launch)
+    }
+
+    fn share_mut(&mut self, launch: LaunchId) -> &mut Share {
+        let i = match self.shares.iter().position(|s| s.launch == launch) {
+            Some(i) => i,
+            None => {
+                self.shares.push(Share {
+                    launch,
+                    used: Usage::default(),
+                    limits: KernelLimits::default(),
+                });
+                self.shares.len() - 1
+            }
+        };
+        &mut self.shares[i]
+    }
+
+    /// Sets what `launch` may hold here (what it holds already stays).
+    pub fn set_limits(&mut self, launch: LaunchId, limits: KernelLimits) {
+        self.share_mut(launch).limits = limits;
+        self.forget_idle();
+    }
+
+    /// Drops the shares of launches that hold nothing and have no limits.
+    fn forget_idle(&mut self) {
+        self.shares
+            .retain(|s| s.used != Usage::default() || s.limits != KernelLimits::default());
+    }
+
+    /// Whether one more TB of `launch` with demand `d` fits now, its limits included.
+    pub fn fits_for(&self, launch: LaunchId, d: &TbDemand) -> bool {
+        self.fits(d)
+            && self
+                .share(launch)
+                .is_none_or(|s| s.used.admits(&s.limits, d, true))
+    }
+
+    /// Takes a whole TB of `launch` (the caller checked [`SmLedger::fits_for`]).
+    pub fn take_for(&mut self, launch: LaunchId, d: &TbDemand) {
+        self.take(d);
+        self.share_mut(launch).used.add(d, true);
+    }
+
+    /// Gives back what [`SmLedger::take_for`] took.
+    pub fn give_for(&mut self, launch: LaunchId, d: &TbDemand) {
+        self.give(d);
+        self.share_mut(launch).used.sub(d, true);
+        self.forget_idle();
+    }
+
+    /// Takes part of a TB of `launch`, without a TB slot.
+    pub fn take_part_for(&mut self, launch: LaunchId, d: &TbDemand) {
+        self.take_part(d);
+        self.share_mut(launch).used.add(d, false);
+    }
+
+    /// Gives back what [`SmLedger::take_part_for`] took.
+    pub fn give_part_for(&mut self, launch: LaunchId, d: &TbDemand) {
+        self.give_part(d);
+        self.share_mut(launch).used.sub(d, false);
+        self.forget_idle();
     }
 
     pub fn is_empty(&self) -> bool {
@@ -190,6 +336,48 @@ mod tests {
         l.give(&big);
         assert!(l.is_empty());
         assert_eq!(l.used_registers + l.used_warps + l.used_threads, 0);
+    }
+
+    /// Two launches on one SM: each within its own limits, and both within the SM's; what
+    /// one gives back is the other's to take.
+    #[test]
+    fn launches_are_held_to_their_limits_beside_the_sms() {
+        let r = k20c_like();
+        let (a, b) = (LaunchId(0), LaunchId(1));
+        let d = TbDemand::for_kernel(&r, 128, 16, 0); // 4 warps, 2 048 registers
+        let mut l = SmLedger::new(&r);
+        l.set_limits(
+            a,
+            KernelLimits {
+                tbs: Some(3),
+                ..KernelLimits::default()
+            },
+        );
+        l.set_limits(
+            b,
+            KernelLimits {
+                warps: Some(24),
+                ..KernelLimits::default()
+            },
+        );
+        let admitted = |l: &mut SmLedger, k| {
+            let mut n = 0;
+            while l.fits_for(k, &d) {
+                l.take_for(k, &d);
+                n += 1;
+            }
+            n
+        };
+        assert_eq!(admitted(&mut l, a), 3, "a: at most 3 TBs");
+        assert_eq!(admitted(&mut l, b), 6, "b: at most 24 warps, 4 a TB");
+        assert_eq!(l.usage(a).tbs, 3);
+        assert_eq!(l.usage(b).warps, 24);
+        // Without limits, a third launch takes what the SM has left: 64 - 36 warps.
+        assert_eq!(admitted(&mut l, LaunchId(2)), 7);
+        assert!(!l.fits(&d));
+        l.give_for(b, &d);
+        assert!(l.fits_for(b, &d) && !l.fits_for(a, &d));
+        assert_eq!(l.used_warps, 4 * (3 + 5 + 7));
     }
 
     #[test]

@@ -162,6 +162,12 @@ pub enum Event {
         sm: SmId,
         tb: TbRef,
     },
+    /// A launch's limits on an SM were set.
+    LimitsSet {
+        cycle: u64,
+        sm: SmId,
+        launch: LaunchId,
+    },
     /// Every TB of the launch finished and every access it made completed; its statistics
     /// are in [`Launch::stats`].
     LaunchFinished {
@@ -192,6 +198,7 @@ impl Event {
             | Event::HoldUnparked { cycle, .. }
             | Event::CheckpointDone { cycle, .. }
             | Event::TbRolledBack { cycle, .. }
+            | Event::LimitsSet { cycle, .. }
             | Event::LaunchFinished { cycle, .. } => *cycle,
         }
     }
@@ -216,7 +223,8 @@ impl Event {
             | Event::HoldParked { sm, .. }
             | Event::HoldUnparked { sm, .. }
             | Event::CheckpointDone { sm, .. }
-            | Event::TbRolledBack { sm, .. } => Some(*sm),
+            | Event::TbRolledBack { sm, .. }
+            | Event::LimitsSet { sm, .. } => Some(*sm),
             Event::LaunchFinished { .. } => None,
         }
     }
@@ -456,11 +464,11 @@ impl<B: MemoryBackend> Machine<B> {
         self.sms.get(sm.index()).is_some_and(Sm::vacated)
     }
 
-    /// Whether one more TB of `launch` fits on `sm` now.
+    /// Whether one more TB of `launch` fits on `sm` now, within its limits there.
     pub fn fits(&self, sm: SmId, launch: LaunchId) -> bool {
         self.sms[sm.index()]
             .ledger()
-            .fits(&self.launches[launch.index()].demand)
+            .fits_for(launch, &self.launches[launch.index()].demand)
     }
 
     /// Whether parked hold `hold` on `sm` could take back what it gave up.

@@ -59,6 +59,8 @@ pub mod spec;
 pub mod stats;
 
 #[cfg(test)]
+mod corun_tests;
+#[cfg(test)]
 mod protocol_tests;
 
 use std::sync::Arc;
@@ -81,10 +83,10 @@ pub use ids::{
     CheckpointId, HoldId, LaunchId, PendingId, SmId, TbRef, TbSlotId, TransferId, WarpSlotId,
 };
 pub use launch::{Launch, TimedKernel};
-pub use ledger::SmLedger;
+pub use ledger::{KernelLimits, Share, SmLedger, Usage};
 pub use machine::{Control, Event, Idle, Machine, TbProgress, WarpView};
 
-pub use scheduler::{AnyScheduler, Gto, Lrr, TwoLevel, WarpInfo, WarpScheduler};
+pub use scheduler::{AnyScheduler, Gto, Lrr, Quota, TwoLevel, WarpInfo, WarpScheduler};
 pub use spec::{FetchSpec, OpClass, OpTiming, PipelineSpec, Unit};
 pub use stats::{
     FrontendStats, OccupancyTrace, Rates, SchedulerStats, SmStats, StallReason, TimedStats,

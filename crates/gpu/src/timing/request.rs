@@ -117,6 +117,23 @@ impl<B: MemoryBackend> Machine<B> {
                 base,
             } => self.checkpoint(sm, tb, scope, base),
             Request::Rollback { sm, tb, chain } => self.rollback(*sm, *tb, chain),
+            &Request::Limit { sm, launch, limits } => {
+                if launch.index() >= self.launches.len() {
+                    Err(ControlError::UnknownLaunch {
+                        tb: TbRef { launch, index: 0 },
+                    })
+                } else {
+                    self.sms[sm.index()].set_limits(launch, limits);
+                    Ok(self.ack(
+                        Event::LimitsSet {
+                            cycle: 0,
+                            sm,
+                            launch,
+                        },
+                        Ticket::Launch(launch),
+                    ))
+                }
+            }
         };
         outcome.map_err(|error| Refused {
             error,
@@ -136,6 +153,7 @@ impl<B: MemoryBackend> Machine<B> {
             | Event::WarpHeld { cycle, .. }
             | Event::WarpReleased { cycle, .. }
             | Event::TbRolledBack { cycle, .. }
+            | Event::LimitsSet { cycle, .. }
             | Event::TbDispatched { cycle, .. }
             | Event::TbDiscarded { cycle, .. }
             | Event::TbRestored { cycle, .. } => *cycle = now,
@@ -270,7 +288,7 @@ impl<B: MemoryBackend> Machine<B> {
         if !self.fits(sm, launch) {
             return Err(ControlError::NoRoom { sm, tb });
         }
-        let hold = self.sms[sm.index()].hold(&demand);
+        let hold = self.sms[sm.index()].hold(launch, &demand);
         Ok(self.ack(Event::HoldTaken { cycle: 0, sm, hold }, Ticket::Hold(hold)))
     }
 

@@ -9,6 +9,8 @@
 //!   memory result (or at a barrier, so the set cannot fill with warps waiting for pending
 //!   ones) leaves the set and the oldest pending warp takes its place
 //!   (Narasiman et al., MICRO 2011; GPGPU-Sim `two_level_active`).
+//! * [`Quota`] — per-kernel issue quotas over any of them (SMK's warp-instruction quotas,
+//!   papers/lin-thesis §4.2).
 
 use super::ids::{LaunchId, WarpSlotId};
 use crate::config::SchedulerPolicy;
@@ -173,6 +175,87 @@ impl WarpScheduler for TwoLevel {
     }
 }
 
+/// Per-kernel issue quotas over any scheduler: SMK's warp-instruction quotas (Wang et al.,
+/// HPCA 2016, as papers/lin-thesis §4.2 describes them: "periodically assigns each kernel a
+/// fixed time quota in the warp scheduler"). Within an epoch a launch with a quota issues at
+/// most that many warp instructions from this scheduler; once it has, its warps are left out
+/// of the order while a launch with quota left (or with no quota) has warps here, and when
+/// none has, a new epoch starts. Launches without a quota are not limited, and with no
+/// quota set the wrapper passes every call straight through.
+#[derive(Clone, Debug)]
+pub struct Quota<S> {
+    inner: S,
+    /// Per launch with a quota: the quota and what it used this epoch.
+    quotas: Vec<(LaunchId, u32, u32)>,
+    /// The launch of each warp of the last order (for `issued`).
+    launches: Vec<(WarpSlotId, LaunchId)>,
+    eligible: Vec<WarpInfo>,
+}
+
+impl<S: WarpScheduler> Quota<S> {
+    pub fn new(inner: S) -> Quota<S> {
+        Quota {
+            inner,
+            quotas: Vec::new(),
+            launches: Vec::new(),
+            eligible: Vec::new(),
+        }
+    }
+
+    /// Sets `launch`'s quota of warp instructions per epoch (`None`: unlimited).
+    pub fn set(&mut self, launch: LaunchId, quota: Option<u32>) {
+        self.quotas.retain(|q| q.0 != launch);
+        if let Some(q) = quota {
+            self.quotas.push((launch, q.max(1), 0));
+        }
+    }
+
+    /// Whether a launch still may issue this epoch.
+    fn open(&self, launch: LaunchId) -> bool {
+        self.quotas
+            .iter()
+            .find(|q| q.0 == launch)
+            .is_none_or(|q| q.2 < q.1)
+    }
+}
+
+impl<S: WarpScheduler> WarpScheduler for Quota<S> {
+    fn order(&mut self, warps: &[WarpInfo], order: &mut Vec<WarpSlotId>) {
+        if self.quotas.is_empty() {
+            return self.inner.order(warps, order);
+        }
+        self.launches.clear();
+        self.launches
+            .extend(warps.iter().map(|w| (w.slot, w.launch)));
+        if !warps.iter().any(|w| self.open(w.launch)) {
+            // Every launch here has used its quota: a new epoch.
+            for q in &mut self.quotas {
+                q.2 = 0;
+            }
+        }
+        let mut eligible = std::mem::take(&mut self.eligible);
+        eligible.clear();
+        eligible.extend(warps.iter().filter(|w| self.open(w.launch)).copied());
+        self.inner.order(&eligible, order);
+        self.eligible = eligible;
+    }
+
+    fn issued(&mut self, slot: WarpSlotId) {
+        if !self.quotas.is_empty() {
+            if let Some(&(_, l)) = self.launches.iter().find(|w| w.0 == slot) {
+                if let Some(q) = self.quotas.iter_mut().find(|q| q.0 == l) {
+                    q.2 += 1;
+                }
+            }
+        }
+        self.inner.issued(slot);
+    }
+
+    fn reads_long_wait(&self) -> bool {
+        self.inner.reads_long_wait()
+    }
+}
+
 /// The configured policies, dispatched without a virtual call on the issue path.
 #[derive(Clone, Debug)]
 pub enum AnyScheduler {
@@ -263,6 +346,42 @@ mod tests {
         s.issued(WarpSlotId(0));
         s.order(&w, &mut o);
         assert_eq!(o, ids(&[0, 2, 4]));
+    }
+
+    /// Launch 0 may issue 3 warp instructions an epoch, launch 1 one: in four issues the
+    /// order leaves launch 0 out once it has used its three, then a new epoch starts.
+    #[test]
+    fn quotas_share_issue_by_epoch() {
+        let w: Vec<WarpInfo> = [(0, 0), (1, 0), (2, 1)]
+            .iter()
+            .map(|&(slot, launch)| WarpInfo {
+                slot: WarpSlotId(slot),
+                age: u64::from(slot),
+                long_wait: false,
+                launch: LaunchId(launch),
+            })
+            .collect();
+        let mut s = Quota::new(Gto::default());
+        s.set(LaunchId(0), Some(3));
+        s.set(LaunchId(1), Some(1));
+        let mut issued = Vec::new();
+        let mut o = Vec::new();
+        for _ in 0..8 {
+            s.order(&w, &mut o);
+            let first = o[0];
+            s.issued(first);
+            issued.push(first.0);
+        }
+        // Greedy on slot 0 for launch 0's three, then launch 1's one; then a new epoch, in
+        // which GTO stays greedy on slot 2 for launch 1's one, then launch 0's three.
+        assert_eq!(issued, [0, 0, 0, 2, 2, 0, 0, 0]);
+        // Without quotas, GTO stays on slot 0.
+        let mut plain = Quota::new(Gto::default());
+        plain.set(LaunchId(0), None);
+        plain.order(&w, &mut o);
+        plain.issued(o[0]);
+        plain.order(&w, &mut o);
+        assert_eq!(o[0], WarpSlotId(0));
     }
 
     #[test]

@@ -13,7 +13,7 @@ use crate::timing::control::{
     AfterStop, ControlError, HoldState, Keep, Routine, RoutineEnd, RoutineRun, StopAt, TbControl,
     WarpControl, WarpReports,
 };
-use crate::timing::ids::{HoldId, TbRef, TbSlotId, WarpSlotId};
+use crate::timing::ids::{HoldId, LaunchId, TbRef, TbSlotId, WarpSlotId};
 use crate::timing::launch::Launch;
 
 use super::retire::Resources;
@@ -155,7 +155,10 @@ impl Sm {
             AfterStop::LeaveHolding => {
                 let demand = self.res.tb(k).demand;
                 let context = self.capture(k, now, Resources::Keep);
-                Ok((context, Some(self.res.new_hold(demand, HoldState::Saving))))
+                Ok((
+                    context,
+                    Some(self.res.new_hold(tb.launch, demand, HoldState::Saving)),
+                ))
             }
             AfterStop::Stay => Err(illegal(
                 "evict",
@@ -332,9 +335,9 @@ impl Sm {
         Ok(())
     }
 
-    /// Takes a TB's resources for a context about to be restored.
-    pub(in crate::timing) fn hold(&mut self, demand: &TbDemand) -> HoldId {
-        self.res.take_hold(demand)
+    /// Takes a TB's resources for a context of `launch` about to be restored.
+    pub(in crate::timing) fn hold(&mut self, launch: LaunchId, demand: &TbDemand) -> HoldId {
+        self.res.take_hold(launch, demand)
     }
 
     /// The state of hold `hold`, checked to be one `ok` accepts.

@@ -10,9 +10,10 @@ use crate::exec::{guard_mask, lanes, step, Step, TbView, WARP_SIZE};
 use crate::memory::DeviceMemory;
 use crate::timing::backend::MemoryBackend;
 use crate::timing::control::{StopAt, TbControl, WarpControl};
+use crate::timing::ids::LaunchId;
 use crate::timing::ids::WarpSlotId;
 use crate::timing::launch::Launch;
-use crate::timing::scheduler::{AnyScheduler, WarpInfo, WarpScheduler};
+use crate::timing::scheduler::{AnyScheduler, Quota, WarpInfo, WarpScheduler};
 use crate::timing::spec::{OpClass, Unit};
 use crate::timing::stats::StallReason;
 
@@ -81,7 +82,7 @@ struct SleepCheck {
 
 /// The warp schedulers of an SM and what they need each cycle.
 pub(super) struct IssueStage {
-    scheds: Vec<AnyScheduler>,
+    scheds: Vec<Quota<AnyScheduler>>,
     views: Vec<SchedulerView>,
     /// Per warp slot: this cycle's check (policies that read long waits check every warp
     /// first).
@@ -109,7 +110,7 @@ impl IssueStage {
                     order_valid: false,
                 })
                 .collect(),
-            scheds,
+            scheds: scheds.into_iter().map(Quota::new).collect(),
             checks: IdVec::from_vec(vec![Check::Ready; warps]),
             stall_reasons: Vec::with_capacity(n),
             units: Units {
@@ -133,6 +134,17 @@ impl IssueStage {
     /// Something changed that a sleeping SM's cycles would not repeat.
     pub fn wake(&mut self) {
         self.sleep = None;
+    }
+
+    /// Sets `launch`'s issue quota on every scheduler; their orders change.
+    pub fn set_quota(&mut self, launch: LaunchId, quota: Option<u32>) {
+        for s in &mut self.scheds {
+            s.set(launch, quota);
+        }
+        for v in &mut self.views {
+            v.order_valid = false;
+        }
+        self.wake();
     }
 }
 

@@ -347,8 +347,8 @@ impl Sm {
         control: TbControl,
         mut warp: impl FnMut(u32) -> (Warp, WarpStatus, WarpControl),
     ) {
-        debug_assert!(self.res.ledger.fits(&launch.demand));
-        self.res.ledger.take(&launch.demand);
+        debug_assert!(self.res.ledger.fits_for(tb.launch, &launch.demand));
+        self.res.ledger.take_for(tb.launch, &launch.demand);
         let (k, slots) = self.res.free_slots(launch.demand.warps as usize);
         let regs = launch.ctx.kernel.regs.len();
         for (i, &s) in slots.iter().enumerate() {
@@ -436,6 +436,12 @@ impl Sm {
                 (w.warp, w.status, warp_control.clone())
             },
         );
+    }
+
+    /// Sets what `launch` may hold and issue here.
+    pub(super) fn set_limits(&mut self, launch: LaunchId, limits: crate::timing::KernelLimits) {
+        self.res.ledger.set_limits(launch, limits);
+        self.issue.set_quota(launch, limits.issue_quota);
     }
 
     /// Queues a context transfer of `lines` (stores for a save, loads for a restore) for

@@ -11,7 +11,7 @@ use kir::IdVec;
 use crate::barrier::Barriers;
 use crate::occupancy::{SmResources, TbDemand};
 use crate::timing::control::{HoldState, Keep, TbControl};
-use crate::timing::ids::{CheckpointId, HoldId, TbRef, TbSlotId, WarpSlotId};
+use crate::timing::ids::{CheckpointId, HoldId, LaunchId, TbRef, TbSlotId, WarpSlotId};
 use crate::timing::ledger::SmLedger;
 
 use super::warp::{WarpHot, WarpSlot};
@@ -58,6 +58,8 @@ pub(super) enum SharedDirty {
 /// Resources kept for a TB that is not resident.
 pub(super) struct Hold {
     pub id: HoldId,
+    /// The launch of the TB they are kept for.
+    pub launch: LaunchId,
     /// The whole TB's demand.
     pub full: TbDemand,
     pub state: HoldState,
@@ -177,23 +179,25 @@ impl Residency {
         self.hold_index(id).map(|i| &self.holds[i])
     }
 
-    /// Records a hold of `demand`, whose resources the ledger already counts.
-    pub fn new_hold(&mut self, demand: TbDemand, state: HoldState) -> HoldId {
+    /// Records a hold of `demand` for a TB of `launch`, whose resources the ledger already
+    /// counts.
+    pub fn new_hold(&mut self, launch: LaunchId, demand: TbDemand, state: HoldState) -> HoldId {
         let id = HoldId(self.next_hold);
         self.next_hold += 1;
         self.holds.push(Hold {
             id,
+            launch,
             full: demand,
             state,
         });
         id
     }
 
-    /// Takes a TB's resources for a context about to be restored.
-    pub fn take_hold(&mut self, demand: &TbDemand) -> HoldId {
-        debug_assert!(self.ledger.fits(demand));
-        self.ledger.take(demand);
-        self.new_hold(*demand, HoldState::Restoring)
+    /// Takes a TB's resources for a context of `launch` about to be restored.
+    pub fn take_hold(&mut self, launch: LaunchId, demand: &TbDemand) -> HoldId {
+        debug_assert!(self.ledger.fits_for(launch, demand));
+        self.ledger.take_for(launch, demand);
+        self.new_hold(launch, *demand, HoldState::Restoring)
     }
 
     /// Gives a hold's resources back.
@@ -201,8 +205,8 @@ impl Residency {
         let i = self.hold_index(id)?;
         let h = self.holds.remove(i);
         match h.kept() {
-            Some(kept) => self.ledger.give_part(&kept),
-            None => self.ledger.give(&h.full),
+            Some(kept) => self.ledger.give_part_for(h.launch, &kept),
+            None => self.ledger.give_for(h.launch, &h.full),
         }
         Some(h.state)
     }
@@ -211,11 +215,11 @@ impl Residency {
     /// is not kept).
     pub fn park(&mut self, id: HoldId, keep: Keep) -> Option<()> {
         let i = self.hold_index(id)?;
-        let full = self.holds[i].full;
+        let (full, launch) = (self.holds[i].full, self.holds[i].launch);
         self.holds[i].state = HoldState::Parked { keep };
         let kept = self.holds[i].kept().expect("parked");
-        self.ledger.give(&full);
-        self.ledger.take_part(&kept);
+        self.ledger.give_for(launch, &full);
+        self.ledger.take_part_for(launch, &kept);
         Some(())
     }
 
@@ -247,10 +251,10 @@ impl Residency {
         }
         let i = self.hold_index(id).expect("checked");
         let kept = self.holds[i].kept().expect("parked");
-        let full = self.holds[i].full;
+        let (full, launch) = (self.holds[i].full, self.holds[i].launch);
         self.holds[i].state = HoldState::Restoring;
-        self.ledger.give_part(&kept);
-        self.ledger.take(&full);
+        self.ledger.give_part_for(launch, &kept);
+        self.ledger.take_for(launch, &full);
         Some(())
     }
 

@@ -125,7 +125,7 @@ impl Sm {
                 AfterStop::LeaveHolding => {
                     let demand = self.res.tb(k).demand;
                     let context = self.capture(k, now, Resources::Keep);
-                    let hold = self.res.new_hold(demand, HoldState::Saving);
+                    let hold = self.res.new_hold(tbref.launch, demand, HoldState::Saving);
                     out.evicted.push((context, Some(hold)));
                 }
                 AfterStop::Stay => {
@@ -194,7 +194,7 @@ impl Sm {
             self.res.stopping -= 1;
         }
         if resources == Resources::Release {
-            self.res.ledger.give(&tb.demand);
+            self.res.ledger.give_for(tb.tb.launch, &tb.demand);
         }
         self.issue.views_changed();
         tb
