@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use memsys::MemConfig;
 
 use crate::occupancy::SmResources;
-use crate::timing::PipelineSpec;
+use crate::pipeline::PipelineSpec;
 
 /// Warp scheduling policies (the timing model's warp schedulers).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

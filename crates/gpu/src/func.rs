@@ -32,6 +32,18 @@ pub struct LaunchStats {
     pub thread_instructions: u64,
 }
 
+impl From<&crate::timing::TimedStats> for LaunchStats {
+    /// The counts a functional launch reports, of a timed launch.
+    fn from(s: &crate::timing::TimedStats) -> LaunchStats {
+        LaunchStats {
+            tbs: s.tbs,
+            warps: s.warps,
+            warp_instructions: s.warp_instructions,
+            thread_instructions: s.thread_instructions,
+        }
+    }
+}
+
 impl LaunchStats {
     pub fn add(&mut self, o: &LaunchStats) {
         self.tbs += o.tbs;

@@ -6,21 +6,27 @@
 //! * [`func`]: the functional-only driver (whole grids, barriers, deadlock detection).
 //! * [`memory`]: global allocations with bounds, and the generic address windows.
 //! * [`host`]: allocate, copy, load PTX, launch.
-//! * [`config`], [`occupancy`]: GPU presets and the TB occupancy calculator.
+//! * [`config`], [`occupancy`], [`pipeline`]: GPU presets, the TB occupancy calculator and
+//!   the SM pipeline's description.
+//! * [`harness`]: one timed SM over a fixed-latency memory, for tests of the control
+//!   protocol and of cycle gaps.
 //! * [`timing`]: the cycle-level engine: TB dispatch by occupancy, warp schedulers,
 //!   scoreboard, functional units, and the `memsys` memory hierarchy; values stay real
 //!   because every issued instruction executes through [`exec::step`].
 
 pub mod alu;
 pub mod barrier;
+pub mod bytes;
 pub mod config;
 pub mod error;
 pub mod exec;
 pub mod func;
+pub mod harness;
 pub mod host;
 pub mod limits;
 pub mod memory;
 pub mod occupancy;
+pub mod pipeline;
 pub mod texture;
 pub mod timing;
 pub mod validate;

@@ -396,11 +396,11 @@ pub fn channel(t: &TextureDesc, texel: &[u8], c: usize) -> Channel {
     }
     let n = t.texel.bytes() as usize;
     let b = &texel[c * n..(c + 1) * n];
-    let raw = crate::memory::read_le(b);
+    let raw = crate::bytes::read_le(b);
     let normalized = t.read == ReadMode::NormalizedFloat;
     match t.texel {
         TexelType::F32 => Channel::Float(f32::from_bits(raw as u32)),
-        TexelType::F16 => Channel::Float(crate::exec::matrix::f16_value(raw as u16) as f32),
+        TexelType::F16 => Channel::Float(crate::alu::f16_value(raw as u16) as f32),
         TexelType::U8 if normalized => Channel::Float(raw as u8 as f32 / 255.0),
         TexelType::S8 if normalized => {
             Channel::Float((f32::from(raw as u8 as i8) / 127.0).max(-1.0))

@@ -2,8 +2,9 @@
 //! queue, the KSRT, the SMST, one PTBQ per kernel and the SM driver — over the timing
 //! [`gpu::timing::Machine`], and the policies that plug into it.
 //!
-//! * [`framework`]: the tables and the SM driver, a [`gpu::timing::Control`]; what a policy
-//!   may read and do ([`Tables`]); the records reports and traces are built from.
+//! * [`tables`]: the command buffers, active queue, KSRT, PTBQs and SMST; what a policy may
+//!   read and do ([`Tables`]); the records reports and traces are built from.
+//! * [`framework`]: the SM driver over the tables, a [`gpu::timing::Control`].
 //! * [`policy`]: the [`Policy`] trait with its contract, [`Fcfs`] and [`Npq`].
 //!
 //! Mechanism is separate from policy (DESIGN.md §1.1): a policy decides which kernel runs
@@ -12,9 +13,10 @@
 
 pub mod framework;
 pub mod policy;
+pub mod tables;
 
-pub use framework::{
-    Command, ContextId, Framework, FrameworkConfig, KernelSlot, Ksr, Record, SmEntry, SmState,
-    Tables, Waiting,
-};
+pub use framework::Framework;
 pub use policy::{Fcfs, Npq, Policy, PolicyKind, Ppq, TimeSlice};
+pub use tables::{
+    Command, ContextId, FrameworkConfig, KernelSlot, Ksr, Record, SmEntry, SmState, Tables, Waiting,
+};

@@ -23,7 +23,7 @@
 use gpu::timing::SmId;
 use serde::{Deserialize, Serialize};
 
-use crate::framework::{ContextId, KernelSlot, Ksr, Tables, Waiting};
+use crate::tables::{ContextId, KernelSlot, Ksr, Tables, Waiting};
 
 /// A scheduling policy.
 ///

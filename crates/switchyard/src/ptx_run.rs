@@ -145,7 +145,7 @@ pub fn run_file(
                 &args,
                 progress,
             )?;
-            (s.launch_stats(), Some(s))
+            (gpu::LaunchStats::from(&s), Some(s))
         }
     };
     let elapsed = start.elapsed();

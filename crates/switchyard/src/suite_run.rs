@@ -159,7 +159,7 @@ impl Device for SimDevice<'_> {
                         &mut report,
                     )
                     .map_err(err)?;
-                let counts = s.launch_stats();
+                let counts = gpu::LaunchStats::from(&s);
                 self.timed_stats.push(s);
                 counts
             }

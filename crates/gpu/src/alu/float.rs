@@ -327,3 +327,16 @@ pub(crate) fn min_max(fmt: Fmt, a: u64, b: u64, max: bool) -> u64 {
         }
     }
 }
+
+/// An IEEE binary16 value, exactly (every f16 is an f64).
+pub fn f16_value(h: u16) -> f64 {
+    let sign = if h & 0x8000 != 0 { -1.0 } else { 1.0 };
+    let exp = i32::from((h >> 10) & 0x1f);
+    let frac = f64::from(h & 0x3ff);
+    sign * match exp {
+        0 => frac * 2f64.powi(-24),
+        31 if frac == 0.0 => f64::INFINITY,
+        31 => f64::NAN,
+        e => (1024.0 + frac) * 2f64.powi(e - 25),
+    }
+}

@@ -23,6 +23,7 @@
 
 mod cvt;
 mod float;
+pub use float::f16_value;
 mod int;
 mod soft;
 

@@ -15,6 +15,7 @@ use kir::matrix::{self, Frag, MmaElem, MmaShape, WMMA_PART_REGS};
 
 use super::{lanes, Exec, WARP_SIZE};
 use crate::alu;
+use crate::alu::f16_value;
 use crate::error::ExecError;
 
 /// Every lane of a warp.
@@ -29,19 +30,6 @@ fn float_of(e: MmaElem, bits: u64) -> f64 {
         MmaElem::F32 => f64::from(f32::from_bits(bits as u32)),
         MmaElem::F64 => f64::from_bits(bits),
         MmaElem::S8 | MmaElem::U8 | MmaElem::S32 => int_of(e, bits) as f64,
-    }
-}
-
-/// An IEEE binary16 value, exactly (every f16 is an f64).
-pub(crate) fn f16_value(h: u16) -> f64 {
-    let sign = if h & 0x8000 != 0 { -1.0 } else { 1.0 };
-    let exp = i32::from((h >> 10) & 0x1f);
-    let frac = f64::from(h & 0x3ff);
-    sign * match exp {
-        0 => frac * 2f64.powi(-24),
-        31 if frac == 0.0 => f64::INFINITY,
-        31 => f64::NAN,
-        e => (1024.0 + frac) * 2f64.powi(e - 25),
     }
 }
 

@@ -5,10 +5,10 @@
 //! issue slots in their ratio.
 
 use super::control::Request;
-use super::harness::{HarnessSpec, SmHarness, SM};
 use super::ids::LaunchId;
 use super::ledger::KernelLimits;
 use crate::config::GpuConfig;
+use crate::harness::{HarnessSpec, SmHarness, SM};
 use crate::host::{DevPtr, KernelArg};
 use crate::memory::DeviceMemory;
 

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use kir::{InstId, Kernel};
 use memsys::MemStats;
 
+use super::decoded::Decoded;
 use super::ids::TbRef;
-use super::sm::Decoded;
 use super::stats::{FrontendStats, SmStats, TimedStats};
 use crate::exec::LaunchCtx;
 use crate::memory::DeviceMemory;

@@ -30,13 +30,14 @@ use memsys::{MemConfig, MemorySystem};
 
 use super::backend::MemoryBackend;
 use super::context::TbContext;
-use super::control::{HoldState, TbCheckpoint, TbControl, WarpControl};
+use super::control::{HoldState, TbCheckpoint, TbControl};
 use super::ids::{HoldId, LaunchId, SmId, TbRef, TransferId};
 use super::launch::{frontend_total, Launch, Snapshot, TimedKernel};
 use super::ledger::SmLedger;
 use super::scheduler::AnyScheduler;
-use super::sm::{LaunchCounters, Retired, Sm, Specs};
+use super::sm::{LaunchCounters, Retired, Shortcuts, Sm, Specs};
 use super::stats::{OccupancyTrace, Rates, SchedulerStats, SmStats, TimedStats, Utilisation};
+use super::view::{TbProgress, WarpView};
 use super::{TimingError, TimingOptions};
 use crate::config::GpuConfig;
 use crate::error::ExecError;
@@ -230,46 +231,6 @@ impl Event {
     }
 }
 
-/// What per-TB counters (as hardware would keep them) say of a resident TB's progress.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TbProgress {
-    /// The core cycle it was placed on its SM (dispatched, or restored).
-    pub placed_at: u64,
-    /// Warp instructions its warps have executed in all, and since it was placed.
-    pub executed: u64,
-    pub executed_here: u64,
-}
-
-/// What can be seen of a resident warp from outside the SM.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct WarpView {
-    /// Its index in the TB.
-    pub index: u32,
-    /// The PC it executes next (`None` when it has finished).
-    pub pc: Option<u32>,
-    /// The PCs of every SIMT stack entry that still holds lanes, the next one first (lanes
-    /// parked on the other side of a divergent branch, or waiting at a reconvergence point).
-    pub pcs: Vec<u32>,
-    /// Whether it waits at a barrier.
-    pub at_barrier: bool,
-    /// Whether its lanes are split over several SIMT stack entries.
-    pub diverged: bool,
-    /// Its control state (running, halted by a stop, in a routine, held).
-    pub control: WarpControl,
-    pub done: bool,
-    /// Warp instructions it has executed.
-    pub executed: u64,
-    /// Lanes that exist and have not exited.
-    pub lanes: u32,
-}
-
-impl WarpView {
-    /// Whether a stop request halted it.
-    pub fn halted(&self) -> bool {
-        self.control.halted()
-    }
-}
-
 /// Whoever decides what the machine runs: an SM driver.
 ///
 /// **Contract:** [`Control::on_cycle`] is called once every core cycle, after the SMs have
@@ -354,7 +315,11 @@ impl<B: MemoryBackend> Machine<B> {
                     &gpu.sm.resources,
                     scheds,
                     &gpu.pipeline,
-                    opts.shortcuts,
+                    if opts.shortcuts {
+                        Shortcuts::On
+                    } else {
+                        Shortcuts::Off
+                    },
                 )
             })
             .collect();

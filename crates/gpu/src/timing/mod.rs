@@ -14,12 +14,13 @@
 //!   the states of TBs, warps and holds they move between; `request` carries it out.
 //! * [`backend`]: the memory hierarchy as the SMs see it ([`MemoryBackend`]); the full
 //!   `memsys` model, or a fixed latency for tests of SMs alone.
-//! * [`harness`]: one SM over a fixed-latency memory, for tests that assert events and the
-//!   cycles between them.
+//! * [`crate::harness`]: one SM over a fixed-latency memory, for tests that assert events
+//!   and the cycles between them.
 //! * [`ledger`]: an SM's resources ([`SmLedger`]), shared by the TBs of any launches.
 //! * [`context`]: a stopped TB's captured state ([`TbContext`]), the primitive of every
 //!   preemption mechanism.
-//! * [`spec`]: the pipeline description (operation classes, latencies, intervals, units).
+//! * [`crate::pipeline`] (also `spec`): the pipeline description (operation classes,
+//!   latencies, intervals, units), part of the GPU configuration.
 //! * [`scheduler`]: the [`WarpScheduler`] trait and LRR, GTO and two-level policies.
 //! * [`stats`]: [`TimedStats`], per-scheduler stall reasons.
 //! * `sm`: one SM, as sub-components that own their state (residency, front end, issue,
@@ -47,7 +48,7 @@
 pub mod backend;
 pub mod context;
 pub mod control;
-pub mod harness;
+mod decoded;
 pub mod ids;
 mod launch;
 pub mod ledger;
@@ -55,8 +56,8 @@ pub mod machine;
 mod request;
 pub mod scheduler;
 mod sm;
-pub mod spec;
 pub mod stats;
+pub mod view;
 
 #[cfg(test)]
 mod corun_tests;
@@ -84,10 +85,17 @@ pub use ids::{
 };
 pub use launch::{Launch, TimedKernel};
 pub use ledger::{KernelLimits, Share, SmLedger, Usage};
-pub use machine::{Control, Event, Idle, Machine, TbProgress, WarpView};
+pub use machine::{Control, Event, Idle, Machine};
+pub use view::{TbProgress, WarpView};
 
+pub use crate::pipeline::{FetchSpec, OpClass, OpTiming, PipelineSpec, TensorSpec, Unit};
 pub use scheduler::{AnyScheduler, Gto, Lrr, Quota, TwoLevel, WarpInfo, WarpScheduler};
-pub use spec::{FetchSpec, OpClass, OpTiming, PipelineSpec, Unit};
+
+/// The pipeline description lives in [`crate::pipeline`] (it is part of a GPU's
+/// configuration); this path keeps naming it.
+pub mod spec {
+    pub use crate::pipeline::*;
+}
 pub use stats::{
     FrontendStats, OccupancyTrace, Rates, SchedulerStats, SmStats, StallReason, TimedStats,
     Utilisation, UtilisationClass,

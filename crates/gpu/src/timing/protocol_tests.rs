@@ -7,11 +7,11 @@ use super::control::{
     AfterStop, ControlError, Direction, Keep, Refused, Request, Routine, RoutineEnd, Scope, Start,
     StopAt, TbCheckpoint, TbControl, WarpControl, WarpReports,
 };
-use super::harness::{HarnessSpec, SmHarness, SM};
 use super::ids::{HoldId, SmId, TbRef};
 use super::machine::Event;
 use super::TbContext;
 use crate::config::GpuConfig;
+use crate::harness::{HarnessSpec, SmHarness, SM};
 use crate::host::{DevPtr, KernelArg};
 use crate::memory::DeviceMemory;
 

@@ -354,16 +354,6 @@ pub struct TimedStats {
 }
 
 impl TimedStats {
-    /// The counts a functional launch reports.
-    pub fn launch_stats(&self) -> crate::func::LaunchStats {
-        crate::func::LaunchStats {
-            tbs: self.tbs,
-            warps: self.warps,
-            warp_instructions: self.warp_instructions,
-            thread_instructions: self.thread_instructions,
-        }
-    }
-
     /// A readable multi-line summary of the launch.
     pub fn summary(&self) -> String {
         use std::fmt::Write;

@@ -1,9 +1,9 @@
 //! The SM front end and operand collector state: the instruction cache, the fetch port and
-//! the register-file banks (the model is described in [`crate::timing::spec`]). With
+//! the register-file banks (the model is described in [`crate::pipeline`]). With
 //! sub-cores (Volta and later) every scheduler has its own fetch unit and register banks.
 
+use crate::pipeline::{FetchSpec, PipelineSpec};
 use crate::timing::ids::WarpSlotId;
-use crate::timing::spec::{FetchSpec, PipelineSpec};
 use crate::timing::stats::FrontendStats;
 
 use super::warp::{WarpHot, NO_PC};

@@ -8,13 +8,13 @@ use kir::{Id, IdVec};
 use crate::error::ExecError;
 use crate::exec::{guard_mask, lanes, step, Step, TbView, WARP_SIZE};
 use crate::memory::DeviceMemory;
+use crate::pipeline::{OpClass, Unit};
 use crate::timing::backend::MemoryBackend;
 use crate::timing::control::{StopAt, TbControl, WarpControl};
 use crate::timing::ids::LaunchId;
 use crate::timing::ids::WarpSlotId;
 use crate::timing::launch::Launch;
 use crate::timing::scheduler::{AnyScheduler, Quota, WarpInfo, WarpScheduler};
-use crate::timing::spec::{OpClass, Unit};
 use crate::timing::stats::StallReason;
 
 use super::memplan::{Access, MemPlan};
@@ -24,7 +24,7 @@ use crate::barrier::WarpStatus;
 
 /// Whether the engine's exact speed shortcuts are on ([`crate::timing::TimingOptions::shortcuts`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Shortcuts {
+pub(in crate::timing) enum Shortcuts {
     On,
     Off,
 }

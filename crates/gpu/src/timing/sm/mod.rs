@@ -50,7 +50,7 @@
 //! its counters. Each of these was checked to leave every statistic of the large suite
 //! byte-identical.
 //!
-//! **Front end and operands** ([`crate::timing::spec`]): a warp issues only from its
+//! **Front end and operands** ([`crate::pipeline`]): a warp issues only from its
 //! instruction buffer, which a fetch through the SM's i-cache fills when it empties or after
 //! its PC leaves the sequence (a `Fetch` stall meanwhile); an issued instruction reads its
 //! sources through single-ported register banks and a read that waits for its bank delays
@@ -65,7 +65,6 @@
 
 mod checkpoint;
 mod control;
-pub(super) mod decoded;
 mod frontend;
 mod issue;
 mod ldst;
@@ -80,20 +79,21 @@ use memsys::MemConfig;
 use crate::barrier::{Barriers, WarpStatus};
 use crate::exec::Warp;
 use crate::occupancy::SmResources;
+use crate::pipeline::PipelineSpec;
 use crate::timing::backend::MemoryBackend;
 use crate::timing::context::TbContext;
 use crate::timing::control::{TbCheckpoint, TbControl, WarpControl};
+use crate::timing::decoded::Decoded;
 use crate::timing::ids::{HoldId, LaunchId, PendingId, SmId, TbRef, TransferId, WarpSlotId};
 use crate::timing::launch::Launch;
 use crate::timing::ledger::SmLedger;
-use crate::timing::machine::{TbProgress, WarpView};
 use crate::timing::scheduler::AnyScheduler;
-use crate::timing::spec::PipelineSpec;
 use crate::timing::stats::{FrontendStats, SmStats};
+use crate::timing::view::{TbProgress, WarpView};
 
-pub(super) use decoded::Decoded;
 use frontend::FrontEnd;
-use issue::{IssueStage, Shortcuts};
+use issue::IssueStage;
+pub(super) use issue::Shortcuts;
 use ldst::LdSt;
 use residency::{Checkpoints, Residency, TbSlot};
 use warp::WarpSlot;
@@ -180,22 +180,14 @@ impl Sm {
         resources: &SmResources,
         schedulers: Vec<AnyScheduler>,
         spec: &PipelineSpec,
-        shortcuts: bool,
+        shortcuts: Shortcuts,
     ) -> Sm {
         let n_sched = schedulers.len();
         Sm {
             id,
             res: Residency::new(resources),
             front: FrontEnd::new(spec, n_sched),
-            issue: IssueStage::new(
-                schedulers,
-                resources.max_warps as usize,
-                if shortcuts {
-                    Shortcuts::On
-                } else {
-                    Shortcuts::Off
-                },
-            ),
+            issue: IssueStage::new(schedulers, resources.max_warps as usize, shortcuts),
             ldst: LdSt::new(),
             ckpt: checkpoint::Checkpointing::default(),
             counters: IdVec::new(),

@@ -5,12 +5,12 @@
 
 use crate::barrier::WarpStatus;
 use crate::exec::Warp;
+use crate::pipeline::OpClass;
 use crate::timing::control::WarpControl;
 use crate::timing::ids::{LaunchId, TbSlotId};
-use crate::timing::spec::OpClass;
 
-use super::decoded::Decoded;
 use super::frontend::RegisterBanks;
+use crate::timing::decoded::Decoded;
 
 /// A register waiting for a memory access (released by its completion).
 pub(super) const MEM_PENDING: u64 = u64::MAX;

@@ -1,4 +1,4 @@
-//! A single-SM test harness in the style of Ramulator 2's controller tests (shared/STYLE.md):
+//! A single-SM test harness of the timing model ([`crate::timing`]) in the style of Ramulator 2's controller tests (shared/STYLE.md):
 //! one SM over a memory that completes every access a fixed number of cycles after it was
 //! offered ([`FixedLatency`]), so that cycle gaps do not depend on the memory model. A test
 //! places TBs, makes requests of the control protocol, steps or runs until idle, and asserts
@@ -10,14 +10,14 @@
 
 use std::sync::Arc;
 
-use super::backend::FixedLatency;
-use super::control::{Refused, Request, Ticket};
-use super::ids::{LaunchId, SmId, TbRef};
-use super::machine::{Event, Idle, Machine};
-use super::{TimedGpu, TimingError};
 use crate::config::GpuConfig;
 use crate::host::{DeviceLimits, KernelArg, LoadedModule};
 use crate::memory::DeviceMemory;
+use crate::timing::backend::FixedLatency;
+use crate::timing::control::{Refused, Request, Ticket};
+use crate::timing::ids::{LaunchId, SmId, TbRef};
+use crate::timing::machine::{Event, Idle, Machine};
+use crate::timing::{TimedGpu, TimingError};
 
 /// The SM every harness runs on.
 pub const SM: SmId = SmId(0);

@@ -4,7 +4,7 @@
 use kir::inst::{Inst, Op};
 use kir::Id;
 
-use crate::timing::spec::OpClass;
+use crate::pipeline::OpClass;
 
 /// Per instruction: the operation class, and the registers the scoreboard looks up (sources,
 /// then destinations).
@@ -48,29 +48,29 @@ impl Decoded {
     }
 
     /// The operation class of instruction `pc`.
-    pub(super) fn class(&self, pc: u32) -> OpClass {
+    pub(crate) fn class(&self, pc: u32) -> OpClass {
         self.class[pc as usize]
     }
 
     /// The `(groups, all)` of instruction `pc` if it is a `cp.async` wait.
-    pub(super) fn cp_async_wait(&self, pc: u32) -> Option<(u8, bool)> {
+    pub(crate) fn cp_async_wait(&self, pc: u32) -> Option<(u8, bool)> {
         self.cp_async_waits.get(pc as usize).copied().flatten()
     }
 
     /// The registers instruction `pc` reads or writes.
-    pub(super) fn regs(&self, pc: u32) -> &[u32] {
+    pub(crate) fn regs(&self, pc: u32) -> &[u32] {
         let (start, len, _) = self.spans[pc as usize];
         &self.regs[start as usize..(start + len) as usize]
     }
 
     /// The registers instruction `pc` reads.
-    pub(super) fn sources(&self, pc: u32) -> &[u32] {
+    pub(crate) fn sources(&self, pc: u32) -> &[u32] {
         let (start, _, uses) = self.spans[pc as usize];
         &self.regs[start as usize..(start + uses) as usize]
     }
 
     /// The registers instruction `pc` writes.
-    pub(super) fn destinations(&self, pc: u32) -> &[u32] {
+    pub(crate) fn destinations(&self, pc: u32) -> &[u32] {
         let (start, len, uses) = self.spans[pc as usize];
         &self.regs[(start + uses) as usize..(start + len) as usize]
     }

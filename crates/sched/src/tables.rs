@@ -1,0 +1,308 @@
+//! The framework's tables (papers/tanasic-thesis §5.2.3, Figure 5.3): the command buffers,
+//! the active queue and the KSRT with a PTBQ per kernel, and the SMST; what a policy may read
+//! and do ([`Tables`]), and the records reports and traces are built from. The framework
+//! ([`crate::framework`]) keeps them and carries decisions out; policies
+//! ([`crate::policy`]) read and change them only through [`Tables`].
+
+use std::collections::VecDeque;
+
+use gpu::exec::LaunchCtx;
+use gpu::timing::{LaunchId, SmId, TbRef, TimedKernel};
+use preempt::Preempted;
+use serde::{Deserialize, Serialize};
+
+/// A GPU context: one process's view of the GPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ContextId(pub u32);
+
+/// An entry of the KSRT.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct KernelSlot(pub u32);
+
+/// Settings of the framework.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FrameworkConfig {
+    /// Let TBs of different kernels share an SM when its resources allow.
+    #[serde(default)]
+    pub intra_sm_sharing: bool,
+    /// Entries of the active queue and the KSRT; `None`: one per SM (§5.2.3).
+    #[serde(default)]
+    pub active_kernels: Option<u32>,
+}
+
+/// A kernel launch that has reached the GPU.
+pub struct Command {
+    pub context: ContextId,
+    /// Larger is more important.
+    pub priority: i32,
+    /// The launch as the host built it, and its kernel as the machine times it.
+    pub launch: LaunchCtx,
+    pub timed: TimedKernel,
+    /// The caller's name for the launch, carried into every record about it.
+    pub tag: u64,
+}
+
+/// A command waiting in its context's command buffer, as a policy sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Waiting {
+    pub context: ContextId,
+    pub priority: i32,
+    pub tag: u64,
+    /// Core cycle it reached the GPU.
+    pub arrived_at: u64,
+}
+
+/// A kernel status register: one active kernel.
+#[derive(Debug)]
+pub struct Ksr {
+    pub launch: LaunchId,
+    pub context: ContextId,
+    pub priority: i32,
+    pub tag: u64,
+    pub arrived_at: u64,
+    pub activated_at: u64,
+    /// Preempted TBs of the kernel, issued before any new one.
+    pub(crate) ptbq: VecDeque<Preempted>,
+    /// TBs still to issue: new ones plus those in the PTBQ (refreshed every cycle).
+    pub pending_tbs: u64,
+    /// SMs whose SMST entry names this kernel.
+    pub sms: u32,
+}
+
+impl Ksr {
+    /// Whether it has TBs to issue.
+    pub fn has_work(&self) -> bool {
+        self.pending_tbs > 0
+    }
+
+    /// TBs in its PTBQ.
+    pub fn preempted(&self) -> usize {
+        self.ptbq.len()
+    }
+}
+
+/// The state of an SM in the SMST.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum SmState {
+    Idle,
+    Running,
+    /// No new TB; once empty it runs [`SmEntry::next`].
+    Reserved,
+}
+
+/// An entry of the SMST.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SmEntry {
+    pub state: SmState,
+    /// The kernel it runs (issues TBs of).
+    pub kernel: Option<KernelSlot>,
+    /// When reserved, the kernel it is reserved for.
+    pub next: Option<KernelSlot>,
+    /// Resident TBs, of any kernel.
+    pub tbs: u32,
+}
+
+/// What happened, for reports and traces (core cycles).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Record {
+    /// A launch reached the GPU (its context's command buffer).
+    KernelArrived {
+        cycle: u64,
+        tag: u64,
+    },
+    /// It entered the active queue and was submitted to the machine.
+    KernelActivated {
+        cycle: u64,
+        tag: u64,
+        launch: LaunchId,
+    },
+    /// Its last TB finished and its last access completed.
+    KernelFinished {
+        cycle: u64,
+        tag: u64,
+        launch: LaunchId,
+    },
+    /// An SM was set up for a kernel.
+    SmAssigned {
+        cycle: u64,
+        sm: SmId,
+        launch: LaunchId,
+    },
+    /// An SM was reserved for another kernel.
+    SmReserved {
+        cycle: u64,
+        sm: SmId,
+        next: LaunchId,
+    },
+    SmIdle {
+        cycle: u64,
+        sm: SmId,
+    },
+    TbDispatched {
+        cycle: u64,
+        sm: SmId,
+        tb: TbRef,
+    },
+    TbFinished {
+        cycle: u64,
+        sm: SmId,
+        tb: TbRef,
+    },
+    TbEvicted {
+        cycle: u64,
+        sm: SmId,
+        tb: TbRef,
+    },
+    /// A TB was thrown away (flushed); it runs again from its start.
+    TbDiscarded {
+        cycle: u64,
+        sm: SmId,
+        tb: TbRef,
+    },
+    TbRestored {
+        cycle: u64,
+        sm: SmId,
+        tb: TbRef,
+    },
+}
+
+/// The framework's tables, which a policy reads and acts on.
+pub struct Tables {
+    pub(crate) config: FrameworkConfig,
+    pub(crate) capacity: usize,
+    /// Per context, the commands that reached the GPU in order (the front one is in the
+    /// context's command buffer).
+    pub(crate) buffers: Vec<VecDeque<(Command, u64)>>,
+    pub(crate) ksrt: Vec<Option<Ksr>>,
+    /// KSRT slots of the active kernels, in activation order.
+    pub(crate) active: Vec<KernelSlot>,
+    pub(crate) smst: Vec<SmEntry>,
+    pub(crate) records: Vec<Record>,
+    /// SMs reserved since the mechanism was last told.
+    pub(crate) newly_reserved: Vec<SmId>,
+    pub(crate) now: u64,
+}
+
+impl Tables {
+    pub fn config(&self) -> &FrameworkConfig {
+        &self.config
+    }
+
+    /// The current core cycle.
+    pub fn now(&self) -> u64 {
+        self.now
+    }
+
+    /// Commands in the command buffers (one per context at most), by context.
+    pub fn waiting(&self) -> Vec<Waiting> {
+        self.buffers
+            .iter()
+            .filter_map(|b| b.front())
+            .map(|(c, at)| Waiting {
+                context: c.context,
+                priority: c.priority,
+                tag: c.tag,
+                arrived_at: *at,
+            })
+            .collect()
+    }
+
+    /// Active kernels in activation order.
+    pub fn active(&self) -> &[KernelSlot] {
+        &self.active
+    }
+
+    pub fn ksr(&self, k: KernelSlot) -> &Ksr {
+        self.ksrt[k.0 as usize].as_ref().expect("a live KSRT entry")
+    }
+
+    pub fn sm(&self, sm: SmId) -> &SmEntry {
+        &self.smst[sm.0 as usize]
+    }
+
+    pub fn sm_count(&self) -> u32 {
+        self.smst.len() as u32
+    }
+
+    /// Idle SMs in index order.
+    pub fn idle_sms(&self) -> Vec<SmId> {
+        (0..self.smst.len() as u32)
+            .map(SmId)
+            .filter(|&s| self.sm(s).state == SmState::Idle)
+            .collect()
+    }
+
+    /// Sets up `sm` for kernel `k`: an idle SM, or (with intra-SM sharing) a running SM
+    /// whose kernel has nothing left to issue. Anything else is ignored (false).
+    pub fn assign(&mut self, sm: SmId, k: KernelSlot) -> bool {
+        let e = self.smst[sm.0 as usize];
+        let can = match e.state {
+            SmState::Idle => true,
+            SmState::Running => {
+                self.config.intra_sm_sharing
+                    && e.kernel
+                        .is_some_and(|old| old != k && !self.ksr(old).has_work())
+            }
+            SmState::Reserved => false,
+        };
+        if !can || self.ksrt[k.0 as usize].is_none() {
+            return false;
+        }
+        self.set_kernel(sm, Some(k));
+        self.smst[sm.0 as usize].state = SmState::Running;
+        let launch = self.ksr(k).launch;
+        self.records.push(Record::SmAssigned {
+            cycle: self.now,
+            sm,
+            launch,
+        });
+        true
+    }
+
+    /// Reserves running `sm` for kernel `next`: it receives no more TBs, and once empty it
+    /// runs `next` (the policy may change `next` while it drains, §5.2.4).
+    pub fn reserve(&mut self, sm: SmId, next: KernelSlot) -> bool {
+        let e = self.smst[sm.0 as usize];
+        if e.state == SmState::Idle || self.ksrt[next.0 as usize].is_none() {
+            return false;
+        }
+        let entry = &mut self.smst[sm.0 as usize];
+        if entry.state != SmState::Reserved {
+            self.newly_reserved.push(sm);
+        }
+        entry.state = SmState::Reserved;
+        entry.next = Some(next);
+        let launch = self.ksr(next).launch;
+        self.records.push(Record::SmReserved {
+            cycle: self.now,
+            sm,
+            next: launch,
+        });
+        true
+    }
+
+    pub(crate) fn set_kernel(&mut self, sm: SmId, k: Option<KernelSlot>) {
+        let entry = &mut self.smst[sm.0 as usize];
+        if let Some(old) = entry.kernel {
+            if let Some(ksr) = self.ksrt[old.0 as usize].as_mut() {
+                ksr.sms -= 1;
+            }
+        }
+        entry.kernel = k;
+        if let Some(new) = k {
+            if let Some(ksr) = self.ksrt[new.0 as usize].as_mut() {
+                ksr.sms += 1;
+            }
+        }
+    }
+
+    pub(crate) fn slot_of(&self, launch: LaunchId) -> Option<KernelSlot> {
+        self.active
+            .iter()
+            .copied()
+            .find(|&k| self.ksr(k).launch == launch)
+    }
+}
