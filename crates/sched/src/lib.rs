@@ -17,4 +17,4 @@ pub use framework::{
     Command, ContextId, Framework, FrameworkConfig, KernelSlot, Ksr, Record, SmEntry, SmState,
     Tables, Waiting,
 };
-pub use policy::{Fcfs, Npq, Policy, PolicyKind, Ppq, TimeSlice};
+pub use policy::{Fcfs, Npq, Policy, PolicyKind, Ppq, TimeSlice, SLICE_US_RANGE};
