@@ -63,8 +63,8 @@ pub fn run(
         c.high = (k2, Size::Small);
         c.arrival = Arrival::IntoLowKernel(0.3);
         c.mechanisms = vec![
-            MechanismKind::Lightweight,
-            MechanismKind::LightweightInPlace,
+            MechanismKind::LIGHTWEIGHT,
+            MechanismKind::LIGHTWEIGHT_IN_PLACE,
         ];
         c.threads = threads;
         let r = study::run(&c, &|_, _, _| {})?;

@@ -41,9 +41,9 @@ pub const DEFAULT_MECHANISMS: [MechanismKind; 7] = [
     MechanismKind::Baseline,
     MechanismKind::Live,
     MechanismKind::PointsLive,
-    MechanismKind::Lightweight,
-    MechanismKind::LightweightTb,
-    MechanismKind::Chimera,
+    MechanismKind::LIGHTWEIGHT,
+    MechanismKind::LIGHTWEIGHT_TB,
+    MechanismKind::CHIMERA,
 ];
 
 /// What to run.
@@ -273,7 +273,7 @@ fn one_run(
     };
     let fail = |error| ExperimentError::Run {
         kernel: kernel.name().to_string(),
-        mechanism: mechanism.map_or("none", MechanismKind::name).to_string(),
+        mechanism: mechanism.map_or("none".into(), |m| m.to_string()),
         error,
     };
     let setup = crate::suite_setup(
@@ -417,7 +417,7 @@ pub fn run(
                     &format!(
                         "{} {}",
                         kernel.name(),
-                        m.map_or("reference", MechanismKind::name)
+                        m.map_or("reference".into(), |m| m.to_string())
                     ),
                 );
                 if failed {
@@ -439,11 +439,7 @@ pub fn run(
         size: config.size.name().into(),
         interval: config.interval,
         core_mhz: config.gpu.sm.clock_mhz,
-        mechanisms: config
-            .mechanisms
-            .iter()
-            .map(|m| m.name().to_string())
-            .collect(),
+        mechanisms: config.mechanisms.iter().map(|m| m.to_string()).collect(),
         kernels: config
             .kernels
             .iter()
@@ -478,7 +474,7 @@ pub fn run(
             }
             out.runs.push(MechanismRun {
                 kernel: config.kernels[k].name().to_string(),
-                mechanism: m.name().to_string(),
+                mechanism: m.to_string(),
                 summary: Summary::of(&signals),
                 signals,
                 skipped: *skipped,

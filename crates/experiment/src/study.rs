@@ -55,9 +55,9 @@ pub const STUDY_MECHANISMS: [MechanismKind; 8] = [
     MechanismKind::FlushRelaxed,
     MechanismKind::Baseline,
     MechanismKind::Live,
-    MechanismKind::Lightweight,
-    MechanismKind::LightweightTb,
-    MechanismKind::Chimera,
+    MechanismKind::LIGHTWEIGHT,
+    MechanismKind::LIGHTWEIGHT_TB,
+    MechanismKind::CHIMERA,
 ];
 
 impl StudyConfig {
@@ -196,7 +196,7 @@ pub fn run(
         if i == 0 {
             "npq (no preemption)".to_string()
         } else {
-            jobs[i].1.name().to_string()
+            jobs[i].1.to_string()
         }
     };
     let results: Vec<Mutex<Option<Result<RunRecord, RunError>>>> =

@@ -20,7 +20,7 @@ fn config(threads: usize) -> PeriodicConfig {
     c.mechanisms = vec![
         MechanismKind::Drain,
         MechanismKind::Baseline,
-        MechanismKind::Lightweight,
+        MechanismKind::LIGHTWEIGHT,
     ];
     c.threads = threads;
     c

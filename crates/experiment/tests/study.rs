@@ -15,7 +15,7 @@ fn ppq_serves_the_high_priority_kernel_sooner_than_npq() {
     c.mechanisms = vec![
         MechanismKind::Drain,
         MechanismKind::Baseline,
-        MechanismKind::Lightweight,
+        MechanismKind::LIGHTWEIGHT,
     ];
     let r = study::run(&c, &|_, _, _| {}).unwrap();
     assert!(r.all_exact());

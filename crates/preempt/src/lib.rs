@@ -23,6 +23,7 @@ pub mod chimera;
 pub mod compress;
 pub mod drain;
 pub mod flush;
+pub mod kind;
 pub mod switch;
 
 use std::sync::Arc;
@@ -36,6 +37,7 @@ use serde::{Deserialize, Serialize};
 pub use chimera::{Chimera, Estimates, Technique};
 pub use drain::Drain;
 pub use flush::Flush;
+pub use kind::{MechanismKind, CHIMERA_DEADLINE_US, COMPRESSOR_LATENCY};
 pub use switch::{Compression, PointPass, RegisterCensus, Registers, Switch, SwitchConfig};
 
 /// What a mechanism may touch: the machine, and where it puts what it produces.
@@ -161,6 +163,13 @@ pub enum Record {
 /// up, how and at what cost ([`Record`]), and what it could not do ([`Record::Refused`]).
 pub trait Mechanism {
     fn name(&self) -> String;
+    /// The compiler pass every timed kernel must go through for this mechanism to work
+    /// (preemption points with their liveness vectors, say), applied after register
+    /// allocation when the machine is built; `None` (the default): the kernels as
+    /// allocated. A mechanism that wraps another forwards its pass.
+    fn kernel_pass(&self) -> Option<Pass> {
+        None
+    }
     /// The framework reserved `sm` for `next` (the kernel that will run there).
     fn preempt(&mut self, sm: SmId, next: Option<LaunchId>, cx: &mut Cx)
         -> Result<(), TimingError>;
@@ -217,119 +226,6 @@ pub trait Mechanism {
             "{} was told of {event:?}, which it never asks for",
             self.name()
         )))
-    }
-}
-
-/// The mechanisms by name (scenario files and the command line choose one).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum MechanismKind {
-    /// SM draining.
-    #[default]
-    Drain,
-    /// Flushing of strictly idempotent TBs.
-    FlushStrict,
-    /// Flushing of relaxed-idempotent TBs (pointer arguments assumed not to overlap).
-    FlushRelaxed,
-    /// Context switch saving every allocated register.
-    Baseline,
-    /// Context switch saving the registers live at each warp's instruction.
-    Live,
-    /// At preemption points, the registers their liveness vectors name, uncompressed
-    /// ("Live" in papers/lin-lightweight Figure 14).
-    PointsLive,
-    /// Lightweight context switching (papers/lin-lightweight): at preemption points, the
-    /// registers their liveness vectors name, compressed at warp level, through the save
-    /// pipeline.
-    Lightweight,
-    /// Lightweight, compressing at TB level where a TB stops at a `bar.pp` (§III-C).
-    LightweightTb,
-    /// Lightweight with in-place context switching (§III-A): only what the incoming kernel
-    /// needs leaves the SM.
-    LightweightInPlace,
-    /// Chimera: per TB, drain, flush or switch, whichever meets a deadline of
-    /// [`CHIMERA_DEADLINE_US`] at the least estimated cost.
-    Chimera,
-}
-
-/// The preemption deadline [`MechanismKind::Chimera`] works to (papers/li-pep §4 runs
-/// Chimera at 5, 10 and 15 µs).
-pub const CHIMERA_DEADLINE_US: f64 = 15.0;
-
-impl MechanismKind {
-    pub const ALL: [MechanismKind; 10] = [
-        MechanismKind::Drain,
-        MechanismKind::FlushStrict,
-        MechanismKind::FlushRelaxed,
-        MechanismKind::Baseline,
-        MechanismKind::Live,
-        MechanismKind::PointsLive,
-        MechanismKind::Lightweight,
-        MechanismKind::LightweightTb,
-        MechanismKind::LightweightInPlace,
-        MechanismKind::Chimera,
-    ];
-
-    pub fn build(self) -> Box<dyn Mechanism> {
-        match self {
-            MechanismKind::Drain => Box::new(Drain::default()),
-            MechanismKind::FlushStrict => Box::new(Flush::new(false)),
-            MechanismKind::FlushRelaxed => Box::new(Flush::new(true)),
-            MechanismKind::Baseline => Box::new(Switch::new("baseline", SwitchConfig::BASELINE)),
-            MechanismKind::Live => Box::new(Switch::new("live", SwitchConfig::LIVE)),
-            MechanismKind::PointsLive => {
-                Box::new(Switch::new("points-live", SwitchConfig::POINTS_LIVE))
-            }
-            MechanismKind::Lightweight => {
-                Box::new(Switch::new("lightweight", SwitchConfig::LIGHTWEIGHT))
-            }
-            MechanismKind::LightweightTb => Box::new(Switch::new(
-                "lightweight-tb",
-                SwitchConfig {
-                    compression: Compression::Tb,
-                    ..SwitchConfig::LIGHTWEIGHT
-                },
-            )),
-            MechanismKind::LightweightInPlace => Box::new(Switch::new(
-                "lightweight-in-place",
-                SwitchConfig {
-                    in_place: true,
-                    ..SwitchConfig::LIGHTWEIGHT
-                },
-            )),
-            MechanismKind::Chimera => Box::new(Chimera::new(CHIMERA_DEADLINE_US)),
-        }
-    }
-
-    /// The compiler pass the mechanism needs every timed kernel to go through.
-    pub fn kernel_pass(self) -> Option<Pass> {
-        match self {
-            MechanismKind::PointsLive
-            | MechanismKind::Lightweight
-            | MechanismKind::LightweightTb
-            | MechanismKind::LightweightInPlace => Some(points_pass()),
-            _ => None,
-        }
-    }
-
-    /// The mechanism called `name` (as [`MechanismKind::name`] writes it).
-    pub fn from_name(name: &str) -> Option<MechanismKind> {
-        MechanismKind::ALL.into_iter().find(|m| m.name() == name)
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            MechanismKind::Drain => "drain",
-            MechanismKind::FlushStrict => "flush-strict",
-            MechanismKind::FlushRelaxed => "flush-relaxed",
-            MechanismKind::Baseline => "baseline",
-            MechanismKind::Live => "live",
-            MechanismKind::PointsLive => "points-live",
-            MechanismKind::Lightweight => "lightweight",
-            MechanismKind::LightweightTb => "lightweight-tb",
-            MechanismKind::LightweightInPlace => "lightweight-in-place",
-            MechanismKind::Chimera => "chimera",
-        }
     }
 }
 

@@ -703,6 +703,12 @@ impl Mechanism for Switch {
         self.name.clone()
     }
 
+    /// Warps that stop at preemption points, or save what their liveness vectors name, need
+    /// the points in every kernel ([`crate::points_pass`]).
+    fn kernel_pass(&self) -> Option<gpu::timing::Pass> {
+        self.config.needs_points().then(crate::points_pass)
+    }
+
     fn preempt(
         &mut self,
         sm: SmId,

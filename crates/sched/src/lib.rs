@@ -16,7 +16,7 @@ pub mod policy;
 pub mod tables;
 
 pub use framework::Framework;
-pub use policy::{Fcfs, Npq, Policy, PolicyKind, Ppq, TimeSlice};
+pub use policy::{Fcfs, Npq, Policy, PolicyKind, Ppq, TimeSlice, SLICE_US_RANGE};
 pub use tables::{
     Command, ContextId, FrameworkConfig, KernelSlot, Ksr, Record, SmEntry, SmState, Tables, Waiting,
 };

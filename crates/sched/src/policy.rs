@@ -55,34 +55,112 @@ pub trait Policy {
     fn on_cycle(&mut self, _tables: &mut Tables) {}
 }
 
-/// The policies by name (scenario files and the command line choose one).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "snake_case")]
+/// A policy and its parameters (scenario files and the command line choose one).
+///
+/// One spelling everywhere, the kebab-case name (`time-slice`): on the command line
+/// (`--policy time-slice:slice_us=100`), in scenario files (`policy = "time-slice"`, or a
+/// table tagged by `kind`: `{ kind = "time-slice", slice_us = 100 }`) and in reports. A field
+/// the policy does not have is an error naming it; `time_slice` is a deprecated alias of
+/// earlier scenario files.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, Default)]
+#[serde(tag = "kind", rename_all = "kebab-case", from = "Written")]
 pub enum PolicyKind {
     #[default]
     Fcfs,
     Npq,
     Ppq,
-    TimeSlice,
+    TimeSlice {
+        /// The slice, µs; `None`: the run's default (a scenario's `time_slice_us`).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        slice_us: Option<f64>,
+    },
+}
+
+/// How a policy is written: [`PolicyKind`] with every variant a struct, so that a parameter
+/// given to a policy that has none is refused (serde ignores the other fields of an
+/// internally tagged unit variant).
+#[derive(Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+enum Written {
+    Fcfs {},
+    Npq {},
+    Ppq {},
+    #[serde(alias = "time_slice")]
+    TimeSlice {
+        #[serde(default, deserialize_with = "de_slice_us")]
+        slice_us: Option<f64>,
+    },
+}
+
+impl From<Written> for PolicyKind {
+    fn from(w: Written) -> PolicyKind {
+        match w {
+            Written::Fcfs {} => PolicyKind::Fcfs,
+            Written::Npq {} => PolicyKind::Npq,
+            Written::Ppq {} => PolicyKind::Ppq,
+            Written::TimeSlice { slice_us } => PolicyKind::TimeSlice { slice_us },
+        }
+    }
+}
+
+/// The shortest and longest time slices, µs.
+pub const SLICE_US_RANGE: std::ops::RangeInclusive<f64> = 0.01..=1.0e7;
+
+fn de_slice_us<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    let v = f64::deserialize(d).map_err(|e| {
+        let e = e.to_string();
+        serde::de::Error::custom(format!("`slice_us`: {}", e.trim_end()))
+    })?;
+    if !(v.is_finite() && SLICE_US_RANGE.contains(&v)) {
+        return Err(serde::de::Error::custom(format!(
+            "`slice_us` = {v} is out of range: a slice is 0.01 to 10^7 µs"
+        )));
+    }
+    Ok(Some(v))
 }
 
 impl PolicyKind {
-    /// The policy; `slice_cycles` is the time slice of [`PolicyKind::TimeSlice`].
-    pub fn build(self, slice_cycles: u64) -> Box<dyn Policy> {
+    /// Every policy, with its parameters' defaults.
+    pub const ALL: [PolicyKind; 4] = [
+        PolicyKind::Fcfs,
+        PolicyKind::Npq,
+        PolicyKind::Ppq,
+        PolicyKind::TimeSlice { slice_us: None },
+    ];
+
+    /// The policy; `default_slice_us` is the time slice of [`PolicyKind::TimeSlice`] when it
+    /// names none, and `clock_mhz` the core clock that turns it into cycles.
+    pub fn build(self, default_slice_us: f64, clock_mhz: f64) -> Box<dyn Policy> {
         match self {
             PolicyKind::Fcfs => Box::new(Fcfs),
             PolicyKind::Npq => Box::new(Npq),
             PolicyKind::Ppq => Box::new(Ppq),
-            PolicyKind::TimeSlice => Box::new(TimeSlice::new(slice_cycles)),
+            PolicyKind::TimeSlice { slice_us } => {
+                let us = slice_us.unwrap_or(default_slice_us);
+                Box::new(TimeSlice::new((us * clock_mhz).round() as u64))
+            }
         }
     }
 
+    /// The policy's name (without its parameters; `Display` adds those it was given).
     pub fn name(self) -> &'static str {
         match self {
             PolicyKind::Fcfs => "fcfs",
             PolicyKind::Npq => "npq",
             PolicyKind::Ppq => "ppq",
-            PolicyKind::TimeSlice => "time_slice",
+            PolicyKind::TimeSlice { .. } => "time-slice",
+        }
+    }
+}
+
+/// `name[:key=value,...]`, the parameters it was given only: the form the command line
+/// reads back.
+impl std::fmt::Display for PolicyKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())?;
+        match *self {
+            PolicyKind::TimeSlice { slice_us: Some(us) } => write!(f, ":slice_us={us}"),
+            _ => Ok(()),
         }
     }
 }

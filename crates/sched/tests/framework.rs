@@ -214,7 +214,7 @@ fn kernels_run_on_disjoint_sms_or_share_them_when_allowed() {
                 intra_sm_sharing: sharing,
                 active_kernels: None,
             };
-            let mut fw = Framework::new(config, policy.build(0), m.sm_count());
+            let mut fw = Framework::new(config, policy.build(50.0, 700.0), m.sm_count());
             let mut jobs = Vec::new();
             // Four contexts; uneven kernels so that some SMs free up while others still run.
             for c in 0..4u32 {
@@ -243,7 +243,11 @@ fn npq_serves_the_high_priority_context_first() {
     // that each fill the GPU.
     let finish = |policy: PolicyKind| {
         let (mut m, mut module) = machine();
-        let mut fw = Framework::new(FrameworkConfig::default(), policy.build(0), m.sm_count());
+        let mut fw = Framework::new(
+            FrameworkConfig::default(),
+            policy.build(50.0, 700.0),
+            m.sm_count(),
+        );
         let mut jobs = Vec::new();
         for c in 0..4u32 {
             let priority = if c == 3 { 10 } else { 0 };

@@ -49,7 +49,7 @@ pub(crate) fn study(args: StudyArgs) -> Outcome {
         None => return Err(format!("--arrival {} is out of 0..=1", args.arrival)),
     };
     if !args.mechanisms.is_empty() {
-        c.mechanisms = args.mechanisms.clone();
+        c.mechanisms = super::all_mechanisms(&args.mechanisms);
     }
     if let Some(t) = args.threads {
         c.threads = t.max(1);
@@ -83,8 +83,14 @@ fn print_study(r: &study::StudyResults) {
     );
     println!("Preemptive priority takes SMs from the low-priority kernel with each mechanism;");
     println!("npq is the reference where nothing is preempted.\n");
+    // Mechanisms with parameters (`chimera:deadline_us=5`) widen the first column.
+    let w = r
+        .rows
+        .iter()
+        .map(|row| row.mechanism.len())
+        .fold(20, usize::max);
     println!(
-        "{:<20} {:>9} {:>10} {:>8} {:>5} {:>10} {:>8} {:>8} {:>8} {:>9} {:>8}  verified",
+        "{:<w$} {:>9} {:>10} {:>8} {:>5} {:>10} {:>8} {:>8} {:>8} {:>9} {:>8}  verified",
         "mechanism",
         "high wait",
         "preempt µs",
@@ -100,7 +106,7 @@ fn print_study(r: &study::StudyResults) {
     for row in &r.rows {
         let p = &row.preemption;
         println!(
-            "{:<20} {:>9.2} {:>10.2} {:>8.2} {:>5} {:>10.1} {:>8} {:>8} {:>8} {:>9.2} {:>8.3}  {}",
+            "{:<w$} {:>9.2} {:>10.2} {:>8.2} {:>5} {:>10.1} {:>8} {:>8} {:>8} {:>9.2} {:>8.3}  {}",
             row.mechanism,
             row.high_wait_us,
             p.mean_latency_us,
@@ -144,7 +150,7 @@ pub(crate) fn periodic(args: PeriodicArgs) -> Outcome {
     }
     config.interval = args.interval;
     if !args.mechanisms.is_empty() {
-        config.mechanisms = args.mechanisms.clone();
+        config.mechanisms = super::all_mechanisms(&args.mechanisms);
     }
     config.seed = args.seed;
     if let Some(t) = args.threads {
@@ -259,8 +265,13 @@ fn print_runs(r: &PeriodicResults) {
         r.interval,
         us(r.interval as f64)
     );
+    let w = r
+        .runs
+        .iter()
+        .map(|m| m.mechanism.len())
+        .fold(15, usize::max);
     println!(
-        "{:<13} {:<15} {:>7} {:>10} {:>9} {:>9} {:>9} {:>10} {:>8} {:>8}  exact",
+        "{:<13} {:<w$} {:>7} {:>10} {:>9} {:>9} {:>9} {:>10} {:>8} {:>8}  exact",
         "kernel",
         "mechanism",
         "signals",
@@ -275,7 +286,7 @@ fn print_runs(r: &PeriodicResults) {
     for m in &r.runs {
         let s = &m.summary;
         println!(
-            "{:<13} {:<15} {:>7} {:>10.2} {:>9.2} {:>9.2} {:>9.2} {:>10.1} {:>8.2} {:>8.3}  {}",
+            "{:<13} {:<w$} {:>7} {:>10.2} {:>9.2} {:>9.2} {:>9.2} {:>10.1} {:>8.2} {:>8.3}  {}",
             m.kernel,
             m.mechanism,
             m.signals.len(),

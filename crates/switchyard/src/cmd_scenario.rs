@@ -12,7 +12,7 @@ use switchyard::output::write_atomic;
 use workload::system::RunProgress;
 use workload::{Disk, Report, Setup};
 
-use super::{Outcome, PolicyArg, ScenarioArgs, Switch};
+use super::{Outcome, ScenarioArgs, Switch};
 use crate::cmd_run::load_gpu;
 
 /// Core cycles a scenario may run by default (about 6 s of simulated time at 700 MHz).
@@ -22,22 +22,21 @@ pub(crate) fn scenario(args: ScenarioArgs) -> Outcome {
     let file = args.file.display().to_string();
     let text = switchyard::input::read_text(&args.file, switchyard::input::Utf8::Strict)?;
     let mut s = workload::parse(&file, &text, &Disk).map_err(|e| e.to_string())?;
-    if let Some(p) = args.policy {
-        s.policy = match p {
-            PolicyArg::Fcfs => PolicyKind::Fcfs,
-            PolicyArg::Npq => PolicyKind::Npq,
-            PolicyArg::Ppq => PolicyKind::Ppq,
-            PolicyArg::TimeSlice => PolicyKind::TimeSlice,
-        };
-    }
-    if let Some(m) = args.mechanism {
-        s.mechanism = m;
-    }
+    // `--time-slice-us` replaces the scenario's slice, `--policy`'s own `slice_us` both.
     if let Some(us) = args.time_slice_us {
-        if !(us.is_finite() && (0.01..=1.0e7).contains(&us)) {
+        if !(us.is_finite() && sched::SLICE_US_RANGE.contains(&us)) {
             return Err(format!("--time-slice-us {us} is out of 0.01..=10^7"));
         }
         s.time_slice_us = us;
+        if let PolicyKind::TimeSlice { slice_us } = &mut s.policy {
+            *slice_us = None;
+        }
+    }
+    if let Some(p) = args.policy {
+        s.policy = p;
+    }
+    if let Some(m) = args.mechanism {
+        s.mechanism = m;
     }
     if let Some(on) = args.sharing {
         s.framework.intra_sm_sharing = on == Switch::On;

@@ -149,10 +149,12 @@ struct StudyArgs {
     /// When the high-priority process arrives, µs (instead of --arrival).
     #[arg(long, conflicts_with = "arrival")]
     arrival_us: Option<f64>,
-    /// Mechanisms to compare, comma-separated (default: drain, flush-strict, flush-relaxed,
-    /// baseline, live, lightweight, lightweight-tb, chimera).
-    #[arg(long, value_delimiter = ',', value_parser = mechanism_arg)]
-    mechanisms: Vec<preempt::MechanismKind>,
+    /// Mechanisms to compare, comma-separated, each `name[:key=value,...]` (a `key=value`
+    /// after a comma continues the mechanism before it), or the flag repeated; default:
+    /// drain, flush-strict, flush-relaxed, baseline, live, lightweight, lightweight-tb,
+    /// chimera. E.g. `chimera:deadline_us=5,chimera:deadline_us=10,drain`.
+    #[arg(long, value_name = "LIST", value_parser = mechanisms_arg)]
+    mechanisms: Vec<Mechanisms>,
     /// GPU preset or configuration file.
     #[arg(long, default_value = "gtx480")]
     gpu: String,
@@ -181,10 +183,10 @@ struct PeriodicArgs {
     /// Core cycles between two preemption signals.
     #[arg(long, default_value_t = 10_000)]
     interval: u64,
-    /// Mechanisms to compare, comma-separated (default: drain, baseline, live, points-live,
-    /// lightweight, lightweight-tb, chimera).
-    #[arg(long, value_delimiter = ',', value_parser = mechanism_arg)]
-    mechanisms: Vec<preempt::MechanismKind>,
+    /// Mechanisms to compare, as for `study --mechanisms` (default: drain, baseline, live,
+    /// points-live, lightweight, lightweight-tb, chimera).
+    #[arg(long, value_name = "LIST", value_parser = mechanisms_arg)]
+    mechanisms: Vec<Mechanisms>,
     /// GPU preset or configuration file.
     #[arg(long, default_value = "gtx480")]
     gpu: String,
@@ -224,18 +226,22 @@ struct ScenarioArgs {
     /// fault-study, v100, a100, h100) or a configuration file.
     #[arg(long)]
     gpu: Option<String>,
-    /// Scheduling policy, overriding the scenario's.
-    #[arg(long, value_enum)]
-    policy: Option<PolicyArg>,
+    /// Scheduling policy, overriding the scenario's: fcfs, npq, ppq (preemptive priority),
+    /// time-slice (contexts take turns), written `name[:key=value,...]`, e.g.
+    /// `time-slice:slice_us=100`.
+    #[arg(long, value_name = "POLICY", value_parser = policy_arg)]
+    policy: Option<sched::PolicyKind>,
     /// Let TBs of different kernels share an SM (overrides the scenario's setting).
     #[arg(long, value_enum)]
     sharing: Option<Switch>,
     /// How a preempted SM is emptied, overriding the scenario's: drain, flush-strict,
     /// flush-relaxed, baseline, live, points-live, lightweight, lightweight-tb,
-    /// lightweight-in-place, chimera.
-    #[arg(long, value_parser = mechanism_arg)]
+    /// lightweight-in-place, chimera, written `name[:key=value,...]`, e.g.
+    /// `chimera:deadline_us=10` or `lightweight:compressor_latency=4`.
+    #[arg(long, value_name = "MECHANISM", value_parser = mechanism_arg)]
     mechanism: Option<preempt::MechanismKind>,
-    /// The time slice of the time-slice policy, µs (overriding the scenario's).
+    /// The time slice of the time-slice policy, µs, overriding the scenario's
+    /// (`--policy time-slice:slice_us=US` overrides this).
     #[arg(long)]
     time_slice_us: Option<f64>,
     /// Do not run each process alone (no NTT, ANTT, STP or fairness; faster).
@@ -260,27 +266,30 @@ struct ScenarioArgs {
     trace: Option<PathBuf>,
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-enum PolicyArg {
-    /// First come, first served.
-    Fcfs,
-    /// Non-preemptive priority queues.
-    Npq,
-    /// Preemptive priority queues (exclusive).
-    Ppq,
-    /// Contexts take turns for a time slice each (`--time-slice-us`).
-    TimeSlice,
+/// A preemption mechanism, `name[:key=value,...]` (`workload::choice`).
+fn mechanism_arg(spec: &str) -> Result<preempt::MechanismKind, String> {
+    workload::choice::parse(spec).map_err(|e| e.to_string())
 }
 
-/// A preemption mechanism by name (`preempt::MechanismKind::name`).
-fn mechanism_arg(name: &str) -> Result<preempt::MechanismKind, String> {
-    preempt::MechanismKind::from_name(name).ok_or_else(|| {
-        let names: Vec<&str> = preempt::MechanismKind::ALL
-            .iter()
-            .map(|m| m.name())
-            .collect();
-        format!("unknown mechanism `{name}`; one of: {}", names.join(", "))
-    })
+/// A scheduling policy, `name[:key=value,...]` (`workload::choice`).
+fn policy_arg(spec: &str) -> Result<sched::PolicyKind, String> {
+    workload::choice::parse(spec).map_err(|e| e.to_string())
+}
+
+/// The mechanisms of one `--mechanisms` flag.
+#[derive(Clone, Debug)]
+struct Mechanisms(Vec<preempt::MechanismKind>);
+
+/// A list of mechanisms (`workload::choice::parse_list`).
+fn mechanisms_arg(list: &str) -> Result<Mechanisms, String> {
+    workload::choice::parse_list(list)
+        .map(Mechanisms)
+        .map_err(|e| e.to_string())
+}
+
+/// The mechanisms of every `--mechanisms` flag, in order.
+fn all_mechanisms(flags: &[Mechanisms]) -> Vec<preempt::MechanismKind> {
+    flags.iter().flat_map(|m| m.0.iter().copied()).collect()
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -87,6 +87,85 @@ fn a_scenario_reports_times_metrics_and_writes_its_outputs() {
     assert_eq!(b["policy"], "npq");
     assert_eq!(b["intra_sm_sharing"], true);
     assert!(b["metrics"].is_null());
+    // A policy and a mechanism with parameters, reported as the command line wrote them.
+    let c = j(&[
+        "--policy",
+        "time-slice:slice_us=20",
+        "--mechanism",
+        "chimera:deadline_us=5",
+        "--no-alone",
+    ]);
+    assert_eq!(c["policy"], "time-slice:slice_us=20");
+    assert_eq!(c["preemption"]["mechanism"], "chimera:deadline_us=5");
+    assert!(c["all_verified"].as_bool().unwrap());
+}
+
+/// `--policy`, `--mechanism` and `--mechanisms` are read by one parser, which names the
+/// parameter or the name that is wrong.
+#[test]
+fn bad_choices_on_the_command_line_name_what_is_wrong() {
+    let cases: [(&[&str], &[&str]); 6] = [
+        (
+            &["scenario", "scenarios/mix2.toml", "--mechanism", "chimaera"],
+            &["--mechanism", "unknown variant `chimaera`", "chimera"],
+        ),
+        (
+            &[
+                "scenario",
+                "scenarios/mix2.toml",
+                "--mechanism",
+                "chimera:deadline_us=-1",
+            ],
+            &["--mechanism", "`deadline_us` = -1 is out of range"],
+        ),
+        (
+            &[
+                "scenario",
+                "scenarios/mix2.toml",
+                "--mechanism",
+                "chimera:deadlin_us=5",
+            ],
+            &["unknown field `deadlin_us`, expected `deadline_us`"],
+        ),
+        (
+            &[
+                "scenario",
+                "scenarios/mix2.toml",
+                "--policy",
+                "time-slice:slice_us=soon",
+            ],
+            &["--policy", "`slice_us`", "\"soon\""],
+        ),
+        (
+            &[
+                "scenario",
+                "scenarios/mix2.toml",
+                "--policy",
+                "time_slice:slice_us=10,x=1",
+            ],
+            &["--policy", "unknown field `x`"],
+        ),
+        (
+            &[
+                "study",
+                "--mechanisms",
+                "drain,lightweight:compressor_latency=2.5",
+            ],
+            &[
+                "--mechanisms",
+                "`compressor_latency`",
+                "floating point `2.5`",
+            ],
+        ),
+    ];
+    for (args, wants) in cases {
+        let o = switchyard(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+        let e = text(&o);
+        for w in wants {
+            assert!(e.contains(w), "{args:?}: {w}: {e}");
+        }
+    }
 }
 
 #[test]

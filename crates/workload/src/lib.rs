@@ -3,12 +3,15 @@
 //! by the framework of `sched`; scenarios that describe them in TOML; and what a run
 //! reports.
 //!
+//! * [`choice`]: how a mechanism or a policy with its parameters is written, in scenario
+//!   files and on the command line.
 //! * [`data`]: buffer element types, initial contents, `.npy` files.
 //! * [`scenario`]: the scenario format, checked and resolved with file, line and field.
 //! * [`program`]: host programs (a scenario's commands; a suite kernel's own host program).
 //! * [`system`]: the host model (streams, copy engines over PCIe, launch latency) around the
 //!   machine and the framework, on one time line.
 
+pub mod choice;
 pub mod data;
 pub mod program;
 pub mod scenario;

@@ -7,15 +7,17 @@
 //! gpu = "gtx480"                  # a preset or a GPU file (the command line may override)
 //!
 //! [scheduler]
-//! policy = "fcfs"                 # fcfs | npq | ppq | time_slice
-//! time_slice_us = 50.0            # the time_slice policy's slice
+//! policy = "fcfs"                 # fcfs | npq | ppq | time-slice
+//! time_slice_us = 50.0            # the time-slice policy's slice unless it names one
 //! intra_sm_sharing = false        # may TBs of different kernels share an SM?
 //! # active_kernels = 15           # active-queue entries (default: one per SM)
 //! copy_engine = "fcfs"            # fcfs | priority: the order copies wait in
-//! mechanism = "drain"             # how a reserved SM is emptied: drain | flush_strict |
-//!                                 # flush_relaxed | baseline | live | points_live |
-//!                                 # lightweight | lightweight_tb |
-//!                                 # lightweight_in_place | chimera
+//! mechanism = "drain"             # how a reserved SM is emptied: drain | flush-strict |
+//!                                 # flush-relaxed | baseline | live | points-live |
+//!                                 # lightweight | lightweight-tb |
+//!                                 # lightweight-in-place | chimera
+//! # mechanism = { kind = "chimera", deadline_us = 10.0 }   # with parameters (below)
+//! # policy = { kind = "time-slice", slice_us = 100.0 }
 //!
 //! [host]                          # optional: overrides of the GPU file's [host]
 //! launch_latency_us = 5.0         # also pcie_gbps, copy_latency_us, copy_engines
@@ -81,6 +83,22 @@
 //! tolerance = 1e-6                # relative, floats only
 //! ```
 //!
+//! **Policies and mechanisms** are written as on the command line's `--policy` and
+//! `--mechanism`, in kebab-case ([`crate::choice`]): the name alone takes every parameter's
+//! default; a table tagged by `kind` (inline as above, or a `[scheduler.mechanism]`
+//! section) sets parameters, and a parameter the choice does not have, or a value out of
+//! range, is an error naming it. The parameters:
+//!
+//! | choice | parameter | default |
+//! | --- | --- | --- |
+//! | `chimera` | `deadline_us`: the preemption deadline, µs (papers/li-pep §4 uses 5, 10, 15) | 15 |
+//! | `lightweight`, `lightweight-tb`, `lightweight-in-place` | `compressor_latency`: core cycles through the register compressor | 2 |
+//! | `time-slice` | `slice_us`: each context's turn, µs | `time_slice_us` |
+//!
+//! The snake_case spellings of earlier scenario files (`flush_strict`, `points_live`,
+//! `lightweight_tb`, `lightweight_in_place`, `time_slice`) are deprecated aliases: still
+//! read, never written.
+//!
 //! Launches go through the kernel management path of the host model ([`crate::system`]):
 //! a launch call reaches the GPU after the launch latency (and after the work before it in
 //! its stream), copies cross the PCIe link through the copy engines first come, first
@@ -127,18 +145,19 @@ pub struct ScenarioFile {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SchedulerSection {
-    #[serde(default)]
-    pub policy: PolicyKind,
+    /// The scheduling policy: its name, or a table with its `kind` and parameters
+    /// ([`crate::choice`]; read when the scenario is resolved, to name the field).
+    pub policy: Option<Spanned<toml::Value>>,
     #[serde(default)]
     pub intra_sm_sharing: bool,
     pub active_kernels: Option<u32>,
     /// How the copy engines pick the next copy.
     #[serde(default)]
     pub copy_engine: CopyPolicy,
-    /// How a reserved SM is emptied.
-    #[serde(default)]
-    pub mechanism: preempt::MechanismKind,
-    /// Time slice of the `time_slice` policy, µs.
+    /// How a reserved SM is emptied: the mechanism's name, or a table with its `kind` and
+    /// parameters (as `policy`).
+    pub mechanism: Option<Spanned<toml::Value>>,
+    /// Time slice of the `time-slice` policy unless it names its own (`slice_us`), µs.
     #[serde(default = "default_slice")]
     pub time_slice_us: f64,
 }
@@ -147,18 +166,18 @@ fn default_slice() -> f64 {
     DEFAULT_TIME_SLICE_US
 }
 
-/// The time slice of the `time_slice` policy unless a scenario gives one, µs: short enough
+/// The time slice of the `time-slice` policy unless a scenario gives one, µs: short enough
 /// that the project's small kernels see several turns (NVIDIA's drivers use milliseconds).
 pub const DEFAULT_TIME_SLICE_US: f64 = 50.0;
 
 impl Default for SchedulerSection {
     fn default() -> Self {
         SchedulerSection {
-            policy: PolicyKind::default(),
+            policy: None,
             intra_sm_sharing: false,
             active_kernels: None,
             copy_engine: CopyPolicy::default(),
-            mechanism: preempt::MechanismKind::default(),
+            mechanism: None,
             time_slice_us: DEFAULT_TIME_SLICE_US,
         }
     }
@@ -403,6 +422,7 @@ pub struct Scenario {
     pub gpu: Option<String>,
     pub framework: FrameworkConfig,
     pub policy: PolicyKind,
+    /// The slice of [`PolicyKind::TimeSlice`] when it names none, µs.
     pub time_slice_us: f64,
     pub mechanism: preempt::MechanismKind,
     pub copy_policy: CopyPolicy,
@@ -666,7 +686,7 @@ impl Cx<'_> {
             return self.err(None, "host.copy_engines", "must be in 1..=64".into());
         }
         let slice = raw.scheduler.time_slice_us;
-        if !(slice.is_finite() && (0.01..=1.0e7).contains(&slice)) {
+        if !(slice.is_finite() && sched::SLICE_US_RANGE.contains(&slice)) {
             return self.err(
                 None,
                 "scheduler.time_slice_us",
@@ -680,6 +700,8 @@ impl Cx<'_> {
                 "must be at least 1".into(),
             );
         }
+        let policy = self.choice(&raw.scheduler.policy, "scheduler.policy")?;
+        let mechanism = self.choice(&raw.scheduler.mechanism, "scheduler.mechanism")?;
         let mut processes = Vec::new();
         for (i, p) in raw.processes.into_iter().enumerate() {
             let field = format!("process[{i}]");
@@ -710,14 +732,27 @@ impl Cx<'_> {
                 intra_sm_sharing: raw.scheduler.intra_sm_sharing,
                 active_kernels: raw.scheduler.active_kernels,
             },
-            policy: raw.scheduler.policy,
+            policy,
             time_slice_us: raw.scheduler.time_slice_us,
-            mechanism: raw.scheduler.mechanism,
+            mechanism,
             copy_policy: raw.scheduler.copy_engine,
             host: raw.host,
             max_cycles: raw.limits.max_cycles,
             processes,
         })
+    }
+
+    /// A policy or mechanism as written ([`crate::choice`]), or its default when left out.
+    fn choice<T: serde::de::DeserializeOwned + Default>(
+        &self,
+        written: &Option<Spanned<toml::Value>>,
+        field: &str,
+    ) -> Result<T, ScenarioError> {
+        match written {
+            None => Ok(T::default()),
+            Some(v) => crate::choice::from_value(v.get_ref().clone())
+                .or_else(|e| self.err(Some(v.span()), field, e.to_string())),
+        }
     }
 
     fn process(&self, p: ProcessSpec, field: &str) -> Result<Process, ScenarioError> {

@@ -76,7 +76,7 @@ pub struct Setup {
     pub host: HostSpec,
     pub framework: FrameworkConfig,
     pub policy: PolicyKind,
-    /// The time slice of [`PolicyKind::TimeSlice`], µs.
+    /// The time slice of [`PolicyKind::TimeSlice`] when it names none, µs.
     pub time_slice_us: f64,
     pub mechanism: MechanismKind,
     pub copy_policy: CopyPolicy,
@@ -292,15 +292,15 @@ impl System {
         System::with_mechanism(setup, processes, mechanism)
     }
 
-    /// [`System::new`] with a mechanism of the caller's instead of `setup.mechanism`'s
-    /// (whose kernel pass, if any, still applies): an instrumented one, a new design.
+    /// [`System::new`] with a mechanism of the caller's instead of `setup.mechanism`'s: an
+    /// instrumented one, a new design. Its own kernel pass, if any, applies.
     pub fn with_mechanism(
         mut setup: Setup,
         processes: &[Process],
         mechanism: Box<dyn preempt::Mechanism>,
     ) -> Result<System, RunError> {
         // A mechanism that relies on compiler support gets it in every timed kernel.
-        if let Some(pass) = setup.mechanism.kernel_pass() {
+        if let Some(pass) = mechanism.kernel_pass() {
             setup.timing.options.pass = Some(pass);
         }
         // A kernel of a scenario may wait behind others for as long as the policy decides:
@@ -315,10 +315,9 @@ impl System {
             t.options.clone(),
             gpu::memory::DeviceMemory::new(),
         )?;
-        let slice = (setup.time_slice_us * t.gpu.sm.clock_mhz).round() as u64;
         let framework = Framework::with_mechanism(
             setup.framework.clone(),
-            setup.policy.build(slice),
+            setup.policy.build(setup.time_slice_us, t.gpu.sm.clock_mhz),
             mechanism,
             machine.sm_count(),
         );

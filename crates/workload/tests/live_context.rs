@@ -43,6 +43,9 @@ impl Mechanism for Probe {
     fn name(&self) -> String {
         "live (probed)".into()
     }
+    fn kernel_pass(&self) -> Option<gpu::timing::Pass> {
+        self.inner.kernel_pass()
+    }
     fn preempt(
         &mut self,
         sm: SmId,

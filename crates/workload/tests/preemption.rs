@@ -251,7 +251,7 @@ fn every_mechanism_resumes_every_suite_kernel_bit_exactly() {
                             "{name}: {p:?}"
                         );
                         match (mechanism, how) {
-                            (MechanismKind::Chimera, How::Drained) => chimera[0] += 1,
+                            (MechanismKind::Chimera { .. }, How::Drained) => chimera[0] += 1,
                             (_, How::Drained) => {}
                             (
                                 MechanismKind::FlushStrict | MechanismKind::FlushRelaxed,
@@ -265,17 +265,17 @@ fn every_mechanism_resumes_every_suite_kernel_bit_exactly() {
                                 switched[1] += 1;
                                 assert!(released > stopped, "{name}: {p:?}");
                             }
-                            (MechanismKind::Chimera, How::Switched) => {
+                            (MechanismKind::Chimera { .. }, How::Switched) => {
                                 chimera[2] += 1;
                             }
-                            (MechanismKind::Chimera, How::Flushed { .. }) => {
+                            (MechanismKind::Chimera { .. }, How::Flushed { .. }) => {
                                 chimera[1] += 1;
                             }
                             (
                                 MechanismKind::PointsLive
-                                | MechanismKind::Lightweight
-                                | MechanismKind::LightweightTb
-                                | MechanismKind::LightweightInPlace,
+                                | MechanismKind::Lightweight { .. }
+                                | MechanismKind::LightweightTb { .. }
+                                | MechanismKind::LightweightInPlace { .. },
                                 How::Switched,
                             ) => {
                                 switched[2] += 1;
@@ -295,7 +295,7 @@ fn every_mechanism_resumes_every_suite_kernel_bit_exactly() {
                         refused += 1;
                     }
                     Record::Chose { .. } => {
-                        assert_eq!(mechanism, MechanismKind::Chimera, "{name}: {p:?}");
+                        assert_eq!(mechanism, MechanismKind::CHIMERA, "{name}: {p:?}");
                         chose += 1;
                     }
                     Record::Requested { .. } | Record::Restored { .. } => {}

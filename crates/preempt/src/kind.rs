@@ -1,0 +1,300 @@
+//! The mechanisms by name, with their parameters: what a scenario file's
+//! `[scheduler] mechanism` and the command line's `--mechanism` choose.
+//!
+//! One spelling everywhere: the kebab-case name (`flush-strict`, `lightweight-in-place`) on
+//! the command line, in scenario files and in every report. [`MechanismKind`] is a serde
+//! enum tagged by `kind`, so a scenario writes either the name alone (the parameters'
+//! defaults) or a table, `{ kind = "chimera", deadline_us = 10 }`; a field the mechanism
+//! does not have is an error naming it, and so is a value out of range. The snake_case
+//! spellings of earlier scenario files (`flush_strict`) are accepted as deprecated aliases.
+//! [`MechanismKind`]'s `Display` writes the command line's form, `name[:key=value,...]`,
+//! giving only the parameters that differ from their defaults.
+
+use std::fmt;
+
+use serde::{Deserialize, Deserializer, Serialize};
+
+use crate::{Chimera, Compression, Drain, Flush, Mechanism, Switch, SwitchConfig};
+
+/// The preemption deadline [`MechanismKind::Chimera`] works to unless told otherwise, µs
+/// (papers/li-pep §4 runs Chimera at 5, 10 and 15 µs).
+pub const CHIMERA_DEADLINE_US: f64 = 15.0;
+
+/// The compressor latency of the compressing switch designs unless told otherwise, core
+/// cycles (papers/lin-lightweight assumes 2, after Warped-Compression).
+pub const COMPRESSOR_LATENCY: u64 = SwitchConfig::LIGHTWEIGHT.compressor_latency;
+
+/// The longest deadline a Chimera may be given, µs (ten simulated seconds).
+const MAX_DEADLINE_US: f64 = 1.0e7;
+/// The longest compressor latency a switch may be given, core cycles.
+const MAX_COMPRESSOR_LATENCY: u64 = 1_000_000;
+
+/// A preemption mechanism and its parameters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case", from = "Written")]
+pub enum MechanismKind {
+    /// SM draining.
+    #[default]
+    Drain,
+    /// Flushing of strictly idempotent TBs.
+    FlushStrict,
+    /// Flushing of relaxed-idempotent TBs (pointer arguments assumed not to overlap).
+    FlushRelaxed,
+    /// Context switch saving every allocated register.
+    Baseline,
+    /// Context switch saving the registers live at each warp's instruction.
+    Live,
+    /// At preemption points, the registers their liveness vectors name, uncompressed
+    /// ("Live" in papers/lin-lightweight Figure 14).
+    PointsLive,
+    /// Lightweight context switching (papers/lin-lightweight): at preemption points, the
+    /// registers their liveness vectors name, compressed at warp level, through the save
+    /// pipeline; `compressor_latency` is [`SwitchConfig::compressor_latency`] (default
+    /// [`COMPRESSOR_LATENCY`]).
+    Lightweight { compressor_latency: u64 },
+    /// Lightweight, compressing at TB level where a TB stops at a `bar.pp` (§III-C).
+    LightweightTb { compressor_latency: u64 },
+    /// Lightweight with in-place context switching (§III-A): only what the incoming kernel
+    /// needs leaves the SM.
+    LightweightInPlace { compressor_latency: u64 },
+    /// Chimera: per TB, drain, flush or switch, whichever meets a deadline of `deadline_us`
+    /// (default [`CHIMERA_DEADLINE_US`]) at the least estimated cost.
+    Chimera { deadline_us: f64 },
+}
+
+/// How a mechanism is written: [`MechanismKind`] with every variant a struct, so that a
+/// parameter given to a mechanism that has none is refused (serde ignores the other fields
+/// of an internally tagged unit variant), and the parameters' defaults and ranges.
+#[derive(Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+enum Written {
+    Drain {},
+    #[serde(alias = "flush_strict")]
+    FlushStrict {},
+    #[serde(alias = "flush_relaxed")]
+    FlushRelaxed {},
+    Baseline {},
+    Live {},
+    #[serde(alias = "points_live")]
+    PointsLive {},
+    Lightweight {
+        #[serde(
+            default = "compressor_latency",
+            deserialize_with = "de_compressor_latency"
+        )]
+        compressor_latency: u64,
+    },
+    #[serde(alias = "lightweight_tb")]
+    LightweightTb {
+        #[serde(
+            default = "compressor_latency",
+            deserialize_with = "de_compressor_latency"
+        )]
+        compressor_latency: u64,
+    },
+    #[serde(alias = "lightweight_in_place")]
+    LightweightInPlace {
+        #[serde(
+            default = "compressor_latency",
+            deserialize_with = "de_compressor_latency"
+        )]
+        compressor_latency: u64,
+    },
+    Chimera {
+        #[serde(default = "deadline_us", deserialize_with = "de_deadline_us")]
+        deadline_us: f64,
+    },
+}
+
+impl From<Written> for MechanismKind {
+    fn from(w: Written) -> MechanismKind {
+        match w {
+            Written::Drain {} => MechanismKind::Drain,
+            Written::FlushStrict {} => MechanismKind::FlushStrict,
+            Written::FlushRelaxed {} => MechanismKind::FlushRelaxed,
+            Written::Baseline {} => MechanismKind::Baseline,
+            Written::Live {} => MechanismKind::Live,
+            Written::PointsLive {} => MechanismKind::PointsLive,
+            Written::Lightweight { compressor_latency } => {
+                MechanismKind::Lightweight { compressor_latency }
+            }
+            Written::LightweightTb { compressor_latency } => {
+                MechanismKind::LightweightTb { compressor_latency }
+            }
+            Written::LightweightInPlace { compressor_latency } => {
+                MechanismKind::LightweightInPlace { compressor_latency }
+            }
+            Written::Chimera { deadline_us } => MechanismKind::Chimera { deadline_us },
+        }
+    }
+}
+
+fn compressor_latency() -> u64 {
+    COMPRESSOR_LATENCY
+}
+
+fn deadline_us() -> f64 {
+    CHIMERA_DEADLINE_US
+}
+
+/// A parameter's value, its type error named after the parameter.
+fn param<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D, name: &str) -> Result<T, D::Error> {
+    T::deserialize(d).map_err(|e| {
+        let e = e.to_string();
+        serde::de::Error::custom(format!("`{name}`: {}", e.trim_end()))
+    })
+}
+
+fn de_compressor_latency<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    let v: u64 = param(d, "compressor_latency")?;
+    if v > MAX_COMPRESSOR_LATENCY {
+        return Err(serde::de::Error::custom(format!(
+            "`compressor_latency` = {v} is out of range: at most {MAX_COMPRESSOR_LATENCY} cycles"
+        )));
+    }
+    Ok(v)
+}
+
+fn de_deadline_us<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    let v: f64 = param(d, "deadline_us")?;
+    if !(v.is_finite() && v > 0.0 && v <= MAX_DEADLINE_US) {
+        return Err(serde::de::Error::custom(format!(
+            "`deadline_us` = {v} is out of range: a deadline is more than 0 and at most \
+             10^7 µs"
+        )));
+    }
+    Ok(v)
+}
+
+impl MechanismKind {
+    /// Every mechanism, with its parameters' defaults.
+    pub const ALL: [MechanismKind; 10] = [
+        MechanismKind::Drain,
+        MechanismKind::FlushStrict,
+        MechanismKind::FlushRelaxed,
+        MechanismKind::Baseline,
+        MechanismKind::Live,
+        MechanismKind::PointsLive,
+        MechanismKind::Lightweight {
+            compressor_latency: COMPRESSOR_LATENCY,
+        },
+        MechanismKind::LightweightTb {
+            compressor_latency: COMPRESSOR_LATENCY,
+        },
+        MechanismKind::LightweightInPlace {
+            compressor_latency: COMPRESSOR_LATENCY,
+        },
+        MechanismKind::Chimera {
+            deadline_us: CHIMERA_DEADLINE_US,
+        },
+    ];
+
+    /// [`MechanismKind::Lightweight`] with its defaults.
+    pub const LIGHTWEIGHT: MechanismKind = MechanismKind::ALL[6];
+    /// [`MechanismKind::LightweightTb`] with its defaults.
+    pub const LIGHTWEIGHT_TB: MechanismKind = MechanismKind::ALL[7];
+    /// [`MechanismKind::LightweightInPlace`] with its defaults.
+    pub const LIGHTWEIGHT_IN_PLACE: MechanismKind = MechanismKind::ALL[8];
+    /// [`MechanismKind::Chimera`] with its defaults.
+    pub const CHIMERA: MechanismKind = MechanismKind::ALL[9];
+
+    /// The mechanism, ready for a framework; it carries the kernel pass it needs
+    /// ([`Mechanism::kernel_pass`]).
+    pub fn build(self) -> Box<dyn Mechanism> {
+        let name = self.name();
+        let compressing = |config: SwitchConfig, compressor_latency| {
+            Box::new(Switch::new(
+                name,
+                SwitchConfig {
+                    compressor_latency,
+                    ..config
+                },
+            ))
+        };
+        match self {
+            MechanismKind::Drain => Box::new(Drain::default()),
+            MechanismKind::FlushStrict => Box::new(Flush::new(false)),
+            MechanismKind::FlushRelaxed => Box::new(Flush::new(true)),
+            MechanismKind::Baseline => Box::new(Switch::new(name, SwitchConfig::BASELINE)),
+            MechanismKind::Live => Box::new(Switch::new(name, SwitchConfig::LIVE)),
+            MechanismKind::PointsLive => Box::new(Switch::new(name, SwitchConfig::POINTS_LIVE)),
+            MechanismKind::Lightweight { compressor_latency } => {
+                compressing(SwitchConfig::LIGHTWEIGHT, compressor_latency)
+            }
+            MechanismKind::LightweightTb { compressor_latency } => compressing(
+                SwitchConfig {
+                    compression: Compression::Tb,
+                    ..SwitchConfig::LIGHTWEIGHT
+                },
+                compressor_latency,
+            ),
+            MechanismKind::LightweightInPlace { compressor_latency } => compressing(
+                SwitchConfig {
+                    in_place: true,
+                    ..SwitchConfig::LIGHTWEIGHT
+                },
+                compressor_latency,
+            ),
+            MechanismKind::Chimera { deadline_us } => Box::new(Chimera::new(deadline_us)),
+        }
+    }
+
+    /// The mechanism's name, as the command line, scenario files and reports write it
+    /// (without its parameters; `Display` adds those that differ from their defaults).
+    pub fn name(self) -> &'static str {
+        match self {
+            MechanismKind::Drain => "drain",
+            MechanismKind::FlushStrict => "flush-strict",
+            MechanismKind::FlushRelaxed => "flush-relaxed",
+            MechanismKind::Baseline => "baseline",
+            MechanismKind::Live => "live",
+            MechanismKind::PointsLive => "points-live",
+            MechanismKind::Lightweight { .. } => "lightweight",
+            MechanismKind::LightweightTb { .. } => "lightweight-tb",
+            MechanismKind::LightweightInPlace { .. } => "lightweight-in-place",
+            MechanismKind::Chimera { .. } => "chimera",
+        }
+    }
+}
+
+/// `name[:key=value,...]`, the parameters that differ from their defaults only: the form
+/// the command line reads back.
+impl fmt::Display for MechanismKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())?;
+        match *self {
+            MechanismKind::Lightweight { compressor_latency }
+            | MechanismKind::LightweightTb { compressor_latency }
+            | MechanismKind::LightweightInPlace { compressor_latency }
+                if compressor_latency != COMPRESSOR_LATENCY =>
+            {
+                write!(f, ":compressor_latency={compressor_latency}")
+            }
+            MechanismKind::Chimera { deadline_us } if deadline_us != CHIMERA_DEADLINE_US => {
+                write!(f, ":deadline_us={deadline_us}")
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The mechanisms that stop at preemption points, or save what their liveness vectors
+    /// name, carry the points pass; the others leave the kernels as allocated.
+    #[test]
+    fn the_mechanisms_that_need_preemption_points_carry_the_pass() {
+        for m in MechanismKind::ALL {
+            let points = matches!(
+                m,
+                MechanismKind::PointsLive
+                    | MechanismKind::Lightweight { .. }
+                    | MechanismKind::LightweightTb { .. }
+                    | MechanismKind::LightweightInPlace { .. }
+            );
+            assert_eq!(m.build().kernel_pass().is_some(), points, "{m}");
+        }
+    }
+}
