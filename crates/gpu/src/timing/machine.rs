@@ -34,6 +34,7 @@ use super::control::{HoldState, TbCheckpoint, TbControl};
 use super::ids::{HoldId, LaunchId, SmId, TbRef, TransferId};
 use super::launch::{frontend_total, Launch, Snapshot, TimedKernel};
 use super::ledger::SmLedger;
+use super::probe::{Probe, Watch};
 use super::scheduler::AnyScheduler;
 use super::sm::{LaunchCounters, Retired, Shortcuts, Sm, Specs};
 use super::stats::{OccupancyTrace, Rates, SchedulerStats, SmStats, TimedStats, Utilisation};
@@ -272,6 +273,9 @@ pub struct Machine<B: MemoryBackend = MemorySystem> {
     retired: Retired,
     /// `(cycle, resident warps on the whole GPU)` every `sample_interval` cycles.
     occupancy: Vec<(u64, u32)>,
+    /// The observer, and how many of `events` it has been shown.
+    probe: Option<Box<dyn Probe>>,
+    shown: usize,
 }
 
 impl Machine {
@@ -335,7 +339,33 @@ impl<B: MemoryBackend> Machine<B> {
             events: Vec::new(),
             retired: Retired::default(),
             occupancy: Vec::new(),
+            probe: None,
+            shown: 0,
         }
+    }
+
+    /// Attaches `probe` (replacing any), which from now on is told of every issue, memory
+    /// request and event.
+    pub fn attach(&mut self, probe: Box<dyn Probe>) {
+        self.show_events();
+        self.probe = Some(probe);
+        self.shown = self.events.len();
+    }
+
+    /// Takes the probe off.
+    pub fn detach(&mut self) -> Option<Box<dyn Probe>> {
+        self.show_events();
+        self.probe.take()
+    }
+
+    /// Shows the probe the events it has not seen.
+    fn show_events(&mut self) {
+        if let Some(p) = self.probe.as_deref_mut() {
+            for e in &self.events[self.shown.min(self.events.len())..] {
+                p.on_event(e);
+            }
+        }
+        self.shown = self.events.len();
     }
 
     pub fn config(&self) -> &GpuConfig {
@@ -465,11 +495,15 @@ impl<B: MemoryBackend> Machine<B> {
 
     /// Takes the events since they were last taken.
     pub fn take_events(&mut self) -> Vec<Event> {
+        self.show_events();
+        self.shown = 0;
         std::mem::take(&mut self.events)
     }
 
     /// Drops the events since they were last taken.
     pub fn clear_events(&mut self) {
+        self.show_events();
+        self.shown = 0;
         self.events.clear();
     }
 
@@ -586,8 +620,16 @@ impl<B: MemoryBackend> Machine<B> {
             pipeline: &self.gpu.pipeline,
             memory: &self.memcfg,
         };
+        let mut watch = Watch(self.probe.as_deref_mut());
         for sm in &mut self.sms {
-            sm.issue(&self.launches, &specs, &mut self.memsys, &mut self.mem, now)?;
+            sm.issue(
+                &self.launches,
+                &specs,
+                &mut self.memsys,
+                &mut self.mem,
+                &mut watch,
+                now,
+            )?;
         }
         if now.is_multiple_of(LIMIT_CHECK_INTERVAL) {
             self.check_instruction_limit()?;
@@ -658,7 +700,9 @@ impl<B: MemoryBackend> Machine<B> {
                 self.launches[l.index()].at_last_tb = Some(sms.clone());
             }
         }
+        self.show_events();
         ctl.on_cycle(self)?;
+        self.show_events();
         let interval = self.opts.sample_interval.max(1);
         if now.is_multiple_of(interval) {
             let warps = self.sms.iter().map(Sm::resident_warps).sum();

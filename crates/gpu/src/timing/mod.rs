@@ -12,6 +12,7 @@
 //!   [`Control`] hook and its [`Event`]s; one cycle's order is documented there.
 //! * [`control`]: the control protocol — [`Request`]s, their [`Ticket`]s and refusals, and
 //!   the states of TBs, warps and holds they move between; `request` carries it out.
+//! * [`probe`]: observers told of every issue, memory request and event ([`Probe`]).
 //! * [`backend`]: the memory hierarchy as the SMs see it ([`MemoryBackend`]); the full
 //!   `memsys` model, or a fixed latency for tests of SMs alone.
 //! * [`crate::harness`]: one SM over a fixed-latency memory, for tests that assert events
@@ -53,6 +54,7 @@ pub mod ids;
 mod launch;
 pub mod ledger;
 pub mod machine;
+pub mod probe;
 mod request;
 pub mod scheduler;
 mod sm;
@@ -86,6 +88,7 @@ pub use ids::{
 pub use launch::{Launch, TimedKernel};
 pub use ledger::{KernelLimits, Share, SmLedger, Usage};
 pub use machine::{Control, Event, Idle, Machine};
+pub use probe::{Issue, Probe};
 pub use view::{TbProgress, WarpView};
 
 pub use crate::pipeline::{FetchSpec, OpClass, OpTiming, PipelineSpec, TensorSpec, Unit};

@@ -659,3 +659,80 @@ fn a_held_warp_issues_nothing_until_released() {
     }
     assert!(executed(&h, a) > a0 + 20, "released, it runs again");
 }
+
+/// What a probe saw.
+#[derive(Default)]
+struct Seen {
+    issues: u64,
+    /// Issues by PC.
+    by_pc: std::collections::BTreeMap<u32, u64>,
+    memory: u64,
+    dispatched: u64,
+    finished: u64,
+    /// Cycles of what it saw, in order (they never go back).
+    cycles: Vec<u64>,
+}
+
+struct Counting(std::rc::Rc<std::cell::RefCell<Seen>>);
+
+impl super::Probe for Counting {
+    fn on_issue(&mut self, i: &super::Issue) {
+        let mut s = self.0.borrow_mut();
+        s.issues += 1;
+        *s.by_pc.entry(i.pc).or_default() += 1;
+        s.cycles.push(i.cycle);
+    }
+    fn on_memory_request(&mut self, _: SmId, _: &memsys::MemAccess, cycle: u64) {
+        let mut s = self.0.borrow_mut();
+        s.memory += 1;
+        s.cycles.push(cycle);
+    }
+    fn on_event(&mut self, e: &Event) {
+        let mut s = self.0.borrow_mut();
+        match e {
+            Event::TbDispatched { .. } => s.dispatched += 1,
+            Event::TbFinished { .. } => s.finished += 1,
+            _ => {}
+        }
+        s.cycles.push(e.cycle());
+    }
+}
+
+/// Runs both TBs of the spin kernel (200 iterations) to the end, with a probe or without:
+/// the cycle it ended, its warp instructions, and what the probe saw.
+fn probed_run(probe: bool) -> (u64, u64, Seen) {
+    let (mut h, _) = harness(200);
+    let seen = std::rc::Rc::new(std::cell::RefCell::new(Seen::default()));
+    if probe {
+        h.machine_mut().attach(Box::new(Counting(seen.clone())));
+    }
+    h.dispatch().unwrap();
+    h.dispatch().unwrap();
+    h.run_until_idle(100_000).unwrap();
+    let launch = h.launch();
+    let instructions = h.machine().warp_instructions(launch);
+    let end = h.cycle();
+    drop(h);
+    let seen = std::rc::Rc::try_unwrap(seen).ok().unwrap().into_inner();
+    (end, instructions, seen)
+}
+
+/// A probe is told of every issue, memory request and event, in order, and changes
+/// nothing.
+#[test]
+fn a_probe_sees_every_issue_and_event_and_changes_nothing() {
+    let (end, instructions, none) = probed_run(false);
+    assert_eq!(none.issues, 0);
+    let (end_probed, instructions_probed, seen) = probed_run(true);
+    assert_eq!((end, instructions), (end_probed, instructions_probed));
+    assert_eq!(
+        seen.issues, instructions,
+        "one on_issue per warp instruction"
+    );
+    assert_eq!((seen.dispatched, seen.finished), (2, 2));
+    // The loop body ran 200 times in each TB's warp 0.
+    assert!(seen.by_pc.values().any(|&n| n == 400), "{:?}", seen.by_pc);
+    // Each TB's warp 0 stores once: two accepted memory requests.
+    assert_eq!(seen.memory, 2);
+    assert!(seen.cycles.windows(2).all(|w| w[0] <= w[1]), "in order");
+}

@@ -14,6 +14,7 @@ use crate::timing::control::{StopAt, TbControl, WarpControl};
 use crate::timing::ids::LaunchId;
 use crate::timing::ids::WarpSlotId;
 use crate::timing::launch::Launch;
+use crate::timing::probe::{Issue, Watch};
 use crate::timing::scheduler::{AnyScheduler, Quota, WarpInfo, WarpScheduler};
 use crate::timing::stats::StallReason;
 
@@ -156,6 +157,7 @@ impl Sm {
         specs: &Specs,
         memsys: &mut B,
         mem: &mut DeviceMemory,
+        watch: &mut Watch,
         now: u64,
     ) -> Result<(), ExecError> {
         if !self.is_empty() {
@@ -188,7 +190,8 @@ impl Sm {
             }
         }
         self.issue.finishing.clear();
-        self.ldst.drain_backlog(self.id, specs.memory, memsys);
+        self.ldst
+            .drain_backlog(self.id, specs.memory, memsys, watch, now);
         let n = self.issue.scheds.len();
         // Whether this cycle can repeat unchanged (see `Sleep`), and until when.
         let mut sleep = SleepCheck {
@@ -263,7 +266,7 @@ impl Sm {
                     }
                     Check::Ready => {
                         sleep.attempted += 1;
-                        match self.try_issue(launches, specs, memsys, mem, slot, s, now)? {
+                        match self.try_issue(launches, specs, memsys, mem, watch, slot, s, now)? {
                             Ok(()) => {
                                 self.issue.scheds[s].issued(slot);
                                 self.issue.views[s].order_valid = false;
@@ -285,7 +288,8 @@ impl Sm {
                 self.issue.stall_reasons.push(r);
             }
         }
-        self.ldst.offer_transfer(self.id, specs.memory, memsys, now);
+        self.ldst
+            .offer_transfer(self.id, specs.memory, memsys, watch, now);
         if self.issue.shortcuts == Shortcuts::On
             && sleep.possible
             && sleep.ready == sleep.attempted
@@ -389,6 +393,7 @@ impl Sm {
         specs: &Specs,
         memsys: &mut B,
         mem: &mut DeviceMemory,
+        watch: &mut Watch,
         slot: WarpSlotId,
         sched: usize,
         now: u64,
@@ -428,9 +433,10 @@ impl Sm {
                 pc: top.pc,
                 exec,
                 slot,
+                now,
                 textures: mem.textures(),
             };
-            match self.plan_memory(specs, memsys, &access) {
+            match self.plan_memory(specs, memsys, &access, watch) {
                 Ok(p) => p,
                 Err(r) => {
                     self.ldst.refused_at = now;
@@ -442,6 +448,15 @@ impl Sm {
             MemPlan::None
         };
 
+        let (sm, launch_id) = (self.id, ws.launch);
+        watch.issue(|| Issue {
+            cycle: now,
+            sm,
+            launch: launch_id,
+            warp: slot,
+            pc: top.pc,
+            lanes: top.mask,
+        });
         let before = (ws.warp.executed, ws.warp.thread_executed);
         let tb = self.res.tbs[ws.tb].as_mut().expect("resident TB");
         let mut view = TbView {

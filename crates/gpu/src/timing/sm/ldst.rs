@@ -22,6 +22,7 @@ use memsys::{AccessKind, IssueState, LineRequest, MemAccess, MemConfig, Priority
 use crate::exec::WARP_SIZE;
 use crate::timing::backend::MemoryBackend;
 use crate::timing::ids::{LaunchId, PendingId, SmId, TransferId, WarpSlotId};
+use crate::timing::probe::Watch;
 
 /// A memory access in flight, by tag.
 pub(super) struct PendingAccess {
@@ -253,6 +254,7 @@ impl LdSt {
         sm: SmId,
         memcfg: &MemConfig,
         memsys: &mut B,
+        watch: &mut Watch,
         now: u64,
     ) {
         if self.backlog.is_some() || self.free_at > now || self.refused_at == now {
@@ -276,6 +278,7 @@ impl LdSt {
         if memsys.offer(sm, &t.offer).is_err() {
             return;
         }
+        watch.memory(sm, &t.offer, now);
         t.next = end;
         t.outstanding += 1;
         let p = PendingAccess {
@@ -314,6 +317,8 @@ impl LdSt {
         sm: SmId,
         memcfg: &MemConfig,
         memsys: &mut B,
+        watch: &mut Watch,
+        now: u64,
     ) {
         let Some(b) = &mut self.backlog else {
             return;
@@ -323,6 +328,7 @@ impl LdSt {
         b.part.lines.clear();
         b.part.lines.extend_from_slice(&b.lines[b.next..end]);
         if memsys.offer(sm, &b.part).is_ok() {
+            watch.memory(sm, &b.part, now);
             b.next = end;
             if end == b.lines.len() {
                 self.backlog = None;

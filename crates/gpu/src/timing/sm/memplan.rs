@@ -15,6 +15,7 @@ use crate::memory::{self, Window};
 use crate::timing::backend::MemoryBackend;
 use crate::timing::ids::WarpSlotId;
 use crate::timing::launch::Launch;
+use crate::timing::probe::Watch;
 use crate::timing::stats::StallReason;
 
 use super::ldst::{chunk_lines, Backlog, PendingAccess, Refusal};
@@ -30,6 +31,7 @@ pub(super) struct Access<'a> {
     pub pc: u32,
     pub exec: u32,
     pub slot: WarpSlotId,
+    pub now: u64,
     /// The device's texture objects (handle `k + 1` is `textures[k]`).
     pub textures: &'a [crate::texture::TextureDesc],
 }
@@ -52,6 +54,7 @@ impl Sm {
         specs: &Specs,
         memsys: &mut B,
         a: &Access,
+        watch: &mut Watch,
     ) -> Result<MemPlan, StallReason> {
         let (ctx, inst) = (&a.launch.ctx, a.inst);
         let (space, ty, vec, offset, kind) = match inst.op {
@@ -78,7 +81,7 @@ impl Sm {
             Op::Mbarrier { space, offset, .. } => {
                 (space, kir::Ty::B64, 1, offset, AccessKind::Atomic)
             }
-            _ => return self.plan_matrix_memory(specs, memsys, a),
+            _ => return self.plan_matrix_memory(specs, memsys, a, watch),
         };
         let bytes = ty.size() * u32::from(vec.max(1));
         let regs = &a.ws.warp.regs;
@@ -141,7 +144,7 @@ impl Sm {
                 None
             };
         }
-        self.offer_planned(specs, memsys, a, resolved, bytes, kind, retry, false)
+        self.offer_planned(specs, memsys, a, resolved, bytes, kind, retry, false, watch)
     }
 
     /// The memory plan of an access whose addresses are in `self.ldst.addrs` (one per lane) or,
@@ -158,6 +161,7 @@ impl Sm {
         kind: AccessKind,
         retry: bool,
         matrix: bool,
+        watch: &mut Watch,
     ) -> Result<MemPlan, StallReason> {
         let inst = a.inst;
         let addrs: &[Option<u64>] = if matrix {
@@ -222,6 +226,7 @@ impl Sm {
                     return Err(StallReason::Memory);
                 }
                 self.ldst.refused = None;
+                watch.memory(self.id, &self.ldst.offer, a.now);
                 let parts = self.ldst.lines.len().div_ceil(chunk).max(1) as u32;
                 if parts > 1 {
                     self.ldst.backlog = Some(Backlog {
@@ -269,6 +274,7 @@ impl Sm {
         specs: &Specs,
         memsys: &mut B,
         a: &Access,
+        watch: &mut Watch,
     ) -> Result<MemPlan, StallReason> {
         use crate::exec::matrix::wmma_element_addr;
         use kir::matrix::{wmma_layout, Frag, WMMA_PART_REGS};
@@ -446,6 +452,6 @@ impl Sm {
             // address; such an access faults when it executes.
             return Ok(MemPlan::None);
         }
-        self.offer_planned(specs, memsys, a, resolved, bytes, kind, retry, true)
+        self.offer_planned(specs, memsys, a, resolved, bytes, kind, retry, true, watch)
     }
 }
