@@ -48,28 +48,33 @@ impl Decoded {
     }
 
     /// The operation class of instruction `pc`.
+    #[inline]
     pub(crate) fn class(&self, pc: u32) -> OpClass {
         self.class[pc as usize]
     }
 
     /// The `(groups, all)` of instruction `pc` if it is a `cp.async` wait.
+    #[inline]
     pub(crate) fn cp_async_wait(&self, pc: u32) -> Option<(u8, bool)> {
         self.cp_async_waits.get(pc as usize).copied().flatten()
     }
 
     /// The registers instruction `pc` reads or writes.
+    #[inline]
     pub(crate) fn regs(&self, pc: u32) -> &[u32] {
         let (start, len, _) = self.spans[pc as usize];
         &self.regs[start as usize..(start + len) as usize]
     }
 
     /// The registers instruction `pc` reads.
+    #[inline]
     pub(crate) fn sources(&self, pc: u32) -> &[u32] {
         let (start, _, uses) = self.spans[pc as usize];
         &self.regs[start as usize..(start + uses) as usize]
     }
 
     /// The registers instruction `pc` writes.
+    #[inline]
     pub(crate) fn destinations(&self, pc: u32) -> &[u32] {
         let (start, len, uses) = self.spans[pc as usize];
         &self.regs[(start + uses) as usize..(start + len) as usize]

@@ -44,6 +44,7 @@ impl FrontEnd {
     }
 
     /// The register banks scheduler `sched` reads through.
+    #[inline]
     pub fn banks_of(&mut self, sched: usize) -> &mut RegisterBanks {
         let set = match self.layout {
             CoreLayout::SubCores => sched,
@@ -54,6 +55,7 @@ impl FrontEnd {
 
     /// Whether scheduler `sched`'s banks can read `mask` at `now` (always, without
     /// sub-cores: there a conflict only delays the result).
+    #[inline]
     pub fn banks_free(&self, sched: usize, mask: u64, now: u64) -> bool {
         match self.layout {
             CoreLayout::SubCores => self.banks[sched].free(mask, now),
@@ -62,6 +64,7 @@ impl FrontEnd {
     }
 
     /// The banks whose conflicts stall issue (sub-cores), for [`WarpHot::derive`].
+    #[inline]
     pub fn stalling_banks(&self) -> Option<&RegisterBanks> {
         match self.layout {
             CoreLayout::SubCores => self.banks.first(),
@@ -71,6 +74,7 @@ impl FrontEnd {
 
     /// Starts the fetch that fills the instruction buffer of the warp in `slot` (mirrored
     /// by `hot`) from its next PC.
+    #[inline]
     pub fn fill_buffer(&mut self, hot: &mut WarpHot, slot: WarpSlotId, now: u64) {
         if hot.next_pc == NO_PC {
             return;
@@ -164,6 +168,7 @@ impl FetchUnit {
     /// Starts a fetch of the instructions at `pc` requested at cycle `now` (it starts on the
     /// first free cycle of the port after `now`); returns the cycle its instructions can
     /// issue.
+    #[inline]
     pub(super) fn fetch(&mut self, pc: u32, now: u64) -> u64 {
         let start = (now + 1).max(self.port_free);
         self.port_free = start + 1;
@@ -194,6 +199,7 @@ impl RegisterBanks {
     /// Reads the source registers `regs` (virtual register indices, possibly repeated) of an
     /// instruction issued at `now`; returns the cycles its operands arrive later than a
     /// conflict-free read would.
+    #[inline]
     pub(super) fn read(&mut self, regs: &[u32], now: u64) -> u64 {
         let n = self.free_at.len() as u32;
         let mut extra = 0;
@@ -211,6 +217,7 @@ impl RegisterBanks {
     }
 
     /// Whether every bank of `mask` (bit `b`: bank `b`) can take a read at `now`.
+    #[inline]
     pub(super) fn free(&self, mask: u64, now: u64) -> bool {
         let mut m = mask;
         while m != 0 {
@@ -224,6 +231,7 @@ impl RegisterBanks {
     }
 
     /// The banks (bit `b`: bank `b`, the first 64) that reading `regs` uses.
+    #[inline]
     pub(super) fn mask(&self, regs: &[u32]) -> u64 {
         let n = self.free_at.len() as u32;
         regs.iter()

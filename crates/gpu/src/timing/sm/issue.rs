@@ -126,6 +126,7 @@ impl IssueStage {
     }
 
     /// Warps came, went, halted or resumed: every scheduler's view must be rebuilt.
+    #[inline]
     pub fn views_changed(&mut self) {
         for v in &mut self.views {
             v.stale = true;
@@ -133,6 +134,7 @@ impl IssueStage {
     }
 
     /// Something changed that a sleeping SM's cycles would not repeat.
+    #[inline]
     pub fn wake(&mut self) {
         self.sleep = None;
     }

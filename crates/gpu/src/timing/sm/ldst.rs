@@ -51,6 +51,7 @@ pub(super) struct PendingTable {
 
 impl PendingTable {
     /// The tag the next access will get.
+    #[inline]
     pub fn next_tag(&self) -> PendingId {
         PendingId(
             self.free
@@ -61,6 +62,7 @@ impl PendingTable {
     }
 
     /// Adds an access under [`PendingTable::next_tag`].
+    #[inline]
     pub fn add(&mut self, p: PendingAccess) -> PendingId {
         match self.free.pop() {
             Some(t) => {
@@ -74,10 +76,12 @@ impl PendingTable {
         }
     }
 
+    #[inline]
     pub fn get(&self, tag: PendingId) -> Option<&PendingAccess> {
         self.entries.get(tag.index())?.as_ref()
     }
 
+    #[inline]
     pub fn get_mut(&mut self, tag: PendingId) -> &mut PendingAccess {
         self.entries[tag.index()]
             .as_mut()
@@ -85,6 +89,7 @@ impl PendingTable {
     }
 
     /// Removes a completed access.
+    #[inline]
     pub fn remove(&mut self, tag: PendingId) -> PendingAccess {
         let p = self.entries[tag.index()].take().expect("pending");
         self.free.push(tag.0);
@@ -209,11 +214,13 @@ impl LdSt {
 
     /// Whether it has memory work of its own (a split access, a context transfer) to send
     /// or finish.
+    #[inline]
     pub fn has_backlog(&self) -> bool {
         self.backlog.is_some() || !self.transfers.is_empty()
     }
 
     /// Whether the memory system refused an access of this SM at `now`.
+    #[inline]
     pub fn refused_now(&self, now: u64) -> bool {
         self.refused_at == now
     }
@@ -338,6 +345,7 @@ impl LdSt {
 
     /// Whether the memory system is still in the state in which it refused the last
     /// refused access (so that it would refuse the same offer again).
+    #[inline]
     pub fn refusal_holds<B: MemoryBackend>(&self, sm: SmId, memsys: &B) -> bool {
         self.refused
             .is_some_and(|r| memsys.issue_state(sm) == r.state)

@@ -262,6 +262,7 @@ impl Sm {
         self.counters.get(launch).copied().unwrap_or_default()
     }
 
+    #[inline]
     fn counters_mut(&mut self, launch: LaunchId) -> &mut LaunchCounters {
         while self.counters.len() <= launch.index() {
             self.counters.push(LaunchCounters::default());
@@ -307,6 +308,7 @@ impl Sm {
     /// does, after any change to the warp's progress, scoreboard or control state — and
     /// lets the SM notice: a warp that comes, goes, halts or resumes changes the
     /// schedulers' views; any change may end a sleep.
+    #[inline]
     fn sync(&mut self, decoded: &Decoded, slot: WarpSlotId) {
         let was_live = self.res.hot[slot].live();
         self.res.hot[slot].derive(
@@ -321,6 +323,7 @@ impl Sm {
     }
 
     /// Something [`Sm::retire`] looks at changed.
+    #[inline]
     fn retire_soon(&mut self) {
         self.retire_due = RetireDue::Yes;
     }

@@ -119,18 +119,22 @@ impl Residency {
         }
     }
 
+    #[inline]
     pub fn warp(&self, slot: WarpSlotId) -> &WarpSlot {
         self.warps[slot].as_ref().expect("resident warp")
     }
 
+    #[inline]
     pub fn warp_mut(&mut self, slot: WarpSlotId) -> &mut WarpSlot {
         self.warps[slot].as_mut().expect("resident warp")
     }
 
+    #[inline]
     pub fn tb(&self, k: TbSlotId) -> &TbSlot {
         self.tbs[k].as_ref().expect("resident TB")
     }
 
+    #[inline]
     pub fn tb_mut(&mut self, k: TbSlotId) -> &mut TbSlot {
         self.tbs[k].as_mut().expect("resident TB")
     }
@@ -268,6 +272,7 @@ impl Residency {
     }
 
     /// The warp slots of TB slot `k`.
+    #[inline]
     pub fn slots_of(&self, k: TbSlotId) -> &[WarpSlotId] {
         &self.tb(k).slots
     }

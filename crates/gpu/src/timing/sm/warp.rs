@@ -68,11 +68,13 @@ impl WarpSlot {
     }
 
     /// Nothing it issued is still in flight and every result is written by `now`.
+    #[inline]
     pub fn drained(&self, now: u64) -> bool {
         self.outstanding == 0 && self.stores == 0 && self.ready_at.iter().all(|&t| t <= now)
     }
 
     /// Halted by its TB, held, or finished: it issues nothing more on its own.
+    #[inline]
     pub fn idle(&self) -> bool {
         self.status == WarpStatus::Done
             || matches!(
@@ -87,6 +89,7 @@ impl WarpSlot {
         self.dirty[(r / 64) as usize] |= 1 << (r % 64);
     }
 
+    #[inline]
     pub fn is_dirty(&self, r: u32) -> bool {
         self.dirty[(r / 64) as usize] & (1 << (r % 64)) != 0
     }
@@ -191,6 +194,7 @@ impl WarpHot {
     };
 
     /// Whether the slot holds a warp the schedulers may issue from.
+    #[inline]
     pub fn live(&self) -> bool {
         matches!(self.state, HotState::Ready | HotState::Waiting)
     }
