@@ -23,7 +23,7 @@ use std::rc::Rc;
 use common::TimedDevice;
 use gpu::timing::{
     AfterStop, Control, ControlError, Direction, Event, LaunchId, Machine, Refused, Request, Scope,
-    SmId, StopAt, TbCheckpoint, TbControl, TbRef, TimingError, WarpReports,
+    SmId, StopAt, TbCheckpoint, TbRef, TimingError, WarpReports,
 };
 use suite::{Rng, Size};
 
@@ -140,28 +140,13 @@ impl Control for Checkpointer {
         for e in m.take_events() {
             self.handle(m, e)?;
         }
-        for sm in m.sm_ids() {
-            if m.launch(self.launch).undispatched() > 0 && m.fits(sm, self.launch) {
-                m.request(Request::Dispatch {
-                    sm,
-                    launch: self.launch,
-                })?;
-            }
-        }
+        common::dispatch_new(m, self.launch)?;
         let now = m.cycle();
         if now < self.next {
             return Ok(());
         }
         self.next = now + self.interval / 2 + u64::from(self.rng.below(self.interval as u32));
-        let running: Vec<(SmId, TbRef)> = m
-            .sm_ids()
-            .flat_map(|sm| {
-                m.resident(sm)
-                    .filter(|&(_, c)| c == TbControl::Running)
-                    .map(move |(tb, _)| (sm, tb))
-                    .collect::<Vec<_>>()
-            })
-            .collect();
+        let running = common::running_tbs(m, None);
         if running.is_empty() {
             return Ok(());
         }

@@ -36,7 +36,7 @@ use common::TimedDevice;
 use gpu::exec::{Warp, WARP_SIZE};
 use gpu::timing::{
     AfterStop, Control, Event, KernelPass, LaunchId, Machine, Request, Routine, RoutineEnd, SmId,
-    Start, StopAt, TbContext, TbControl, TbRef, TimingError, WarpReports,
+    Start, StopAt, TbContext, TbRef, TimingError, WarpReports,
 };
 use kir::{InstId, Kernel};
 use suite::{Rng, Size};
@@ -332,27 +332,12 @@ impl Control for Switcher {
             }
         }
         if self.held.is_empty() {
-            for sm in m.sm_ids() {
-                if m.launch(self.launch).undispatched() > 0 && m.fits(sm, self.launch) {
-                    m.request(Request::Dispatch {
-                        sm,
-                        launch: self.launch,
-                    })?;
-                }
-            }
+            common::dispatch_new(m, self.launch)?;
         }
         if now >= self.next_signal {
             self.next_signal =
                 now + self.interval / 2 + u64::from(self.rng.below(self.interval as u32));
-            let running: Vec<(SmId, TbRef)> = m
-                .sm_ids()
-                .flat_map(|sm| {
-                    m.resident(sm)
-                        .filter(|&(tb, c)| c == TbControl::Running && tb.launch == self.launch)
-                        .map(move |(tb, _)| (sm, tb))
-                        .collect::<Vec<_>>()
-                })
-                .collect();
+            let running = common::running_tbs(m, Some(self.launch));
             if !running.is_empty() {
                 let (sm, tb) = running[self.rng.below(running.len() as u32) as usize];
                 m.request(Request::Stop {

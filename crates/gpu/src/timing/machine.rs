@@ -610,6 +610,20 @@ impl<B: MemoryBackend> Machine<B> {
         self.memsys.skip_idle_to(t_fs);
     }
 
+    /// A TB left `sm` as `context` (its resources under `hold`, if kept): its launch holds it
+    /// now, and the event says so.
+    pub(super) fn left(&mut self, sm: SmId, context: TbContext, hold: Option<HoldId>, now: u64) {
+        let l = &mut self.launches[context.tb.launch.index()];
+        l.resident -= 1;
+        l.held += 1;
+        self.events.push(Event::TbEvicted {
+            cycle: now,
+            sm,
+            context: Box::new(context),
+            hold,
+        });
+    }
+
     /// Runs one core cycle (see the module documentation).
     pub fn step(&mut self, ctl: &mut dyn Control<B>) -> Result<(), TimingError> {
         let now = self.cycle();
@@ -661,16 +675,9 @@ impl<B: MemoryBackend> Machine<B> {
                     warp,
                 });
             }
-            for (context, hold) in self.retired.evicted.drain(..) {
-                let l = &mut self.launches[context.tb.launch.index()];
-                l.resident -= 1;
-                l.held += 1;
-                self.events.push(Event::TbEvicted {
-                    cycle: now,
-                    sm,
-                    context: Box::new(context),
-                    hold,
-                });
+            let evicted = std::mem::take(&mut self.retired.evicted);
+            for (context, hold) in evicted {
+                self.left(sm, context, hold, now);
             }
             for id in self.retired.transfers.drain(..) {
                 self.events.push(Event::TransferDone { cycle: now, sm, id });

@@ -261,15 +261,7 @@ impl<B: MemoryBackend> Machine<B> {
     ) -> Result<Ticket, ControlError> {
         let now = self.cycle();
         let (context, hold) = self.sms[sm.index()].evict(tb, then, now)?;
-        let l = &mut self.launches[tb.launch.index()];
-        l.resident -= 1;
-        l.held += 1;
-        self.events.push(Event::TbEvicted {
-            cycle: now,
-            sm,
-            context: Box::new(context),
-            hold,
-        });
+        self.left(sm, context, hold, now);
         Ok(Ticket::Tb(tb))
     }
 

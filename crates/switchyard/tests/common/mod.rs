@@ -7,7 +7,10 @@
 use std::sync::Arc;
 
 use gpu::config::GpuConfig;
-use gpu::timing::{Control, KernelPass, LaunchId, Pass, TimedGpu};
+use gpu::timing::{
+    Control, KernelPass, LaunchId, Machine, Pass, Request, SmId, TbControl, TbRef, TimedGpu,
+    TimingError,
+};
 use gpu::{DevPtr, Gpu, KernelArg, ModuleId};
 
 /// A suite device on the timed machine; `make(launch, entry, cycle)` builds each launch's
@@ -108,4 +111,26 @@ where
             .map_err(|e| suite::DeviceError(e.to_string()))?;
         Ok(())
     }
+}
+
+/// Dispatches every new TB of `launch` that fits, SM by SM (what `GridDriver` does).
+pub fn dispatch_new(m: &mut Machine, launch: LaunchId) -> Result<(), TimingError> {
+    for sm in m.sm_ids() {
+        if m.launch(launch).undispatched() > 0 && m.fits(sm, launch) {
+            m.request(Request::Dispatch { sm, launch })?;
+        }
+    }
+    Ok(())
+}
+
+/// The running TBs (of `launch`, or of any launch), SM by SM.
+pub fn running_tbs(m: &Machine, launch: Option<LaunchId>) -> Vec<(SmId, TbRef)> {
+    m.sm_ids()
+        .flat_map(|sm| {
+            m.resident(sm)
+                .filter(|&(tb, c)| c == TbControl::Running && launch.is_none_or(|l| l == tb.launch))
+                .map(move |(tb, _)| (sm, tb))
+                .collect::<Vec<_>>()
+        })
+        .collect()
 }
