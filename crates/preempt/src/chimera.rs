@@ -29,13 +29,13 @@
 //! if it can, else the quicker of switching and draining). The choice and its estimates
 //! are recorded ([`Record::Chose`]).
 
-use gpu::timing::{HoldId, LaunchId, SmId, TbContext, TbRef, TimingError, TransferId};
+use gpu::timing::{HoldId, SmId, TbContext, TbRef, TimingError, TransferId};
 use serde::Serialize;
 
 use crate::drain::Drain;
 use crate::flush::Flush;
 use crate::switch::{Switch, SwitchConfig};
-use crate::{Cx, Mechanism, Preempted, Record};
+use crate::{Cx, Mechanism, Preempted, Record, Want};
 
 /// What Chimera did with a TB.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -111,14 +111,9 @@ impl Mechanism for Chimera {
         "chimera".into()
     }
 
-    fn preempt(
-        &mut self,
-        sm: SmId,
-        _next: Option<LaunchId>,
-        cx: &mut Cx,
-    ) -> Result<(), TimingError> {
+    fn preempt(&mut self, sm: SmId, want: Want, cx: &mut Cx) -> Result<(), TimingError> {
         let now = cx.machine.cycle();
-        let tbs = cx.take_sm(sm);
+        let tbs = cx.take(sm, &want);
         let m = &*cx.machine;
         let deadline = self.deadline_us * m.config().sm.clock_mhz;
         let bandwidth = m.memory_config().dram_bytes_per_core_cycle() / f64::from(m.sm_count());

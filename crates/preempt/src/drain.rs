@@ -2,9 +2,9 @@
 //! reserved SM, and the SM is free when the TBs it runs finish. Nothing is saved; the
 //! latency is the remaining run time of the longest TB, unbounded for persistent kernels.
 
-use gpu::timing::{HoldId, LaunchId, SmId, TbContext, TbRef, TimingError};
+use gpu::timing::{HoldId, SmId, TbContext, TbRef, TimingError};
 
-use crate::{Cx, Mechanism, Preempted, Record, Requests};
+use crate::{Cx, Mechanism, Preempted, Record, Requests, Want};
 
 /// SM draining.
 #[derive(Default)]
@@ -45,14 +45,9 @@ impl Mechanism for Drain {
         "drain".into()
     }
 
-    fn preempt(
-        &mut self,
-        sm: SmId,
-        _next: Option<LaunchId>,
-        cx: &mut Cx,
-    ) -> Result<(), TimingError> {
+    fn preempt(&mut self, sm: SmId, want: Want, cx: &mut Cx) -> Result<(), TimingError> {
         let now = cx.machine.cycle();
-        for tb in cx.take_sm(sm) {
+        for tb in cx.take(sm, &want) {
             self.watch(sm, tb, now);
         }
         Ok(())

@@ -13,11 +13,11 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use analysis::{AliasModel, Idempotence, IdempotenceConfig};
-use gpu::timing::{HoldId, LaunchId, Machine, Request, SmId, TbContext, TbRef, TimingError};
+use gpu::timing::{HoldId, Machine, Request, SmId, TbContext, TbRef, TimingError};
 use kir::{InstId, Kernel};
 
 use crate::drain::{not_mine, Drain};
-use crate::{ContextBytes, Cx, How, Mechanism, Preempted, Record};
+use crate::{ContextBytes, Cx, How, Mechanism, Preempted, Record, Want};
 
 /// SM flushing.
 pub struct Flush {
@@ -139,14 +139,9 @@ impl Mechanism for Flush {
         }
     }
 
-    fn preempt(
-        &mut self,
-        sm: SmId,
-        _next: Option<LaunchId>,
-        cx: &mut Cx,
-    ) -> Result<(), TimingError> {
+    fn preempt(&mut self, sm: SmId, want: Want, cx: &mut Cx) -> Result<(), TimingError> {
         let now = cx.machine.cycle();
-        let tbs = cx.take_sm(sm);
+        let tbs = cx.take(sm, &want);
         for tb in tbs {
             match self.flushable(cx.machine, sm, tb) {
                 Some(discarded) => self.flush_tb(sm, tb, discarded, cx)?,

@@ -25,12 +25,13 @@ pub mod drain;
 pub mod flush;
 pub mod kind;
 pub mod switch;
+pub mod want;
 
 use std::sync::Arc;
 
 use gpu::timing::{
-    Direction, Event, HoldId, LaunchId, Machine, Pass, Request, SmId, TbContext, TbControl, TbRef,
-    Ticket, TimingError, TransferId,
+    Direction, Event, HoldId, LaunchId, Machine, Pass, Request, SmId, TbContext, TbRef, Ticket,
+    TimingError, TransferId,
 };
 use serde::{Deserialize, Serialize};
 
@@ -39,6 +40,7 @@ pub use drain::Drain;
 pub use flush::Flush;
 pub use kind::{MechanismKind, CHIMERA_DEADLINE_US, COMPRESSOR_LATENCY};
 pub use switch::{Compression, PointPass, RegisterCensus, Registers, Switch, SwitchConfig};
+pub use want::Want;
 
 /// What a mechanism may touch: the machine, and where it puts what it produces.
 pub struct Cx<'a> {
@@ -53,6 +55,9 @@ pub struct Output {
     pub preempted: Vec<Preempted>,
     /// What happened, for reports.
     pub records: Vec<Record>,
+    /// TBs requests took ([`Cx::take`]), by SM: the framework follows them until they
+    /// leave.
+    pub taken: Vec<(SmId, TbRef)>,
 }
 
 /// A TB off its SM, waiting to be resumed by the mechanism that took it off.
@@ -144,11 +149,15 @@ pub enum Record {
 
 /// A preemption mechanism.
 ///
-/// **Contract.** The framework calls [`Mechanism::preempt`] once when a policy reserves an
-/// SM, naming the kernel the SM is reserved for: from then on the SM driver issues no new TB
-/// there, and the SM is set up for that kernel once it is vacated — no TB resident, no
-/// context transfer in flight, and every hold released or parked
-/// ([`gpu::timing::Machine::vacated`]). The mechanism may stop TBs (with or without holding
+/// **Contract.** The framework calls [`Mechanism::preempt`] once per request: when a policy
+/// reserves an SM ([`Want::Sm`], naming the kernel the SM is reserved for: from then on the
+/// SM driver issues no new TB there, and the SM is set up for that kernel once it is vacated
+/// — no TB resident, no context transfer in flight, and every hold released or parked,
+/// [`gpu::timing::Machine::vacated`]), or when it asks for room for some TBs of a kernel on
+/// an SM that keeps running the rest ([`Want::Room`]: the SM driver issues no new TB of the
+/// SM's other kernels there until the room is made or nothing is leaving any more,
+/// [`gpu::timing::Machine::settled`]). The mechanism takes the TBs [`Cx::take`] gives it
+/// for the request, and no other. The mechanism may stop TBs (with or without holding
 /// their resources, reporting each warp as it drains or not), discard them, or let them
 /// finish; it hears of the warps and TBs it stopped ([`Mechanism::warp_drained`],
 /// [`Mechanism::evicted`]), of TBs that finished on reserved SMs ([`Mechanism::finished`]),
@@ -170,9 +179,8 @@ pub trait Mechanism {
     fn kernel_pass(&self) -> Option<Pass> {
         None
     }
-    /// The framework reserved `sm` for `next` (the kernel that will run there).
-    fn preempt(&mut self, sm: SmId, next: Option<LaunchId>, cx: &mut Cx)
-        -> Result<(), TimingError>;
+    /// The framework wants `sm`, or room on it ([`Want`]).
+    fn preempt(&mut self, sm: SmId, want: Want, cx: &mut Cx) -> Result<(), TimingError>;
     /// Whether preempted TB `tb` can be resumed on `sm` now (by default: when a whole TB of
     /// its kernel fits there).
     fn can_resume(&self, sm: SmId, tb: &Preempted, m: &Machine) -> bool {
@@ -205,7 +213,7 @@ pub trait Mechanism {
     ) -> Result<(), TimingError> {
         Ok(())
     }
-    /// A TB finished on `sm` at `cycle` (only reported while `sm` is being preempted).
+    /// A TB finished on `sm` at `cycle` (only reported while a request for `sm` is open).
     fn finished(&mut self, _sm: SmId, _tb: TbRef, _cycle: u64, _cx: &mut Cx) {}
     /// A transfer this mechanism started completed.
     fn transfer_done(
@@ -257,15 +265,11 @@ impl Cx<'_> {
         Ok(ticket.transfer().expect("a transfer's ticket names it"))
     }
 
-    /// The TBs on `sm` still running (not stopping or stopped), which a preemption request
-    /// for `sm` takes; records the request.
-    pub fn take_sm(&mut self, sm: SmId) -> Vec<TbRef> {
-        let tbs: Vec<TbRef> = self
-            .machine
-            .resident(sm)
-            .filter(|(_, control)| *control == TbControl::Running)
-            .map(|(tb, _)| tb)
-            .collect();
+    /// The TBs on `sm` a request takes ([`want::victims`]: for the whole SM, every TB still
+    /// running, not stopping or stopped); records the request.
+    pub fn take(&mut self, sm: SmId, want: &Want) -> Vec<TbRef> {
+        let tbs = want::victims(self.machine, sm, want);
+        self.out.taken.extend(tbs.iter().map(|&tb| (sm, tb)));
         self.out.records.push(Record::Requested {
             cycle: self.machine.cycle(),
             sm,

@@ -66,7 +66,7 @@ use kir::{Id, InstId, Kernel, Reg};
 use serde::Serialize;
 
 use crate::compress::{self, Pattern, TbPattern};
-use crate::{ContextBytes, Cx, How, Mechanism, Preempted, Record, Requests};
+use crate::{ContextBytes, Cx, How, Mechanism, Preempted, Record, Requests, Want};
 
 /// Which registers a switch saves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -345,58 +345,6 @@ impl Switch {
             parked: HashMap::new(),
             unparked_bytes: HashMap::new(),
         }
-    }
-
-    /// In place: which of `tbs` (about to stop on `sm`) keep their registers and their
-    /// shared memory, so that the kernel `next` gets the room it needs and no more is freed.
-    fn in_place_plan(
-        &self,
-        m: &gpu::timing::Machine,
-        sm: SmId,
-        tbs: &[TbRef],
-        next: Option<LaunchId>,
-    ) -> Vec<(bool, bool)> {
-        let Some(next) = next.filter(|_| self.config.in_place) else {
-            return vec![(false, false); tbs.len()];
-        };
-        let l = m.ledger(sm);
-        let d2 = *m.launch(next).demand();
-        // TBs of `next` an empty SM holds, or fewer if fewer are left to place.
-        let mut empty = gpu::timing::SmLedger::new(&m.config().sm.resources);
-        let mut fit = 0u64;
-        while empty.fits(&d2) {
-            empty.take(&d2);
-            fit += 1;
-        }
-        let returning = tbs.iter().filter(|t| t.launch == next).count() as u64;
-        let left = m.launch(next).undispatched() + m.launch(next).held() + returning;
-        let n2 = fit.min(left);
-        let demand = |t: &TbRef| *m.launch(t.launch).demand();
-        let (mut regs, mut smem) = (u64::from(l.used_registers), u64::from(l.used_shared_memory));
-        for t in tbs {
-            regs -= u64::from(demand(t).registers);
-            smem -= u64::from(demand(t).shared_memory);
-        }
-        let mut room_regs = u64::from(l.registers)
-            .saturating_sub(regs)
-            .saturating_sub(n2 * u64::from(d2.registers));
-        let mut room_smem = u64::from(l.shared_memory)
-            .saturating_sub(smem)
-            .saturating_sub(n2 * u64::from(d2.shared_memory));
-        tbs.iter()
-            .map(|t| {
-                let d = demand(t);
-                let keep_r = u64::from(d.registers) <= room_regs;
-                if keep_r {
-                    room_regs -= u64::from(d.registers);
-                }
-                let keep_s = d.shared_memory > 0 && u64::from(d.shared_memory) <= room_smem;
-                if keep_s {
-                    room_smem -= u64::from(d.shared_memory);
-                }
-                (keep_r, keep_s)
-            })
-            .collect()
     }
 
     pub fn config(&self) -> &SwitchConfig {
@@ -709,20 +657,19 @@ impl Mechanism for Switch {
         self.config.needs_points().then(crate::points_pass)
     }
 
-    fn preempt(
-        &mut self,
-        sm: SmId,
-        next: Option<LaunchId>,
-        cx: &mut Cx,
-    ) -> Result<(), TimingError> {
-        let tbs = cx.take_sm(sm);
-        let plan = self.in_place_plan(cx.machine, sm, &tbs, next);
-        for (tb, (keep_registers, keep_shared)) in tbs.into_iter().zip(plan) {
+    fn preempt(&mut self, sm: SmId, want: Want, cx: &mut Cx) -> Result<(), TimingError> {
+        let tbs = cx.take(sm, &want);
+        let plan = if self.config.in_place {
+            crate::want::room_plan(cx.machine, sm, &tbs, &want)
+        } else {
+            vec![None; tbs.len()]
+        };
+        for (tb, keep) in tbs.into_iter().zip(plan) {
             self.switch_tb(sm, tb, cx)?;
             let s = self.saving.get_mut(&(sm, tb)).expect("just added");
-            s.keep_registers = keep_registers;
-            s.keep_shared = keep_shared;
-            s.next = next;
+            s.keep_registers = keep.is_some_and(Keep::registers);
+            s.keep_shared = keep.is_some_and(Keep::shared_memory);
+            s.next = want.next();
         }
         Ok(())
     }

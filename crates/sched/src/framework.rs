@@ -23,13 +23,20 @@
 //! whose kernel has no TB left to issue is offered to the policy at once, and TBs of the new
 //! kernel fill whatever room the finishing TBs leave.
 //!
+//! **Partial preemption** ([`Tables::make_room`], papers/lin-thesis ch. 4): room for some
+//! TBs of a kernel is made on a running SM by the mechanism ([`Want::Room`]: the fewest TBs
+//! of the SM's other kernels), which keeps running the rest; the kernel then joins the SM as
+//! a guest ([`SmEntry::guests`]), limited there to the TBs it asked room for.
+//!
 //! The policy ([`Policy`]) decides; the framework keeps the tables and carries decisions
 //! out. Every step is in a fixed order (SMs and contexts by index), so runs are deterministic.
 
 use std::collections::VecDeque;
 
-use gpu::timing::{Control, Event, LaunchId, Machine, SmId, TimingError};
-use preempt::{Cx, Mechanism, Output};
+use gpu::timing::{
+    Control, Event, KernelLimits, LaunchId, Machine, Request, SmId, TbRef, TimingError,
+};
+use preempt::{Cx, Mechanism, Output, Want};
 
 use crate::policy::Policy;
 use crate::tables::{Command, FrameworkConfig, KernelSlot, Ksr, Record, SmEntry, SmState, Tables};
@@ -44,6 +51,11 @@ pub struct Framework {
     preemptions: Vec<preempt::Record>,
     /// The launch each SM was last seen set up for, to tell the mechanism of changes.
     set_up_for: Vec<Option<LaunchId>>,
+    /// The limits the framework set on SMs for guests (and kernels room is being made
+    /// for), lifted once the kernel is neither there.
+    limited: Vec<(SmId, KernelSlot, LaunchId)>,
+    /// TBs preemption requests took that have not left their SM yet.
+    leaving: Vec<(SmId, TbRef)>,
 }
 
 impl Framework {
@@ -72,17 +84,10 @@ impl Framework {
                 buffers: Vec::new(),
                 ksrt: (0..capacity).map(|_| None).collect(),
                 active: Vec::new(),
-                smst: vec![
-                    SmEntry {
-                        state: SmState::Idle,
-                        kernel: None,
-                        next: None,
-                        tbs: 0,
-                    };
-                    sm_count as usize
-                ],
+                smst: vec![SmEntry::IDLE; sm_count as usize],
                 records: Vec::new(),
                 newly_reserved: Vec::new(),
+                newly_partial: Vec::new(),
                 now: 0,
             },
             policy,
@@ -90,6 +95,8 @@ impl Framework {
             out: Output::default(),
             preemptions: Vec::new(),
             set_up_for: vec![None; sm_count as usize],
+            limited: Vec::new(),
+            leaving: Vec::new(),
         }
     }
 
@@ -102,6 +109,16 @@ impl Framework {
         match (e.state, e.kernel) {
             (SmState::Running, Some(k)) => self.tables.reserve(sm, k),
             _ => false,
+        }
+    }
+
+    /// Asks for room for `tbs` TBs of `launch` on running `sm`, whose other TBs keep
+    /// running (a partial preemption request from outside the policy, as an experiment or a
+    /// test makes one; [`Tables::make_room`]). False if it cannot be asked now.
+    pub fn make_room(&mut self, sm: SmId, launch: LaunchId, tbs: u32) -> bool {
+        match self.tables.slot_of(launch) {
+            Some(k) => self.tables.make_room(sm, k, tbs),
+            None => false,
         }
     }
 
@@ -163,7 +180,10 @@ impl Framework {
                 Event::TbFinished { cycle, sm, tb } => {
                     t.smst[sm.0 as usize].tbs -= 1;
                     t.records.push(Record::TbFinished { cycle, sm, tb });
-                    if t.smst[sm.0 as usize].state == SmState::Reserved {
+                    let e = &t.smst[sm.0 as usize];
+                    let taken = self.leaving.contains(&(sm, tb));
+                    self.leaving.retain(|&x| x != (sm, tb));
+                    if e.state == SmState::Reserved || e.room.is_some() || taken {
                         let mut cx = Cx {
                             machine: m,
                             out: &mut self.out,
@@ -183,6 +203,7 @@ impl Framework {
                         sm,
                         tb: context.tb,
                     });
+                    self.leaving.retain(|&x| x != (sm, context.tb));
                     let mut cx = Cx {
                         machine: m,
                         out: &mut self.out,
@@ -192,6 +213,7 @@ impl Framework {
                 Event::TbDiscarded { cycle, sm, tb } => {
                     t.smst[sm.0 as usize].tbs -= 1;
                     t.records.push(Record::TbDiscarded { cycle, sm, tb });
+                    self.leaving.retain(|&x| x != (sm, tb));
                 }
                 Event::WarpDrained { sm, tb, warp, .. } => {
                     let mut cx = Cx {
@@ -237,8 +259,12 @@ impl Framework {
                         if e.kernel == Some(k) {
                             t.set_kernel(SmId(sm as u32), None);
                         }
+                        t.leave(SmId(sm as u32), Some(k));
                         if e.next == Some(k) {
                             t.smst[sm].next = None;
+                        }
+                        if e.room.is_some_and(|r| r.kernel == k) {
+                            t.smst[sm].room = None;
                         }
                     }
                     let ksr = t.ksrt[k.0 as usize].take().expect("active");
@@ -257,6 +283,7 @@ impl Framework {
 
     /// Moves what the mechanism produced into the PTBQs and the records.
     fn collect(&mut self) {
+        self.leaving.append(&mut self.out.taken);
         let t = &mut self.tables;
         for p in self.out.preempted.drain(..) {
             let k = t
@@ -283,8 +310,64 @@ impl Framework {
                 machine: m,
                 out: &mut self.out,
             };
-            self.mechanism.preempt(sm, next, &mut cx)?;
+            self.mechanism.preempt(sm, Want::Sm { next }, &mut cx)?;
             self.collect();
+        }
+        while let Some(sm) = self.tables.newly_partial.pop() {
+            let t = &self.tables;
+            let Some(room) = t.smst[sm.0 as usize].room else {
+                continue;
+            };
+            let launch = t.ksr(room.kernel).launch;
+            // The kernel may hold only the room it asked for: the SM's other kernels keep
+            // the rest.
+            self.limited.push((sm, room.kernel, launch));
+            m.request(Request::Limit {
+                sm,
+                launch,
+                limits: KernelLimits {
+                    tbs: Some(room.tbs),
+                    ..KernelLimits::default()
+                },
+            })?;
+            let mut cx = Cx {
+                machine: m,
+                out: &mut self.out,
+            };
+            let want = Want::Room {
+                launch,
+                tbs: room.tbs,
+            };
+            self.mechanism.preempt(sm, want, &mut cx)?;
+            self.collect();
+        }
+        Ok(())
+    }
+
+    /// Lifts the limits of kernels that are no longer guests of an SM (nor waiting for room
+    /// on it), so that the SM's next set-up for them is unlimited.
+    fn unlimit(&mut self, m: &mut Machine) -> Result<(), TimingError> {
+        let t = &self.tables;
+        let mut i = 0;
+        while i < self.limited.len() {
+            let (sm, k, launch) = self.limited[i];
+            let e = &t.smst[sm.0 as usize];
+            let live = t.ksrt[k.0 as usize]
+                .as_ref()
+                .is_some_and(|ksr| ksr.launch == launch);
+            let there = e.guests.contains(&Some(k)) || e.room.is_some_and(|r| r.kernel == k);
+            if live && there {
+                i += 1;
+                continue;
+            }
+            self.limited.swap_remove(i);
+            if live {
+                m.request(Request::Limit {
+                    sm,
+                    launch,
+                    limits: KernelLimits::default(),
+                })?;
+            }
         }
         Ok(())
     }
@@ -385,6 +468,7 @@ impl Framework {
                 SmState::Reserved if empty => {
                     let t = &mut self.tables;
                     t.smst[i].state = SmState::Idle;
+                    t.leave(sm, None);
                     match e.next.take_if_live(t) {
                         Some(next) => {
                             t.assign(sm, next);
@@ -399,14 +483,35 @@ impl Framework {
                     self.policy.on_preemption_done(sm, &mut self.tables);
                 }
                 SmState::Running => {
+                    if let Some(room) = e.room {
+                        // Done once the room is there, or once everything the request took
+                        // has left (it could not make more).
+                        let launch = self.tables.ksr(room.kernel).launch;
+                        let gone = !self.leaving.iter().any(|&(s, _)| s == sm) && m.settled(sm);
+                        if m.room_for(sm, launch) < room.tbs && !gone {
+                            continue;
+                        }
+                        let t = &mut self.tables;
+                        t.smst[i].room = None;
+                        t.join(sm, room.kernel);
+                        t.records.push(Record::RoomMade {
+                            cycle: t.now,
+                            sm,
+                            launch,
+                        });
+                        self.policy.on_room_made(sm, room.kernel, &mut self.tables);
+                        continue;
+                    }
                     let t = &self.tables;
-                    let done = e.kernel.is_none_or(|k| !t.ksr(k).has_work());
+                    let done = e.kernel.is_none() && e.guests.iter().all(Option::is_none)
+                        || e.kernels().all(|k| !t.ksr(k).has_work());
                     if !done {
                         continue;
                     }
                     if empty {
                         let t = &mut self.tables;
                         t.set_kernel(sm, None);
+                        t.leave(sm, None);
                         t.smst[i].state = SmState::Idle;
                         t.records.push(Record::SmIdle { cycle: t.now, sm });
                         self.policy.on_sm_idle(sm, &mut self.tables);
@@ -419,38 +524,52 @@ impl Framework {
         }
     }
 
-    /// The SM driver: one TB per running SM with room, its kernel's PTBQ first.
+    /// The SM driver: one TB per running SM with room (a TB being resumed keeps the room it
+    /// needs: nothing else is placed there in the same cycle), of the first kernel it runs
+    /// that has one to place — its guests first, so each takes the room made for it — from
+    /// the kernel's PTBQ first. An SM with room being made for a kernel receives nothing
+    /// until it is made.
     fn drive(&mut self, m: &mut Machine) -> Result<(), TimingError> {
         for i in 0..self.tables.smst.len() {
-            let sm = SmId(i as u32);
             let e = self.tables.smst[i];
-            let (SmState::Running, Some(k)) = (e.state, e.kernel) else {
-                continue;
-            };
-            let ksr = self.tables.ksrt[k.0 as usize].as_mut().expect("active");
-            if !ksr.has_work() {
+            if e.state != SmState::Running || e.room.is_some() {
                 continue;
             }
-            // The PTBQ first: the first preempted TB the mechanism can resume here.
-            let mechanism = &self.mechanism;
-            if let Some(i) = ksr.ptbq.iter().position(|p| mechanism.can_resume(sm, p, m)) {
-                let p = ksr.ptbq.remove(i).expect("found");
-                let mut cx = Cx {
-                    machine: m,
-                    out: &mut self.out,
-                };
-                self.mechanism.resume(sm, p, &mut cx)?;
-            } else if m.launch(ksr.launch).undispatched() > 0 && m.fits(sm, ksr.launch) {
-                m.request(gpu::timing::Request::Dispatch {
-                    sm,
-                    launch: ksr.launch,
-                })?;
-            } else {
-                continue;
+            for k in e.kernels() {
+                if self.place(m, SmId(i as u32), k)? {
+                    break;
+                }
             }
-            ksr.pending_tbs -= 1;
         }
         Ok(())
+    }
+
+    /// Places one TB of kernel `k` on `sm` if it has one to issue and there is room, its
+    /// PTBQ first; whether it did.
+    fn place(&mut self, m: &mut Machine, sm: SmId, k: KernelSlot) -> Result<bool, TimingError> {
+        let ksr = self.tables.ksrt[k.0 as usize].as_mut().expect("active");
+        if !ksr.has_work() {
+            return Ok(false);
+        }
+        // The PTBQ first: the first preempted TB the mechanism can resume here.
+        let mechanism = &self.mechanism;
+        if let Some(i) = ksr.ptbq.iter().position(|p| mechanism.can_resume(sm, p, m)) {
+            let p = ksr.ptbq.remove(i).expect("found");
+            let mut cx = Cx {
+                machine: m,
+                out: &mut self.out,
+            };
+            self.mechanism.resume(sm, p, &mut cx)?;
+        } else if m.launch(ksr.launch).undispatched() > 0 && m.fits(sm, ksr.launch) {
+            m.request(Request::Dispatch {
+                sm,
+                launch: ksr.launch,
+            })?;
+        } else {
+            return Ok(false);
+        }
+        ksr.pending_tbs -= 1;
+        Ok(true)
     }
 }
 
@@ -476,6 +595,9 @@ impl Control for Framework {
         self.transitions(m);
         self.preempt(m)?;
         self.announce(m)?;
+        if !self.limited.is_empty() {
+            self.unlimit(m)?;
+        }
         self.drive(m)?;
         self.collect();
         Ok(())

@@ -51,6 +51,8 @@ pub trait Policy {
     /// A reserved SM has given up its last TB (a preemption completed) and was set up for
     /// the kernel it was reserved for, or became idle if that kernel is gone.
     fn on_preemption_done(&mut self, _sm: SmId, _tables: &mut Tables) {}
+    /// Room asked for on `sm` ([`Tables::make_room`]) was made, and `kernel` joined it.
+    fn on_room_made(&mut self, _sm: SmId, _kernel: KernelSlot, _tables: &mut Tables) {}
     /// Every cycle (for policies that act on time, such as time slicing); it must be cheap.
     fn on_cycle(&mut self, _tables: &mut Tables) {}
 }

@@ -93,16 +93,56 @@ pub enum SmState {
     Reserved,
 }
 
+/// Kernels that may join an SM beside the one it was set up for ([`Tables::make_room`]).
+pub const MAX_GUESTS: usize = 3;
+
 /// An entry of the SMST.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SmEntry {
     pub state: SmState,
-    /// The kernel it runs (issues TBs of).
+    /// The kernel it was set up for (issues TBs of).
     pub kernel: Option<KernelSlot>,
+    /// Kernels that joined it through a partial preemption and run beside `kernel`, each
+    /// limited to the TBs it was given room for, in the order they joined.
+    pub guests: [Option<KernelSlot>; MAX_GUESTS],
     /// When reserved, the kernel it is reserved for.
     pub next: Option<KernelSlot>,
+    /// A partial preemption in progress: room being made for a kernel to join.
+    pub room: Option<RoomRequest>,
     /// Resident TBs, of any kernel.
     pub tbs: u32,
+}
+
+impl SmEntry {
+    pub(crate) const IDLE: SmEntry = SmEntry {
+        state: SmState::Idle,
+        kernel: None,
+        guests: [None; MAX_GUESTS],
+        next: None,
+        room: None,
+        tbs: 0,
+    };
+
+    /// The kernels it issues TBs of: its guests first (each keeps the room made for it),
+    /// then the kernel it was set up for.
+    pub fn kernels(&self) -> impl Iterator<Item = KernelSlot> + '_ {
+        self.guests.iter().flatten().copied().chain(self.kernel)
+    }
+
+    /// Whether it issues TBs of `k`.
+    pub fn runs(&self, k: KernelSlot) -> bool {
+        self.kernels().any(|x| x == k)
+    }
+}
+
+/// Room asked for on a running SM: `tbs` TBs of `kernel`, which then runs there beside the
+/// SM's kernels, limited to that many TBs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RoomRequest {
+    pub kernel: KernelSlot,
+    pub tbs: u32,
+    /// Core cycle of the request.
+    pub at: u64,
 }
 
 /// What happened, for reports and traces (core cycles).
@@ -140,6 +180,19 @@ pub enum Record {
     SmIdle {
         cycle: u64,
         sm: SmId,
+    },
+    /// Room for `tbs` TBs of `launch` was asked for on a running SM.
+    RoomRequested {
+        cycle: u64,
+        sm: SmId,
+        launch: LaunchId,
+        tbs: u32,
+    },
+    /// The room was made (or everything the request took has left): `launch` joined the SM.
+    RoomMade {
+        cycle: u64,
+        sm: SmId,
+        launch: LaunchId,
     },
     TbDispatched {
         cycle: u64,
@@ -181,8 +234,9 @@ pub struct Tables {
     pub(crate) active: Vec<KernelSlot>,
     pub(crate) smst: Vec<SmEntry>,
     pub(crate) records: Vec<Record>,
-    /// SMs reserved since the mechanism was last told.
+    /// SMs reserved, or asked for room on, since the mechanism was last told.
     pub(crate) newly_reserved: Vec<SmId>,
+    pub(crate) newly_partial: Vec<SmId>,
     pub(crate) now: u64,
 }
 
@@ -275,6 +329,8 @@ impl Tables {
         }
         entry.state = SmState::Reserved;
         entry.next = Some(next);
+        // The whole SM is taken: a partial request still open ends (its TBs go too).
+        entry.room = None;
         let launch = self.ksr(next).launch;
         self.records.push(Record::SmReserved {
             cycle: self.now,
@@ -282,6 +338,70 @@ impl Tables {
             next: launch,
         });
         true
+    }
+
+    /// Asks for room for `tbs` TBs of kernel `k` on running `sm`, which keeps running its
+    /// other TBs (partial preemption): the framework's mechanism takes the fewest TBs of
+    /// the SM's other kernels that make the room ([`preempt::Want::Room`]), and once it is
+    /// made `k` joins the SM as a guest, limited there to `tbs` TBs
+    /// ([`gpu::timing::KernelLimits::tbs`]). False (nothing done) unless `sm` is running,
+    /// `k` is active and not on it, no other request for it is open, and a guest place is
+    /// free.
+    pub fn make_room(&mut self, sm: SmId, k: KernelSlot, tbs: u32) -> bool {
+        let Some(e) = self.smst.get(sm.0 as usize) else {
+            return false;
+        };
+        let can = e.state == SmState::Running
+            && e.room.is_none()
+            && !e.runs(k)
+            && e.guests.iter().any(Option::is_none)
+            && tbs > 0
+            && self.ksrt.get(k.0 as usize).is_some_and(Option::is_some);
+        if !can {
+            return false;
+        }
+        self.smst[sm.0 as usize].room = Some(RoomRequest {
+            kernel: k,
+            tbs,
+            at: self.now,
+        });
+        self.newly_partial.push(sm);
+        let launch = self.ksr(k).launch;
+        self.records.push(Record::RoomRequested {
+            cycle: self.now,
+            sm,
+            launch,
+            tbs,
+        });
+        true
+    }
+
+    /// Kernel `k` joins `sm` as a guest (its room was made).
+    pub(crate) fn join(&mut self, sm: SmId, k: KernelSlot) {
+        let entry = &mut self.smst[sm.0 as usize];
+        let free = entry
+            .guests
+            .iter_mut()
+            .find(|g| g.is_none())
+            .expect("make_room checked for a free guest place");
+        *free = Some(k);
+        if let Some(ksr) = self.ksrt[k.0 as usize].as_mut() {
+            ksr.sms += 1;
+        }
+    }
+
+    /// Guest `k` leaves `sm` (`None`: every guest does, as when the SM goes idle or is set
+    /// up anew).
+    pub(crate) fn leave(&mut self, sm: SmId, k: Option<KernelSlot>) {
+        let entry = &mut self.smst[sm.0 as usize];
+        for g in &mut entry.guests {
+            if g.is_some() && (k.is_none() || *g == k) {
+                let old = g.take().expect("checked");
+                if let Some(ksr) = self.ksrt[old.0 as usize].as_mut() {
+                    ksr.sms -= 1;
+                }
+            }
+        }
     }
 
     pub(crate) fn set_kernel(&mut self, sm: SmId, k: Option<KernelSlot>) {

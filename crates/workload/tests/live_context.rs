@@ -13,9 +13,7 @@ use std::sync::Arc;
 
 use analysis::ctxback::{CtxBack, CtxBackConfig};
 use gpu::config::GpuConfig;
-use gpu::timing::{
-    HoldId, LaunchId, Machine, SmId, TbContext, TbRef, TimedGpu, TimingError, TransferId,
-};
+use gpu::timing::{HoldId, Machine, SmId, TbContext, TbRef, TimedGpu, TimingError, TransferId};
 use kir::{InstId, Kernel};
 use preempt::{Cx, Mechanism, MechanismKind, Preempted, Switch, SwitchConfig};
 use sched::{Framework, SmState};
@@ -46,13 +44,8 @@ impl Mechanism for Probe {
     fn kernel_pass(&self) -> Option<gpu::timing::Pass> {
         self.inner.kernel_pass()
     }
-    fn preempt(
-        &mut self,
-        sm: SmId,
-        next: Option<LaunchId>,
-        cx: &mut Cx,
-    ) -> Result<(), TimingError> {
-        self.inner.preempt(sm, next, cx)
+    fn preempt(&mut self, sm: SmId, want: preempt::Want, cx: &mut Cx) -> Result<(), TimingError> {
+        self.inner.preempt(sm, want, cx)
     }
     fn evicted(
         &mut self,

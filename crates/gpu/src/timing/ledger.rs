@@ -172,6 +172,18 @@ impl SmLedger {
                 .is_none_or(|s| s.used.admits(&s.limits, d, true))
     }
 
+    /// How many more whole TBs of `launch` with demand `d` fit now, its limits included
+    /// (at most the SM's TB slots: a TB that needs nothing still takes one).
+    pub fn room_for(&self, launch: LaunchId, d: &TbDemand) -> u32 {
+        let mut probe = self.clone();
+        let mut n = 0;
+        while n < self.max_tbs && probe.fits_for(launch, d) {
+            probe.take_for(launch, d);
+            n += 1;
+        }
+        n
+    }
+
     /// Takes a whole TB of `launch` (the caller checked [`SmLedger::fits_for`]).
     pub fn take_for(&mut self, launch: LaunchId, d: &TbDemand) {
         self.take(d);

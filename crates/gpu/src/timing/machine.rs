@@ -466,6 +466,21 @@ impl<B: MemoryBackend> Machine<B> {
             .fits_for(launch, &self.launches[launch.index()].demand)
     }
 
+    /// How many more TBs of `launch` fit on `sm` now, within its limits there (what a
+    /// partial preemption waits for).
+    pub fn room_for(&self, sm: SmId, launch: LaunchId) -> u32 {
+        self.sms[sm.index()]
+            .ledger()
+            .room_for(launch, &self.launches[launch.index()].demand)
+    }
+
+    /// Whether nothing on `sm` is on its way out: every resident TB running, no context
+    /// transfer in flight, every hold parked. (A partial preemption whose TBs have all
+    /// left is over, whether or not it made the room it asked for.)
+    pub fn settled(&self, sm: SmId) -> bool {
+        self.sms.get(sm.index()).is_some_and(Sm::settled)
+    }
+
     /// Whether parked hold `hold` on `sm` could take back what it gave up.
     pub fn fits_unpark(&self, sm: SmId, hold: HoldId) -> bool {
         self.sms

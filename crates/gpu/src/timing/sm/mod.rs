@@ -304,6 +304,10 @@ impl Sm {
         self.res.vacated() && self.ldst.transfers.is_empty()
     }
 
+    pub(super) fn settled(&self) -> bool {
+        self.res.settled() && self.ldst.transfers.is_empty()
+    }
+
     /// Recomputes what the issue stage reads of `slot` from its warp — the one place that
     /// does, after any change to the warp's progress, scoreboard or control state — and
     /// lets the SM notice: a warp that comes, goes, halts or resumes changes the

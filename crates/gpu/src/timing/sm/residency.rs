@@ -271,6 +271,15 @@ impl Residency {
                 .all(|h| matches!(h.state, HoldState::Parked { .. }))
     }
 
+    /// Every resident TB running and every hold parked.
+    pub fn settled(&self) -> bool {
+        self.resident().all(|t| t.control == TbControl::Running)
+            && self
+                .holds
+                .iter()
+                .all(|h| matches!(h.state, HoldState::Parked { .. }))
+    }
+
     /// The warp slots of TB slot `k`.
     #[inline]
     pub fn slots_of(&self, k: TbSlotId) -> &[WarpSlotId] {
