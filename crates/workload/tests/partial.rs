@@ -176,7 +176,11 @@ fn partial_preemption_takes_only_the_room_asked_for_under_every_mechanism() {
             .records
             .iter()
             .find_map(|e| match *e {
-                SchedRecord::RoomMade { cycle, sm, launch } if sm == SmId(0) => {
+                SchedRecord::RoomMade {
+                    cycle,
+                    sm: SmId(0),
+                    launch,
+                } => {
                     assert_eq!(launch, guest);
                     Some(cycle)
                 }
