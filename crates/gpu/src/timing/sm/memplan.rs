@@ -46,7 +46,30 @@ pub(super) enum MemPlan {
     Fixed { latency: u64, busy: u64 },
 }
 
+/// Whether an access is offered for the first time, or again after the memory system
+/// refused it (its addresses and lines are already planned then).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Attempt {
+    First,
+    Retry,
+}
+
+/// Where a planned access's addresses are: one per lane, or one per matrix element.
+#[derive(Clone, Copy)]
+enum Addresses {
+    Lanes,
+    Elements,
+}
+
 impl Sm {
+    /// Whether the access of `a` is the one the memory system refused last.
+    fn attempt(&self, a: &Access) -> Attempt {
+        match self.ldst.refused {
+            Some(r) if (r.slot, r.pc) == (a.slot, a.pc) => Attempt::Retry,
+            _ => Attempt::First,
+        }
+    }
+
     /// Computes the lane addresses of a memory instruction and offers it to the memory
     /// system (global/local/const) or prices it (shared, param).
     pub(super) fn plan_memory<B: MemoryBackend>(
@@ -97,10 +120,8 @@ impl Sm {
             b.wrapping_add(offset as i64 as u64)
         };
         let first = a.exec.trailing_zeros() as usize;
-        let retry = self
-            .ldst
-            .refused
-            .is_some_and(|r| (r.slot, r.pc) == (a.slot, a.pc));
+        let attempt = self.attempt(a);
+        let retry = attempt == Attempt::Retry;
         // The space the access goes to, and how a lane's address maps into it.
         let resolved = match space {
             Space::Generic => match memory::window(read(first)) {
@@ -144,11 +165,21 @@ impl Sm {
                 None
             };
         }
-        self.offer_planned(specs, memsys, a, resolved, bytes, kind, retry, false, watch)
+        self.offer_planned(
+            specs,
+            memsys,
+            a,
+            resolved,
+            bytes,
+            kind,
+            attempt,
+            Addresses::Lanes,
+            watch,
+        )
     }
 
     /// The memory plan of an access whose addresses are in `self.ldst.addrs` (one per lane) or,
-    /// with `matrix`, in `self.ldst.matrix_addrs` (one per element): priced (shared, param) or
+    /// with [`Addresses::Elements`], in `self.ldst.matrix_addrs` (one per element): priced (shared, param) or
     /// offered to the memory system.
     #[allow(clippy::too_many_arguments)]
     fn offer_planned<B: MemoryBackend>(
@@ -159,15 +190,15 @@ impl Sm {
         resolved: Space,
         bytes: u32,
         kind: AccessKind,
-        retry: bool,
-        matrix: bool,
+        attempt: Attempt,
+        source: Addresses,
         watch: &mut Watch,
     ) -> Result<MemPlan, StallReason> {
         let inst = a.inst;
-        let addrs: &[Option<u64>] = if matrix {
-            &self.ldst.matrix_addrs
-        } else {
-            &self.ldst.addrs
+        let retry = attempt == Attempt::Retry;
+        let addrs: &[Option<u64>] = match source {
+            Addresses::Elements => &self.ldst.matrix_addrs,
+            Addresses::Lanes => &self.ldst.addrs,
         };
         match resolved {
             Space::Shared => {
@@ -288,10 +319,8 @@ impl Sm {
                 _ => 0,
             }
         };
-        let retry = self
-            .ldst
-            .refused
-            .is_some_and(|r| (r.slot, r.pc) == (a.slot, a.pc));
+        let attempt = self.attempt(a);
+        let retry = attempt == Attempt::Retry;
         let s = inst.srcs;
         let (space, bytes, kind) = match inst.op {
             Op::WmmaLoad { space, elem, .. } => (space, elem.bits() / 8, AccessKind::Load),
@@ -452,6 +481,16 @@ impl Sm {
             // address; such an access faults when it executes.
             return Ok(MemPlan::None);
         }
-        self.offer_planned(specs, memsys, a, resolved, bytes, kind, retry, true, watch)
+        self.offer_planned(
+            specs,
+            memsys,
+            a,
+            resolved,
+            bytes,
+            kind,
+            attempt,
+            Addresses::Elements,
+            watch,
+        )
     }
 }

@@ -83,7 +83,10 @@ impl Sm {
                 continue;
             }
             if control == TbControl::Running {
-                self.check_deadlock(launches, k, released)?;
+                // A barrier that just completed lets its warps go on.
+                if !released {
+                    self.check_deadlock(launches, k)?;
+                }
                 continue;
             }
             // Routines whose code has ended are acknowledged once their accesses complete.
@@ -140,19 +143,14 @@ impl Sm {
 
     /// A running TB whose live warps all wait at barriers that cannot complete is a
     /// deadlock.
-    fn check_deadlock(
-        &mut self,
-        launches: &[Launch],
-        k: TbSlotId,
-        released: bool,
-    ) -> Result<(), ExecError> {
+    fn check_deadlock(&mut self, launches: &[Launch], k: TbSlotId) -> Result<(), ExecError> {
         let tb = self.res.tbs[k].as_ref().expect("resident TB");
         let ws = |s: &WarpSlotId| self.res.warp(*s);
         let live = tb.slots.iter().filter(|s| ws(s).status != WarpStatus::Done);
         let all_waiting = live
             .clone()
             .all(|s| matches!(ws(s).status, WarpStatus::Waiting(_)));
-        if !released && all_waiting && live.count() > 0 {
+        if all_waiting && live.count() > 0 {
             let tb = self.res.tbs[k].as_mut().expect("resident TB");
             let view = SlotWarps {
                 slots: &tb.slots,
