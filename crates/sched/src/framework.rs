@@ -169,17 +169,11 @@ impl Framework {
         for e in m.take_events() {
             let t = &mut self.tables;
             match e {
-                Event::TbDispatched { cycle, sm, tb } => {
+                Event::TbDispatched { sm, .. } | Event::TbRestored { sm, .. } => {
                     t.smst[sm.0 as usize].tbs += 1;
-                    t.records.push(Record::TbDispatched { cycle, sm, tb });
-                }
-                Event::TbRestored { cycle, sm, tb } => {
-                    t.smst[sm.0 as usize].tbs += 1;
-                    t.records.push(Record::TbRestored { cycle, sm, tb });
                 }
                 Event::TbFinished { cycle, sm, tb } => {
                     t.smst[sm.0 as usize].tbs -= 1;
-                    t.records.push(Record::TbFinished { cycle, sm, tb });
                     let e = &t.smst[sm.0 as usize];
                     let taken = self.leaving.contains(&(sm, tb));
                     self.leaving.retain(|&x| x != (sm, tb));
@@ -192,17 +186,9 @@ impl Framework {
                     }
                 }
                 Event::TbEvicted {
-                    cycle,
-                    sm,
-                    context,
-                    hold,
+                    sm, context, hold, ..
                 } => {
                     t.smst[sm.0 as usize].tbs -= 1;
-                    t.records.push(Record::TbEvicted {
-                        cycle,
-                        sm,
-                        tb: context.tb,
-                    });
                     self.leaving.retain(|&x| x != (sm, context.tb));
                     let mut cx = Cx {
                         machine: m,
@@ -210,9 +196,8 @@ impl Framework {
                     };
                     self.mechanism.evicted(sm, context, hold, &mut cx)?;
                 }
-                Event::TbDiscarded { cycle, sm, tb } => {
+                Event::TbDiscarded { sm, tb, .. } => {
                     t.smst[sm.0 as usize].tbs -= 1;
-                    t.records.push(Record::TbDiscarded { cycle, sm, tb });
                     self.leaving.retain(|&x| x != (sm, tb));
                 }
                 Event::WarpDrained { sm, tb, warp, .. } => {

@@ -7,7 +7,7 @@
 use std::collections::VecDeque;
 
 use gpu::exec::LaunchCtx;
-use gpu::timing::{LaunchId, SmId, TbRef, TimedKernel};
+use gpu::timing::{LaunchId, SmId, TimedKernel};
 use preempt::Preempted;
 use serde::{Deserialize, Serialize};
 
@@ -145,7 +145,9 @@ pub struct RoomRequest {
     pub at: u64,
 }
 
-/// What happened, for reports and traces (core cycles).
+/// What the framework decided, for reports and traces (core cycles). TBs arriving on and
+/// leaving SMs are the machine's own events: a [`gpu::timing::ResidencyLog`] probe keeps
+/// them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Record {
     /// A launch reached the GPU (its context's command buffer).
@@ -193,32 +195,6 @@ pub enum Record {
         cycle: u64,
         sm: SmId,
         launch: LaunchId,
-    },
-    TbDispatched {
-        cycle: u64,
-        sm: SmId,
-        tb: TbRef,
-    },
-    TbFinished {
-        cycle: u64,
-        sm: SmId,
-        tb: TbRef,
-    },
-    TbEvicted {
-        cycle: u64,
-        sm: SmId,
-        tb: TbRef,
-    },
-    /// A TB was thrown away (flushed); it runs again from its start.
-    TbDiscarded {
-        cycle: u64,
-        sm: SmId,
-        tb: TbRef,
-    },
-    TbRestored {
-        cycle: u64,
-        sm: SmId,
-        tb: TbRef,
     },
 }
 

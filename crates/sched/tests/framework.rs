@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use gpu::config::GpuConfig;
 use gpu::memory::DeviceMemory;
-use gpu::timing::{run_launch, LaunchId, Machine, SmId, TimedGpu};
+use gpu::timing::{run_launch, LaunchId, Machine, Move, Residency, ResidencyLog, SmId, TimedGpu};
 use gpu::{DeviceLimits, KernelArg, LoadedModule};
 use sched::{
     Command, ContextId, Fcfs, Framework, FrameworkConfig, KernelSlot, Policy, PolicyKind, Record,
@@ -61,15 +61,20 @@ fn timing() -> TimedGpu {
     TimedGpu::new(GpuConfig::preset("gtx480").expect("preset"))
 }
 
-/// A machine with the `busy` module loaded.
+/// A machine with the `busy` module loaded, logging TBs' moves.
 fn machine() -> (Machine, LoadedModule) {
     let t = timing();
     let mut mem = DeviceMemory::new();
     let module = LoadedModule::load(&mut mem, "busy.ptx", BUSY).expect("loads");
-    (
-        Machine::new(t.gpu, t.options, mem).expect("machine"),
-        module,
-    )
+    let mut m = Machine::new(t.gpu, t.options, mem).expect("machine");
+    m.attach(Box::new(ResidencyLog::default()));
+    (m, module)
+}
+
+/// Every TB arriving on or leaving an SM so far.
+fn moves(m: &mut Machine) -> Vec<Residency> {
+    let log = m.detach().and_then(|p| p.downcast::<ResidencyLog>());
+    log.expect("a residency log is attached").moves
 }
 
 /// A launch of `busy` over `tbs` TBs of 128 threads, writing a fresh buffer.
@@ -145,26 +150,16 @@ fn run(m: &mut Machine, fw: &mut Framework) -> Vec<Record> {
 }
 
 /// Per SM, the maximum number of kernels resident at once.
-fn kernels_sharing(records: &[Record]) -> BTreeMap<SmId, usize> {
+fn kernels_sharing(moves: &[Residency]) -> BTreeMap<SmId, usize> {
     let mut resident: BTreeMap<SmId, BTreeMap<LaunchId, u32>> = BTreeMap::new();
     let mut most = BTreeMap::new();
-    for r in records {
-        match *r {
-            Record::TbDispatched { sm, tb, .. } | Record::TbRestored { sm, tb, .. } => {
-                *resident
-                    .entry(sm)
-                    .or_default()
-                    .entry(tb.launch)
-                    .or_default() += 1;
-            }
-            Record::TbFinished { sm, tb, .. }
-            | Record::TbEvicted { sm, tb, .. }
-            | Record::TbDiscarded { sm, tb, .. } => {
-                let r = resident.get_mut(&sm).unwrap();
-                *r.get_mut(&tb.launch).unwrap() -= 1;
-                r.retain(|_, n| *n > 0);
-            }
-            _ => continue,
+    for m in moves {
+        let on = resident.entry(m.sm).or_default();
+        if m.how.arrives() {
+            *on.entry(m.tb.launch).or_default() += 1;
+        } else {
+            *on.get_mut(&m.tb.launch).unwrap() -= 1;
+            on.retain(|_, n| *n > 0);
         }
         for (&sm, r) in &resident {
             let e = most.entry(sm).or_insert(0);
@@ -223,11 +218,11 @@ fn kernels_run_on_disjoint_sms_or_share_them_when_allowed() {
                 fw.deliver(cmd, 0);
                 jobs.push(job);
             }
-            let records = run(&mut m, &mut fw);
+            run(&mut m, &mut fw);
             for job in &jobs {
                 check(&m, job);
             }
-            let most = kernels_sharing(&records).into_values().max().unwrap();
+            let most = kernels_sharing(&moves(&mut m)).into_values().max().unwrap();
             if sharing {
                 assert!(most >= 2, "{policy:?}: no SM ever held two kernels");
             } else {
@@ -347,14 +342,14 @@ fn a_reserved_sm_drains_then_runs_the_kernel_it_was_reserved_for() {
         .expect("reserved");
     // After the reservation, SM 0 receives no TB of the first kernel, and its first TB of
     // the second comes only once the first kernel's TBs on it have all finished.
-    let on_zero: Vec<(u64, LaunchId, bool)> = records
+    let on_zero: Vec<(u64, LaunchId, bool)> = moves(&mut m)
         .iter()
-        .filter_map(|r| match *r {
-            Record::TbDispatched { cycle, sm, tb } if sm == SmId(0) && cycle > reserved_at => {
-                Some((cycle, tb.launch, true))
+        .filter_map(|r| match r.how {
+            Move::Dispatched if r.sm == SmId(0) && r.cycle > reserved_at => {
+                Some((r.cycle, r.tb.launch, true))
             }
-            Record::TbFinished { cycle, sm, tb } if sm == SmId(0) && cycle >= reserved_at => {
-                Some((cycle, tb.launch, false))
+            Move::Finished if r.sm == SmId(0) && r.cycle >= reserved_at => {
+                Some((r.cycle, r.tb.launch, false))
             }
             _ => None,
         })

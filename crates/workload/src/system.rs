@@ -29,7 +29,7 @@ use std::collections::{BinaryHeap, VecDeque};
 use std::sync::Arc;
 
 use gpu::config::HostSpec;
-use gpu::timing::{Machine, TimedGpu, TimingError};
+use gpu::timing::{LaunchId, Machine, Residency, ResidencyLog, TimedGpu, TimingError};
 use gpu::{DeviceLimits, GpuError, LoadError, LoadedModule};
 use preempt::MechanismKind;
 use sched::{Command, ContextId, Framework, FrameworkConfig, PolicyKind, Record};
@@ -243,6 +243,10 @@ pub struct RunRecord {
     /// The framework's records (core cycles), for timelines.
     #[serde(skip)]
     pub records: Vec<Record>,
+    /// Every TB arriving on or leaving an SM, in order (the machine's own events, kept by a
+    /// [`ResidencyLog`] probe), for timelines.
+    #[serde(skip)]
+    pub residency: Vec<Residency>,
     /// Core cycles simulated, and femtoseconds per core cycle.
     pub cycles: u64,
     pub core_period_fs: u64,
@@ -315,6 +319,8 @@ impl System {
             t.options.clone(),
             gpu::memory::DeviceMemory::new(),
         )?;
+        // The timelines' TB moves come from the machine's events, not from copies of them.
+        machine.attach(Box::new(ResidencyLog::default()));
         let framework = Framework::with_mechanism(
             setup.framework.clone(),
             setup.policy.build(setup.time_slice_us, t.gpu.sm.clock_mhz),
@@ -489,6 +495,21 @@ impl System {
             }
         }
         self.out.cycles = self.machine.cycle();
+        // Each kernel started when its first TB was placed.
+        for &(launch, op) in &self.launch_ops {
+            if let OpKind::Launch { record, .. } = self.ops[op].kind {
+                let started = self.machine.launch(LaunchId(launch)).started_at();
+                let period = self.out.core_period_fs;
+                self.out.kernels[record].started_fs = started.map(|c| c * period);
+            }
+        }
+        if let Some(log) = self
+            .machine
+            .detach()
+            .and_then(|p| p.downcast::<ResidencyLog>())
+        {
+            self.out.residency = log.moves;
+        }
         self.out.processes = self.procs.iter().map(|p| p.record.clone()).collect();
         let mut names = Vec::new();
         let mut insts = 0;
@@ -906,14 +927,6 @@ impl System {
                     k.activated_fs = Some(fs);
                     k.launch = Some(launch.0);
                     self.launch_ops.push((launch.0, tag as usize));
-                }
-            }
-            Record::TbDispatched { cycle, tb, .. } => {
-                if let Some(&(_, op)) = self.launch_ops.get(tb.launch.0 as usize) {
-                    if let OpKind::Launch { record, .. } = self.ops[op].kind {
-                        let fs = self.cycle_fs(cycle);
-                        self.out.kernels[record].started_fs.get_or_insert(fs);
-                    }
                 }
             }
             Record::KernelFinished { cycle, tag, .. } => {

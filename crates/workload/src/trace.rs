@@ -22,7 +22,6 @@ use serde_json::{json, Value};
 
 use crate::system::{RunRecord, FS_PER_US};
 use gpu::timing::{LaunchId, SmId};
-use sched::Record;
 
 const GPU: u64 = 0;
 const ENGINES: u64 = 1;
@@ -67,16 +66,9 @@ pub fn chrome_trace(r: &RunRecord) -> Value {
     let cycle_us = |c: u64| us(c * r.core_period_fs);
     // SM tracks: intervals of a constant set of resident kernels.
     let mut resident: BTreeMap<SmId, (BTreeMap<LaunchId, u32>, u64)> = BTreeMap::new();
-    for rec in &r.records {
-        let (cycle, sm, launch, delta) = match *rec {
-            Record::TbDispatched { cycle, sm, tb } | Record::TbRestored { cycle, sm, tb } => {
-                (cycle, sm, tb.launch, 1i64)
-            }
-            Record::TbFinished { cycle, sm, tb }
-            | Record::TbEvicted { cycle, sm, tb }
-            | Record::TbDiscarded { cycle, sm, tb } => (cycle, sm, tb.launch, -1),
-            _ => continue,
-        };
+    for m in &r.residency {
+        let (cycle, sm, launch) = (m.cycle, m.sm, m.tb.launch);
+        let delta = if m.how.arrives() { 1i64 } else { -1 };
         let (set, since) = resident.entry(sm).or_insert((BTreeMap::new(), cycle));
         let before: Vec<LaunchId> = set.keys().copied().collect();
         let n = set.entry(launch).or_insert(0);

@@ -6,7 +6,7 @@
 
 use gpu::config::GpuConfig;
 use gpu::occupancy::TbDemand;
-use gpu::timing::{LaunchId, Machine, SmId, SmLedger, TbRef, TimedGpu};
+use gpu::timing::{LaunchId, Machine, Move, SmId, SmLedger, TbRef, TimedGpu};
 use preempt::{MechanismKind, Record};
 use sched::{Framework, Record as SchedRecord};
 use suite::Size;
@@ -189,18 +189,11 @@ fn partial_preemption_takes_only_the_room_asked_for_under_every_mechanism() {
             .unwrap_or_else(|| panic!("{name}: the room was never made"));
         assert!(made >= asked);
         let placed = r
-            .records
+            .residency
             .iter()
-            .find_map(|e| match *e {
-                SchedRecord::TbDispatched { cycle, sm, tb }
-                | SchedRecord::TbRestored { cycle, sm, tb }
-                    if sm == SmId(0) && tb.launch == guest =>
-                {
-                    Some(cycle)
-                }
-                _ => None,
-            })
-            .unwrap_or_else(|| panic!("{name}: no TB of the guest on SM 0"));
+            .find(|m| m.how.arrives() && m.sm == SmId(0) && m.tb.launch == guest)
+            .unwrap_or_else(|| panic!("{name}: no TB of the guest on SM 0"))
+            .cycle;
         let stayed: Vec<TbRef> = ask
             .resident
             .iter()
@@ -208,9 +201,8 @@ fn partial_preemption_takes_only_the_room_asked_for_under_every_mechanism() {
             .filter(|tb| !gone.contains(tb))
             .collect();
         let beside = stayed.iter().any(|&tb| {
-            r.records.iter().any(|e| {
-                matches!(*e, SchedRecord::TbFinished { cycle, sm, tb: t }
-                    if sm == SmId(0) && t == tb && cycle > placed)
+            r.residency.iter().any(|m| {
+                m.how == Move::Finished && m.sm == SmId(0) && m.tb == tb && m.cycle > placed
             })
         });
         assert!(
@@ -219,9 +211,9 @@ fn partial_preemption_takes_only_the_room_asked_for_under_every_mechanism() {
         );
         for tb in &stayed {
             assert!(
-                !r.records.iter().any(|e| matches!(*e,
-                    SchedRecord::TbEvicted { tb: t, .. } | SchedRecord::TbDiscarded { tb: t, .. }
-                        if t == *tb)),
+                !r.residency
+                    .iter()
+                    .any(|m| m.tb == *tb && matches!(m.how, Move::Evicted | Move::Discarded)),
                 "{name}: {tb} was not needed for the room but was taken"
             );
         }

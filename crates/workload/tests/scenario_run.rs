@@ -160,20 +160,12 @@ priority = {prio}
 
 /// Per SM, the most kernels it held TBs of at once.
 fn most_kernels_on_an_sm(r: &workload::RunRecord) -> usize {
-    use sched::Record;
     use std::collections::BTreeMap;
     let mut resident: BTreeMap<u32, BTreeMap<u32, i64>> = BTreeMap::new();
     let mut most = 0;
-    for rec in &r.records {
-        let (sm, l, d) = match *rec {
-            Record::TbDispatched { sm, tb, .. } | Record::TbRestored { sm, tb, .. } => {
-                (sm.0, tb.launch.0, 1)
-            }
-            Record::TbFinished { sm, tb, .. }
-            | Record::TbEvicted { sm, tb, .. }
-            | Record::TbDiscarded { sm, tb, .. } => (sm.0, tb.launch.0, -1),
-            _ => continue,
-        };
+    for rec in &r.residency {
+        let (sm, l) = (rec.sm.0, rec.tb.launch.0);
+        let d = if rec.how.arrives() { 1 } else { -1 };
         let m = resident.entry(sm).or_default();
         *m.entry(l).or_default() += d;
         m.retain(|_, n| *n > 0);
@@ -275,11 +267,11 @@ fn the_timeline_of_four_processes_is_a_valid_trace() {
 
 /// Per SM, how many times the kernel it ran TBs of changed.
 fn kernel_changes(r: &workload::RunRecord) -> Vec<u32> {
-    use sched::Record;
     let mut last: Vec<Option<u32>> = vec![None; r.sm_count as usize];
     let mut changes = vec![0u32; r.sm_count as usize];
-    for rec in &r.records {
-        if let Record::TbDispatched { sm, tb, .. } | Record::TbRestored { sm, tb, .. } = *rec {
+    for rec in &r.residency {
+        if rec.how.arrives() {
+            let (sm, tb) = (rec.sm, rec.tb);
             let l = &mut last[sm.0 as usize];
             if l.is_some_and(|k| k != tb.launch.0) {
                 changes[sm.0 as usize] += 1;

@@ -649,7 +649,7 @@ impl<B: MemoryBackend> Machine<B> {
             pipeline: &self.gpu.pipeline,
             memory: &self.memcfg,
         };
-        let mut watch = Watch(self.probe.as_deref_mut());
+        let mut watch = Watch::new(self.probe.as_deref_mut());
         for sm in &mut self.sms {
             sm.issue(
                 &self.launches,

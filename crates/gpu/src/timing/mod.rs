@@ -88,7 +88,7 @@ pub use ids::{
 pub use launch::{Launch, TimedKernel};
 pub use ledger::{KernelLimits, Share, SmLedger, Usage};
 pub use machine::{Control, Event, Idle, Machine};
-pub use probe::{Issue, Probe};
+pub use probe::{Interests, Issue, Move, Probe, Residency, ResidencyLog};
 pub use view::{TbProgress, WarpView};
 
 pub use crate::pipeline::{FetchSpec, OpClass, OpTiming, PipelineSpec, TensorSpec, Unit};

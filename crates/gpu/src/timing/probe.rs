@@ -5,9 +5,12 @@
 //! reads: it cannot change the run, so a run with a probe attached gives the same results
 //! as one without. With none attached the machine pays one branch per hook.
 
-use memsys::MemAccess;
+use std::any::Any;
 
-use super::ids::{LaunchId, SmId, WarpSlotId};
+use memsys::MemAccess;
+use serde::Serialize;
+
+use super::ids::{LaunchId, SmId, TbRef, WarpSlotId};
 use super::machine::Event;
 
 /// A warp instruction as it issues.
@@ -23,8 +26,14 @@ pub struct Issue {
     pub lanes: u32,
 }
 
-/// An observer of the machine.
-pub trait Probe {
+/// An observer of the machine. [`super::Machine::detach`] hands it back, and
+/// [`downcast`](trait.Probe.html#method.downcast) gives back its own type.
+pub trait Probe: Any {
+    /// Which hooks it wants called (all by default). The machine skips the others: a probe
+    /// that only reads events costs nothing per instruction.
+    fn interests(&self) -> Interests {
+        Interests::ALL
+    }
     /// A warp instruction issued.
     fn on_issue(&mut self, _issue: &Issue) {}
     /// The memory system accepted `access` (a warp's access, or a part of a split one, or a
@@ -34,21 +43,125 @@ pub trait Probe {
     fn on_event(&mut self, _event: &Event) {}
 }
 
-/// The probe a step of the machine reports to, if any.
-pub struct Watch<'a>(pub Option<&'a mut (dyn Probe + 'static)>);
+/// The hooks a probe wants called beside [`Probe::on_event`] (always called).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Interests(u8);
 
-impl Watch<'_> {
+impl Interests {
+    /// Events only.
+    pub const EVENTS: Interests = Interests(0);
+    /// Events and issued instructions.
+    pub const ISSUES: Interests = Interests(1);
+    /// Events and memory requests.
+    pub const MEMORY: Interests = Interests(2);
+    pub const ALL: Interests = Interests(3);
+
+    pub fn and(self, other: Interests) -> Interests {
+        Interests(self.0 | other.0)
+    }
+
+    fn has(self, other: Interests) -> bool {
+        self.0 & other.0 == other.0
+    }
+}
+
+impl dyn Probe {
+    /// The probe as its own type, if it is a `T`.
+    pub fn downcast<T: Probe>(self: Box<Self>) -> Option<Box<T>> {
+        let any: Box<dyn Any> = self;
+        any.downcast().ok()
+    }
+}
+
+/// How a TB came to or left an SM.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Move {
+    /// A new TB was placed.
+    Dispatched,
+    /// A stopped TB's context was installed.
+    Restored,
+    /// It finished.
+    Finished,
+    /// It was stopped and left with its context.
+    Evicted,
+    /// It was thrown away, to run again from its start.
+    Discarded,
+}
+
+impl Move {
+    /// Whether the TB arrived (else it left).
+    pub fn arrives(self) -> bool {
+        matches!(self, Move::Dispatched | Move::Restored)
+    }
+}
+
+/// A TB arriving on or leaving an SM, at a core cycle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Residency {
+    pub cycle: u64,
+    pub sm: SmId,
+    pub tb: TbRef,
+    pub how: Move,
+}
+
+/// A probe that logs every TB arriving on or leaving an SM, in order: what timelines (the
+/// Chrome trace's SM tracks) and per-kernel times are built from.
+#[derive(Debug, Default)]
+pub struct ResidencyLog {
+    pub moves: Vec<Residency>,
+}
+
+impl Probe for ResidencyLog {
+    fn interests(&self) -> Interests {
+        Interests::EVENTS
+    }
+
+    fn on_event(&mut self, event: &Event) {
+        let (cycle, sm, tb, how) = match *event {
+            Event::TbDispatched { cycle, sm, tb } => (cycle, sm, tb, Move::Dispatched),
+            Event::TbRestored { cycle, sm, tb } => (cycle, sm, tb, Move::Restored),
+            Event::TbFinished { cycle, sm, tb } => (cycle, sm, tb, Move::Finished),
+            Event::TbEvicted {
+                cycle,
+                sm,
+                ref context,
+                ..
+            } => (cycle, sm, context.tb, Move::Evicted),
+            Event::TbDiscarded { cycle, sm, tb } => (cycle, sm, tb, Move::Discarded),
+            _ => return,
+        };
+        self.moves.push(Residency { cycle, sm, tb, how });
+    }
+}
+
+/// The probe a step of the machine reports to, if any, and what it wants to hear.
+pub struct Watch<'a> {
+    probe: Option<&'a mut (dyn Probe + 'static)>,
+    interests: Interests,
+}
+
+impl<'a> Watch<'a> {
+    pub(super) fn new(probe: Option<&'a mut (dyn Probe + 'static)>) -> Watch<'a> {
+        let interests = probe.as_deref().map_or(Interests::EVENTS, Probe::interests);
+        Watch { probe, interests }
+    }
+
     #[inline]
     pub(super) fn issue(&mut self, issue: impl FnOnce() -> Issue) {
-        if let Some(p) = self.0.as_deref_mut() {
-            p.on_issue(&issue());
+        if let Some(p) = self.probe.as_deref_mut() {
+            if self.interests.has(Interests::ISSUES) {
+                p.on_issue(&issue());
+            }
         }
     }
 
     #[inline]
     pub(super) fn memory(&mut self, sm: SmId, access: &MemAccess, cycle: u64) {
-        if let Some(p) = self.0.as_deref_mut() {
-            p.on_memory_request(sm, access, cycle);
+        if let Some(p) = self.probe.as_deref_mut() {
+            if self.interests.has(Interests::MEMORY) {
+                p.on_memory_request(sm, access, cycle);
+            }
         }
     }
 }
