@@ -5,18 +5,23 @@
 //! * [`tables`]: the command buffers, active queue, KSRT, PTBQs and SMST; what a policy may
 //!   read and do ([`Tables`]); the records reports and traces are built from.
 //! * [`framework`]: the SM driver over the tables, a [`gpu::timing::Control`].
-//! * [`policy`]: the [`Policy`] trait with its contract, [`Fcfs`] and [`Npq`].
+//! * [`policy`]: the [`Policy`] trait with its contract, [`Fcfs`], [`Npq`], [`Ppq`] and
+//!   [`TimeSlice`]; [`dss`]: Dynamic Spatial Sharing ([`Dss`]).
 //!
 //! Mechanism is separate from policy (DESIGN.md §1.1): a policy decides which kernel runs
 //! where; how an SM is emptied for another kernel (draining now; context switching and the
 //! other preemption mechanisms in the layer above the machine) is not its business.
 
+pub mod dss;
 pub mod framework;
 pub mod policy;
 pub mod tables;
 
+pub use dss::Dss;
 pub use framework::Framework;
-pub use policy::{Fcfs, Npq, Policy, PolicyKind, Ppq, TimeSlice, SLICE_US_RANGE};
+pub use policy::{
+    Fcfs, Npq, Policy, PolicyEnv, PolicyKind, Ppq, TimeSlice, MAX_DSS_TOKENS, SLICE_US_RANGE,
+};
 pub use tables::{
     Command, ContextId, FrameworkConfig, KernelSlot, Ksr, Record, RoomRequest, SmEntry, SmState,
     Tables, Waiting, MAX_GUESTS,

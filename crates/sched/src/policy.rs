@@ -76,6 +76,12 @@ pub enum PolicyKind {
         #[serde(skip_serializing_if = "Option::is_none")]
         slice_us: Option<f64>,
     },
+    /// Dynamic Spatial Sharing ([`crate::dss`]).
+    Dss {
+        /// Tokens (SMs) of every process; `None`: equal sharing, `⌊SMs / processes⌋`.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        tokens: Option<u32>,
+    },
 }
 
 /// How a policy is written: [`PolicyKind`] with every variant a struct, so that a parameter
@@ -92,6 +98,10 @@ enum Written {
         #[serde(default, deserialize_with = "de_slice_us")]
         slice_us: Option<f64>,
     },
+    Dss {
+        #[serde(default, deserialize_with = "de_tokens")]
+        tokens: Option<u32>,
+    },
 }
 
 impl From<Written> for PolicyKind {
@@ -101,6 +111,7 @@ impl From<Written> for PolicyKind {
             Written::Npq {} => PolicyKind::Npq,
             Written::Ppq {} => PolicyKind::Ppq,
             Written::TimeSlice { slice_us } => PolicyKind::TimeSlice { slice_us },
+            Written::Dss { tokens } => PolicyKind::Dss { tokens },
         }
     }
 }
@@ -121,25 +132,56 @@ fn de_slice_us<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<f64>, D:
     Ok(Some(v))
 }
 
+/// The most tokens a DSS process may be given.
+pub const MAX_DSS_TOKENS: u32 = 1 << 16;
+
+fn de_tokens<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    let v = u32::deserialize(d).map_err(|e| {
+        let e = e.to_string();
+        serde::de::Error::custom(format!("`tokens`: {}", e.trim_end()))
+    })?;
+    if v == 0 || v > MAX_DSS_TOKENS {
+        return Err(serde::de::Error::custom(format!(
+            "`tokens` = {v} is out of range: a process holds 1 to {MAX_DSS_TOKENS} tokens"
+        )));
+    }
+    Ok(Some(v))
+}
+
+/// What building a policy needs to know of the run.
+#[derive(Clone, Copy, Debug)]
+pub struct PolicyEnv {
+    /// The time slice of [`PolicyKind::TimeSlice`] when it names none, µs.
+    pub default_slice_us: f64,
+    /// The core clock that turns µs into cycles.
+    pub clock_mhz: f64,
+    pub sm_count: u32,
+    /// Processes (GPU contexts) in the run: DSS's equal share.
+    pub processes: u32,
+}
+
 impl PolicyKind {
     /// Every policy, with its parameters' defaults.
-    pub const ALL: [PolicyKind; 4] = [
+    pub const ALL: [PolicyKind; 5] = [
         PolicyKind::Fcfs,
         PolicyKind::Npq,
         PolicyKind::Ppq,
         PolicyKind::TimeSlice { slice_us: None },
+        PolicyKind::Dss { tokens: None },
     ];
 
-    /// The policy; `default_slice_us` is the time slice of [`PolicyKind::TimeSlice`] when it
-    /// names none, and `clock_mhz` the core clock that turns it into cycles.
-    pub fn build(self, default_slice_us: f64, clock_mhz: f64) -> Box<dyn Policy> {
+    /// The policy for a run described by `env`.
+    pub fn build(self, env: &PolicyEnv) -> Box<dyn Policy> {
         match self {
             PolicyKind::Fcfs => Box::new(Fcfs),
             PolicyKind::Npq => Box::new(Npq),
             PolicyKind::Ppq => Box::new(Ppq),
             PolicyKind::TimeSlice { slice_us } => {
-                let us = slice_us.unwrap_or(default_slice_us);
-                Box::new(TimeSlice::new((us * clock_mhz).round() as u64))
+                let us = slice_us.unwrap_or(env.default_slice_us);
+                Box::new(TimeSlice::new((us * env.clock_mhz).round() as u64))
+            }
+            PolicyKind::Dss { tokens } => {
+                Box::new(crate::dss::Dss::new(env.sm_count, env.processes, tokens))
             }
         }
     }
@@ -151,6 +193,7 @@ impl PolicyKind {
             PolicyKind::Npq => "npq",
             PolicyKind::Ppq => "ppq",
             PolicyKind::TimeSlice { .. } => "time-slice",
+            PolicyKind::Dss { .. } => "dss",
         }
     }
 }
@@ -162,6 +205,7 @@ impl std::fmt::Display for PolicyKind {
         f.write_str(self.name())?;
         match *self {
             PolicyKind::TimeSlice { slice_us: Some(us) } => write!(f, ":slice_us={us}"),
+            PolicyKind::Dss { tokens: Some(t) } => write!(f, ":tokens={t}"),
             _ => Ok(()),
         }
     }

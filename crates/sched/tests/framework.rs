@@ -10,9 +10,19 @@ use gpu::memory::DeviceMemory;
 use gpu::timing::{run_launch, LaunchId, Machine, Move, Residency, ResidencyLog, SmId, TimedGpu};
 use gpu::{DeviceLimits, KernelArg, LoadedModule};
 use sched::{
-    Command, ContextId, Fcfs, Framework, FrameworkConfig, KernelSlot, Policy, PolicyKind, Record,
-    Tables, Waiting,
+    Command, ContextId, Fcfs, Framework, FrameworkConfig, KernelSlot, Policy, PolicyEnv,
+    PolicyKind, Record, Tables, Waiting,
 };
+
+/// A run of four processes on `sm_count` SMs with 50 µs time slices at 700 MHz.
+fn env(sm_count: u32) -> PolicyEnv {
+    PolicyEnv {
+        default_slice_us: 50.0,
+        clock_mhz: 700.0,
+        sm_count,
+        processes: 4,
+    }
+}
 
 /// `busy(out, n)`: thread `g` writes `sum over j < n of g * j + j` (wrapping u32).
 const BUSY: &str = r#".version 8.0
@@ -209,7 +219,7 @@ fn kernels_run_on_disjoint_sms_or_share_them_when_allowed() {
                 intra_sm_sharing: sharing,
                 active_kernels: None,
             };
-            let mut fw = Framework::new(config, policy.build(50.0, 700.0), m.sm_count());
+            let mut fw = Framework::new(config, policy.build(&env(m.sm_count())), m.sm_count());
             let mut jobs = Vec::new();
             // Four contexts; uneven kernels so that some SMs free up while others still run.
             for c in 0..4u32 {
@@ -240,7 +250,7 @@ fn npq_serves_the_high_priority_context_first() {
         let (mut m, mut module) = machine();
         let mut fw = Framework::new(
             FrameworkConfig::default(),
-            policy.build(50.0, 700.0),
+            policy.build(&env(m.sm_count())),
             m.sm_count(),
         );
         let mut jobs = Vec::new();

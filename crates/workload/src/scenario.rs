@@ -7,7 +7,7 @@
 //! gpu = "gtx480"                  # a preset or a GPU file (the command line may override)
 //!
 //! [scheduler]
-//! policy = "fcfs"                 # fcfs | npq | ppq | time-slice
+//! policy = "fcfs"                 # fcfs | npq | ppq | time-slice | dss
 //! time_slice_us = 50.0            # the time-slice policy's slice unless it names one
 //! intra_sm_sharing = false        # may TBs of different kernels share an SM?
 //! # active_kernels = 15           # active-queue entries (default: one per SM)
@@ -94,6 +94,7 @@
 //! | `chimera` | `deadline_us`: the preemption deadline, µs (papers/li-pep §4 uses 5, 10, 15) | 15 |
 //! | `lightweight`, `lightweight-tb`, `lightweight-in-place` | `compressor_latency`: core cycles through the register compressor | 2 |
 //! | `time-slice` | `slice_us`: each context's turn, µs | `time_slice_us` |
+//! | `dss` | `tokens`: every process's SM budget, 1 to 65536 (papers/tanasic-thesis §5.2.4) | ⌊SMs / processes⌋, one more for the first SMs mod processes to become active |
 //!
 //! The snake_case spellings of earlier scenario files (`flush_strict`, `points_live`,
 //! `lightweight_tb`, `lightweight_in_place`, `time_slice`) are deprecated aliases: still

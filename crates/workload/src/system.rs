@@ -32,7 +32,7 @@ use gpu::config::HostSpec;
 use gpu::timing::{LaunchId, Machine, Residency, ResidencyLog, TimedGpu, TimingError};
 use gpu::{DeviceLimits, GpuError, LoadError, LoadedModule};
 use preempt::MechanismKind;
-use sched::{Command, ContextId, Framework, FrameworkConfig, PolicyKind, Record};
+use sched::{Command, ContextId, Framework, FrameworkConfig, PolicyEnv, PolicyKind, Record};
 
 use crate::program::{Commands, HostProgram, Reply, Request, SuiteHost, Verdict};
 use crate::scenario::{CopyPolicy, Process, Program};
@@ -323,7 +323,12 @@ impl System {
         machine.attach(Box::new(ResidencyLog::default()));
         let framework = Framework::with_mechanism(
             setup.framework.clone(),
-            setup.policy.build(setup.time_slice_us, t.gpu.sm.clock_mhz),
+            setup.policy.build(&PolicyEnv {
+                default_slice_us: setup.time_slice_us,
+                clock_mhz: t.gpu.sm.clock_mhz,
+                sm_count: machine.sm_count(),
+                processes: processes.len() as u32,
+            }),
             mechanism,
             machine.sm_count(),
         );

@@ -56,6 +56,7 @@ fn policies() -> Vec<PolicyKind> {
     all.push(PolicyKind::TimeSlice {
         slice_us: Some(12.5),
     });
+    all.push(PolicyKind::Dss { tokens: Some(4) });
     all
 }
 
@@ -210,6 +211,18 @@ fn bad_names_parameters_and_values_are_refused_naming_them_and_where() {
         (
             "policy = { kind = \"time-slice\", slice_us = 0 }",
             &["`slice_us` = 0 is out of range"],
+        ),
+        (
+            "policy = { kind = \"dss\", tokens = 0 }",
+            &["`tokens` = 0 is out of range"],
+        ),
+        (
+            "policy = { kind = \"dss\", tokens = -3 }",
+            &["`tokens`", "invalid value"],
+        ),
+        (
+            "policy = { kind = \"dss\", slice_us = 10 }",
+            &["unknown field `slice_us`", "tokens"],
         ),
     ];
     for (line, wants) in cases {

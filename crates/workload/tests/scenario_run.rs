@@ -411,3 +411,100 @@ arrival_us = 5.0
     assert_eq!(named("save "), saves);
     assert_eq!(named("restore "), restores);
 }
+
+/// Two programs launching the same two-wave kernel, the second 2 µs after the first.
+fn two_programs(policy: &str, mechanism: &str) -> workload::RunRecord {
+    let ptx = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/throughput/fma.ptx");
+    let program = |name: &str, arrival: f64| {
+        format!(
+            r#"
+[[process]]
+name = "{name}"
+ptx = "{ptx}"
+arrival_us = {arrival}
+[[process.buffer]]
+name = "out"
+type = "f32"
+len = 46080
+init = "fill"
+value = 1.0
+[[process.command]]
+launch = "fma_f32"
+grid = [180]
+block = [256]
+args = [{{ buffer = "out" }}, {{ u32 = 8 }}]
+[[process.command]]
+copy = "out"
+direction = "to_host"
+[[process.check]]
+buffer = "out"
+values = [0.0, 0.0, 0.0, 0.0]
+"#,
+            ptx = ptx.display()
+        )
+    };
+    let text = format!(
+        "[scheduler]\npolicy = \"{policy}\"\nmechanism = \"{mechanism}\"\ncopy_engine = \"fcfs\"\n{}{}",
+        program("a", 0.0),
+        program("b", 2.0)
+    );
+    let s = parse("two.toml", &text, &workload::Disk).unwrap_or_else(|e| panic!("{e}"));
+    let r = System::new(setup(&s), &s.processes)
+        .unwrap()
+        .run(&mut |_| {})
+        .unwrap_or_else(|e| panic!("{e}"));
+    for p in &r.processes {
+        let v = p.verdict.as_ref().unwrap();
+        assert!(v.verified, "{policy}/{mechanism} {}: {}", p.name, v.detail);
+    }
+    r
+}
+
+#[test]
+fn dss_splits_the_sms_between_two_programs_with_every_mechanism() {
+    // papers/tanasic-thesis §5.2.4, equal sharing (§5.3.4): 15 SMs and two processes give
+    // `b` ⌊15/2⌋ = 7 tokens and `a`, the first to reach the active queue, 8. `a` holds
+    // every SM when `b` arrives, so DSS reserves exactly 7 of `a`'s SMs for `b`, each once;
+    // FCFS reserves none and `b` waits for `a`'s last TB to be placed./
+    let fcfs = two_programs("fcfs", "drain");
+    // The cycle `b`'s first TB was placed, and the cycle `a`'s last new TB was.
+    let b_first = |r: &workload::RunRecord| {
+        let m = r.residency.iter().find(|m| m.tb.launch.0 == 1).unwrap();
+        m.cycle
+    };
+    let a_last = |r: &workload::RunRecord| {
+        let m = r.residency.iter().rev();
+        m.filter(|m| m.tb.launch.0 == 0 && m.how == gpu::timing::Move::Dispatched)
+            .map(|m| m.cycle)
+            .next()
+            .unwrap()
+    };
+    for mechanism in ["drain", "baseline", "flush-relaxed"] {
+        let dss = two_programs("dss", mechanism);
+        let mut reserved: Vec<u32> = dss
+            .records
+            .iter()
+            .filter_map(|r| match *r {
+                sched::Record::SmReserved { sm, next, .. } => {
+                    assert_eq!(next.0, 1, "{mechanism}: reserved for `b`");
+                    Some(sm.0)
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(reserved.len(), 7, "{mechanism}: SMs reserved for `b`");
+        reserved.sort_unstable();
+        reserved.dedup();
+        assert_eq!(reserved.len(), 7, "{mechanism}: an SM reserved twice");
+        // `b` runs while `a` still has TBs to place; under FCFS only after.
+        assert!(
+            b_first(&dss) < a_last(&dss),
+            "{mechanism}: `b` waited for `a`'s last TB"
+        );
+    }
+    assert!(b_first(&fcfs) > a_last(&fcfs));
+    assert!(!fcfs
+        .records
+        .iter()
+        .any(|r| matches!(r, sched::Record::SmReserved { .. })));
+}
