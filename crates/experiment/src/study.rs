@@ -190,7 +190,14 @@ pub fn run(
     // The reference first, then every mechanism under preemptive priority.
     let jobs: Vec<(PolicyKind, MechanismKind)> =
         std::iter::once((PolicyKind::Npq, MechanismKind::Drain))
-            .chain(c.mechanisms.iter().map(|&m| (PolicyKind::Ppq, m)))
+            .chain(c.mechanisms.iter().map(|&m| {
+                (
+                    PolicyKind::Ppq {
+                        access: sched::PpqAccess::Shared,
+                    },
+                    m,
+                )
+            }))
             .collect();
     let label = |i: usize| {
         if i == 0 {

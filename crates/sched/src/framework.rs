@@ -259,6 +259,7 @@ impl Framework {
                         tag: ksr.tag,
                         launch,
                     });
+                    self.policy.on_kernel_finished(&mut self.tables);
                 }
             }
             self.collect();

@@ -20,7 +20,8 @@ pub mod tables;
 pub use dss::Dss;
 pub use framework::Framework;
 pub use policy::{
-    Fcfs, Npq, Policy, PolicyEnv, PolicyKind, Ppq, TimeSlice, MAX_DSS_TOKENS, SLICE_US_RANGE,
+    Fcfs, Npq, Policy, PolicyEnv, PolicyKind, Ppq, PpqAccess, TimeSlice, MAX_DSS_TOKENS,
+    SLICE_US_RANGE,
 };
 pub use tables::{
     Command, ContextId, FrameworkConfig, KernelSlot, Ksr, Record, RoomRequest, SmEntry, SmState,

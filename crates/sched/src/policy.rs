@@ -9,10 +9,15 @@
 //!   (larger first), arrival second. A high-priority kernel takes every SM that frees up, but
 //!   waits for running TBs to finish: no preemption.
 //!
-//! * [`Ppq`]: preemptive priority queues (§5.2.4, §5.3.2), exclusive: when a kernel of higher
+//! * [`Ppq`]: preemptive priority queues (§5.2.4, §5.3.2): when a kernel of higher
 //!   priority than some running kernel has TBs to issue and no SM is idle, every SM running
 //!   a lower-priority kernel is reserved for it, and the framework's preemption mechanism
-//!   empties them.
+//!   empties them. The thesis's two schemes (§5.3.3, Figure 5.5): with *exclusive* access
+//!   ([`PpqAccess::Exclusive`]) no kernel below the highest active priority is given an SM
+//!   while a kernel of that priority is active, even an SM it leaves idle; with *shared*
+//!   access ([`PpqAccess::Shared`], the default) an idle SM goes to the best kernel that
+//!   has TBs to issue, as current GPUs schedule independent kernels back to back, and is
+//!   taken back when a higher-priority kernel arrives.
 //! * [`TimeSlice`]: contexts take turns, each for a time slice (as NVIDIA's driver
 //!   schedules contexts by default): when a slice ends and another context has work, every
 //!   SM running another context's kernel is reserved for the next context's kernel.
@@ -31,11 +36,12 @@ use crate::tables::{ContextId, KernelSlot, Ksr, Tables, Waiting};
 /// §5.2.4 — a command waits and the active queue has room ([`Policy::admit`]), a kernel
 /// entered the active queue ([`Policy::on_kernel_activated`]), an SM became idle
 /// ([`Policy::on_sm_idle`]), a reserved SM was emptied ([`Policy::on_preemption_done`]) —
-/// and, with intra-SM sharing, when a running SM's kernel has no
+/// and when a kernel finished ([`Policy::on_kernel_finished`]), room asked for was made
+/// ([`Policy::on_room_made`]), and, with intra-SM sharing, when a running SM's kernel has no
 /// TB left to issue ([`Policy::on_sm_room`], every cycle until the policy assigns it). A
 /// policy acts only through the [`Tables`] it is given: [`Tables::assign`] an idle (or, with
 /// sharing, finishing) SM to an active kernel, [`Tables::reserve`] a running SM for another
-/// kernel. It never touches the machine, sees no register values, and must be
+/// kernel, [`Tables::make_room`] on a running SM for some TBs of another. It never touches the machine, sees no register values, and must be
 /// deterministic: the same sequence of calls gives the same decisions. Policies do not own
 /// the mechanism that empties a reserved SM; without one the SM drains.
 pub trait Policy {
@@ -51,6 +57,8 @@ pub trait Policy {
     /// A reserved SM has given up its last TB (a preemption completed) and was set up for
     /// the kernel it was reserved for, or became idle if that kernel is gone.
     fn on_preemption_done(&mut self, _sm: SmId, _tables: &mut Tables) {}
+    /// A kernel finished and left the active queue.
+    fn on_kernel_finished(&mut self, _tables: &mut Tables) {}
     /// Room asked for on `sm` ([`Tables::make_room`]) was made, and `kernel` joined it.
     fn on_room_made(&mut self, _sm: SmId, _kernel: KernelSlot, _tables: &mut Tables) {}
     /// Every cycle (for policies that act on time, such as time slicing); it must be cheap.
@@ -70,7 +78,11 @@ pub enum PolicyKind {
     #[default]
     Fcfs,
     Npq,
-    Ppq,
+    Ppq {
+        /// Whether lower-priority kernels may use SMs the highest-priority kernels leave idle.
+        #[serde(default, skip_serializing_if = "PpqAccess::is_default")]
+        access: PpqAccess,
+    },
     TimeSlice {
         /// The slice, µs; `None`: the run's default (a scenario's `time_slice_us`).
         #[serde(skip_serializing_if = "Option::is_none")]
@@ -92,7 +104,10 @@ pub enum PolicyKind {
 enum Written {
     Fcfs {},
     Npq {},
-    Ppq {},
+    Ppq {
+        #[serde(default)]
+        access: PpqAccess,
+    },
     #[serde(alias = "time_slice")]
     TimeSlice {
         #[serde(default, deserialize_with = "de_slice_us")]
@@ -109,7 +124,7 @@ impl From<Written> for PolicyKind {
         match w {
             Written::Fcfs {} => PolicyKind::Fcfs,
             Written::Npq {} => PolicyKind::Npq,
-            Written::Ppq {} => PolicyKind::Ppq,
+            Written::Ppq { access } => PolicyKind::Ppq { access },
             Written::TimeSlice { slice_us } => PolicyKind::TimeSlice { slice_us },
             Written::Dss { tokens } => PolicyKind::Dss { tokens },
         }
@@ -165,7 +180,9 @@ impl PolicyKind {
     pub const ALL: [PolicyKind; 5] = [
         PolicyKind::Fcfs,
         PolicyKind::Npq,
-        PolicyKind::Ppq,
+        PolicyKind::Ppq {
+            access: PpqAccess::Shared,
+        },
         PolicyKind::TimeSlice { slice_us: None },
         PolicyKind::Dss { tokens: None },
     ];
@@ -175,7 +192,7 @@ impl PolicyKind {
         match self {
             PolicyKind::Fcfs => Box::new(Fcfs),
             PolicyKind::Npq => Box::new(Npq),
-            PolicyKind::Ppq => Box::new(Ppq),
+            PolicyKind::Ppq { access } => Box::new(Ppq { access }),
             PolicyKind::TimeSlice { slice_us } => {
                 let us = slice_us.unwrap_or(env.default_slice_us);
                 Box::new(TimeSlice::new((us * env.clock_mhz).round() as u64))
@@ -191,7 +208,7 @@ impl PolicyKind {
         match self {
             PolicyKind::Fcfs => "fcfs",
             PolicyKind::Npq => "npq",
-            PolicyKind::Ppq => "ppq",
+            PolicyKind::Ppq { .. } => "ppq",
             PolicyKind::TimeSlice { .. } => "time-slice",
             PolicyKind::Dss { .. } => "dss",
         }
@@ -206,6 +223,9 @@ impl std::fmt::Display for PolicyKind {
         match *self {
             PolicyKind::TimeSlice { slice_us: Some(us) } => write!(f, ":slice_us={us}"),
             PolicyKind::Dss { tokens: Some(t) } => write!(f, ":tokens={t}"),
+            PolicyKind::Ppq {
+                access: PpqAccess::Exclusive,
+            } => write!(f, ":access=exclusive"),
             _ => Ok(()),
         }
     }
@@ -287,9 +307,29 @@ impl Policy for Npq {
     }
 }
 
-/// Preemptive priority queues, exclusive.
+/// Who may use the SMs while a high-priority kernel is active (papers/tanasic-thesis
+/// §5.3.3).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PpqAccess {
+    /// Only kernels of the highest active priority get SMs (Figure 5.5a).
+    Exclusive,
+    /// An idle SM goes to the best kernel with TBs to issue (Figure 5.5b).
+    #[default]
+    Shared,
+}
+
+impl PpqAccess {
+    fn is_default(&self) -> bool {
+        *self == PpqAccess::default()
+    }
+}
+
+/// Preemptive priority queues.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Ppq;
+pub struct Ppq {
+    pub access: PpqAccess,
+}
 
 impl Ppq {
     /// Reserves every SM running a kernel of lower priority than the best kernel that has
@@ -317,6 +357,29 @@ impl Ppq {
     }
 }
 
+impl Ppq {
+    /// Gives idle `sm` to the best kernel with TBs to issue; with exclusive access, only to
+    /// one of the highest priority among the active kernels.
+    fn give(&self, sm: SmId, tables: &mut Tables) {
+        let top = tables
+            .active()
+            .iter()
+            .map(|&k| tables.ksr(k).priority)
+            .max();
+        let allowed = |k: &Ksr| self.access == PpqAccess::Shared || Some(k.priority) == top;
+        let best = tables
+            .active()
+            .iter()
+            .enumerate()
+            .filter(|(_, &k)| tables.ksr(k).has_work() && allowed(tables.ksr(k)))
+            .min_by_key(|(order, &k)| (npq_key(tables.ksr(k)), *order))
+            .map(|(_, &k)| k);
+        if let Some(k) = best {
+            tables.assign(sm, k);
+        }
+    }
+}
+
 impl Policy for Ppq {
     fn name(&self) -> &'static str {
         "ppq"
@@ -325,11 +388,20 @@ impl Policy for Ppq {
         pick_waiting(waiting, |w| (std::cmp::Reverse(w.priority), w.arrived_at))
     }
     fn on_kernel_activated(&mut self, _: KernelSlot, tables: &mut Tables) {
-        fill_idle(tables, npq_key);
+        for sm in tables.idle_sms() {
+            self.give(sm, tables);
+        }
         Ppq::preempt_lower(tables);
     }
     fn on_sm_idle(&mut self, sm: SmId, tables: &mut Tables) {
-        give(sm, tables, npq_key);
+        self.give(sm, tables);
+    }
+    /// With exclusive access, SMs left idle while a higher priority was active go to the
+    /// kernels now at the top.
+    fn on_kernel_finished(&mut self, tables: &mut Tables) {
+        for sm in tables.idle_sms() {
+            self.give(sm, tables);
+        }
     }
 }
 

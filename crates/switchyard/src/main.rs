@@ -228,7 +228,8 @@ struct ScenarioArgs {
     gpu: Option<String>,
     /// Scheduling policy, overriding the scenario's: fcfs, npq, ppq (preemptive priority),
     /// time-slice (contexts take turns), dss (dynamic spatial sharing), written
-    /// `name[:key=value,...]`, e.g. `time-slice:slice_us=100` or `dss:tokens=4`.
+    /// `name[:key=value,...]`, e.g. `time-slice:slice_us=100`, `ppq:access=exclusive` or
+    /// `dss:tokens=4`.
     #[arg(long, value_name = "POLICY", value_parser = policy_arg)]
     policy: Option<sched::PolicyKind>,
     /// Let TBs of different kernels share an SM (overrides the scenario's setting).

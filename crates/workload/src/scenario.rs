@@ -94,6 +94,7 @@
 //! | `chimera` | `deadline_us`: the preemption deadline, µs (papers/li-pep §4 uses 5, 10, 15) | 15 |
 //! | `lightweight`, `lightweight-tb`, `lightweight-in-place` | `compressor_latency`: core cycles through the register compressor | 2 |
 //! | `time-slice` | `slice_us`: each context's turn, µs | `time_slice_us` |
+//! | `ppq` | `access`: `shared` (idle SMs go to lower priorities too) or `exclusive` (not while a higher priority is active), papers/tanasic-thesis §5.3.3 | `shared` |
 //! | `dss` | `tokens`: every process's SM budget, 1 to 65536 (papers/tanasic-thesis §5.2.4) | ⌊SMs / processes⌋, one more for the first SMs mod processes to become active |
 //!
 //! The snake_case spellings of earlier scenario files (`flush_strict`, `points_live`,

@@ -57,6 +57,9 @@ fn policies() -> Vec<PolicyKind> {
         slice_us: Some(12.5),
     });
     all.push(PolicyKind::Dss { tokens: Some(4) });
+    all.push(PolicyKind::Ppq {
+        access: sched::PpqAccess::Exclusive,
+    });
     all
 }
 
@@ -66,7 +69,12 @@ fn table(spec: &str) -> String {
     let mut t = format!("{{ kind = \"{name}\"");
     for p in params.split(',').filter(|p| !p.is_empty()) {
         let (k, v) = p.split_once('=').unwrap();
-        t += &format!(", {k} = {v}");
+        // Numbers as they are, names (`access=exclusive`) as strings.
+        if v.parse::<f64>().is_ok() {
+            t += &format!(", {k} = {v}");
+        } else {
+            t += &format!(", {k} = \"{v}\"");
+        }
     }
     t + " }"
 }
@@ -211,6 +219,10 @@ fn bad_names_parameters_and_values_are_refused_naming_them_and_where() {
         (
             "policy = { kind = \"time-slice\", slice_us = 0 }",
             &["`slice_us` = 0 is out of range"],
+        ),
+        (
+            "policy = { kind = \"ppq\", access = \"private\" }",
+            &["unknown variant `private`", "exclusive", "shared"],
         ),
         (
             "policy = { kind = \"dss\", tokens = 0 }",

@@ -414,25 +414,39 @@ arrival_us = 5.0
 
 /// Two programs launching the same two-wave kernel, the second 2 µs after the first.
 fn two_programs(policy: &str, mechanism: &str) -> workload::RunRecord {
+    fma_programs(
+        policy,
+        mechanism,
+        &[("a", 0.0, 0, 180, 8), ("b", 2.0, 0, 180, 8)],
+    )
+}
+
+/// Programs launching `fma_f32` once each: (name, arrival µs, priority, TBs, iterations).
+fn fma_programs(
+    policy: &str,
+    mechanism: &str,
+    programs: &[(&str, f64, i32, u32, u32)],
+) -> workload::RunRecord {
     let ptx = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/throughput/fma.ptx");
-    let program = |name: &str, arrival: f64| {
+    let program = |&(name, arrival, priority, tbs, iters): &(&str, f64, i32, u32, u32)| {
         format!(
             r#"
 [[process]]
 name = "{name}"
 ptx = "{ptx}"
 arrival_us = {arrival}
+priority = {priority}
 [[process.buffer]]
 name = "out"
 type = "f32"
-len = 46080
+len = {len}
 init = "fill"
 value = 1.0
 [[process.command]]
 launch = "fma_f32"
-grid = [180]
+grid = [{tbs}]
 block = [256]
-args = [{{ buffer = "out" }}, {{ u32 = 8 }}]
+args = [{{ buffer = "out" }}, {{ u32 = {iters} }}]
 [[process.command]]
 copy = "out"
 direction = "to_host"
@@ -440,15 +454,23 @@ direction = "to_host"
 buffer = "out"
 values = [0.0, 0.0, 0.0, 0.0]
 "#,
-            ptx = ptx.display()
+            ptx = ptx.display(),
+            len = tbs * 256
         )
     };
-    let text = format!(
-        "[scheduler]\npolicy = \"{policy}\"\nmechanism = \"{mechanism}\"\ncopy_engine = \"fcfs\"\n{}{}",
-        program("a", 0.0),
-        program("b", 2.0)
+    // A policy with parameters is a table; a name is a string.
+    let policy_value = if policy.starts_with('{') {
+        policy.to_string()
+    } else {
+        format!("\"{policy}\"")
+    };
+    let mut text = format!(
+        "[limits]\nmax_cycles = 20_000_000\n[scheduler]\npolicy = {policy_value}\nmechanism = \"{mechanism}\"\ncopy_engine = \"fcfs\"\n"
     );
-    let s = parse("two.toml", &text, &workload::Disk).unwrap_or_else(|e| panic!("{e}"));
+    for p in programs {
+        text += &program(p);
+    }
+    let s = parse("fma.toml", &text, &workload::Disk).unwrap_or_else(|e| panic!("{e}"));
     let r = System::new(setup(&s), &s.processes)
         .unwrap()
         .run(&mut |_| {})
@@ -507,4 +529,28 @@ fn dss_splits_the_sms_between_two_programs_with_every_mechanism() {
         .records
         .iter()
         .any(|r| matches!(r, sched::Record::SmReserved { .. })));
+}
+
+#[test]
+fn ppq_with_exclusive_access_keeps_idle_sms_from_lower_priorities() {
+    // papers/tanasic-thesis §5.3.3: a high-priority kernel of 4 long TBs leaves 11 of the
+    // 15 SMs idle. With shared access a low-priority kernel arriving after it runs there at
+    // once; with exclusive access it gets no SM until the high-priority kernel is done.
+    let programs = [("urgent", 0.0, 10, 4, 64), ("batch", 1.0, 0, 180, 4)];
+    let first_batch_tb = |r: &workload::RunRecord| {
+        r.residency
+            .iter()
+            .find(|m| m.tb.launch.0 == 1)
+            .expect("batch ran")
+            .cycle
+    };
+    let urgent_done = |r: &workload::RunRecord| {
+        let k = r.kernels.iter().find(|k| k.process == "urgent").unwrap();
+        k.finished_fs.unwrap() / r.core_period_fs
+    };
+    let shared = fma_programs("ppq", "drain", &programs);
+    assert!(first_batch_tb(&shared) < urgent_done(&shared));
+    let text = r#"{ kind = "ppq", access = "exclusive" }"#;
+    let exclusive = fma_programs(text, "drain", &programs);
+    assert!(first_batch_tb(&exclusive) >= urgent_done(&exclusive));
 }
