@@ -393,8 +393,8 @@ pub struct CheckSpec {
     pub values: Vec<f64>,
     pub fill: Option<f64>,
     pub file: Option<Spanned<String>>,
-    #[serde(default)]
-    pub tolerance: f64,
+    /// Relative, for floats: finite and non-negative (0 when left out).
+    pub tolerance: Option<Spanned<f64>>,
 }
 
 /// Reads files a scenario names (the command line gives the real file system; tests give
@@ -961,10 +961,26 @@ impl Cx<'_> {
                 }
                 Expect::Values(spec.values.clone())
             };
+            let tolerance = match &spec.tolerance {
+                None => 0.0,
+                Some(t) => {
+                    let v = *t.get_ref();
+                    // An infinite tolerance passes every value, a NaN one fails every value
+                    // that is not exact: neither checks anything.
+                    if !(v.is_finite() && v >= 0.0) {
+                        return self.err(
+                            Some(t.span()),
+                            &format!("{f}.tolerance"),
+                            format!("{v} is not a tolerance: it must be finite and non-negative"),
+                        );
+                    }
+                    v
+                }
+            };
             checks.push(Check {
                 buffer: b,
                 expect,
-                tolerance: spec.tolerance,
+                tolerance,
             });
         }
         Ok(CommandProgram {

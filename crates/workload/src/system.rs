@@ -40,6 +40,23 @@ use crate::scenario::{CopyPolicy, Process, Program};
 /// Femtoseconds per microsecond.
 pub const FS_PER_US: u64 = 1_000_000_000;
 
+/// The latest moment a host event may be set for, fs (2^62 fs, about 77 minutes of
+/// simulated time): far beyond any cycle limit, and far enough below `u64::MAX` that the
+/// clock can round it up to a core edge. A copy or launch that would end later is an error
+/// ([`RunError::Time`]), never a time that wraps around to an early one.
+pub const MAX_HOST_TIME_FS: u64 = 1 << 62;
+
+/// `now` plus a whole number of femtoseconds `delay_fs`, or `None` when that is not a
+/// time at or before [`MAX_HOST_TIME_FS`] (a delay that is negative, not finite or too
+/// long): checked, where a cast and a sum would saturate or wrap.
+pub fn later_fs(now: u64, delay_fs: f64) -> Option<u64> {
+    if !(delay_fs.is_finite() && (0.0..=MAX_HOST_TIME_FS as f64).contains(&delay_fs)) {
+        return None;
+    }
+    now.checked_add(delay_fs as u64)
+        .filter(|&t| t <= MAX_HOST_TIME_FS)
+}
+
 /// How a scenario run went wrong.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
@@ -59,6 +76,9 @@ pub enum RunError {
     },
     #[error(transparent)]
     Timing(Box<TimingError>),
+    /// A host event would fall after [`MAX_HOST_TIME_FS`].
+    #[error("process `{process}`: {what} would end after {} µs of simulated time, the most the host model counts (check [host] pcie_gbps, copy_latency_us, launch_latency_us)", MAX_HOST_TIME_FS / FS_PER_US)]
+    Time { process: String, what: String },
     #[error("the scenario did not finish within {limit} core cycles (still running: {running}); raise [limits] max_cycles")]
     CycleLimit { limit: u64, running: String },
 }
@@ -352,7 +372,13 @@ impl System {
                     (Box::new(Commands::new(Arc::new(c.clone()))), Some(m))
                 }
             };
-            let arrival = (p.arrival_us * FS_PER_US as f64).round() as u64;
+            let arrival =
+                later_fs(0, (p.arrival_us * FS_PER_US as f64).round()).ok_or_else(|| {
+                    RunError::Time {
+                        process: p.name.clone(),
+                        what: format!("an arrival at {} µs", p.arrival_us),
+                    }
+                })?;
             timers.push(Reverse((arrival, seq, Timer::Arrival(i))));
             seq += 1;
             procs.push(Proc {
@@ -536,8 +562,7 @@ impl System {
         for p in 0..self.procs.len() {
             self.run_program(p)?;
         }
-        self.start_copies();
-        Ok(())
+        self.start_copies()
     }
 
     /// Runs program `p` while it is runnable.
@@ -628,6 +653,14 @@ impl System {
                 } => {
                     let command =
                         self.command(p, &kernel, grid, block, dynamic_smem, &args, &at)?;
+                    let ready = later_fs(
+                        now,
+                        (self.setup.host.launch_latency_us * FS_PER_US as f64).trunc(),
+                    )
+                    .ok_or_else(|| RunError::Time {
+                        process: self.procs[p].name.clone(),
+                        what: format!("the launch of `{kernel}` at {at}"),
+                    })?;
                     let record = self.out.kernels.len();
                     self.out.kernels.push(KernelRecord {
                         process: name,
@@ -640,7 +673,6 @@ impl System {
                         finished_fs: None,
                         launch: None,
                     });
-                    let ready = now + (self.setup.host.launch_latency_us * FS_PER_US as f64) as u64;
                     let op = self.push_op(
                         p,
                         stream,
@@ -785,7 +817,7 @@ impl System {
     }
 
     /// Gives free engines the next copies, first come first served.
-    fn start_copies(&mut self) {
+    fn start_copies(&mut self) -> Result<(), RunError> {
         let now = self.now();
         let (gbps, latency_us) = (self.setup.host.pcie_gbps, self.setup.host.copy_latency_us);
         for e in 0..self.engines.len() {
@@ -804,19 +836,30 @@ impl System {
                 }
             };
             let Some(id) = self.copy_queue.remove(pick) else {
-                return;
+                return Ok(());
             };
             let OpKind::Copy { len, .. } = self.ops[id].kind else {
                 unreachable!("the copy queue holds copies");
             };
-            // bytes / (GB/s) = ns; a copy's time in fs.
-            let transfer = (len as f64 / gbps * 1.0e6).round() as u64;
-            let latency = (latency_us * FS_PER_US as f64).round() as u64;
+            // bytes / (GB/s) = ns; a copy's time in fs, at least one. Checked: a slow link
+            // must give a late time or an error, never a sum that wraps to an early one.
+            let transfer = (len as f64 / gbps * 1.0e6).round().max(1.0);
+            let latency = (latency_us * FS_PER_US as f64).round();
+            let Some(done) = later_fs(now, latency).and_then(|t| later_fs(t, transfer)) else {
+                let op = &self.ops[id];
+                return Err(RunError::Time {
+                    process: self.procs[op.process].name.clone(),
+                    what: format!(
+                        "a copy of {len} bytes on stream {} ({latency_us} µs + {len} bytes at {gbps} GB/s)",
+                        op.stream
+                    ),
+                });
+            };
             self.engines[e] = Some(id);
             self.ops[id].started = Some(now);
-            let done = now + latency + transfer.max(1);
             self.timer(done, Timer::CopyDone(id));
         }
+        Ok(())
     }
 
     fn copy_done(&mut self, id: usize, at: u64) {
