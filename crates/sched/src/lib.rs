@@ -18,5 +18,6 @@ pub mod tables;
 pub use framework::Framework;
 pub use policy::{Fcfs, Npq, Policy, PolicyKind, Ppq, TimeSlice, SLICE_US_RANGE};
 pub use tables::{
-    Command, ContextId, FrameworkConfig, KernelSlot, Ksr, Record, SmEntry, SmState, Tables, Waiting,
+    Command, ContextId, FrameworkConfig, KernelSlot, Ksr, Record, SmEntry, SmState, Tables,
+    Waiting, MAX_ACTIVE_KERNELS,
 };

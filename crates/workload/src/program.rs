@@ -81,6 +81,10 @@ pub trait HostProgram {
     }
 }
 
+/// The most commands a command list runs between two requests to the host (loop
+/// bookkeeping and host-side `set`s): a loop over `set`s alone longer than this is an error.
+pub const MAX_STEPS_PER_CALL: u32 = 1 << 22;
+
 /// A scenario's command list over the process's buffers.
 pub struct Commands {
     program: Arc<CommandProgram>,
@@ -211,7 +215,17 @@ impl HostProgram for Commands {
                 }
             }
         }
+        let mut steps = 0u32;
         loop {
+            // Loops are run lazily, one command at a time, but a loop of host-side `set`s
+            // asks the host for nothing: bounded, or it would never give time a chance.
+            steps += 1;
+            if steps > MAX_STEPS_PER_CALL {
+                return Err(format!(
+                    "{}: more than {MAX_STEPS_PER_CALL} commands without a copy, launch or sync (an endless loop of sets?)",
+                    self.position().unwrap_or_default()
+                ));
+            }
             let Some(frame) = self.frames.last_mut() else {
                 return Ok(Request::Done);
             };

@@ -10,7 +10,7 @@
 //! policy = "fcfs"                 # fcfs | npq | ppq | time-slice
 //! time_slice_us = 50.0            # the time-slice policy's slice unless it names one
 //! intra_sm_sharing = false        # may TBs of different kernels share an SM?
-//! # active_kernels = 15           # active-queue entries (default: one per SM)
+//! # active_kernels = 15           # active-queue entries (default: one per SM; 1..=4096)
 //! copy_engine = "fcfs"            # fcfs | priority: the order copies wait in
 //! mechanism = "drain"             # how a reserved SM is emptied: drain | flush-strict |
 //!                                 # flush-relaxed | baseline | live | points-live |
@@ -60,7 +60,9 @@
 //! # { loop_index = "s32" }: the iteration (from 0) of the innermost enclosing repeat
 //!
 //! [[process.command]]
-//! repeat = 10                     # the body, 10 times
+//! repeat = 10                     # the body, 10 times (run lazily: at most 1024 copies
+//!                                 # and launches of a process wait unfinished, then
+//!                                 # the host blocks as on a full CUDA launch queue)
 //! [[process.command.body]]
 //! launch = "saxpy"
 //! # ...
@@ -80,7 +82,7 @@
 //! [[process.check]]               # compared with device memory when the process ends
 //! buffer = "y"
 //! values = [1.0, 3.0]             # a prefix; or fill = 2.0; or file = "y.npy"
-//! tolerance = 1e-6                # relative, floats only
+//! tolerance = 1e-6                # relative, floats only; finite, >= 0
 //! ```
 //!
 //! **Policies and mechanisms** are written as on the command line's `--policy` and
@@ -150,7 +152,8 @@ pub struct SchedulerSection {
     pub policy: Option<Spanned<toml::Value>>,
     #[serde(default)]
     pub intra_sm_sharing: bool,
-    pub active_kernels: Option<u32>,
+    /// Entries of the active queue, 1 to [`sched::MAX_ACTIVE_KERNELS`].
+    pub active_kernels: Option<Spanned<u32>>,
     /// How the copy engines pick the next copy.
     #[serde(default)]
     pub copy_engine: CopyPolicy,
@@ -693,12 +696,15 @@ impl Cx<'_> {
                 format!("{slice} is out of 0.01..=10^7"),
             );
         }
-        if raw.scheduler.active_kernels == Some(0) {
-            return self.err(
-                None,
-                "scheduler.active_kernels",
-                "must be at least 1".into(),
-            );
+        if let Some(n) = &raw.scheduler.active_kernels {
+            let max = sched::MAX_ACTIVE_KERNELS;
+            if !(1..=max).contains(n.get_ref()) {
+                return self.err(
+                    Some(n.span()),
+                    "scheduler.active_kernels",
+                    format!("{} is out of 1..={max}", n.get_ref()),
+                );
+            }
         }
         let policy = self.choice(&raw.scheduler.policy, "scheduler.policy")?;
         let mechanism = self.choice(&raw.scheduler.mechanism, "scheduler.mechanism")?;
@@ -730,7 +736,7 @@ impl Cx<'_> {
             }),
             framework: FrameworkConfig {
                 intra_sm_sharing: raw.scheduler.intra_sm_sharing,
-                active_kernels: raw.scheduler.active_kernels,
+                active_kernels: raw.scheduler.active_kernels.map(Spanned::into_inner),
             },
             policy,
             time_slice_us: raw.scheduler.time_slice_us,

@@ -46,6 +46,18 @@ pub const FS_PER_US: u64 = 1_000_000_000;
 /// ([`RunError::Time`]), never a time that wraps around to an early one.
 pub const MAX_HOST_TIME_FS: u64 = 1 << 62;
 
+/// The most copies and launches a process may have called and not yet finished; its next
+/// call waits for one to finish. Real drivers block the host the same way when the launch
+/// queue is full (about a thousand entries); here it keeps what a loop of asynchronous
+/// calls costs in memory proportional to the simulated work, which the cycle limit bounds,
+/// instead of to the loop's count.
+pub const MAX_PENDING_OPS: usize = 1024;
+
+/// The most host calls a process may make at one instant of simulated time (syncs with
+/// nothing to wait for, allocations): beyond it the program is an endless loop that never
+/// lets time pass, and the run stops with an error naming where it is.
+pub const MAX_CALLS_PER_INSTANT: u32 = 1 << 20;
+
 /// `now` plus a whole number of femtoseconds `delay_fs`, or `None` when that is not a
 /// time at or before [`MAX_HOST_TIME_FS`] (a delay that is negative, not finite or too
 /// long): checked, where a cast and a sum would saturate or wrap.
@@ -211,6 +223,9 @@ enum Wait {
     Runnable(ReplyKind),
     Op(usize),
     Streams(Option<u32>),
+    /// [`MAX_PENDING_OPS`] of its copies and launches are unfinished: the next call waits
+    /// for one to finish, as a full CUDA launch queue blocks the host.
+    Room,
     /// The program has ended; its streams still hold work.
     Ending,
     Done,
@@ -244,6 +259,11 @@ impl Proc {
         }
         self.streams.push((s, VecDeque::new()));
         &mut self.streams.last_mut().expect("pushed").1
+    }
+
+    /// Copies and launches called and not finished, on all its streams.
+    fn pending(&self) -> usize {
+        self.streams.iter().map(|(_, q)| q.len()).sum()
     }
 
     fn idle(&self, stream: Option<u32>) -> bool {
@@ -567,7 +587,24 @@ impl System {
 
     /// Runs program `p` while it is runnable.
     fn run_program(&mut self, p: usize) -> Result<(), RunError> {
+        let mut calls = 0u32;
         loop {
+            if self.procs[p].wait == Wait::Runnable(ReplyKind::Done)
+                && self.procs[p].pending() >= MAX_PENDING_OPS
+            {
+                self.procs[p].wait = Wait::Room;
+            }
+            calls += 1;
+            if calls > MAX_CALLS_PER_INSTANT {
+                let proc = &self.procs[p];
+                return Err(RunError::Process {
+                    process: proc.name.clone(),
+                    what: format!(
+                        "{}: more than {MAX_CALLS_PER_INSTANT} host calls without simulated time passing (an endless loop of syncs?)",
+                        proc.program.position().unwrap_or_default()
+                    ),
+                });
+            }
             let reply = match self.procs[p].wait {
                 Wait::Runnable(ReplyKind::Start) => Reply::Start,
                 Wait::Runnable(ReplyKind::Done) => match self.procs[p].ptr.take() {
@@ -929,6 +966,7 @@ impl System {
         match proc.wait {
             Wait::Op(op) if self.ops[op].finished.is_some() => {}
             Wait::Streams(s) if proc.idle(s) => {}
+            Wait::Room if proc.pending() < MAX_PENDING_OPS => {}
             Wait::Ending if proc.idle(None) => {
                 let now = self.now();
                 self.end(p, now);

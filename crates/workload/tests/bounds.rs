@@ -137,3 +137,99 @@ fn an_infinite_tolerance_cannot_pass_a_wrong_result() {
     )
     .is_err());
 }
+
+#[test]
+fn the_active_queue_is_bounded_before_it_is_sized() {
+    // 4294967295 entries used to abort allocating 343 GB; 10^8 took 7.8 GB.
+    for n in ["4294967295", "100000000", "4097", "0"] {
+        let e = error(&format!("[scheduler]\nactive_kernels = {n}\n\n{SAXPY_RUN}"));
+        assert!(
+            e.starts_with("s.toml:2:18:")
+                && e.contains("scheduler.active_kernels")
+                && e.contains("out of 1..=4096"),
+            "{n}: {e}"
+        );
+    }
+    let s = parse(
+        "s.toml",
+        &format!("[scheduler]\nactive_kernels = 4096\n\n{SAXPY_RUN}"),
+        &Mem,
+    );
+    assert_eq!(
+        s.unwrap().framework.active_kernels,
+        Some(sched::MAX_ACTIVE_KERNELS)
+    );
+}
+
+/// SAXPY_RUN with its launch inside `repeat = {times}`.
+fn repeated_launch(times: &str) -> String {
+    SAXPY_RUN.replace(
+        "[[process.command]]\nlaunch = \"saxpy\"",
+        &format!(
+            "[[process.command]]\nrepeat = {times}\n[[process.command.body]]\nlaunch = \"saxpy\""
+        ),
+    )
+}
+
+#[test]
+fn a_loop_of_launches_waits_for_room_instead_of_queueing_every_call() {
+    // The 1025th asynchronous launch waits until one of the first 1024 has finished.
+    let n = workload::system::MAX_PENDING_OPS;
+    let r = run(&repeated_launch(&(n + 8).to_string())).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(r.kernels.len(), n + 8);
+    let first_done = r.kernels[0].finished_fs.unwrap();
+    assert!(r.kernels[..n]
+        .iter()
+        .all(|k| k.called_fs == r.kernels[0].called_fs));
+    assert!(
+        r.kernels[n].called_fs >= first_done,
+        "launch {n} called at {} fs, before the first finished at {first_done} fs",
+        r.kernels[n].called_fs
+    );
+}
+
+#[test]
+fn an_endless_loop_of_launches_stops_at_the_cycle_limit() {
+    // i64::MAX iterations used to be expanded before time advanced (400 MB/s, whatever the
+    // cycle limit said); now the host waits for room and the cycle limit stops the run.
+    let text = format!(
+        "[limits]\nmax_cycles = 200000\n\n{}",
+        repeated_launch("9223372036854775807")
+    );
+    let s = parse("s.toml", &text, &Mem).unwrap();
+    let gpu = GpuConfig::preset("gtx480").unwrap();
+    let setup = Setup::for_scenario(&s, TimedGpu::new(gpu), 200_000);
+    match System::new(setup, &s.processes).unwrap().run(&mut |_| {}) {
+        Err(e @ RunError::CycleLimit { .. }) => {
+            assert!(
+                e.to_string().contains("process[0].command[2].body[0]"),
+                "{e}"
+            )
+        }
+        Err(e) => panic!("{e}"),
+        Ok(_) => panic!("an endless loop finished"),
+    }
+}
+
+#[test]
+fn an_endless_loop_that_never_lets_time_pass_is_an_error() {
+    for body in ["sync = true", "set = \"x\"\nvalues = [1.0]"] {
+        let text = SAXPY_RUN.replace(
+            "[[process.command]]\nlaunch = \"saxpy\"",
+            &format!("[[process.command]]\nrepeat = 9223372036854775807\n[[process.command.body]]\n{body}\n\n[[process.command]]\nlaunch = \"saxpy\""),
+        );
+        match run(&text) {
+            Err(e @ RunError::Process { .. }) => {
+                let e = e.to_string();
+                assert!(
+                    e.contains("process `p`")
+                        && e.contains("process[0].command[2].body[0]")
+                        && e.contains("without"),
+                    "{body}: {e}"
+                );
+            }
+            Err(e) => panic!("{body}: {e}"),
+            Ok(_) => panic!("{body}: an endless loop finished"),
+        }
+    }
+}
