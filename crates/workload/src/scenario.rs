@@ -43,7 +43,7 @@
 //! [[process.buffer]]
 //! name = "x"
 //! type = "f32"                    # u8 u16 u32 u64 s32 s64 f32 f64
-//! len = 500
+//! len = 500                       # at most 1 GiB; 4 GiB for all processes together
 //! init = "random"                 # zero | iota | fill (value) | values | random (min, max, seed)
 //! min = 0.0                       #   | file (a .npy file, or raw little-endian bytes)
 //! max = 1.0
@@ -404,6 +404,22 @@ pub struct CheckSpec {
 /// their own).
 pub trait Files {
     fn read(&self, path: &Path) -> Result<Vec<u8>, String>;
+
+    /// [`Files::read`], refusing a file of more than `limit` bytes. The real file system
+    /// refuses it, and anything that is not a regular file (a directory, a device such as
+    /// `/dev/zero`, a FIFO), before reading a byte; this default, for files already in
+    /// memory, after.
+    fn read_at_most(&self, path: &Path, limit: u64) -> Result<Vec<u8>, String> {
+        let bytes = self.read(path)?;
+        if bytes.len() as u64 > limit {
+            return Err(too_long(bytes.len() as u64, limit));
+        }
+        Ok(bytes)
+    }
+}
+
+fn too_long(len: u64, limit: u64) -> String {
+    format!("{len} bytes, more than the {limit} this input may have")
 }
 
 /// The real file system.
@@ -411,7 +427,34 @@ pub struct Disk;
 
 impl Files for Disk {
     fn read(&self, path: &Path) -> Result<Vec<u8>, String> {
-        std::fs::read(path).map_err(|e| e.to_string())
+        self.read_at_most(path, u64::MAX)
+    }
+
+    fn read_at_most(&self, path: &Path, limit: u64) -> Result<Vec<u8>, String> {
+        use std::io::Read;
+        // `stat` first: opening a FIFO would block, and reading a device need never end.
+        let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
+        if !meta.is_file() {
+            let kind = if meta.is_dir() {
+                "a directory"
+            } else {
+                "a device, FIFO or socket"
+            };
+            return Err(format!("not a regular file ({kind})"));
+        }
+        if meta.len() > limit {
+            return Err(too_long(meta.len(), limit));
+        }
+        // The file may grow between `stat` and the read: never read past the limit.
+        let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+        let mut bytes = Vec::with_capacity(meta.len() as usize);
+        file.take(limit.saturating_add(1))
+            .read_to_end(&mut bytes)
+            .map_err(|e| e.to_string())?;
+        if bytes.len() as u64 > limit {
+            return Err(too_long(bytes.len() as u64, limit));
+        }
+        Ok(bytes)
     }
 }
 
@@ -576,6 +619,14 @@ pub enum Expect {
 pub const MAX_BUFFER_BYTES: u64 = 1 << 30;
 /// The most bytes of buffers one process (or launch spec) may declare in all (4 GiB).
 pub const MAX_TOTAL_BUFFER_BYTES: u64 = 1 << 32;
+/// The most bytes of buffers all the processes of a scenario may declare together (4 GiB;
+/// a run holds several copies of each: the scenario's, the host program's, device memory).
+pub const MAX_SCENARIO_BUFFER_BYTES: u64 = 1 << 32;
+/// The longest PTX file a scenario may name (64 MiB).
+pub const MAX_PTX_BYTES: u64 = 1 << 26;
+/// The longest input or expected-output file (`.npy` or raw): a largest buffer and a
+/// header.
+pub const MAX_DATA_FILE_BYTES: u64 = MAX_BUFFER_BYTES + (1 << 16);
 
 /// Parses and resolves the scenario `text` of file `file`, reading the files it names
 /// through `files` (paths relative to the scenario's directory).
@@ -601,6 +652,7 @@ pub fn parse(file: &str, text: &str, files: &dyn Files) -> Result<Scenario, Scen
         lines: &lines,
         dir: &dir,
         files,
+        buffer_bytes: std::cell::Cell::new(0),
     };
     cx.resolve(raw)
 }
@@ -630,6 +682,8 @@ struct Cx<'a> {
     lines: &'a LineIndex,
     dir: &'a Path,
     files: &'a dyn Files,
+    /// Bytes of buffers the processes resolved so far declare ([`MAX_SCENARIO_BUFFER_BYTES`]).
+    buffer_bytes: std::cell::Cell<u64>,
 }
 
 impl Cx<'_> {
@@ -652,9 +706,10 @@ impl Cx<'_> {
         self.dir.join(p)
     }
 
-    fn read(&self, p: &Spanned<String>, field: &str) -> Result<Vec<u8>, ScenarioError> {
+    /// The file `p` names, of at most `limit` bytes.
+    fn read(&self, p: &Spanned<String>, field: &str, limit: u64) -> Result<Vec<u8>, ScenarioError> {
         let path = self.path(p.get_ref());
-        self.files.read(&path).or_else(|e| {
+        self.files.read_at_most(&path, limit).or_else(|e| {
             self.err(
                 Some(p.span()),
                 field,
@@ -704,6 +759,20 @@ impl Cx<'_> {
                     "scheduler.active_kernels",
                     format!("{} is out of 1..={max}", n.get_ref()),
                 );
+            }
+        }
+        // The whole scenario's declared buffers, before any is filled (a file's size is
+        // counted when it is read).
+        let mut total = 0u64;
+        for (i, p) in raw.processes.iter().enumerate() {
+            for (b, spec) in p.buffers.iter().enumerate() {
+                let bytes = spec
+                    .len
+                    .as_ref()
+                    .map_or(0, |n| n.get_ref().saturating_mul(spec.ty.size() as u64));
+                total = total.saturating_add(bytes);
+                let f = format!("process[{i}].buffer[{b}]");
+                self.budget(total, bytes, spec, &f, p.name.get_ref())?;
             }
         }
         let policy = self.choice(&raw.scheduler.policy, "scheduler.policy")?;
@@ -866,7 +935,7 @@ impl Cx<'_> {
                 k.ptx(target).unwrap_or_default().to_string(),
             )
         } else {
-            let bytes = self.read(ptx, &format!("{field}.ptx"))?;
+            let bytes = self.read(ptx, &format!("{field}.ptx"), MAX_PTX_BYTES)?;
             let text = String::from_utf8(bytes).or_else(|e| {
                 self.err(
                     Some(ptx.span()),
@@ -906,7 +975,7 @@ impl Cx<'_> {
                     format!("a buffer `{}` already exists", spec.name.get_ref()),
                 );
             }
-            buffers.push(self.buffer(spec, &f)?);
+            buffers.push(self.buffer(spec, &f, p.name.get_ref())?);
         }
         let names = Names {
             buffers: &buffers,
@@ -934,7 +1003,7 @@ impl Cx<'_> {
                 );
             }
             let expect = if let Some(file) = &spec.file {
-                let bytes = self.read(file, &format!("{f}.file"))?;
+                let bytes = self.read(file, &format!("{f}.file"), MAX_DATA_FILE_BYTES)?;
                 let npy = file.get_ref().ends_with(".npy");
                 let (data, _) = crate::data::from_file(buf.ty, &bytes, npy).or_else(|e| {
                     self.err(Some(file.span()), &format!("{f}.file"), e.to_string())
@@ -998,7 +1067,46 @@ impl Cx<'_> {
         })
     }
 
-    fn buffer(&self, spec: &BufferSpec, f: &str) -> Result<Buffer, ScenarioError> {
+    /// Counts `bytes` of buffer `spec` of `process` against the scenario's budget, before
+    /// they are allocated.
+    fn claim(
+        &self,
+        bytes: u64,
+        spec: &BufferSpec,
+        f: &str,
+        process: &str,
+    ) -> Result<(), ScenarioError> {
+        let total = self.buffer_bytes.get().saturating_add(bytes);
+        self.budget(total, bytes, spec, f, process)?;
+        self.buffer_bytes.set(total);
+        Ok(())
+    }
+
+    /// An error if `total`, the scenario's buffer bytes up to buffer `spec` of `process`
+    /// (`bytes` of them), exceeds [`MAX_SCENARIO_BUFFER_BYTES`].
+    fn budget(
+        &self,
+        total: u64,
+        bytes: u64,
+        spec: &BufferSpec,
+        f: &str,
+        process: &str,
+    ) -> Result<(), ScenarioError> {
+        if total <= MAX_SCENARIO_BUFFER_BYTES {
+            return Ok(());
+        }
+        let at = spec.len.as_ref().map_or(spec.name.span(), |n| n.span());
+        self.err(
+            Some(at),
+            &format!("{f}.len"),
+            format!(
+                "buffer `{}` of process `{process}` ({bytes} bytes) brings the scenario's buffers to {total} bytes, more than the {MAX_SCENARIO_BUFFER_BYTES} all processes may have together",
+                spec.name.get_ref()
+            ),
+        )
+    }
+
+    fn buffer(&self, spec: &BufferSpec, f: &str, process: &str) -> Result<Buffer, ScenarioError> {
         let at = Some(spec.name.span());
         let size = spec.ty.size() as u64;
         let init = if spec.init == Init::File {
@@ -1009,7 +1117,7 @@ impl Cx<'_> {
                     "init = \"file\" needs a `file`".into(),
                 );
             };
-            let bytes = self.read(file, &format!("{f}.file"))?;
+            let bytes = self.read(file, &format!("{f}.file"), MAX_DATA_FILE_BYTES)?;
             let npy = file.get_ref().ends_with(".npy");
             let (data, elems) = crate::data::from_file(spec.ty, &bytes, npy)
                 .or_else(|e| self.err(Some(file.span()), &format!("{f}.file"), e.to_string()))?;
@@ -1029,6 +1137,17 @@ impl Cx<'_> {
                     "the file is empty".into(),
                 );
             }
+            if data.len() as u64 > MAX_BUFFER_BYTES {
+                return self.err(
+                    Some(file.span()),
+                    &format!("{f}.file"),
+                    format!(
+                        "{} bytes of data: a buffer may have at most {MAX_BUFFER_BYTES}",
+                        data.len()
+                    ),
+                );
+            }
+            self.claim(data.len() as u64, spec, f, process)?;
             data
         } else {
             if spec.file.is_some() {
@@ -1071,6 +1190,7 @@ impl Cx<'_> {
                     format!("{} values for {n} elements", spec.values.len()),
                 );
             }
+            self.claim(n * size, spec, f, process)?;
             crate::data::generate(
                 spec.ty,
                 n as usize,

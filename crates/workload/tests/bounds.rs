@@ -233,3 +233,96 @@ fn an_endless_loop_that_never_lets_time_pass_is_an_error() {
         }
     }
 }
+
+/// A scenario in `dir` whose buffer `x` is read from `file` (`init = "file"`).
+fn from_file(file: &str) -> String {
+    format!(
+        r#"[[process]]
+name = "p"
+ptx = "suite:reduce"
+
+[[process.buffer]]
+name = "x"
+type = "f32"
+init = "file"
+file = "{file}"
+"#
+    )
+}
+
+#[test]
+fn input_files_are_sized_and_typed_before_they_are_read() {
+    let dir = std::env::temp_dir().join(format!("switchyard-bounds-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let scenario = dir.join("s.toml").display().to_string();
+    let parse_disk = |file: &str| {
+        workload::parse(&scenario, &from_file(file), &workload::Disk)
+            .unwrap_err()
+            .to_string()
+    };
+    // A sparse file of 3 GiB: refused from its size, without reading (or allocating) it.
+    let big = dir.join("big.bin");
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len(3 << 30)
+        .unwrap();
+    let e = parse_disk(&big.display().to_string());
+    assert!(
+        e.starts_with(&format!("{scenario}:9:8:"))
+            && e.contains("process[0].buffer[0].file")
+            && e.contains("big.bin")
+            && e.contains("3221225472 bytes, more than"),
+        "{e}"
+    );
+    // Not regular files: a device that never ends, a directory, a FIFO (opening it would
+    // block until a writer came).
+    let fifo = dir.join("fifo");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    let mut specials = vec!["/dev/zero".to_string(), dir.display().to_string()];
+    if made.is_ok_and(|s| s.success()) {
+        specials.push(fifo.display().to_string());
+    }
+    for special in &specials {
+        let e = parse_disk(special);
+        assert!(
+            e.contains("process[0].buffer[0].file") && e.contains("not a regular file"),
+            "{special}: {e}"
+        );
+    }
+    // A small regular file is read.
+    let small = dir.join("small.bin");
+    std::fs::write(&small, [0u8; 16]).unwrap();
+    let s = workload::parse(
+        &scenario,
+        &from_file(&small.display().to_string()),
+        &workload::Disk,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let workload::scenario::Program::Commands(c) = &s.processes[0].program else {
+        panic!("a command program");
+    };
+    assert_eq!(c.buffers[0].init.len(), 16);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn the_scenario_has_a_memory_budget_for_all_its_processes() {
+    // Five processes of 1 GiB each pass every per-buffer and per-process limit; together
+    // they exceed the scenario's 4 GiB, and the fifth is named before it is allocated.
+    let process = |i: usize| {
+        format!(
+            "[[process]]\nname = \"p{i}\"\nptx = \"saxpy.ptx\"\n\n[[process.buffer]]\nname = \"b{i}\"\ntype = \"f64\"\nlen = {}\ninit = \"fill\"\n\n",
+            1u64 << 27
+        )
+    };
+    // Checked against the declared sizes before any buffer is filled.
+    let text: String = (0..5).map(process).collect();
+    let e = error(&text);
+    assert!(
+        e.starts_with("s.toml:48:7:")
+            && e.contains("process[4].buffer[0].len")
+            && e.contains("buffer `b4` of process `p4`")
+            && e.contains("more than the 4294967296"),
+        "{e}"
+    );
+}
