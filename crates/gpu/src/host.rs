@@ -55,6 +55,24 @@ impl Default for DeviceLimits {
     }
 }
 
+impl DeviceLimits {
+    /// The limits of a launch on `gpu`: its SM count, and per block CUDA's limits (1,024
+    /// threads, 227 KiB of shared memory) where the SM holds that much, else what one SM
+    /// holds (its threads, its largest shared-memory carve-out): a launch is checked
+    /// against the GPU that runs it.
+    pub fn for_gpu(gpu: &crate::config::GpuConfig) -> DeviceLimits {
+        let d = DeviceLimits::default();
+        let r = &gpu.sm.resources;
+        let largest = r.shared_memory.last().copied().unwrap_or(0);
+        DeviceLimits {
+            num_sms: gpu.sm.count,
+            max_threads_per_block: d.max_threads_per_block.min(r.max_threads),
+            max_smem_per_block: d.max_smem_per_block.min(largest),
+            ..d
+        }
+    }
+}
+
 /// A kernel argument.
 #[derive(Clone, Debug, PartialEq)]
 pub enum KernelArg {
@@ -386,8 +404,7 @@ impl Gpu {
             timing.options.clone(),
             DeviceMemory::new(),
         )?;
-        let mut gpu = Gpu::new();
-        gpu.limits.num_sms = timing.gpu.sm.count;
+        let mut gpu = Gpu::with_limits(DeviceLimits::for_gpu(&timing.gpu));
         gpu.machine = Some(Box::new(machine));
         gpu.timing = Some(timing);
         Ok(gpu)

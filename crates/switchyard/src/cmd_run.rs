@@ -496,6 +496,13 @@ fn run_ptx_file(
     let r = match r {
         Ok(r) => r,
         Err(FileRunError::Load(e)) => return Err(render_load_error(&e)),
+        // A launch the GPU refuses comes from the spec's grid, block, dynamic_smem or args.
+        Err(e @ FileRunError::Gpu(gpu::GpuError::BadLaunch { .. })) => {
+            return Err(format!(
+                "{}: the launch (grid, block, dynamic_smem, arg): {e}",
+                spec_path.display()
+            ))
+        }
         Err(e) => return Err(e.to_string()),
     };
     let checked = !r.checks.is_empty();

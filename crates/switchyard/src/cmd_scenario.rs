@@ -41,12 +41,13 @@ pub(crate) fn scenario(args: ScenarioArgs) -> Outcome {
     if let Some(on) = args.sharing {
         s.framework.intra_sm_sharing = on == Switch::On;
     }
-    let gpu_name = args
-        .gpu
-        .clone()
-        .or_else(|| s.gpu.clone())
-        .unwrap_or_else(|| "gtx480".to_string());
-    let gpu = load_gpu(&gpu_name, None)?;
+    let gpu = match (&args.gpu, &s.gpu) {
+        (Some(g), _) => load_gpu(g, None)?,
+        // Checked when the scenario was read; if it fails now, say where it is named.
+        (None, Some(g)) => load_gpu(g, None)
+            .map_err(|e| format!("{}: `gpu`: {e}", s.gpu_at.as_deref().unwrap_or(&file)))?,
+        (None, None) => load_gpu("gtx480", None)?,
+    };
     let max_cycles = args
         .max_cycles
         .or(s.max_cycles)

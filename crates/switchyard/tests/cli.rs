@@ -193,6 +193,42 @@ fn bad_launch_dimensions_are_rejected() {
     let t = text(&o);
     assert!(t.contains("bad launch of `saxpy`"), "{t}");
     assert!(t.contains("block.x = 2048"), "{t}");
+    // Located: the spec file, and what in it made the launch.
+    assert!(
+        t.contains("bad_launch.toml: the launch (grid, block"),
+        "{t}"
+    );
+}
+
+#[test]
+fn a_launch_is_checked_against_the_gpu_that_runs_it() {
+    // 60 KiB of dynamic shared memory: within the H100's 227 KiB per block, beyond the
+    // GTX480's 48 KiB. The limit printed used to be the H100's whatever the GPU.
+    let spec = std::env::temp_dir().join(format!("switchyard-smem-{}.toml", std::process::id()));
+    std::fs::write(
+        &spec,
+        "kernel = \"scan_blocks\"\ngrid = [1]\nblock = [256]\ndynamic_smem = 61440\n\
+         [[buffer]]\nname = \"a\"\ntype = \"u32\"\nlen = 256\n\
+         [[arg]]\nbuffer = \"a\"\n[[arg]]\nbuffer = \"a\"\n[[arg]]\nbuffer = \"a\"\n[[arg]]\nu32 = 256\n",
+    )
+    .unwrap();
+    let o = switchyard(&[
+        "run",
+        "kernels/scan/scan.sm_70.ptx",
+        "--spec",
+        spec.to_str().unwrap(),
+        "--gpu",
+        "gtx480",
+    ]);
+    assert_clean_failure(&o);
+    let t = text(&o);
+    assert!(
+        t.contains("bad launch of `scan_blocks`")
+            && t.contains("exceed the limit of 49152")
+            && t.contains(&format!("{}: the launch", spec.display())),
+        "{t}"
+    );
+    std::fs::remove_file(&spec).unwrap();
 }
 
 #[test]

@@ -228,3 +228,35 @@ fn a_bad_scenario_is_located_and_earlier_outputs_survive() {
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
+
+#[test]
+fn a_scenario_names_where_its_gpu_is_wrong() {
+    let dir = scratch("gpu");
+    let bad = dir.join("s.toml");
+    for (gpu, want) in [
+        ("gtx4800", "no GPU preset `gtx4800`"),
+        ("missing.toml", "cannot read"),
+    ] {
+        std::fs::write(
+            &bad,
+            format!("gpu = \"{gpu}\"\n[[process]]\nname = \"a\"\nsuite = \"scan\"\n"),
+        )
+        .unwrap();
+        let o = switchyard(&["scenario", bad.to_str().unwrap(), "--no-alone"]);
+        assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+        let e = text(&o);
+        assert!(
+            e.contains(&format!("{}:1:7: `gpu`", bad.display())) && e.contains(want),
+            "{e}"
+        );
+        assert!(!e.contains("panicked"));
+    }
+    // The scenario file itself: a device is refused before it is read.
+    let o = switchyard(&["scenario", "/dev/zero"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        text(&o).contains("/dev/zero: not a regular file"),
+        "{}",
+        text(&o)
+    );
+}

@@ -464,8 +464,11 @@ pub struct Scenario {
     /// The file (for messages) and its directory (for relative paths).
     pub file: String,
     pub description: String,
-    /// The GPU named by the file, resolved against its directory.
+    /// The GPU named by the file, resolved against its directory: a preset that exists, or
+    /// a GPU file that was read and is valid.
     pub gpu: Option<String>,
+    /// Where the file names its GPU (`file:line:col`), for errors about it.
+    pub gpu_at: Option<String>,
     pub framework: FrameworkConfig,
     pub policy: PolicyKind,
     /// The slice of [`PolicyKind::TimeSlice`] when it names none, µs.
@@ -622,6 +625,8 @@ pub const MAX_TOTAL_BUFFER_BYTES: u64 = 1 << 32;
 /// The most bytes of buffers all the processes of a scenario may declare together (4 GiB;
 /// a run holds several copies of each: the scenario's, the host program's, device memory).
 pub const MAX_SCENARIO_BUFFER_BYTES: u64 = 1 << 32;
+/// The longest GPU configuration file a scenario may name (1 MiB).
+pub const MAX_GPU_FILE_BYTES: u64 = 1 << 20;
 /// The longest PTX file a scenario may name (64 MiB).
 pub const MAX_PTX_BYTES: u64 = 1 << 26;
 /// The longest input or expected-output file (`.npy` or raw): a largest buffer and a
@@ -775,6 +780,9 @@ impl Cx<'_> {
                 self.budget(total, bytes, spec, &f, p.name.get_ref())?;
             }
         }
+        if let Some(g) = &raw.gpu {
+            self.gpu(g)?;
+        }
         let policy = self.choice(&raw.scheduler.policy, "scheduler.policy")?;
         let mechanism = self.choice(&raw.scheduler.mechanism, "scheduler.mechanism")?;
         let mut processes = Vec::new();
@@ -795,6 +803,10 @@ impl Cx<'_> {
         Ok(Scenario {
             file: self.file.to_string(),
             description: raw.description,
+            gpu_at: raw
+                .gpu
+                .as_ref()
+                .map(|g| self.lines.at(self.file, g.span().start)),
             gpu: raw.gpu.map(|g| {
                 let g = g.into_inner();
                 if g.ends_with(".toml") {
@@ -815,6 +827,34 @@ impl Cx<'_> {
             max_cycles: raw.limits.max_cycles,
             processes,
         })
+    }
+
+    /// Checks the GPU the file names: a preset that exists, or a GPU file (relative to the
+    /// scenario) that can be read and is valid, so a mistake is located here rather than
+    /// reported without a place when the run starts.
+    fn gpu(&self, g: &Spanned<String>) -> Result<(), ScenarioError> {
+        let name = g.get_ref();
+        if !name.ends_with(".toml") {
+            if gpu::config::PRESETS.iter().any(|(n, _)| n == name) {
+                return Ok(());
+            }
+            let presets: Vec<&str> = gpu::config::PRESETS.iter().map(|(n, _)| *n).collect();
+            return self.err(
+                Some(g.span()),
+                "gpu",
+                format!(
+                    "no GPU preset `{name}` (presets: {}; a GPU file ends in .toml)",
+                    presets.join(", ")
+                ),
+            );
+        }
+        let bytes = self.read(g, "gpu", MAX_GPU_FILE_BYTES)?;
+        let path = self.path(name).display().to_string();
+        let text = String::from_utf8(bytes)
+            .or_else(|_| self.err(Some(g.span()), "gpu", format!("`{path}` is not UTF-8 text")))?;
+        gpu::config::GpuConfig::from_toml(&path, &text)
+            .map(|_| ())
+            .or_else(|e| self.err(Some(g.span()), "gpu", e.to_string()))
     }
 
     /// A policy or mechanism as written ([`crate::choice`]), or its default when left out.

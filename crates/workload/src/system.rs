@@ -763,10 +763,8 @@ impl System {
         args: &[gpu::KernelArg],
         at: &str,
     ) -> Result<Command, RunError> {
-        let limits = DeviceLimits {
-            num_sms: self.machine.sm_count(),
-            ..DeviceLimits::default()
-        };
+        // Checked against the GPU that runs the launch, not a default one.
+        let limits = DeviceLimits::for_gpu(&self.setup.timing.gpu);
         let grid_id = self.out.kernels.len() as u64 + 1;
         let timing = &self.setup.timing;
         let proc = &mut self.procs[p];
