@@ -70,6 +70,10 @@ pub enum LowerError {
         ty: String,
         span: Span,
     },
+    /// What the PTX ISA forbids and `ptxas` rejects (a guard that is not a predicate, a
+    /// store to `.const`, an alignment that is not a power of two, ...).
+    #[error("{what}")]
+    Invalid { what: String, span: Span },
     #[error("unsupported `.address_size {size}`: Switchyard executes 64-bit PTX only")]
     AddressSize { size: u32, span: Span },
     #[error("too large: {size} {what}; the limit is {limit}")]
@@ -100,6 +104,7 @@ impl LowerError {
             | OperandType { span, .. }
             | InstructionType { span, .. }
             | ImmediateRange { span, .. }
+            | Invalid { span, .. }
             | AddressSize { span, .. }
             | TooLarge { span, .. } => *span,
         }

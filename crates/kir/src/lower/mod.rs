@@ -36,6 +36,53 @@ use crate::module::{
     FUNCTION_ADDRESS_BASE, FUNCTION_ADDRESS_STRIDE,
 };
 
+/// What `ptxas` refuses in a function's signature: a second definition of its name, two
+/// parameters of one name, a dimension of zero in `.reqntid` / `.maxntid`.
+fn check_signature<'a>(
+    f: &'a ast::Function,
+    defined: &mut HashSet<&'a str>,
+    errors: &mut Vec<LowerError>,
+) {
+    if f.body.is_some() && !defined.insert(f.name.value.as_str()) {
+        errors.push(LowerError::Redeclared {
+            name: f.name.value.clone(),
+            span: f.name.span,
+        });
+    }
+    let mut names = HashSet::new();
+    for p in f.returns.iter().chain(&f.params) {
+        if !names.insert(p.name.value.as_str()) {
+            errors.push(LowerError::Redeclared {
+                name: p.name.value.clone(),
+                span: p.name.span,
+            });
+        }
+    }
+    for d in &f.performance {
+        let (ast::Performance::ReqNtid(dims) | ast::Performance::MaxNtid(dims)) = &d.value else {
+            continue;
+        };
+        // ptxas requires every dimension to be positive (and leaves a block too large for
+        // the device to the launch, which refuses it).
+        if dims.contains(&0) {
+            let name = match d.value {
+                ast::Performance::ReqNtid(_) => "reqntid",
+                _ => "maxntid",
+            };
+            errors.push(LowerError::Invalid {
+                what: format!(
+                    "`.{name} {}`: every dimension must be at least 1",
+                    dims.iter()
+                        .map(u32::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                span: d.span,
+            });
+        }
+    }
+}
+
 /// Lowers a parsed module. On failure returns every error found (in source order).
 pub fn lower_module(module: &ast::Module, source_name: &str) -> Result<Module, Vec<LowerError>> {
     let mut errors = Vec::new();
@@ -52,6 +99,8 @@ pub fn lower_module(module: &ast::Module, source_name: &str) -> Result<Module, V
     let mut shared_decls: Vec<&ast::VarDecl> = Vec::new();
     let mut function_order: Vec<&str> = Vec::new();
     let mut call_tables: HashMap<String, Vec<String>> = HashMap::new();
+    // Functions with a body so far: a second definition is an error (prototypes are not).
+    let mut defined: HashSet<&str> = HashSet::new();
 
     for item in &module.items {
         match item {
@@ -84,6 +133,7 @@ pub fn lower_module(module: &ast::Module, source_name: &str) -> Result<Module, V
                 }),
             },
             ast::Item::Function(f) => {
+                check_signature(f, &mut defined, &mut errors);
                 if !functions.contains_key(f.name.value.as_str()) {
                     // A function's address: its place among the module's functions.
                     let addr = FUNCTION_ADDRESS_BASE
