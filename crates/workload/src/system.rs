@@ -820,9 +820,17 @@ impl System {
             OpKind::Copy { .. } => self.copy_queue.push_back(id),
             OpKind::Launch { .. } => {
                 if self.ops[id].ready <= self.now() {
-                    self.deliver.push(id);
+                    self.queue_delivery(id);
                 }
             }
+        }
+    }
+
+    /// Delivers launch `id` this cycle, once: with no launch latency it reaches the head of
+    /// its stream and its latency timer fires at the same moment, and each would deliver it.
+    fn queue_delivery(&mut self, id: usize) {
+        if self.ops[id].started.is_none() && !self.deliver.contains(&id) {
+            self.deliver.push(id);
         }
     }
 
@@ -830,7 +838,7 @@ impl System {
     fn try_issue_head(&mut self, id: usize) {
         let (p, s) = (self.ops[id].process, self.ops[id].stream);
         if self.procs[p].stream(s).front() == Some(&id) {
-            self.deliver.push(id);
+            self.queue_delivery(id);
         }
     }
 

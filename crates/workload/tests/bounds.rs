@@ -326,3 +326,20 @@ fn the_scenario_has_a_memory_budget_for_all_its_processes() {
         "{e}"
     );
 }
+
+#[test]
+fn a_launch_with_no_latency_is_delivered_once() {
+    // Found by the loader fuzz test: with launch_latency_us = 0 (or 1e-300, which rounds to
+    // no time) a launch heads its stream and its latency timer fires at the same moment,
+    // and both delivered it: the second delivery panicked.
+    for latency in ["0.0", "1e-300"] {
+        let text = format!(
+            "[host]\nlaunch_latency_us = {latency}\n\n{}",
+            repeated_launch("3")
+        );
+        let r = run(&text).unwrap_or_else(|e| panic!("{latency}: {e}"));
+        assert_eq!(r.kernels.len(), 3);
+        assert!(r.kernels.iter().all(|k| k.finished_fs.is_some()));
+        assert_eq!(r.kernels[0].arrived_fs, Some(r.kernels[0].called_fs));
+    }
+}
