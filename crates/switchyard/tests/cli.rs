@@ -122,6 +122,49 @@ fn a_failed_check_exits_non_zero() {
 }
 
 #[test]
+fn a_rerun_whose_check_fails_keeps_the_previous_statistics() {
+    // README: a failed rerun never loses the previous complete file. A failed *check* used
+    // to replace it (and exit 1).
+    let path = temp("checked.json");
+    let partial = temp("checked.partial.json");
+    let stats = path.to_str().unwrap();
+    let good = std::fs::read_to_string(root().join("examples/saxpy/saxpy.toml")).unwrap();
+    let spec = temp("checked-spec.toml");
+    std::fs::write(&spec, &good).unwrap();
+    let run = |spec: &std::path::Path| {
+        switchyard(&[
+            "run",
+            "examples/saxpy/saxpy.ptx",
+            "--spec",
+            spec.to_str().unwrap(),
+            "--stats",
+            stats,
+        ])
+    };
+    let o = run(&spec);
+    assert!(o.status.success(), "{}", text(&o));
+    let complete = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(
+        &spec,
+        good.replace("values = [1, 3, 5", "values = [1, 4, 5"),
+    )
+    .unwrap();
+    let o = run(&spec);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), complete);
+    let v = read_json(&partial);
+    assert_eq!(v["complete"], false);
+    let t = text(&o);
+    assert!(
+        t.contains("verification failed") && t.contains("checked.json is unchanged"),
+        "{t}"
+    );
+    for p in [&path, &partial, &spec] {
+        let _ = std::fs::remove_file(p);
+    }
+}
+
+#[test]
 fn check_lists_kernels_of_every_committed_ptx_file() {
     let mut files: Vec<String> = Vec::new();
     for dir in std::fs::read_dir(root().join("kernels")).unwrap() {

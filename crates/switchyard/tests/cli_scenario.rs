@@ -260,3 +260,60 @@ fn a_scenario_names_where_its_gpu_is_wrong() {
         text(&o)
     );
 }
+
+#[test]
+fn a_rerun_whose_check_fails_leaves_every_output_as_it_was() {
+    let dir = scratch("verify");
+    let (trace, csv) = (dir.join("trace.json"), dir.join("csv"));
+    let saxpy = root().join("examples/saxpy/saxpy.ptx");
+    let scenario = |fill: &str| {
+        format!(
+            "[[process]]\nname = \"p\"\nptx = \"{}\"\n\n[[process.buffer]]\nname = \"x\"\ntype = \"f32\"\nlen = 32\ninit = \"fill\"\nvalue = 1.0\n\n[[process.command]]\ncopy = \"x\"\n\n[[process.command]]\nlaunch = \"saxpy\"\ngrid = [1]\nblock = [32]\nargs = [{{ buffer = \"x\" }}, {{ buffer = \"x\" }}, {{ f32 = 2.0 }}, {{ u32 = 32 }}]\n\n[[process.check]]\nbuffer = \"x\"\nfill = {fill}\n",
+            saxpy.display()
+        )
+    };
+    let file = dir.join("s.toml");
+    let run = || {
+        switchyard(&[
+            "scenario",
+            file.to_str().unwrap(),
+            "--no-alone",
+            "--trace",
+            trace.to_str().unwrap(),
+            "--csv",
+            csv.to_str().unwrap(),
+        ])
+    };
+    // x = 2x + x = 3.
+    std::fs::write(&file, scenario("3.0")).unwrap();
+    let o = run();
+    assert!(o.status.success(), "{}", text(&o));
+    let before: Vec<Vec<u8>> = [
+        trace.clone(),
+        csv.join("kernels.csv"),
+        csv.join("processes.csv"),
+    ]
+    .iter()
+    .map(|p| std::fs::read(p).unwrap())
+    .collect();
+    std::fs::write(&file, scenario("4.0")).unwrap();
+    let o = run();
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("verification failed"), "{}", text(&o));
+    let after: Vec<Vec<u8>> = [
+        trace.clone(),
+        csv.join("kernels.csv"),
+        csv.join("processes.csv"),
+    ]
+    .iter()
+    .map(|p| std::fs::read(p).unwrap())
+    .collect();
+    assert!(before == after, "a failed check replaced the outputs");
+    let leftovers: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .chain(std::fs::read_dir(&csv).unwrap())
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n.to_string_lossy().contains("tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
