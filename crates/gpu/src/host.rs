@@ -334,6 +334,17 @@ impl LoadedModule {
     }
 }
 
+/// The warnings lowering gave `module` (loaded from `text` of `file_name`), each as
+/// `file:line:col: warning: what`.
+pub fn render_warnings(module: &Module, file_name: &str, text: &str) -> Vec<String> {
+    let source = SourceFile::new(file_name, text);
+    module
+        .warnings
+        .iter()
+        .map(|w| format!("{}: warning: {w}", source.location(w.span)))
+        .collect()
+}
+
 /// Parses and lowers PTX `text` (named `file_name` in diagnostics).
 pub fn lower_ptx(file_name: &str, text: &str) -> Result<Module, LoadError> {
     let source = SourceFile::new(file_name, text);

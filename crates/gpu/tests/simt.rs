@@ -326,6 +326,17 @@ LOOP:
 }
 
 #[test]
+fn an_integer_literal_that_does_not_fit_runs_wrapped_to_its_type() {
+    // As ptxas takes it (lowering warns): 2^32 + 7 as a .u32 is 7.
+    let out = run(
+        "    mov.u32 %r5, 4294967303;\n    st.global.u32 [%rd0], %r5;\n",
+        1,
+        32,
+    );
+    assert!(out.iter().all(|&v| v == 7), "{out:?}");
+}
+
+#[test]
 fn misaligned_accesses_fault() {
     let body = "    st.global.u32 [%rd0+2], 1;\n";
     let err = try_run(body, 1, 32, DeviceLimits::default()).unwrap_err();

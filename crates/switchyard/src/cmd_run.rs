@@ -520,6 +520,9 @@ fn run_ptx_file(
         }
         Err(e) => return Err(e.to_string()),
     };
+    for w in &r.warnings {
+        eprintln!("{w}");
+    }
     let checked = !r.checks.is_empty();
     let verified = checked && r.checks.iter().all(|c| c.mismatches == 0);
     let detail = if r.checks.is_empty() {

@@ -22,6 +22,9 @@ pub(crate) fn scenario(args: ScenarioArgs) -> Outcome {
     let file = args.file.display().to_string();
     let text = switchyard::input::read_text(&args.file, switchyard::input::Utf8::Strict)?;
     let mut s = workload::parse(&file, &text, &Disk).map_err(|e| e.to_string())?;
+    for w in &s.warnings {
+        eprintln!("{w}");
+    }
     // `--time-slice-us` replaces the scenario's slice, `--policy`'s own `slice_us` both.
     if let Some(us) = args.time_slice_us {
         if !(us.is_finite() && sched::SLICE_US_RANGE.contains(&us)) {

@@ -165,6 +165,27 @@ fn a_rerun_whose_check_fails_keeps_the_previous_statistics() {
 }
 
 #[test]
+fn check_warns_of_a_literal_wrapped_to_its_type() {
+    let ptx = temp("wrapped.ptx");
+    std::fs::write(
+        &ptx,
+        ".version 8.0\n.target sm_70\n.address_size 64\n.visible .entry k()\n{\n.reg .b16 %rs<2>;\nmov.u16 %rs1, 70000;\nret;\n}\n",
+    )
+    .unwrap();
+    let o = switchyard(&["check", ptx.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    let t = text(&o);
+    assert!(
+        t.contains(&format!(
+            "{}:7:15: warning: integer literal 70000 does not fit `.u16` in `mov.u16`: taken as 0x1170",
+            ptx.display()
+        )) && t.contains("ok, 1 kernel(s)"),
+        "{t}"
+    );
+    let _ = std::fs::remove_file(&ptx);
+}
+
+#[test]
 fn check_lists_kernels_of_every_committed_ptx_file() {
     let mut files: Vec<String> = Vec::new();
     for dir in std::fs::read_dir(root().join("kernels")).unwrap() {

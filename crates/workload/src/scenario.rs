@@ -478,6 +478,9 @@ pub struct Scenario {
     pub host: HostOverrides,
     pub max_cycles: Option<u64>,
     pub processes: Vec<Process>,
+    /// What loading accepted but warns about (`file:line:col: warning: what`): integer
+    /// literals in a process's PTX wrapped to their type.
+    pub warnings: Vec<String>,
 }
 
 /// A process of a scenario.
@@ -658,6 +661,7 @@ pub fn parse(file: &str, text: &str, files: &dyn Files) -> Result<Scenario, Scen
         dir: &dir,
         files,
         buffer_bytes: std::cell::Cell::new(0),
+        warnings: std::cell::RefCell::new(Vec::new()),
     };
     cx.resolve(raw)
 }
@@ -689,6 +693,7 @@ struct Cx<'a> {
     files: &'a dyn Files,
     /// Bytes of buffers the processes resolved so far declare ([`MAX_SCENARIO_BUFFER_BYTES`]).
     buffer_bytes: std::cell::Cell<u64>,
+    warnings: std::cell::RefCell<Vec<String>>,
 }
 
 impl Cx<'_> {
@@ -826,6 +831,7 @@ impl Cx<'_> {
             host: raw.host,
             max_cycles: raw.limits.max_cycles,
             processes,
+            warnings: self.warnings.take(),
         })
     }
 
@@ -987,6 +993,9 @@ impl Cx<'_> {
         };
         let ir = gpu::lower_ptx(&ptx_file, &text)
             .or_else(|e| self.err(Some(ptx.span()), &format!("{field}.ptx"), e.to_string()))?;
+        self.warnings
+            .borrow_mut()
+            .extend(gpu::render_warnings(&ir, &ptx_file, &text));
         let kernels: Vec<String> = ir.kernels.values().map(|k| k.name.clone()).collect();
         let mut buffers: Vec<Buffer> = Vec::new();
         let mut declared = 0u64;

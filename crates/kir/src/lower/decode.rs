@@ -811,15 +811,22 @@ impl<'a> KernelLowerer<'a> {
                         ),
                     ));
                 }
+                let bits = int_literal_bits(*v, ty);
                 if !typecheck::int_fits(*v, ty) {
-                    return Err(LowerError::ImmediateRange {
-                        inst: full_name(i),
-                        value: *v,
-                        ty: typecheck::name(ty),
-                        span: o.span,
-                    });
+                    let (inst, name) = (full_name(i), typecheck::name(ty));
+                    match super::error::wrapped_literal(&inst, *v, &name, bits, o.span) {
+                        Some(w) => self.ctx.warnings.borrow_mut().push(w),
+                        None => {
+                            return Err(LowerError::ImmediateRange {
+                                inst,
+                                value: *v,
+                                ty: name,
+                                span: o.span,
+                            })
+                        }
+                    }
                 }
-                Ok(Operand::Imm(int_literal_bits(*v, ty)))
+                Ok(Operand::Imm(bits))
             }
             K::Float(f) => {
                 let lit_bits = match f {

@@ -26,7 +26,7 @@ use std::collections::{HashMap, HashSet};
 use ptx::ast::{self, InitExpr, Initializer, StateSpace, Statement};
 use ptx::Span;
 
-pub use error::LowerError;
+pub use error::{LowerError, LowerWarning};
 
 use crate::cfg::Cfg;
 use crate::ids::{GlobalId, IdVec, InstId, Reg};
@@ -99,6 +99,7 @@ pub fn lower_module(module: &ast::Module, source_name: &str) -> Result<Module, V
     let mut shared_decls: Vec<&ast::VarDecl> = Vec::new();
     let mut function_order: Vec<&str> = Vec::new();
     let mut call_tables: HashMap<String, Vec<String>> = HashMap::new();
+    let mut warnings: Vec<LowerWarning> = Vec::new();
     // Functions with a body so far: a second definition is an error (prototypes are not).
     let mut defined: HashSet<&str> = HashSet::new();
 
@@ -163,6 +164,7 @@ pub fn lower_module(module: &ast::Module, source_name: &str) -> Result<Module, V
                     offset: &mut offset,
                     functions: &mut funcs,
                     errors: &mut errors,
+                    warnings: &mut warnings,
                 };
                 write_initializer(init, v.ty, &module_syms, &mut out);
                 globals[*id] = g;
@@ -185,6 +187,7 @@ pub fn lower_module(module: &ast::Module, source_name: &str) -> Result<Module, V
         })
         .unwrap_or(0);
     let address_taken = indirect::address_taken(module, &function_order, &call_tables);
+    let kernel_warnings = std::cell::RefCell::new(Vec::new());
     let ctx = ModuleCtx {
         sync_required: sm >= 70 && module.version >= (6, 4),
         syms: &module_syms,
@@ -192,6 +195,7 @@ pub fn lower_module(module: &ast::Module, source_name: &str) -> Result<Module, V
         shared_decls: &shared_decls,
         call_tables: &call_tables,
         address_taken: &address_taken,
+        warnings: &kernel_warnings,
     };
     for item in &module.items {
         let ast::Item::Function(f) = item else {
@@ -212,6 +216,13 @@ pub fn lower_module(module: &ast::Module, source_name: &str) -> Result<Module, V
     if errors.is_empty() {
         Ok(Module {
             source_name: source_name.to_string(),
+            warnings: {
+                warnings.extend(kernel_warnings.take());
+                // A function's warning is found again in every kernel that inlines it.
+                warnings.sort_by_key(|w| w.span.start);
+                warnings.dedup();
+                warnings
+            },
             version: module.version,
             target: module.target.clone(),
             kernels,
@@ -246,6 +257,8 @@ struct ModuleCtx<'a> {
     /// Functions whose address the module takes, in declaration order: the possible callees
     /// of an indirect call through a `.callprototype`.
     address_taken: &'a [&'a str],
+    /// What is accepted but worth a word ([`LowerWarning`]), from every kernel.
+    warnings: &'a std::cell::RefCell<Vec<LowerWarning>>,
 }
 
 fn var_align(v: &ast::VarDecl) -> u32 {
@@ -284,6 +297,7 @@ struct InitOut<'o> {
     offset: &'o mut u64,
     functions: &'o mut Vec<String>,
     errors: &'o mut Vec<LowerError>,
+    warnings: &'o mut Vec<LowerWarning>,
 }
 
 fn write_initializer(
@@ -302,15 +316,20 @@ fn write_initializer(
             let size = ty.size() as u64;
             let bits: u64 = match &e.value {
                 InitExpr::Int(v) => {
+                    let bits = decode::int_literal_bits(*v, ty);
                     if !ty.is_float() && !typecheck::int_fits(*v, ty) {
-                        out.errors.push(LowerError::ImmediateRange {
-                            inst: out.g.name.clone(),
-                            value: *v,
-                            ty: typecheck::name(ty),
-                            span: e.span,
-                        });
+                        let name = typecheck::name(ty);
+                        match error::wrapped_literal(&out.g.name, *v, &name, bits, e.span) {
+                            Some(w) => out.warnings.push(w),
+                            None => out.errors.push(LowerError::ImmediateRange {
+                                inst: out.g.name.clone(),
+                                value: *v,
+                                ty: name,
+                                span: e.span,
+                            }),
+                        }
                     }
-                    decode::int_literal_bits(*v, ty)
+                    bits
                 }
                 InitExpr::Float(f) => decode::float_literal_bits(*f, ty),
                 InitExpr::SymbolAddr {
