@@ -192,6 +192,36 @@ def build_corpus():
     return entries
 
 
+# Hand-written cases (issue 21): what the PTX ISA forbids and mutation found the checker
+# accepting, each next to a legal variant. (file, the line as committed, replacement); the
+# line is found by its text, so the entries survive a regenerated suite.
+HAND_FILE = "kernels/scan/scan.sm_70.ptx"
+HAND = [
+    (".version 8.8", ".version 65.0"),
+    (".target sm_70", ".target sm_99"),
+    (".target sm_70", ".target sm_0"),
+    (".target sm_70", ".target sm_70, texmode_independent"),
+    (".extern .shared .align 16 .b8 s[];", ".extern .shared .align 3 .b8 s[];"),
+    (".extern .shared .align 16 .b8 s[];", ".extern .shared .align 0 .b8 s[];"),
+    (".extern .shared .align 16 .b8 s[];", ".extern .shared .align 8 .b8 s[];"),
+    ("\t@%p1 bra \t$L__BB0_2;", "\t@%r6 bra \t$L__BB0_2;"),
+    (".visible .entry scan_add(", ".visible .entry scan_blocks("),
+    ("\t.param .u64 scan_blocks_param_1,", "\t.param .u64 scan_blocks_param_0,"),
+    ("\tst.global.u32 \t[%rd21], %r34;", "\tst.const.u32 \t[%rd21], %r34;"),
+    ("\tbar.sync \t0;", "\tbar.sync \t16;"),
+    ("\tbar.sync \t0;", "\tbar.sync \t15;"),
+    (")", ") .reqntid 0"),
+    (")", ") .reqntid 256"),
+]
+
+
+def hand_cases():
+    with open(os.path.join(ROOT, HAND_FILE)) as f:
+        lines = f.read().split("\n")
+    for old, new in HAND:
+        yield HAND_FILE, lines.index(old) + 1, "isa", new
+
+
 def apply(rel, line, new):
     with open(os.path.join(ROOT, rel)) as f:
         text = f.read()
@@ -245,6 +275,12 @@ def main():
             counts[verdict] += 1
             f.write("m%03d\t%s\t%d\t%s\t%s\t%s\n" % (n, rel, line, kind, verdict,
                                                      escape(new if new is not None else "")))
+        for n, (rel, line, kind, new) in enumerate(hand_cases()):
+            # The committed file's target picks ptxas (a case may change `.target`).
+            verdict = ptxas_verdict(apply(rel, line, new), target_of(apply(rel, 0, None)))
+            counts[verdict] += 1
+            entries.append((rel, line, kind, new))
+            f.write("h%03d\t%s\t%d\t%s\t%s\t%s\n" % (n, rel, line, kind, verdict, escape(new)))
     print("ptxas_verdicts: %d entries (%d accepted, %d rejected) -> %s"
           % (len(entries), counts["accept"], counts["reject"], os.path.relpath(OUT, ROOT)))
 

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use memsys::MemConfig;
 
-use crate::occupancy::SmResources;
+use crate::occupancy::{RegisterAllocation, SmResources};
 use crate::pipeline::PipelineSpec;
 
 /// Warp scheduling policies (the timing model's warp schedulers).
@@ -177,6 +177,47 @@ impl GpuConfig {
                 "exceeds max_warps × 32",
             ));
         }
+        if r.max_threads < crate::occupancy::WARP_SIZE {
+            return Err(invalid(
+                "sm.resources.max_threads",
+                "must hold at least one warp (32 threads)",
+            ));
+        }
+        // Relations between fields: each value may be in range and the machine still unable
+        // to run anything, or the field silently ignored.
+        let max_regs = r.max_registers_per_thread;
+        let (min_regs, isa_regs) = (regalloc::MIN_GPRS, 255);
+        if !(min_regs..=isa_regs).contains(&max_regs) {
+            return Err(invalid(
+                "sm.resources.max_registers_per_thread",
+                &format!(
+                    "{max_regs} is out of {min_regs}..={isa_regs} (the register allocator needs {min_regs}; PTX allows at most {isa_regs})"
+                ),
+            ));
+        }
+        if u64::from(max_regs) * u64::from(crate::occupancy::WARP_SIZE) > u64::from(r.registers) {
+            return Err(invalid(
+                "sm.resources.max_registers_per_thread",
+                &format!(
+                    "{max_regs} registers × 32 threads exceed sm.resources.registers {}: a warp using them could never be resident",
+                    r.registers
+                ),
+            ));
+        }
+        let (RegisterAllocation::Thread { unit } | RegisterAllocation::Warp { unit }) =
+            r.register_allocation;
+        if unit == 0 {
+            return Err(invalid(
+                "sm.resources.register_allocation.unit",
+                "must be at least 1",
+            ));
+        }
+        if r.shared_allocation_unit == 0 {
+            return Err(invalid(
+                "sm.resources.shared_allocation_unit",
+                "must be at least 1",
+            ));
+        }
         if r.shared_memory.is_empty() || r.shared_memory.windows(2).any(|w| w[0] > w[1]) {
             return Err(invalid(
                 "sm.resources.shared_memory",
@@ -212,8 +253,8 @@ impl GpuConfig {
             let memsys::ConfigError::Invalid { what, reason } = e;
             ConfigError::Invalid {
                 file: file.to_string(),
-                field: "memory".to_string(),
-                what: format!("{what}: {reason}"),
+                field: format!("memory.{what}"),
+                what: reason,
             }
         };
         self.memory
@@ -452,5 +493,81 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("gtx480"));
+    }
+
+    /// Each value in range, but together unable to run anything, or a field that would be
+    /// silently ignored: refused, naming the dotted field.
+    #[test]
+    fn relations_between_fields_are_checked() {
+        let gtx480 = PRESETS.iter().find(|(n, _)| *n == "gtx480").unwrap().1;
+        for (from, to, field, what) in [
+            // A refresh every 100 cycles that lasts 102 + t_rp: always refreshing.
+            (
+                "t_refi = 3604",
+                "t_refi = 100",
+                "memory.dram.t_refi",
+                "always be refreshing",
+            ),
+            (
+                "t_refi = 3604",
+                "t_refi = 102",
+                "memory.dram.t_refi",
+                "always be refreshing",
+            ),
+            (
+                "max_registers_per_thread = 63",
+                "max_registers_per_thread = 0",
+                "sm.resources.max_registers_per_thread",
+                "out of 16..=255",
+            ),
+            (
+                "max_registers_per_thread = 63",
+                "max_registers_per_thread = 300",
+                "sm.resources.max_registers_per_thread",
+                "out of 16..=255",
+            ),
+            (
+                "registers = 32768 ",
+                "registers = 1024 ",
+                "sm.resources.max_registers_per_thread",
+                "exceed sm.resources.registers",
+            ),
+            (
+                "unit = 4 }",
+                "unit = 0 }",
+                "sm.resources.register_allocation.unit",
+                "at least 1",
+            ),
+            (
+                "shared_allocation_unit = 1 ",
+                "shared_allocation_unit = 0 ",
+                "sm.resources.shared_allocation_unit",
+                "at least 1",
+            ),
+            (
+                "max_threads = 1536 ",
+                "max_threads = 16 ",
+                "sm.resources.max_threads",
+                "one warp",
+            ),
+        ] {
+            let text = gtx480.replace(from, to);
+            assert_ne!(text, gtx480, "{from}");
+            let e = GpuConfig::from_toml("x.toml", &text)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.starts_with("x.toml: `") && e.contains(&format!("`{field}`")) && e.contains(what),
+                "{to}: {e}"
+            );
+        }
+        // Refresh off, and a refresh with time to spare, are fine.
+        assert!(
+            GpuConfig::from_toml("x.toml", &gtx480.replace("t_refi = 3604", "t_refi = 0")).is_ok()
+        );
+        assert!(
+            GpuConfig::from_toml("x.toml", &gtx480.replace("t_refi = 3604", "t_refi = 200"))
+                .is_ok()
+        );
     }
 }

@@ -137,13 +137,21 @@ fn run_tbs<H: StepHook>(
                 clock: None,
                 local_base,
             };
+            // Each TB may run what the earlier ones left of the launch's limit; a TB that
+            // runs past it is reported against the launch's limit, the one the user set.
             let s = run_tb(
                 ctx,
                 &mut tb,
                 mem,
                 limit.saturating_sub(stats.warp_instructions),
                 hook,
-            )?;
+            )
+            .map_err(|e| match e {
+                ExecError::InstructionLimit { kernel, .. } => {
+                    ExecError::InstructionLimit { kernel, limit }
+                }
+                e => e,
+            })?;
             stats.add(&s);
             progress(Progress {
                 cycle: 0,

@@ -55,6 +55,24 @@ impl Default for DeviceLimits {
     }
 }
 
+impl DeviceLimits {
+    /// The limits of a launch on `gpu`: its SM count, and per block CUDA's limits (1,024
+    /// threads, 227 KiB of shared memory) where the SM holds that much, else what one SM
+    /// holds (its threads, its largest shared-memory carve-out): a launch is checked
+    /// against the GPU that runs it.
+    pub fn for_gpu(gpu: &crate::config::GpuConfig) -> DeviceLimits {
+        let d = DeviceLimits::default();
+        let r = &gpu.sm.resources;
+        let largest = r.shared_memory.last().copied().unwrap_or(0);
+        DeviceLimits {
+            num_sms: gpu.sm.count,
+            max_threads_per_block: d.max_threads_per_block.min(r.max_threads),
+            max_smem_per_block: d.max_smem_per_block.min(largest),
+            ..d
+        }
+    }
+}
+
 /// A kernel argument.
 #[derive(Clone, Debug, PartialEq)]
 pub enum KernelArg {
@@ -316,6 +334,17 @@ impl LoadedModule {
     }
 }
 
+/// The warnings lowering gave `module` (loaded from `text` of `file_name`), each as
+/// `file:line:col: warning: what`.
+pub fn render_warnings(module: &Module, file_name: &str, text: &str) -> Vec<String> {
+    let source = SourceFile::new(file_name, text);
+    module
+        .warnings
+        .iter()
+        .map(|w| format!("{}: warning: {w}", source.location(w.span)))
+        .collect()
+}
+
 /// Parses and lowers PTX `text` (named `file_name` in diagnostics).
 pub fn lower_ptx(file_name: &str, text: &str) -> Result<Module, LoadError> {
     let source = SourceFile::new(file_name, text);
@@ -386,8 +415,7 @@ impl Gpu {
             timing.options.clone(),
             DeviceMemory::new(),
         )?;
-        let mut gpu = Gpu::new();
-        gpu.limits.num_sms = timing.gpu.sm.count;
+        let mut gpu = Gpu::with_limits(DeviceLimits::for_gpu(&timing.gpu));
         gpu.machine = Some(Box::new(machine));
         gpu.timing = Some(timing);
         Ok(gpu)

@@ -34,5 +34,6 @@ pub mod validate;
 pub use error::ExecError;
 pub use func::LaunchStats;
 pub use host::{
-    lower_ptx, DevPtr, DeviceLimits, Gpu, GpuError, KernelArg, LoadError, LoadedModule, ModuleId,
+    lower_ptx, render_warnings, DevPtr, DeviceLimits, Gpu, GpuError, KernelArg, LoadError,
+    LoadedModule, ModuleId,
 };

@@ -295,6 +295,48 @@ fn an_endless_loop_hits_the_instruction_limit() {
 }
 
 #[test]
+fn the_instruction_limit_reported_is_the_launchs_not_a_tbs_remainder() {
+    // Each TB runs about 3,000 warp instructions: the seventh of sixteen TBs passes the
+    // launch's 20,000. The message used to give what the earlier TBs had left of it.
+    let body = r#"
+    mov.u32 %r5, 0;
+LOOP:
+    add.s32 %r5, %r5, 1;
+    setp.lt.u32 %p1, %r5, 1000;
+    @%p1 bra LOOP;
+    st.global.u32 [%rd0], %r5;
+"#;
+    let limits = DeviceLimits {
+        instruction_limit: Some(20_000),
+        ..DeviceLimits::default()
+    };
+    match try_run(body, 16, 32, limits) {
+        Err(GpuError::Exec(e @ ExecError::InstructionLimit { .. })) => {
+            let ExecError::InstructionLimit { limit, .. } = &e else {
+                unreachable!()
+            };
+            assert_eq!(*limit, 20_000);
+            assert!(
+                e.to_string().contains("limit of 20000 warp instructions"),
+                "{e}"
+            );
+        }
+        other => panic!("expected the instruction limit, got {other:?}"),
+    }
+}
+
+#[test]
+fn an_integer_literal_that_does_not_fit_runs_wrapped_to_its_type() {
+    // As ptxas takes it (lowering warns): 2^32 + 7 as a .u32 is 7.
+    let out = run(
+        "    mov.u32 %r5, 4294967303;\n    st.global.u32 [%rd0], %r5;\n",
+        1,
+        32,
+    );
+    assert!(out.iter().all(|&v| v == 7), "{out:?}");
+}
+
+#[test]
 fn misaligned_accesses_fault() {
     let body = "    st.global.u32 [%rd0+2], 1;\n";
     let err = try_run(body, 1, 32, DeviceLimits::default()).unwrap_err();

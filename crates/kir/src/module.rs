@@ -25,6 +25,9 @@ pub struct Module {
     pub target: Vec<String>,
     pub kernels: IdVec<KernelId, Kernel>,
     pub globals: IdVec<GlobalId, GlobalVar>,
+    /// What lowering accepted but warns about (integer literals wrapped to their type), in
+    /// source order.
+    pub warnings: Vec<crate::lower::LowerWarning>,
 }
 
 impl Module {

@@ -336,6 +336,19 @@ impl MemConfig {
                     .into(),
             );
         }
+        // Every t_refi cycles a refresh closes the banks for t_rp + t_rfc: with no cycle
+        // left between refreshes, no request is ever served.
+        let d = &self.dram;
+        let refresh = d.t_rp.saturating_add(d.t_rfc);
+        if d.t_refi != 0 && d.t_refi <= refresh {
+            return bad(
+                "dram.t_refi",
+                format!(
+                    "{} cycles between refreshes is not more than a refresh takes (t_rp + t_rfc = {refresh}): the DRAM would always be refreshing (0 turns refresh off)",
+                    d.t_refi
+                ),
+            );
+        }
         let i = self.mapping.interleave_bytes;
         if i < self.line_bytes || !i.is_multiple_of(self.line_bytes) {
             return bad(

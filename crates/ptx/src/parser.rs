@@ -49,6 +49,39 @@ struct Parser<'a> {
     depth: u32,
 }
 
+/// The highest PTX ISA major version that exists.
+const MAX_PTX_MAJOR: u32 = 9;
+
+/// The architectures a `.target` may name (`sm_90` and, with suffix letters, `sm_90a`,
+/// `sm_100f`), as the PTX ISA lists them.
+const SM_ARCHITECTURES: &[u32] = &[
+    10, 11, 12, 13, 20, 21, 30, 32, 35, 37, 50, 52, 53, 60, 61, 62, 70, 72, 75, 80, 86, 87, 88, 89,
+    90, 100, 101, 103, 110, 120, 121,
+];
+
+/// The options a `.target` may give besides the architecture.
+const TARGET_OPTIONS: &[&str] = &[
+    "texmode_unified",
+    "texmode_independent",
+    "debug",
+    "map_f64_to_f32",
+];
+
+fn is_target_name(name: &str) -> bool {
+    if TARGET_OPTIONS.contains(&name) {
+        return true;
+    }
+    let Some(arch) = name.strip_prefix("sm_") else {
+        return false;
+    };
+    // ptxas reads the number and ignores the suffix letters (`sm_90a`, `sm_100f`; it takes
+    // `sm_90ab` too), and `sm_070` is `sm_70` to it.
+    let digits = arch.trim_end_matches(|c: char| c.is_ascii_lowercase());
+    digits
+        .parse::<u32>()
+        .is_ok_and(|n| SM_ARCHITECTURES.contains(&n))
+}
+
 /// Describes a token for "found ..." in error messages.
 fn describe(src: &str, tok: &Token) -> String {
     if tok.kind == TokenKind::Eof {
@@ -261,6 +294,19 @@ impl<'a> Parser<'a> {
         u32::try_from(v).map_err(|_| self.out_of_range(self.text(&t).to_string(), context, t.span))
     }
 
+    /// The number after `.align`: a power of two (PTX ISA §5.4.5; `ptxas` rejects 0 and 3).
+    fn align_lit(&mut self) -> Result<u32> {
+        let (v, t) = self.int_token("an alignment after `.align`")?;
+        match u32::try_from(v) {
+            Ok(a) if a.is_power_of_two() => Ok(a),
+            _ => Err(self.out_of_range(
+                self.text(&t).to_string(),
+                "an alignment (a power of two)",
+                t.span,
+            )),
+        }
+    }
+
     fn u64_lit(&mut self, expected: &str, context: &str) -> Result<u64> {
         let (v, t) = self.int_token(expected)?;
         u64::try_from(v).map_err(|_| self.out_of_range(self.text(&t).to_string(), context, t.span))
@@ -412,9 +458,9 @@ impl<'a> Parser<'a> {
                 }
                 "target" => {
                     self.bump();
-                    module.target.push(self.ident("a target name")?.value);
+                    module.target.push(self.target_name()?);
                     while self.eat(TokenKind::Comma).is_some() {
-                        module.target.push(self.ident("a target name")?.value);
+                        module.target.push(self.target_name()?);
                     }
                 }
                 "address_size" => {
@@ -438,6 +484,27 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// A name after `.target`: an architecture that exists (`sm_90a`) or a target option.
+    fn target_name(&mut self) -> Result<String> {
+        let name = self.ident("a target name")?;
+        if is_target_name(&name.value) {
+            return Ok(name.value);
+        }
+        Err(ParseError::UnexpectedToken {
+            expected: format!(
+                "an architecture such as `sm_90` ({}) or a target option ({})",
+                SM_ARCHITECTURES
+                    .iter()
+                    .map(|n| format!("sm_{n}"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                TARGET_OPTIONS.join(", ")
+            ),
+            found: format!("`{}`", name.value),
+            span: name.span,
+        })
+    }
+
     fn version(&mut self) -> Result<(u32, u32)> {
         let t = self.peek();
         if !matches!(t.kind, TokenKind::Float | TokenKind::Int) {
@@ -446,7 +513,14 @@ impl<'a> Parser<'a> {
         self.bump();
         let text = self.text(&t);
         let (major, minor) = text.split_once('.').unwrap_or((text, "0"));
-        match (major.parse(), minor.parse()) {
+        match (major.parse::<u32>(), minor.parse::<u32>()) {
+            // PTX ISA versions run from 1.0; none has a major number above 9 yet, and
+            // `ptxas` refuses a version it does not know.
+            (Ok(a), Ok(_)) if !(1..=MAX_PTX_MAJOR).contains(&a) => Err(self.out_of_range(
+                text.to_string(),
+                &format!("a PTX ISA version (1.0 to {MAX_PTX_MAJOR}.x)"),
+                t.span,
+            )),
             (Ok(a), Ok(b)) => Ok((a, b)),
             _ => Err(ParseError::InvalidNumber {
                 text: text.to_string(),
@@ -513,7 +587,7 @@ impl<'a> Parser<'a> {
             let name = self.dir_name(&t);
             self.bump();
             if name == "align" {
-                align = Some(self.u32_lit("an alignment after `.align`", "an alignment")?);
+                align = Some(self.align_lit()?);
             } else if let Some(v) = vector_from_name(name) {
                 vector = v;
             } else if name == "attribute" || name == "unified" {
@@ -545,7 +619,7 @@ impl<'a> Parser<'a> {
         // `.global .b8 .align 4 x;` is not what NVRTC writes, but ptxas accepts it.
         if self.at_dir("align") {
             self.bump();
-            align = Some(self.u32_lit("an alignment after `.align`", "an alignment")?);
+            align = Some(self.align_lit()?);
         }
         let name = self.ident("a variable name")?;
         let mut array_dims = Vec::new();
@@ -795,7 +869,7 @@ impl<'a> Parser<'a> {
             let t = self.bump();
             let name = self.dir_name(&t);
             if name == "align" {
-                align = Some(self.u32_lit("an alignment after `.align`", "an alignment")?);
+                align = Some(self.align_lit()?);
             } else if name == "ptr" {
                 if let Some(s) = space_from_name(self.dir_name(&self.peek())) {
                     self.bump();

@@ -24,7 +24,7 @@ use crate::{AllocConfig, AllocError, Allocation, Origin, Phase};
 use kir::liveness::{step_back, BlockLiveness};
 
 /// GPRs below which a single instruction's operands and spill temporaries may not fit.
-pub(crate) const MIN_GPRS: u32 = 16;
+pub const MIN_GPRS: u32 = 16;
 /// Predicates one instruction can need: a guard, two `setp` results and a combined source.
 pub(crate) const MIN_PREDS: u32 = 4;
 const MAX_ROUNDS: u32 = 64;

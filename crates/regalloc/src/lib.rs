@@ -42,6 +42,7 @@ pub mod uniformity;
 use kir::{InstId, Kernel, Module, Reg};
 use thiserror::Error;
 
+pub use alloc::MIN_GPRS;
 pub use check::{verify, VerifyError};
 pub use uniformity::Uniformity;
 

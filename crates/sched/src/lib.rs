@@ -25,5 +25,5 @@ pub use policy::{
 };
 pub use tables::{
     Command, ContextId, FrameworkConfig, KernelSlot, Ksr, Record, RoomRequest, SmEntry, SmState,
-    Tables, Waiting, MAX_GUESTS,
+    Tables, Waiting, MAX_ACTIVE_KERNELS, MAX_GUESTS,
 };

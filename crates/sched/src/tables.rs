@@ -22,13 +22,20 @@ pub struct ContextId(pub u32);
 pub struct KernelSlot(pub u32);
 
 /// Settings of the framework.
+/// The most entries the active queue and the KSRT may have ([`FrameworkConfig::active_kernels`]):
+/// far more kernels than any GPU runs at once (Hyper-Q has 32 hardware queues), and few enough
+/// that the tables sized from it are small. A loader checks a configuration against it
+/// before the framework is built.
+pub const MAX_ACTIVE_KERNELS: u32 = 4096;
+
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FrameworkConfig {
     /// Let TBs of different kernels share an SM when its resources allow.
     #[serde(default)]
     pub intra_sm_sharing: bool,
-    /// Entries of the active queue and the KSRT; `None`: one per SM (§5.2.3).
+    /// Entries of the active queue and the KSRT, 1 to [`MAX_ACTIVE_KERNELS`]; `None`: one
+    /// per SM (§5.2.3).
     #[serde(default)]
     pub active_kernels: Option<u32>,
 }

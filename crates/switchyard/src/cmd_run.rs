@@ -393,14 +393,25 @@ pub(crate) fn run(args: RunArgs) -> Outcome {
         };
         return Err(format!("{e}{kept}"));
     }
-    // Complete: the named file is replaced whole, and the partial one goes.
+    // Complete and verified: the named file is replaced whole, and the partial one goes. A
+    // run whose checks fail leaves the previous complete file as it was (the new statistics
+    // stay in the partial file, "complete": false).
     let mut write_error = None;
+    let mut kept = None;
     if let (Some(file), Some(path), Some(partial)) = (stats.as_mut(), stats_path, &partial_path) {
-        file.complete = true;
-        write_error = file
-            .write(path)
-            .and_then(|()| switchyard::output::remove(partial))
-            .err();
+        if ok {
+            file.complete = true;
+            write_error = file
+                .write(path)
+                .and_then(|()| switchyard::output::remove(partial))
+                .err();
+        } else {
+            kept = Some(format!(
+                "verification failed: {} is unchanged; this run's statistics are in {} (\"complete\": false)",
+                path.display(),
+                partial.display()
+            ));
+        }
     }
     if args.json {
         println!(
@@ -419,12 +430,16 @@ pub(crate) fn run(args: RunArgs) -> Outcome {
             print!(", {unchecked} not verified");
         }
         match (&timed, stats_path) {
+            (Some(t), Some(_)) if kept.is_some() => println!("; timed on {}", t.gpu.name),
             (Some(t), Some(p)) => {
                 println!("; timed on {}; statistics in {}", t.gpu.name, p.display())
             }
             (Some(t), None) => println!("; timed on {}", t.gpu.name),
             (None, _) => println!("; functional only"),
         }
+    }
+    if let Some(k) = kept {
+        eprintln!("{k}");
     }
     match write_error {
         Some(e) => Err(format!("the statistics could not be written: {e}")),
@@ -496,8 +511,18 @@ fn run_ptx_file(
     let r = match r {
         Ok(r) => r,
         Err(FileRunError::Load(e)) => return Err(render_load_error(&e)),
+        // A launch the GPU refuses comes from the spec's grid, block, dynamic_smem or args.
+        Err(e @ FileRunError::Gpu(gpu::GpuError::BadLaunch { .. })) => {
+            return Err(format!(
+                "{}: the launch (grid, block, dynamic_smem, arg): {e}",
+                spec_path.display()
+            ))
+        }
         Err(e) => return Err(e.to_string()),
     };
+    for w in &r.warnings {
+        eprintln!("{w}");
+    }
     let checked = !r.checks.is_empty();
     let verified = checked && r.checks.iter().all(|c| c.mismatches == 0);
     let detail = if r.checks.is_empty() {

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use gpu::timing::TimedGpu;
 use indicatif::{ProgressBar, ProgressStyle};
 use sched::PolicyKind;
-use switchyard::output::write_atomic;
+use switchyard::output::write_all_atomic;
 use workload::system::RunProgress;
 use workload::{Disk, Report, Setup};
 
@@ -22,6 +22,9 @@ pub(crate) fn scenario(args: ScenarioArgs) -> Outcome {
     let file = args.file.display().to_string();
     let text = switchyard::input::read_text(&args.file, switchyard::input::Utf8::Strict)?;
     let mut s = workload::parse(&file, &text, &Disk).map_err(|e| e.to_string())?;
+    for w in &s.warnings {
+        eprintln!("{w}");
+    }
     // `--time-slice-us` replaces the scenario's slice, `--policy`'s own `slice_us` both.
     if let Some(us) = args.time_slice_us {
         if !(us.is_finite() && sched::SLICE_US_RANGE.contains(&us)) {
@@ -41,12 +44,13 @@ pub(crate) fn scenario(args: ScenarioArgs) -> Outcome {
     if let Some(on) = args.sharing {
         s.framework.intra_sm_sharing = on == Switch::On;
     }
-    let gpu_name = args
-        .gpu
-        .clone()
-        .or_else(|| s.gpu.clone())
-        .unwrap_or_else(|| "gtx480".to_string());
-    let gpu = load_gpu(&gpu_name, None)?;
+    let gpu = match (&args.gpu, &s.gpu) {
+        (Some(g), _) => load_gpu(g, None)?,
+        // Checked when the scenario was read; if it fails now, say where it is named.
+        (None, Some(g)) => load_gpu(g, None)
+            .map_err(|e| format!("{}: `gpu`: {e}", s.gpu_at.as_deref().unwrap_or(&file)))?,
+        (None, None) => load_gpu("gtx480", None)?,
+    };
     let max_cycles = args
         .max_cycles
         .or(s.max_cycles)
@@ -62,25 +66,32 @@ pub(crate) fn scenario(args: ScenarioArgs) -> Outcome {
     let (report, record) = result.map_err(|e| e.to_string())?;
     let elapsed = start.elapsed();
 
-    // Every output is written only now, whole: a failure above leaves earlier files as
-    // they were.
+    // Every output is written only now, and only for a run that verified: all of them to
+    // temporaries, then all renamed, so a failure above (or a failed check) leaves the
+    // previous run's outputs as they were and a reader never sees a mixture.
+    let mut outputs: Vec<(std::path::PathBuf, Vec<u8>)> = Vec::new();
     if let Some(path) = &args.trace {
         let trace = workload::trace::chrome_trace(&record);
         let text = serde_json::to_string(&trace).expect("serializable");
-        write_atomic(path, text.as_bytes())?;
+        outputs.push((path.clone(), text.into_bytes()));
     }
     if let Some(dir) = &args.csv {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        write_atomic(
-            &dir.join("processes.csv"),
-            report.processes_csv().as_bytes(),
-        )?;
-        write_atomic(&dir.join("kernels.csv"), report.kernels_csv().as_bytes())?;
-        write_atomic(&dir.join("copies.csv"), report.copies_csv().as_bytes())?;
-        write_atomic(
-            &dir.join("preemption.csv"),
-            report.preemption_csv().as_bytes(),
-        )?;
+        for (name, text) in [
+            ("processes.csv", report.processes_csv()),
+            ("kernels.csv", report.kernels_csv()),
+            ("copies.csv", report.copies_csv()),
+            ("preemption.csv", report.preemption_csv()),
+        ] {
+            outputs.push((dir.join(name), text.into_bytes()));
+        }
+    }
+    if report.all_verified {
+        write_all_atomic(&outputs)?;
+    } else if !outputs.is_empty() {
+        eprintln!(
+            "verification failed: the outputs of the previous run (trace, CSVs) are unchanged"
+        );
     }
     if args.json {
         println!(
@@ -88,7 +99,14 @@ pub(crate) fn scenario(args: ScenarioArgs) -> Outcome {
             serde_json::to_string_pretty(&report).expect("serializable")
         );
     } else {
-        print_report(&report, elapsed, args.trace.as_deref(), args.csv.as_deref());
+        // Name the outputs only where they were written.
+        let written = |p: &Option<std::path::PathBuf>| {
+            p.as_deref()
+                .filter(|_| report.all_verified)
+                .map(Path::to_path_buf)
+        };
+        let (trace, csv) = (written(&args.trace), written(&args.csv));
+        print_report(&report, elapsed, trace.as_deref(), csv.as_deref());
     }
     Ok(report.all_verified)
 }

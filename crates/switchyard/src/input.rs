@@ -14,9 +14,17 @@ pub enum Utf8 {
     Strict,
 }
 
-/// Reads `path` as text; errors name `path` (and, for bad UTF-8, the line and column).
+/// The longest text file a command reads (64 MiB: PTX, specs, scenarios, GPU files).
+pub const MAX_TEXT_BYTES: u64 = workload::scenario::MAX_PTX_BYTES;
+
+/// Reads `path` as text; errors name `path` (and, for bad UTF-8, the line and column). What
+/// is not a regular file (`/dev/zero`, a directory, a FIFO) or is longer than
+/// [`MAX_TEXT_BYTES`] is refused before it is read.
 pub fn read_text(path: &Path, utf8: Utf8) -> Result<String, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    use workload::Files;
+    let bytes = workload::Disk
+        .read_at_most(path, MAX_TEXT_BYTES)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
     decode(&bytes, utf8).map_err(|e| format!("{}:{e}", path.display()))
 }
 
@@ -62,5 +70,16 @@ mod tests {
         assert_eq!(e, "2:9: the file is not UTF-8 text (byte 0xe9)");
         let s = decode(b"// caf\xe9\n.version 7.0\n", Utf8::Lenient).unwrap();
         assert_eq!(s, "// caf\u{FFFD}\n.version 7.0\n");
+    }
+
+    #[test]
+    fn special_files_are_refused_before_they_are_read() {
+        for special in ["/dev/zero", "/"] {
+            let e = read_text(Path::new(special), Utf8::Strict).unwrap_err();
+            assert!(
+                e.starts_with(&format!("{special}: ")) && e.contains("not a regular file"),
+                "{e}"
+            );
+        }
     }
 }

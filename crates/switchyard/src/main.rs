@@ -516,7 +516,11 @@ fn check(files: &[PathBuf], json: bool) -> Outcome {
             Ok(id) => {
                 let m = gpu.module(id);
                 let kernels: Vec<_> = m.kernels.values().map(kernel_summary).collect();
+                let warnings = gpu::render_warnings(m, &name, &text);
                 if !json {
+                    for w in &warnings {
+                        eprintln!("{w}");
+                    }
                     println!("{name}: ok, {} kernel(s)", kernels.len());
                     for k in &kernels {
                         println!(
@@ -542,7 +546,7 @@ fn check(files: &[PathBuf], json: bool) -> Outcome {
                         );
                     }
                 }
-                reports.push(json!({"file": name, "ok": true, "kernels": kernels, "errors": []}));
+                reports.push(json!({"file": name, "ok": true, "kernels": kernels, "errors": [], "warnings": warnings}));
             }
             Err(e) => {
                 all_ok = false;

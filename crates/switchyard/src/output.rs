@@ -31,6 +31,36 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
     })
 }
 
+/// Writes several files as a set: every one to its temporary first, then (only when all are
+/// written) every rename, under the write lock, so a failure leaves all the previous files
+/// and SIGINT or SIGTERM never falls between the renames. Errors name the file.
+pub fn write_all_atomic(files: &[(PathBuf, Vec<u8>)]) -> Result<(), String> {
+    let _writing = WRITING.lock().unwrap_or_else(|e| e.into_inner());
+    let mut written: Vec<(PathBuf, &Path)> = Vec::new();
+    let cleanup = |written: &[(PathBuf, &Path)]| {
+        for (tmp, _) in written {
+            let _ = std::fs::remove_file(tmp);
+        }
+    };
+    for (path, bytes) in files {
+        remove_stale_temporaries(path);
+        let tmp = temporary(path, std::process::id());
+        if let Err(e) = std::fs::write(&tmp, bytes) {
+            let _ = std::fs::remove_file(&tmp);
+            cleanup(&written);
+            return Err(format!("{}: {e}", path.display()));
+        }
+        written.push((tmp, path));
+    }
+    for (i, (tmp, path)) in written.iter().enumerate() {
+        if let Err(e) = std::fs::rename(tmp, path) {
+            cleanup(&written[i..]);
+            return Err(format!("{}: {e}", path.display()));
+        }
+    }
+    Ok(())
+}
+
 /// Removes `path` if it exists (under the write lock); errors name it.
 pub fn remove(path: &Path) -> Result<(), String> {
     let _writing = WRITING.lock().unwrap_or_else(|e| e.into_inner());
@@ -131,6 +161,30 @@ mod tests {
             assert!(!dead.exists(), "a dead process's temporary stays");
         }
         assert!(live.exists(), "a live process's temporary was removed");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_set_is_replaced_whole_or_not_at_all() {
+        let dir = std::env::temp_dir().join(format!("sy-output-set-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (a, b) = (dir.join("a.csv"), dir.join("b.csv"));
+        write_all_atomic(&[(a.clone(), b"a1".to_vec()), (b.clone(), b"b1".to_vec())]).unwrap();
+        // The second file cannot be written: the first keeps its previous contents too.
+        let missing = dir.join("no-such-dir").join("c.csv");
+        let e = write_all_atomic(&[
+            (a.clone(), b"a2".to_vec()),
+            (missing.clone(), b"c".to_vec()),
+        ])
+        .unwrap_err();
+        assert!(e.contains("c.csv"), "{e}");
+        assert_eq!(std::fs::read(&a).unwrap(), b"a1");
+        assert_eq!(std::fs::read(&b).unwrap(), b"b1");
+        let names: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(names.iter().all(|n| !n.contains("tmp")), "{names:?}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -23,6 +23,8 @@ pub struct CheckResult {
 #[derive(Clone, Debug)]
 pub struct FileRun {
     pub kernel: String,
+    /// Lowering's warnings (`file:line:col: warning: what`).
+    pub warnings: Vec<String>,
     pub stats: LaunchStats,
     /// The timing model's statistics, when the launch was timed.
     pub timed: Option<TimedStats>,
@@ -52,6 +54,7 @@ pub fn run_file(
     let timed = engine.timed;
     let mut gpu = engine.device().map_err(GpuError::from)?;
     let module = gpu.load_ptx(file, ptx)?;
+    let warnings = gpu::render_warnings(gpu.module(module), file, ptx);
     let kernel = match &spec.kernel {
         Some(k) => k.clone(),
         None => {
@@ -187,6 +190,7 @@ pub fn run_file(
     }
     Ok(FileRun {
         kernel,
+        warnings,
         stats,
         timed,
         elapsed,

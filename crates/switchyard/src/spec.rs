@@ -335,6 +335,16 @@ impl Spec {
                     "longer than the buffer",
                 ));
             }
+            // An infinite tolerance passes every value and a NaN one fails every inexact one.
+            if !(c.tolerance.is_finite() && c.tolerance >= 0.0) {
+                return Err(invalid(
+                    &format!("check[{i}].tolerance"),
+                    &format!(
+                        "{} is not a tolerance: it must be finite and non-negative",
+                        c.tolerance
+                    ),
+                ));
+            }
             if c.values.is_empty() == c.fill.is_none() {
                 return Err(invalid(
                     &format!("check[{i}]"),
@@ -471,5 +481,24 @@ mod tests {
             e.to_string().contains("buffer.b4.len") && e.to_string().contains("add up"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn tolerances_must_be_finite_and_non_negative() {
+        let with = |t: &str| {
+            GOOD.replace(
+                "values = [0, 1]",
+                &format!("values = [0, 1]\ntolerance = {t}"),
+            )
+        };
+        assert!(Spec::parse(&with("1e-6")).is_ok());
+        assert!(Spec::parse(&with("0.0")).is_ok());
+        for bad in ["inf", "nan", "-1e-6", "-inf"] {
+            let e = Spec::parse(&with(bad)).unwrap_err().to_string();
+            assert!(
+                e.contains("check[0].tolerance") && e.contains("finite and non-negative"),
+                "{bad}: {e}"
+            );
+        }
     }
 }

@@ -122,6 +122,70 @@ fn a_failed_check_exits_non_zero() {
 }
 
 #[test]
+fn a_rerun_whose_check_fails_keeps_the_previous_statistics() {
+    // README: a failed rerun never loses the previous complete file. A failed *check* used
+    // to replace it (and exit 1).
+    let path = temp("checked.json");
+    let partial = temp("checked.partial.json");
+    let stats = path.to_str().unwrap();
+    let good = std::fs::read_to_string(root().join("examples/saxpy/saxpy.toml")).unwrap();
+    let spec = temp("checked-spec.toml");
+    std::fs::write(&spec, &good).unwrap();
+    let run = |spec: &std::path::Path| {
+        switchyard(&[
+            "run",
+            "examples/saxpy/saxpy.ptx",
+            "--spec",
+            spec.to_str().unwrap(),
+            "--stats",
+            stats,
+        ])
+    };
+    let o = run(&spec);
+    assert!(o.status.success(), "{}", text(&o));
+    let complete = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(
+        &spec,
+        good.replace("values = [1, 3, 5", "values = [1, 4, 5"),
+    )
+    .unwrap();
+    let o = run(&spec);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), complete);
+    let v = read_json(&partial);
+    assert_eq!(v["complete"], false);
+    let t = text(&o);
+    assert!(
+        t.contains("verification failed") && t.contains("checked.json is unchanged"),
+        "{t}"
+    );
+    for p in [&path, &partial, &spec] {
+        let _ = std::fs::remove_file(p);
+    }
+}
+
+#[test]
+fn check_warns_of_a_literal_wrapped_to_its_type() {
+    let ptx = temp("wrapped.ptx");
+    std::fs::write(
+        &ptx,
+        ".version 8.0\n.target sm_70\n.address_size 64\n.visible .entry k()\n{\n.reg .b16 %rs<2>;\nmov.u16 %rs1, 70000;\nret;\n}\n",
+    )
+    .unwrap();
+    let o = switchyard(&["check", ptx.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    let t = text(&o);
+    assert!(
+        t.contains(&format!(
+            "{}:7:15: warning: integer literal 70000 does not fit `.u16` in `mov.u16`: taken as 0x1170",
+            ptx.display()
+        )) && t.contains("ok, 1 kernel(s)"),
+        "{t}"
+    );
+    let _ = std::fs::remove_file(&ptx);
+}
+
+#[test]
 fn check_lists_kernels_of_every_committed_ptx_file() {
     let mut files: Vec<String> = Vec::new();
     for dir in std::fs::read_dir(root().join("kernels")).unwrap() {
@@ -193,6 +257,42 @@ fn bad_launch_dimensions_are_rejected() {
     let t = text(&o);
     assert!(t.contains("bad launch of `saxpy`"), "{t}");
     assert!(t.contains("block.x = 2048"), "{t}");
+    // Located: the spec file, and what in it made the launch.
+    assert!(
+        t.contains("bad_launch.toml: the launch (grid, block"),
+        "{t}"
+    );
+}
+
+#[test]
+fn a_launch_is_checked_against_the_gpu_that_runs_it() {
+    // 60 KiB of dynamic shared memory: within the H100's 227 KiB per block, beyond the
+    // GTX480's 48 KiB. The limit printed used to be the H100's whatever the GPU.
+    let spec = std::env::temp_dir().join(format!("switchyard-smem-{}.toml", std::process::id()));
+    std::fs::write(
+        &spec,
+        "kernel = \"scan_blocks\"\ngrid = [1]\nblock = [256]\ndynamic_smem = 61440\n\
+         [[buffer]]\nname = \"a\"\ntype = \"u32\"\nlen = 256\n\
+         [[arg]]\nbuffer = \"a\"\n[[arg]]\nbuffer = \"a\"\n[[arg]]\nbuffer = \"a\"\n[[arg]]\nu32 = 256\n",
+    )
+    .unwrap();
+    let o = switchyard(&[
+        "run",
+        "kernels/scan/scan.sm_70.ptx",
+        "--spec",
+        spec.to_str().unwrap(),
+        "--gpu",
+        "gtx480",
+    ]);
+    assert_clean_failure(&o);
+    let t = text(&o);
+    assert!(
+        t.contains("bad launch of `scan_blocks`")
+            && t.contains("exceed the limit of 49152")
+            && t.contains(&format!("{}: the launch", spec.display())),
+        "{t}"
+    );
+    std::fs::remove_file(&spec).unwrap();
 }
 
 #[test]

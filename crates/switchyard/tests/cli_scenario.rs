@@ -228,3 +228,92 @@ fn a_bad_scenario_is_located_and_earlier_outputs_survive() {
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
+
+#[test]
+fn a_scenario_names_where_its_gpu_is_wrong() {
+    let dir = scratch("gpu");
+    let bad = dir.join("s.toml");
+    for (gpu, want) in [
+        ("gtx4800", "no GPU preset `gtx4800`"),
+        ("missing.toml", "cannot read"),
+    ] {
+        std::fs::write(
+            &bad,
+            format!("gpu = \"{gpu}\"\n[[process]]\nname = \"a\"\nsuite = \"scan\"\n"),
+        )
+        .unwrap();
+        let o = switchyard(&["scenario", bad.to_str().unwrap(), "--no-alone"]);
+        assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+        let e = text(&o);
+        assert!(
+            e.contains(&format!("{}:1:7: `gpu`", bad.display())) && e.contains(want),
+            "{e}"
+        );
+        assert!(!e.contains("panicked"));
+    }
+    // The scenario file itself: a device is refused before it is read.
+    let o = switchyard(&["scenario", "/dev/zero"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        text(&o).contains("/dev/zero: not a regular file"),
+        "{}",
+        text(&o)
+    );
+}
+
+#[test]
+fn a_rerun_whose_check_fails_leaves_every_output_as_it_was() {
+    let dir = scratch("verify");
+    let (trace, csv) = (dir.join("trace.json"), dir.join("csv"));
+    let saxpy = root().join("examples/saxpy/saxpy.ptx");
+    let scenario = |fill: &str| {
+        format!(
+            "[[process]]\nname = \"p\"\nptx = \"{}\"\n\n[[process.buffer]]\nname = \"x\"\ntype = \"f32\"\nlen = 32\ninit = \"fill\"\nvalue = 1.0\n\n[[process.command]]\ncopy = \"x\"\n\n[[process.command]]\nlaunch = \"saxpy\"\ngrid = [1]\nblock = [32]\nargs = [{{ buffer = \"x\" }}, {{ buffer = \"x\" }}, {{ f32 = 2.0 }}, {{ u32 = 32 }}]\n\n[[process.check]]\nbuffer = \"x\"\nfill = {fill}\n",
+            saxpy.display()
+        )
+    };
+    let file = dir.join("s.toml");
+    let run = || {
+        switchyard(&[
+            "scenario",
+            file.to_str().unwrap(),
+            "--no-alone",
+            "--trace",
+            trace.to_str().unwrap(),
+            "--csv",
+            csv.to_str().unwrap(),
+        ])
+    };
+    // x = 2x + x = 3.
+    std::fs::write(&file, scenario("3.0")).unwrap();
+    let o = run();
+    assert!(o.status.success(), "{}", text(&o));
+    let before: Vec<Vec<u8>> = [
+        trace.clone(),
+        csv.join("kernels.csv"),
+        csv.join("processes.csv"),
+    ]
+    .iter()
+    .map(|p| std::fs::read(p).unwrap())
+    .collect();
+    std::fs::write(&file, scenario("4.0")).unwrap();
+    let o = run();
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("verification failed"), "{}", text(&o));
+    let after: Vec<Vec<u8>> = [
+        trace.clone(),
+        csv.join("kernels.csv"),
+        csv.join("processes.csv"),
+    ]
+    .iter()
+    .map(|p| std::fs::read(p).unwrap())
+    .collect();
+    assert!(before == after, "a failed check replaced the outputs");
+    let leftovers: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .chain(std::fs::read_dir(&csv).unwrap())
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n.to_string_lossy().contains("tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}

@@ -81,6 +81,10 @@ pub trait HostProgram {
     }
 }
 
+/// The most commands a command list runs between two requests to the host (loop
+/// bookkeeping and host-side `set`s): a loop over `set`s alone longer than this is an error.
+pub const MAX_STEPS_PER_CALL: u32 = 1 << 22;
+
 /// A scenario's command list over the process's buffers.
 pub struct Commands {
     program: Arc<CommandProgram>,
@@ -211,7 +215,17 @@ impl HostProgram for Commands {
                 }
             }
         }
+        let mut steps = 0u32;
         loop {
+            // Loops are run lazily, one command at a time, but a loop of host-side `set`s
+            // asks the host for nothing: bounded, or it would never give time a chance.
+            steps += 1;
+            if steps > MAX_STEPS_PER_CALL {
+                return Err(format!(
+                    "{}: more than {MAX_STEPS_PER_CALL} commands without a copy, launch or sync (an endless loop of sets?)",
+                    self.position().unwrap_or_default()
+                ));
+            }
             let Some(frame) = self.frames.last_mut() else {
                 return Ok(Request::Done);
             };
@@ -502,10 +516,14 @@ impl suite::Device for Proxy {
     }
 }
 
-/// A suite kernel's host program on its own thread.
+/// A suite kernel's host program on its own thread, started when the process first runs
+/// (not when the scenario is loaded) and ended when the program finishes, so a scenario of
+/// many processes holds threads only for those between their arrival and their end.
 pub struct SuiteHost {
-    tx: Sender<ToThread>,
-    rx: Receiver<FromThread>,
+    /// What to start; `None` once started.
+    start: Option<(&'static dyn suite::Kernel, suite::Size, u64)>,
+    tx: Option<Sender<ToThread>>,
+    rx: Option<Receiver<FromThread>>,
     /// What the thread waits for: the kind of answer its last request needs.
     waiting: Option<Pending>,
     data: Vec<u8>,
@@ -521,29 +539,49 @@ enum Pending {
 
 impl SuiteHost {
     pub fn start(kernel: &'static dyn suite::Kernel, size: suite::Size, seed: u64) -> SuiteHost {
-        let (to_model, from_thread) = channel();
-        let (to_thread, from_model) = channel();
-        let thread = std::thread::spawn(move || {
-            let mut proxy = Proxy {
-                tx: to_model,
-                rx: from_model,
-            };
-            let r = kernel.run(&mut proxy, size, seed);
-            let _ = proxy.tx.send(FromThread::Finished(r));
-        });
         SuiteHost {
-            tx: to_thread,
-            rx: from_thread,
+            start: Some((kernel, size, seed)),
+            tx: None,
+            rx: None,
             waiting: None,
             data: Vec::new(),
             outcome: None,
-            thread: Some(thread),
+            thread: None,
         }
+    }
+
+    /// Starts the thread; the system refusing one (too many threads, no address space) is
+    /// an error of the process, not a panic.
+    fn spawn(&mut self) -> Result<(), String> {
+        let Some((kernel, size, seed)) = self.start.take() else {
+            return Ok(());
+        };
+        let (to_model, from_thread) = channel();
+        let (to_thread, from_model) = channel();
+        let thread = std::thread::Builder::new()
+            .name(format!("host:{}", kernel.name()))
+            .spawn(move || {
+                let mut proxy = Proxy {
+                    tx: to_model,
+                    rx: from_model,
+                };
+                let r = kernel.run(&mut proxy, size, seed);
+                let _ = proxy.tx.send(FromThread::Finished(r));
+            })
+            .map_err(|e| format!("cannot start the host program's thread: {e}"))?;
+        self.tx = Some(to_thread);
+        self.rx = Some(from_thread);
+        self.thread = Some(thread);
+        Ok(())
     }
 }
 
 impl HostProgram for SuiteHost {
     fn next(&mut self, reply: Reply) -> Result<Request, String> {
+        self.spawn()?;
+        let (Some(tx), Some(rx)) = (&self.tx, &self.rx) else {
+            return Err("the host program has finished".into());
+        };
         if let Some(p) = self.waiting.take() {
             let answer = match (p, reply) {
                 (Pending::Ptr, Reply::Ptr(x)) => ToThread::Ptr(x),
@@ -551,12 +589,10 @@ impl HostProgram for SuiteHost {
                 (Pending::Data, Reply::Done) => ToThread::Data(std::mem::take(&mut self.data)),
                 _ => return Err("internal: an answer of the wrong kind".into()),
             };
-            self.tx
-                .send(answer)
+            tx.send(answer)
                 .map_err(|_| "the host program's thread stopped".to_string())?;
         }
-        let r = self
-            .rx
+        let r = rx
             .recv()
             .map_err(|_| "the host program's thread stopped (it panicked?)".to_string())?;
         Ok(match r {

@@ -10,7 +10,7 @@
 //! policy = "fcfs"                 # fcfs | npq | ppq | time-slice | dss
 //! time_slice_us = 50.0            # the time-slice policy's slice unless it names one
 //! intra_sm_sharing = false        # may TBs of different kernels share an SM?
-//! # active_kernels = 15           # active-queue entries (default: one per SM)
+//! # active_kernels = 15           # active-queue entries (default: one per SM; 1..=4096)
 //! copy_engine = "fcfs"            # fcfs | priority: the order copies wait in
 //! mechanism = "drain"             # how a reserved SM is emptied: drain | flush-strict |
 //!                                 # flush-relaxed | baseline | live | points-live |
@@ -43,7 +43,7 @@
 //! [[process.buffer]]
 //! name = "x"
 //! type = "f32"                    # u8 u16 u32 u64 s32 s64 f32 f64
-//! len = 500
+//! len = 500                       # at most 1 GiB; 4 GiB for all processes together
 //! init = "random"                 # zero | iota | fill (value) | values | random (min, max, seed)
 //! min = 0.0                       #   | file (a .npy file, or raw little-endian bytes)
 //! max = 1.0
@@ -60,7 +60,9 @@
 //! # { loop_index = "s32" }: the iteration (from 0) of the innermost enclosing repeat
 //!
 //! [[process.command]]
-//! repeat = 10                     # the body, 10 times
+//! repeat = 10                     # the body, 10 times (run lazily: at most 1024 copies
+//!                                 # and launches of a process wait unfinished, then
+//!                                 # the host blocks as on a full CUDA launch queue)
 //! [[process.command.body]]
 //! launch = "saxpy"
 //! # ...
@@ -80,7 +82,7 @@
 //! [[process.check]]               # compared with device memory when the process ends
 //! buffer = "y"
 //! values = [1.0, 3.0]             # a prefix; or fill = 2.0; or file = "y.npy"
-//! tolerance = 1e-6                # relative, floats only
+//! tolerance = 1e-6                # relative, floats only; finite, >= 0
 //! ```
 //!
 //! **Policies and mechanisms** are written as on the command line's `--policy` and
@@ -152,7 +154,8 @@ pub struct SchedulerSection {
     pub policy: Option<Spanned<toml::Value>>,
     #[serde(default)]
     pub intra_sm_sharing: bool,
-    pub active_kernels: Option<u32>,
+    /// Entries of the active queue, 1 to [`sched::MAX_ACTIVE_KERNELS`].
+    pub active_kernels: Option<Spanned<u32>>,
     /// How the copy engines pick the next copy.
     #[serde(default)]
     pub copy_engine: CopyPolicy,
@@ -395,14 +398,30 @@ pub struct CheckSpec {
     pub values: Vec<f64>,
     pub fill: Option<f64>,
     pub file: Option<Spanned<String>>,
-    #[serde(default)]
-    pub tolerance: f64,
+    /// Relative, for floats: finite and non-negative (0 when left out).
+    pub tolerance: Option<Spanned<f64>>,
 }
 
 /// Reads files a scenario names (the command line gives the real file system; tests give
 /// their own).
 pub trait Files {
     fn read(&self, path: &Path) -> Result<Vec<u8>, String>;
+
+    /// [`Files::read`], refusing a file of more than `limit` bytes. The real file system
+    /// refuses it, and anything that is not a regular file (a directory, a device such as
+    /// `/dev/zero`, a FIFO), before reading a byte; this default, for files already in
+    /// memory, after.
+    fn read_at_most(&self, path: &Path, limit: u64) -> Result<Vec<u8>, String> {
+        let bytes = self.read(path)?;
+        if bytes.len() as u64 > limit {
+            return Err(too_long(bytes.len() as u64, limit));
+        }
+        Ok(bytes)
+    }
+}
+
+fn too_long(len: u64, limit: u64) -> String {
+    format!("{len} bytes, more than the {limit} this input may have")
 }
 
 /// The real file system.
@@ -410,7 +429,34 @@ pub struct Disk;
 
 impl Files for Disk {
     fn read(&self, path: &Path) -> Result<Vec<u8>, String> {
-        std::fs::read(path).map_err(|e| e.to_string())
+        self.read_at_most(path, u64::MAX)
+    }
+
+    fn read_at_most(&self, path: &Path, limit: u64) -> Result<Vec<u8>, String> {
+        use std::io::Read;
+        // `stat` first: opening a FIFO would block, and reading a device need never end.
+        let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
+        if !meta.is_file() {
+            let kind = if meta.is_dir() {
+                "a directory"
+            } else {
+                "a device, FIFO or socket"
+            };
+            return Err(format!("not a regular file ({kind})"));
+        }
+        if meta.len() > limit {
+            return Err(too_long(meta.len(), limit));
+        }
+        // The file may grow between `stat` and the read: never read past the limit.
+        let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+        let mut bytes = Vec::with_capacity(meta.len() as usize);
+        file.take(limit.saturating_add(1))
+            .read_to_end(&mut bytes)
+            .map_err(|e| e.to_string())?;
+        if bytes.len() as u64 > limit {
+            return Err(too_long(bytes.len() as u64, limit));
+        }
+        Ok(bytes)
     }
 }
 
@@ -420,8 +466,11 @@ pub struct Scenario {
     /// The file (for messages) and its directory (for relative paths).
     pub file: String,
     pub description: String,
-    /// The GPU named by the file, resolved against its directory.
+    /// The GPU named by the file, resolved against its directory: a preset that exists, or
+    /// a GPU file that was read and is valid.
     pub gpu: Option<String>,
+    /// Where the file names its GPU (`file:line:col`), for errors about it.
+    pub gpu_at: Option<String>,
     pub framework: FrameworkConfig,
     pub policy: PolicyKind,
     /// The slice of [`PolicyKind::TimeSlice`] when it names none, µs.
@@ -431,6 +480,9 @@ pub struct Scenario {
     pub host: HostOverrides,
     pub max_cycles: Option<u64>,
     pub processes: Vec<Process>,
+    /// What loading accepted but warns about (`file:line:col: warning: what`): integer
+    /// literals in a process's PTX wrapped to their type.
+    pub warnings: Vec<String>,
 }
 
 /// A process of a scenario.
@@ -575,6 +627,16 @@ pub enum Expect {
 pub const MAX_BUFFER_BYTES: u64 = 1 << 30;
 /// The most bytes of buffers one process (or launch spec) may declare in all (4 GiB).
 pub const MAX_TOTAL_BUFFER_BYTES: u64 = 1 << 32;
+/// The most bytes of buffers all the processes of a scenario may declare together (4 GiB;
+/// a run holds several copies of each: the scenario's, the host program's, device memory).
+pub const MAX_SCENARIO_BUFFER_BYTES: u64 = 1 << 32;
+/// The longest GPU configuration file a scenario may name (1 MiB).
+pub const MAX_GPU_FILE_BYTES: u64 = 1 << 20;
+/// The longest PTX file a scenario may name (64 MiB).
+pub const MAX_PTX_BYTES: u64 = 1 << 26;
+/// The longest input or expected-output file (`.npy` or raw): a largest buffer and a
+/// header.
+pub const MAX_DATA_FILE_BYTES: u64 = MAX_BUFFER_BYTES + (1 << 16);
 
 /// Parses and resolves the scenario `text` of file `file`, reading the files it names
 /// through `files` (paths relative to the scenario's directory).
@@ -600,6 +662,8 @@ pub fn parse(file: &str, text: &str, files: &dyn Files) -> Result<Scenario, Scen
         lines: &lines,
         dir: &dir,
         files,
+        buffer_bytes: std::cell::Cell::new(0),
+        warnings: std::cell::RefCell::new(Vec::new()),
     };
     cx.resolve(raw)
 }
@@ -629,6 +693,9 @@ struct Cx<'a> {
     lines: &'a LineIndex,
     dir: &'a Path,
     files: &'a dyn Files,
+    /// Bytes of buffers the processes resolved so far declare ([`MAX_SCENARIO_BUFFER_BYTES`]).
+    buffer_bytes: std::cell::Cell<u64>,
+    warnings: std::cell::RefCell<Vec<String>>,
 }
 
 impl Cx<'_> {
@@ -651,9 +718,10 @@ impl Cx<'_> {
         self.dir.join(p)
     }
 
-    fn read(&self, p: &Spanned<String>, field: &str) -> Result<Vec<u8>, ScenarioError> {
+    /// The file `p` names, of at most `limit` bytes.
+    fn read(&self, p: &Spanned<String>, field: &str, limit: u64) -> Result<Vec<u8>, ScenarioError> {
         let path = self.path(p.get_ref());
-        self.files.read(&path).or_else(|e| {
+        self.files.read_at_most(&path, limit).or_else(|e| {
             self.err(
                 Some(p.span()),
                 field,
@@ -695,12 +763,32 @@ impl Cx<'_> {
                 format!("{slice} is out of 0.01..=10^7"),
             );
         }
-        if raw.scheduler.active_kernels == Some(0) {
-            return self.err(
-                None,
-                "scheduler.active_kernels",
-                "must be at least 1".into(),
-            );
+        if let Some(n) = &raw.scheduler.active_kernels {
+            let max = sched::MAX_ACTIVE_KERNELS;
+            if !(1..=max).contains(n.get_ref()) {
+                return self.err(
+                    Some(n.span()),
+                    "scheduler.active_kernels",
+                    format!("{} is out of 1..={max}", n.get_ref()),
+                );
+            }
+        }
+        // The whole scenario's declared buffers, before any is filled (a file's size is
+        // counted when it is read).
+        let mut total = 0u64;
+        for (i, p) in raw.processes.iter().enumerate() {
+            for (b, spec) in p.buffers.iter().enumerate() {
+                let bytes = spec
+                    .len
+                    .as_ref()
+                    .map_or(0, |n| n.get_ref().saturating_mul(spec.ty.size() as u64));
+                total = total.saturating_add(bytes);
+                let f = format!("process[{i}].buffer[{b}]");
+                self.budget(total, bytes, spec, &f, p.name.get_ref())?;
+            }
+        }
+        if let Some(g) = &raw.gpu {
+            self.gpu(g)?;
         }
         let policy = self.choice(&raw.scheduler.policy, "scheduler.policy")?;
         let mechanism = self.choice(&raw.scheduler.mechanism, "scheduler.mechanism")?;
@@ -722,6 +810,10 @@ impl Cx<'_> {
         Ok(Scenario {
             file: self.file.to_string(),
             description: raw.description,
+            gpu_at: raw
+                .gpu
+                .as_ref()
+                .map(|g| self.lines.at(self.file, g.span().start)),
             gpu: raw.gpu.map(|g| {
                 let g = g.into_inner();
                 if g.ends_with(".toml") {
@@ -732,7 +824,7 @@ impl Cx<'_> {
             }),
             framework: FrameworkConfig {
                 intra_sm_sharing: raw.scheduler.intra_sm_sharing,
-                active_kernels: raw.scheduler.active_kernels,
+                active_kernels: raw.scheduler.active_kernels.map(Spanned::into_inner),
             },
             policy,
             time_slice_us: raw.scheduler.time_slice_us,
@@ -741,7 +833,36 @@ impl Cx<'_> {
             host: raw.host,
             max_cycles: raw.limits.max_cycles,
             processes,
+            warnings: self.warnings.take(),
         })
+    }
+
+    /// Checks the GPU the file names: a preset that exists, or a GPU file (relative to the
+    /// scenario) that can be read and is valid, so a mistake is located here rather than
+    /// reported without a place when the run starts.
+    fn gpu(&self, g: &Spanned<String>) -> Result<(), ScenarioError> {
+        let name = g.get_ref();
+        if !name.ends_with(".toml") {
+            if gpu::config::PRESETS.iter().any(|(n, _)| n == name) {
+                return Ok(());
+            }
+            let presets: Vec<&str> = gpu::config::PRESETS.iter().map(|(n, _)| *n).collect();
+            return self.err(
+                Some(g.span()),
+                "gpu",
+                format!(
+                    "no GPU preset `{name}` (presets: {}; a GPU file ends in .toml)",
+                    presets.join(", ")
+                ),
+            );
+        }
+        let bytes = self.read(g, "gpu", MAX_GPU_FILE_BYTES)?;
+        let path = self.path(name).display().to_string();
+        let text = String::from_utf8(bytes)
+            .or_else(|_| self.err(Some(g.span()), "gpu", format!("`{path}` is not UTF-8 text")))?;
+        gpu::config::GpuConfig::from_toml(&path, &text)
+            .map(|_| ())
+            .or_else(|e| self.err(Some(g.span()), "gpu", e.to_string()))
     }
 
     /// A policy or mechanism as written ([`crate::choice`]), or its default when left out.
@@ -862,7 +983,7 @@ impl Cx<'_> {
                 k.ptx(target).unwrap_or_default().to_string(),
             )
         } else {
-            let bytes = self.read(ptx, &format!("{field}.ptx"))?;
+            let bytes = self.read(ptx, &format!("{field}.ptx"), MAX_PTX_BYTES)?;
             let text = String::from_utf8(bytes).or_else(|e| {
                 self.err(
                     Some(ptx.span()),
@@ -874,6 +995,9 @@ impl Cx<'_> {
         };
         let ir = gpu::lower_ptx(&ptx_file, &text)
             .or_else(|e| self.err(Some(ptx.span()), &format!("{field}.ptx"), e.to_string()))?;
+        self.warnings
+            .borrow_mut()
+            .extend(gpu::render_warnings(&ir, &ptx_file, &text));
         let kernels: Vec<String> = ir.kernels.values().map(|k| k.name.clone()).collect();
         let mut buffers: Vec<Buffer> = Vec::new();
         let mut declared = 0u64;
@@ -902,7 +1026,7 @@ impl Cx<'_> {
                     format!("a buffer `{}` already exists", spec.name.get_ref()),
                 );
             }
-            buffers.push(self.buffer(spec, &f)?);
+            buffers.push(self.buffer(spec, &f, p.name.get_ref())?);
         }
         let names = Names {
             buffers: &buffers,
@@ -930,7 +1054,7 @@ impl Cx<'_> {
                 );
             }
             let expect = if let Some(file) = &spec.file {
-                let bytes = self.read(file, &format!("{f}.file"))?;
+                let bytes = self.read(file, &format!("{f}.file"), MAX_DATA_FILE_BYTES)?;
                 let npy = file.get_ref().ends_with(".npy");
                 let (data, _) = crate::data::from_file(buf.ty, &bytes, npy).or_else(|e| {
                     self.err(Some(file.span()), &format!("{f}.file"), e.to_string())
@@ -963,10 +1087,26 @@ impl Cx<'_> {
                 }
                 Expect::Values(spec.values.clone())
             };
+            let tolerance = match &spec.tolerance {
+                None => 0.0,
+                Some(t) => {
+                    let v = *t.get_ref();
+                    // An infinite tolerance passes every value, a NaN one fails every value
+                    // that is not exact: neither checks anything.
+                    if !(v.is_finite() && v >= 0.0) {
+                        return self.err(
+                            Some(t.span()),
+                            &format!("{f}.tolerance"),
+                            format!("{v} is not a tolerance: it must be finite and non-negative"),
+                        );
+                    }
+                    v
+                }
+            };
             checks.push(Check {
                 buffer: b,
                 expect,
-                tolerance: spec.tolerance,
+                tolerance,
             });
         }
         Ok(CommandProgram {
@@ -978,7 +1118,46 @@ impl Cx<'_> {
         })
     }
 
-    fn buffer(&self, spec: &BufferSpec, f: &str) -> Result<Buffer, ScenarioError> {
+    /// Counts `bytes` of buffer `spec` of `process` against the scenario's budget, before
+    /// they are allocated.
+    fn claim(
+        &self,
+        bytes: u64,
+        spec: &BufferSpec,
+        f: &str,
+        process: &str,
+    ) -> Result<(), ScenarioError> {
+        let total = self.buffer_bytes.get().saturating_add(bytes);
+        self.budget(total, bytes, spec, f, process)?;
+        self.buffer_bytes.set(total);
+        Ok(())
+    }
+
+    /// An error if `total`, the scenario's buffer bytes up to buffer `spec` of `process`
+    /// (`bytes` of them), exceeds [`MAX_SCENARIO_BUFFER_BYTES`].
+    fn budget(
+        &self,
+        total: u64,
+        bytes: u64,
+        spec: &BufferSpec,
+        f: &str,
+        process: &str,
+    ) -> Result<(), ScenarioError> {
+        if total <= MAX_SCENARIO_BUFFER_BYTES {
+            return Ok(());
+        }
+        let at = spec.len.as_ref().map_or(spec.name.span(), |n| n.span());
+        self.err(
+            Some(at),
+            &format!("{f}.len"),
+            format!(
+                "buffer `{}` of process `{process}` ({bytes} bytes) brings the scenario's buffers to {total} bytes, more than the {MAX_SCENARIO_BUFFER_BYTES} all processes may have together",
+                spec.name.get_ref()
+            ),
+        )
+    }
+
+    fn buffer(&self, spec: &BufferSpec, f: &str, process: &str) -> Result<Buffer, ScenarioError> {
         let at = Some(spec.name.span());
         let size = spec.ty.size() as u64;
         let init = if spec.init == Init::File {
@@ -989,7 +1168,7 @@ impl Cx<'_> {
                     "init = \"file\" needs a `file`".into(),
                 );
             };
-            let bytes = self.read(file, &format!("{f}.file"))?;
+            let bytes = self.read(file, &format!("{f}.file"), MAX_DATA_FILE_BYTES)?;
             let npy = file.get_ref().ends_with(".npy");
             let (data, elems) = crate::data::from_file(spec.ty, &bytes, npy)
                 .or_else(|e| self.err(Some(file.span()), &format!("{f}.file"), e.to_string()))?;
@@ -1009,6 +1188,17 @@ impl Cx<'_> {
                     "the file is empty".into(),
                 );
             }
+            if data.len() as u64 > MAX_BUFFER_BYTES {
+                return self.err(
+                    Some(file.span()),
+                    &format!("{f}.file"),
+                    format!(
+                        "{} bytes of data: a buffer may have at most {MAX_BUFFER_BYTES}",
+                        data.len()
+                    ),
+                );
+            }
+            self.claim(data.len() as u64, spec, f, process)?;
             data
         } else {
             if spec.file.is_some() {
@@ -1051,6 +1241,7 @@ impl Cx<'_> {
                     format!("{} values for {n} elements", spec.values.len()),
                 );
             }
+            self.claim(n * size, spec, f, process)?;
             crate::data::generate(
                 spec.ty,
                 n as usize,

@@ -40,6 +40,35 @@ use crate::scenario::{CopyPolicy, Process, Program};
 /// Femtoseconds per microsecond.
 pub const FS_PER_US: u64 = 1_000_000_000;
 
+/// The latest moment a host event may be set for, fs (2^62 fs, about 77 minutes of
+/// simulated time): far beyond any cycle limit, and far enough below `u64::MAX` that the
+/// clock can round it up to a core edge. A copy or launch that would end later is an error
+/// ([`RunError::Time`]), never a time that wraps around to an early one.
+pub const MAX_HOST_TIME_FS: u64 = 1 << 62;
+
+/// The most copies and launches a process may have called and not yet finished; its next
+/// call waits for one to finish. Real drivers block the host the same way when the launch
+/// queue is full (about a thousand entries); here it keeps what a loop of asynchronous
+/// calls costs in memory proportional to the simulated work, which the cycle limit bounds,
+/// instead of to the loop's count.
+pub const MAX_PENDING_OPS: usize = 1024;
+
+/// The most host calls a process may make at one instant of simulated time (syncs with
+/// nothing to wait for, allocations): beyond it the program is an endless loop that never
+/// lets time pass, and the run stops with an error naming where it is.
+pub const MAX_CALLS_PER_INSTANT: u32 = 1 << 20;
+
+/// `now` plus a whole number of femtoseconds `delay_fs`, or `None` when that is not a
+/// time at or before [`MAX_HOST_TIME_FS`] (a delay that is negative, not finite or too
+/// long): checked, where a cast and a sum would saturate or wrap.
+pub fn later_fs(now: u64, delay_fs: f64) -> Option<u64> {
+    if !(delay_fs.is_finite() && (0.0..=MAX_HOST_TIME_FS as f64).contains(&delay_fs)) {
+        return None;
+    }
+    now.checked_add(delay_fs as u64)
+        .filter(|&t| t <= MAX_HOST_TIME_FS)
+}
+
 /// How a scenario run went wrong.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
@@ -59,6 +88,9 @@ pub enum RunError {
     },
     #[error(transparent)]
     Timing(Box<TimingError>),
+    /// A host event would fall after [`MAX_HOST_TIME_FS`].
+    #[error("process `{process}`: {what} would end after {} µs of simulated time, the most the host model counts (check [host] pcie_gbps, copy_latency_us, launch_latency_us)", MAX_HOST_TIME_FS / FS_PER_US)]
+    Time { process: String, what: String },
     #[error("the scenario did not finish within {limit} core cycles (still running: {running}); raise [limits] max_cycles")]
     CycleLimit { limit: u64, running: String },
 }
@@ -191,6 +223,9 @@ enum Wait {
     Runnable(ReplyKind),
     Op(usize),
     Streams(Option<u32>),
+    /// [`MAX_PENDING_OPS`] of its copies and launches are unfinished: the next call waits
+    /// for one to finish, as a full CUDA launch queue blocks the host.
+    Room,
     /// The program has ended; its streams still hold work.
     Ending,
     Done,
@@ -224,6 +259,11 @@ impl Proc {
         }
         self.streams.push((s, VecDeque::new()));
         &mut self.streams.last_mut().expect("pushed").1
+    }
+
+    /// Copies and launches called and not finished, on all its streams.
+    fn pending(&self) -> usize {
+        self.streams.iter().map(|(_, q)| q.len()).sum()
     }
 
     fn idle(&self, stream: Option<u32>) -> bool {
@@ -363,7 +403,13 @@ impl System {
                     (Box::new(Commands::new(Arc::new(c.clone()))), Some(m))
                 }
             };
-            let arrival = (p.arrival_us * FS_PER_US as f64).round() as u64;
+            let arrival =
+                later_fs(0, (p.arrival_us * FS_PER_US as f64).round()).ok_or_else(|| {
+                    RunError::Time {
+                        process: p.name.clone(),
+                        what: format!("an arrival at {} µs", p.arrival_us),
+                    }
+                })?;
             timers.push(Reverse((arrival, seq, Timer::Arrival(i))));
             seq += 1;
             procs.push(Proc {
@@ -562,13 +608,29 @@ impl System {
         for p in 0..self.procs.len() {
             self.run_program(p)?;
         }
-        self.start_copies();
-        Ok(())
+        self.start_copies()
     }
 
     /// Runs program `p` while it is runnable.
     fn run_program(&mut self, p: usize) -> Result<(), RunError> {
+        let mut calls = 0u32;
         loop {
+            if self.procs[p].wait == Wait::Runnable(ReplyKind::Done)
+                && self.procs[p].pending() >= MAX_PENDING_OPS
+            {
+                self.procs[p].wait = Wait::Room;
+            }
+            calls += 1;
+            if calls > MAX_CALLS_PER_INSTANT {
+                let proc = &self.procs[p];
+                return Err(RunError::Process {
+                    process: proc.name.clone(),
+                    what: format!(
+                        "{}: more than {MAX_CALLS_PER_INSTANT} host calls without simulated time passing (an endless loop of syncs?)",
+                        proc.program.position().unwrap_or_default()
+                    ),
+                });
+            }
             let reply = match self.procs[p].wait {
                 Wait::Runnable(ReplyKind::Start) => Reply::Start,
                 Wait::Runnable(ReplyKind::Done) => match self.procs[p].ptr.take() {
@@ -654,6 +716,14 @@ impl System {
                 } => {
                     let command =
                         self.command(p, &kernel, grid, block, dynamic_smem, &args, &at)?;
+                    let ready = later_fs(
+                        now,
+                        (self.setup.host.launch_latency_us * FS_PER_US as f64).trunc(),
+                    )
+                    .ok_or_else(|| RunError::Time {
+                        process: self.procs[p].name.clone(),
+                        what: format!("the launch of `{kernel}` at {at}"),
+                    })?;
                     let record = self.out.kernels.len();
                     self.out.kernels.push(KernelRecord {
                         process: name,
@@ -666,7 +736,6 @@ impl System {
                         finished_fs: None,
                         launch: None,
                     });
-                    let ready = now + (self.setup.host.launch_latency_us * FS_PER_US as f64) as u64;
                     let op = self.push_op(
                         p,
                         stream,
@@ -720,10 +789,8 @@ impl System {
         args: &[gpu::KernelArg],
         at: &str,
     ) -> Result<Command, RunError> {
-        let limits = DeviceLimits {
-            num_sms: self.machine.sm_count(),
-            ..DeviceLimits::default()
-        };
+        // Checked against the GPU that runs the launch, not a default one.
+        let limits = DeviceLimits::for_gpu(&self.setup.timing.gpu);
         let grid_id = self.out.kernels.len() as u64 + 1;
         let timing = &self.setup.timing;
         let proc = &mut self.procs[p];
@@ -779,9 +846,17 @@ impl System {
             OpKind::Copy { .. } => self.copy_queue.push_back(id),
             OpKind::Launch { .. } => {
                 if self.ops[id].ready <= self.now() {
-                    self.deliver.push(id);
+                    self.queue_delivery(id);
                 }
             }
+        }
+    }
+
+    /// Delivers launch `id` this cycle, once: with no launch latency it reaches the head of
+    /// its stream and its latency timer fires at the same moment, and each would deliver it.
+    fn queue_delivery(&mut self, id: usize) {
+        if self.ops[id].started.is_none() && !self.deliver.contains(&id) {
+            self.deliver.push(id);
         }
     }
 
@@ -789,7 +864,7 @@ impl System {
     fn try_issue_head(&mut self, id: usize) {
         let (p, s) = (self.ops[id].process, self.ops[id].stream);
         if self.procs[p].stream(s).front() == Some(&id) {
-            self.deliver.push(id);
+            self.queue_delivery(id);
         }
     }
 
@@ -811,7 +886,7 @@ impl System {
     }
 
     /// Gives free engines the next copies, first come first served.
-    fn start_copies(&mut self) {
+    fn start_copies(&mut self) -> Result<(), RunError> {
         let now = self.now();
         let (gbps, latency_us) = (self.setup.host.pcie_gbps, self.setup.host.copy_latency_us);
         for e in 0..self.engines.len() {
@@ -830,19 +905,30 @@ impl System {
                 }
             };
             let Some(id) = self.copy_queue.remove(pick) else {
-                return;
+                return Ok(());
             };
             let OpKind::Copy { len, .. } = self.ops[id].kind else {
                 unreachable!("the copy queue holds copies");
             };
-            // bytes / (GB/s) = ns; a copy's time in fs.
-            let transfer = (len as f64 / gbps * 1.0e6).round() as u64;
-            let latency = (latency_us * FS_PER_US as f64).round() as u64;
+            // bytes / (GB/s) = ns; a copy's time in fs, at least one. Checked: a slow link
+            // must give a late time or an error, never a sum that wraps to an early one.
+            let transfer = (len as f64 / gbps * 1.0e6).round().max(1.0);
+            let latency = (latency_us * FS_PER_US as f64).round();
+            let Some(done) = later_fs(now, latency).and_then(|t| later_fs(t, transfer)) else {
+                let op = &self.ops[id];
+                return Err(RunError::Time {
+                    process: self.procs[op.process].name.clone(),
+                    what: format!(
+                        "a copy of {len} bytes on stream {} ({latency_us} µs + {len} bytes at {gbps} GB/s)",
+                        op.stream
+                    ),
+                });
+            };
             self.engines[e] = Some(id);
             self.ops[id].started = Some(now);
-            let done = now + latency + transfer.max(1);
             self.timer(done, Timer::CopyDone(id));
         }
+        Ok(())
     }
 
     fn copy_done(&mut self, id: usize, at: u64) {
@@ -912,6 +998,7 @@ impl System {
         match proc.wait {
             Wait::Op(op) if self.ops[op].finished.is_some() => {}
             Wait::Streams(s) if proc.idle(s) => {}
+            Wait::Room if proc.pending() < MAX_PENDING_OPS => {}
             Wait::Ending if proc.idle(None) => {
                 let now = self.now();
                 self.end(p, now);

@@ -168,8 +168,9 @@ fn run_error(text: &str, max_cycles: u64) -> String {
 }
 
 #[test]
-fn a_launch_no_sm_can_hold_names_its_command() {
-    // 60 KB of dynamic shared memory per TB: within CUDA's limit, beyond the GTX480's 48 KB.
+fn a_launch_the_gpu_cannot_hold_names_its_command_and_the_gpus_limit() {
+    // 60 KB of dynamic shared memory per TB: within CUDA's limit, beyond the GTX480's 48 KB,
+    // and refused against the GTX480's (the limit printed used to be the H100's, 232448).
     let text = r#"[[process]]
 name = "big"
 ptx = "scan.ptx"
@@ -191,7 +192,7 @@ args = [{ buffer = "a" }, { buffer = "a" }, { buffer = "a" }, { u32 = 256 }]
         e.contains("process `big`")
             && e.contains("s.toml:11:10")
             && e.contains("process[0].command[0]")
-            && e.contains("does not fit on an SM of `gtx480`"),
+            && e.contains("exceed the limit of 49152"),
         "{e}"
     );
 }
@@ -256,4 +257,52 @@ fn the_scenario_library_parses() {
         let s = parse(&f.display().to_string(), &text, &Disk).unwrap_or_else(|e| panic!("{e}"));
         assert!(!s.description.is_empty(), "{}: describe it", f.display());
     }
+}
+
+#[test]
+fn the_gpu_a_scenario_names_is_checked_where_it_is_named() {
+    let e = error(&format!("gpu = \"gtx4800\"\n{GOOD}"));
+    assert!(
+        e.starts_with("s.toml:1:7:")
+            && e.contains("`gpu`")
+            && e.contains("no GPU preset `gtx4800`")
+            && e.contains("gtx480, "),
+        "{e}"
+    );
+    let e = error(&format!("gpu = \"my.toml\"\n{GOOD}"));
+    assert!(
+        e.starts_with("s.toml:1:7:") && e.contains("`gpu`") && e.contains("cannot read `my.toml`"),
+        "{e}"
+    );
+    let s = parse("s.toml", &format!("gpu = \"h100\"\n{GOOD}"), &Mem).unwrap();
+    assert_eq!(s.gpu.as_deref(), Some("h100"));
+    assert_eq!(s.gpu_at.as_deref(), Some("s.toml:1:7"));
+    // A GPU file that cannot work is refused at the scenario's line, naming its field.
+    let dir = std::env::temp_dir().join(format!("switchyard-scenario-gpu-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let gtx480 = gpu::config::PRESETS
+        .iter()
+        .find(|(n, _)| *n == "gtx480")
+        .unwrap()
+        .1;
+    std::fs::write(
+        dir.join("my.toml"),
+        gtx480.replace("t_refi = 3604", "t_refi = 100"),
+    )
+    .unwrap();
+    std::fs::write(dir.join("saxpy.ptx"), SAXPY).unwrap();
+    let file = dir.join("s.toml").display().to_string();
+    let e = parse(&file, &format!("gpu = \"my.toml\"\n{GOOD}"), &Disk)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with(&format!("{file}:1:7:"))
+            && e.contains("`gpu`")
+            && e.contains("my.toml")
+            && e.contains("memory.dram.t_refi"),
+        "{e}"
+    );
+    std::fs::write(dir.join("my.toml"), gtx480).unwrap();
+    assert!(parse(&file, &format!("gpu = \"my.toml\"\n{GOOD}"), &Disk).is_ok());
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -301,6 +301,18 @@ impl<'a> KernelLowerer<'a> {
         let guard = match &i.guard {
             None => None,
             Some(g) => match self.lookup(&g.pred.value) {
+                // A guard is a predicate (PTX ISA §9.7.1: `@{!}p`, p a `.pred` register);
+                // ptxas rejects any other register.
+                Some(Sym::Reg(r)) if self.regs[r].ty != Ty::Pred => {
+                    return Err(LowerError::Invalid {
+                        what: format!(
+                            "the guard `{}` is a .{} register; a guard must be a .pred register",
+                            g.pred.value,
+                            typecheck::name(self.regs[r].ty)
+                        ),
+                        span: g.pred.span,
+                    })
+                }
                 Some(Sym::Reg(r)) => Some(crate::inst::Guard {
                     reg: r,
                     negated: g.negated,
@@ -799,15 +811,22 @@ impl<'a> KernelLowerer<'a> {
                         ),
                     ));
                 }
+                let bits = int_literal_bits(*v, ty);
                 if !typecheck::int_fits(*v, ty) {
-                    return Err(LowerError::ImmediateRange {
-                        inst: full_name(i),
-                        value: *v,
-                        ty: typecheck::name(ty),
-                        span: o.span,
-                    });
+                    let (inst, name) = (full_name(i), typecheck::name(ty));
+                    match super::error::wrapped_literal(&inst, *v, &name, bits, o.span) {
+                        Some(w) => self.ctx.warnings.borrow_mut().push(w),
+                        None => {
+                            return Err(LowerError::ImmediateRange {
+                                inst,
+                                value: *v,
+                                ty: name,
+                                span: o.span,
+                            })
+                        }
+                    }
                 }
-                Ok(Operand::Imm(int_literal_bits(*v, ty)))
+                Ok(Operand::Imm(bits))
             }
             K::Float(f) => {
                 let lit_bits = match f {
@@ -1576,6 +1595,18 @@ impl<'a> KernelLowerer<'a> {
     fn ld_st(&self, i: &ast::Instruction, m: &mut Mods) -> Result<Inst, LowerError> {
         let store = i.opcode.value == "st";
         let space = m.one_of(SPACES);
+        if store && space == Some(Space::Const) {
+            // The constant bank is read-only to a kernel: the ISA has no `st.const`.
+            let span = i
+                .modifiers
+                .iter()
+                .find(|x| x.value == "const")
+                .map_or(i.span, |x| x.span);
+            return Err(LowerError::Invalid {
+                what: "`st.const`: the `.const` state space is read-only (initialise it in its declaration)".into(),
+                span,
+            });
+        }
         let volatile = m.has("volatile") | m.has("relaxed") | m.has("acquire") | m.has("release");
         if m.written("nc") && (store || space != Some(Space::Global)) {
             return Err(m.missing("`.global` for the non-coherent `.nc` load"));
@@ -1778,6 +1809,15 @@ impl<'a> KernelLowerer<'a> {
             }
             &ops[..]
         };
+        // A CTA has 16 named barriers (PTX ISA §9.7.13.1: a literal id in 0..15).
+        if let K::Int(id) = rest[0].kind {
+            if !(0..16).contains(&id) {
+                return Err(LowerError::Invalid {
+                    what: format!("barrier {id} does not exist: a CTA has barriers 0 to 15"),
+                    span: rest[0].span,
+                });
+            }
+        }
         inst.srcs[0] = self.src(i, &rest[0], Ty::U32)?;
         let has_count = if is_red {
             rest.len() == 3

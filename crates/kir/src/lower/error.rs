@@ -70,6 +70,10 @@ pub enum LowerError {
         ty: String,
         span: Span,
     },
+    /// What the PTX ISA forbids and `ptxas` rejects (a guard that is not a predicate, a
+    /// store to `.const`, an alignment that is not a power of two, ...).
+    #[error("{what}")]
+    Invalid { what: String, span: Span },
     #[error("unsupported `.address_size {size}`: Switchyard executes 64-bit PTX only")]
     AddressSize { size: u32, span: Span },
     #[error("too large: {size} {what}; the limit is {limit}")]
@@ -100,8 +104,40 @@ impl LowerError {
             | OperandType { span, .. }
             | InstructionType { span, .. }
             | ImmediateRange { span, .. }
+            | Invalid { span, .. }
             | AddressSize { span, .. }
             | TooLarge { span, .. } => *span,
         }
     }
+}
+
+/// Something `ptxas` accepts and Switchyard takes as `ptxas` does, but that is likely a
+/// mistake: an integer literal that does not fit its type, wrapped to it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{what}")]
+pub struct LowerWarning {
+    pub what: String,
+    pub span: Span,
+}
+
+/// The warning for integer literal `value` that does not fit `ty` in `inst`, wrapped to
+/// `bits`; `None` when it is too large for even that (it stays an error).
+pub(super) fn wrapped_literal(
+    inst: &str,
+    value: i128,
+    ty: &str,
+    bits: u64,
+    span: Span,
+) -> Option<LowerWarning> {
+    // ptxas wraps a literal to its type; beyond 64 bits it reports an overflow (from about
+    // 2^67), and Switchyard refuses anything that does not fit 64 bits.
+    if !(-(1i128 << 64) < value && value < (1i128 << 64)) {
+        return None;
+    }
+    Some(LowerWarning {
+        what: format!(
+            "integer literal {value} does not fit `.{ty}` in `{inst}`: taken as {bits:#x} (wrapped to the type, as ptxas does)"
+        ),
+        span,
+    })
 }

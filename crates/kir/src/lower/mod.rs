@@ -26,7 +26,7 @@ use std::collections::{HashMap, HashSet};
 use ptx::ast::{self, InitExpr, Initializer, StateSpace, Statement};
 use ptx::Span;
 
-pub use error::LowerError;
+pub use error::{LowerError, LowerWarning};
 
 use crate::cfg::Cfg;
 use crate::ids::{GlobalId, IdVec, InstId, Reg};
@@ -35,6 +35,53 @@ use crate::module::{
     GlobalSpace, GlobalVar, Kernel, LaunchBounds, Module, Param, RegInfo, Relocation,
     FUNCTION_ADDRESS_BASE, FUNCTION_ADDRESS_STRIDE,
 };
+
+/// What `ptxas` refuses in a function's signature: a second definition of its name, two
+/// parameters of one name, a dimension of zero in `.reqntid` / `.maxntid`.
+fn check_signature<'a>(
+    f: &'a ast::Function,
+    defined: &mut HashSet<&'a str>,
+    errors: &mut Vec<LowerError>,
+) {
+    if f.body.is_some() && !defined.insert(f.name.value.as_str()) {
+        errors.push(LowerError::Redeclared {
+            name: f.name.value.clone(),
+            span: f.name.span,
+        });
+    }
+    let mut names = HashSet::new();
+    for p in f.returns.iter().chain(&f.params) {
+        if !names.insert(p.name.value.as_str()) {
+            errors.push(LowerError::Redeclared {
+                name: p.name.value.clone(),
+                span: p.name.span,
+            });
+        }
+    }
+    for d in &f.performance {
+        let (ast::Performance::ReqNtid(dims) | ast::Performance::MaxNtid(dims)) = &d.value else {
+            continue;
+        };
+        // ptxas requires every dimension to be positive (and leaves a block too large for
+        // the device to the launch, which refuses it).
+        if dims.contains(&0) {
+            let name = match d.value {
+                ast::Performance::ReqNtid(_) => "reqntid",
+                _ => "maxntid",
+            };
+            errors.push(LowerError::Invalid {
+                what: format!(
+                    "`.{name} {}`: every dimension must be at least 1",
+                    dims.iter()
+                        .map(u32::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                span: d.span,
+            });
+        }
+    }
+}
 
 /// Lowers a parsed module. On failure returns every error found (in source order).
 pub fn lower_module(module: &ast::Module, source_name: &str) -> Result<Module, Vec<LowerError>> {
@@ -52,6 +99,9 @@ pub fn lower_module(module: &ast::Module, source_name: &str) -> Result<Module, V
     let mut shared_decls: Vec<&ast::VarDecl> = Vec::new();
     let mut function_order: Vec<&str> = Vec::new();
     let mut call_tables: HashMap<String, Vec<String>> = HashMap::new();
+    let mut warnings: Vec<LowerWarning> = Vec::new();
+    // Functions with a body so far: a second definition is an error (prototypes are not).
+    let mut defined: HashSet<&str> = HashSet::new();
 
     for item in &module.items {
         match item {
@@ -84,6 +134,7 @@ pub fn lower_module(module: &ast::Module, source_name: &str) -> Result<Module, V
                 }),
             },
             ast::Item::Function(f) => {
+                check_signature(f, &mut defined, &mut errors);
                 if !functions.contains_key(f.name.value.as_str()) {
                     // A function's address: its place among the module's functions.
                     let addr = FUNCTION_ADDRESS_BASE
@@ -113,6 +164,7 @@ pub fn lower_module(module: &ast::Module, source_name: &str) -> Result<Module, V
                     offset: &mut offset,
                     functions: &mut funcs,
                     errors: &mut errors,
+                    warnings: &mut warnings,
                 };
                 write_initializer(init, v.ty, &module_syms, &mut out);
                 globals[*id] = g;
@@ -135,6 +187,7 @@ pub fn lower_module(module: &ast::Module, source_name: &str) -> Result<Module, V
         })
         .unwrap_or(0);
     let address_taken = indirect::address_taken(module, &function_order, &call_tables);
+    let kernel_warnings = std::cell::RefCell::new(Vec::new());
     let ctx = ModuleCtx {
         sync_required: sm >= 70 && module.version >= (6, 4),
         syms: &module_syms,
@@ -142,6 +195,7 @@ pub fn lower_module(module: &ast::Module, source_name: &str) -> Result<Module, V
         shared_decls: &shared_decls,
         call_tables: &call_tables,
         address_taken: &address_taken,
+        warnings: &kernel_warnings,
     };
     for item in &module.items {
         let ast::Item::Function(f) = item else {
@@ -162,6 +216,13 @@ pub fn lower_module(module: &ast::Module, source_name: &str) -> Result<Module, V
     if errors.is_empty() {
         Ok(Module {
             source_name: source_name.to_string(),
+            warnings: {
+                warnings.extend(kernel_warnings.take());
+                // A function's warning is found again in every kernel that inlines it.
+                warnings.sort_by_key(|w| w.span.start);
+                warnings.dedup();
+                warnings
+            },
             version: module.version,
             target: module.target.clone(),
             kernels,
@@ -196,6 +257,8 @@ struct ModuleCtx<'a> {
     /// Functions whose address the module takes, in declaration order: the possible callees
     /// of an indirect call through a `.callprototype`.
     address_taken: &'a [&'a str],
+    /// What is accepted but worth a word ([`LowerWarning`]), from every kernel.
+    warnings: &'a std::cell::RefCell<Vec<LowerWarning>>,
 }
 
 fn var_align(v: &ast::VarDecl) -> u32 {
@@ -234,6 +297,7 @@ struct InitOut<'o> {
     offset: &'o mut u64,
     functions: &'o mut Vec<String>,
     errors: &'o mut Vec<LowerError>,
+    warnings: &'o mut Vec<LowerWarning>,
 }
 
 fn write_initializer(
@@ -252,15 +316,20 @@ fn write_initializer(
             let size = ty.size() as u64;
             let bits: u64 = match &e.value {
                 InitExpr::Int(v) => {
+                    let bits = decode::int_literal_bits(*v, ty);
                     if !ty.is_float() && !typecheck::int_fits(*v, ty) {
-                        out.errors.push(LowerError::ImmediateRange {
-                            inst: out.g.name.clone(),
-                            value: *v,
-                            ty: typecheck::name(ty),
-                            span: e.span,
-                        });
+                        let name = typecheck::name(ty);
+                        match error::wrapped_literal(&out.g.name, *v, &name, bits, e.span) {
+                            Some(w) => out.warnings.push(w),
+                            None => out.errors.push(LowerError::ImmediateRange {
+                                inst: out.g.name.clone(),
+                                value: *v,
+                                ty: name,
+                                span: e.span,
+                            }),
+                        }
                     }
-                    decode::int_literal_bits(*v, ty)
+                    bits
                 }
                 InitExpr::Float(f) => decode::float_literal_bits(*f, ty),
                 InitExpr::SymbolAddr {
