@@ -58,6 +58,10 @@ pub struct PeriodicConfig {
     pub seed: u64,
     /// Core cycles between two signals (the paper: 10,000).
     pub interval: u64,
+    /// Signals each kernel must get at least (0: none asked): a kernel whose uninterrupted
+    /// run is too short for that many at `interval` gets them closer together, its busy
+    /// cycles over `min_signals + 1` apart (the paper kept kernels with at least 15).
+    pub min_signals: u32,
     pub mechanisms: Vec<MechanismKind>,
     /// Runs at once (results do not depend on it).
     pub threads: usize,
@@ -84,6 +88,7 @@ impl PeriodicConfig {
             target: None,
             seed: 1,
             interval: 10_000,
+            min_signals: 0,
             mechanisms: DEFAULT_MECHANISMS.to_vec(),
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             max_cycles: 200_000_000,
@@ -117,6 +122,9 @@ pub struct Signal {
 pub struct MechanismRun {
     pub kernel: String,
     pub mechanism: String,
+    /// Core cycles between its signals (the configured interval, or less to give the
+    /// kernel its minimum number of signals).
+    pub interval: u64,
     pub signals: Vec<Signal>,
     /// Signals that found no SM to take, and requests that found the SM without TBs.
     pub skipped: u32,
@@ -259,6 +267,7 @@ fn one_run(
     config: &PeriodicConfig,
     kernel: &'static dyn suite::Kernel,
     mechanism: Option<MechanismKind>,
+    interval: u64,
 ) -> RunOutcome {
     let process = Process {
         name: kernel.name().to_string(),
@@ -288,8 +297,8 @@ fn one_run(
         None => Ok((system.run(&mut |_| {}).map_err(fail)?, 0)),
         Some(_) => {
             let mut periodic = Periodic {
-                interval: config.interval.max(1),
-                next: config.interval.max(1),
+                interval: interval.max(1),
+                next: interval.max(1),
                 turn: 0,
                 skipped: 0,
             };
@@ -383,31 +392,47 @@ pub fn signals(records: &[Record]) -> (Vec<Signal>, u32) {
     (out, empty)
 }
 
-/// Runs the experiment; `progress(done, total, what)` after each run.
-pub fn run(
+/// The signal interval for a kernel whose uninterrupted run `reference` was: the
+/// configured one, or shorter, so that the kernel's busy cycles (the union of its launches'
+/// spans) hold at least `min_signals` signals.
+pub fn interval_for(config: &PeriodicConfig, reference: &RunRecord) -> u64 {
+    if config.min_signals == 0 {
+        return config.interval;
+    }
+    let period = reference.core_period_fs.max(1);
+    let busy: u64 = reference
+        .kernels
+        .iter()
+        .filter_map(|k| Some((k.started_fs? / period, k.finished_fs? / period)))
+        .map(|(a, b)| b.saturating_sub(a))
+        .sum();
+    config
+        .interval
+        .min(busy / (u64::from(config.min_signals) + 1))
+        .max(1)
+}
+
+/// Runs `jobs` over the configured threads, each result at its job's index; stops handing
+/// out work after the first error.
+fn run_jobs(
     config: &PeriodicConfig,
+    jobs: &[(usize, Option<MechanismKind>, u64)],
     progress: &(dyn Fn(usize, usize, &str) + Sync),
-) -> Result<PeriodicResults, ExperimentError> {
-    // Per kernel: the reference, then each mechanism.
-    let per_kernel = config.mechanisms.len() + 1;
-    let jobs: Vec<(usize, Option<MechanismKind>)> = (0..config.kernels.len())
-        .flat_map(|k| {
-            std::iter::once((k, None)).chain(config.mechanisms.iter().map(move |&m| (k, Some(m))))
-        })
-        .collect();
-    let total = jobs.len();
-    let results: Vec<Mutex<Option<RunOutcome>>> = (0..total).map(|_| Mutex::new(None)).collect();
+    done: &AtomicUsize,
+    total: usize,
+) -> Vec<Option<RunOutcome>> {
+    let results: Vec<Mutex<Option<RunOutcome>>> =
+        (0..jobs.len()).map(|_| Mutex::new(None)).collect();
     let next = AtomicUsize::new(0);
-    let done = AtomicUsize::new(0);
     std::thread::scope(|s| {
-        for _ in 0..config.threads.clamp(1, total.max(1)) {
+        for _ in 0..config.threads.clamp(1, jobs.len().max(1)) {
             s.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(&(k, m)) = jobs.get(i) else {
+                let Some(&(k, m, interval)) = jobs.get(i) else {
                     return;
                 };
                 let kernel = config.kernels[k];
-                let r = one_run(config, kernel, m);
+                let r = one_run(config, kernel, m, interval);
                 let failed = r.is_err();
                 *results[i].lock().expect("no thread panics holding it") = Some(r);
                 let d = done.fetch_add(1, Ordering::Relaxed) + 1;
@@ -427,9 +452,67 @@ pub fn run(
             });
         }
     });
-    let mut records = Vec::with_capacity(total);
-    for r in results {
-        match r.into_inner().expect("no thread panics holding it") {
+    results
+        .into_iter()
+        .map(|r| r.into_inner().expect("no thread panics holding it"))
+        .collect()
+}
+
+/// Runs the experiment; `progress(done, total, what)` after each run.
+pub fn run(
+    config: &PeriodicConfig,
+    progress: &(dyn Fn(usize, usize, &str) + Sync),
+) -> Result<PeriodicResults, ExperimentError> {
+    // Per kernel: the reference, then each mechanism. With a minimum number of signals the
+    // references run first, since each kernel's interval comes from its reference.
+    let per_kernel = config.mechanisms.len() + 1;
+    let total = config.kernels.len() * per_kernel;
+    let done = AtomicUsize::new(0);
+    let kernels = 0..config.kernels.len();
+    let mut records: Vec<(RunRecord, u32)> = Vec::with_capacity(total);
+    let mut intervals = vec![config.interval; config.kernels.len()];
+    let outcomes = if config.min_signals == 0 {
+        let jobs: Vec<(usize, Option<MechanismKind>, u64)> = kernels
+            .flat_map(|k| {
+                std::iter::once((k, None, config.interval)).chain(
+                    config
+                        .mechanisms
+                        .iter()
+                        .map(move |&m| (k, Some(m), config.interval)),
+                )
+            })
+            .collect();
+        run_jobs(config, &jobs, progress, &done, total)
+    } else {
+        let jobs: Vec<_> = kernels.map(|k| (k, None, config.interval)).collect();
+        let mut references = Vec::with_capacity(jobs.len());
+        for r in run_jobs(config, &jobs, progress, &done, total) {
+            references.push(r.expect("every reference ran or an earlier one failed")?);
+        }
+        for (k, (r, _)) in references.iter().enumerate() {
+            intervals[k] = interval_for(config, r);
+        }
+        let jobs: Vec<_> = (0..config.kernels.len())
+            .flat_map(|k| {
+                let interval = intervals[k];
+                config
+                    .mechanisms
+                    .iter()
+                    .map(move |&m| (k, Some(m), interval))
+            })
+            .collect();
+        let mut runs = run_jobs(config, &jobs, progress, &done, total).into_iter();
+        let mut outcomes = Vec::with_capacity(total);
+        for reference in references {
+            outcomes.push(Some(Ok(reference)));
+            for _ in 0..config.mechanisms.len() {
+                outcomes.push(runs.next().expect("one outcome per job"));
+            }
+        }
+        outcomes
+    };
+    for r in outcomes {
+        match r {
             Some(r) => records.push(r?),
             None => records.push((RunRecord::default(), 0)),
         }
@@ -475,6 +558,7 @@ pub fn run(
             out.runs.push(MechanismRun {
                 kernel: config.kernels[k].name().to_string(),
                 mechanism: m.to_string(),
+                interval: intervals[k],
                 summary: Summary::of(&signals),
                 signals,
                 skipped: *skipped,

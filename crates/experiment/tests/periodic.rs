@@ -98,3 +98,29 @@ fn periodic_preemption_measures_every_mechanism_and_stays_bit_exact() {
     let one = periodic::run(&config(1), &|_, _, _| {}).unwrap();
     assert_eq!(one, r);
 }
+
+#[test]
+fn a_minimum_number_of_signals_shortens_the_interval_of_short_kernels() {
+    // At the paper's 10,000 cycles the small kernels get few signals or none; asking for at
+    // least 6 gives each kernel an interval of its busy cycles over 7, and every run gets
+    // at least the signals it asked for (a preempted run lasts longer than its reference).
+    let mut c = config(2);
+    c.interval = 10_000;
+    c.mechanisms = vec![MechanismKind::Baseline];
+    let plain = periodic::run(&c, &|_, _, _| {}).unwrap();
+    c.min_signals = 6;
+    let r = periodic::run(&c, &|_, _, _| {}).unwrap();
+    assert!(r.all_exact());
+    for (m, p) in r.runs.iter().zip(&plain.runs) {
+        assert_eq!(p.interval, 10_000);
+        assert!(m.interval < 10_000, "{}: {}", m.kernel, m.interval);
+        assert!(
+            m.signals.len() >= 6,
+            "{}: {} signals at every {} cycles",
+            m.kernel,
+            m.signals.len(),
+            m.interval
+        );
+        assert!(m.signals.len() > p.signals.len(), "{}", m.kernel);
+    }
+}

@@ -149,6 +149,7 @@ pub(crate) fn periodic(args: PeriodicArgs) -> Outcome {
         return Err("--interval must be at least 1 cycle".into());
     }
     config.interval = args.interval;
+    config.min_signals = args.min_signals;
     if !args.mechanisms.is_empty() {
         config.mechanisms = super::all_mechanisms(&args.mechanisms);
     }
@@ -265,6 +266,15 @@ fn print_runs(r: &PeriodicResults) {
         r.interval,
         us(r.interval as f64)
     );
+    for k in &r.kernels {
+        let first = r.runs.iter().find(|m| &m.kernel == k);
+        if let Some(m) = first.filter(|m| m.interval != r.interval) {
+            println!(
+                "  {k}: a signal every {} cycles, for its minimum number of signals",
+                m.interval
+            );
+        }
+    }
     let w = r
         .runs
         .iter()
@@ -311,7 +321,7 @@ fn print_runs(r: &PeriodicResults) {
 fn write_csv(dir: &Path, r: &PeriodicResults, figs: &[figures::Figure]) -> Result<(), String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let mut runs = String::from(
-        "kernel,mechanism,signals,skipped,empty,mean_latency_cycles,max_latency_cycles,mean_drain_cycles,mean_spill_cycles,spill_registers_cycles,spill_shared_cycles,spill_stack_cycles,registers_bytes,shared_bytes,stack_barrier_bytes,metadata_bytes,occupied_register_bytes,live_register_bytes,moved_register_bytes,uniform,strided,random,restores,mean_resume_cycles,discarded_instructions,tb_cycles_held,cycles,slowdown,verified,bit_exact\n",
+        "kernel,mechanism,signals,skipped,empty,mean_latency_cycles,max_latency_cycles,mean_drain_cycles,mean_spill_cycles,spill_registers_cycles,spill_shared_cycles,spill_stack_cycles,registers_bytes,shared_bytes,stack_barrier_bytes,metadata_bytes,occupied_register_bytes,live_register_bytes,moved_register_bytes,uniform,strided,random,restores,mean_resume_cycles,discarded_instructions,tb_cycles_held,cycles,slowdown,verified,bit_exact,interval_cycles\n",
     );
     let mut signals = String::from(
         "kernel,mechanism,cycle,sm,tbs,latency,drain,spill,registers_bytes,shared_bytes,stack_barrier_bytes,metadata_bytes,switched,flushed,drained,refused\n",
@@ -320,7 +330,7 @@ fn write_csv(dir: &Path, r: &PeriodicResults, figs: &[figures::Figure]) -> Resul
         let s = &m.summary;
         let c = &s.registers;
         runs.push_str(&format!(
-            "{},{},{},{},{},{:.1},{},{:.1},{:.1},{:.1},{:.1},{:.1},{:.1},{:.1},{:.1},{:.1},{},{},{},{},{},{},{},{:.1},{},{},{},{:.4},{},{}\n",
+            "{},{},{},{},{},{:.1},{},{:.1},{:.1},{:.1},{:.1},{:.1},{:.1},{:.1},{:.1},{:.1},{},{},{},{},{},{},{},{:.1},{},{},{},{:.4},{},{},{}\n",
             m.kernel,
             m.mechanism,
             m.signals.len(),
@@ -350,7 +360,8 @@ fn write_csv(dir: &Path, r: &PeriodicResults, figs: &[figures::Figure]) -> Resul
             m.cycles,
             m.slowdown,
             m.verified,
-            m.bit_exact
+            m.bit_exact,
+            m.interval
         ));
         for g in &m.signals {
             signals.push_str(&format!(

@@ -183,6 +183,11 @@ struct PeriodicArgs {
     /// Core cycles between two preemption signals.
     #[arg(long, default_value_t = 10_000)]
     interval: u64,
+    /// Signals each kernel gets at least: a kernel too short for that many at --interval
+    /// gets them closer together (its uninterrupted busy cycles over N + 1 apart; the paper
+    /// kept kernels with at least 15). 0: every kernel at --interval.
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    min_signals: u32,
     /// Mechanisms to compare, as for `study --mechanisms` (default: drain, baseline, live,
     /// points-live, lightweight, lightweight-tb, chimera).
     #[arg(long, value_name = "LIST", value_parser = mechanisms_arg)]
