@@ -6,7 +6,8 @@
 //!   read and do ([`Tables`]); the records reports and traces are built from.
 //! * [`framework`]: the SM driver over the tables, a [`gpu::timing::Control`].
 //! * [`policy`]: the [`Policy`] trait with its contract, [`Fcfs`], [`Npq`], [`Ppq`] and
-//!   [`TimeSlice`]; [`dss`]: Dynamic Spatial Sharing ([`Dss`]).
+//!   [`TimeSlice`]; [`dss`]: Dynamic Spatial Sharing ([`Dss`]); [`mps`]: NVIDIA's
+//!   Multi-Process Service ([`Mps`]).
 //!
 //! Mechanism is separate from policy (DESIGN.md §1.1): a policy decides which kernel runs
 //! where; how an SM is emptied for another kernel (draining now; context switching and the
@@ -14,11 +15,13 @@
 
 pub mod dss;
 pub mod framework;
+pub mod mps;
 pub mod policy;
 pub mod tables;
 
 pub use dss::Dss;
 pub use framework::Framework;
+pub use mps::Mps;
 pub use policy::{
     Fcfs, Npq, Policy, PolicyEnv, PolicyKind, Ppq, PpqAccess, TimeSlice, MAX_DSS_TOKENS,
     SLICE_US_RANGE,

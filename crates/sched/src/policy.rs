@@ -94,6 +94,12 @@ pub enum PolicyKind {
         #[serde(skip_serializing_if = "Option::is_none")]
         tokens: Option<u32>,
     },
+    /// NVIDIA's Multi-Process Service ([`crate::mps`]).
+    Mps {
+        /// Every client's active-thread percentage, (0, 100]; `None`: 100.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        percentage: Option<f64>,
+    },
 }
 
 /// How a policy is written: [`PolicyKind`] with every variant a struct, so that a parameter
@@ -117,6 +123,10 @@ enum Written {
         #[serde(default, deserialize_with = "de_tokens")]
         tokens: Option<u32>,
     },
+    Mps {
+        #[serde(default, deserialize_with = "de_percentage")]
+        percentage: Option<f64>,
+    },
 }
 
 impl From<Written> for PolicyKind {
@@ -127,6 +137,7 @@ impl From<Written> for PolicyKind {
             Written::Ppq { access } => PolicyKind::Ppq { access },
             Written::TimeSlice { slice_us } => PolicyKind::TimeSlice { slice_us },
             Written::Dss { tokens } => PolicyKind::Dss { tokens },
+            Written::Mps { percentage } => PolicyKind::Mps { percentage },
         }
     }
 }
@@ -163,6 +174,19 @@ fn de_tokens<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u32>, D::E
     Ok(Some(v))
 }
 
+fn de_percentage<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    let v = f64::deserialize(d).map_err(|e| {
+        let e = e.to_string();
+        serde::de::Error::custom(format!("`percentage`: {}", e.trim_end()))
+    })?;
+    if !(v.is_finite() && v > 0.0 && v <= 100.0) {
+        return Err(serde::de::Error::custom(format!(
+            "`percentage` = {v} is out of range: an active-thread percentage is in (0, 100]"
+        )));
+    }
+    Ok(Some(v))
+}
+
 /// What building a policy needs to know of the run.
 #[derive(Clone, Copy, Debug)]
 pub struct PolicyEnv {
@@ -177,7 +201,7 @@ pub struct PolicyEnv {
 
 impl PolicyKind {
     /// Every policy, with its parameters' defaults.
-    pub const ALL: [PolicyKind; 5] = [
+    pub const ALL: [PolicyKind; 6] = [
         PolicyKind::Fcfs,
         PolicyKind::Npq,
         PolicyKind::Ppq {
@@ -185,6 +209,7 @@ impl PolicyKind {
         },
         PolicyKind::TimeSlice { slice_us: None },
         PolicyKind::Dss { tokens: None },
+        PolicyKind::Mps { percentage: None },
     ];
 
     /// The policy for a run described by `env`.
@@ -200,6 +225,10 @@ impl PolicyKind {
             PolicyKind::Dss { tokens } => {
                 Box::new(crate::dss::Dss::new(env.sm_count, env.processes, tokens))
             }
+            PolicyKind::Mps { percentage } => Box::new(crate::mps::Mps::new(
+                env.sm_count,
+                percentage.unwrap_or(100.0),
+            )),
         }
     }
 
@@ -211,6 +240,7 @@ impl PolicyKind {
             PolicyKind::Ppq { .. } => "ppq",
             PolicyKind::TimeSlice { .. } => "time-slice",
             PolicyKind::Dss { .. } => "dss",
+            PolicyKind::Mps { .. } => "mps",
         }
     }
 }
@@ -223,6 +253,9 @@ impl std::fmt::Display for PolicyKind {
         match *self {
             PolicyKind::TimeSlice { slice_us: Some(us) } => write!(f, ":slice_us={us}"),
             PolicyKind::Dss { tokens: Some(t) } => write!(f, ":tokens={t}"),
+            PolicyKind::Mps {
+                percentage: Some(p),
+            } => write!(f, ":percentage={p}"),
             PolicyKind::Ppq {
                 access: PpqAccess::Exclusive,
             } => write!(f, ":access=exclusive"),

@@ -232,9 +232,10 @@ struct ScenarioArgs {
     #[arg(long)]
     gpu: Option<String>,
     /// Scheduling policy, overriding the scenario's: fcfs, npq, ppq (preemptive priority),
-    /// time-slice (contexts take turns), dss (dynamic spatial sharing), written
-    /// `name[:key=value,...]`, e.g. `time-slice:slice_us=100`, `ppq:access=exclusive` or
-    /// `dss:tokens=4`.
+    /// time-slice (contexts take turns), dss (dynamic spatial sharing), mps (NVIDIA's
+    /// Multi-Process Service: every process limited to a share of the SMs), written
+    /// `name[:key=value,...]`, e.g. `time-slice:slice_us=100`, `ppq:access=exclusive`,
+    /// `dss:tokens=4` or `mps:percentage=50`.
     #[arg(long, value_name = "POLICY", value_parser = policy_arg)]
     policy: Option<sched::PolicyKind>,
     /// Let TBs of different kernels share an SM (overrides the scenario's setting).

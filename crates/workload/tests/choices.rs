@@ -57,6 +57,9 @@ fn policies() -> Vec<PolicyKind> {
         slice_us: Some(12.5),
     });
     all.push(PolicyKind::Dss { tokens: Some(4) });
+    all.push(PolicyKind::Mps {
+        percentage: Some(37.5),
+    });
     all.push(PolicyKind::Ppq {
         access: sched::PpqAccess::Exclusive,
     });
@@ -223,6 +226,10 @@ fn bad_names_parameters_and_values_are_refused_naming_them_and_where() {
         (
             "policy = { kind = \"ppq\", access = \"private\" }",
             &["unknown variant `private`", "exclusive", "shared"],
+        ),
+        (
+            "policy = { kind = \"mps\", percentage = 150.0 }",
+            &["`percentage` = 150 is out of range"],
         ),
         (
             "policy = { kind = \"dss\", tokens = 0 }",

@@ -554,3 +554,54 @@ fn ppq_with_exclusive_access_keeps_idle_sms_from_lower_priorities() {
     let exclusive = fma_programs(text, "drain", &programs);
     assert!(first_batch_tb(&exclusive) >= urgent_done(&exclusive));
 }
+
+/// Per launch, the most SMs holding its TBs at once.
+fn most_sms_per_launch(r: &workload::RunRecord) -> std::collections::BTreeMap<u32, usize> {
+    use std::collections::BTreeMap;
+    // (launch, sm) -> resident TBs.
+    let mut on: BTreeMap<(u32, u32), i64> = BTreeMap::new();
+    let mut most = BTreeMap::new();
+    for m in &r.residency {
+        let key = (m.tb.launch.0, m.sm.0);
+        *on.entry(key).or_default() += if m.how.arrives() { 1 } else { -1 };
+        on.retain(|_, n| *n > 0);
+        let sms = on.keys().filter(|(l, _)| *l == key.0).count();
+        let e = most.entry(key.0).or_insert(0);
+        *e = sms.max(*e);
+    }
+    most
+}
+
+#[test]
+fn mps_limits_every_client_to_its_share_of_the_sms() {
+    // 50% of 15 SMs: each client holds at most ⌈7.5⌉ = 8, even while alone, and the second
+    // runs beside the first at once; at 100% (FCFS) the first takes all 15.
+    let half = fma_programs(
+        r#"{ kind = "mps", percentage = 50.0 }"#,
+        "drain",
+        &[("a", 0.0, 0, 180, 4), ("b", 2.0, 0, 180, 4)],
+    );
+    let most = most_sms_per_launch(&half);
+    assert_eq!(most[&0], 8, "{most:?}");
+    assert!(most[&1] <= 8 && most[&1] >= 7, "{most:?}");
+    let a_last = half
+        .residency
+        .iter()
+        .rev()
+        .find(|m| m.tb.launch.0 == 0 && m.how == gpu::timing::Move::Dispatched)
+        .unwrap()
+        .cycle;
+    let b_first = half
+        .residency
+        .iter()
+        .find(|m| m.tb.launch.0 == 1)
+        .unwrap()
+        .cycle;
+    assert!(b_first < a_last, "the clients run side by side");
+    let full = fma_programs(
+        "mps",
+        "drain",
+        &[("a", 0.0, 0, 180, 4), ("b", 2.0, 0, 180, 4)],
+    );
+    assert_eq!(most_sms_per_launch(&full)[&0], 15);
+}
