@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 
 use gpu::timing::SmId;
 
-use crate::policy::Policy;
+use crate::policy::{pick_waiting, Policy};
 use crate::tables::{ContextId, KernelSlot, SmState, Tables, Waiting};
 
 /// The DSS policy.
@@ -139,10 +139,7 @@ impl Policy for Dss {
         "dss"
     }
     fn admit(&mut self, waiting: &[Waiting]) -> Option<ContextId> {
-        waiting
-            .iter()
-            .min_by_key(|w| (w.arrived_at, w.context))
-            .map(|w| w.context)
+        pick_waiting(waiting, |w| w.arrived_at)
     }
     fn on_kernel_activated(&mut self, _: KernelSlot, tables: &mut Tables) {
         self.partition(tables);

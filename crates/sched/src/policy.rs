@@ -273,7 +273,10 @@ pub struct Fcfs;
 pub struct Npq;
 
 /// The best waiting command by `key` (smallest first), ties to the lower context.
-fn pick_waiting<K: Ord>(waiting: &[Waiting], key: impl Fn(&Waiting) -> K) -> Option<ContextId> {
+pub(crate) fn pick_waiting<K: Ord>(
+    waiting: &[Waiting],
+    key: impl Fn(&Waiting) -> K,
+) -> Option<ContextId> {
     waiting
         .iter()
         .min_by_key(|w| (key(w), w.context))

@@ -224,13 +224,18 @@ fn priority_scenario(policy: &str) -> workload::RunRecord {
     let s = parse(&path.display().to_string(), &text, &workload::Disk)
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(s.policy.name(), policy);
-    let r = System::new(setup(&s), &s.processes)
+    run_verified(&s, policy)
+}
+
+/// Runs scenario `s` and checks that every process verified.
+fn run_verified(s: &workload::Scenario, label: &str) -> workload::RunRecord {
+    let r = System::new(setup(s), &s.processes)
         .unwrap()
         .run(&mut |_| {})
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap_or_else(|e| panic!("{label}: {e}"));
     for p in &r.processes {
         let v = p.verdict.as_ref().unwrap();
-        assert!(v.verified, "{policy} {}: {}", p.name, v.detail);
+        assert!(v.verified, "{label} {}: {}", p.name, v.detail);
     }
     r
 }
@@ -471,15 +476,7 @@ values = [0.0, 0.0, 0.0, 0.0]
         text += &program(p);
     }
     let s = parse("fma.toml", &text, &workload::Disk).unwrap_or_else(|e| panic!("{e}"));
-    let r = System::new(setup(&s), &s.processes)
-        .unwrap()
-        .run(&mut |_| {})
-        .unwrap_or_else(|e| panic!("{e}"));
-    for p in &r.processes {
-        let v = p.verdict.as_ref().unwrap();
-        assert!(v.verified, "{policy}/{mechanism} {}: {}", p.name, v.detail);
-    }
-    r
+    run_verified(&s, &format!("{policy}/{mechanism}"))
 }
 
 #[test]
@@ -487,7 +484,7 @@ fn dss_splits_the_sms_between_two_programs_with_every_mechanism() {
     // papers/tanasic-thesis §5.2.4, equal sharing (§5.3.4): 15 SMs and two processes give
     // `b` ⌊15/2⌋ = 7 tokens and `a`, the first to reach the active queue, 8. `a` holds
     // every SM when `b` arrives, so DSS reserves exactly 7 of `a`'s SMs for `b`, each once;
-    // FCFS reserves none and `b` waits for `a`'s last TB to be placed./
+    // FCFS reserves none and `b` waits for `a`'s last TB to be placed.
     let fcfs = two_programs("fcfs", "drain");
     // The cycle `b`'s first TB was placed, and the cycle `a`'s last new TB was.
     let b_first = |r: &workload::RunRecord| {
