@@ -8,9 +8,12 @@
 //! * [`figures`]: Figures 6, 8, 14, 15 and 16 of papers/lin-lightweight from its results.
 //! * [`inplace`]: in-place context switching on kernel pairs (Figure 17).
 //! * [`svg`]: a figure as an SVG bar chart.
+//! * [`benchmarks`]: papers/tanasic-thesis Table 5.2 for the suite (launches, times, TB
+//!   shapes, on-chip storage, projected save time, SHORT/MEDIUM/LONG classes).
 //! * [`study`]: the default job — a high-priority process preempts a long-running kernel
 //!   under every mechanism.
 
+pub mod benchmarks;
 pub mod figures;
 pub mod inplace;
 pub mod periodic;

@@ -8,7 +8,7 @@ use experiment::{figures, inplace, svg};
 use indicatif::{ProgressBar, ProgressStyle};
 use switchyard::output::write_atomic;
 
-use super::{Outcome, PeriodicArgs, StudyArgs};
+use super::{BenchmarksArgs, Outcome, PeriodicArgs, StudyArgs};
 use crate::cmd_run::load_gpu;
 
 /// A suite kernel by name, or an error listing the suite.
@@ -394,4 +394,84 @@ fn write_csv(dir: &Path, r: &PeriodicResults, figs: &[figures::Figure]) -> Resul
         )?;
     }
     Ok(())
+}
+
+/// `switchyard experiment benchmarks`: papers/tanasic-thesis Table 5.2 for the suite.
+pub(crate) fn benchmarks(args: BenchmarksArgs) -> Outcome {
+    let gpu = load_gpu(&args.gpu, None)?;
+    let tensor_cores = gpu.pipeline.tensor.is_some();
+    let kernels: Vec<&'static dyn suite::Kernel> = if args.kernels.is_empty() {
+        suite::all()
+            .iter()
+            .copied()
+            .filter(|k| !k.needs_tensor_cores() || tensor_cores)
+            .collect()
+    } else {
+        args.kernels
+            .iter()
+            .map(|n| kernel(n))
+            .collect::<Result<_, _>>()?
+    };
+    let bar = runs_bar("benchmarks", kernels.len());
+    let rows = experiment::benchmarks::table(&gpu, &kernels, args.size.size(), &|d, _, name| {
+        bar.set_position(d as u64);
+        bar.set_message(name.to_string());
+    })
+    .map_err(|(kernel, e)| format!("{kernel}: {e}"))?;
+    bar.finish_and_clear();
+    if let Some(path) = &args.csv {
+        let mut csv = String::from(
+            "program,kernel,launches,time_us,tbs,tb_time_us,shared_per_tb,registers_per_tb,tbs_per_sm,sram_percent,save_us,class_kernel,class_program,program_us\n",
+        );
+        for r in &rows {
+            csv.push_str(&format!(
+                "{},{},{},{:.2},{},{:.3},{},{},{},{:.2},{:.3},{:?},{:?},{:.2}\n",
+                r.program,
+                r.kernel,
+                r.launches,
+                r.time_us,
+                r.tbs,
+                r.tb_time_us,
+                r.shared_per_tb,
+                r.registers_per_tb,
+                r.tbs_per_sm,
+                r.sram_percent,
+                r.save_us,
+                r.class_kernel,
+                r.class_program,
+                r.program_us
+            ));
+        }
+        write_atomic(path, csv.as_bytes())?;
+    }
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&rows).expect("serializable")
+        );
+        return Ok(true);
+    }
+    println!(
+        "{:<13} {:<22} {:>4} {:>10} {:>7} {:>9} {:>7} {:>7} {:>5} {:>6} {:>8}  class (kernel, program)",
+        "program", "kernel", "runs", "time µs", "TBs", "TB µs", "smem/TB", "regs/TB", "TB/SM", "SRAM%", "save µs"
+    );
+    for r in &rows {
+        println!(
+            "{:<13} {:<22} {:>4} {:>10.1} {:>7} {:>9.2} {:>7} {:>7} {:>5} {:>6.1} {:>8.2}  {:?}, {:?}",
+            r.program,
+            r.kernel,
+            r.launches,
+            r.time_us,
+            r.tbs,
+            r.tb_time_us,
+            r.shared_per_tb,
+            r.registers_per_tb,
+            r.tbs_per_sm,
+            r.sram_percent,
+            r.save_us,
+            r.class_kernel,
+            r.class_program
+        );
+    }
+    Ok(true)
 }

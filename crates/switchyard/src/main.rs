@@ -129,6 +129,30 @@ enum ExperimentCommand {
     /// patterns (the paper's Figures 6, 8, 14, 15, 16), and checks every run bit-exact
     /// against the uninterrupted one.
     PeriodicPreemption(PeriodicArgs),
+    /// The benchmark table of papers/tanasic-thesis Table 5.2 for the suite: every suite
+    /// kernel's host program alone; per kernel its launches, time, TBs, mean TB time,
+    /// shared memory and registers per TB, TBs per SM, the share of an SM's on-chip storage
+    /// they fill, the projected time to save it with the SM's share of DRAM bandwidth, and
+    /// SHORT/MEDIUM/LONG classes by kernel and by program time (thirds of the suite).
+    Benchmarks(BenchmarksArgs),
+}
+
+#[derive(clap::Args)]
+struct BenchmarksArgs {
+    /// Suite kernels to run. Default: the whole suite (those the GPU can run).
+    kernels: Vec<String>,
+    /// Problem size.
+    #[arg(long, value_enum, default_value_t = SizeArg::Large)]
+    size: SizeArg,
+    /// GPU preset or configuration file (default: the thesis's K20c-like GPU).
+    #[arg(long, default_value = "k20c")]
+    gpu: String,
+    /// Print the table as JSON.
+    #[arg(long)]
+    json: bool,
+    /// Write the table as CSV to this file.
+    #[arg(long)]
+    csv: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -449,6 +473,9 @@ fn main() -> ExitCode {
         Some(Command::Scenario(args)) => cmd_scenario::scenario(args),
         Some(Command::Experiment(ExperimentCommand::PeriodicPreemption(args))) => {
             cmd_experiment::periodic(args)
+        }
+        Some(Command::Experiment(ExperimentCommand::Benchmarks(args))) => {
+            cmd_experiment::benchmarks(args)
         }
         Some(Command::Check { files, json }) => check(&files, json),
         Some(Command::Analyze(args)) => analyze(args),

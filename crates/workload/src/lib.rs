@@ -18,7 +18,7 @@ pub mod scenario;
 pub mod system;
 
 pub use scenario::{parse, Disk, Files, Scenario, ScenarioError};
-pub use system::{RunError, RunRecord, Setup, System};
+pub use system::{KernelRecord, RunError, RunRecord, Setup, System, TbShape};
 pub mod report;
 pub mod trace;
 

@@ -197,6 +197,21 @@ pub struct KernelRecord {
     pub finished_fs: Option<u64>,
     /// The machine's launch (index into its launches).
     pub launch: Option<u32>,
+    /// Its grid's TBs, and what one TB takes on an SM (after allocation granularity), once
+    /// the launch reached the machine.
+    pub tbs: u64,
+    pub tb: Option<TbShape>,
+}
+
+/// What one TB of a launch takes on an SM.
+#[derive(Clone, Copy, Debug, serde::Serialize)]
+pub struct TbShape {
+    pub warps: u32,
+    pub threads: u32,
+    /// Registers allocated to the whole TB.
+    pub registers: u32,
+    /// Shared memory allocated to the TB, bytes.
+    pub shared_memory: u32,
 }
 
 /// A process as the report shows it.
@@ -549,9 +564,18 @@ impl System {
         // Each kernel started when its first TB was placed.
         for &(launch, op) in &self.launch_ops {
             if let OpKind::Launch { record, .. } = self.ops[op].kind {
-                let started = self.machine.launch(LaunchId(launch)).started_at();
+                let l = self.machine.launch(LaunchId(launch));
+                let (started, d) = (l.started_at(), *l.demand());
                 let period = self.out.core_period_fs;
-                self.out.kernels[record].started_fs = started.map(|c| c * period);
+                let k = &mut self.out.kernels[record];
+                k.started_fs = started.map(|c| c * period);
+                k.tbs = l.ctx().num_tbs();
+                k.tb = Some(TbShape {
+                    warps: d.warps,
+                    threads: d.threads,
+                    registers: d.registers,
+                    shared_memory: d.shared_memory,
+                });
             }
         }
         if let Some(log) = self
@@ -735,6 +759,8 @@ impl System {
                         started_fs: None,
                         finished_fs: None,
                         launch: None,
+                        tbs: 0,
+                        tb: None,
                     });
                     let op = self.push_op(
                         p,
