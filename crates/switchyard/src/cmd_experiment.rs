@@ -421,15 +421,16 @@ pub(crate) fn benchmarks(args: BenchmarksArgs) -> Outcome {
     bar.finish_and_clear();
     if let Some(path) = &args.csv {
         let mut csv = String::from(
-            "program,kernel,launches,time_us,tbs,tb_time_us,shared_per_tb,registers_per_tb,tbs_per_sm,sram_percent,save_us,class_kernel,class_program,program_us\n",
+            "program,kernel,launches,time_us,total_us,tbs,tb_time_us,shared_per_tb,registers_per_tb,tbs_per_sm,sram_percent,save_us,class_kernel,class_program,program_us\n",
         );
         for r in &rows {
             csv.push_str(&format!(
-                "{},{},{},{:.2},{},{:.3},{},{},{},{:.2},{:.3},{:?},{:?},{:.2}\n",
+                "{},{},{},{:.2},{:.2},{},{:.3},{},{},{},{:.2},{:.3},{:?},{:?},{:.2}\n",
                 r.program,
                 r.kernel,
                 r.launches,
                 r.time_us,
+                r.total_us,
                 r.tbs,
                 r.tb_time_us,
                 r.shared_per_tb,
@@ -453,7 +454,7 @@ pub(crate) fn benchmarks(args: BenchmarksArgs) -> Outcome {
     }
     println!(
         "{:<13} {:<22} {:>4} {:>10} {:>7} {:>9} {:>7} {:>7} {:>5} {:>6} {:>8}  class (kernel, program)",
-        "program", "kernel", "runs", "time µs", "TBs", "TB µs", "smem/TB", "regs/TB", "TB/SM", "SRAM%", "save µs"
+        "program", "kernel", "runs", "µs/run", "TBs", "TB µs", "smem/TB", "regs/TB", "TB/SM", "SRAM%", "save µs"
     );
     for r in &rows {
         println!(
