@@ -10,7 +10,11 @@
 //! one SM of the lowest is reserved for the highest (the framework's mechanism empties it,
 //! draining or switching), which moves one token each way. The thesis's equal sharing gives
 //! every process `⌊N_sm / N_p⌋` tokens, and one more to each of the first `N_sm mod N_p`
-//! processes whose kernels reach the active queue (§5.3.4).
+//! processes whose kernels reach the active queue (§5.3.4). Priorities are given as tokens
+//! (the OS's SM budget, §5.2.4): a process of priority `p` weighs `1 + max(p, 0)`, gets
+//! `⌊N_sm × w / W⌋` tokens with `W` the run's total weight, and the SMs this leaves over go
+//! one each to the first processes to become active, as in equal sharing (which is the case
+//! of equal priorities).
 //!
 //! Ties go to the kernel activated first for the highest count and to the one activated last
 //! for the lowest, and a reserved SM is the highest-numbered SM the kernel runs on, so the
@@ -30,36 +34,55 @@ use crate::tables::{ContextId, KernelSlot, SmState, Tables, Waiting};
 pub struct Dss {
     /// Tokens of each process, set when its first kernel becomes active.
     tokens: BTreeMap<ContextId, i64>,
-    /// Tokens a process gets (the equal share, or the scenario's).
-    share: i64,
-    /// Processes still to get one token more than `share`.
+    /// How tokens are dealt.
+    share: Share,
+    /// Processes still to get one token more than their share.
     extra: u32,
 }
 
+#[derive(Clone, Debug)]
+enum Share {
+    /// The same tokens for every process.
+    Fixed(i64),
+    /// `⌊SMs × w / W⌋` for a process of weight `w = 1 + max(priority, 0)`, `W` the
+    /// weights' sum over the run's processes.
+    Weighted { sm_count: u32, total: u64 },
+}
+
 impl Dss {
-    /// Equal sharing of `sm_count` SMs among `processes` processes, or `tokens` each when
-    /// given.
-    pub fn new(sm_count: u32, processes: u32, tokens: Option<u32>) -> Dss {
-        let processes = processes.max(1);
-        match tokens {
-            Some(t) => Dss {
+    /// Shares of `sm_count` SMs for processes of `priorities` (equal when the priorities
+    /// are), or `tokens` each when given.
+    pub fn new(sm_count: u32, priorities: &[i32], tokens: Option<u32>) -> Dss {
+        if let Some(t) = tokens {
+            return Dss {
                 tokens: BTreeMap::new(),
-                share: i64::from(t),
+                share: Share::Fixed(i64::from(t)),
                 extra: 0,
-            },
-            None => Dss {
-                tokens: BTreeMap::new(),
-                share: i64::from(sm_count / processes),
-                extra: sm_count % processes,
-            },
+            };
+        }
+        let total: u64 = priorities.iter().map(|&p| weight(p)).sum::<u64>().max(1);
+        let dealt: u64 = priorities
+            .iter()
+            .map(|&p| u64::from(sm_count) * weight(p) / total)
+            .sum();
+        Dss {
+            tokens: BTreeMap::new(),
+            share: Share::Weighted { sm_count, total },
+            extra: u64::from(sm_count).saturating_sub(dealt) as u32,
         }
     }
 
     /// The tokens of the process of kernel `k`, given on its first kernel.
     fn tokens(&mut self, tables: &Tables, k: KernelSlot) -> i64 {
-        let context = tables.ksr(k).context;
-        let (share, extra) = (self.share, &mut self.extra);
-        *self.tokens.entry(context).or_insert_with(|| {
+        let ksr = tables.ksr(k);
+        let share = match self.share {
+            Share::Fixed(t) => t,
+            Share::Weighted { sm_count, total } => {
+                (u64::from(sm_count) * weight(ksr.priority) / total) as i64
+            }
+        };
+        let extra = &mut self.extra;
+        *self.tokens.entry(ksr.context).or_insert_with(|| {
             let bonus = i64::from(*extra > 0);
             *extra = extra.saturating_sub(1);
             share + bonus
@@ -132,6 +155,11 @@ impl Dss {
             tables.reserve(sm, max);
         }
     }
+}
+
+/// A process's weight in the shares: one, plus its priority if positive.
+fn weight(priority: i32) -> u64 {
+    1 + u64::try_from(priority).unwrap_or(0)
 }
 
 impl Policy for Dss {

@@ -90,7 +90,8 @@ pub enum PolicyKind {
     },
     /// Dynamic Spatial Sharing ([`crate::dss`]).
     Dss {
-        /// Tokens (SMs) of every process; `None`: equal sharing, `⌊SMs / processes⌋`.
+        /// Tokens (SMs) of every process; `None`: shares by priority (equal sharing,
+        /// `⌊SMs / processes⌋`, when every priority is the same).
         #[serde(skip_serializing_if = "Option::is_none")]
         tokens: Option<u32>,
     },
@@ -188,15 +189,15 @@ fn de_percentage<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<f64>, 
 }
 
 /// What building a policy needs to know of the run.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct PolicyEnv {
     /// The time slice of [`PolicyKind::TimeSlice`] when it names none, µs.
     pub default_slice_us: f64,
     /// The core clock that turns µs into cycles.
     pub clock_mhz: f64,
     pub sm_count: u32,
-    /// Processes (GPU contexts) in the run: DSS's equal share.
-    pub processes: u32,
+    /// The priority of every process (GPU context) of the run, in order: DSS's shares.
+    pub priorities: Vec<i32>,
 }
 
 impl PolicyKind {
@@ -223,7 +224,7 @@ impl PolicyKind {
                 Box::new(TimeSlice::new((us * env.clock_mhz).round() as u64))
             }
             PolicyKind::Dss { tokens } => {
-                Box::new(crate::dss::Dss::new(env.sm_count, env.processes, tokens))
+                Box::new(crate::dss::Dss::new(env.sm_count, &env.priorities, tokens))
             }
             PolicyKind::Mps { percentage } => Box::new(crate::mps::Mps::new(
                 env.sm_count,

@@ -20,7 +20,7 @@ fn env(sm_count: u32) -> PolicyEnv {
         default_slice_us: 50.0,
         clock_mhz: 700.0,
         sm_count,
-        processes: 4,
+        priorities: vec![0; 4],
     }
 }
 

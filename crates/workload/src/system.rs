@@ -382,7 +382,7 @@ impl System {
                 default_slice_us: setup.time_slice_us,
                 clock_mhz: t.gpu.sm.clock_mhz,
                 sm_count: machine.sm_count(),
-                processes: processes.len() as u32,
+                priorities: processes.iter().map(|p| p.priority).collect(),
             }),
             mechanism,
             machine.sm_count(),

@@ -602,3 +602,22 @@ fn mps_limits_every_client_to_its_share_of_the_sms() {
     );
     assert_eq!(most_sms_per_launch(&full)[&0], 15);
 }
+
+#[test]
+fn dss_gives_priorities_as_tokens() {
+    // Priority 2 weighs 3 against priority 0's 1: of 15 SMs, ⌊15 × 3/4⌋ = 11 tokens for
+    // `b` and ⌊15/4⌋ = 3 for `a`, plus the SM left over for `a`, the first to become
+    // active. `a` holds all 15 when `b` arrives, so DSS reserves 11 for `b` (7 with equal
+    // priorities).
+    let r = fma_programs(
+        "dss",
+        "drain",
+        &[("a", 0.0, 0, 180, 8), ("b", 2.0, 2, 180, 8)],
+    );
+    let reserved = r
+        .records
+        .iter()
+        .filter(|r| matches!(r, sched::Record::SmReserved { next, .. } if next.0 == 1))
+        .count();
+    assert_eq!(reserved, 11);
+}
