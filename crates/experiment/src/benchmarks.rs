@@ -16,7 +16,6 @@
 use std::collections::BTreeMap;
 
 use gpu::config::GpuConfig;
-use gpu::occupancy::TbDemand;
 use gpu::timing::{LaunchId, Move, SmLedger};
 use preempt::MechanismKind;
 use sched::PolicyKind;
@@ -136,63 +135,54 @@ pub fn rows_of(gpu: &GpuConfig, program: &str, r: &RunRecord) -> Vec<Row> {
     // The SM's share of the DRAM bandwidth, bytes per core cycle.
     let bandwidth = gpu::timing::Machine::memory_config_of(gpu).dram_bytes_per_core_cycle()
         / f64::from(gpu.sm.count.max(1));
-    let mut order: Vec<String> = Vec::new();
-    let mut rows: BTreeMap<String, Row> = BTreeMap::new();
+    // Rows in the order of each kernel's first launch, with the TBs that finished.
+    let mut rows: Vec<(Row, u64)> = Vec::new();
     for k in r.kernels.iter().filter(|k| k.process == program) {
         let (Some(l), Some(tb), Some(a), Some(b)) = (k.launch, k.tb, k.started_fs, k.finished_fs)
         else {
             continue;
         };
-        let demand = TbDemand {
-            warps: tb.warps,
-            threads: tb.threads,
-            registers: tb.registers,
-            shared_memory: tb.shared_memory,
-        };
-        let tbs_per_sm = SmLedger::new(res).room_for(LaunchId(l), &demand);
+        let tbs_per_sm = SmLedger::new(res).room_for(LaunchId(l), &tb);
         let held =
             u64::from(tbs_per_sm) * (u64::from(tb.registers) * 4 + u64::from(tb.shared_memory));
-        let (cycles, _) = tb_cycles.get(&l).copied().unwrap_or_default();
-        if !rows.contains_key(&k.kernel) {
-            order.push(k.kernel.clone());
-        }
-        let row = rows.entry(k.kernel.clone()).or_insert_with(|| Row {
-            program: program.to_string(),
-            kernel: k.kernel.clone(),
-            launches: 0,
-            time_us: 0.0,
-            total_us: 0.0,
-            tbs: 0,
-            tb_time_us: 0.0,
-            shared_per_tb: tb.shared_memory,
-            registers_per_tb: tb.registers,
-            tbs_per_sm,
-            sram_percent: 100.0 * held as f64 / sram.max(1) as f64,
-            save_us: us(held as f64 / bandwidth.max(1e-9)),
-            class_kernel: Class::Short,
-            class_program: Class::Short,
-            program_us,
-        });
+        let (cycles, finished) = tb_cycles.get(&l).copied().unwrap_or_default();
+        let i = match rows.iter().position(|(row, _)| row.kernel == k.kernel) {
+            Some(i) => i,
+            None => {
+                rows.push((
+                    Row {
+                        program: program.to_string(),
+                        kernel: k.kernel.clone(),
+                        launches: 0,
+                        time_us: 0.0,
+                        total_us: 0.0,
+                        tbs: 0,
+                        tb_time_us: 0.0,
+                        shared_per_tb: tb.shared_memory,
+                        registers_per_tb: tb.registers,
+                        tbs_per_sm,
+                        sram_percent: 100.0 * held as f64 / sram.max(1) as f64,
+                        save_us: us(held as f64 / bandwidth.max(1e-9)),
+                        class_kernel: Class::Short,
+                        class_program: Class::Short,
+                        program_us,
+                    },
+                    0,
+                ));
+                rows.len() - 1
+            }
+        };
+        let (row, tbs_finished) = &mut rows[i];
         row.launches += 1;
         row.total_us += us((b - a) as f64 / period as f64);
         row.tbs += k.tbs;
         // Accumulated as a sum of TB cycles, turned into a mean below.
         row.tb_time_us += us(cycles as f64);
+        *tbs_finished += finished;
     }
-    let finished: BTreeMap<String, u64> = r
-        .kernels
-        .iter()
-        .filter(|k| k.process == program)
-        .filter_map(|k| Some((k.kernel.clone(), tb_cycles.get(&k.launch?)?.1)))
-        .fold(BTreeMap::new(), |mut m, (k, n)| {
-            *m.entry(k).or_default() += n;
-            m
-        });
-    order
-        .into_iter()
-        .map(|name| {
-            let mut row = rows.remove(&name).expect("listed");
-            row.tb_time_us /= finished.get(&name).copied().unwrap_or(0).max(1) as f64;
+    rows.into_iter()
+        .map(|(mut row, finished)| {
+            row.tb_time_us /= finished.max(1) as f64;
             row.time_us = row.total_us / f64::from(row.launches.max(1));
             row
         })

@@ -88,7 +88,7 @@ pub struct SmResources {
 }
 
 /// What one TB of a kernel takes, after allocation granularity.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct TbDemand {
     pub warps: u32,
     pub threads: u32,

@@ -54,18 +54,15 @@ pub fn victims(m: &Machine, sm: SmId, want: &Want) -> Vec<TbRef> {
     let demand = *m.launch(launch).demand();
     let mut ledger = m.ledger(sm).clone();
     let mut taken = Vec::new();
-    for (_, tb) in candidates {
+    for (placed_at, tb) in candidates {
         if ledger.room_for(launch, &demand) >= tbs {
             break;
         }
         ledger.give_for(tb.launch, m.launch(tb.launch).demand());
-        taken.push(tb);
+        taken.push((placed_at, tb));
     }
-    taken.sort_by_key(|tb| {
-        m.tb_progress(sm, *tb)
-            .map_or((0, *tb), |p| (p.placed_at, *tb))
-    });
-    taken
+    taken.sort_unstable();
+    taken.into_iter().map(|(_, tb)| tb).collect()
 }
 
 /// In place (papers/lin-lightweight §III-A): of `tbs`, about to stop on `sm` for `want`,

@@ -175,9 +175,8 @@ impl Framework {
                 Event::TbFinished { cycle, sm, tb } => {
                     t.smst[sm.0 as usize].tbs -= 1;
                     let e = &t.smst[sm.0 as usize];
-                    let taken = self.leaving.contains(&(sm, tb));
-                    self.leaving.retain(|&x| x != (sm, tb));
-                    if e.state == SmState::Reserved || e.room.is_some() || taken {
+                    let open = e.state == SmState::Reserved || e.room.is_some();
+                    if self.left(sm, tb) || open {
                         let mut cx = Cx {
                             machine: m,
                             out: &mut self.out,
@@ -189,7 +188,7 @@ impl Framework {
                     sm, context, hold, ..
                 } => {
                     t.smst[sm.0 as usize].tbs -= 1;
-                    self.leaving.retain(|&x| x != (sm, context.tb));
+                    self.left(sm, context.tb);
                     let mut cx = Cx {
                         machine: m,
                         out: &mut self.out,
@@ -198,7 +197,7 @@ impl Framework {
                 }
                 Event::TbDiscarded { sm, tb, .. } => {
                     t.smst[sm.0 as usize].tbs -= 1;
-                    self.leaving.retain(|&x| x != (sm, tb));
+                    self.left(sm, tb);
                 }
                 Event::WarpDrained { sm, tb, warp, .. } => {
                     let mut cx = Cx {
@@ -265,6 +264,17 @@ impl Framework {
             self.collect();
         }
         Ok(())
+    }
+
+    /// `tb` left `sm`: whether a preemption request had taken it (it is forgotten).
+    fn left(&mut self, sm: SmId, tb: TbRef) -> bool {
+        match self.leaving.iter().position(|&x| x == (sm, tb)) {
+            Some(i) => {
+                self.leaving.swap_remove(i);
+                true
+            }
+            None => false,
+        }
     }
 
     /// Moves what the mechanism produced into the PTBQs and the records.
@@ -474,7 +484,7 @@ impl Framework {
                         // has left (it could not make more).
                         let launch = self.tables.ksr(room.kernel).launch;
                         let gone = !self.leaving.iter().any(|&(s, _)| s == sm) && m.settled(sm);
-                        if m.room_for(sm, launch) < room.tbs && !gone {
+                        if !gone && m.room_for(sm, launch) < room.tbs {
                             continue;
                         }
                         let t = &mut self.tables;
@@ -489,8 +499,7 @@ impl Framework {
                         continue;
                     }
                     let t = &self.tables;
-                    let done = e.kernel.is_none() && e.guests.iter().all(Option::is_none)
-                        || e.kernels().all(|k| !t.ksr(k).has_work());
+                    let done = e.kernels().all(|k| !t.ksr(k).has_work());
                     if !done {
                         continue;
                     }

@@ -18,7 +18,7 @@ pub mod scenario;
 pub mod system;
 
 pub use scenario::{parse, Disk, Files, Scenario, ScenarioError};
-pub use system::{KernelRecord, RunError, RunRecord, Setup, System, TbShape};
+pub use system::{KernelRecord, RunError, RunRecord, Setup, System};
 pub mod report;
 pub mod trace;
 

@@ -200,18 +200,7 @@ pub struct KernelRecord {
     /// Its grid's TBs, and what one TB takes on an SM (after allocation granularity), once
     /// the launch reached the machine.
     pub tbs: u64,
-    pub tb: Option<TbShape>,
-}
-
-/// What one TB of a launch takes on an SM.
-#[derive(Clone, Copy, Debug, serde::Serialize)]
-pub struct TbShape {
-    pub warps: u32,
-    pub threads: u32,
-    /// Registers allocated to the whole TB.
-    pub registers: u32,
-    /// Shared memory allocated to the TB, bytes.
-    pub shared_memory: u32,
+    pub tb: Option<gpu::occupancy::TbDemand>,
 }
 
 /// A process as the report shows it.
@@ -565,17 +554,11 @@ impl System {
         for &(launch, op) in &self.launch_ops {
             if let OpKind::Launch { record, .. } = self.ops[op].kind {
                 let l = self.machine.launch(LaunchId(launch));
-                let (started, d) = (l.started_at(), *l.demand());
                 let period = self.out.core_period_fs;
                 let k = &mut self.out.kernels[record];
-                k.started_fs = started.map(|c| c * period);
+                k.started_fs = l.started_at().map(|c| c * period);
                 k.tbs = l.ctx().num_tbs();
-                k.tb = Some(TbShape {
-                    warps: d.warps,
-                    threads: d.threads,
-                    registers: d.registers,
-                    shared_memory: d.shared_memory,
-                });
+                k.tb = Some(*l.demand());
             }
         }
         if let Some(log) = self
