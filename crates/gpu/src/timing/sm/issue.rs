@@ -305,8 +305,16 @@ impl Sm {
         Ok(())
     }
 
-    /// [`Sm::check`], marking a finished warp done and noting whether the answer lets the SM
-    /// sleep.
+    /// Whether the warp in `slot` can issue at `now`, from its `WarpHot` (the same answer
+    /// as looking at the warp itself, which the hot copy mirrors); marks a finished warp
+    /// done, and notes in `sleep` what the answer means for sleeping: a warp waiting at a
+    /// barrier or for a load (or for the LD/ST unit another warp's refused access holds
+    /// this cycle) changes only on a completion or a new TB; one waiting for its fetch or an
+    /// arithmetic result is ready at a known cycle (`wake`); a ready warp keeps the cycle
+    /// repeatable only if its issue is attempted and refused (counted against
+    /// `attempted`); a busy unit does not. `wake` and `ready` matter only while
+    /// `sleep.possible` holds, so they are noted unconditionally.
+    #[inline(always)]
     fn check_noting(
         &mut self,
         launches: &[Launch],
@@ -315,46 +323,23 @@ impl Sm {
         now: u64,
         sleep: &mut SleepCheck,
     ) -> Check {
-        let c = self.check(slot, sched, now);
-        if sleep.possible {
-            let h = &self.res.hot[slot];
-            match c {
-                Check::Blocked(StallReason::Barrier) | Check::Finished => {}
-                // Waiting for a load, or for the LD/ST unit another warp's refused access
-                // holds this cycle.
-                Check::Blocked(StallReason::Memory)
-                    if h.ready == MEM_PENDING || self.ldst.refused_at == now => {}
-                Check::Blocked(StallReason::Scoreboard) => sleep.wake = sleep.wake.min(h.ready),
-                Check::Blocked(StallReason::Fetch) => sleep.wake = sleep.wake.min(h.fetch_ready),
-                // A ready warp keeps the cycle repeatable only if its issue is attempted and
-                // refused (counted against `attempted`).
-                Check::Ready => sleep.ready += 1,
-                _ => sleep.possible = false,
-            }
-        }
-        if c == Check::Finished {
-            self.mark_done(launches, slot);
-        }
-        c
-    }
-
-    /// Whether the warp in `slot` can issue at `now`, from its `WarpHot` (the same answer
-    /// as looking at the warp itself, which the hot copy mirrors).
-    fn check(&self, slot: WarpSlotId, sched: usize, now: u64) -> Check {
         let h = &self.res.hot[slot];
         if h.state == HotState::Waiting {
             return Check::Blocked(StallReason::Barrier);
         }
         if h.next_pc == NO_PC {
+            self.mark_done(launches, slot);
             return Check::Finished;
         }
         if now < h.fetch_ready {
+            sleep.wake = sleep.wake.min(h.fetch_ready);
             return Check::Blocked(StallReason::Fetch);
         }
         if h.ready == MEM_PENDING {
             return Check::Blocked(StallReason::Memory);
         }
         if h.ready > now {
+            sleep.wake = sleep.wake.min(h.ready);
             return Check::Blocked(StallReason::Scoreboard);
         }
         let free = match h.class.unit() {
@@ -367,17 +352,17 @@ impl Sm {
             }
             Unit::LdSt => self.ldst.free_at,
         };
-        if free > now {
-            return Check::Blocked(StallReason::PipelineBusy);
-        }
         // Sub-cores: the operand collector cannot read a bank still busy this cycle.
-        if !self.front.banks_free(sched, h.src_banks, now) {
+        if free > now || !self.front.banks_free(sched, h.src_banks, now) {
+            sleep.possible = false;
             return Check::Blocked(StallReason::PipelineBusy);
         }
+        sleep.ready += 1;
         Check::Ready
     }
 
-    /// The warp in `slot` has finished.
+    /// The warp in `slot` has finished (rare: kept out of the checks it is called from).
+    #[inline(never)]
     fn mark_done(&mut self, launches: &[Launch], slot: WarpSlotId) {
         let w = self.res.warp_mut(slot);
         w.status = WarpStatus::Done;
