@@ -124,3 +124,30 @@ fn a_minimum_number_of_signals_shortens_the_interval_of_short_kernels() {
         assert!(m.signals.len() > p.signals.len(), "{}", m.kernel);
     }
 }
+
+#[test]
+fn the_routine_switches_run_in_the_periodic_experiment() {
+    // CS-Defer, CTXBack and CTXBack+CS-Defer (papers/ji-ctxback) under periodic signals:
+    // every run ends bit-exact, the measures add up, and the register bytes are what the
+    // routines stored (no compression), never more than saving every register would.
+    let mut c = config(2);
+    c.mechanisms = vec![
+        MechanismKind::CsDefer,
+        MechanismKind::CtxBack,
+        MechanismKind::CtxBackCsDefer,
+    ];
+    let r = periodic::run(&c, &|_, _, _| {}).unwrap();
+    assert_eq!(r.runs.len(), 6);
+    assert!(r.all_exact());
+    for m in &r.runs {
+        let name = format!("{} with {}", m.kernel, m.mechanism);
+        assert!(m.signals.len() >= 2, "{name}: {} signals", m.signals.len());
+        for g in &m.signals {
+            assert_eq!(g.drain + g.spill, g.latency, "{name}: {g:?}");
+            assert_eq!(g.switched + g.drained + g.flushed, g.tbs, "{name}: {g:?}");
+        }
+        let s = &m.summary.registers;
+        assert!(s.moved == s.live && s.live <= s.occupied, "{name}: {s:?}");
+        assert!(s.moved > 0 && m.tb_cycles_held > 0, "{name}: {s:?}");
+    }
+}

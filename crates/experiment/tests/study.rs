@@ -16,6 +16,7 @@ fn ppq_serves_the_high_priority_kernel_sooner_than_npq() {
         MechanismKind::Drain,
         MechanismKind::Baseline,
         MechanismKind::LIGHTWEIGHT,
+        MechanismKind::CtxBack,
     ];
     let r = study::run(&c, &|_, _, _| {}).unwrap();
     assert!(r.all_exact());
@@ -26,19 +27,22 @@ fn ppq_serves_the_high_priority_kernel_sooner_than_npq() {
             .unwrap()
             .high_wait_us
     };
-    let (npq, drain, baseline, light) = (
+    let (npq, drain, baseline, light, ctxback) = (
         wait("npq"),
         wait("drain"),
         wait("baseline"),
         wait("lightweight"),
+        wait("ctxback"),
     );
-    eprintln!("high-priority wait, µs: npq {npq}, drain {drain}, baseline {baseline}, lightweight {light}");
+    eprintln!("high-priority wait, µs: npq {npq}, drain {drain}, baseline {baseline}, lightweight {light}, ctxback {ctxback}");
     // Without preemption the kernel waits for the first SM to finish its TBs; draining
     // waits likewise; a context switch frees an SM within microseconds.
     assert!(npq > 20.0, "npq {npq}");
     assert!(drain > 0.5 * npq, "drain {drain} vs npq {npq}");
     assert!(baseline < npq / 4.0, "baseline {baseline} vs npq {npq}");
     assert!(light < npq / 4.0, "lightweight {light} vs npq {npq}");
+    // CTXBack's routines save and restore on the SM.
+    assert!(ctxback < npq / 4.0, "ctxback {ctxback} vs npq {npq}");
     // Under NPQ the low-priority process is never preempted.
     assert_eq!(r.rows[0].preemption.requests, 0);
     assert!((r.rows[0].low_slowdown - 1.0).abs() < 1e-12);

@@ -14,7 +14,10 @@ use std::fmt;
 
 use serde::{Deserialize, Deserializer, Serialize};
 
-use crate::{Chimera, Compression, Drain, Flush, Mechanism, Switch, SwitchConfig};
+use crate::{
+    Chimera, Compression, Drain, Flush, Mechanism, RoutineDesign, RoutineSwitch, Switch,
+    SwitchConfig,
+};
 
 /// The preemption deadline [`MechanismKind::Chimera`] works to unless told otherwise, µs
 /// (papers/li-pep §4 runs Chimera at 5, 10 and 15 µs).
@@ -60,6 +63,18 @@ pub enum MechanismKind {
     /// Chimera: per TB, drain, flush or switch, whichever meets a deadline of `deadline_us`
     /// (default [`CHIMERA_DEADLINE_US`]) at the least estimated cost.
     Chimera { deadline_us: f64 },
+    /// CS-Defer (papers/ji-ctxback §II-B): each warp runs on to its deferral point, saves
+    /// the live registers there through a routine, and resumes there.
+    CsDefer,
+    /// CTXBack (papers/ji-ctxback §III–IV): each warp saves the context of its flashback
+    /// point through its dedicated preemption routine, and resumes through its resume
+    /// routine.
+    #[serde(rename = "ctxback")]
+    CtxBack,
+    /// CTXBack+CS-Defer (§IV-C): per instruction, CTXBack's routines or CS-Defer's,
+    /// whichever is estimated to preempt faster.
+    #[serde(rename = "ctxback-cs-defer")]
+    CtxBackCsDefer,
 }
 
 /// How a mechanism is written: [`MechanismKind`] with every variant a struct, so that a
@@ -104,6 +119,11 @@ enum Written {
         #[serde(default = "deadline_us", deserialize_with = "de_deadline_us")]
         deadline_us: f64,
     },
+    CsDefer {},
+    #[serde(rename = "ctxback")]
+    CtxBack {},
+    #[serde(rename = "ctxback-cs-defer", alias = "ctxback+cs-defer")]
+    CtxBackCsDefer {},
 }
 
 impl From<Written> for MechanismKind {
@@ -125,6 +145,9 @@ impl From<Written> for MechanismKind {
                 MechanismKind::LightweightInPlace { compressor_latency }
             }
             Written::Chimera { deadline_us } => MechanismKind::Chimera { deadline_us },
+            Written::CsDefer {} => MechanismKind::CsDefer,
+            Written::CtxBack {} => MechanismKind::CtxBack,
+            Written::CtxBackCsDefer {} => MechanismKind::CtxBackCsDefer,
         }
     }
 }
@@ -168,7 +191,7 @@ fn de_deadline_us<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
 
 impl MechanismKind {
     /// Every mechanism, with its parameters' defaults.
-    pub const ALL: [MechanismKind; 10] = [
+    pub const ALL: [MechanismKind; 13] = [
         MechanismKind::Drain,
         MechanismKind::FlushStrict,
         MechanismKind::FlushRelaxed,
@@ -187,6 +210,9 @@ impl MechanismKind {
         MechanismKind::Chimera {
             deadline_us: CHIMERA_DEADLINE_US,
         },
+        MechanismKind::CsDefer,
+        MechanismKind::CtxBack,
+        MechanismKind::CtxBackCsDefer,
     ];
 
     /// [`MechanismKind::Lightweight`] with its defaults.
@@ -236,6 +262,11 @@ impl MechanismKind {
                 compressor_latency,
             ),
             MechanismKind::Chimera { deadline_us } => Box::new(Chimera::new(deadline_us)),
+            MechanismKind::CsDefer => Box::new(RoutineSwitch::new(RoutineDesign::CsDefer)),
+            MechanismKind::CtxBack => Box::new(RoutineSwitch::new(RoutineDesign::CtxBack)),
+            MechanismKind::CtxBackCsDefer => {
+                Box::new(RoutineSwitch::new(RoutineDesign::CtxBackCsDefer))
+            }
         }
     }
 
@@ -253,6 +284,9 @@ impl MechanismKind {
             MechanismKind::LightweightTb { .. } => "lightweight-tb",
             MechanismKind::LightweightInPlace { .. } => "lightweight-in-place",
             MechanismKind::Chimera { .. } => "chimera",
+            MechanismKind::CsDefer => RoutineDesign::CsDefer.name(),
+            MechanismKind::CtxBack => RoutineDesign::CtxBack.name(),
+            MechanismKind::CtxBackCsDefer => RoutineDesign::CtxBackCsDefer.name(),
         }
     }
 }
@@ -283,18 +317,26 @@ mod tests {
     use super::*;
 
     /// The mechanisms that stop at preemption points, or save what their liveness vectors
-    /// name, carry the points pass; the others leave the kernels as allocated.
+    /// name, carry the points pass, and the routine switches their routines pass; the
+    /// others leave the kernels as allocated.
     #[test]
-    fn the_mechanisms_that_need_preemption_points_carry_the_pass() {
+    fn the_mechanisms_that_need_a_pass_carry_it() {
         for m in MechanismKind::ALL {
-            let points = matches!(
-                m,
+            let pass = match m {
                 MechanismKind::PointsLive
-                    | MechanismKind::Lightweight { .. }
-                    | MechanismKind::LightweightTb { .. }
-                    | MechanismKind::LightweightInPlace { .. }
+                | MechanismKind::Lightweight { .. }
+                | MechanismKind::LightweightTb { .. }
+                | MechanismKind::LightweightInPlace { .. } => Some("preemption-points"),
+                MechanismKind::CsDefer => Some("cs-defer-routines"),
+                MechanismKind::CtxBack => Some("ctxback-routines"),
+                MechanismKind::CtxBackCsDefer => Some("ctxback-cs-defer-routines"),
+                _ => None,
+            };
+            assert_eq!(
+                m.build().kernel_pass().map(|p| p.0.name().to_string()),
+                pass.map(String::from),
+                "{m}"
             );
-            assert_eq!(m.build().kernel_pass().is_some(), points, "{m}");
         }
     }
 }

@@ -14,6 +14,11 @@
 //!   LD/ST unit, the L1, the interconnect, the L2 and DRAM at context priority
 //!   ([`gpu::timing::Request::Transfer`]), and the TB's resources stay taken while its
 //!   context moves.
+//! * [`ctxback::RoutineSwitch`]: CTXBack, CTXBack+CS-Defer and CS-Defer (papers/ji-ctxback):
+//!   the TBs stop at once and every warp saves its registers by running the dedicated
+//!   preemption routine of its instruction — which may revert, or run on to a deferral
+//!   point, before it saves — on the SM as ordinary timed instructions, into each thread's
+//!   local memory; the resume routine reloads, re-executes and jumps back.
 //!
 //! Every mechanism logs, per TB, when the request came, when the TB stopped, when its
 //! resources were released and what its context cost ([`Record`]), and refuses honestly
@@ -21,6 +26,7 @@
 
 pub mod chimera;
 pub mod compress;
+pub mod ctxback;
 pub mod drain;
 pub mod flush;
 pub mod kind;
@@ -36,6 +42,7 @@ use gpu::timing::{
 use serde::{Deserialize, Serialize};
 
 pub use chimera::{Chimera, Estimates, Technique};
+pub use ctxback::{RoutineDesign, RoutineSwitch};
 pub use drain::Drain;
 pub use flush::Flush;
 pub use kind::{MechanismKind, CHIMERA_DEADLINE_US, COMPRESSOR_LATENCY};

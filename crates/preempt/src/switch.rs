@@ -293,7 +293,7 @@ pub struct Switch {
 }
 
 /// Bytes of the SIMT stacks and barrier state of a TB's warps.
-fn stack_barrier_bytes(stack_entries: impl Iterator<Item = usize>) -> u64 {
+pub(crate) fn stack_barrier_bytes(stack_entries: impl Iterator<Item = usize>) -> u64 {
     16 * 4 + stack_entries.map(|n| 12 * n as u64 + 4).sum::<u64>()
 }
 

@@ -124,6 +124,10 @@ fn every_mechanism_round_trips_through_the_command_line_and_a_scenario() {
         choice::parse_list::<MechanismKind>(&list.join(",")).unwrap(),
         all
     );
+    // CTXBack+CS-Defer may be written as the paper writes it.
+    let combined: MechanismKind = choice::parse("ctxback+cs-defer").unwrap();
+    assert_eq!(combined, MechanismKind::CtxBackCsDefer);
+    assert_eq!(combined.to_string(), "ctxback-cs-defer");
     assert_eq!(
         choice::parse_list::<MechanismKind>("lightweight:compressor_latency=3,drain").unwrap(),
         [

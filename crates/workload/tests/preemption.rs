@@ -141,18 +141,19 @@ impl Injector for Requests {
 fn every_mechanism_resumes_every_suite_kernel_bit_exactly() {
     let mut refused = 0;
     let mut flushed = 0;
-    let mut switched = [0u32; 3];
+    let mut switched = [0u32; 4];
     // Chimera's drains, flushes and switches, and its recorded choices.
     let mut chimera = [0u32; 3];
     let mut chose = 0u32;
     let mut made = [0u32; MechanismKind::ALL.len()];
-    // `PREEMPTION_ONLY=kernel[:mechanism]` narrows the run while debugging.
+    // `PREEMPTION_ONLY=kernel[:mechanism,...]` narrows the run while debugging (an empty
+    // kernel: every kernel).
     let only = std::env::var("PREEMPTION_ONLY").ok();
     let only = only
         .as_deref()
         .map(|o| o.split_once(':').unwrap_or((o, "")));
     for &k in suite::all() {
-        if only.is_some_and(|(kernel, _)| kernel != k.name()) {
+        if only.is_some_and(|(kernel, _)| !kernel.is_empty() && kernel != k.name()) {
             continue;
         }
         let reference = run(k, MechanismKind::Drain, None);
@@ -170,7 +171,9 @@ fn every_mechanism_resumes_every_suite_kernel_bit_exactly() {
             .collect();
         let total: u64 = busy.iter().map(|(a, b)| b - a).sum();
         for (mi, mechanism) in MechanismKind::ALL.into_iter().enumerate() {
-            if only.is_some_and(|(_, m)| !m.is_empty() && m != mechanism.name()) {
+            if only
+                .is_some_and(|(_, m)| !m.is_empty() && !m.split(',').any(|m| m == mechanism.name()))
+            {
                 continue;
             }
             let mut rng = Rng::for_kernel(k.name(), mi as u64);
@@ -281,6 +284,20 @@ fn every_mechanism_resumes_every_suite_kernel_bit_exactly() {
                                 switched[2] += 1;
                                 assert!(released > stopped || bytes.total() == 0, "{name}: {p:?}");
                             }
+                            // The routine switches run routines, then move the shared memory
+                            // and SIMT stacks.
+                            (
+                                MechanismKind::CsDefer
+                                | MechanismKind::CtxBack
+                                | MechanismKind::CtxBackCsDefer,
+                                How::Switched,
+                            ) => {
+                                switched[3] += 1;
+                                assert!(
+                                    released > stopped && bytes.stack_barrier > 0,
+                                    "{name}: {p:?}"
+                                );
+                            }
                             _ => panic!("{name}: {p:?}"),
                         }
                     }
@@ -298,7 +315,24 @@ fn every_mechanism_resumes_every_suite_kernel_bit_exactly() {
                         assert_eq!(mechanism, MechanismKind::CHIMERA, "{name}: {p:?}");
                         chose += 1;
                     }
-                    Record::Requested { .. } | Record::Restored { .. } => {}
+                    Record::Restored {
+                        started,
+                        finished,
+                        bytes,
+                        ..
+                    } => {
+                        assert!(started <= finished, "{name}: {p:?}");
+                        // A routine switch's resume counts the routine code it sent.
+                        if matches!(
+                            mechanism,
+                            MechanismKind::CsDefer
+                                | MechanismKind::CtxBack
+                                | MechanismKind::CtxBackCsDefer
+                        ) {
+                            assert!(bytes.registers == 0 || bytes.metadata > 0, "{name}: {p:?}");
+                        }
+                    }
+                    Record::Requested { .. } => {}
                 }
             }
             eprintln!(
@@ -320,7 +354,7 @@ fn every_mechanism_resumes_every_suite_kernel_bit_exactly() {
         );
     }
     assert!(
-        switched[0] > 100 && switched[1] > 100 && switched[2] > 150,
+        switched[0] > 100 && switched[1] > 100 && switched[2] > 150 && switched[3] > 300,
         "{switched:?}"
     );
     assert!(

@@ -621,3 +621,42 @@ fn dss_gives_priorities_as_tokens() {
         .count();
     assert_eq!(reserved, 11);
 }
+
+#[test]
+fn the_routine_switches_preempt_under_ppq_and_time_slices() {
+    // CS-Defer, CTXBack and CTXBack+CS-Defer (papers/ji-ctxback) take TBs away by running
+    // routines on the SM: for a high-priority process that arrives while a low-priority one
+    // holds every SM (PPQ), and for two contexts taking turns (time slices of 5 µs). Every
+    // TB switched out comes back, and both programs verify.
+    let ppq = [("batch", 0.0, 0, 180, 8), ("urgent", 2.0, 10, 30, 4)];
+    let sliced = [("a", 0.0, 0, 180, 8), ("b", 2.0, 0, 180, 8)];
+    for mechanism in ["cs-defer", "ctxback", "ctxback-cs-defer"] {
+        for (policy, programs) in [
+            ("ppq", &ppq),
+            (r#"{ kind = "time-slice", slice_us = 5.0 }"#, &sliced),
+        ] {
+            let r = fma_programs(policy, mechanism, programs);
+            let switched = r
+                .preemptions
+                .iter()
+                .filter(|p| {
+                    matches!(
+                        p,
+                        preempt::Record::Preempted {
+                            how: preempt::How::Switched,
+                            ..
+                        }
+                    )
+                })
+                .count();
+            let restored = r
+                .preemptions
+                .iter()
+                .filter(|p| matches!(p, preempt::Record::Restored { .. }))
+                .count();
+            eprintln!("{policy}/{mechanism}: {switched} TBs switched");
+            assert!(switched > 0, "{policy}/{mechanism}: nothing switched");
+            assert_eq!(switched, restored, "{policy}/{mechanism}");
+        }
+    }
+}

@@ -30,7 +30,8 @@
 //! A diverged warp is saved lane group by lane group, each group (the top SIMT stack entry's
 //! lanes, and each parked entry's own) with the routines of the PC where it waits (see
 //! "Divergent warps" in [`routine`]). [`generate_combined_routines`] adds CTXBack+CS-Defer's
-//! CS-Defer switches (§IV-C).
+//! CS-Defer switches (§IV-C); [`generate_cs_defer_routines`] gives CS-Defer alone as routines
+//! (plain live-in switches, and CS-Defer switches where it defers).
 
 pub mod defer;
 pub mod flashback;
@@ -49,8 +50,9 @@ pub use flashback::{Backing, Flashback, FlashbackCost, ResumeStep, SavedReg, Ver
 pub use osrb::{backup_scalars, Backup, BackupSlot, OsrbConfig, OsrbKernel};
 pub use revert::{revert_of, Revert};
 pub use routine::{
-    generate_combined_routines, generate_routines, preempt_routine, resume_routine, DeferEntry,
-    InstalledDefer, InstalledRoutines, RoutineEntry, RoutineError, Routines,
+    generate_combined_routines, generate_cs_defer_routines, generate_routines, preempt_routine,
+    resume_routine, DeferEntry, InstalledDefer, InstalledRoutines, RoutineEntry, RoutineError,
+    Routines,
 };
 pub use widths::{ContextSize, RegClass, Widths};
 

@@ -38,6 +38,10 @@
 //! resume routine reloads them and jumps to the target ([`DeferEntry`]). Only the warp's
 //! top lane group may defer: parked lanes use the CTXBack routines of their PC.
 //!
+//! **CS-Defer alone** ([`generate_cs_defer_routines`]) is generated the same way, with a
+//! plain switch of the live-in registers in place of every flashback and CS-Defer's own
+//! choice ([`CtxBack::cs_defer`]) as the deferral.
+//!
 //! **Installing.** [`Routines::install`] appends the routines after the kernel's last
 //! instruction (the routines' own code region, §IV-A: "transferred to the device memory with
 //! the kernel code"), rebuilds the control-flow graph over the whole code and grows the local
@@ -71,10 +75,11 @@ use kir::{Id, IdVec, Inst, InstId, Kernel, Reg, Ty};
 use thiserror::Error;
 
 use super::defer::next_on_path;
-use super::flashback::{Flashback, ResumeStep};
+use super::flashback::{Flashback, ResumeStep, SavedReg, Version};
 use super::revert::revert_of;
-use super::widths::RegClass;
+use super::widths::{ContextSize, RegClass, Widths};
 use super::CtxBack;
+use crate::liveness::Liveness;
 
 /// Why routines could not be generated.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
@@ -105,8 +110,9 @@ pub struct Routines {
     pub preempt_of: Vec<RoutineEntry>,
     /// For every instruction of the kernel, where its resume routine starts.
     pub resume_of: Vec<RoutineEntry>,
-    /// CTXBack+CS-Defer only ([`generate_combined_routines`]): for every instruction, its
-    /// CS-Defer routines where the combination defers there. Empty for CTXBack alone.
+    /// CTXBack+CS-Defer ([`generate_combined_routines`]) and CS-Defer
+    /// ([`generate_cs_defer_routines`]): for every instruction, its CS-Defer routines where
+    /// the technique defers there. Empty for CTXBack alone.
     pub deferred: Vec<Option<DeferEntry>>,
 }
 
@@ -353,9 +359,36 @@ fn share(routines: Vec<Vec<Inst>>) -> (Vec<Vec<Inst>>, Vec<RoutineEntry>) {
     (stored, entries)
 }
 
+/// Which routines [`generate`] makes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    /// CTXBack's flashbacks.
+    CtxBack,
+    /// CTXBack's flashbacks, and CS-Defer switches where the combination defers.
+    Combined,
+    /// Plain switches of the live-in, and CS-Defer switches where CS-Defer defers.
+    CsDefer,
+}
+
 /// Generates the CTXBack routines of every instruction of `kernel` from its analysis.
 pub fn generate_routines(kernel: &Kernel, ctx: &CtxBack) -> Result<Routines, RoutineError> {
-    generate(kernel, ctx, false)
+    generate(kernel, ctx, Mode::CtxBack)
+}
+
+/// Generates the routines of CS-Defer alone (ji-ctxback §II-B and §V, where CS-Defer "needs
+/// to execute the in-between instructions in the preemption routine"): for every instruction
+/// a plain switch (save the live-in registers, reload them, jump back) in
+/// [`Routines::preempt_of`] / [`Routines::resume_of`] — what parked lane groups and warps
+/// waiting at a barrier take, since they must not run ahead — and, where
+/// [`CtxBack::cs_defer`] defers (its target is not the instruction itself), a
+/// [`DeferEntry`] whose preemption routine runs copies of the deferred instructions and then
+/// saves the live-in of the target, and whose resume routine reloads it and jumps there.
+/// Every save is of a live-in, so any mix of them resumes correctly.
+pub fn generate_cs_defer_routines(
+    kernel: &Kernel,
+    ctx: &CtxBack,
+) -> Result<Routines, RoutineError> {
+    generate(kernel, ctx, Mode::CsDefer)
 }
 
 /// Generates the routines of CTXBack+CS-Defer (ji-ctxback §IV-C: "if CS-Defer provides
@@ -370,7 +403,7 @@ pub fn generate_combined_routines(
     kernel: &Kernel,
     ctx: &CtxBack,
 ) -> Result<Routines, RoutineError> {
-    generate(kernel, ctx, true)
+    generate(kernel, ctx, Mode::Combined)
 }
 
 /// The kernel instructions a warp runs from `pc` through `steps` steps of the statically
@@ -389,14 +422,63 @@ fn deferred_code(kernel: &Kernel, pc: InstId, steps: u32) -> (Vec<Inst>, InstId)
     (out, j)
 }
 
-fn generate(kernel: &Kernel, ctx: &CtxBack, combined: bool) -> Result<Routines, RoutineError> {
+/// A plain switch before `target` saving `saved`: reload them (predicates first, through
+/// the scratch register), jump back.
+fn plain_switch(target: InstId, saved: Vec<SavedReg>, context: ContextSize) -> Flashback {
+    let mut resume: Vec<ResumeStep> = saved
+        .iter()
+        .filter(|s| s.class == RegClass::Predicate)
+        .chain(saved.iter().filter(|s| s.class != RegClass::Predicate))
+        .map(|s| ResumeStep::Load(s.reg))
+        .collect();
+    resume.push(ResumeStep::Jump(target));
+    Flashback {
+        pc: target,
+        point: target,
+        saved,
+        preempt_reverts: Vec::new(),
+        resume,
+        context,
+        cost: Default::default(),
+        restored: Vec::new(),
+    }
+}
+
+fn generate(kernel: &Kernel, ctx: &CtxBack, mode: Mode) -> Result<Routines, RoutineError> {
     let base = kernel.local_size.div_ceil(8) * 8;
     let mut out = Routines {
         context_base: base,
         ..Routines::default()
     };
+    // CS-Defer alone saves live-ins: a plain switch at every instruction.
+    let live_switch = (mode == Mode::CsDefer).then(|| {
+        let mut live = Liveness::new();
+        live.compute(kernel);
+        let widths = Widths::compute(kernel);
+        move |at: InstId| {
+            let set = live.live_in(at);
+            let saved = set
+                .iter()
+                .map(|reg| SavedReg {
+                    reg,
+                    version: Version::Initial,
+                    wide: widths.wide_before(at, reg),
+                    class: widths.class(reg),
+                })
+                .collect();
+            plain_switch(at, saved, widths.size_at(at, set))
+        }
+    });
+    let plains: Vec<Flashback>;
+    let switches = match &live_switch {
+        Some(f) => {
+            plains = kernel.insts.ids().map(f).collect();
+            &plains[..]
+        }
+        None => ctx.flashbacks(),
+    };
     let (mut pre, mut res) = (Vec::new(), Vec::new());
-    for fb in ctx.flashbacks() {
+    for fb in switches {
         let (_, bytes) = layout(fb, base);
         out.context_bytes = out.context_bytes.max(bytes);
         pre.push(preempt_routine(kernel, fb, base)?);
@@ -404,33 +486,30 @@ fn generate(kernel: &Kernel, ctx: &CtxBack, combined: bool) -> Result<Routines, 
     }
     let n = pre.len();
     let mut defers = Vec::new();
-    if combined {
+    if mode != Mode::CtxBack {
         for pc in kernel.insts.ids() {
-            if ctx.combined(pc) != super::Technique::CsDefer {
-                continue;
-            }
-            let d = ctx.combined_deferral(pc);
+            let (d, plain) = match &live_switch {
+                Some(f) => {
+                    let d = ctx.cs_defer(pc);
+                    if d.target == pc {
+                        continue;
+                    }
+                    (d, f(d.target))
+                }
+                None => {
+                    if ctx.combined(pc) != super::Technique::CsDefer {
+                        continue;
+                    }
+                    // A plain switch at the target saving the kept registers.
+                    let d = ctx.combined_deferral(pc);
+                    (
+                        d,
+                        plain_switch(d.target, ctx.kept(d.target).to_vec(), d.context),
+                    )
+                }
+            };
             let (mut code, at) = deferred_code(kernel, pc, d.deferred);
             debug_assert_eq!(at, d.target, "the deferral's path");
-            // A plain switch at the target: save the kept registers, reload, jump back.
-            let saved = ctx.kept(d.target).to_vec();
-            let mut resume: Vec<ResumeStep> = saved
-                .iter()
-                .filter(|s| s.class == RegClass::Predicate)
-                .chain(saved.iter().filter(|s| s.class != RegClass::Predicate))
-                .map(|s| ResumeStep::Load(s.reg))
-                .collect();
-            resume.push(ResumeStep::Jump(d.target));
-            let plain = Flashback {
-                pc: d.target,
-                point: d.target,
-                saved,
-                preempt_reverts: Vec::new(),
-                resume,
-                context: d.context,
-                cost: Default::default(),
-                restored: Vec::new(),
-            };
             let (_, bytes) = layout(&plain, base);
             out.context_bytes = out.context_bytes.max(bytes);
             let ran = code.len() as u32;
@@ -444,7 +523,7 @@ fn generate(kernel: &Kernel, ctx: &CtxBack, combined: bool) -> Result<Routines, 
     let (resume, mut res_of) = share(res);
     out.preempt = preempt;
     out.resume = resume;
-    if combined {
+    if mode != Mode::CtxBack {
         out.deferred = vec![None; n];
         for (k, (pc, target, deferred)) in defers.into_iter().enumerate() {
             out.deferred[pc.index()] = Some(DeferEntry {
@@ -505,8 +584,8 @@ impl InstalledRoutines {
         entered(&self.resume, self.resume_of[pc.index()])
     }
 
-    /// CTXBack+CS-Defer's CS-Defer switch for a warp preempted before `pc`, if the
-    /// combination defers there (routines from [`generate_combined_routines`]).
+    /// The CS-Defer switch for a warp preempted before `pc`, if the routines defer there
+    /// ([`generate_combined_routines`], [`generate_cs_defer_routines`]).
     pub fn deferral(&self, pc: InstId) -> Option<InstalledDefer> {
         let d = self.deferred.get(pc.index()).copied().flatten()?;
         Some(InstalledDefer {
@@ -676,6 +755,64 @@ DONE:
         assert_eq!(inst.kernel.cfg.reconvergence.len(), inst.kernel.insts.len());
         assert_eq!(inst.kernel.local_size, r.context_base + r.context_bytes);
         assert!(r.context_bytes > 0);
+    }
+
+    #[test]
+    fn cs_defer_routines_save_live_ins_and_defer_where_the_analysis_does() {
+        let k = kernel(BODY);
+        let ctx = CtxBack::compute(&k, &CtxBackConfig::default());
+        let r = generate_cs_defer_routines(&k, &ctx).expect("routines");
+        let inst = r.install(&k);
+        let mut live = Liveness::new();
+        live.compute(&k);
+        let mut deferred = 0;
+        for pc in k.insts.ids() {
+            // The plain switch: one store per live-in register, then `exit`; its resume
+            // jumps back to `pc`.
+            let stores = |code: Range<InstId>| {
+                (code.start.0..code.end.0)
+                    .filter(|&j| {
+                        matches!(
+                            inst.kernel.insts[InstId(j)].op,
+                            Op::St {
+                                space: Space::Local,
+                                ..
+                            }
+                        )
+                    })
+                    .count()
+            };
+            assert_eq!(
+                stores(inst.preempt_code(pc)),
+                live.live_in(pc).len(),
+                "{pc}"
+            );
+            let q = inst.resume_code(pc);
+            assert!(matches!(
+                inst.kernel.insts[InstId(q.end.0 - 1)].op,
+                Op::Bra { target, .. } if target == pc
+            ));
+            let d = ctx.cs_defer(pc);
+            match inst.deferral(pc) {
+                Some(e) => {
+                    deferred += 1;
+                    assert!(d.target != pc && e.target == d.target, "{pc}");
+                    // The copies of the deferred instructions, then the target's saves.
+                    let copies = e.preempt.start.0 + e.deferred;
+                    assert_eq!(
+                        stores(InstId(copies)..e.preempt.end),
+                        live.live_in(d.target).len(),
+                        "{pc}"
+                    );
+                    assert!(matches!(
+                        inst.kernel.insts[InstId(e.resume.end.0 - 1)].op,
+                        Op::Bra { target, .. } if target == d.target
+                    ));
+                }
+                None => assert_eq!(d.target, pc, "{pc}"),
+            }
+        }
+        assert!(deferred > 0, "CS-Defer defers somewhere in the kernel");
     }
 
     #[test]
