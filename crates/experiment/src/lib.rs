@@ -31,8 +31,8 @@ use workload::Setup;
 
 /// The setup of a run of suite host programs on `gpu` (default host, framework and copy
 /// engines), keeping every process's final memory for comparisons; the run may take
-/// `max_cycles`, each launch `instruction_limit` warp instructions (`None`: derived from its
-/// size).
+/// `max_cycles`, each launch `instruction_limit` warp instructions (`None`: the progress rule
+/// of `gpu::limits`).
 pub fn suite_setup(
     gpu: &GpuConfig,
     policy: PolicyKind,

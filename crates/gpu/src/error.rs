@@ -159,6 +159,10 @@ pub enum ExecError {
     },
     #[error("kernel `{kernel}` exceeded the limit of {limit} warp instructions (an endless loop? raise the limit with --instruction-limit)")]
     InstructionLimit { kernel: String, limit: u64 },
+    /// The default runaway rule ([`crate::limits`]): `limit` warp instructions passed without
+    /// one of the launch's TBs finishing.
+    #[error("kernel `{kernel}` executed {limit} warp instructions without any of its TBs finishing (an endless loop? a kernel whose TBs run longer sets a total with --instruction-limit)")]
+    NoProgress { kernel: String, limit: u64 },
     #[error("internal error in kernel `{kernel}`: {what}")]
     Internal { kernel: String, what: String },
 }

@@ -11,6 +11,7 @@
 use crate::barrier::{deadlock, Barriers, TbWarps, WarpStatus};
 use crate::error::ExecError;
 use crate::exec::{step, LaunchCtx, Step, TbView, Warp};
+use crate::limits::Limit;
 use crate::memory::DeviceMemory;
 use crate::timing::Progress;
 
@@ -80,9 +81,14 @@ impl StepHook for NoHook {
     }
 }
 
-/// Runs every TB of the launch to completion.
-pub fn run(ctx: &LaunchCtx, mem: &mut DeviceMemory, limit: u64) -> Result<LaunchStats, ExecError> {
-    run_tbs(ctx, mem, limit, &mut NoHook, &mut |_| {})
+/// Runs every TB of the launch to completion, stopping a runaway by `limit` (a number is a
+/// total, [`Limit::Total`]).
+pub fn run(
+    ctx: &LaunchCtx,
+    mem: &mut DeviceMemory,
+    limit: impl Into<Limit>,
+) -> Result<LaunchStats, ExecError> {
+    run_tbs(ctx, mem, limit.into(), &mut NoHook, &mut |_| {})
 }
 
 /// [`run`], calling `progress` after every TB (its `cycle` stays 0: the functional core has
@@ -90,26 +96,26 @@ pub fn run(ctx: &LaunchCtx, mem: &mut DeviceMemory, limit: u64) -> Result<Launch
 pub fn run_reporting(
     ctx: &LaunchCtx,
     mem: &mut DeviceMemory,
-    limit: u64,
+    limit: impl Into<Limit>,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<LaunchStats, ExecError> {
-    run_tbs(ctx, mem, limit, &mut NoHook, progress)
+    run_tbs(ctx, mem, limit.into(), &mut NoHook, progress)
 }
 
 /// [`run`], calling `hook` before every warp instruction.
 pub fn run_with_hook<H: StepHook>(
     ctx: &LaunchCtx,
     mem: &mut DeviceMemory,
-    limit: u64,
+    limit: impl Into<Limit>,
     hook: &mut H,
 ) -> Result<LaunchStats, ExecError> {
-    run_tbs(ctx, mem, limit, hook, &mut |_| {})
+    run_tbs(ctx, mem, limit.into(), hook, &mut |_| {})
 }
 
 fn run_tbs<H: StepHook>(
     ctx: &LaunchCtx,
     mem: &mut DeviceMemory,
-    limit: u64,
+    limit: Limit,
     hook: &mut H,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<LaunchStats, ExecError> {
@@ -137,19 +143,19 @@ fn run_tbs<H: StepHook>(
                 clock: None,
                 local_base,
             };
-            // Each TB may run what the earlier ones left of the launch's limit; a TB that
-            // runs past it is reported against the launch's limit, the one the user set.
-            let s = run_tb(
-                ctx,
-                &mut tb,
-                mem,
-                limit.saturating_sub(stats.warp_instructions),
-                hook,
-            )
-            .map_err(|e| match e {
-                ExecError::InstructionLimit { kernel, .. } => {
-                    ExecError::InstructionLimit { kernel, limit }
-                }
+            // One TB runs at a time, so a TB finishing is the launch's progress: under the
+            // progress rule each TB may run the whole window. Under a total, each TB may run
+            // what the earlier ones left of it, and a TB that runs past it is reported
+            // against the launch's total, the one the user set.
+            let tb_limit = match limit {
+                Limit::Total(n) => n.saturating_sub(stats.warp_instructions),
+                Limit::WithoutProgress(n) => n,
+            };
+            let s = run_tb(ctx, &mut tb, mem, tb_limit, hook).map_err(|e| match e {
+                ExecError::InstructionLimit { kernel, .. } => match limit {
+                    Limit::Total(limit) => ExecError::InstructionLimit { kernel, limit },
+                    Limit::WithoutProgress(limit) => ExecError::NoProgress { kernel, limit },
+                },
                 e => e,
             })?;
             stats.add(&s);

@@ -13,6 +13,7 @@ use ptx::{SourceFile, Span};
 use crate::error::ExecError;
 use crate::exec::LaunchCtx;
 use crate::func::{self, LaunchStats};
+use crate::limits::{stall_window, Limit, STALL_INSTRUCTIONS_PER_WARP};
 use crate::memory::{DeviceMemory, GlobalFault};
 use crate::timing::{
     run_launch, Control, LaunchId, Machine, Progress, TimedGpu, TimedKernel, TimedStats,
@@ -37,9 +38,28 @@ pub struct DeviceLimits {
     pub max_grid_dim: [u32; 3],
     /// Static plus dynamic shared memory per TB.
     pub max_smem_per_block: u32,
-    /// Warp instructions one launch may execute before it is stopped as a runaway; `None`
-    /// derives the limit from the launch's size ([`crate::limits`]).
+    /// Warp instructions one launch may execute in all before it is stopped as a runaway;
+    /// `None`: the progress rule ([`crate::limits`]).
     pub instruction_limit: Option<u64>,
+    /// The progress rule ([`crate::limits`]): warp instructions a TB may execute, beside
+    /// [`crate::limits::STALL_INSTRUCTIONS_PER_WARP`] per warp (the functional core runs
+    /// one TB at a time, so each TB that finishes is the launch's progress).
+    pub stall_instructions: u64,
+}
+
+impl DeviceLimits {
+    /// How a runaway launch of `ctx` is recognised on the functional core, in warp
+    /// instructions.
+    pub fn instruction_rule(&self, ctx: &LaunchCtx) -> Limit {
+        Limit::total_or(
+            self.instruction_limit,
+            Limit::WithoutProgress(stall_window(
+                self.stall_instructions,
+                STALL_INSTRUCTIONS_PER_WARP,
+                u64::from(ctx.warps_per_tb()),
+            )),
+        )
+    }
 }
 
 impl Default for DeviceLimits {
@@ -51,6 +71,7 @@ impl Default for DeviceLimits {
             max_grid_dim: [i32::MAX as u32, 65535, 65535],
             max_smem_per_block: 227 * 1024,
             instruction_limit: None,
+            stall_instructions: crate::limits::STALL_WARP_INSTRUCTIONS,
         }
     }
 }
@@ -542,10 +563,7 @@ impl Gpu {
         progress: &mut dyn FnMut(Progress),
     ) -> Result<LaunchStats, GpuError> {
         let (ctx, _) = self.prepare(module, kernel, (grid, block, dynamic_smem), args)?;
-        let limit = self
-            .limits
-            .instruction_limit
-            .unwrap_or_else(|| crate::limits::instruction_limit_of(&ctx));
+        let limit = self.limits.instruction_rule(&ctx);
         Ok(func::run_reporting(
             &ctx,
             self.memory_mut(),
@@ -584,7 +602,7 @@ impl Gpu {
                 let Some((ctx, mut memory)) = replay else {
                     return Err(fault.into());
                 };
-                let limit = crate::limits::instruction_limit_of(&ctx);
+                let limit = self.limits.instruction_rule(&ctx);
                 Err(match func::run(&ctx, &mut memory, limit) {
                     Err(first @ ExecError::MemoryFault { .. }) => first,
                     _ => fault,

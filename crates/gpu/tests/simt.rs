@@ -326,6 +326,38 @@ LOOP:
 }
 
 #[test]
+fn a_runaway_stops_after_the_same_instructions_whatever_its_grid_size() {
+    // The progress rule (`gpu::limits`): the functional core runs one TB at a time, so each
+    // TB may run 10,000 + 2^14 per warp = 26,384 warp instructions; a grid of 1 or of 64
+    // spinning TBs stops at the first.
+    let limits = DeviceLimits {
+        stall_instructions: 10_000,
+        ..DeviceLimits::default()
+    };
+    for tbs in [1, 64] {
+        match try_run("SPIN:\n    bra.uni SPIN;\n", tbs, 32, limits.clone()) {
+            Err(GpuError::Exec(e @ ExecError::NoProgress { .. })) => assert!(
+                e.to_string()
+                    .contains("executed 26384 warp instructions without any of its TBs finishing"),
+                "{e}"
+            ),
+            other => panic!("{tbs} TBs: expected the progress rule, got {other:?}"),
+        }
+    }
+    // 16 TBs of about 3,000 warp instructions each, 48,000 in all: every TB finishes inside
+    // the window, so the launch runs to its end.
+    let body = r#"
+    mov.u32 %r5, 0;
+LOOP:
+    add.s32 %r5, %r5, 1;
+    setp.lt.u32 %p1, %r5, 1000;
+    @%p1 bra LOOP;
+    st.global.u32 [%rd0], %r5;
+"#;
+    try_run(body, 16, 32, limits).expect("finishes");
+}
+
+#[test]
 fn an_integer_literal_that_does_not_fit_runs_wrapped_to_its_type() {
     // As ptxas takes it (lowering warns): 2^32 + 7 as a .u32 is 7.
     let out = run(

@@ -108,12 +108,12 @@ struct RunArgs {
     /// 2 MiB page that an allocation maps succeeds).
     #[arg(long, value_enum, default_value_t = MemoryCheckArg::Strict)]
     memory_check: MemoryCheckArg,
-    /// Stop a timed launch after this many core cycles, as a runaway (default: derived from
-    /// the launch's size: 2^23 plus 2^12 per TB).
+    /// Stop a timed launch this many core cycles after its start, as a runaway (default: when
+    /// 2^23 cycles pass with its TBs resident and none finishing).
     #[arg(long, value_name = "CYCLES", conflicts_with = "functional")]
     max_cycles: Option<u64>,
-    /// Stop a launch after this many warp instructions, as a runaway (default: derived from
-    /// the launch's size: 2^27 plus 2^14 per warp of the grid).
+    /// Stop a launch after this many warp instructions in all, as a runaway (default: when
+    /// 2^27 pass without any of its TBs finishing).
     #[arg(long, value_name = "WARP_INSTRUCTIONS")]
     instruction_limit: Option<u64>,
     /// Print JSON instead of a table.
@@ -188,8 +188,8 @@ struct StudyArgs {
     /// Core cycles one run may take.
     #[arg(long, default_value_t = 1 << 32)]
     max_cycles: u64,
-    /// Stop a launch after this many warp instructions, as a runaway (default: derived from
-    /// the launch's size: 2^27 plus 2^14 per warp of the grid).
+    /// Stop a launch after this many warp instructions in all, as a runaway (default: when
+    /// 2^27 pass without any of its TBs finishing).
     #[arg(long, value_name = "WARP_INSTRUCTIONS")]
     instruction_limit: Option<u64>,
     /// Print the results as JSON.
@@ -228,8 +228,8 @@ struct PeriodicArgs {
     /// Core cycles one run may take.
     #[arg(long, default_value_t = 200_000_000)]
     max_cycles: u64,
-    /// Stop a launch after this many warp instructions, as a runaway (default: derived from
-    /// the launch's size: 2^27 plus 2^14 per warp of the grid).
+    /// Stop a launch after this many warp instructions in all, as a runaway (default: when
+    /// 2^27 pass without any of its TBs finishing).
     #[arg(long, value_name = "WARP_INSTRUCTIONS")]
     instruction_limit: Option<u64>,
     /// Print the results as JSON (every signal of every run).
@@ -281,8 +281,8 @@ struct ScenarioArgs {
     /// Stop with an error after this many core cycles (default: the scenario's, else 2^32).
     #[arg(long)]
     max_cycles: Option<u64>,
-    /// Stop a launch after this many warp instructions, as a runaway (default: derived from
-    /// the launch's size: 2^27 plus 2^14 per warp of the grid).
+    /// Stop a launch after this many warp instructions in all, as a runaway (default: when
+    /// 2^27 pass without any of its TBs finishing).
     #[arg(long, value_name = "WARP_INSTRUCTIONS")]
     instruction_limit: Option<u64>,
     /// Print the report as JSON.

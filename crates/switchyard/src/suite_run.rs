@@ -13,8 +13,8 @@ use suite::{Arg, DevPtr, Device, DeviceError, Kernel, Launch, Size, Target, Veri
 pub struct Engine<'a> {
     /// The timed GPU, with its options (and so its limits); `None`: the functional core.
     pub timed: Option<&'a TimedGpu>,
-    /// Functional core: warp instructions a launch may execute (`None`: derived from the
-    /// launch's size, [`gpu::limits`]).
+    /// Functional core: warp instructions a launch may execute in all (`None`: the progress
+    /// rule of [`gpu::limits`]).
     pub instruction_limit: Option<u64>,
     pub memory_check: MemoryCheck,
 }

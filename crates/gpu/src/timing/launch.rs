@@ -10,6 +10,7 @@ use super::decoded::Decoded;
 use super::ids::TbRef;
 use super::stats::{FrontendStats, SmStats, TimedStats};
 use crate::exec::LaunchCtx;
+use crate::limits::Limit;
 use crate::memory::DeviceMemory;
 use crate::occupancy::{Occupancy, TbDemand};
 
@@ -109,9 +110,13 @@ pub struct Launch {
     /// Warp instructions the finished TBs executed.
     pub(super) done_instructions: u64,
     pub(super) submitted_at: u64,
-    /// Runaway limits: warp instructions and core cycles from submission.
-    pub(super) instruction_limit: u64,
-    pub(super) max_cycles: u64,
+    /// Runaway limits ([`crate::limits`]): in warp instructions and in core cycles.
+    pub(super) instruction_limit: Limit,
+    pub(super) max_cycles: Limit,
+    /// What the progress rule counts: the TBs finished and the launch's warp instructions
+    /// at the last instruction check that saw a TB finish, and the cycles with TBs resident
+    /// since a TB last finished.
+    pub(super) progress: LaunchProgress,
     pub(super) started_at: Option<u64>,
     pub(super) last_tb_at: Option<u64>,
     pub(super) finished_at: Option<u64>,
@@ -149,8 +154,9 @@ impl Launch {
             done: 0,
             done_instructions: 0,
             submitted_at: now,
-            instruction_limit: u64::MAX,
-            max_cycles: u64::MAX,
+            instruction_limit: Limit::WithoutProgress(crate::limits::STALL_WARP_INSTRUCTIONS),
+            max_cycles: Limit::WithoutProgress(crate::limits::STALL_CYCLES),
+            progress: LaunchProgress::default(),
             started_at: None,
             last_tb_at: None,
             finished_at: None,
@@ -302,4 +308,16 @@ pub(super) fn frontend_total(sms: &[SmStats]) -> FrontendStats {
         f.add(&s.frontend);
     }
     f
+}
+
+/// Where a launch stood when it last made progress (one of its TBs finished), for the
+/// runaway rule of [`crate::limits`].
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct LaunchProgress {
+    /// TBs finished when the instruction check last looked.
+    pub done: u64,
+    /// The launch's warp instructions when the instruction check last saw a TB finish.
+    pub instructions: u64,
+    /// Cycles with some of its TBs resident since one last finished.
+    pub stalled_cycles: u64,
 }

@@ -43,6 +43,7 @@ use super::{TimingError, TimingOptions};
 use crate::config::GpuConfig;
 use crate::error::ExecError;
 use crate::exec::LaunchCtx;
+use crate::limits::{stall_window, Limit};
 use crate::memory::DeviceMemory;
 use crate::occupancy::{Occupancy, TbDemand};
 
@@ -575,14 +576,22 @@ impl<B: MemoryBackend> Machine<B> {
             timed.origins.clone(),
             self.cycle(),
         );
-        launch.instruction_limit = self
-            .opts
-            .instruction_limit
-            .unwrap_or_else(|| crate::limits::instruction_limit_of(&launch.ctx));
-        launch.max_cycles = self
-            .opts
-            .max_cycles
-            .unwrap_or_else(|| crate::limits::default_max_cycles(launch.total));
+        // The warps the launch can have resident at once, on every SM.
+        let resident_warps = (u64::from(launch.occupancy.tbs_per_sm) * self.sms.len() as u64)
+            .min(launch.total)
+            * u64::from(launch.ctx.warps_per_tb());
+        launch.instruction_limit = Limit::total_or(
+            self.opts.instruction_limit,
+            Limit::WithoutProgress(stall_window(
+                self.opts.stall_instructions,
+                self.opts.stall_instructions_per_warp,
+                resident_warps,
+            )),
+        );
+        launch.max_cycles = Limit::total_or(
+            self.opts.max_cycles,
+            Limit::WithoutProgress(self.opts.stall_cycles),
+        );
         launch.start = Some(Box::new(self.snapshot()));
         self.launches.push(launch);
         self.active.push(id);
@@ -675,6 +684,7 @@ impl<B: MemoryBackend> Machine<B> {
                 l.resident -= 1;
                 l.done += 1;
                 l.done_instructions += executed;
+                l.progress.stalled_cycles = 0;
                 l.give_frame(frame);
                 if l.done == l.total {
                     l.last_tb_at = Some(now);
@@ -793,14 +803,23 @@ impl<B: MemoryBackend> Machine<B> {
         t
     }
 
-    fn check_instruction_limit(&self) -> Result<(), TimingError> {
-        for &l in &self.active {
-            let launch = &self.launches[l.index()];
-            let limit = launch.instruction_limit;
-            if self.counters(l).warp_instructions > limit {
-                return Err(ExecError::InstructionLimit {
-                    kernel: launch.ctx.kernel.name.clone(),
-                    limit,
+    /// Stops a launch that broke its instruction rule ([`crate::limits`]); progress counts
+    /// from the check that first sees a TB finished.
+    fn check_instruction_limit(&mut self) -> Result<(), TimingError> {
+        for i in 0..self.active.len() {
+            let l = self.active[i];
+            let executed = self.counters(l).warp_instructions;
+            let launch = &mut self.launches[l.index()];
+            if launch.done != launch.progress.done {
+                launch.progress.done = launch.done;
+                launch.progress.instructions = executed;
+            }
+            let since = executed - launch.progress.instructions;
+            if launch.instruction_limit.exceeded(executed, since) {
+                let kernel = launch.ctx.kernel.name.clone();
+                return Err(match launch.instruction_limit {
+                    Limit::Total(limit) => ExecError::InstructionLimit { kernel, limit },
+                    Limit::WithoutProgress(limit) => ExecError::NoProgress { kernel, limit },
                 }
                 .into());
             }
@@ -814,12 +833,19 @@ impl<B: MemoryBackend> Machine<B> {
         let mut i = 0;
         while i < self.active.len() {
             let id = self.active[i];
-            let l = &self.launches[id.index()];
+            let l = &mut self.launches[id.index()];
             if l.done < l.total {
-                if now - l.submitted_at >= l.max_cycles {
-                    return Err(TimingError::CycleLimit {
-                        kernel: l.ctx.kernel.name.clone(),
-                        limit: l.max_cycles,
+                if l.resident > 0 {
+                    l.progress.stalled_cycles += 1;
+                }
+                let (spent, since) = (now - l.submitted_at, l.progress.stalled_cycles);
+                // A total counts every cycle from submission, as before (`>=`: the cycle
+                // that reaches it is the last one allowed).
+                if l.max_cycles.exceeded(spent + 1, since) {
+                    let kernel = l.ctx.kernel.name.clone();
+                    return Err(match l.max_cycles {
+                        Limit::Total(limit) => TimingError::CycleLimit { kernel, limit },
+                        Limit::WithoutProgress(limit) => TimingError::NoProgress { kernel, limit },
                     });
                 }
                 i += 1;

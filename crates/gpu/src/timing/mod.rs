@@ -110,12 +110,18 @@ pub use stats::{
 pub struct TimingOptions {
     /// Registers per thread for occupancy (see the module documentation for the default).
     pub regs_per_thread: Option<u32>,
-    /// A launch still running after this many core cycles is stopped with an error; `None`
-    /// derives the limit from the launch's size ([`crate::limits`]).
+    /// A launch still running this many core cycles after its submission is stopped with
+    /// an error; `None`: the progress rule ([`crate::limits`]).
     pub max_cycles: Option<u64>,
-    /// Warp instructions one launch may execute before it is stopped as a runaway; `None`
-    /// derives the limit from the launch's size.
+    /// Warp instructions one launch may execute in all before it is stopped as a runaway;
+    /// `None`: the progress rule.
     pub instruction_limit: Option<u64>,
+    /// The progress rule ([`crate::limits`]): a launch may execute `stall_instructions`
+    /// plus `stall_instructions_per_warp` per warp it can have resident at once without a TB
+    /// finishing, and spend `stall_cycles` with TBs resident and none finishing.
+    pub stall_instructions: u64,
+    pub stall_instructions_per_warp: u64,
+    pub stall_cycles: u64,
     /// Core cycles between two samples of the occupancy trace ([`TimedStats::occupancy`]).
     pub sample_interval: u64,
     /// The engine's exact speed shortcuts (an SM sleeping through cycles that would repeat,
@@ -163,6 +169,9 @@ impl Default for TimingOptions {
             regs_per_thread: None,
             max_cycles: None,
             instruction_limit: None,
+            stall_instructions: crate::limits::STALL_WARP_INSTRUCTIONS,
+            stall_instructions_per_warp: crate::limits::STALL_INSTRUCTIONS_PER_WARP,
+            stall_cycles: crate::limits::STALL_CYCLES,
             sample_interval: 1000,
             shortcuts: true,
             allocate: true,
@@ -212,6 +221,10 @@ pub enum TimingError {
     },
     #[error("kernel `{kernel}` did not finish within {limit} cycles (an endless loop? raise the limit with --max-cycles)")]
     CycleLimit { kernel: String, limit: u64 },
+    /// The default runaway rule ([`crate::limits`]): `limit` cycles passed with TBs of the
+    /// launch resident and none finishing.
+    #[error("kernel `{kernel}` ran {limit} cycles with TBs resident and none finishing (an endless loop? a kernel whose TBs run longer sets a total with --max-cycles)")]
+    NoProgress { kernel: String, limit: u64 },
     /// A control asked the machine for something it cannot do.
     #[error(transparent)]
     Control(#[from] ControlError),
