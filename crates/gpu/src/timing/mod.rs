@@ -88,7 +88,7 @@ pub use ids::{
 pub use launch::{Launch, TimedKernel};
 pub use ledger::{KernelLimits, Share, SmLedger, Usage};
 pub use machine::{Control, Event, Idle, Machine};
-pub use probe::{Interests, Issue, Move, Probe, Residency, ResidencyLog};
+pub use probe::{Interests, Issue, Move, Probe, Residency, ResidencyLog, StallTimeline};
 pub use view::{TbProgress, WarpView};
 
 pub use crate::pipeline::{FetchSpec, OpClass, OpTiming, PipelineSpec, TensorSpec, Unit};
@@ -100,8 +100,8 @@ pub mod spec {
     pub use crate::pipeline::*;
 }
 pub use stats::{
-    FrontendStats, OccupancyTrace, Rates, SchedulerStats, SmStats, StallReason, TimedStats,
-    Utilisation, UtilisationClass,
+    FrontendStats, OccupancyTrace, Rates, SchedulerCycle, SchedulerStats, SmStats, StallReason,
+    TimedStats, Utilisation, UtilisationClass,
 };
 
 /// Settings of a timed run that are not part of the GPU configuration.

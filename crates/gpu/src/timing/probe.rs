@@ -1,7 +1,9 @@
 //! Observers of the machine (shared/STYLE.md, after Ramulator 2: plug-ins whose hooks do
 //! nothing by default). A probe is told of every issued warp instruction, every memory
-//! access the memory system accepts from an SM, and every event the machine reports (each
-//! acknowledgement of the control protocol included), in the order they happen. It only
+//! access the memory system accepts from an SM, what every warp scheduler did in every
+//! cycle (an issue or one stall reason, the cycles a sleeping SM repeats included), and every
+//! event the machine reports (each acknowledgement of the control protocol included), in the
+//! order they happen. It only
 //! reads: it cannot change the run, so a run with a probe attached gives the same results
 //! as one without. With none attached the machine pays one branch per hook.
 
@@ -12,6 +14,7 @@ use serde::Serialize;
 
 use super::ids::{LaunchId, SmId, TbRef, WarpSlotId};
 use super::machine::Event;
+use super::stats::{SchedulerCycle, SchedulerStats};
 
 /// A warp instruction as it issues.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,6 +42,9 @@ pub trait Probe: Any {
     /// The memory system accepted `access` (a warp's access, or a part of a split one, or a
     /// chunk of a context transfer) from `sm` at `cycle`.
     fn on_memory_request(&mut self, _sm: SmId, _access: &MemAccess, _cycle: u64) {}
+    /// What each warp scheduler of `sm` did at `cycle`, in scheduler order (the counts
+    /// [`super::SmStats::schedulers`] keep, cycle by cycle).
+    fn on_scheduler_cycles(&mut self, _sm: SmId, _cycle: u64, _schedulers: &[SchedulerCycle]) {}
     /// The machine reported `event`.
     fn on_event(&mut self, _event: &Event) {}
 }
@@ -54,7 +60,9 @@ impl Interests {
     pub const ISSUES: Interests = Interests(1);
     /// Events and memory requests.
     pub const MEMORY: Interests = Interests(2);
-    pub const ALL: Interests = Interests(3);
+    /// Events and every scheduler's cycles.
+    pub const CYCLES: Interests = Interests(4);
+    pub const ALL: Interests = Interests(7);
 
     pub fn and(self, other: Interests) -> Interests {
         Interests(self.0 | other.0)
@@ -135,6 +143,58 @@ impl Probe for ResidencyLog {
     }
 }
 
+/// A probe that counts every warp scheduler's issues and stalls, summed over the GPU, per
+/// window of `interval` core cycles (window `k` holds cycles `k × interval` to
+/// `(k + 1) × interval - 1`): where the cycles went over time — around a preemption, say —
+/// which a launch's [`super::TimedStats::schedulers`] gives only in total.
+#[derive(Debug)]
+pub struct StallTimeline {
+    pub interval: u64,
+    pub windows: Vec<SchedulerStats>,
+}
+
+impl StallTimeline {
+    /// An empty timeline of windows of `interval` cycles (at least 1).
+    pub fn new(interval: u64) -> StallTimeline {
+        StallTimeline {
+            interval: interval.max(1),
+            windows: Vec::new(),
+        }
+    }
+
+    /// The counts of the windows that hold cycles `from..=to` (exactly those cycles when
+    /// windows are single cycles).
+    pub fn between(&self, from: u64, to: u64) -> SchedulerStats {
+        let mut total = SchedulerStats::default();
+        let (from, to) = (from / self.interval, to / self.interval);
+        for w in self
+            .windows
+            .iter()
+            .take(to as usize + 1)
+            .skip(from as usize)
+        {
+            total.add(w);
+        }
+        total
+    }
+}
+
+impl Probe for StallTimeline {
+    fn interests(&self) -> Interests {
+        Interests::CYCLES
+    }
+
+    fn on_scheduler_cycles(&mut self, _sm: SmId, cycle: u64, schedulers: &[SchedulerCycle]) {
+        let k = (cycle / self.interval) as usize;
+        if self.windows.len() <= k {
+            self.windows.resize(k + 1, SchedulerStats::default());
+        }
+        for &c in schedulers {
+            self.windows[k].count(c);
+        }
+    }
+}
+
 /// The probe a step of the machine reports to, if any, and what it wants to hear.
 pub struct Watch<'a> {
     probe: Option<&'a mut (dyn Probe + 'static)>,
@@ -152,6 +212,15 @@ impl<'a> Watch<'a> {
         if let Some(p) = self.probe.as_deref_mut() {
             if self.interests.has(Interests::ISSUES) {
                 p.on_issue(&issue());
+            }
+        }
+    }
+
+    #[inline]
+    pub(super) fn cycle(&mut self, sm: SmId, cycle: u64, schedulers: &[SchedulerCycle]) {
+        if let Some(p) = self.probe.as_deref_mut() {
+            if self.interests.has(Interests::CYCLES) {
+                p.on_scheduler_cycles(sm, cycle, schedulers);
             }
         }
     }

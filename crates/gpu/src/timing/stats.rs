@@ -26,6 +26,14 @@ pub enum StallReason {
     PipelineBusy,
 }
 
+/// What one warp scheduler did in one cycle (what [`super::Probe::on_scheduler_cycles`]
+/// hears).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SchedulerCycle {
+    Issued,
+    Stalled(StallReason),
+}
+
 /// One warp scheduler's cycles: every cycle is either an issue or exactly one stall.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct SchedulerStats {
@@ -39,6 +47,15 @@ pub struct SchedulerStats {
 }
 
 impl SchedulerStats {
+    /// Counts one cycle.
+    #[inline]
+    pub fn count(&mut self, c: SchedulerCycle) {
+        match c {
+            SchedulerCycle::Issued => self.issued += 1,
+            SchedulerCycle::Stalled(r) => self.stall(r),
+        }
+    }
+
     pub fn stall(&mut self, r: StallReason) {
         match r {
             StallReason::NoWarp => self.no_warp += 1,

@@ -16,7 +16,7 @@ use crate::timing::ids::WarpSlotId;
 use crate::timing::launch::Launch;
 use crate::timing::probe::{Issue, Watch};
 use crate::timing::scheduler::{AnyScheduler, Quota, WarpInfo, WarpScheduler};
-use crate::timing::stats::StallReason;
+use crate::timing::stats::{SchedulerCycle, StallReason};
 
 use super::memplan::{Access, MemPlan};
 use super::warp::{HotState, MEM_PENDING, NO_PC};
@@ -88,9 +88,9 @@ pub(super) struct IssueStage {
     /// Per warp slot: this cycle's check (policies that read long waits check every warp
     /// first).
     checks: IdVec<WarpSlotId, Check>,
-    /// Each scheduler's stall reason in the last fully evaluated cycle (what a sleep
-    /// charges).
-    stall_reasons: Vec<StallReason>,
+    /// What each scheduler did in the last fully evaluated cycle (what a sleep repeats:
+    /// every scheduler stalled, since nothing issued).
+    outcomes: Vec<SchedulerCycle>,
     units: Units,
     sleep: Option<Sleep>,
     /// Warps whose last issue left them without a next instruction: they are finished from
@@ -113,7 +113,7 @@ impl IssueStage {
                 .collect(),
             scheds: scheds.into_iter().map(Quota::new).collect(),
             checks: IdVec::from_vec(vec![Check::Ready; warps]),
-            stall_reasons: Vec::with_capacity(n),
+            outcomes: Vec::with_capacity(n),
             units: Units {
                 sp: vec![0; n],
                 tensor: vec![0; n],
@@ -173,14 +173,10 @@ impl Sm {
                     // The cycle repeats, and so does its refused offer (and its counters).
                     self.ldst.repeat_refusal(self.id, memsys, now);
                 }
-                for (st, &r) in self
-                    .stats
-                    .schedulers
-                    .iter_mut()
-                    .zip(&self.issue.stall_reasons)
-                {
-                    st.stall(r);
+                for (st, &o) in self.stats.schedulers.iter_mut().zip(&self.issue.outcomes) {
+                    st.count(o);
                 }
+                watch.cycle(self.id, now, &self.issue.outcomes);
                 return Ok(());
             }
             self.issue.sleep = None;
@@ -202,7 +198,7 @@ impl Sm {
             ready: 0,
             attempted: 0,
         };
-        self.issue.stall_reasons.clear();
+        self.issue.outcomes.clear();
         for s in 0..n {
             // A policy that ignores long waits gets its order first and the warps are checked
             // lazily along it; otherwise every warp is checked first.
@@ -280,16 +276,16 @@ impl Sm {
                     }
                 }
             }
-            let st = &mut self.stats.schedulers[s];
-            if issued {
-                st.issued += 1;
+            let o = if issued {
                 sleep.possible = false;
+                SchedulerCycle::Issued
             } else {
-                let r = best.unwrap_or(StallReason::NoWarp);
-                st.stall(r);
-                self.issue.stall_reasons.push(r);
-            }
+                SchedulerCycle::Stalled(best.unwrap_or(StallReason::NoWarp))
+            };
+            self.stats.schedulers[s].count(o);
+            self.issue.outcomes.push(o);
         }
+        watch.cycle(self.id, now, &self.issue.outcomes);
         self.ldst
             .offer_transfer(self.id, specs.memory, memsys, watch, now);
         if self.issue.shortcuts == Shortcuts::On
