@@ -52,5 +52,6 @@ pub fn suite_setup(
         copy_policy: Default::default(),
         max_cycles,
         snapshot: true,
+        replay: None,
     }
 }
