@@ -10,16 +10,21 @@
 //! * [`svg`]: a figure as an SVG bar chart.
 //! * [`benchmarks`]: papers/tanasic-thesis Table 5.2 for the suite (launches, times, TB
 //!   shapes, on-chip storage, projected save time, SHORT/MEDIUM/LONG classes).
+//! * [`multiprogram`]: papers/tanasic-thesis §5.3 — seeded mixes of suite programs,
+//!   replayed, under FCFS, NPQ, PPQ (exclusive and shared) and DSS with a context switch and
+//!   with draining; NTT, ANTT, STP and fairness per class, and Figures 5.4–5.8.
 //! * [`study`]: the default job — a high-priority process preempts a long-running kernel
 //!   under every mechanism.
 
 pub mod benchmarks;
 pub mod figures;
 pub mod inplace;
+pub mod multiprogram;
 pub mod periodic;
 pub mod study;
 pub mod svg;
 
+pub use multiprogram::{MultiprogramConfig, MultiprogramResults};
 pub use periodic::{PeriodicConfig, PeriodicResults};
 pub use study::{StudyConfig, StudyResults};
 
@@ -52,5 +57,6 @@ pub fn suite_setup(
         copy_policy: Default::default(),
         max_cycles,
         snapshot: true,
+        replay: None,
     }
 }

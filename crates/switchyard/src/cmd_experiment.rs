@@ -8,7 +8,9 @@ use experiment::{figures, inplace, svg};
 use indicatif::{ProgressBar, ProgressStyle};
 use switchyard::output::write_atomic;
 
-use super::{BenchmarksArgs, Outcome, PeriodicArgs, StudyArgs};
+use super::{
+    BalanceArg, BenchmarksArgs, CopyArg, MultiprogramArgs, Outcome, PeriodicArgs, StudyArgs,
+};
 use crate::cmd_run::load_gpu;
 
 /// A suite kernel by name, or an error listing the suite.
@@ -475,4 +477,159 @@ pub(crate) fn benchmarks(args: BenchmarksArgs) -> Outcome {
         );
     }
     Ok(true)
+}
+
+/// `switchyard experiment multiprogram`: papers/tanasic-thesis §5.3, Figures 5.4-5.8.
+pub(crate) fn multiprogram(args: MultiprogramArgs) -> Outcome {
+    use experiment::multiprogram::{self, Balance, MultiprogramConfig};
+    let gpu = load_gpu(&args.gpu, None)?;
+    let mut c = MultiprogramConfig::default_on(gpu);
+    if !args.benchmarks.is_empty() {
+        c.benchmarks = args
+            .benchmarks
+            .iter()
+            .map(|n| kernel(n))
+            .collect::<Result<_, _>>()?;
+    }
+    if let Some(k) = c
+        .benchmarks
+        .iter()
+        .find(|k| k.needs_tensor_cores())
+        .filter(|_| c.gpu.pipeline.tensor.is_none())
+    {
+        return Err(format!(
+            "{} needs tensor cores, which {} has not",
+            k.name(),
+            c.gpu.name
+        ));
+    }
+    c.size = args.size.size();
+    c.procs = args.procs.clone();
+    c.mixes = args.mixes;
+    if args.quick {
+        c.procs = vec![2, 4];
+        c.mixes = 2;
+    }
+    if c.mixes == 0 || c.procs.is_empty() {
+        return Err("--mixes and --procs must give at least one mix".into());
+    }
+    c.seed = args.seed;
+    if !(1..=workload::scenario::MAX_REPLAY).contains(&args.replay) {
+        return Err(format!(
+            "--replay {} is out of 1..={}",
+            args.replay,
+            workload::scenario::MAX_REPLAY
+        ));
+    }
+    c.replay = args.replay;
+    c.balance = match args.balance {
+        BalanceArg::Classes => Balance::Classes,
+        BalanceArg::Random => Balance::Random,
+    };
+    c.priority_copies = match args.copy_engine {
+        CopyArg::Priority => workload::scenario::CopyPolicy::Priority,
+        CopyArg::Fcfs => workload::scenario::CopyPolicy::Fcfs,
+    };
+    c.switch = workload::choice::parse(&args.switch).map_err(|e| format!("--switch: {e}"))?;
+    if let Some(t) = args.threads {
+        c.threads = t.max(1);
+    }
+    c.max_cycles = args.max_cycles;
+    c.instruction_limit = args.instruction_limit;
+    let bar = runs_bar("multiprogram", c.total_runs());
+    let r = multiprogram::run(&c, &|done, _, what| {
+        bar.set_position(done as u64);
+        bar.set_message(what.to_string());
+    });
+    bar.finish_and_clear();
+    let r = r.map_err(|e| e.to_string())?;
+    let figs = multiprogram::figures(&r);
+    if let Some(dir) = &args.csv {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let mut b = String::from("benchmark,alone_us,class_kernel,class_program\n");
+        for x in &r.benchmarks {
+            b.push_str(&format!(
+                "{},{:.3},{:?},{:?}\n",
+                x.name, x.alone_us, x.class_kernel, x.class_program
+            ));
+        }
+        let mut runs = String::from(
+            "procs,mix,run,process,benchmark,priority,completed,turnaround_us,alone_us,ntt,antt,stp,fairness,verified,cycles,preempted_tbs,sm_requests\n",
+        );
+        for x in &r.runs {
+            let mix = &r.mixes[x.mix];
+            let prioritized = !x.run.starts_with("fcfs") && !x.run.starts_with("dss");
+            for (i, &b) in mix.members.iter().enumerate() {
+                runs.push_str(&format!(
+                    "{},{},{},{},{},{},{},{:.3},{:.3},{:.4},{:.4},{:.4},{:.4},{},{},{},{}\n",
+                    mix.procs,
+                    mix.index,
+                    x.run,
+                    i,
+                    r.benchmarks[b].name,
+                    i32::from(prioritized && i == 0),
+                    x.completed[i],
+                    x.turnaround_us[i],
+                    r.benchmarks[b].alone_us,
+                    x.ntt[i],
+                    x.antt,
+                    x.stp,
+                    x.fairness,
+                    x.verified,
+                    x.cycles,
+                    x.preempted_tbs,
+                    x.sm_requests
+                ));
+            }
+        }
+        write_atomic(&dir.join("benchmarks.csv"), b.as_bytes())?;
+        write_atomic(&dir.join("runs.csv"), runs.as_bytes())?;
+        for f in &figs {
+            write_atomic(
+                &dir.join(format!("{}.csv", f.id)),
+                figures::to_csv(f).as_bytes(),
+            )?;
+        }
+    }
+    if let Some(dir) = &args.plots {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        for f in &figs {
+            let path = dir.join(format!("{}.svg", f.id));
+            write_atomic(&path, svg::bar_chart(f).as_bytes())?;
+        }
+    }
+    if args.json {
+        let v = serde_json::json!({ "results": r, "figures": figs });
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&v).expect("serializable")
+        );
+    } else {
+        println!(
+            "Multiprogram evaluation (papers/tanasic-thesis §5.3) on {}, {} inputs, replay {}, seed {}; cs = {}, copy engines in prioritized runs: {:?}",
+            r.gpu, r.size, r.replay, r.seed, r.switch, r.priority_copies
+        );
+        println!("\n{:<13} {:>10}  class 1, class 2", "benchmark", "alone µs");
+        for b in &r.benchmarks {
+            println!(
+                "{:<13} {:>10.1}  {:?}, {:?}",
+                b.name, b.alone_us, b.class_kernel, b.class_program
+            );
+        }
+        for f in &figs {
+            println!();
+            print!("{}", figures::to_table(f));
+        }
+        if let Some(dir) = &args.csv {
+            println!("\nCSV: {}/{{benchmarks,runs,fig*}}.csv", dir.display());
+        }
+        if let Some(dir) = &args.plots {
+            println!("plots: {}/fig*.svg", dir.display());
+        }
+    }
+    let ok = r.all_verified();
+    if !ok {
+        eprintln!("error: some runs did not verify against their CPU references");
+    }
+    Ok(ok)
 }

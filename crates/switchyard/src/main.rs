@@ -135,6 +135,81 @@ enum ExperimentCommand {
     /// they fill, the projected time to save it with the SM's share of DRAM bandwidth, and
     /// SHORT/MEDIUM/LONG classes by kernel and by program time (thirds of the suite).
     Benchmarks(BenchmarksArgs),
+    /// The multiprogram evaluation of papers/tanasic-thesis §5.3: seeded random mixes of
+    /// suite programs, each program replayed until every one has completed --replay runs,
+    /// under FCFS, NPQ, PPQ (exclusive and shared) and DSS, with a context switch and with
+    /// draining; NTT, ANTT, STP and fairness per class, and Figures 5.4-5.8.
+    Multiprogram(MultiprogramArgs),
+}
+
+#[derive(clap::Args)]
+struct MultiprogramArgs {
+    /// The benchmark set: suite programs. Default: ten of them (experiment::multiprogram::
+    /// DEFAULT_BENCHMARKS).
+    benchmarks: Vec<String>,
+    /// Problem size of every program.
+    #[arg(long, value_enum, default_value_t = SizeArg::Small)]
+    size: SizeArg,
+    /// GPU preset or configuration file (default: the thesis's K20c-like GPU).
+    #[arg(long, default_value = "k20c")]
+    gpu: String,
+    /// Processes per mix, comma-separated.
+    #[arg(long, value_delimiter = ',', default_values_t = [2usize, 4, 6, 8])]
+    procs: Vec<usize>,
+    /// Mixes per process count.
+    #[arg(long, default_value_t = 10)]
+    mixes: usize,
+    /// Seed of the mix generator.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Runs every process completes (papers/tanasic-thesis §5.3.1: 3).
+    #[arg(long, default_value_t = 3)]
+    replay: u32,
+    /// How a mix's processes are drawn: `classes` (SHORT, MEDIUM and LONG in turn) or
+    /// `random`.
+    #[arg(long, value_enum, default_value_t = BalanceArg::Classes)]
+    balance: BalanceArg,
+    /// The copy engines' order in the prioritized runs (NPQ, PPQ): `priority` as the
+    /// thesis's §5.3.2, or `fcfs` to leave kernel priority alone.
+    #[arg(long, value_enum, default_value_t = CopyArg::Priority)]
+    copy_engine: CopyArg,
+    /// The context-switch mechanism (`cs` in the figures), `name[:key=value,...]`.
+    #[arg(long, default_value = "baseline")]
+    switch: String,
+    /// A quick look: 2 and 4 processes, 2 mixes each.
+    #[arg(long)]
+    quick: bool,
+    /// Runs at once (default: one per core; results do not depend on it).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Core cycles one run may take.
+    #[arg(long, default_value_t = 1 << 34)]
+    max_cycles: u64,
+    /// Stop a launch after this many warp instructions, as a runaway (default: derived from
+    /// the launch's size).
+    #[arg(long, value_name = "WARP_INSTRUCTIONS")]
+    instruction_limit: Option<u64>,
+    /// Print the results and figures as JSON.
+    #[arg(long)]
+    json: bool,
+    /// Write benchmarks.csv, runs.csv and one CSV per figure into this directory.
+    #[arg(long)]
+    csv: Option<PathBuf>,
+    /// Write one SVG bar chart per figure into this directory.
+    #[arg(long)]
+    plots: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum BalanceArg {
+    Classes,
+    Random,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum CopyArg {
+    Priority,
+    Fcfs,
 }
 
 #[derive(clap::Args)]
@@ -476,6 +551,9 @@ fn main() -> ExitCode {
         }
         Some(Command::Experiment(ExperimentCommand::Benchmarks(args))) => {
             cmd_experiment::benchmarks(args)
+        }
+        Some(Command::Experiment(ExperimentCommand::Multiprogram(args))) => {
+            cmd_experiment::multiprogram(args)
         }
         Some(Command::Check { files, json }) => check(&files, json),
         Some(Command::Analyze(args)) => analyze(args),

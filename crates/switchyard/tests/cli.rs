@@ -701,6 +701,7 @@ fn runaway_kernels_stop_at_the_limits_the_command_line_sets() {
         &["study"],
         &["scenario"],
         &["experiment", "periodic-preemption"],
+        &["experiment", "multiprogram"],
     ] {
         let o = switchyard(&[cmd, &["--help"]].concat());
         let t = text(&o);

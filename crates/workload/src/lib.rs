@@ -18,7 +18,7 @@ pub mod scenario;
 pub mod system;
 
 pub use scenario::{parse, Disk, Files, Scenario, ScenarioError};
-pub use system::{KernelRecord, RunError, RunRecord, Setup, System};
+pub use system::{CompletedRun, KernelRecord, RunError, RunRecord, Setup, System};
 pub mod report;
 pub mod trace;
 
@@ -41,8 +41,7 @@ pub fn run(
     } else if scenario.processes.len() == 1 {
         let p = &mixed.processes[0];
         Some(vec![
-            p.finished_fs.unwrap_or(0).saturating_sub(p.arrival_fs) as f64
-                / system::FS_PER_US as f64,
+            p.mean_turnaround_fs().unwrap_or(0.0) / system::FS_PER_US as f64,
         ])
     } else {
         Some(alone_turnarounds(scenario, setup, threads.max(1))?)
@@ -53,12 +52,17 @@ pub fn run(
     ))
 }
 
-/// Each process's turnaround (µs) when it runs alone.
+/// Each process's turnaround (µs) when it runs alone (once: alone, every replayed run
+/// would take the same time).
 fn alone_turnarounds(
     scenario: &Scenario,
     setup: &Setup,
     threads: usize,
 ) -> Result<Vec<f64>, RunError> {
+    let setup = Setup {
+        replay: None,
+        ..setup.clone()
+    };
     let one = |i: usize| -> Result<f64, RunError> {
         let mut p = scenario.processes[i].clone();
         p.arrival_us = 0.0;

@@ -25,8 +25,10 @@ pub struct ProcessReport {
     /// When its first copy or kernel started on the GPU side.
     pub start_us: Option<f64>,
     pub end_us: f64,
-    /// `end - arrival`.
+    /// `end - arrival`; under replay, the mean over its completed runs.
     pub turnaround_us: f64,
+    /// Its completed runs (1 without replay).
+    pub runs: usize,
     /// The same process alone on the machine, and its normalised turnaround.
     pub alone_us: Option<f64>,
     pub ntt: Option<f64>,
@@ -287,7 +289,8 @@ impl Report {
                     arrival_us: us(p.arrival_fs),
                     start_us: starts.min().map(us),
                     end_us: us(end),
-                    turnaround_us: us(end.saturating_sub(p.arrival_fs)),
+                    turnaround_us: p.mean_turnaround_fs().unwrap_or(0.0) / FS_PER_US as f64,
+                    runs: p.runs.len(),
                     alone_us: None,
                     ntt: None,
                     kernels: r.kernels.iter().filter(|k| k.process == p.name).count(),
@@ -360,12 +363,12 @@ impl Report {
     /// The processes as CSV.
     pub fn processes_csv(&self) -> String {
         let mut s = String::from(
-            "process,priority,arrival_us,start_us,end_us,turnaround_us,alone_us,ntt,kernels,copies,verified\n",
+            "process,priority,arrival_us,start_us,end_us,turnaround_us,alone_us,ntt,kernels,copies,verified,runs\n",
         );
         let opt = |x: Option<f64>| x.map(|v| format!("{v:.3}")).unwrap_or_default();
         for p in &self.processes {
             s += &format!(
-                "{},{},{:.3},{},{:.3},{:.3},{},{},{},{},{}\n",
+                "{},{},{:.3},{},{:.3},{:.3},{},{},{},{},{},{}\n",
                 csv_field(&p.name),
                 p.priority,
                 p.arrival_us,
@@ -376,7 +379,8 @@ impl Report {
                 p.ntt.map(|v| format!("{v:.4}")).unwrap_or_default(),
                 p.kernels,
                 p.copies,
-                p.verified
+                p.verified,
+                p.runs
             );
         }
         s

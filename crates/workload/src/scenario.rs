@@ -25,6 +25,10 @@
 //! [limits]
 //! max_cycles = 100_000_000        # the whole scenario, in core cycles
 //!
+//! # replay = 3                    # restart each program when it completes, until every
+//!                                 # process has completed 3 runs (tanasic-thesis §5.3.1);
+//!                                 # the metrics average the completed runs
+//!
 //! [[process]]
 //! name = "bfs"
 //! suite = "bfs"                   # a suite kernel's host program, verified by its reference
@@ -143,9 +147,15 @@ pub struct ScenarioFile {
     pub host: HostOverrides,
     #[serde(default)]
     pub limits: Limits,
+    /// Replay (papers/tanasic-thesis §5.3.1): every process's program starts again when it
+    /// completes, until each has completed this many runs (1..=[`MAX_REPLAY`]).
+    pub replay: Option<Spanned<u32>>,
     #[serde(default, rename = "process")]
     pub processes: Vec<ProcessSpec>,
 }
+
+/// The most runs `replay` may ask of every process.
+pub const MAX_REPLAY: u32 = 1000;
 
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -480,6 +490,8 @@ pub struct Scenario {
     pub copy_policy: CopyPolicy,
     pub host: HostOverrides,
     pub max_cycles: Option<u64>,
+    /// Runs every process completes under replay (`None`: each runs once).
+    pub replay: Option<u32>,
     pub processes: Vec<Process>,
     /// What loading accepted but warns about (`file:line:col: warning: what`): integer
     /// literals in a process's PTX wrapped to their type.
@@ -774,6 +786,15 @@ impl Cx<'_> {
                 );
             }
         }
+        if let Some(n) = &raw.replay {
+            if !(1..=MAX_REPLAY).contains(n.get_ref()) {
+                return self.err(
+                    Some(n.span()),
+                    "replay",
+                    format!("{} is out of 1..={MAX_REPLAY}", n.get_ref()),
+                );
+            }
+        }
         // The whole scenario's declared buffers, before any is filled (a file's size is
         // counted when it is read).
         let mut total = 0u64;
@@ -833,6 +854,7 @@ impl Cx<'_> {
             copy_policy: raw.scheduler.copy_engine,
             host: raw.host,
             max_cycles: raw.limits.max_cycles,
+            replay: raw.replay.map(Spanned::into_inner),
             processes,
             warnings: self.warnings.take(),
         })

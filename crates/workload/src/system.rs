@@ -116,6 +116,11 @@ pub struct Setup {
     pub max_cycles: u64,
     /// Keep a copy of every allocation's final bytes in the record (for comparisons).
     pub snapshot: bool,
+    /// Replay (papers/tanasic-thesis §5.3.1): `Some(n)` restarts each process's program
+    /// when it completes, until every process has completed at least `n` runs; the run
+    /// then stops, and runs still in progress are not recorded. `None`: each program runs
+    /// once and the run ends when all have.
+    pub replay: Option<u32>,
 }
 
 impl Setup {
@@ -131,6 +136,7 @@ impl Setup {
             copy_policy: s.copy_policy,
             max_cycles,
             snapshot: false,
+            replay: s.replay,
         }
     }
 }
@@ -209,8 +215,38 @@ pub struct ProcessRecord {
     pub name: String,
     pub priority: i32,
     pub arrival_fs: u64,
+    /// The end of its latest completed run (its only run without replay).
     pub finished_fs: Option<u64>,
+    /// The first failed run's verdict, or else the latest run's.
     pub verdict: Option<Verdict>,
+    /// Every completed run of its program, in order: one without replay; under
+    /// [`Setup::replay`] each run starts when the one before it ends.
+    pub runs: Vec<CompletedRun>,
+}
+
+impl ProcessRecord {
+    /// The mean turnaround of its completed runs (fs), `None` when none completed.
+    pub fn mean_turnaround_fs(&self) -> Option<f64> {
+        if self.runs.is_empty() {
+            return None;
+        }
+        let sum: f64 = self
+            .runs
+            .iter()
+            .map(|r| r.finished_fs.saturating_sub(r.started_fs) as f64)
+            .sum();
+        Some(sum / self.runs.len() as f64)
+    }
+}
+
+/// One completed run of a process's program (fs): from its start (the process's arrival,
+/// or under replay the end of its previous run) to its end, and whether its results were
+/// right.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct CompletedRun {
+    pub started_fs: u64,
+    pub finished_fs: u64,
+    pub verdict: Verdict,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -254,6 +290,25 @@ struct Proc {
     ptr: Option<u64>,
     /// Its allocations: (address, bytes).
     allocs: Vec<(u64, u64)>,
+    /// What its program is, to start it again under replay.
+    source: Source,
+    /// When its current run started (fs).
+    run_started: u64,
+}
+
+/// A program to start (again).
+enum Source {
+    Suite(&'static dyn suite::Kernel, suite::Size, u64),
+    Commands(Arc<crate::scenario::CommandProgram>),
+}
+
+impl Source {
+    fn start(&self) -> Box<dyn HostProgram> {
+        match self {
+            Source::Suite(kernel, size, seed) => Box::new(SuiteHost::start(*kernel, *size, *seed)),
+            Source::Commands(c) => Box::new(Commands::new(c.clone())),
+        }
+    }
 }
 
 impl Proc {
@@ -331,6 +386,8 @@ pub struct System {
     deliver: Vec<usize>,
     out: RunRecord,
     launch_ops: Vec<(u32, usize)>,
+    /// Under replay: every process has completed its runs, and the run stops.
+    replayed: bool,
 }
 
 impl System {
@@ -380,7 +437,7 @@ impl System {
         let mut timers = BinaryHeap::new();
         let mut seq = 0;
         for (i, p) in processes.iter().enumerate() {
-            let (program, module): (Box<dyn HostProgram>, _) = match &p.program {
+            let (source, module) = match &p.program {
                 Program::Suite {
                     kernel,
                     size,
@@ -395,7 +452,7 @@ impl System {
                             error: Box::new(e),
                         }
                     })?;
-                    (Box::new(SuiteHost::start(*kernel, *size, *seed)), Some(m))
+                    (Source::Suite(*kernel, *size, *seed), Some(m))
                 }
                 Program::Commands(c) => {
                     let m = LoadedModule::load(machine.memory_mut(), &c.ptx_file, &c.ptx).map_err(
@@ -404,9 +461,10 @@ impl System {
                             error: Box::new(e),
                         },
                     )?;
-                    (Box::new(Commands::new(Arc::new(c.clone()))), Some(m))
+                    (Source::Commands(Arc::new(c.clone())), Some(m))
                 }
             };
+            let program = source.start();
             let arrival =
                 later_fs(0, (p.arrival_us * FS_PER_US as f64).round()).ok_or_else(|| {
                     RunError::Time {
@@ -429,9 +487,12 @@ impl System {
                     arrival_fs: arrival,
                     finished_fs: None,
                     verdict: None,
+                    runs: Vec::new(),
                 },
                 ptr: None,
                 allocs: Vec::new(),
+                source,
+                run_started: arrival,
             });
         }
         let engines = vec![None; setup.host.copy_engines.max(1) as usize];
@@ -453,6 +514,7 @@ impl System {
             deliver: Vec::new(),
             out,
             launch_ops: Vec::new(),
+            replayed: false,
         })
     }
 
@@ -483,7 +545,7 @@ impl System {
         let mut last_report = 0;
         loop {
             self.host()?;
-            if self.procs.iter().all(|p| p.wait == Wait::Done) {
+            if self.replayed || self.procs.iter().all(|p| p.wait == Wait::Done) {
                 break;
             }
             let cycle = self.machine.cycle();
@@ -538,7 +600,17 @@ impl System {
                 last_report = cycle;
                 progress(RunProgress {
                     cycle,
-                    processes_done: self.procs.iter().filter(|p| p.wait == Wait::Done).count(),
+                    processes_done: self
+                        .procs
+                        .iter()
+                        .filter(|p| {
+                            p.wait == Wait::Done
+                                || self
+                                    .setup
+                                    .replay
+                                    .is_some_and(|n| p.record.runs.len() >= n as usize)
+                        })
+                        .count(),
                     processes: self.procs.len(),
                     kernels_done: self
                         .out
@@ -777,13 +849,39 @@ impl System {
         }
     }
 
-    /// The process has ended: its results are checked now.
+    /// The process's program has ended: its results are checked now. Under replay it
+    /// starts again at once, unless this was the last run the replay waited for.
     fn end(&mut self, p: usize, now: u64) {
         let proc = &mut self.procs[p];
         let verdict = proc.program.finish(self.machine.memory());
-        proc.record.verdict = Some(verdict);
+        proc.record.runs.push(CompletedRun {
+            started_fs: proc.run_started,
+            finished_fs: now,
+            verdict: verdict.clone(),
+        });
+        if proc.record.verdict.as_ref().is_none_or(|v| v.verified) {
+            proc.record.verdict = Some(verdict);
+        }
         proc.record.finished_fs = Some(now);
         proc.wait = Wait::Done;
+        let Some(n) = self.setup.replay else {
+            return;
+        };
+        if self.procs.iter().all(|q| q.record.runs.len() >= n as usize) {
+            self.replayed = true;
+            return;
+        }
+        // Its streams are idle (it ended), so its memory is no longer used: the next run
+        // allocates its own, as a new launch of the application would.
+        let proc = &mut self.procs[p];
+        let mem = self.machine.memory_mut();
+        for (a, _) in proc.allocs.drain(..) {
+            mem.free(a);
+        }
+        proc.program = proc.source.start();
+        proc.run_started = now;
+        proc.ptr = None;
+        proc.wait = Wait::Runnable(ReplyKind::Start);
     }
 
     /// Builds the command of a launch of `kernel` by process `p`.

@@ -152,6 +152,7 @@ fn live_saves_exactly_the_registers_the_analysis_calls_live() {
             copy_policy: Default::default(),
             max_cycles: 1 << 26,
             snapshot: false,
+            replay: None,
         };
         let tally = Rc::new(RefCell::new(Tally::default()));
         let probe = Probe {

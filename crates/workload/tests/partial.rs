@@ -44,6 +44,7 @@ fn run(mechanism: MechanismKind, injector: Option<&mut dyn Injector>) -> RunReco
         copy_policy: Default::default(),
         max_cycles: 1 << 24,
         snapshot: true,
+        replay: None,
     };
     // `branchy` fills both SMs with long TBs; `gemm` arrives while it runs and finds
     // none idle.

@@ -49,6 +49,7 @@ fn run(
         copy_policy: Default::default(),
         max_cycles: 1 << 24,
         snapshot: true,
+        replay: None,
     };
     setup.snapshot = true;
     let r = System::new(setup, &[process(k)])
