@@ -7,6 +7,9 @@
 //!   checked bit-exact against the uninterrupted run.
 //! * [`figures`]: Figures 6, 8, 14, 15 and 16 of papers/lin-lightweight from its results.
 //! * [`inplace`]: in-place context switching on kernel pairs (Figure 17).
+//! * [`per_instruction`]: papers/ji-ctxback §V — every suite kernel preempted at a seeded
+//!   sample of moments under BASELINE, LIVE, CS-Defer, CTXBack and CTXBack+CS-Defer;
+//!   context size, preemption and resume time normalised to BASELINE (Figures 7–9).
 //! * [`svg`]: a figure as an SVG bar chart.
 //! * [`benchmarks`]: papers/tanasic-thesis Table 5.2 for the suite (launches, times, TB
 //!   shapes, on-chip storage, projected save time, SHORT/MEDIUM/LONG classes).
@@ -20,6 +23,7 @@ pub mod benchmarks;
 pub mod figures;
 pub mod inplace;
 pub mod multiprogram;
+pub mod per_instruction;
 pub mod periodic;
 pub mod study;
 pub mod svg;
@@ -27,6 +31,9 @@ pub mod svg;
 pub use multiprogram::{MultiprogramConfig, MultiprogramResults};
 pub use periodic::{PeriodicConfig, PeriodicResults};
 pub use study::{StudyConfig, StudyResults};
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 use gpu::config::GpuConfig;
 use gpu::timing::TimedGpu;
@@ -59,4 +66,45 @@ pub fn suite_setup(
         snapshot: true,
         replay: None,
     }
+}
+
+/// Runs `run` on every job over `threads` threads, each result at its job's index (so the
+/// results do not depend on the threads); after each, `progress(done, total, label(job))`,
+/// `done` counting across calls. After the first error no more jobs are handed out: those
+/// not run are `None`.
+pub(crate) fn run_indexed<J: Sync, T: Send, E: Send>(
+    threads: usize,
+    jobs: &[J],
+    run: &(dyn Fn(&J) -> Result<T, E> + Sync),
+    label: &(dyn Fn(&J) -> String + Sync),
+    progress: &(dyn Fn(usize, usize, &str) + Sync),
+    done: &AtomicUsize,
+    total: usize,
+) -> Vec<Option<Result<T, E>>> {
+    let results: Vec<Mutex<Option<Result<T, E>>>> =
+        (0..jobs.len()).map(|_| Mutex::new(None)).collect();
+    let next = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..threads.clamp(1, jobs.len().max(1)) {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(job) = jobs.get(i) else {
+                    return;
+                };
+                let r = run(job);
+                let failed = r.is_err();
+                *results[i].lock().expect("no thread panics holding it") = Some(r);
+                let d = done.fetch_add(1, Ordering::Relaxed) + 1;
+                progress(d, total, &label(job));
+                if failed {
+                    // The first error is reported; stop handing out work.
+                    next.store(jobs.len(), Ordering::Relaxed);
+                }
+            });
+        }
+    });
+    results
+        .into_iter()
+        .map(|r| r.into_inner().expect("no thread panics holding it"))
+        .collect()
 }

@@ -77,8 +77,8 @@ pub struct MultiprogramConfig {
     /// The copy engines' policy in the prioritized runs.
     pub priority_copies: CopyPolicy,
     pub threads: usize,
-    /// Core cycles one run may take; warp instructions one launch may execute (`None`:
-    /// from its size).
+    /// Core cycles one run may take; warp instructions one launch may execute in all
+    /// (`None`: the progress rule of `gpu::limits`).
     pub max_cycles: u64,
     pub instruction_limit: Option<u64>,
 }

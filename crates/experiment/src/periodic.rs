@@ -21,8 +21,7 @@
 //!   reach a preemption point, or for TBs to finish (all of it for SM draining);
 //! * context bytes by part, and what the registers held ([`preempt::RegisterCensus`]).
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::AtomicUsize;
 
 use gpu::config::GpuConfig;
 use gpu::timing::{Machine, SmId};
@@ -412,8 +411,7 @@ pub fn interval_for(config: &PeriodicConfig, reference: &RunRecord) -> u64 {
         .max(1)
 }
 
-/// Runs `jobs` over the configured threads, each result at its job's index; stops handing
-/// out work after the first error.
+/// Runs `jobs` over the configured threads ([`crate::run_indexed`]).
 fn run_jobs(
     config: &PeriodicConfig,
     jobs: &[(usize, Option<MechanismKind>, u64)],
@@ -421,41 +419,21 @@ fn run_jobs(
     done: &AtomicUsize,
     total: usize,
 ) -> Vec<Option<RunOutcome>> {
-    let results: Vec<Mutex<Option<RunOutcome>>> =
-        (0..jobs.len()).map(|_| Mutex::new(None)).collect();
-    let next = AtomicUsize::new(0);
-    std::thread::scope(|s| {
-        for _ in 0..config.threads.clamp(1, jobs.len().max(1)) {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(&(k, m, interval)) = jobs.get(i) else {
-                    return;
-                };
-                let kernel = config.kernels[k];
-                let r = one_run(config, kernel, m, interval);
-                let failed = r.is_err();
-                *results[i].lock().expect("no thread panics holding it") = Some(r);
-                let d = done.fetch_add(1, Ordering::Relaxed) + 1;
-                progress(
-                    d,
-                    total,
-                    &format!(
-                        "{} {}",
-                        kernel.name(),
-                        m.map_or("reference".into(), |m| m.to_string())
-                    ),
-                );
-                if failed {
-                    // The first error is reported; stop handing out work.
-                    next.store(jobs.len(), Ordering::Relaxed);
-                }
-            });
-        }
-    });
-    results
-        .into_iter()
-        .map(|r| r.into_inner().expect("no thread panics holding it"))
-        .collect()
+    crate::run_indexed(
+        config.threads,
+        jobs,
+        &|&(k, m, interval)| one_run(config, config.kernels[k], m, interval),
+        &|&(k, m, _)| {
+            format!(
+                "{} {}",
+                config.kernels[k].name(),
+                m.map_or("reference".into(), |m| m.to_string())
+            )
+        },
+        progress,
+        done,
+        total,
+    )
 }
 
 /// Runs the experiment; `progress(done, total, what)` after each run.

@@ -2,6 +2,7 @@
 
 use std::path::Path;
 
+use experiment::per_instruction::{self, PerInstructionConfig, PerInstructionResults};
 use experiment::periodic::{self, PeriodicConfig, PeriodicResults};
 use experiment::study::{self, StudyConfig};
 use experiment::{figures, inplace, svg};
@@ -9,7 +10,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use switchyard::output::write_atomic;
 
 use super::{
-    BalanceArg, BenchmarksArgs, CopyArg, MultiprogramArgs, Outcome, PeriodicArgs, StudyArgs,
+    BalanceArg, BenchmarksArgs, CopyArg, MultiprogramArgs, Outcome, PerInstructionArgs,
+    PeriodicArgs, StudyArgs,
 };
 use crate::cmd_run::load_gpu;
 
@@ -632,4 +634,214 @@ pub(crate) fn multiprogram(args: MultiprogramArgs) -> Outcome {
         eprintln!("error: some runs did not verify against their CPU references");
     }
     Ok(ok)
+}
+
+/// A mechanism and the paper's normalised context, preemption time and resume time.
+type PaperRow = (&'static str, Option<f64>, Option<f64>, Option<f64>);
+
+/// papers/ji-ctxback §V's averages, normalised to BASELINE: (mechanism, context,
+/// preemption time, resume time); `None` where the paper gives no number.
+const JI_CTXBACK: [PaperRow; 5] = [
+    ("baseline", Some(1.0), Some(1.0), Some(1.0)),
+    // "LIVE reduces the context size by 37.8% on average".
+    ("live", Some(0.622), None, None),
+    // Context -62.07%; latency 34.8% above CTXBack's (0.369 x 1.348); resume -65.6%.
+    ("cs-defer", Some(0.3793), Some(0.497), Some(0.344)),
+    // Context -61.03%, preemption time -63.1%, resume time -50.0%.
+    ("ctxback", Some(0.3897), Some(0.369), Some(0.500)),
+    // Context -62.09%, preemption time -65.2%, resume time -54.8%.
+    ("ctxback-cs-defer", Some(0.3791), Some(0.348), Some(0.452)),
+];
+
+/// `switchyard experiment per-instruction`: papers/ji-ctxback Figures 7–9.
+pub(crate) fn per_instruction(args: PerInstructionArgs) -> Outcome {
+    let gpu = load_gpu(&args.gpu, None)?;
+    let mut config = PerInstructionConfig::default_on(gpu);
+    if !args.kernels.is_empty() {
+        config.kernels = args
+            .kernels
+            .iter()
+            .map(|n| kernel(n))
+            .collect::<Result<_, _>>()?;
+    }
+    config.size = args.size.size();
+    if args.samples == 0 {
+        return Err("--samples must be at least 1".into());
+    }
+    config.samples = args.samples;
+    config.seed = args.seed;
+    if !args.mechanisms.is_empty() {
+        let mut m = super::all_mechanisms(&args.mechanisms);
+        if !m.contains(&preempt::MechanismKind::Baseline) {
+            m.insert(0, preempt::MechanismKind::Baseline);
+        }
+        config.mechanisms = m;
+    }
+    if let Some(t) = args.threads {
+        config.threads = t.max(1);
+    }
+    config.max_cycles = args.max_cycles;
+    config.instruction_limit = args.instruction_limit;
+    let bar = runs_bar(
+        "per-instruction preemption",
+        per_instruction::total_runs(&config),
+    );
+    let r = per_instruction::run(&config, &|done, _, what| {
+        bar.set_position(done as u64);
+        bar.set_message(what.to_string());
+    });
+    bar.finish_and_clear();
+    let r = r.map_err(|e| e.to_string())?;
+    if let Some(dir) = &args.csv {
+        write_per_instruction_csv(dir, &r)?;
+    }
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&r).expect("serializable")
+        );
+    } else {
+        print_per_instruction(&r);
+        if let Some(dir) = &args.csv {
+            println!("\nCSV: {}/{{kernels,requests}}.csv", dir.display());
+        }
+    }
+    Ok(true)
+}
+
+fn print_per_instruction(r: &PerInstructionResults) {
+    let us = |c: f64| c / r.core_mhz;
+    println!(
+        "per-instruction preemption on {}, {} inputs, {} seeded moments per kernel (seed {})",
+        r.gpu, r.size, r.samples, r.seed
+    );
+    println!("one SM preempted per run, every run bit-exact against the uninterrupted one;");
+    println!("x: normalised to baseline at the same moments (ratio of the means over the samples)");
+    for (k, n) in &r.unrequested {
+        println!("  {k}: {n} drawn moments found no SM to take (left out)");
+    }
+    let w = r.mechanisms.iter().map(|m| m.len()).fold(16, usize::max);
+    println!(
+        "{:<13} {:<w$} {:>4} {:>10} {:>6} {:>11} {:>6} {:>10} {:>6}",
+        "kernel", "mechanism", "req", "context KB", "x", "preempt µs", "x", "resume µs", "x"
+    );
+    for m in &r.runs {
+        println!(
+            "{:<13} {:<w$} {:>4} {:>10.1} {:>6.3} {:>11.2} {:>6.3} {:>10.2} {:>6.3}",
+            m.kernel,
+            m.mechanism,
+            m.requests.len(),
+            m.mean.context / 1024.0,
+            m.normalised.context,
+            us(m.mean.preemption),
+            m.normalised.preemption,
+            us(m.mean.resume),
+            m.normalised.resume
+        );
+    }
+    for m in r.runs.iter().filter(|m| m.moments_differ > 0) {
+        println!(
+            "  {} with {}: {} of {} requests not at baseline's moment (the kernel pass changed its timing; warp instructions at the request up to {:.2}% apart)",
+            m.kernel,
+            m.mechanism,
+            m.moments_differ,
+            m.requests.len(),
+            100.0 * m.instruction_drift
+        );
+    }
+    println!(
+        "\nOver the {} kernels, normalised to baseline: arithmetic mean (the paper's \"on average\"),",
+        r.kernels
+            .iter()
+            .filter(|k| r.runs.iter().any(|m| &m.kernel == *k && !m.requests.is_empty()))
+            .count()
+    );
+    println!("geometric mean, and papers/ji-ctxback §V (AMD Radeon VII; CKPT not simulated yet)");
+    println!(
+        "{:<w$} {:>8} {:>6} {:>6} {:>8} {:>6} {:>6} {:>8} {:>6} {:>6}",
+        "mechanism", "context", "geo", "paper", "preempt", "geo", "paper", "resume", "geo", "paper"
+    );
+    let paper = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.3}"));
+    for a in &r.averages {
+        let p = JI_CTXBACK
+            .iter()
+            .find(|p| p.0 == a.mechanism)
+            .copied()
+            .unwrap_or(("", None, None, None));
+        println!(
+            "{:<w$} {:>8.3} {:>6.3} {:>6} {:>8.3} {:>6.3} {:>6} {:>8.3} {:>6.3} {:>6}",
+            a.mechanism,
+            a.arithmetic.context,
+            a.geometric.context,
+            paper(p.1),
+            a.arithmetic.preemption,
+            a.geometric.preemption,
+            paper(p.2),
+            a.arithmetic.resume,
+            a.geometric.resume,
+            paper(p.3)
+        );
+    }
+}
+
+fn write_per_instruction_csv(dir: &Path, r: &PerInstructionResults) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut kernels = String::from(
+        "kernel,mechanism,requests,mean_context_bytes,mean_preemption_cycles,mean_resume_cycles,norm_context,norm_preemption,norm_resume,moments_differ,instruction_drift\n",
+    );
+    let mut requests = String::from(
+        "kernel,mechanism,drawn,cycle,sm,tbs,warp_instructions,registers_bytes,shared_bytes,stack_barrier_bytes,metadata_bytes,context_bytes,preemption_cycles,resume_cycles,restored,switched,drained,flushed,refused\n",
+    );
+    for m in &r.runs {
+        kernels.push_str(&format!(
+            "{},{},{},{:.1},{:.1},{:.1},{:.4},{:.4},{:.4},{},{:.6}\n",
+            m.kernel,
+            m.mechanism,
+            m.requests.len(),
+            m.mean.context,
+            m.mean.preemption,
+            m.mean.resume,
+            m.normalised.context,
+            m.normalised.preemption,
+            m.normalised.resume,
+            m.moments_differ,
+            m.instruction_drift
+        ));
+        for q in &m.requests {
+            let b = q.context;
+            requests.push_str(&format!(
+                "{},{},{},{},{},{},{},{},{},{},{},{},{},{:.1},{},{},{},{},{}\n",
+                m.kernel,
+                m.mechanism,
+                q.drawn,
+                q.cycle,
+                q.sm,
+                q.tbs,
+                q.warp_instructions,
+                b.registers,
+                b.shared,
+                b.stack_barrier,
+                b.metadata,
+                b.total(),
+                q.preemption,
+                q.resume,
+                q.restored,
+                q.switched,
+                q.drained,
+                q.flushed,
+                q.refused
+            ));
+        }
+    }
+    for a in &r.averages {
+        for (mean, v) in [("arithmetic", &a.arithmetic), ("geometric", &a.geometric)] {
+            kernels.push_str(&format!(
+                "{mean} mean,{},,,,,{:.4},{:.4},{:.4},,\n",
+                a.mechanism, v.context, v.preemption, v.resume
+            ));
+        }
+    }
+    write_atomic(&dir.join("kernels.csv"), kernels.as_bytes())?;
+    write_atomic(&dir.join("requests.csv"), requests.as_bytes())?;
+    Ok(())
 }

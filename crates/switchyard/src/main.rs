@@ -135,11 +135,57 @@ enum ExperimentCommand {
     /// they fill, the projected time to save it with the SM's share of DRAM bandwidth, and
     /// SHORT/MEDIUM/LONG classes by kernel and by program time (thirds of the suite).
     Benchmarks(BenchmarksArgs),
+    /// Per-instruction preemption (papers/ji-ctxback §V, Figures 7–9): every suite kernel
+    /// is preempted at --samples seeded moments of its run, each its own run, once per
+    /// mechanism at the same moments (default: baseline, live, cs-defer, ctxback,
+    /// ctxback-cs-defer; CKPT is not a mechanism yet); reports each request's context size,
+    /// preemption time and resume time normalised per kernel to BASELINE, and their
+    /// arithmetic and geometric means over the kernels. Every run must end bit-exact
+    /// against the uninterrupted one; one that does not is an error.
+    PerInstruction(PerInstructionArgs),
     /// The multiprogram evaluation of papers/tanasic-thesis §5.3: seeded random mixes of
     /// suite programs, each program replayed until every one has completed --replay runs,
     /// under FCFS, NPQ, PPQ (exclusive and shared) and DSS, with a context switch and with
     /// draining; NTT, ANTT, STP and fairness per class, and Figures 5.4-5.8.
     Multiprogram(MultiprogramArgs),
+}
+
+#[derive(clap::Args)]
+struct PerInstructionArgs {
+    /// Suite kernels to run. Default: the whole suite (those the GPU can run).
+    kernels: Vec<String>,
+    /// Problem size.
+    #[arg(long, value_enum, default_value_t = SizeArg::Small)]
+    size: SizeArg,
+    /// Request moments per kernel (each one run per mechanism).
+    #[arg(long, default_value_t = 8)]
+    samples: u32,
+    /// Seed of the input generators and of the moments drawn.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Mechanisms to compare, as for `study --mechanisms` (baseline is added first if not
+    /// named: it is the normaliser).
+    #[arg(long, value_name = "LIST", value_parser = mechanisms_arg)]
+    mechanisms: Vec<Mechanisms>,
+    /// GPU preset or configuration file.
+    #[arg(long, default_value = "gtx480")]
+    gpu: String,
+    /// Runs at once (default: one per core; results do not depend on it).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Core cycles one run may take.
+    #[arg(long, default_value_t = 200_000_000)]
+    max_cycles: u64,
+    /// Stop a launch after this many warp instructions in all, as a runaway (default: when
+    /// 2^27 pass without any of its TBs finishing).
+    #[arg(long, value_name = "WARP_INSTRUCTIONS")]
+    instruction_limit: Option<u64>,
+    /// Print the results as JSON (every request of every run).
+    #[arg(long)]
+    json: bool,
+    /// Write kernels.csv (per kernel and mechanism) and requests.csv into this directory.
+    #[arg(long)]
+    csv: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -185,8 +231,8 @@ struct MultiprogramArgs {
     /// Core cycles one run may take.
     #[arg(long, default_value_t = 1 << 34)]
     max_cycles: u64,
-    /// Stop a launch after this many warp instructions, as a runaway (default: derived from
-    /// the launch's size).
+    /// Stop a launch after this many warp instructions in all, as a runaway (default: when
+    /// 2^27 pass without any of its TBs finishing).
     #[arg(long, value_name = "WARP_INSTRUCTIONS")]
     instruction_limit: Option<u64>,
     /// Print the results and figures as JSON.
@@ -551,6 +597,9 @@ fn main() -> ExitCode {
         }
         Some(Command::Experiment(ExperimentCommand::Benchmarks(args))) => {
             cmd_experiment::benchmarks(args)
+        }
+        Some(Command::Experiment(ExperimentCommand::PerInstruction(args))) => {
+            cmd_experiment::per_instruction(args)
         }
         Some(Command::Experiment(ExperimentCommand::Multiprogram(args))) => {
             cmd_experiment::multiprogram(args)

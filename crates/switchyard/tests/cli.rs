@@ -702,6 +702,7 @@ fn runaway_kernels_stop_at_the_limits_the_command_line_sets() {
         &["scenario"],
         &["experiment", "periodic-preemption"],
         &["experiment", "multiprogram"],
+        &["experiment", "per-instruction"],
     ] {
         let o = switchyard(&[cmd, &["--help"]].concat());
         let t = text(&o);
@@ -710,6 +711,51 @@ fn runaway_kernels_stop_at_the_limits_the_command_line_sets() {
             "{cmd:?}: {t}"
         );
     }
+}
+
+#[test]
+fn per_instruction_experiment_prints_normalised_table_json_and_csv() {
+    let dir = temp("per-instruction");
+    let o = switchyard(&[
+        "experiment",
+        "per-instruction",
+        "hotspot",
+        "--samples",
+        "2",
+        "--mechanisms",
+        "ctxback",
+        "--csv",
+        dir.to_str().unwrap(),
+    ]);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    // BASELINE is added as the normaliser; CKPT is said to be missing.
+    assert!(
+        t.contains("baseline") && t.contains("ctxback") && t.contains("CKPT"),
+        "{t}"
+    );
+    let kernels = std::fs::read_to_string(dir.join("kernels.csv")).unwrap();
+    assert!(kernels.contains("\nhotspot,baseline,2,"), "{kernels}");
+    let requests = std::fs::read_to_string(dir.join("requests.csv")).unwrap();
+    assert_eq!(requests.lines().count(), 1 + 2 * 2, "{requests}");
+    let o = switchyard(&[
+        "experiment",
+        "per-instruction",
+        "hotspot",
+        "--samples",
+        "1",
+        "--mechanisms",
+        "live",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["runs"][0]["normalised"]["context"], 1.0);
+    assert_eq!(v["mechanisms"], serde_json::json!(["baseline", "live"]));
+    fails_saying(
+        &["experiment", "per-instruction", "--samples", "0"],
+        &["--samples must be at least 1"],
+    );
 }
 
 #[test]

@@ -1,0 +1,92 @@
+//! The per-instruction experiment end to end on two small kernels: every mechanism is asked
+//! at the same moments (cycle, SM, TBs, dynamic instruction), every run is bit-exact (else
+//! the experiment fails), BASELINE normalises to 1, LIVE never saves more than BASELINE,
+//! and the results do not depend on the number of threads.
+
+use experiment::per_instruction::{self, PerInstructionConfig, MECHANISMS};
+use gpu::config::GpuConfig;
+use preempt::MechanismKind;
+use suite::Size;
+
+fn config(threads: usize) -> PerInstructionConfig {
+    let mut c = PerInstructionConfig::default_on(GpuConfig::preset("gtx480").unwrap());
+    c.kernels = vec![
+        suite::by_name("gemm").unwrap(),
+        suite::by_name("hotspot").unwrap(),
+    ];
+    c.size = Size::Small;
+    c.samples = 3;
+    c.threads = threads;
+    c
+}
+
+#[test]
+fn every_mechanism_is_measured_at_the_same_moments_and_stays_bit_exact() {
+    let c = config(2);
+    let r = per_instruction::run(&c, &|_, _, _| {}).unwrap();
+    assert_eq!(r.runs.len(), 2 * MECHANISMS.len());
+    assert!(r.unrequested.is_empty(), "{:?}", r.unrequested);
+    for k in &r.kernels {
+        let base = r.run(k, "baseline").unwrap();
+        assert_eq!(base.requests.len(), 3, "{k}");
+        for m in &r.mechanisms {
+            let run = r.run(k, m).unwrap();
+            let name = format!("{k} with {m}");
+            // The same moments: drawn cycle, request cycle, SM, TBs, warp instructions.
+            let moment =
+                |q: &per_instruction::Request| (q.drawn, q.cycle, q.sm, q.tbs, q.warp_instructions);
+            assert_eq!(
+                run.requests.iter().map(moment).collect::<Vec<_>>(),
+                base.requests.iter().map(moment).collect::<Vec<_>>(),
+                "{name}"
+            );
+            assert_eq!(
+                (run.moments_differ, run.instruction_drift),
+                (0, 0.0),
+                "{name}"
+            );
+            for (q, b) in run.requests.iter().zip(&base.requests) {
+                assert!(q.tbs > 0 && q.cycle >= q.drawn, "{name}: {q:?}");
+                // Every TB switched (none of these kernels is refused) and came back.
+                assert_eq!(q.switched, q.tbs, "{name}: {q:?}");
+                assert_eq!(q.restored, q.tbs, "{name}: {q:?}");
+                assert!(q.preemption > 0 && q.resume > 0.0, "{name}: {q:?}");
+                if m == "live" {
+                    // LIVE saves a subset of BASELINE's registers, at every sample.
+                    assert!(q.context.registers <= b.context.registers, "{name}: {q:?}");
+                    assert!(q.context.total() <= b.context.total(), "{name}: {q:?}");
+                }
+            }
+        }
+        let n = base.normalised;
+        assert_eq!((n.context, n.preemption, n.resume), (1.0, 1.0, 1.0), "{k}");
+        // The routines save only what their instruction needs, never every register.
+        for m in ["ctxback", "cs-defer", "ctxback-cs-defer"] {
+            let run = r.run(k, m).unwrap();
+            assert!(
+                run.normalised.context < 1.0,
+                "{k} with {m}: {:?}",
+                run.normalised
+            );
+        }
+    }
+    let base = r
+        .averages
+        .iter()
+        .find(|a| a.mechanism == "baseline")
+        .unwrap();
+    assert_eq!(base.arithmetic.context, 1.0);
+    assert_eq!(base.geometric.preemption, 1.0);
+    // Deterministic, whatever the threads.
+    assert_eq!(per_instruction::run(&config(1), &|_, _, _| {}).unwrap(), r);
+}
+
+#[test]
+fn baseline_is_required() {
+    let mut c = config(1);
+    c.mechanisms = vec![MechanismKind::Live];
+    assert!(matches!(
+        per_instruction::run(&c, &|_, _, _| {}),
+        Err(per_instruction::ExperimentError::NoBaseline)
+    ));
+}
