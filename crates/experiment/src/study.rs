@@ -49,12 +49,15 @@ pub enum Arrival {
 }
 
 /// Every mechanism a study compares by default.
-pub const STUDY_MECHANISMS: [MechanismKind; 8] = [
+pub const STUDY_MECHANISMS: [MechanismKind; 11] = [
     MechanismKind::Drain,
     MechanismKind::FlushStrict,
     MechanismKind::FlushRelaxed,
     MechanismKind::Baseline,
     MechanismKind::Live,
+    MechanismKind::CsDefer,
+    MechanismKind::CtxBack,
+    MechanismKind::CtxBackCsDefer,
     MechanismKind::LIGHTWEIGHT,
     MechanismKind::LIGHTWEIGHT_TB,
     MechanismKind::CHIMERA,

@@ -296,8 +296,8 @@ struct StudyArgs {
     arrival_us: Option<f64>,
     /// Mechanisms to compare, comma-separated, each `name[:key=value,...]` (a `key=value`
     /// after a comma continues the mechanism before it), or the flag repeated; default:
-    /// drain, flush-strict, flush-relaxed, baseline, live, lightweight, lightweight-tb,
-    /// chimera. E.g. `chimera:deadline_us=5,chimera:deadline_us=10,drain`.
+    /// drain, flush-strict, flush-relaxed, baseline, live, cs-defer, ctxback,
+    /// ctxback-cs-defer, lightweight, lightweight-tb, chimera. E.g. `chimera:deadline_us=5,chimera:deadline_us=10,drain`.
     #[arg(long, value_name = "LIST", value_parser = mechanisms_arg)]
     mechanisms: Vec<Mechanisms>,
     /// GPU preset or configuration file.
