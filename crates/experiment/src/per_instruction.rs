@@ -49,6 +49,8 @@ use workload::scenario::{Process, Program};
 use workload::system::Injector;
 use workload::{RunError, RunRecord, System};
 
+use crate::figures::{Figure, Row};
+
 /// The mechanisms of papers/ji-ctxback Figures 7–9 that the simulator has (CKPT is not
 /// one yet), BASELINE first.
 pub const MECHANISMS: [MechanismKind; 5] = [
@@ -620,4 +622,78 @@ pub fn run(
         });
     }
     Ok(out)
+}
+
+/// papers/ji-ctxback Figures 7–9 from the results: per kernel, each mechanism's context
+/// size, preemption time and resume time over BASELINE's, then the geometric mean and the
+/// arithmetic mean (the paper's "on average") over the kernels. A kernel a mechanism made
+/// no request for has no bar.
+pub fn figures(r: &PerInstructionResults) -> Vec<Figure> {
+    let figure = |id: &str, what: &str, pick: fn(&Measures) -> f64, paper: &str| {
+        let rows = r
+            .kernels
+            .iter()
+            .map(|k| Row {
+                category: k.clone(),
+                values: r
+                    .mechanisms
+                    .iter()
+                    .map(|m| {
+                        let v = r
+                            .run(k, m)
+                            .filter(|run| !run.requests.is_empty())
+                            .map_or(0.0, |run| pick(&run.normalised));
+                        vec![if v.is_finite() { v } else { 0.0 }]
+                    })
+                    .collect(),
+            })
+            .collect();
+        let mut f = Figure {
+            id: id.into(),
+            title: format!("{what} over BASELINE's (papers/ji-ctxback {id})"),
+            y_label: format!("{what} / BASELINE"),
+            series: r.mechanisms.clone(),
+            parts: vec![what.into()],
+            rows,
+            paper: paper.into(),
+            clip: None,
+        }
+        .with_geomean();
+        f.rows.push(Row {
+            category: "mean".into(),
+            values: r
+                .mechanisms
+                .iter()
+                .map(|m| {
+                    let v = r
+                        .averages
+                        .iter()
+                        .find(|a| &a.mechanism == m)
+                        .map_or(0.0, |a| pick(&a.arithmetic));
+                    vec![v]
+                })
+                .collect(),
+        });
+        f
+    };
+    vec![
+        figure(
+            "fig7",
+            "context size",
+            |m| m.context,
+            "CTXBack -61.0%, CS-Defer -62.1%, CTXBack+CS-Defer -62.1%, LIVE -37.8%",
+        ),
+        figure(
+            "fig8",
+            "preemption time",
+            |m| m.preemption,
+            "CTXBack -63.1%, CTXBack+CS-Defer -65.2%, CS-Defer 34.8% above CTXBack",
+        ),
+        figure(
+            "fig9",
+            "resume time",
+            |m| m.resume,
+            "CTXBack -50.0%, CTXBack+CS-Defer -54.8%, CS-Defer -65.6%",
+        ),
+    ]
 }

@@ -3,7 +3,7 @@
 //! the experiment fails), BASELINE normalises to 1, LIVE never saves more than BASELINE,
 //! and the results do not depend on the number of threads.
 
-use experiment::per_instruction::{self, PerInstructionConfig, MECHANISMS};
+use experiment::per_instruction::{self, Measures, PerInstructionConfig, MECHANISMS};
 use gpu::config::GpuConfig;
 use preempt::MechanismKind;
 use suite::Size;
@@ -77,6 +77,39 @@ fn every_mechanism_is_measured_at_the_same_moments_and_stays_bit_exact() {
         .unwrap();
     assert_eq!(base.arithmetic.context, 1.0);
     assert_eq!(base.geometric.preemption, 1.0);
+    // Figures 7-9: a bar per kernel and mechanism, the kernel's normalised measure, then
+    // the geometric and the arithmetic mean over the kernels.
+    let figs = per_instruction::figures(&r);
+    let ids: Vec<&str> = figs.iter().map(|f| f.id.as_str()).collect();
+    assert_eq!(ids, ["fig7", "fig8", "fig9"]);
+    for (f, pick) in figs.iter().zip([
+        (|m: &Measures| m.context) as fn(&Measures) -> f64,
+        |m| m.preemption,
+        |m| m.resume,
+    ]) {
+        let categories: Vec<&str> = f.rows.iter().map(|r| r.category.as_str()).collect();
+        assert_eq!(
+            categories,
+            ["gemm", "hotspot", "geomean", "mean"],
+            "{}",
+            f.id
+        );
+        for (s, m) in f.series.iter().enumerate() {
+            for row in &f.rows[..2] {
+                let run = r.run(&row.category, m).unwrap();
+                assert_eq!(row.values[s], vec![pick(&run.normalised)], "{} {m}", f.id);
+            }
+            let avg = r.averages.iter().find(|a| &a.mechanism == m).unwrap();
+            assert_eq!(
+                f.rows[3].values[s],
+                vec![pick(&avg.arithmetic)],
+                "{} {m}",
+                f.id
+            );
+            let g = f.rows[2].values[s][0];
+            assert!((g - pick(&avg.geometric)).abs() < 1e-9, "{} {m}: {g}", f.id);
+        }
+    }
     // Deterministic, whatever the threads.
     assert_eq!(per_instruction::run(&config(1), &|_, _, _| {}).unwrap(), r);
 }

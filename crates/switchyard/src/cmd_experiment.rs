@@ -692,8 +692,24 @@ pub(crate) fn per_instruction(args: PerInstructionArgs) -> Outcome {
     });
     bar.finish_and_clear();
     let r = r.map_err(|e| e.to_string())?;
+    let figs = per_instruction::figures(&r);
     if let Some(dir) = &args.csv {
         write_per_instruction_csv(dir, &r)?;
+        for f in &figs {
+            write_atomic(
+                &dir.join(format!("{}.csv", f.id)),
+                figures::to_csv(f).as_bytes(),
+            )?;
+        }
+    }
+    if let Some(dir) = &args.plots {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        for f in &figs {
+            write_atomic(
+                &dir.join(format!("{}.svg", f.id)),
+                svg::bar_chart(f).as_bytes(),
+            )?;
+        }
     }
     if args.json {
         println!(
@@ -703,7 +719,13 @@ pub(crate) fn per_instruction(args: PerInstructionArgs) -> Outcome {
     } else {
         print_per_instruction(&r);
         if let Some(dir) = &args.csv {
-            println!("\nCSV: {}/{{kernels,requests}}.csv", dir.display());
+            println!(
+                "\nCSV: {}/{{kernels,requests,fig7,fig8,fig9}}.csv",
+                dir.display()
+            );
+        }
+        if let Some(dir) = &args.plots {
+            println!("plots: {}/fig{{7,8,9}}.svg", dir.display());
         }
     }
     Ok(true)

@@ -183,9 +183,15 @@ struct PerInstructionArgs {
     /// Print the results as JSON (every request of every run).
     #[arg(long)]
     json: bool,
-    /// Write kernels.csv (per kernel and mechanism) and requests.csv into this directory.
+    /// Write kernels.csv (per kernel and mechanism), requests.csv and one CSV per figure
+    /// (fig7-fig9) into this directory.
     #[arg(long)]
     csv: Option<PathBuf>,
+    /// Write Figures 7-9 (context size, preemption and resume time over BASELINE's, per
+    /// kernel, with the geometric and arithmetic means) as SVG bar charts into this
+    /// directory.
+    #[arg(long)]
+    plots: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
