@@ -41,6 +41,16 @@ use preempt::MechanismKind;
 use sched::PolicyKind;
 use workload::Setup;
 
+/// Every suite kernel `gpu` can run (the tensor-core kernels need tensor cores).
+pub fn runnable_kernels(gpu: &GpuConfig) -> Vec<&'static dyn suite::Kernel> {
+    let tensor_cores = gpu.pipeline.tensor.is_some();
+    suite::all()
+        .iter()
+        .copied()
+        .filter(|k| !k.needs_tensor_cores() || tensor_cores)
+        .collect()
+}
+
 /// The setup of a run of suite host programs on `gpu` (default host, framework and copy
 /// engines), keeping every process's final memory for comparisons; the run may take
 /// `max_cycles`, each launch `instruction_limit` warp instructions (`None`: the progress rule

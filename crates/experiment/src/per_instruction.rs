@@ -79,7 +79,8 @@ pub struct PerInstructionConfig {
     pub threads: usize,
     /// Core cycles one run may take.
     pub max_cycles: u64,
-    /// Warp instructions one launch may execute (`None`: derived from its size).
+    /// Warp instructions one launch may execute in all (`None`: the progress rule of
+    /// `gpu::limits`).
     pub instruction_limit: Option<u64>,
 }
 
@@ -87,14 +88,9 @@ impl PerInstructionConfig {
     /// The default on `gpu`: every suite kernel the GPU can run, small inputs, 8 samples
     /// per kernel, seed 1, [`MECHANISMS`].
     pub fn default_on(gpu: GpuConfig) -> PerInstructionConfig {
-        let tensor_cores = gpu.pipeline.tensor.is_some();
         PerInstructionConfig {
+            kernels: crate::runnable_kernels(&gpu),
             gpu,
-            kernels: suite::all()
-                .iter()
-                .copied()
-                .filter(|k| !k.needs_tensor_cores() || tensor_cores)
-                .collect(),
             size: Size::Small,
             target: None,
             seed: 1,

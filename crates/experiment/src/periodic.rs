@@ -66,7 +66,8 @@ pub struct PeriodicConfig {
     pub threads: usize,
     /// Core cycles one run may take.
     pub max_cycles: u64,
-    /// Warp instructions one launch may execute (`None`: derived from its size).
+    /// Warp instructions one launch may execute in all (`None`: the progress rule of
+    /// `gpu::limits`).
     pub instruction_limit: Option<u64>,
 }
 
@@ -74,15 +75,9 @@ impl PeriodicConfig {
     /// The paper's setting on `gpu`: every suite kernel, large inputs, a signal every
     /// 10,000 cycles, the default mechanisms.
     pub fn paper(gpu: GpuConfig) -> PeriodicConfig {
-        let tensor_cores = gpu.pipeline.tensor.is_some();
         PeriodicConfig {
+            kernels: crate::runnable_kernels(&gpu),
             gpu,
-            // Every suite kernel the GPU can run (tensor-core kernels need tensor cores).
-            kernels: suite::all()
-                .iter()
-                .copied()
-                .filter(|k| !k.needs_tensor_cores() || tensor_cores)
-                .collect(),
             size: Size::Large,
             target: None,
             seed: 1,

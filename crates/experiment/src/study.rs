@@ -32,8 +32,8 @@ pub struct StudyConfig {
     pub arrival: Arrival,
     pub mechanisms: Vec<MechanismKind>,
     pub threads: usize,
-    /// Core cycles one run may take, and warp instructions one launch may execute (`None`:
-    /// derived from its size, `gpu::limits`).
+    /// Core cycles one run may take, and warp instructions one launch may execute in all
+    /// (`None`: the progress rule of `gpu::limits`).
     pub max_cycles: u64,
     pub instruction_limit: Option<u64>,
 }

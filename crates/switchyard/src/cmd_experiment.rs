@@ -403,13 +403,8 @@ fn write_csv(dir: &Path, r: &PeriodicResults, figs: &[figures::Figure]) -> Resul
 /// `switchyard experiment benchmarks`: papers/tanasic-thesis Table 5.2 for the suite.
 pub(crate) fn benchmarks(args: BenchmarksArgs) -> Outcome {
     let gpu = load_gpu(&args.gpu, None)?;
-    let tensor_cores = gpu.pipeline.tensor.is_some();
     let kernels: Vec<&'static dyn suite::Kernel> = if args.kernels.is_empty() {
-        suite::all()
-            .iter()
-            .copied()
-            .filter(|k| !k.needs_tensor_cores() || tensor_cores)
-            .collect()
+        experiment::runnable_kernels(&gpu)
     } else {
         args.kernels
             .iter()
