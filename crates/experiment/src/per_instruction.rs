@@ -416,7 +416,10 @@ fn request_of(records: &[Record], drawn: u64, warp_instructions: u64) -> Option<
                 resume += finished - started;
             }
             Record::Refused { .. } => q.as_mut()?.refused += 1,
-            Record::Requested { .. } | Record::Chose { .. } => {}
+            Record::Requested { .. }
+            | Record::Chose { .. }
+            | Record::Case { .. }
+            | Record::Checkpointed { .. } => {}
         }
     }
     let mut q = q?;

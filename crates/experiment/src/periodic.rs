@@ -11,6 +11,11 @@
 //! finds none (the GPU between launches, or every SM busy being emptied) is counted as
 //! skipped.
 //!
+//! **The launch call ahead of it.** Each signal stands for a kernel launch that reaches the
+//! GPU: the host called it the preset's launch latency earlier, and the framework is told
+//! so then ([`sched::Framework::anticipate`]), naming the SM the signal would take at that
+//! moment. Only a mechanism that predicts (PEP, papers/li-pep §3.3) does anything with it.
+//!
 //! **What a signal measures** (core cycles), from the mechanism's records of the TBs the
 //! SM held ([`preempt::Record::Preempted`]):
 //! * *preemption latency*: from the signal until the last TB released its resources;
@@ -228,11 +233,31 @@ struct Periodic {
     /// The SM after the last one taken.
     turn: u32,
     skipped: u32,
+    /// Core cycles from the host's launch call to the signal.
+    lead: u64,
+    /// The signal whose launch call was made.
+    called: u64,
+}
+
+impl Periodic {
+    /// The SM a signal now would take.
+    fn pick(&self, m: &Machine, fw: &Framework) -> Option<SmId> {
+        let n = m.sm_count();
+        (0..n).map(|k| SmId((self.turn + k) % n)).find(|&sm| {
+            fw.tables().sm(sm).state == SmState::Running && m.resident(sm).next().is_some()
+        })
+    }
 }
 
 impl Injector for Periodic {
     fn before_cycle(&mut self, m: &Machine, fw: &mut Framework) {
         let now = m.cycle();
+        if self.called < self.next && now + self.lead >= self.next {
+            self.called = self.next;
+            if let Some(sm) = self.pick(m, fw) {
+                fw.anticipate(vec![sm]);
+            }
+        }
         if now < self.next {
             return;
         }
@@ -290,11 +315,14 @@ fn one_run(
     match mechanism {
         None => Ok((system.run(&mut |_| {}).map_err(fail)?, 0)),
         Some(_) => {
+            let lead = (config.gpu.host.launch_latency_us * config.gpu.sm.clock_mhz) as u64;
             let mut periodic = Periodic {
                 interval: interval.max(1),
                 next: interval.max(1),
                 turn: 0,
                 skipped: 0,
+                lead,
+                called: 0,
             };
             let r = system
                 .run_with(&mut |_| {}, Some(&mut periodic))
@@ -367,7 +395,10 @@ pub fn signals(records: &[Record]) -> (Vec<Signal>, u32) {
                     g.refused += 1;
                 }
             }
-            Record::Restored { .. } | Record::Chose { .. } => {}
+            Record::Restored { .. }
+            | Record::Chose { .. }
+            | Record::Case { .. }
+            | Record::Checkpointed { .. } => {}
         }
     }
     for (g, mut s) in out.iter_mut().zip(spans) {

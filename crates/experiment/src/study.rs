@@ -49,7 +49,7 @@ pub enum Arrival {
 }
 
 /// Every mechanism a study compares by default.
-pub const STUDY_MECHANISMS: [MechanismKind; 11] = [
+pub const STUDY_MECHANISMS: [MechanismKind; 14] = [
     MechanismKind::Drain,
     MechanismKind::FlushStrict,
     MechanismKind::FlushRelaxed,
@@ -61,6 +61,9 @@ pub const STUDY_MECHANISMS: [MechanismKind; 11] = [
     MechanismKind::LIGHTWEIGHT,
     MechanismKind::LIGHTWEIGHT_TB,
     MechanismKind::CHIMERA,
+    MechanismKind::CHIMERA_DIRTY,
+    MechanismKind::PEP,
+    MechanismKind::PEP_IN_PLACE,
 ];
 
 impl StudyConfig {

@@ -11,7 +11,8 @@
 //!   the TB has executed anything, there is no estimate and draining is not chosen (unless
 //!   nothing else is possible).
 //! * *switch*: the TB's full context (every allocated register of its live lanes, shared
-//!   memory, SIMT stacks and barrier state) over the SM's share of peak DRAM bandwidth.
+//!   memory, SIMT stacks and barrier state; for Chimera+dirty, only the registers whose
+//!   dirty bits are set) over the SM's share of peak DRAM bandwidth.
 //!   As in Chimera, each TB is estimated alone: TBs switching together share the SM's
 //!   path serially, which the estimate ignores (the inaccuracy papers/li-pep §3.2 points
 //!   out, and which the measured latencies show).
@@ -34,7 +35,7 @@ use serde::Serialize;
 
 use crate::drain::Drain;
 use crate::flush::Flush;
-use crate::switch::{Switch, SwitchConfig};
+use crate::switch::{Registers, Switch, SwitchConfig};
 use crate::{Cx, Mechanism, Preempted, Record, Want};
 
 /// What Chimera did with a TB.
@@ -44,6 +45,8 @@ pub enum Technique {
     Drain,
     Flush,
     Switch,
+    /// A base checkpoint ahead of the request (PEP, papers/li-pep §3.3).
+    Checkpoint,
 }
 
 /// Chimera's estimates for one TB (core cycles).
@@ -60,6 +63,9 @@ pub struct Estimates {
 /// The Chimera mechanism.
 pub struct Chimera {
     deadline_us: f64,
+    /// What a switch saves: every allocated register (Chimera), or only the dirty ones
+    /// (Chimera+dirty, papers/li-pep §4, PEP's baseline).
+    registers: Registers,
     flush: Flush,
     switch: Switch,
     draining: Drain,
@@ -68,10 +74,27 @@ pub struct Chimera {
 impl Chimera {
     /// Chimera with a preemption deadline of `deadline_us` microseconds.
     pub fn new(deadline_us: f64) -> Chimera {
+        Chimera::saving(deadline_us, Registers::All)
+    }
+
+    /// Chimera+dirty (papers/li-pep §4): a switched TB saves only the registers written
+    /// since it was placed, and its switch estimate counts only those.
+    pub fn dirty(deadline_us: f64) -> Chimera {
+        Chimera::saving(deadline_us, Registers::Dirty)
+    }
+
+    fn saving(deadline_us: f64, registers: Registers) -> Chimera {
         Chimera {
             deadline_us,
+            registers,
             flush: Flush::new(true),
-            switch: Switch::new("chimera-switch", SwitchConfig::BASELINE),
+            switch: Switch::new(
+                "chimera-switch",
+                SwitchConfig {
+                    registers,
+                    ..SwitchConfig::BASELINE
+                },
+            ),
             draining: Drain::default(),
         }
     }
@@ -108,7 +131,10 @@ impl Chimera {
 
 impl Mechanism for Chimera {
     fn name(&self) -> String {
-        "chimera".into()
+        match self.registers {
+            Registers::Dirty => "chimera-dirty".into(),
+            _ => "chimera".into(),
+        }
     }
 
     fn preempt(&mut self, sm: SmId, want: Want, cx: &mut Cx) -> Result<(), TimingError> {
@@ -127,7 +153,10 @@ impl Mechanism for Chimera {
                 (Some(mean), Some(cpi)) => Some((mean - p.executed as f64).max(0.0) * cpi),
                 _ => None,
             };
-            let bytes = self.switch.full_context_bytes(m, sm, tb);
+            let bytes = match self.registers {
+                Registers::Dirty => self.switch.dirty_context_bytes(m, sm, tb),
+                _ => self.switch.full_context_bytes(m, sm, tb),
+            };
             let redo = cpi.map_or((now - p.placed_at) as f64, |c| p.executed as f64 * c);
             estimates.push(Estimates {
                 drain,
@@ -155,6 +184,7 @@ impl Mechanism for Chimera {
                     self.flush.flush_tb(sm, tb, discarded, cx)?;
                 }
                 Technique::Switch => self.switch.switch_tb(sm, tb, cx)?,
+                Technique::Checkpoint => unreachable!("Chimera never checkpoints ahead"),
             }
         }
         Ok(())

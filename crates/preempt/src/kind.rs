@@ -15,8 +15,8 @@ use std::fmt;
 use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::{
-    Chimera, Compression, Drain, Flush, Mechanism, RoutineDesign, RoutineSwitch, Switch,
-    SwitchConfig,
+    Chimera, Compression, Drain, Flush, Mechanism, Pep, PepConfig, RoutineDesign, RoutineSwitch,
+    Switch, SwitchConfig, PEP_PREDICTED_LAUNCH_US,
 };
 
 /// The preemption deadline [`MechanismKind::Chimera`] works to unless told otherwise, µs
@@ -75,6 +75,16 @@ pub enum MechanismKind {
     /// whichever is estimated to preempt faster.
     #[serde(rename = "ctxback-cs-defer")]
     CtxBackCsDefer,
+    /// Chimera+dirty (papers/li-pep §4, PEP's baseline): Chimera whose switches save only
+    /// the registers written since the TB was placed.
+    ChimeraDirty { deadline_us: f64 },
+    /// PEP (papers/li-pep §3): base checkpoints at the host's launch call for TBs predicted
+    /// to be preempted while running (`predicted_launch_us`, default
+    /// [`PEP_PREDICTED_LAUNCH_US`]), incremental ones at the request.
+    Pep { predicted_launch_us: f64 },
+    /// PEP+in-place: the incremental checkpoint stays on the SM where the incoming kernel
+    /// leaves room.
+    PepInPlace { predicted_launch_us: f64 },
 }
 
 /// How a mechanism is written: [`MechanismKind`] with every variant a struct, so that a
@@ -124,6 +134,26 @@ enum Written {
     CtxBack {},
     #[serde(rename = "ctxback-cs-defer", alias = "ctxback+cs-defer")]
     CtxBackCsDefer {},
+    #[serde(alias = "chimera+dirty")]
+    ChimeraDirty {
+        #[serde(default = "deadline_us", deserialize_with = "de_deadline_us")]
+        deadline_us: f64,
+    },
+    Pep {
+        #[serde(
+            default = "predicted_launch_us",
+            deserialize_with = "de_predicted_launch_us"
+        )]
+        predicted_launch_us: f64,
+    },
+    #[serde(alias = "pep+in-place")]
+    PepInPlace {
+        #[serde(
+            default = "predicted_launch_us",
+            deserialize_with = "de_predicted_launch_us"
+        )]
+        predicted_launch_us: f64,
+    },
 }
 
 impl From<Written> for MechanismKind {
@@ -148,6 +178,17 @@ impl From<Written> for MechanismKind {
             Written::CsDefer {} => MechanismKind::CsDefer,
             Written::CtxBack {} => MechanismKind::CtxBack,
             Written::CtxBackCsDefer {} => MechanismKind::CtxBackCsDefer,
+            Written::ChimeraDirty { deadline_us } => MechanismKind::ChimeraDirty { deadline_us },
+            Written::Pep {
+                predicted_launch_us,
+            } => MechanismKind::Pep {
+                predicted_launch_us,
+            },
+            Written::PepInPlace {
+                predicted_launch_us,
+            } => MechanismKind::PepInPlace {
+                predicted_launch_us,
+            },
         }
     }
 }
@@ -158,6 +199,10 @@ fn compressor_latency() -> u64 {
 
 fn deadline_us() -> f64 {
     CHIMERA_DEADLINE_US
+}
+
+fn predicted_launch_us() -> f64 {
+    PEP_PREDICTED_LAUNCH_US
 }
 
 /// A parameter's value, its type error named after the parameter.
@@ -189,9 +234,20 @@ fn de_deadline_us<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
     Ok(v)
 }
 
+fn de_predicted_launch_us<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    let v: f64 = param(d, "predicted_launch_us")?;
+    if !(v.is_finite() && (0.0..=MAX_DEADLINE_US).contains(&v)) {
+        return Err(serde::de::Error::custom(format!(
+            "`predicted_launch_us` = {v} is out of range: a launch time is at least 0 and at \
+             most 10^7 µs"
+        )));
+    }
+    Ok(v)
+}
+
 impl MechanismKind {
     /// Every mechanism, with its parameters' defaults.
-    pub const ALL: [MechanismKind; 13] = [
+    pub const ALL: [MechanismKind; 16] = [
         MechanismKind::Drain,
         MechanismKind::FlushStrict,
         MechanismKind::FlushRelaxed,
@@ -213,6 +269,15 @@ impl MechanismKind {
         MechanismKind::CsDefer,
         MechanismKind::CtxBack,
         MechanismKind::CtxBackCsDefer,
+        MechanismKind::ChimeraDirty {
+            deadline_us: CHIMERA_DEADLINE_US,
+        },
+        MechanismKind::Pep {
+            predicted_launch_us: PEP_PREDICTED_LAUNCH_US,
+        },
+        MechanismKind::PepInPlace {
+            predicted_launch_us: PEP_PREDICTED_LAUNCH_US,
+        },
     ];
 
     /// [`MechanismKind::Lightweight`] with its defaults.
@@ -223,6 +288,12 @@ impl MechanismKind {
     pub const LIGHTWEIGHT_IN_PLACE: MechanismKind = MechanismKind::ALL[8];
     /// [`MechanismKind::Chimera`] with its defaults.
     pub const CHIMERA: MechanismKind = MechanismKind::ALL[9];
+    /// [`MechanismKind::ChimeraDirty`] with its defaults.
+    pub const CHIMERA_DIRTY: MechanismKind = MechanismKind::ALL[13];
+    /// [`MechanismKind::Pep`] with its defaults.
+    pub const PEP: MechanismKind = MechanismKind::ALL[14];
+    /// [`MechanismKind::PepInPlace`] with its defaults.
+    pub const PEP_IN_PLACE: MechanismKind = MechanismKind::ALL[15];
 
     /// The mechanism, ready for a framework; it carries the kernel pass it needs
     /// ([`Mechanism::kernel_pass`]).
@@ -267,6 +338,19 @@ impl MechanismKind {
             MechanismKind::CtxBackCsDefer => {
                 Box::new(RoutineSwitch::new(RoutineDesign::CtxBackCsDefer))
             }
+            MechanismKind::ChimeraDirty { deadline_us } => Box::new(Chimera::dirty(deadline_us)),
+            MechanismKind::Pep {
+                predicted_launch_us,
+            } => Box::new(Pep::new(PepConfig {
+                predicted_launch_us,
+                in_place: false,
+            })),
+            MechanismKind::PepInPlace {
+                predicted_launch_us,
+            } => Box::new(Pep::new(PepConfig {
+                predicted_launch_us,
+                in_place: true,
+            })),
         }
     }
 
@@ -287,6 +371,9 @@ impl MechanismKind {
             MechanismKind::CsDefer => RoutineDesign::CsDefer.name(),
             MechanismKind::CtxBack => RoutineDesign::CtxBack.name(),
             MechanismKind::CtxBackCsDefer => RoutineDesign::CtxBackCsDefer.name(),
+            MechanismKind::ChimeraDirty { .. } => "chimera-dirty",
+            MechanismKind::Pep { .. } => "pep",
+            MechanismKind::PepInPlace { .. } => "pep-in-place",
         }
     }
 }
@@ -304,8 +391,19 @@ impl fmt::Display for MechanismKind {
             {
                 write!(f, ":compressor_latency={compressor_latency}")
             }
-            MechanismKind::Chimera { deadline_us } if deadline_us != CHIMERA_DEADLINE_US => {
+            MechanismKind::Chimera { deadline_us }
+            | MechanismKind::ChimeraDirty { deadline_us }
+                if deadline_us != CHIMERA_DEADLINE_US =>
+            {
                 write!(f, ":deadline_us={deadline_us}")
+            }
+            MechanismKind::Pep {
+                predicted_launch_us,
+            }
+            | MechanismKind::PepInPlace {
+                predicted_launch_us,
+            } if predicted_launch_us != PEP_PREDICTED_LAUNCH_US => {
+                write!(f, ":predicted_launch_us={predicted_launch_us}")
             }
             _ => Ok(()),
         }

@@ -19,6 +19,11 @@
 //!   preemption routine of its instruction — which may revert, or run on to a deferral
 //!   point, before it saves — on the SM as ordinary timed instructions, into each thread's
 //!   local memory; the resume routine reloads, re-executes and jumps back.
+//! * [`chimera::Chimera`]: per TB, drain, flush or switch to meet a deadline; Chimera+dirty
+//!   switches only the registers whose dirty bits are set (papers/li-pep §4).
+//! * [`pep::Pep`]: PEP (papers/li-pep §3): at the host's launch call, a base checkpoint of
+//!   the TBs predicted to be preempted while they run; at the request, an incremental one
+//!   (in place for PEP+in-place).
 //!
 //! Every mechanism logs, per TB, when the request came, when the TB stopped, when its
 //! resources were released and what its context cost ([`Record`]), and refuses honestly
@@ -30,6 +35,7 @@ pub mod ctxback;
 pub mod drain;
 pub mod flush;
 pub mod kind;
+pub mod pep;
 pub mod switch;
 pub mod want;
 
@@ -46,6 +52,7 @@ pub use ctxback::{RoutineDesign, RoutineSwitch};
 pub use drain::Drain;
 pub use flush::Flush;
 pub use kind::{MechanismKind, CHIMERA_DEADLINE_US, COMPRESSOR_LATENCY};
+pub use pep::{Pep, PepCase, PepConfig, PEP_PREDICTED_LAUNCH_US};
 pub use switch::{Compression, PointPass, RegisterCensus, Registers, Switch, SwitchConfig};
 pub use want::Want;
 
@@ -145,6 +152,22 @@ pub enum Record {
         technique: Technique,
         estimates: Estimates,
     },
+    /// PEP wrote a base checkpoint of `tb` (papers/li-pep §3.3): the TB was asked to pause
+    /// at `paused` and ran again (or left) once its `bytes` were written, at `written`.
+    Checkpointed {
+        sm: SmId,
+        tb: TbRef,
+        paused: u64,
+        written: u64,
+        bytes: ContextBytes,
+    },
+    /// PEP gave up `tb` as case `case` of papers/li-pep Figures 3–4.
+    Case {
+        cycle: u64,
+        sm: SmId,
+        tb: TbRef,
+        case: PepCase,
+    },
     /// The mechanism could not take this TB away; it drains instead.
     Refused {
         cycle: u64,
@@ -185,6 +208,12 @@ pub trait Mechanism {
     /// allocated. A mechanism that wraps another forwards its pass.
     fn kernel_pass(&self) -> Option<Pass> {
         None
+    }
+    /// The host called a launch that may preempt the kernels on `sms` once it reaches the
+    /// GPU, a launch latency from now (papers/li-pep §3.3: `cudaLaunch` precedes the
+    /// kernel's arrival); the mechanism may prepare. By default nothing.
+    fn launch_called(&mut self, _sms: &[SmId], _cx: &mut Cx) -> Result<(), TimingError> {
+        Ok(())
     }
     /// The framework wants `sm`, or room on it ([`Want`]).
     fn preempt(&mut self, sm: SmId, want: Want, cx: &mut Cx) -> Result<(), TimingError>;

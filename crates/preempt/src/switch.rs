@@ -77,6 +77,10 @@ pub enum Registers {
     Live,
     /// The registers the preemption point's liveness vector names.
     Vector,
+    /// The registers written since the TB's last checkpoint, or since it was placed: their
+    /// dirty bits, set at writeback (papers/li-pep §3.1; Chimera+dirty, and PEP's
+    /// incremental checkpoint).
+    Dirty,
 }
 
 /// How register values are compressed.
@@ -376,7 +380,13 @@ impl Switch {
     }
 
     /// What warp `w` saves under this design, measured on its values.
-    fn warp_save(&mut self, kernel: &Arc<Kernel>, w: &Warp, block_x: u32) -> WarpSave {
+    fn warp_save(
+        &mut self,
+        kernel: &Arc<Kernel>,
+        w: &Warp,
+        dirty: Option<&[u64]>,
+        block_x: u32,
+    ) -> WarpSave {
         let config = self.config;
         let facts = self.facts(kernel);
         let lanes = lanes(w);
@@ -397,6 +407,20 @@ impl Switch {
         };
         let keep = match config.registers {
             Registers::All => facts.all.clone(),
+            Registers::Dirty => match dirty {
+                Some(bits) => {
+                    let mut set = RegSet::with_capacity(kernel.regs.len());
+                    for r in kernel.regs.ids() {
+                        let i = r.index();
+                        if bits.get(i / 64).is_some_and(|b| b & (1 << (i % 64)) != 0) {
+                            set.insert(r);
+                        }
+                    }
+                    set
+                }
+                // Without the warp's dirty bits, every register.
+                None => facts.all.clone(),
+            },
             Registers::Live => {
                 let liveness = facts.liveness.as_ref().expect("computed for LIVE");
                 let mut set = RegSet::with_capacity(kernel.regs.len());
@@ -507,7 +531,7 @@ impl Switch {
         w: &Warp,
         block_x: u32,
     ) -> (u32, u64, u64) {
-        let s = self.warp_save(kernel, w, block_x);
+        let s = self.warp_save(kernel, w, None, block_x);
         (s.words, s.census.live, s.moved)
     }
 
@@ -611,6 +635,30 @@ impl Switch {
         Ok(())
     }
 
+    /// Stops and saves `tbs`, taken from `sm` for `want`, keeping in place what the design
+    /// keeps (the part of [`Mechanism::preempt`] after the TBs are taken).
+    pub fn switch_taken(
+        &mut self,
+        sm: SmId,
+        tbs: Vec<TbRef>,
+        want: &Want,
+        cx: &mut Cx,
+    ) -> Result<(), TimingError> {
+        let plan = if self.config.in_place {
+            crate::want::room_plan(cx.machine, sm, &tbs, want)
+        } else {
+            vec![None; tbs.len()]
+        };
+        for (tb, keep) in tbs.into_iter().zip(plan) {
+            self.switch_tb(sm, tb, cx)?;
+            let s = self.saving.get_mut(&(sm, tb)).expect("just added");
+            s.keep_registers = keep.is_some_and(Keep::registers);
+            s.keep_shared = keep.is_some_and(Keep::shared_memory);
+            s.next = want.next();
+        }
+        Ok(())
+    }
+
     /// The bytes a BASELINE save of TB `tb` on `sm` would move (every allocated register
     /// of its live lanes, its shared memory, SIMT stacks and barrier state): what a
     /// mechanism can know before it decides.
@@ -625,8 +673,30 @@ impl Switch {
         registers + shared + stack_barrier_bytes(warps.iter().map(|w| w.pcs.len().max(1)))
     }
 
+    /// The bytes a save of TB `tb` on `sm` that keeps only its dirty registers would move
+    /// (the registers written since its last checkpoint or placement, at their widths, of
+    /// its live lanes, with its shared memory, SIMT stacks and barrier state), from the
+    /// dirty bits the SM keeps (papers/li-pep §3.1).
+    pub fn dirty_context_bytes(&mut self, m: &gpu::timing::Machine, sm: SmId, tb: TbRef) -> u64 {
+        let launch = m.launch(tb.launch);
+        let kernel = launch.ctx().kernel.clone();
+        let shared = u64::from(launch.ctx().smem_size);
+        let widths = &self.facts(&kernel).widths;
+        let warps = m.warps_of(sm, tb).unwrap_or_default();
+        let registers: u64 = warps
+            .iter()
+            .filter(|w| !w.done)
+            .map(|w| {
+                let pc = InstId(w.pc.unwrap_or(0).min(kernel.len().saturating_sub(1) as u32));
+                let dirty = kernel.regs.ids().filter(|r| w.is_dirty(r.index() as u32));
+                widths.size_of(pc, dirty).bytes_per_warp(w.lanes)
+            })
+            .sum();
+        registers + shared + stack_barrier_bytes(warps.iter().map(|w| w.pcs.len().max(1)))
+    }
+
     /// The context area a TB of `launch` needs at most.
-    fn area_bound(&mut self, cx: &mut Cx, tb: TbRef) -> u64 {
+    pub(crate) fn area_bound(&mut self, cx: &mut Cx, tb: TbRef) -> u64 {
         let launch = cx.machine.launch(tb.launch);
         let kernel = launch.ctx().kernel.clone();
         let block = launch.ctx().block;
@@ -659,19 +729,7 @@ impl Mechanism for Switch {
 
     fn preempt(&mut self, sm: SmId, want: Want, cx: &mut Cx) -> Result<(), TimingError> {
         let tbs = cx.take(sm, &want);
-        let plan = if self.config.in_place {
-            crate::want::room_plan(cx.machine, sm, &tbs, &want)
-        } else {
-            vec![None; tbs.len()]
-        };
-        for (tb, keep) in tbs.into_iter().zip(plan) {
-            self.switch_tb(sm, tb, cx)?;
-            let s = self.saving.get_mut(&(sm, tb)).expect("just added");
-            s.keep_registers = keep.is_some_and(Keep::registers);
-            s.keep_shared = keep.is_some_and(Keep::shared_memory);
-            s.next = want.next();
-        }
-        Ok(())
+        self.switch_taken(sm, tbs, &want, cx)
     }
 
     fn warp_drained(
@@ -692,7 +750,12 @@ impl Mechanism for Switch {
             return Ok(());
         };
         let w = w.clone();
-        let save = self.warp_save(&kernel, &w, block_x);
+        let dirty = cx
+            .machine
+            .warps_of(sm, tb)
+            .and_then(|v| v.into_iter().find(|v| v.index == warp))
+            .map(|v| v.dirty);
+        let save = self.warp_save(&kernel, &w, dirty.as_deref(), block_x);
         self.send_warp(sm, tb, warp as usize, save, cx)
     }
 
@@ -724,7 +787,10 @@ impl Mechanism for Switch {
                 .get(&(sm, tb))
                 .is_some_and(|s| s.warps.get(i).is_some_and(Option::is_some));
             if !done && !saved {
-                pending.push((i, self.warp_save(&kernel, &wc.warp, block_x)));
+                pending.push((
+                    i,
+                    self.warp_save(&kernel, &wc.warp, Some(&wc.dirty), block_x),
+                ));
             }
         }
         let tb_level = self.config.compression == Compression::Tb && {

@@ -39,7 +39,9 @@ use gpu::timing::{
 use preempt::{Cx, Mechanism, Output, Want};
 
 use crate::policy::Policy;
-use crate::tables::{Command, FrameworkConfig, KernelSlot, Ksr, Record, SmEntry, SmState, Tables};
+use crate::tables::{
+    Command, ContextId, FrameworkConfig, KernelSlot, Ksr, Record, SmEntry, SmState, Tables,
+};
 
 /// The framework with its policy and preemption mechanism: a [`Control`] for the machine.
 pub struct Framework {
@@ -56,6 +58,17 @@ pub struct Framework {
     limited: Vec<(SmId, KernelSlot, LaunchId)>,
     /// TBs preemption requests took that have not left their SM yet.
     leaving: Vec<(SmId, TbRef)>,
+    /// Launches the host called since the last cycle, to tell the mechanism of.
+    called: Vec<Called>,
+}
+
+/// A launch the host called ([`Framework::launch_called`], [`Framework::anticipate`]).
+enum Called {
+    /// By a process of this context and priority: it may preempt the kernels of lower
+    /// priority of other contexts.
+    Process { context: ContextId, priority: i32 },
+    /// By an experiment, for these SMs.
+    Sms(Vec<SmId>),
 }
 
 impl Framework {
@@ -97,6 +110,7 @@ impl Framework {
             set_up_for: vec![None; sm_count as usize],
             limited: Vec::new(),
             leaving: Vec::new(),
+            called: Vec::new(),
         }
     }
 
@@ -138,6 +152,51 @@ impl Framework {
 
     pub fn policy_name(&self) -> &str {
         self.policy.name()
+    }
+
+    /// The host of `context` called a launch at `priority` (`cudaLaunch`): it reaches the
+    /// GPU a launch latency later, and may then preempt the kernels of lower priority of
+    /// other contexts. The mechanism hears of it, with the SMs those kernels run on, at the
+    /// next cycle ([`preempt::Mechanism::launch_called`], papers/li-pep §3.3).
+    pub fn launch_called(&mut self, context: ContextId, priority: i32) {
+        self.called.push(Called::Process { context, priority });
+    }
+
+    /// Tells the mechanism at the next cycle that a launch that may preempt the kernels on
+    /// `sms` was called (an experiment's launch, which [`Framework::preempt_sm`] then
+    /// follows).
+    pub fn anticipate(&mut self, sms: Vec<SmId>) {
+        self.called.push(Called::Sms(sms));
+    }
+
+    /// Tells the mechanism of the launches called since the last cycle.
+    fn tell_called(&mut self, m: &mut Machine) -> Result<(), TimingError> {
+        for called in std::mem::take(&mut self.called) {
+            let t = &self.tables;
+            let sms: Vec<SmId> = match called {
+                Called::Sms(sms) => sms,
+                Called::Process { context, priority } => (0..t.smst.len())
+                    .filter(|&i| {
+                        let e = &t.smst[i];
+                        e.state == SmState::Running
+                            && e.kernel
+                                .and_then(|k| t.ksrt[k.0 as usize].as_ref())
+                                .is_some_and(|k| k.context != context && k.priority < priority)
+                    })
+                    .map(|i| SmId(i as u32))
+                    .collect(),
+            };
+            if sms.is_empty() {
+                continue;
+            }
+            let mut cx = Cx {
+                machine: m,
+                out: &mut self.out,
+            };
+            self.mechanism.launch_called(&sms, &mut cx)?;
+            self.collect();
+        }
+        Ok(())
     }
 
     /// A launch reaches the GPU at core cycle `cycle`: into its context's command buffer.
@@ -583,6 +642,9 @@ impl Control for Framework {
     fn on_cycle(&mut self, m: &mut Machine) -> Result<(), TimingError> {
         self.tables.now = m.cycle();
         self.observe(m)?;
+        if !self.called.is_empty() {
+            self.tell_called(m)?;
+        }
         self.refresh(m);
         self.admit(m)?;
         self.policy.on_cycle(&mut self.tables);

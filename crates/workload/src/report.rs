@@ -124,7 +124,9 @@ impl PreemptionSummary {
                 P::Preempted { tb, .. }
                 | P::Restored { tb, .. }
                 | P::Refused { tb, .. }
-                | P::Chose { tb, .. } => tb,
+                | P::Chose { tb, .. }
+                | P::Case { tb, .. }
+                | P::Checkpointed { tb, .. } => tb,
                 P::Requested { .. } => continue,
             };
             let n = name(tb.launch.0);
@@ -153,7 +155,7 @@ impl PreemptionSummary {
             match *r {
                 Record::Requested { .. } => s.requests += 1,
                 Record::Refused { .. } => s.refused += 1,
-                Record::Chose { .. } => {}
+                Record::Chose { .. } | Record::Case { .. } | Record::Checkpointed { .. } => {}
                 Record::Preempted {
                     how,
                     requested,

@@ -795,6 +795,10 @@ impl System {
                 } => {
                     let command =
                         self.command(p, &kernel, grid, block, dynamic_smem, &args, &at)?;
+                    // `cudaLaunch`: a mechanism may prepare for the preemption the launch
+                    // may bring once it arrives (papers/li-pep §3.3).
+                    self.framework
+                        .launch_called(command.context, command.priority);
                     let ready = later_fs(
                         now,
                         (self.setup.host.launch_latency_us * FS_PER_US as f64).trunc(),

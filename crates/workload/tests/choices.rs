@@ -47,6 +47,13 @@ fn mechanisms() -> Vec<MechanismKind> {
         MechanismKind::LightweightInPlace {
             compressor_latency: 40,
         },
+        MechanismKind::ChimeraDirty { deadline_us: 7.5 },
+        MechanismKind::Pep {
+            predicted_launch_us: 25.0,
+        },
+        MechanismKind::PepInPlace {
+            predicted_launch_us: 0.0,
+        },
     ]);
     all
 }
@@ -209,6 +216,14 @@ fn bad_names_parameters_and_values_are_refused_naming_them_and_where() {
         (
             "mechanism = { kind = \"chimera\", deadline_us = nan }",
             &["`deadline_us` = NaN is out of range"],
+        ),
+        (
+            "mechanism = { kind = \"pep\", predicted_launch_us = -1.0 }",
+            &["`predicted_launch_us` = -1 is out of range"],
+        ),
+        (
+            "mechanism = { kind = \"pep-in-place\", deadline_us = 10 }",
+            &["unknown field `deadline_us`", "predicted_launch_us"],
         ),
         (
             "mechanism = { kind = \"lightweight\", compressor_latency = 1.5 }",

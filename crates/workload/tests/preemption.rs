@@ -78,6 +78,9 @@ struct Requests {
     made: u32,
     moments: u32,
     started: Vec<u32>,
+    /// Cycles at which the host calls a launch (PEP's prediction, papers/li-pep §3.3),
+    /// latest first: every SM with TBs is announced, some cycles before a request.
+    calls: Vec<u64>,
 }
 
 impl Requests {
@@ -104,6 +107,10 @@ impl Requests {
 impl Injector for Requests {
     fn before_cycle(&mut self, m: &Machine, fw: &mut Framework) {
         let now = m.cycle();
+        if self.calls.last().is_some_and(|&c| c <= now) {
+            self.calls.pop();
+            fw.anticipate(Requests::candidates(m, 2));
+        }
         // Just after a launch has started: the SM that got its first TB.
         for &l in m.active() {
             if m.launch(l).started_at().is_some() && !self.started.contains(&l.0) {
@@ -146,6 +153,9 @@ fn every_mechanism_resumes_every_suite_kernel_bit_exactly() {
     // Chimera's drains, flushes and switches, and its recorded choices.
     let mut chimera = [0u32; 3];
     let mut chose = 0u32;
+    // Chimera+dirty's and PEP's switches; PEP's cases (a), (b), (c), (d/e).
+    let mut dirty = [0u32; 2];
+    let mut pep_cases = [0u32; 4];
     let mut made = [0u32; MechanismKind::ALL.len()];
     // `PREEMPTION_ONLY=kernel[:mechanism,...]` narrows the run while debugging (an empty
     // kernel: every kernel).
@@ -194,6 +204,25 @@ fn every_mechanism_resumes_every_suite_kernel_bit_exactly() {
                 })
                 .collect();
             plan.sort_unstable_by(|a, b| b.cmp(a));
+            // A launch call some cycles before every other request: before, during or after
+            // the base checkpoints it starts.
+            let mut calls: Vec<u64> = plan
+                .iter()
+                .step_by(2)
+                .map(|&c| c.saturating_sub(u64::from(rng.below(3000))))
+                .collect();
+            calls.sort_unstable_by(|a, b| b.cmp(a));
+            // PEP predicts a short launch time here, so that the suite's short TBs are
+            // checkpointed too (at 20 µs nearly all of them would drain).
+            let mechanism = match mechanism {
+                MechanismKind::Pep { .. } => MechanismKind::Pep {
+                    predicted_launch_us: 0.2,
+                },
+                MechanismKind::PepInPlace { .. } => MechanismKind::PepInPlace {
+                    predicted_launch_us: 0.2,
+                },
+                m => m,
+            };
             let mut requests = Requests {
                 plan,
                 rng,
@@ -201,6 +230,7 @@ fn every_mechanism_resumes_every_suite_kernel_bit_exactly() {
                 made: 0,
                 moments: 0,
                 started: Vec::new(),
+                calls,
             };
             let r = run(k, mechanism, Some(&mut requests));
             let name = format!("{} with {}", k.name(), mechanism.name());
@@ -256,6 +286,18 @@ fn every_mechanism_resumes_every_suite_kernel_bit_exactly() {
                         );
                         match (mechanism, how) {
                             (MechanismKind::Chimera { .. }, How::Drained) => chimera[0] += 1,
+                            (MechanismKind::ChimeraDirty { .. }, How::Switched) => {
+                                dirty[0] += 1;
+                                assert!(released > stopped, "{name}: {p:?}");
+                            }
+                            (
+                                MechanismKind::Pep { .. } | MechanismKind::PepInPlace { .. },
+                                How::Switched,
+                            ) => {
+                                dirty[1] += 1;
+                                assert!(bytes.stack_barrier > 0, "{name}: {p:?}");
+                            }
+                            (MechanismKind::ChimeraDirty { .. }, How::Flushed { .. }) => {}
                             (_, How::Drained) => {}
                             (
                                 MechanismKind::FlushStrict | MechanismKind::FlushRelaxed,
@@ -313,8 +355,42 @@ fn every_mechanism_resumes_every_suite_kernel_bit_exactly() {
                         refused += 1;
                     }
                     Record::Chose { .. } => {
-                        assert_eq!(mechanism, MechanismKind::CHIMERA, "{name}: {p:?}");
+                        assert!(
+                            matches!(
+                                mechanism,
+                                MechanismKind::Chimera { .. }
+                                    | MechanismKind::ChimeraDirty { .. }
+                                    | MechanismKind::Pep { .. }
+                                    | MechanismKind::PepInPlace { .. }
+                            ),
+                            "{name}: {p:?}"
+                        );
                         chose += 1;
+                    }
+                    Record::Checkpointed {
+                        paused,
+                        written,
+                        bytes,
+                        ..
+                    } => {
+                        assert!(
+                            matches!(
+                                mechanism,
+                                MechanismKind::Pep { .. } | MechanismKind::PepInPlace { .. }
+                            ) && paused < written
+                                && bytes.stack_barrier > 0,
+                            "{name}: {p:?}"
+                        );
+                    }
+                    Record::Case { case, .. } => {
+                        assert!(
+                            matches!(
+                                mechanism,
+                                MechanismKind::Pep { .. } | MechanismKind::PepInPlace { .. }
+                            ),
+                            "{name}: {p:?}"
+                        );
+                        pep_cases[*case as usize] += 1;
                     }
                     Record::Restored {
                         started,
@@ -343,7 +419,7 @@ fn every_mechanism_resumes_every_suite_kernel_bit_exactly() {
             );
         }
     }
-    eprintln!("requests {made:?}, switched {switched:?}, flushed {flushed}, refused {refused}, chimera {chimera:?} ({chose} choices)");
+    eprintln!("requests {made:?}, switched {switched:?}, flushed {flushed}, refused {refused}, chimera {chimera:?} ({chose} choices), dirty {dirty:?}, pep cases {pep_cases:?}");
     if only.is_some() {
         return;
     }
@@ -361,6 +437,13 @@ fn every_mechanism_resumes_every_suite_kernel_bit_exactly() {
     assert!(
         flushed > 0 && refused > 0,
         "flushed {flushed}, refused {refused}"
+    );
+    // Chimera+dirty and PEP switched, and PEP took two checkpoints of some TBs and one of
+    // others.
+    assert!(dirty.iter().all(|&n| n > 0), "dirty {dirty:?}");
+    assert!(
+        pep_cases[0] > 0 && pep_cases[1] > 0,
+        "pep cases {pep_cases:?}"
     );
     // Chimera used every technique, and recorded a choice for each TB it took.
     assert!(chimera.iter().all(|&n| n > 0), "chimera {chimera:?}");

@@ -35,6 +35,20 @@ pub struct WarpContext {
     pub warp: Warp,
     /// Ready, waiting at a barrier (with its arrival), or finished.
     pub status: WarpStatus,
+    /// Its dirty bits when it stopped, one per register (`dirty[r / 64] >> (r % 64)`): the
+    /// registers written since the TB's last checkpoint, or since it was placed on the SM
+    /// (papers/li-pep §3.1). A mechanism that saves only these must have saved the others
+    /// before (a checkpoint), or they were never written.
+    pub dirty: Vec<u64>,
+}
+
+impl WarpContext {
+    /// Whether register `r` was written since the TB's last checkpoint (or placement).
+    pub fn is_dirty(&self, r: u32) -> bool {
+        self.dirty
+            .get((r / 64) as usize)
+            .is_some_and(|w| w & (1 << (r % 64)) != 0)
+    }
 }
 
 /// The whole architectural state of a TB taken off an SM.

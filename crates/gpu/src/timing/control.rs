@@ -138,9 +138,10 @@ pub struct Routine {
 pub enum Scope {
     /// Every register of every warp, the shared memory, the SIMT stacks and barrier state.
     Full,
-    /// Only what changed since the TB's last checkpoint: registers written since (their
-    /// dirty bits, set at writeback, papers/li-pep §3.1), the shared memory if it was
-    /// stored to since, and the SIMT stacks and barrier state (always).
+    /// Only what changed since the TB's last checkpoint (for its first, since it was
+    /// placed): registers written since (their dirty bits, set at writeback, papers/li-pep
+    /// §3.1), the shared memory if it was stored to since (always at the first), and the
+    /// SIMT stacks and barrier state (always).
     Dirty,
 }
 

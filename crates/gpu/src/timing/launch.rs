@@ -109,6 +109,8 @@ pub struct Launch {
     pub(super) done: u64,
     /// Warp instructions the finished TBs executed.
     pub(super) done_instructions: u64,
+    /// Cycles finished TBs spent on their SMs (since their last placement).
+    pub(super) done_cycles: u64,
     pub(super) submitted_at: u64,
     /// Runaway limits ([`crate::limits`]): in warp instructions and in core cycles.
     pub(super) instruction_limit: Limit,
@@ -153,6 +155,7 @@ impl Launch {
             held: 0,
             done: 0,
             done_instructions: 0,
+            done_cycles: 0,
             submitted_at: now,
             instruction_limit: Limit::WithoutProgress(crate::limits::STALL_WARP_INSTRUCTIONS),
             max_cycles: Limit::WithoutProgress(crate::limits::STALL_CYCLES),
@@ -214,6 +217,13 @@ impl Launch {
     /// keep); `None` before any TB has finished.
     pub fn mean_tb_instructions(&self) -> Option<f64> {
         (self.done > 0).then(|| self.done_instructions as f64 / self.done as f64)
+    }
+
+    /// The mean core cycles a finished TB spent on its SM since it was last placed (the
+    /// profiled TB execution time of papers/li-pep §3.2); `None` before any TB has
+    /// finished.
+    pub fn mean_tb_cycles(&self) -> Option<f64> {
+        (self.done > 0).then(|| self.done_cycles as f64 / self.done as f64)
     }
 
     /// Core cycles at which it arrived, started and finished.

@@ -679,11 +679,12 @@ impl<B: MemoryBackend> Machine<B> {
             if self.retired.is_empty() {
                 continue;
             }
-            for (tb, frame, executed) in self.retired.finished.drain(..) {
+            for (tb, frame, executed, cycles) in self.retired.finished.drain(..) {
                 let l = &mut self.launches[tb.launch.index()];
                 l.resident -= 1;
                 l.done += 1;
                 l.done_instructions += executed;
+                l.done_cycles += cycles;
                 l.progress.stalled_cycles = 0;
                 l.give_frame(frame);
                 if l.done == l.total {

@@ -34,9 +34,19 @@ pub struct WarpView {
     pub executed: u64,
     /// Lanes that exist and have not exited.
     pub lanes: u32,
+    /// Its dirty bits, one per register: written since the TB's last checkpoint or since
+    /// it was placed ([`super::WarpContext::dirty`]).
+    pub dirty: Vec<u64>,
 }
 
 impl WarpView {
+    /// Whether register `r` is dirty.
+    pub fn is_dirty(&self, r: u32) -> bool {
+        self.dirty
+            .get((r / 64) as usize)
+            .is_some_and(|w| w & (1 << (r % 64)) != 0)
+    }
+
     /// Whether a stop request halted it.
     pub fn halted(&self) -> bool {
         self.control.halted()

@@ -8,10 +8,12 @@
 //! every instruction it has issued: a capture needs no drain. Loads in flight have already
 //! written their registers; stores have already reached device memory.
 //!
-//! **Dirty bits** (papers/li-pep §3.1): after a TB's first checkpoint, every register
-//! written at issue is marked; a [`Scope::Dirty`] checkpoint captures only the marked
-//! registers, the shared memory only if the TB stored to it since, and clears the marks.
-//! A TB's first checkpoint is always full (there is nothing to be incremental against).
+//! **Dirty bits** (papers/li-pep §3.1): every register written at issue is marked (a TB
+//! installed from a context starts with every mark set); a [`Scope::Dirty`] checkpoint
+//! captures only the marked registers — those written since the TB's last checkpoint, or,
+//! for its first, since it was placed: PEP's base checkpoint of the active context — and
+//! the shared memory if the TB stored to it since its last checkpoint (always at the
+//! first), and clears the marks. A rollback chain starts with a [`Scope::Full`] one.
 //!
 //! **Rollback** re-executes the instructions issued since the latest checkpoint, which is
 //! harmless only if none of them stored to global or local memory or performed an atomic
@@ -92,12 +94,10 @@ impl Sm {
         self.ckpt.next += 1;
         let n_regs = launch.ctx.kernel.regs.len();
         let t = self.res.tbs[k].as_mut().expect("resident TB");
-        // The first checkpoint of a TB is full.
-        let scope = match (scope, t.checkpoints.latest) {
-            (Scope::Dirty, Some(_)) => Scope::Dirty,
-            _ => Scope::Full,
-        };
-        let shared = (scope == Scope::Full || t.checkpoints.shared_dirty == SharedDirty::Written)
+        // Stores to shared memory are followed only after a TB's first checkpoint.
+        let shared = (scope == Scope::Full
+            || t.checkpoints.latest.is_none()
+            || t.checkpoints.shared_dirty == SharedDirty::Written)
             .then(|| t.shared.clone());
         let mut bytes = shared.as_ref().map_or(0, |s| s.len() as u64);
         let mut warps = Vec::with_capacity(t.slots.len());

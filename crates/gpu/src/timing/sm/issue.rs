@@ -457,8 +457,8 @@ impl Sm {
             }
         };
         // After a checkpoint: what re-executing this instruction after a rollback would
-        // repeat (a store or atomic to global or local memory), whether it changed shared
-        // memory, and which registers it writes (dirty bits).
+        // repeat (a store or atomic to global or local memory), and whether it changed
+        // shared memory (the registers it writes are marked dirty below, always).
         let tracking = tb.checkpoints.latest.is_some();
         if tracking && exec != 0 {
             tb.checkpoints.note(inst, top.pc);
@@ -566,11 +566,7 @@ impl Sm {
         };
         for &r in decoded.destinations(top.pc) {
             ws.ready_at[r as usize] = ready;
-        }
-        if tracking {
-            for &r in decoded.destinations(top.pc) {
-                ws.mark_dirty(r);
-            }
+            ws.mark_dirty(r);
         }
         let until = now + u64::from(busy.max(1));
         match class.unit() {

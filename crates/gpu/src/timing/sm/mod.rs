@@ -122,9 +122,9 @@ pub(super) struct Specs<'a> {
 /// its event, kinds in this order).
 #[derive(Default)]
 pub(super) struct Retired {
-    /// TBs that finished: the TB, its local-memory frame and the warp instructions it
-    /// executed.
-    pub finished: Vec<(TbRef, u64, u64)>,
+    /// TBs that finished: the TB, its local-memory frame, the warp instructions it
+    /// executed and the cycles it spent on the SM since it was (last) placed.
+    pub finished: Vec<(TbRef, u64, u64, u64)>,
     /// Warps of stopping TBs that drained: the TB and the warp's index in it.
     pub drained: Vec<(TbRef, u32)>,
     /// TBs that were stopped and whose state was captured, each with the hold that keeps
@@ -245,6 +245,7 @@ impl Sm {
                         done: w.status == WarpStatus::Done,
                         executed: w.warp.executed,
                         lanes: (w.warp.valid & !w.warp.exited).count_ones(),
+                        dirty: w.dirty.clone(),
                     }
                 })
                 .collect(),
@@ -345,7 +346,7 @@ impl Sm {
         now: u64,
         control: TbControl,
         mut warp: impl FnMut(u32) -> (Warp, WarpStatus, WarpControl),
-    ) {
+    ) -> crate::timing::ids::TbSlotId {
         debug_assert!(self.res.ledger.fits_for(tb.launch, &launch.demand));
         self.res.ledger.take_for(tb.launch, &launch.demand);
         let (k, slots) = self.res.free_slots(launch.demand.warps as usize);
@@ -378,6 +379,7 @@ impl Sm {
         self.issue.views_changed();
         // A TB restored at a barrier may find it already complete.
         self.retire_soon();
+        k
     }
 
     /// Places a new TB `tb` of `launch` (the caller checked that it fits), its local memory
@@ -421,7 +423,7 @@ impl Sm {
             _ => WarpControl::Running,
         };
         let mut warps = warps.into_iter();
-        self.place(
+        let k = self.place(
             launch,
             tb,
             ctaid,
@@ -435,6 +437,13 @@ impl Sm {
                 (w.warp, w.status, warp_control.clone())
             },
         );
+        // Where its registers were saved before is the mechanism's business: to the next
+        // checkpoint or save, every one of them is dirty.
+        for i in 0..self.res.slots_of(k).len() {
+            let s = self.res.slots_of(k)[i];
+            let w = self.res.warps[s].as_mut().expect("resident warp");
+            w.dirty.fill(u64::MAX);
+        }
     }
 
     /// Sets what `launch` may hold and issue here.

@@ -79,7 +79,8 @@ impl Sm {
                     .map(|&s| self.res.warp(s).warp.executed)
                     .sum::<u64>();
                 let tb = self.vacate(k, Resources::Release);
-                out.finished.push((tb.tb, tb.local_base, executed));
+                out.finished
+                    .push((tb.tb, tb.local_base, executed, now - tb.placed_at));
                 continue;
             }
             if control == TbControl::Running {
@@ -208,6 +209,7 @@ impl Sm {
                 WarpContext {
                     warp: w.warp,
                     status: w.status,
+                    dirty: w.dirty,
                 }
             })
             .collect();

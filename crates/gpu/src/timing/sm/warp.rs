@@ -39,8 +39,10 @@ pub(super) struct WarpSlot {
     pub cp_async: CpAsyncGroups,
     /// The cycle a `nanosleep` suspends the warp until.
     pub sleep_until: u64,
-    /// Registers written since the TB's last checkpoint (dirty bits set at writeback,
-    /// papers/li-pep §3.1), one bit per register.
+    /// Registers written since the TB's last checkpoint, or since it was placed (dirty bits
+    /// set at writeback, papers/li-pep §3.1), one bit per register; a TB installed from a
+    /// context starts with every bit set, since where its registers were saved before is
+    /// not known here.
     pub dirty: Vec<u64>,
 }
 
