@@ -10,6 +10,9 @@
 //! * [`per_instruction`]: papers/ji-ctxback §V — every suite kernel preempted at a seeded
 //!   sample of moments under BASELINE, LIVE, CS-Defer, CTXBack and CTXBack+CS-Defer;
 //!   context size, preemption and resume time normalised to BASELINE (Figures 7–9).
+//! * [`pep`]: papers/li-pep §4 — Chimera, Chimera+dirty, PEP and PEP+in-place preempting
+//!   every SM running each suite kernel over launch times, TB progress and deadlines;
+//!   latency, PEP's choices, context and saving overhead (Figures 5–9).
 //! * [`svg`]: a figure as an SVG bar chart.
 //! * [`benchmarks`]: papers/tanasic-thesis Table 5.2 for the suite (launches, times, TB
 //!   shapes, on-chip storage, projected save time, SHORT/MEDIUM/LONG classes).
@@ -23,6 +26,7 @@ pub mod benchmarks;
 pub mod figures;
 pub mod inplace;
 pub mod multiprogram;
+pub mod pep;
 pub mod per_instruction;
 pub mod periodic;
 pub mod study;

@@ -2,6 +2,7 @@
 
 use std::path::Path;
 
+use experiment::pep::{self, PepResults};
 use experiment::per_instruction::{self, PerInstructionConfig, PerInstructionResults};
 use experiment::periodic::{self, PeriodicConfig, PeriodicResults};
 use experiment::study::{self, StudyConfig};
@@ -10,7 +11,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use switchyard::output::write_atomic;
 
 use super::{
-    BalanceArg, BenchmarksArgs, CopyArg, MultiprogramArgs, Outcome, PerInstructionArgs,
+    BalanceArg, BenchmarksArgs, CopyArg, MultiprogramArgs, Outcome, PepArgs, PerInstructionArgs,
     PeriodicArgs, StudyArgs,
 };
 use crate::cmd_run::load_gpu;
@@ -861,4 +862,118 @@ fn write_per_instruction_csv(dir: &Path, r: &PerInstructionResults) -> Result<()
     write_atomic(&dir.join("kernels.csv"), kernels.as_bytes())?;
     write_atomic(&dir.join("requests.csv"), requests.as_bytes())?;
     Ok(())
+}
+
+/// `switchyard experiment pep`: papers/li-pep Figures 5–9.
+pub(crate) fn pep(args: PepArgs) -> Outcome {
+    let gpu = load_gpu(&args.gpu, None)?;
+    let mut config = pep::ExperimentConfig::default_on(gpu);
+    if !args.kernels.is_empty() {
+        config.kernels = args
+            .kernels
+            .iter()
+            .map(|n| kernel(n))
+            .collect::<Result<_, _>>()?;
+    }
+    let finite = |name: &str, v: &[f64], lo: f64, hi: f64| -> Result<(), String> {
+        match v
+            .iter()
+            .find(|x| !(x.is_finite() && lo <= **x && **x <= hi))
+        {
+            Some(x) => Err(format!("--{name}: {x} is out of range ({lo} to {hi})")),
+            None if v.is_empty() => Err(format!("--{name}: give at least one value")),
+            None => Ok(()),
+        }
+    };
+    finite("launch-us", &args.launch_us, 0.0, 1.0e6)?;
+    finite("progress", &args.progress, 0.0, 1.0)?;
+    finite("deadlines-us", &args.deadlines_us, 1.0e-3, 1.0e6)?;
+    finite(
+        "predicted-launch-us",
+        &[args.predicted_launch_us],
+        0.0,
+        1.0e6,
+    )?;
+    config.size = args.size.size();
+    config.launch_us = args.launch_us;
+    config.progress = args.progress;
+    config.deadlines_us = args.deadlines_us;
+    config.predicted_launch_us = args.predicted_launch_us;
+    config.seed = args.seed;
+    if let Some(t) = args.threads {
+        config.threads = t.max(1);
+    }
+    config.max_cycles = args.max_cycles;
+    config.instruction_limit = args.instruction_limit;
+    let bar = runs_bar("PEP's evaluation", pep::total_runs(&config));
+    let r = pep::run(&config, &|done, _, what| {
+        bar.set_position(done as u64);
+        bar.set_message(what.to_string());
+    });
+    bar.finish_and_clear();
+    let r = r.map_err(|e| e.to_string())?;
+    let figs = pep::figures(&r);
+    if let Some(dir) = &args.csv {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        write_atomic(&dir.join("points.csv"), pep::csv(&r).as_bytes())?;
+        for f in &figs {
+            write_atomic(
+                &dir.join(format!("{}.csv", f.id)),
+                figures::to_csv(f).as_bytes(),
+            )?;
+        }
+    }
+    if let Some(dir) = &args.plots {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        for f in &figs {
+            write_atomic(
+                &dir.join(format!("{}.svg", f.id)),
+                svg::bar_chart(f).as_bytes(),
+            )?;
+        }
+    }
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&r).expect("serializable")
+        );
+    } else {
+        print_pep(&r);
+        if let Some(dir) = &args.csv {
+            println!(
+                "\nCSV: {}/{{points,fig5,fig6,fig7,fig8,fig9}}.csv",
+                dir.display()
+            );
+        }
+        if let Some(dir) = &args.plots {
+            println!("plots: {}/fig{{5,6,7,8,9}}.svg", dir.display());
+        }
+    }
+    Ok(true)
+}
+
+fn print_pep(r: &PepResults) {
+    println!(
+        "PEP's evaluation on {}, {} inputs: {} kernels, every SM preempted once per run,",
+        r.gpu,
+        r.size,
+        r.kernels.len()
+    );
+    println!(
+        "every run bit-exact against the uninterrupted one; means over launch times, progress"
+    );
+    println!("and (Chimera) deadlines; context and overhead per switched TB");
+    println!(
+        "{:<14} {:>6} {:>11} {:>13} {:>10} {:>12}",
+        "family", "points", "latency µs", "context B/TB", "base B/TB", "overhead µs"
+    );
+    for m in &r.means {
+        println!(
+            "{:<14} {:>6} {:>11.2} {:>13.0} {:>10.0} {:>12.2}",
+            m.family, m.points, m.latency_us, m.context_per_tb, m.base_per_tb, m.overhead_us
+        );
+    }
+    println!("\npapers/li-pep §4 (GPGPU-Sim GTX980): latency Chimera 8.9 µs, PEP 4.5 µs,");
+    println!("PEP+in-place 3.6 µs, Chimera+dirty -31.8%; context Chimera+dirty -34.4%, PEP about");
+    println!("Chimera's; saving overhead PEP -6.3% from Chimera.");
 }

@@ -143,6 +143,13 @@ enum ExperimentCommand {
     /// arithmetic and geometric means over the kernels. Every run must end bit-exact
     /// against the uninterrupted one; one that does not is an error.
     PerInstruction(PerInstructionArgs),
+    /// PEP's evaluation (papers/li-pep §4, Figures 5-9): each suite kernel is preempted on
+    /// every SM when another kernel arrives, --launch-us after the host called it, with the
+    /// first wave of TBs --progress into their run at the call; Chimera and Chimera+dirty at
+    /// each --deadlines-us, PEP and PEP+in-place predicting --predicted-launch-us. Reports
+    /// preemption latency, PEP's choices, context per TB and saving overhead, every run
+    /// verified and bit-exact against the uninterrupted one.
+    Pep(PepArgs),
     /// The multiprogram evaluation of papers/tanasic-thesis §5.3: seeded random mixes of
     /// suite programs, each program replayed until every one has completed --replay runs,
     /// under FCFS, NPQ, PPQ (exclusive and shared) and DSS, with a context switch and with
@@ -190,6 +197,52 @@ struct PerInstructionArgs {
     /// Write Figures 7-9 (context size, preemption and resume time over BASELINE's, per
     /// kernel, with the geometric and arithmetic means) as SVG bar charts into this
     /// directory.
+    #[arg(long)]
+    plots: Option<PathBuf>,
+}
+
+#[derive(clap::Args)]
+struct PepArgs {
+    /// Suite kernels to run. Default: the whole suite (those the GPU can run).
+    kernels: Vec<String>,
+    /// Problem size.
+    #[arg(long, value_enum, default_value_t = SizeArg::Small)]
+    size: SizeArg,
+    /// Actual launch times, µs: from the host's call to the kernel's arrival.
+    #[arg(long, value_delimiter = ',', default_values_t = [5.0, 15.0, 25.0, 35.0])]
+    launch_us: Vec<f64>,
+    /// TB progress at the call, as fractions of the mean TB time.
+    #[arg(long, value_delimiter = ',', default_values_t = [0.25, 0.5, 0.75])]
+    progress: Vec<f64>,
+    /// Chimera's and Chimera+dirty's deadlines, µs.
+    #[arg(long, value_delimiter = ',', default_values_t = [5.0, 10.0, 15.0])]
+    deadlines_us: Vec<f64>,
+    /// The launch time PEP predicts, µs.
+    #[arg(long, default_value_t = 20.0)]
+    predicted_launch_us: f64,
+    /// Seed of the input generators.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// GPU preset or configuration file (default: the paper's GTX980, its Table 2).
+    #[arg(long, default_value = "gtx980")]
+    gpu: String,
+    /// Runs at once (default: one per core; results do not depend on it).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Core cycles one run may take.
+    #[arg(long, default_value_t = 200_000_000)]
+    max_cycles: u64,
+    /// Stop a launch after this many warp instructions in all, as a runaway (default: when
+    /// 2^27 pass without any of its TBs finishing).
+    #[arg(long, value_name = "WARP_INSTRUCTIONS")]
+    instruction_limit: Option<u64>,
+    /// Print the results as JSON (every point).
+    #[arg(long)]
+    json: bool,
+    /// Write points.csv and one CSV per figure (fig5-fig9) into this directory.
+    #[arg(long)]
+    csv: Option<PathBuf>,
+    /// Write Figures 5-9 as SVG bar charts into this directory.
     #[arg(long)]
     plots: Option<PathBuf>,
 }
@@ -303,7 +356,8 @@ struct StudyArgs {
     /// Mechanisms to compare, comma-separated, each `name[:key=value,...]` (a `key=value`
     /// after a comma continues the mechanism before it), or the flag repeated; default:
     /// drain, flush-strict, flush-relaxed, baseline, live, cs-defer, ctxback,
-    /// ctxback-cs-defer, lightweight, lightweight-tb, chimera. E.g. `chimera:deadline_us=5,chimera:deadline_us=10,drain`.
+    /// ctxback-cs-defer, lightweight, lightweight-tb, chimera, chimera-dirty, pep, pep-in-place.
+    /// E.g. `chimera:deadline_us=5,chimera:deadline_us=10,drain`.
     #[arg(long, value_name = "LIST", value_parser = mechanisms_arg)]
     mechanisms: Vec<Mechanisms>,
     /// GPU preset or configuration file.
@@ -394,8 +448,9 @@ struct ScenarioArgs {
     sharing: Option<Switch>,
     /// How a preempted SM is emptied, overriding the scenario's: drain, flush-strict,
     /// flush-relaxed, baseline, live, points-live, lightweight, lightweight-tb,
-    /// lightweight-in-place, chimera, written `name[:key=value,...]`, e.g.
-    /// `chimera:deadline_us=10` or `lightweight:compressor_latency=4`.
+    /// lightweight-in-place, chimera, chimera-dirty, cs-defer, ctxback, ctxback-cs-defer,
+    /// pep, pep-in-place, written `name[:key=value,...]`, e.g. `chimera:deadline_us=10`,
+    /// `pep:predicted_launch_us=25` or `lightweight:compressor_latency=4`.
     #[arg(long, value_name = "MECHANISM", value_parser = mechanism_arg)]
     mechanism: Option<preempt::MechanismKind>,
     /// The time slice of the time-slice policy, µs, overriding the scenario's
@@ -607,6 +662,7 @@ fn main() -> ExitCode {
         Some(Command::Experiment(ExperimentCommand::PerInstruction(args))) => {
             cmd_experiment::per_instruction(args)
         }
+        Some(Command::Experiment(ExperimentCommand::Pep(args))) => cmd_experiment::pep(args),
         Some(Command::Experiment(ExperimentCommand::Multiprogram(args))) => {
             cmd_experiment::multiprogram(args)
         }
