@@ -641,3 +641,47 @@ fn kernels_are_named_by_their_cxx_names_unless_ambiguous() {
         ],
     );
 }
+
+/// The Rodinia-style whole programs of `scenarios/` run as one process each, launch the
+/// grids their loop arithmetic gives, and verify against their CPU references.
+#[test]
+fn the_lud_and_nw_programs_run_their_grids_and_verify() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
+    let run = |file: &str| {
+        let path = dir.join(file).display().to_string();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let s = parse(&path, &text, &workload::Disk).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(s.processes.len(), 1);
+        let gpu = GpuConfig::preset("gtx480").unwrap();
+        let setup = Setup::for_scenario(&s, TimedGpu::new(gpu), 1 << 30);
+        let r = System::new(setup, &s.processes)
+            .unwrap()
+            .run(&mut |_| {})
+            .unwrap_or_else(|e| panic!("{file}: {e}"));
+        let v = r.processes[0].verdict.clone().unwrap();
+        assert!(v.verified, "{file}: {}", v.detail);
+        r.kernels
+            .iter()
+            .map(|k| (k.kernel.clone(), k.tbs))
+            .collect::<Vec<_>>()
+    };
+    let named = |k: &str, tbs: u64| (k.to_string(), tbs);
+
+    // LU: per step t of 7, one diagonal tile, 2 (7 - t) panel tiles, (7 - t)^2 updates.
+    let mut want = Vec::new();
+    for t in 0..7 {
+        want.push(named("_Z11lu_diagonalPfii", 1));
+        want.push(named("_Z8lu_panelPfii", 2 * (7 - t)));
+        want.push(named("_Z9lu_updatePfii", (7 - t) * (7 - t)));
+    }
+    want.push(named("_Z11lu_diagonalPfii", 1));
+    assert_eq!(run("lud.toml"), want);
+
+    // NW: the borders (129 cells in blocks of 128), then the 15 anti-diagonals of 8 x 8
+    // tiles, 1, 2, .., 8, .., 2, 1 blocks.
+    let mut want = vec![named("_Z10nw_bordersPiii", 2)];
+    for d in 0..15u64 {
+        want.push(named("_Z11nw_diagonalPiPKiS1_S1_iii", (d + 1).min(15 - d)));
+    }
+    assert_eq!(run("nw.toml"), want);
+}
