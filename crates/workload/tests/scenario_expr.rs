@@ -39,7 +39,20 @@ DONE:
 }
 "#;
 
-/// `store` beside `ns::store` and two overloads of `fill`.
+/// `scale(float *p, float f, unsigned bits)`: takes a float and a .b32 parameter (does
+/// nothing).
+const SCALE: &str = r#"
+.visible .entry _Z5scalePffj(
+    .param .u64 _Z5scalePffj_param_0,
+    .param .f32 _Z5scalePffj_param_1,
+    .param .b32 _Z5scalePffj_param_2
+)
+{
+    ret;
+}
+"#;
+
+/// `store` beside `ns::store`, two overloads of `fill` and `scale`.
 fn overloaded() -> String {
     let ns = STORE
         .split(".visible")
@@ -50,7 +63,7 @@ fn overloaded() -> String {
         format!(".visible .entry {m}(\n    .param .u64 {m}_param_0\n)\n{{\n    ret;\n}}\n")
     };
     format!(
-        "{STORE}\n.visible{ns}\n{}\n{}",
+        "{STORE}\n.visible{ns}\n{}\n{}\n{SCALE}",
         fill("_Z4fillPf"),
         fill("_Z4fillPi")
     )
@@ -380,6 +393,43 @@ fn negative_and_out_of_range_values_are_errors() {
     );
 }
 
+/// A `repeat_until_zero`'s index counts its iterations from 0, named by `as` or read as
+/// `loop_index`.
+#[test]
+fn the_index_of_a_repeat_until_zero_counts_from_zero() {
+    // Iteration k writes out[k] = 10 + k and the flag 2 - k: three iterations.
+    let text = program(
+        r#"
+[[process.buffer]]
+name = "flag"
+type = "u32"
+len = 1
+init = "fill"
+value = 1
+
+[[process.command]]
+repeat_until_zero = { buffer = "flag", as = "k" }
+max_iterations = 10
+[[process.command.body]]
+launch = "store"
+grid = [1]
+block = [32]
+args = [{ buffer = "out" }, { loop_index = "u32" }, { u32 = "10 + k" }]
+[[process.command.body]]
+launch = "store"
+grid = [1]
+block = [32]
+args = [{ buffer = "flag" }, { u32 = 0 }, { u32 = "2 - k" }]
+
+[[process.check]]
+buffer = "out"
+values = [10, 11, 12, 0]
+"#,
+    );
+    let v = run(&text).unwrap();
+    assert!(v.verified, "{}", v.detail);
+}
+
 #[test]
 fn a_value_known_only_while_running_is_an_error_naming_the_command() {
     // The index of a repeat_until_zero is known only as it runs: its third launch has a
@@ -485,6 +535,33 @@ fn arguments_must_suit_the_kernels_parameters() {
         &format!("{f}[1].s32"),
         &["2147483648: an s32 argument must be in -2147483648..=2147483647"],
     );
+    // An integer for a float parameter; a float or an integer for a .b32 one.
+    let scale = |args: &str| {
+        format!(
+            "[[process]]\nname = \"p\"\nptx = \"two.ptx\"\n\n[[process.buffer]]\nname = \"out\"\ntype = \"f32\"\nlen = 4\n\n[[process.command]]\nlaunch = \"scale\"\ngrid = [1]\nblock = [32]\nargs = {args}\n"
+        )
+    };
+    assert_error(
+        &scale(r#"[{ buffer = "out" }, { u32 = 2 }, { u32 = 1 }]"#),
+        "14:29",
+        "process[0].command[0].args[1]",
+        &["a u32 argument for parameter 1 `_Z5scalePffj_param_1` (.f32) of kernel `scale`: it needs a .u32, .s32 or .b32 parameter"],
+    );
+    assert_error(
+        &scale(r#"[{ buffer = "out" }, { f64 = 2.0 }, { u32 = 1 }]"#),
+        "14:29",
+        "process[0].command[0].args[1]",
+        &[
+            "an f64 argument for parameter 1",
+            "it needs a .f64 or .b64 parameter",
+        ],
+    );
+    for good in [
+        r#"[{ buffer = "out" }, { f32 = 2.0 }, { u32 = 1 }]"#,
+        r#"[{ buffer = "out" }, { f32 = 2.0 }, { f32 = 1.0 }]"#,
+    ] {
+        parse("s.toml", &scale(good), &Mem).unwrap_or_else(|e| panic!("{e}"));
+    }
     // A signed argument for an unsigned parameter of its width is what C does (NVRTC
     // declares `int` parameters .u32).
     parse(
