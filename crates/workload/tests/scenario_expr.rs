@@ -720,9 +720,10 @@ fn kernels_are_named_by_their_cxx_names_unless_ambiguous() {
 }
 
 /// The Rodinia-style whole programs of `scenarios/` run as one process each, launch the
-/// grids their loop arithmetic gives, and verify against their CPU references.
+/// grids their loop arithmetic gives, and verify against their CPU references (and so does
+/// the BFS command stream).
 #[test]
-fn the_lud_and_nw_programs_run_their_grids_and_verify() {
+fn the_lud_nw_and_bfs_programs_run_their_grids_and_verify() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
     let run = |file: &str| {
         let path = dir.join(file).display().to_string();
@@ -761,4 +762,8 @@ fn the_lud_and_nw_programs_run_their_grids_and_verify() {
         want.push(named("_Z11nw_diagonalPiPKiS1_S1_iii", (d + 1).min(15 - d)));
     }
     assert_eq!(run("nw.toml"), want);
+
+    // BFS's level argument is `loop_index` in a repeat_until_zero (from 0): 14 levels.
+    let levels = run("bfs-commands.toml");
+    assert_eq!(levels, vec![named("bfs_level", 16); 14]);
 }
