@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Regenerates the committed PTX of Switchyard's kernel suite with NVRTC.
 
-Every ``kernels/<name>/<name>.cu`` is compiled for each of its targets:
+Every ``kernels/<name>/<name>.cu`` is compiled for each of its targets, and so is every
+``scenarios/programs/<name>.cu`` (the kernels of the scenarios' whole-program examples,
+written next to their source as ``<name>.<target>.ptx``):
 
 * ``kernels/<name>/<name>.sm_70.ptx`` by NVRTC 12.x for ``compute_70``
   (CUDA 13 no longer targets Volta, so the 12.x compiler is needed there);
@@ -42,6 +44,7 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KERNELS = os.path.join(ROOT, "kernels")
+PROGRAMS = os.path.join(ROOT, "scenarios", "programs")
 VENV = os.path.join(ROOT, ".venv-nvrtc")
 
 # (target suffix, wheel requirements, install dir, library file, major, arch, extra options).
@@ -175,16 +178,23 @@ class Nvrtc:
 
 
 def kernel_names(selected):
-    names = sorted(d for d in os.listdir(KERNELS)
-                   if os.path.isfile(os.path.join(KERNELS, d, d + ".cu")))
+    """The sources to compile: (name, source path, output folder relative to the root)."""
+    units = [(d, os.path.join(KERNELS, d, d + ".cu"), os.path.join("kernels", d))
+             for d in sorted(os.listdir(KERNELS))
+             if os.path.isfile(os.path.join(KERNELS, d, d + ".cu"))]
+    if os.path.isdir(PROGRAMS):
+        units += [(f[:-3], os.path.join(PROGRAMS, f), os.path.join("scenarios", "programs"))
+                  for f in sorted(os.listdir(PROGRAMS)) if f.endswith(".cu")]
     if selected:
+        names = [u[0] for u in units]
         missing = [s for s in selected if s not in names]
         if missing:
-            fail("no kernels/<name>/<name>.cu for: " + ", ".join(missing))
-        names = [n for n in names if n in selected]
-    if not names:
+            fail("no kernels/<name>/<name>.cu or scenarios/programs/<name>.cu for: "
+                 + ", ".join(missing))
+        units = [u for u in units if u[0] in selected]
+    if not units:
         fail("no kernels found under " + KERNELS)
-    return names
+    return units
 
 
 def kernel_targets(source, src_path):
@@ -201,19 +211,23 @@ def kernel_targets(source, src_path):
     return list(DEFAULT_TARGETS)
 
 
-def generate(names, out_root):
-    """Compiles every kernel for each of its targets into out_root/<name>/; returns the
-    paths."""
+def generate(units, out_root):
+    """Compiles every unit for each of its targets into its folder under out_root; returns
+    the paths."""
     written = []
+    sources = {}
+    for name, src_path, _ in units:
+        with open(src_path) as f:
+            sources[name] = f.read()
     for suffix, req, subdir, libname, major, arch, extra in TOOLCHAINS:
+        if not any(suffix in kernel_targets(sources[n], p) for n, p, _ in units):
+            continue
         lib, includes = ensure_wheels(req, subdir, libname)
         nvrtc = Nvrtc(lib, major)
         print("gen_ptx: %s with NVRTC %d.%d (%s)" % (suffix, nvrtc.version[0], nvrtc.version[1], req[0]))
         options = COMMON_OPTIONS + extra + ["--gpu-architecture=" + arch] + ["-I" + i for i in includes]
-        for name in names:
-            src_path = os.path.join(KERNELS, name, name + ".cu")
-            with open(src_path) as f:
-                source = f.read()
+        for name, src_path, out_rel in units:
+            source = sources[name]
             if suffix not in kernel_targets(source, src_path):
                 continue
             ptx, log = nvrtc.compile(source, name + ".cu", options)
@@ -225,12 +239,12 @@ def generate(names, out_root):
             if log.strip():
                 # Warnings are shown but do not fail the build.
                 print("gen_ptx: %s (%s):\n%s" % (name, suffix, log), file=sys.stderr)
-            out_dir = os.path.join(out_root, name)
+            out_dir = os.path.join(out_root, out_rel)
             os.makedirs(out_dir, exist_ok=True)
             out_path = os.path.join(out_dir, "%s.%s.ptx" % (name, suffix))
             with open(out_path, "w", newline="\n") as f:
                 f.write(ptx)
-            written.append((name, suffix, out_path))
+            written.append((out_rel, name, suffix, out_path))
     return written
 
 
@@ -240,18 +254,18 @@ def main():
                     help="regenerate into a temporary directory and diff against the committed PTX")
     ap.add_argument("kernels", nargs="*", help="only these kernels (default: all)")
     args = ap.parse_args()
-    names = kernel_names(args.kernels)
+    units = kernel_names(args.kernels)
 
     if not args.check:
-        written = generate(names, KERNELS)
-        print("gen_ptx: wrote %d PTX files for %d kernels" % (len(written), len(names)))
+        written = generate(units, ROOT)
+        print("gen_ptx: wrote %d PTX files for %d kernels" % (len(written), len(units)))
         return
 
     with tempfile.TemporaryDirectory(prefix="switchyard-ptx-") as tmp:
-        written = generate(names, tmp)
+        written = generate(units, tmp)
         stale = 0
-        for name, suffix, path in written:
-            committed = os.path.join(KERNELS, name, "%s.%s.ptx" % (name, suffix))
+        for out_rel, name, suffix, path in written:
+            committed = os.path.join(ROOT, out_rel, "%s.%s.ptx" % (name, suffix))
             with open(path) as f:
                 new = f.read()
             old = ""

@@ -6,6 +6,8 @@
 //! * [`choice`]: how a mechanism or a policy with its parameters is written, in scenario
 //!   files and on the command line.
 //! * [`data`]: buffer element types, initial contents, `.npy` files.
+//! * [`demangle`]: kernels named by their C++ names.
+//! * [`expr`]: integer expressions over constants and loop indices in scenario fields.
 //! * [`scenario`]: the scenario format, checked and resolved with file, line and field.
 //! * [`program`]: host programs (a scenario's commands; a suite kernel's own host program).
 //! * [`system`]: the host model (streams, copy engines over PCIe, launch latency) around the
@@ -13,6 +15,8 @@
 
 pub mod choice;
 pub mod data;
+pub mod demangle;
+pub mod expr;
 pub mod program;
 pub mod scenario;
 pub mod system;

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use gpu::memory::DeviceMemory;
 use gpu::{DevPtr, KernelArg};
 
-use crate::scenario::{Arg, Check, Cmd, CmdKind, CommandProgram, Expect, IndexType};
+use crate::scenario::{Check, Cmd, CmdKind, CommandProgram, Expect, ValueError};
 
 /// What a program asks of the host model.
 #[derive(Debug)]
@@ -139,38 +139,24 @@ impl Commands {
         }
     }
 
-    /// The iteration (from 0) of the innermost loop.
-    fn loop_index(&self) -> u64 {
+    /// The iteration (from 0) of every enclosing loop, outermost first.
+    fn loops(&self) -> Vec<Option<i64>> {
         self.frames
             .iter()
-            .rev()
-            .find_map(|f| match f.kind {
-                FrameKind::Repeat { left, times } => Some(times - left),
-                FrameKind::Until { iterations, .. } => Some(iterations - 1),
+            .filter_map(|f| match f.kind {
+                FrameKind::Repeat { left, times } => Some(Some((times - left) as i64)),
+                FrameKind::Until { iterations, .. } => Some(Some(iterations as i64 - 1)),
                 FrameKind::Top => None,
             })
-            .unwrap_or(0)
+            .collect()
     }
+}
 
-    fn arg(&self, a: &Arg) -> KernelArg {
-        match *a {
-            Arg::LoopIndex(t) => {
-                let i = self.loop_index();
-                match t {
-                    IndexType::U32 => KernelArg::U32(i as u32),
-                    IndexType::S32 => KernelArg::I32(i as i32),
-                    IndexType::U64 => KernelArg::U64(i),
-                    IndexType::S64 => KernelArg::I64(i as i64),
-                }
-            }
-            Arg::Buffer { buffer, offset } => KernelArg::Ptr(DevPtr(self.ptrs[buffer] + offset)),
-            Arg::U32(v) => KernelArg::U32(v),
-            Arg::S32(v) => KernelArg::I32(v),
-            Arg::U64(v) => KernelArg::U64(v),
-            Arg::S64(v) => KernelArg::I64(v),
-            Arg::F32(v) => KernelArg::F32(v),
-            Arg::F64(v) => KernelArg::F64(v),
-        }
+/// A value's error as the run reports it (every loop index is known when it runs).
+fn bad(e: ValueError) -> String {
+    match e {
+        ValueError::Bad(e) => e.to_string(),
+        ValueError::Unknown => unreachable!("every loop index is known while running"),
     }
 }
 
@@ -263,17 +249,25 @@ impl HostProgram for Commands {
                 }
                 continue;
             }
-            let cmd = frame.cmds[frame.pc].clone();
+            // The list is shared: the command is read in place, not copied.
+            let cmds = frame.cmds.clone();
+            let cmd = &cmds[frame.pc];
             frame.pc += 1;
             match cmd.kind {
                 CmdKind::Copy {
                     buffer,
                     to_device,
-                    offset,
-                    bytes,
+                    ref offset,
+                    ref bytes,
                     stream,
                     blocking,
                 } => {
+                    let buf = (
+                        self.program.buffers[buffer].name.as_str(),
+                        self.mirrors[buffer].len() as u64,
+                    );
+                    let (offset, bytes) =
+                        CmdKind::copy_range(offset, bytes, buf, &self.loops()).map_err(bad)?;
                     let data = if to_device {
                         self.mirrors[buffer][offset as usize..(offset + bytes) as usize].to_vec()
                     } else {
@@ -290,25 +284,43 @@ impl HostProgram for Commands {
                     });
                 }
                 CmdKind::Launch {
-                    kernel,
-                    grid,
-                    block,
-                    dynamic_smem,
-                    args,
+                    ref kernel,
+                    ref grid,
+                    ref block,
+                    ref dynamic_smem,
+                    ref args,
                     stream,
                 } => {
-                    return Ok(Request::Launch {
-                        kernel,
+                    let lens = |b: usize| self.mirrors[b].len() as u64;
+                    let ptr = |b: usize| self.ptrs[b];
+                    let loops = self.loops();
+                    let v = CmdKind::launch_values(
                         grid,
                         block,
                         dynamic_smem,
-                        args: args.iter().map(|a| self.arg(a)).collect(),
+                        args,
+                        &lens,
+                        &ptr,
+                        &loops,
+                    )
+                    .map_err(bad)?;
+                    return Ok(Request::Launch {
+                        kernel: kernel.clone(),
+                        grid: v.grid,
+                        block: v.block,
+                        dynamic_smem: v.dynamic_smem,
+                        args: v.args,
                         stream,
                         wait: false,
                         at: format!("{} ({})", cmd.at, cmd.field),
                     });
                 }
-                CmdKind::Repeat { times, body } => {
+                CmdKind::Repeat {
+                    ref times,
+                    ref body,
+                } => {
+                    let times = CmdKind::times(times, &self.loops()).map_err(bad)?;
+                    let body = body.clone();
                     if times > 0 {
                         self.frames.push(Frame {
                             cmds: body,
@@ -322,9 +334,9 @@ impl HostProgram for Commands {
                     offset,
                     width,
                     max_iterations,
-                    body,
+                    ref body,
                 } => self.frames.push(Frame {
-                    cmds: body,
+                    cmds: body.clone(),
                     pc: 0,
                     kind: FrameKind::Until {
                         buffer,
@@ -338,11 +350,16 @@ impl HostProgram for Commands {
                 CmdKind::Sync { stream } => return Ok(Request::Sync { stream }),
                 CmdKind::Set {
                     buffer,
-                    offset,
-                    bytes,
+                    ref index,
+                    ref bytes,
                 } => {
-                    let at = offset as usize;
-                    self.mirrors[buffer][at..at + bytes.len()].copy_from_slice(&bytes);
+                    let ty = self.program.buffers[buffer].ty;
+                    let elems = (self.mirrors[buffer].len() / ty.size()) as u64;
+                    let values = bytes.len() / ty.size();
+                    let loops = self.loops();
+                    let at = CmdKind::set_offset(index, values, elems, ty.size(), &loops)
+                        .map_err(bad)? as usize;
+                    self.mirrors[buffer][at..at + bytes.len()].copy_from_slice(bytes);
                 }
             }
         }

@@ -29,6 +29,10 @@
 //!                                 # process has completed 3 runs (tanasic-thesis §5.3.1);
 //!                                 # the metrics average the completed runs
 //!
+//! [constants]                     # named integers for expressions (below); each may use
+//! N = 500                         # the ones written before it
+//! BLOCKS = "(N + 127) / 128"
+//!
 //! [[process]]
 //! name = "bfs"
 //! suite = "bfs"                   # a suite kernel's host program, verified by its reference
@@ -43,37 +47,49 @@
 //! ptx = "../examples/saxpy/saxpy.ptx"   # relative to this file; "suite:bfs" is the suite
 //!                                       # kernel's committed PTX for `target`
 //! arrival_us = 20.0
+//! constants = { HALF = "N / 2" }        # this process's own, beside [constants]
 //!
 //! [[process.buffer]]
 //! name = "x"
 //! type = "f32"                    # u8 u16 u32 u64 s32 s64 f32 f64
-//! len = 500                       # at most 1 GiB; 4 GiB for all processes together
+//! len = "N"                       # at most 1 GiB; 4 GiB for all processes together
 //! init = "random"                 # zero | iota | fill (value) | values | random (min, max, seed)
 //! min = 0.0                       #   | file (a .npy file, or raw little-endian bytes)
 //! max = 1.0
 //!
 //! [[process.command]]             # copies are blocking (cudaMemcpy) unless blocking = false
 //! copy = "x"                      # direction = "to_device" (default) | "to_host"
+//! # offset = "4 * HALF"           # bytes into the buffer, and how many (default: the rest)
+//! # bytes = "4 * (N - HALF)"
 //!
 //! [[process.command]]
-//! launch = "saxpy"                # a kernel of the process's PTX file
-//! grid = [4]
+//! launch = "saxpy"                # a kernel of the process's PTX file: its PTX name, or
+//!                                 # its C++ name (`vecadd` for _Z6vecaddPfS_S_i) when no
+//!                                 # other kernel of the file has that name
+//! grid = ["BLOCKS"]               # 1 to 3 dimensions, each at least 1
 //! block = [128]
-//! args = [{ buffer = "x" }, { buffer = "y", offset = 16 }, { f32 = 2.0 }, { u32 = 500 }]
+//! args = [{ buffer = "x" }, { buffer = "y", offset = 16 }, { f32 = 2.0 }, { u32 = "N" }]
 //! stream = 0                      # streams run in order; different streams overlap
-//! # { loop_index = "s32" }: the iteration (from 0) of the innermost enclosing repeat
+//! # dynamic_smem = 0              # bytes of dynamic shared memory
 //!
 //! [[process.command]]
-//! repeat = 10                     # the body, 10 times (run lazily: at most 1024 copies
-//!                                 # and launches of a process wait unfinished, then
-//!                                 # the host blocks as on a full CUDA launch queue)
+//! repeat = { times = 10, as = "t" }  # the body, 10 times, its index (from 0) named `t`
+//!                                 # (or `repeat = 10`, `repeat = "N / 50"`); run lazily: at
+//!                                 # most 1024 copies and launches of a process wait
+//!                                 # unfinished, then the host blocks as on a full CUDA
+//!                                 # launch queue
 //! [[process.command.body]]
 //! launch = "saxpy"
-//! # ...
+//! grid = ["(N - 50 * t + 127) / 128"]
+//! block = [128]
+//! args = [{ buffer = "x", offset = "200 * t" }, { buffer = "y", offset = "200 * t" },
+//!         { f32 = 2.0 }, { u32 = "N - 50 * t" }]
+//! # { loop_index = "s32" } is the innermost enclosing loop's index, named or not
 //!
 //! [[process.command]]
-//! repeat_until_zero = { buffer = "changed", index = 0 }  # BFS's host loop: the body, then
-//! max_iterations = 10000                                 # a 1-element device→host copy
+//! repeat_until_zero = { buffer = "changed", index = 0, as = "level" }  # BFS's host loop:
+//! max_iterations = 10000          # the body, then a 1-element device→host copy of the
+//!                                 # word; `level` counts the iterations from 0
 //!
 //! [[process.command]]
 //! set = "changed"                 # host-side: write elements of a buffer's host copy
@@ -88,6 +104,26 @@
 //! values = [1.0, 3.0]             # a prefix; or fill = 2.0; or file = "y.npy"
 //! tolerance = 1e-6                # relative, floats only; finite, >= 0
 //! ```
+//!
+//! **Integers** (`len`, a copy's `offset` and `bytes`, a set's `index`, `grid`, `block`,
+//! `dynamic_smem`, integer arguments, a repeat's count) are TOML integers or expressions in
+//! strings ([`crate::expr`]): `+ - * / %` (C's truncating division), parentheses, `min(..)`
+//! and `max(..)`, over the constants and the indices of the enclosing loops, in `i64` with
+//! every operation checked. An overflow, a division by zero, an unknown name, a value out of
+//! its field's range (a negative or zero grid or block dimension, a negative `u32`, a copy
+//! past its buffer) is an error naming the file, line, column and field, and the loop
+//! indices at which it happens. It is found when the file is loaded wherever it can be: the
+//! loops are followed (up to [`LOAD_CHECK_BUDGET`] commands a process) with their counts,
+//! and a `repeat_until_zero`'s first iteration; otherwise when the command runs, naming it.
+//! A loop's name (`as`) must not be a constant's or an enclosing loop's.
+//!
+//! **Arguments** are checked against the kernel's parameters when the file is loaded: one
+//! argument a parameter, each of a kind its PTX type takes: `buffer` (a 64-bit pointer) a
+//! 64-bit integer parameter (`.u64`, `.s64`, `.b64`), `u32`/`s32` a 32-bit integer one,
+//! `u64`/`s64`/`loop_index` of that width, `f32` `.f32` or `.b32`, `f64` `.f64` or `.b64`
+//! (signedness is not compared: NVRTC declares `int` parameters `.u32`). An error names the
+//! argument's line and the parameter. `offset` belongs to `buffer` arguments only, and a
+//! command takes only its own kind's keys: any other is an error.
 //!
 //! **Policies and mechanisms** are written as on the command line's `--policy` and
 //! `--mechanism`, in kebab-case ([`crate::choice`]): the name alone takes every parameter's
@@ -114,6 +150,7 @@
 //! served. Every problem found is an error naming the file, line and column and the field
 //! (`process[1].command[2].launch`).
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use gpu::config::HostSpec;
@@ -122,6 +159,8 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::data::{ElemType, Init};
+use crate::expr::{EvalError, Expr};
+use gpu::{DevPtr, KernelArg};
 
 /// A problem with a scenario file: where, which field, and what.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -150,6 +189,9 @@ pub struct ScenarioFile {
     /// Replay (papers/tanasic-thesis §5.3.1): every process's program starts again when it
     /// completes, until each has completed this many runs (1..=[`MAX_REPLAY`]).
     pub replay: Option<Spanned<u32>>,
+    /// Named integers every process's expressions may use ([`crate::expr`]).
+    #[serde(default)]
+    pub constants: BTreeMap<String, Spanned<toml::Value>>,
     #[serde(default, rename = "process")]
     pub processes: Vec<ProcessSpec>,
 }
@@ -273,6 +315,9 @@ pub struct ProcessSpec {
     #[serde(default)]
     pub target: Option<TargetName>,
     pub ptx: Option<Spanned<String>>,
+    /// Named integers of this process's expressions (beside the scenario's).
+    #[serde(default)]
+    pub constants: BTreeMap<String, Spanned<toml::Value>>,
     #[serde(default, rename = "buffer")]
     pub buffers: Vec<BufferSpec>,
     #[serde(default, rename = "command")]
@@ -291,8 +336,9 @@ pub struct BufferSpec {
     pub name: Spanned<String>,
     #[serde(rename = "type")]
     pub ty: ElemType,
-    /// Elements (for `init = "file"`, taken from the file when left out).
-    pub len: Option<Spanned<u64>>,
+    /// Elements (for `init = "file"`, taken from the file when left out): an integer or
+    /// an expression over constants.
+    pub len: Option<Spanned<toml::Value>>,
     #[serde(default)]
     pub init: Init,
     #[serde(default)]
@@ -320,32 +366,59 @@ pub enum Direction {
     ToHost,
 }
 
-/// One kernel argument: exactly one of the fields.
+/// One kernel argument: exactly one of the kinds (`buffer`, an integer type, a float type,
+/// `loop_index`); integers are TOML integers or expressions ([`crate::expr`]).
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ArgSpec {
     pub buffer: Option<Spanned<String>>,
-    /// Bytes added to the buffer's address.
-    #[serde(default)]
-    pub offset: u64,
-    pub u32: Option<u32>,
-    pub s32: Option<i32>,
-    pub u64: Option<u64>,
-    pub s64: Option<i64>,
+    /// Bytes added to the buffer's address (buffers only).
+    pub offset: Option<Spanned<toml::Value>>,
+    pub u32: Option<Spanned<toml::Value>>,
+    pub s32: Option<Spanned<toml::Value>>,
+    pub u64: Option<Spanned<toml::Value>>,
+    pub s64: Option<Spanned<toml::Value>>,
     pub f32: Option<f32>,
     pub f64: Option<f64>,
     /// The iteration (from 0) of the innermost enclosing repeat, as this type.
-    pub loop_index: Option<IndexType>,
+    pub loop_index: Option<IntType>,
 }
 
-/// The integer type of a `loop_index` argument.
+/// The integer type of an integer argument.
 #[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
-pub enum IndexType {
+pub enum IntType {
     U32,
     S32,
     U64,
     S64,
+}
+
+impl IntType {
+    fn name(self) -> &'static str {
+        match self {
+            IntType::U32 => "u32",
+            IntType::S32 => "s32",
+            IntType::U64 => "u64",
+            IntType::S64 => "s64",
+        }
+    }
+
+    fn range(self) -> std::ops::RangeInclusive<i64> {
+        match self {
+            IntType::U32 => 0..=i64::from(u32::MAX),
+            IntType::S32 => i64::from(i32::MIN)..=i64::from(i32::MAX),
+            IntType::U64 => 0..=i64::MAX,
+            IntType::S64 => i64::MIN..=i64::MAX,
+        }
+    }
+
+    fn bytes(self) -> u32 {
+        match self {
+            IntType::U32 | IntType::S32 => 4,
+            IntType::U64 | IntType::S64 => 8,
+        }
+    }
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -354,51 +427,42 @@ pub struct WordRef {
     pub buffer: Spanned<String>,
     #[serde(default)]
     pub index: u64,
+    /// The name of the loop's index (from 0) in expressions of its body.
+    #[serde(rename = "as")]
+    pub as_name: Option<Spanned<String>>,
 }
 
 /// One command: exactly one of `copy`, `set`, `launch`, `repeat`, `repeat_until_zero`,
-/// `sync`, `sync_stream`.
+/// `sync`, `sync_stream`, with only the keys that kind takes. Integers (`offset`, `bytes`,
+/// `index`, `grid`, `block`, `dynamic_smem`, a repeat's count) are TOML integers or
+/// expressions ([`crate::expr`]).
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CommandSpec {
     pub copy: Option<Spanned<String>>,
     /// Host-side writes of `values` into a buffer's host copy, from element `index`.
     pub set: Option<Spanned<String>>,
-    #[serde(default)]
-    pub index: u64,
-    #[serde(default)]
-    pub values: Vec<f64>,
-    #[serde(default)]
-    pub direction: Direction,
+    pub index: Option<Spanned<toml::Value>>,
+    pub values: Option<Spanned<Vec<f64>>>,
+    pub direction: Option<Spanned<Direction>>,
     /// Bytes into the buffer, and how many (default: the rest of it).
-    #[serde(default)]
-    pub offset: u64,
-    pub bytes: Option<u64>,
-    /// Copies: wait for completion (cudaMemcpy) or not (cudaMemcpyAsync).
-    #[serde(default = "yes")]
-    pub blocking: bool,
+    pub offset: Option<Spanned<toml::Value>>,
+    pub bytes: Option<Spanned<toml::Value>>,
+    /// Copies: wait for completion (cudaMemcpy) or not (cudaMemcpyAsync); default true.
+    pub blocking: Option<Spanned<bool>>,
     pub launch: Option<Spanned<String>>,
-    #[serde(default)]
-    pub grid: Vec<u32>,
-    #[serde(default)]
-    pub block: Vec<u32>,
-    #[serde(default)]
-    pub dynamic_smem: u32,
-    #[serde(default)]
-    pub args: Vec<ArgSpec>,
-    pub repeat: Option<u64>,
+    pub grid: Option<Spanned<Vec<Spanned<toml::Value>>>>,
+    pub block: Option<Spanned<Vec<Spanned<toml::Value>>>>,
+    pub dynamic_smem: Option<Spanned<toml::Value>>,
+    pub args: Option<Spanned<Vec<Spanned<ArgSpec>>>>,
+    /// A count, an expression, or `{ times = ..., as = "name" }` naming the loop's index.
+    pub repeat: Option<Spanned<toml::Value>>,
     pub repeat_until_zero: Option<WordRef>,
-    pub max_iterations: Option<u64>,
-    #[serde(default)]
-    pub body: Vec<CommandSpec>,
-    pub sync: Option<bool>,
-    pub sync_stream: Option<u32>,
-    #[serde(default)]
-    pub stream: u32,
-}
-
-fn yes() -> bool {
-    true
+    pub max_iterations: Option<Spanned<u64>>,
+    pub body: Option<Vec<CommandSpec>>,
+    pub sync: Option<Spanned<bool>>,
+    pub sync_stream: Option<Spanned<u32>>,
+    pub stream: Option<Spanned<u32>>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -571,27 +635,29 @@ pub enum CmdKind {
     Copy {
         buffer: usize,
         to_device: bool,
-        offset: u64,
-        bytes: u64,
+        /// Bytes into the buffer, and how many (`None`: the rest of it).
+        offset: IntExpr,
+        bytes: Option<IntExpr>,
         stream: u32,
         blocking: bool,
     },
-    /// Writes encoded values into a buffer's host copy at a byte offset.
+    /// Writes encoded values into a buffer's host copy from element `index`.
     Set {
         buffer: usize,
-        offset: u64,
+        index: IntExpr,
         bytes: Vec<u8>,
     },
     Launch {
+        /// The kernel's name in the PTX (mangled).
         kernel: String,
-        grid: [u32; 3],
-        block: [u32; 3],
-        dynamic_smem: u32,
+        grid: Box<[IntExpr; 3]>,
+        block: Box<[IntExpr; 3]>,
+        dynamic_smem: IntExpr,
         args: Vec<Arg>,
         stream: u32,
     },
     Repeat {
-        times: u64,
+        times: IntExpr,
         body: std::sync::Arc<[Cmd]>,
     },
     RepeatUntilZero {
@@ -607,16 +673,220 @@ pub enum CmdKind {
     },
 }
 
-#[derive(Clone, Debug, PartialEq)]
+/// Why a value written in the file has none here.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ValueError {
+    /// It reads a loop index not known yet (checking a file before it runs).
+    Unknown,
+    /// Out of range, an overflow or a division by zero: where and what.
+    Bad(ScenarioError),
+}
+
+/// An integer written in the file ([`crate::expr`]), with where, for errors.
+#[derive(Clone, Debug)]
+pub struct IntExpr {
+    pub expr: Expr,
+    /// As written.
+    pub text: String,
+    /// `file:line:col` and the field path.
+    pub at: String,
+    pub field: String,
+}
+
+impl IntExpr {
+    /// Its value, with `loops[d]` the index of the enclosing loop at depth `d`, which must
+    /// be in `range` (`what` says what it is, for the error).
+    pub fn value(
+        &self,
+        loops: &[Option<i64>],
+        range: std::ops::RangeInclusive<i64>,
+        what: &str,
+    ) -> Result<i64, ValueError> {
+        let v = self.expr.eval(loops).map_err(|e| match e {
+            EvalError::Bad(why) => self.bad(loops, format!(": {why}")),
+            EvalError::Unknown => ValueError::Unknown,
+        })?;
+        if !range.contains(&v) {
+            let (lo, hi) = (*range.start(), *range.end());
+            let bound = if hi == i64::MAX {
+                format!("at least {lo}")
+            } else {
+                format!("in {lo}..={hi}")
+            };
+            return Err(self.bad_value(loops, v, format!("{what} must be {bound}")));
+        }
+        Ok(v)
+    }
+
+    /// An error about its value `v` (`why`).
+    fn bad_value(&self, loops: &[Option<i64>], v: i64, why: String) -> ValueError {
+        if self.text == v.to_string() {
+            self.bad(loops, format!(": {why}"))
+        } else {
+            self.bad(loops, format!(" is {v}: {why}"))
+        }
+    }
+
+    /// An error about this value where the loops stand (`t = 3, i = 0`).
+    fn bad(&self, loops: &[Option<i64>], why: String) -> ValueError {
+        let at: Vec<String> = self
+            .expr
+            .loops()
+            .iter()
+            .filter_map(|&(d, name)| Some(format!("{name} = {}", loops.get(d).copied()??)))
+            .collect();
+        let with = if at.is_empty() {
+            String::new()
+        } else {
+            format!(" (with {})", at.join(", "))
+        };
+        // An integer as it is; an expression quoted.
+        let shown = if self.text.parse::<i64>().is_ok() {
+            self.text.clone()
+        } else {
+            format!("`{}`", self.text)
+        };
+        ValueError::Bad(ScenarioError {
+            location: self.at.clone(),
+            field: self.field.clone(),
+            what: format!("{shown}{with}{why}"),
+        })
+    }
+
+    fn lit(v: i64, at: &str, field: &str) -> IntExpr {
+        IntExpr {
+            expr: Expr::Lit(v),
+            text: v.to_string(),
+            at: at.to_string(),
+            field: field.to_string(),
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
 pub enum Arg {
-    Buffer { buffer: usize, offset: u64 },
-    U32(u32),
-    S32(i32),
-    U64(u64),
-    S64(i64),
+    /// A buffer's address plus `offset` bytes.
+    Buffer {
+        buffer: usize,
+        offset: IntExpr,
+    },
+    Int {
+        ty: IntType,
+        value: IntExpr,
+    },
     F32(f32),
     F64(f64),
-    LoopIndex(IndexType),
+}
+
+/// A launch's values where the loops stand.
+#[derive(Clone, Debug)]
+pub struct LaunchValues {
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub dynamic_smem: u32,
+    pub args: Vec<KernelArg>,
+}
+
+impl CmdKind {
+    /// A copy's byte offset and length, checked against the buffer's `total` bytes.
+    pub fn copy_range(
+        offset: &IntExpr,
+        bytes: &Option<IntExpr>,
+        (name, total): (&str, u64),
+        loops: &[Option<i64>],
+    ) -> Result<(u64, u64), ValueError> {
+        let max = i64::try_from(total).unwrap_or(i64::MAX);
+        let off = offset.value(loops, 0..=max, "a copy's offset (bytes)")? as u64;
+        let Some(b) = bytes else {
+            if off == total {
+                return Err(offset.bad_value(
+                    loops,
+                    off as i64,
+                    format!("the end of buffer `{name}`, which leaves nothing to copy"),
+                ));
+            }
+            return Ok((off, total - off));
+        };
+        let n = b.value(loops, 1..=i64::MAX, "a copy's length (bytes)")? as u64;
+        if n > total - off {
+            return Err(b.bad_value(
+                loops,
+                n as i64,
+                format!("{n} bytes at offset {off} do not fit buffer `{name}` of {total} bytes"),
+            ));
+        }
+        Ok((off, n))
+    }
+
+    /// A set's byte offset into its buffer of `elems` elements of `size` bytes.
+    pub fn set_offset(
+        index: &IntExpr,
+        values: usize,
+        elems: u64,
+        size: usize,
+        loops: &[Option<i64>],
+    ) -> Result<u64, ValueError> {
+        let last = elems.saturating_sub(values as u64) as i64;
+        let what = format!("the first of {values} elements set in a buffer of {elems}");
+        Ok(index.value(loops, 0..=last, &what)? as u64 * size as u64)
+    }
+
+    /// A repeat's count.
+    pub fn times(times: &IntExpr, loops: &[Option<i64>]) -> Result<u64, ValueError> {
+        Ok(times.value(loops, 0..=i64::MAX, "a repeat count")? as u64)
+    }
+
+    /// A launch's shape and arguments, with `ptr(b)` the address of buffer `b` and
+    /// `lens[b]` its bytes.
+    pub fn launch_values(
+        grid: &[IntExpr; 3],
+        block: &[IntExpr; 3],
+        dynamic_smem: &IntExpr,
+        args: &[Arg],
+        lens: &dyn Fn(usize) -> u64,
+        ptr: &dyn Fn(usize) -> u64,
+        loops: &[Option<i64>],
+    ) -> Result<LaunchValues, ValueError> {
+        let dim = |e: &IntExpr, what| -> Result<u32, ValueError> {
+            Ok(e.value(loops, 1..=i64::from(u32::MAX), what)? as u32)
+        };
+        let mut out = LaunchValues {
+            grid: [1; 3],
+            block: [1; 3],
+            dynamic_smem: dynamic_smem.value(
+                loops,
+                0..=i64::from(u32::MAX),
+                "dynamic shared memory (bytes)",
+            )? as u32,
+            args: Vec::with_capacity(args.len()),
+        };
+        for d in 0..3 {
+            out.grid[d] = dim(&grid[d], "a grid dimension")?;
+            out.block[d] = dim(&block[d], "a block dimension")?;
+        }
+        for a in args {
+            out.args.push(match a {
+                Arg::Buffer { buffer, offset } => {
+                    let len = i64::try_from(lens(*buffer)).unwrap_or(i64::MAX);
+                    let off = offset.value(loops, 0..=len, "an offset into the buffer")?;
+                    KernelArg::Ptr(DevPtr(ptr(*buffer) + off as u64))
+                }
+                Arg::Int { ty, value } => {
+                    let what = format!("{} {} argument", article(ty.name()), ty.name());
+                    let v = value.value(loops, ty.range(), &what)?;
+                    match ty {
+                        IntType::U32 => KernelArg::U32(v as u32),
+                        IntType::S32 => KernelArg::I32(v as i32),
+                        IntType::U64 => KernelArg::U64(v as u64),
+                        IntType::S64 => KernelArg::I64(v),
+                    }
+                }
+                Arg::F32(v) => KernelArg::F32(*v),
+                Arg::F64(v) => KernelArg::F64(*v),
+            });
+        }
+        Ok(out)
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -797,15 +1067,17 @@ impl Cx<'_> {
         }
         // The whole scenario's declared buffers, before any is filled (a file's size is
         // counted when it is read).
+        let constants = self.constants(&raw.constants, &BTreeMap::new(), "constants")?;
         let mut total = 0u64;
         for (i, p) in raw.processes.iter().enumerate() {
+            let own =
+                self.constants(&p.constants, &constants, &format!("process[{i}].constants"))?;
             for (b, spec) in p.buffers.iter().enumerate() {
-                let bytes = spec
-                    .len
-                    .as_ref()
-                    .map_or(0, |n| n.get_ref().saturating_mul(spec.ty.size() as u64));
-                total = total.saturating_add(bytes);
                 let f = format!("process[{i}].buffer[{b}]");
+                let bytes = self
+                    .len(spec, &f, &own)?
+                    .map_or(0, |(n, _)| n.saturating_mul(spec.ty.size() as u64));
+                total = total.saturating_add(bytes);
                 self.budget(total, bytes, spec, &f, p.name.get_ref())?;
             }
         }
@@ -827,7 +1099,7 @@ impl Cx<'_> {
                     format!("a process `{}` already exists", p.name.get_ref()),
                 );
             }
-            processes.push(self.process(p, &field)?);
+            processes.push(self.process(p, &field, &constants)?);
         }
         Ok(Scenario {
             file: self.file.to_string(),
@@ -901,7 +1173,12 @@ impl Cx<'_> {
         }
     }
 
-    fn process(&self, p: ProcessSpec, field: &str) -> Result<Process, ScenarioError> {
+    fn process(
+        &self,
+        p: ProcessSpec,
+        field: &str,
+        constants: &BTreeMap<String, i64>,
+    ) -> Result<Process, ScenarioError> {
         if !(p.arrival_us.is_finite() && (0.0..=1.0e9).contains(&p.arrival_us)) {
             return self.err(
                 Some(p.name.span()),
@@ -922,11 +1199,15 @@ impl Cx<'_> {
                         ),
                     );
                 };
-                if !p.buffers.is_empty() || !p.commands.is_empty() || !p.checks.is_empty() {
+                if !p.buffers.is_empty()
+                    || !p.commands.is_empty()
+                    || !p.checks.is_empty()
+                    || !p.constants.is_empty()
+                {
                     return self.err(
                         Some(s.span()),
                         field,
-                        "a suite process runs the kernel's own host program: it takes no buffer, command or check".into(),
+                        "a suite process runs the kernel's own host program: it takes no buffer, command, check or constant".into(),
                     );
                 }
                 Program::Suite {
@@ -940,7 +1221,10 @@ impl Cx<'_> {
                     target: self.target(kernel, p.target, field, s.span())?,
                 }
             }
-            (None, Some(ptx)) => Program::Commands(self.commands(&p, ptx, field)?),
+            (None, Some(ptx)) => {
+                let own = self.constants(&p.constants, constants, &format!("{field}.constants"))?;
+                Program::Commands(self.commands(&p, ptx, field, &own)?)
+            }
             _ => {
                 return self.err(
                     Some(p.name.span()),
@@ -991,6 +1275,7 @@ impl Cx<'_> {
         p: &ProcessSpec,
         ptx: &Spanned<String>,
         field: &str,
+        constants: &BTreeMap<String, i64>,
     ) -> Result<CommandProgram, ScenarioError> {
         let (ptx_file, text) = if let Some(name) = ptx.get_ref().strip_prefix("suite:") {
             let Some(k) = suite::by_name(name) else {
@@ -1021,14 +1306,21 @@ impl Cx<'_> {
         self.warnings
             .borrow_mut()
             .extend(gpu::render_warnings(&ir, &ptx_file, &text));
-        let kernels: Vec<String> = ir.kernels.values().map(|k| k.name.clone()).collect();
+        let kernels: Vec<KernelSig> = ir
+            .kernels
+            .values()
+            .map(|k| KernelSig {
+                name: k.name.clone(),
+                cxx: crate::demangle::cxx_name(&k.name),
+                params: k.params.clone(),
+            })
+            .collect();
         let mut buffers: Vec<Buffer> = Vec::new();
         let mut declared = 0u64;
         for (b, spec) in p.buffers.iter().enumerate() {
-            let bytes = spec
-                .len
-                .as_ref()
-                .map_or(0, |n| n.get_ref().saturating_mul(spec.ty.size() as u64));
+            let bytes = self
+                .len(spec, &format!("{field}.buffer[{b}]"), constants)?
+                .map_or(0, |(n, _)| n.saturating_mul(spec.ty.size() as u64));
             declared = declared.saturating_add(bytes);
             if declared > MAX_TOTAL_BUFFER_BYTES {
                 return self.err(
@@ -1049,15 +1341,24 @@ impl Cx<'_> {
                     format!("a buffer `{}` already exists", spec.name.get_ref()),
                 );
             }
-            buffers.push(self.buffer(spec, &f, p.name.get_ref())?);
+            buffers.push(self.buffer(spec, &f, p.name.get_ref(), constants)?);
         }
         let names = Names {
             buffers: &buffers,
             kernels: &kernels,
             ptx_file: ptx.get_ref(),
-            loops: 0,
+            constants,
+            loops: Vec::new(),
         };
         let commands = self.command_list(&p.commands, &format!("{field}.command"), &names)?;
+        // Loops whose counts are known are followed, so a value that goes wrong in some
+        // iteration is found now.
+        check_values(
+            &commands,
+            &mut Vec::new(),
+            &buffers,
+            &mut LOAD_CHECK_BUDGET.clone(),
+        )?;
         let mut checks = Vec::new();
         for (c, spec) in p.checks.iter().enumerate() {
             let f = format!("{field}.check[{c}]");
@@ -1180,8 +1481,15 @@ impl Cx<'_> {
         )
     }
 
-    fn buffer(&self, spec: &BufferSpec, f: &str, process: &str) -> Result<Buffer, ScenarioError> {
+    fn buffer(
+        &self,
+        spec: &BufferSpec,
+        f: &str,
+        process: &str,
+        constants: &BTreeMap<String, i64>,
+    ) -> Result<Buffer, ScenarioError> {
         let at = Some(spec.name.span());
+        let len = self.len(spec, f, constants)?;
         let size = spec.ty.size() as u64;
         let init = if spec.init == Init::File {
             let Some(file) = &spec.file else {
@@ -1195,12 +1503,12 @@ impl Cx<'_> {
             let npy = file.get_ref().ends_with(".npy");
             let (data, elems) = crate::data::from_file(spec.ty, &bytes, npy)
                 .or_else(|e| self.err(Some(file.span()), &format!("{f}.file"), e.to_string()))?;
-            if let Some(len) = &spec.len {
-                if *len.get_ref() != elems {
+            if let Some((n, span)) = len {
+                if n != elems {
                     return self.err(
-                        Some(len.span()),
+                        Some(span),
                         &format!("{f}.len"),
-                        format!("{} elements declared, the file has {elems}", len.get_ref()),
+                        format!("{n} elements declared, the file has {elems}"),
                     );
                 }
             }
@@ -1231,13 +1539,12 @@ impl Cx<'_> {
                     "a `file` needs init = \"file\"".into(),
                 );
             }
-            let Some(len) = &spec.len else {
+            let Some((n, span)) = len else {
                 return self.err(at, &format!("{f}.len"), "missing (elements)".into());
             };
-            let n = *len.get_ref();
             if n == 0 || n.saturating_mul(size) > MAX_BUFFER_BYTES {
                 return self.err(
-                    Some(len.span()),
+                    Some(span),
                     &format!("{f}.len"),
                     format!(
                         "{n} elements of {size} bytes: must be 1 to {} bytes",
@@ -1295,145 +1602,377 @@ impl Cx<'_> {
             .collect()
     }
 
-    fn command(&self, c: &CommandSpec, f: &str, names: &Names) -> Result<Cmd, ScenarioError> {
-        let kinds = [
-            c.copy.is_some(),
-            c.set.is_some(),
-            c.launch.is_some(),
-            c.repeat.is_some(),
-            c.repeat_until_zero.is_some(),
-            c.sync.is_some(),
-            c.sync_stream.is_some(),
+    /// An integer field: a TOML integer, or an expression in a string over the names in
+    /// scope ([`crate::expr`]).
+    fn int(
+        &self,
+        v: &Spanned<toml::Value>,
+        field: &str,
+        scope: &dyn crate::expr::Scope,
+    ) -> Result<IntExpr, ScenarioError> {
+        let at = self.lines.at(self.file, v.span().start);
+        let text = match v.get_ref() {
+            toml::Value::Integer(i) => return Ok(IntExpr::lit(*i, &at, field)),
+            toml::Value::String(s) => s.clone(),
+            other => {
+                return self.err(
+                    Some(v.span()),
+                    field,
+                    format!(
+                        "expected an integer, or an expression in a string (\"N - t\"), found a {}",
+                        other.type_str()
+                    ),
+                )
+            }
+        };
+        let expr = Expr::parse(&text, scope)
+            .or_else(|e| self.err(Some(v.span()), field, format!("`{text}`: {e}")))?;
+        Ok(IntExpr {
+            expr,
+            text,
+            at,
+            field: field.to_string(),
+        })
+    }
+
+    /// The named constants of `raw` (in the order written; each may use those before it
+    /// and `outer`), added to `outer`.
+    fn constants(
+        &self,
+        raw: &BTreeMap<String, Spanned<toml::Value>>,
+        outer: &BTreeMap<String, i64>,
+        field: &str,
+    ) -> Result<BTreeMap<String, i64>, ScenarioError> {
+        let mut items: Vec<_> = raw.iter().collect();
+        items.sort_by_key(|(_, v)| v.span().start);
+        let mut out = outer.clone();
+        for (name, v) in items {
+            let f = format!("{field}.{name}");
+            self.check_name(name, v.span(), &f, &out, &[])?;
+            let scope = NameScope {
+                constants: &out,
+                loops: &[],
+            };
+            let e = self.int(v, &f, &scope)?;
+            let value = e.expr.constant().expect("no loop is in scope");
+            out.insert(name.clone(), value);
+        }
+        Ok(out)
+    }
+
+    /// A name a constant or loop index may have: an identifier, not a function's, not
+    /// already a constant or an enclosing loop's index.
+    fn check_name(
+        &self,
+        name: &str,
+        span: std::ops::Range<usize>,
+        field: &str,
+        constants: &BTreeMap<String, i64>,
+        loops: &[Option<String>],
+    ) -> Result<(), ScenarioError> {
+        let ident = name
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        let what = if !ident {
+            "is not a name (a letter or `_`, then letters, digits and `_`)"
+        } else if name == "min" || name == "max" {
+            "is a function's name"
+        } else if constants.contains_key(name) {
+            "is already a constant"
+        } else if loops.iter().any(|l| l.as_deref() == Some(name)) {
+            "is already the index of an enclosing loop"
+        } else {
+            return Ok(());
+        };
+        self.err(Some(span), field, format!("`{name}` {what}"))
+    }
+
+    /// A buffer's declared length in elements and where it is written, if it declares one.
+    fn len(
+        &self,
+        spec: &BufferSpec,
+        f: &str,
+        constants: &BTreeMap<String, i64>,
+    ) -> Result<Option<(u64, std::ops::Range<usize>)>, ScenarioError> {
+        let Some(len) = &spec.len else {
+            return Ok(None);
+        };
+        let scope = NameScope {
+            constants,
+            loops: &[],
+        };
+        let e = self.int(len, &format!("{f}.len"), &scope)?;
+        let n = e.expr.constant().expect("no loop is in scope");
+        if n < 0 {
+            return self.err(
+                Some(len.span()),
+                &format!("{f}.len"),
+                format!("`{}` is {n}: a length must be at least 0", e.text),
+            );
+        }
+        Ok(Some((n as u64, len.span())))
+    }
+
+    /// Keys of `c` that its kind does not take, as an error naming the first.
+    fn unused_keys(&self, c: &CommandSpec, kind: &str, f: &str) -> Result<(), ScenarioError> {
+        let takes: &[&str] = match kind {
+            "copy" => &["direction", "offset", "bytes", "blocking", "stream"],
+            "set" => &["index", "values"],
+            "launch" => &["grid", "block", "dynamic_smem", "args", "stream"],
+            "repeat" => &["body"],
+            "repeat_until_zero" => &["body", "max_iterations"],
+            _ => &[],
+        };
+        let present = [
+            ("index", c.index.as_ref().map(|v| v.span())),
+            ("values", c.values.as_ref().map(|v| v.span())),
+            ("direction", c.direction.as_ref().map(|v| v.span())),
+            ("offset", c.offset.as_ref().map(|v| v.span())),
+            ("bytes", c.bytes.as_ref().map(|v| v.span())),
+            ("blocking", c.blocking.as_ref().map(|v| v.span())),
+            ("grid", c.grid.as_ref().map(|v| v.span())),
+            ("block", c.block.as_ref().map(|v| v.span())),
+            ("dynamic_smem", c.dynamic_smem.as_ref().map(|v| v.span())),
+            ("args", c.args.as_ref().map(|v| v.span())),
+            (
+                "max_iterations",
+                c.max_iterations.as_ref().map(|v| v.span()),
+            ),
+            ("body", c.body.as_ref().map(|_| 0..0)),
+            ("stream", c.stream.as_ref().map(|v| v.span())),
         ];
-        let span = c
-            .copy
+        for (key, span) in present {
+            if let Some(span) = span {
+                if !takes.contains(&key) {
+                    let span = Some(span)
+                        .filter(|s| !s.is_empty())
+                        .or_else(|| self.span_of(c));
+                    return self.err(
+                        span,
+                        &format!("{f}.{key}"),
+                        format!(
+                            "a {kind} command takes no `{key}` (it takes: {})",
+                            if takes.is_empty() {
+                                "nothing else".to_string()
+                            } else {
+                                takes.join(", ")
+                            }
+                        ),
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Where a command is written: its kind's key.
+    fn span_of(&self, c: &CommandSpec) -> Option<std::ops::Range<usize>> {
+        c.copy
             .as_ref()
             .or(c.set.as_ref())
+            .or(c.launch.as_ref())
             .map(|s| s.span())
-            .or_else(|| c.launch.as_ref().map(|s| s.span()))
-            .or_else(|| c.repeat_until_zero.as_ref().map(|w| w.buffer.span()));
-        if kinds.iter().filter(|k| **k).count() != 1 {
+            .or_else(|| c.repeat.as_ref().map(|s| s.span()))
+            .or_else(|| c.repeat_until_zero.as_ref().map(|w| w.buffer.span()))
+            .or_else(|| c.sync.as_ref().map(|s| s.span()))
+            .or_else(|| c.sync_stream.as_ref().map(|s| s.span()))
+    }
+
+    /// A loop's count and index name: `repeat = N`, `repeat = "expr"` or
+    /// `repeat = { times = ..., as = "name" }`.
+    fn repeat(
+        &self,
+        v: &Spanned<toml::Value>,
+        f: &str,
+        names: &Names,
+    ) -> Result<(IntExpr, Option<String>), ScenarioError> {
+        let scope = names.scope();
+        let toml::Value::Table(t) = v.get_ref() else {
+            return Ok((self.int(v, f, &scope)?, None));
+        };
+        if let Some(k) = t.keys().find(|k| *k != "times" && *k != "as") {
+            return self.err(
+                Some(v.span()),
+                &format!("{f}.{k}"),
+                "unknown key: a repeat table takes `times` and `as`".into(),
+            );
+        }
+        let Some(times) = t.get("times") else {
+            return self.err(Some(v.span()), &format!("{f}.times"), "missing".into());
+        };
+        let times = Spanned::new(v.span(), times.clone());
+        let times = self.int(&times, &format!("{f}.times"), &scope)?;
+        let name = match t.get("as") {
+            None => None,
+            Some(toml::Value::String(n)) => {
+                self.check_name(
+                    n,
+                    v.span(),
+                    &format!("{f}.as"),
+                    names.constants,
+                    &names.loops,
+                )?;
+                Some(n.clone())
+            }
+            Some(_) => {
+                return self.err(
+                    Some(v.span()),
+                    &format!("{f}.as"),
+                    "the loop index's name, a string".into(),
+                )
+            }
+        };
+        Ok((times, name))
+    }
+
+    fn command(&self, c: &CommandSpec, f: &str, names: &Names) -> Result<Cmd, ScenarioError> {
+        let kinds = [
+            ("copy", c.copy.is_some()),
+            ("set", c.set.is_some()),
+            ("launch", c.launch.is_some()),
+            ("repeat", c.repeat.is_some()),
+            ("repeat_until_zero", c.repeat_until_zero.is_some()),
+            ("sync", c.sync.is_some()),
+            ("sync_stream", c.sync_stream.is_some()),
+        ];
+        let span = self.span_of(c);
+        let mut set = kinds.iter().filter(|k| k.1);
+        let (Some(&(kind, _)), None) = (set.next(), set.next()) else {
             return self.err(
                 span,
                 f,
                 "needs exactly one of copy, set, launch, repeat, repeat_until_zero, sync, sync_stream"
                     .into(),
             );
-        }
+        };
         let at = span
             .clone()
             .map(|s| self.lines.at(self.file, s.start))
             .unwrap_or_else(|| self.file.to_string());
         let body_needed = c.repeat.is_some() || c.repeat_until_zero.is_some();
-        if body_needed == c.body.is_empty() {
+        if body_needed && c.body.as_ref().is_none_or(|b| b.is_empty()) {
             return self.err(
                 span,
                 &format!("{f}.body"),
-                if body_needed {
-                    "a repeat needs a body ([[...command.body]])".into()
-                } else {
-                    "only repeat and repeat_until_zero take a body".into()
-                },
+                "a repeat needs a body ([[...command.body]])".into(),
             );
         }
+        self.unused_keys(c, kind, f)?;
+        let scope = names.scope();
         let kind = if let Some(b) = &c.copy {
             let buffer = names.buffer(self, b, &format!("{f}.copy"))?;
-            let total = names.buffers[buffer].init.len() as u64;
-            let bytes = c.bytes.unwrap_or(total.saturating_sub(c.offset));
-            if c.offset.checked_add(bytes).is_none_or(|end| end > total) || bytes == 0 {
-                return self.err(
-                    Some(b.span()),
-                    &format!("{f}.bytes"),
-                    format!(
-                        "{bytes} bytes at offset {} do not fit buffer `{}` of {total} bytes",
-                        c.offset,
-                        b.get_ref()
-                    ),
-                );
-            }
+            let offset = match &c.offset {
+                Some(v) => self.int(v, &format!("{f}.offset"), &scope)?,
+                None => IntExpr::lit(0, &at, &format!("{f}.offset")),
+            };
+            let bytes = match &c.bytes {
+                Some(v) => Some(self.int(v, &format!("{f}.bytes"), &scope)?),
+                None => None,
+            };
             CmdKind::Copy {
                 buffer,
-                to_device: c.direction == Direction::ToDevice,
-                offset: c.offset,
+                to_device: c
+                    .direction
+                    .as_ref()
+                    .map_or(Direction::ToDevice, |d| *d.get_ref())
+                    == Direction::ToDevice,
+                offset,
                 bytes,
-                stream: c.stream,
-                blocking: c.blocking,
+                stream: c.stream.as_ref().map_or(0, |s| *s.get_ref()),
+                blocking: c.blocking.as_ref().is_none_or(|b| *b.get_ref()),
             }
         } else if let Some(b) = &c.set {
             let buffer = names.buffer(self, b, &format!("{f}.set"))?;
             let buf = &names.buffers[buffer];
-            let elems = (buf.init.len() / buf.ty.size()) as u64;
-            if c.values.is_empty() || c.index.saturating_add(c.values.len() as u64) > elems {
+            let values = c.values.as_ref().map_or(&[][..], |v| v.get_ref());
+            if values.is_empty() {
                 return self.err(
                     Some(b.span()),
                     &format!("{f}.values"),
-                    format!(
-                        "{} values from element {} do not fit buffer `{}` of {elems} elements",
-                        c.values.len(),
-                        c.index,
-                        b.get_ref()
-                    ),
+                    "a set needs `values`".into(),
                 );
             }
+            let index = match &c.index {
+                Some(v) => self.int(v, &format!("{f}.index"), &scope)?,
+                None => IntExpr::lit(0, &at, &format!("{f}.index")),
+            };
             let mut bytes = Vec::new();
-            for &v in &c.values {
+            for &v in values {
                 buf.ty.encode(v, &mut bytes);
             }
             CmdKind::Set {
                 buffer,
-                offset: c.index * buf.ty.size() as u64,
+                index,
                 bytes,
             }
         } else if let Some(k) = &c.launch {
-            if !names.kernels.contains(k.get_ref()) {
+            let kernel = names.kernel(self, k, &format!("{f}.launch"))?;
+            let dims = |v: &Option<Spanned<Vec<Spanned<toml::Value>>>>,
+                        name: &str|
+             -> Result<[IntExpr; 3], ScenarioError> {
+                let field = format!("{f}.{name}");
+                let v = match v {
+                    Some(v) if (1..=3).contains(&v.get_ref().len()) => v,
+                    _ => {
+                        return self.err(
+                            v.as_ref().map_or(Some(k.span()), |v| Some(v.span())),
+                            &field,
+                            "needs 1 to 3 dimensions".into(),
+                        )
+                    }
+                };
+                let mut d = std::array::from_fn(|i| IntExpr::lit(1, &at, &format!("{field}[{i}]")));
+                for (i, e) in v.get_ref().iter().enumerate() {
+                    d[i] = self.int(e, &format!("{field}[{i}]"), &scope)?;
+                }
+                Ok(d)
+            };
+            let grid = dims(&c.grid, "grid")?;
+            let block = dims(&c.block, "block")?;
+            let dynamic_smem = match &c.dynamic_smem {
+                Some(v) => self.int(v, &format!("{f}.dynamic_smem"), &scope)?,
+                None => IntExpr::lit(0, &at, &format!("{f}.dynamic_smem")),
+            };
+            let specs = c.args.as_ref().map_or(&[][..], |a| a.get_ref());
+            let params = &kernel.params;
+            if specs.len() != params.len() {
+                let span = c.args.as_ref().map_or(k.span(), |a| a.span());
                 return self.err(
-                    Some(k.span()),
-                    &format!("{f}.launch"),
+                    Some(span),
+                    &format!("{f}.args"),
                     format!(
-                        "no kernel `{}` in `{}` (it has: {})",
+                        "{} arguments for kernel `{}`, which takes {}: {}",
+                        specs.len(),
                         k.get_ref(),
-                        names.ptx_file,
-                        names.kernels.join(", ")
+                        params.len(),
+                        kernel.signature()
                     ),
                 );
             }
-            let dims = |v: &[u32], name: &str| -> Result<[u32; 3], ScenarioError> {
-                if v.is_empty() || v.len() > 3 {
-                    return self.err(
-                        Some(k.span()),
-                        &format!("{f}.{name}"),
-                        "needs 1 to 3 dimensions".into(),
-                    );
-                }
-                let mut d = [1; 3];
-                d[..v.len()].copy_from_slice(v);
-                Ok(d)
-            };
             let mut args = Vec::new();
-            for (j, a) in c.args.iter().enumerate() {
-                let arg = self.arg(a, &format!("{f}.args[{j}]"), k, names)?;
-                if matches!(arg, Arg::LoopIndex(_)) && names.loops == 0 {
-                    return self.err(
-                        Some(k.span()),
-                        &format!("{f}.args[{j}].loop_index"),
-                        "not inside a repeat or repeat_until_zero".into(),
-                    );
-                }
-                args.push(arg);
+            for (j, (a, p)) in specs.iter().zip(params).enumerate() {
+                args.push(self.arg(a, &format!("{f}.args[{j}]"), j, p, k.get_ref(), names)?);
             }
             CmdKind::Launch {
-                kernel: k.get_ref().clone(),
-                grid: dims(&c.grid, "grid")?,
-                block: dims(&c.block, "block")?,
-                dynamic_smem: c.dynamic_smem,
+                kernel: kernel.name.clone(),
+                grid: Box::new(grid),
+                block: Box::new(block),
+                dynamic_smem,
                 args,
-                stream: c.stream,
+                stream: c.stream.as_ref().map_or(0, |s| *s.get_ref()),
             }
-        } else if let Some(times) = c.repeat {
+        } else if let Some(r) = &c.repeat {
+            let (times, name) = self.repeat(r, &format!("{f}.repeat"), names)?;
             CmdKind::Repeat {
                 times,
                 body: self
-                    .command_list(&c.body, &format!("{f}.body"), &names.inner())?
+                    .command_list(
+                        c.body.as_deref().unwrap_or_default(),
+                        &format!("{f}.body"),
+                        &names.inner(name),
+                    )?
                     .into(),
             }
         } else if let Some(w) = &c.repeat_until_zero {
@@ -1448,7 +1987,10 @@ impl Cx<'_> {
                     format!("element {} of a buffer of {elems}", w.index),
                 );
             }
-            let max_iterations = c.max_iterations.unwrap_or(1_000_000);
+            let max_iterations = c
+                .max_iterations
+                .as_ref()
+                .map_or(1_000_000, |m| *m.get_ref());
             if max_iterations == 0 {
                 return self.err(
                     span,
@@ -1456,101 +1998,426 @@ impl Cx<'_> {
                     "must be at least 1".into(),
                 );
             }
+            let name = match &w.as_name {
+                Some(n) => {
+                    let field = format!("{f}.repeat_until_zero.as");
+                    self.check_name(n.get_ref(), n.span(), &field, names.constants, &names.loops)?;
+                    Some(n.get_ref().clone())
+                }
+                None => None,
+            };
             CmdKind::RepeatUntilZero {
                 buffer,
                 offset: w.index * u64::from(width),
                 width,
                 max_iterations,
                 body: self
-                    .command_list(&c.body, &format!("{f}.body"), &names.inner())?
+                    .command_list(
+                        c.body.as_deref().unwrap_or_default(),
+                        &format!("{f}.body"),
+                        &names.inner(name),
+                    )?
                     .into(),
             }
-        } else if let Some(s) = c.sync_stream {
-            CmdKind::Sync { stream: Some(s) }
+        } else if let Some(s) = &c.sync_stream {
+            CmdKind::Sync {
+                stream: Some(*s.get_ref()),
+            }
         } else {
-            if c.sync != Some(true) {
+            if c.sync.as_ref().map(|s| *s.get_ref()) != Some(true) {
                 return self.err(span, &format!("{f}.sync"), "write sync = true".into());
             }
             CmdKind::Sync { stream: None }
         };
-        Ok(Cmd {
+        let cmd = Cmd {
             at,
             field: f.to_string(),
             kind,
-        })
+        };
+        // What does not depend on a loop index is checked now, wherever it is.
+        let unknown = vec![None; names.loops.len()];
+        check_values(
+            std::slice::from_ref(&cmd),
+            &mut unknown.clone(),
+            names.buffers,
+            &mut 1,
+        )?;
+        Ok(cmd)
     }
 
+    /// Argument `j` of a launch, for parameter `p`: its kind must suit the parameter's type.
     fn arg(
         &self,
-        a: &ArgSpec,
+        a: &Spanned<ArgSpec>,
         f: &str,
-        k: &Spanned<String>,
+        j: usize,
+        p: &kir::module::Param,
+        kernel: &str,
         names: &Names,
     ) -> Result<Arg, ScenarioError> {
-        let set = [
-            a.buffer.is_some(),
-            a.u32.is_some(),
-            a.s32.is_some(),
-            a.u64.is_some(),
-            a.s64.is_some(),
-            a.f32.is_some(),
-            a.f64.is_some(),
-            a.loop_index.is_some(),
+        let span = Some(a.span());
+        let start = a.span().start;
+        let a = a.get_ref();
+        let kinds = [
+            ("buffer", a.buffer.is_some()),
+            ("u32", a.u32.is_some()),
+            ("s32", a.s32.is_some()),
+            ("u64", a.u64.is_some()),
+            ("s64", a.s64.is_some()),
+            ("f32", a.f32.is_some()),
+            ("f64", a.f64.is_some()),
+            ("loop_index", a.loop_index.is_some()),
         ];
-        if set.iter().filter(|x| **x).count() != 1 {
+        let mut set = kinds.iter().filter(|k| k.1);
+        let (Some(&(kind, _)), None) = (set.next(), set.next()) else {
             return self.err(
-                Some(k.span()),
+                span,
                 f,
                 "needs exactly one of buffer, u32, s32, u64, s64, f32, f64, loop_index".into(),
             );
-        }
-        Ok(if let Some(b) = &a.buffer {
-            let buffer = names.buffer(self, b, &format!("{f}.buffer"))?;
-            let len = names.buffers[buffer].init.len() as u64;
-            if a.offset > len {
+        };
+        if kind != "buffer" {
+            if let Some(o) = &a.offset {
                 return self.err(
-                    Some(b.span()),
+                    Some(o.span()),
                     &format!("{f}.offset"),
-                    format!("{} bytes past the start of a {len}-byte buffer", a.offset),
+                    format!("a {kind} argument takes no offset (only a buffer does)"),
                 );
             }
-            Arg::Buffer {
-                buffer,
-                offset: a.offset,
-            }
-        } else if let Some(v) = a.u32 {
-            Arg::U32(v)
-        } else if let Some(v) = a.s32 {
-            Arg::S32(v)
-        } else if let Some(v) = a.u64 {
-            Arg::U64(v)
-        } else if let Some(v) = a.s64 {
-            Arg::S64(v)
+        }
+        // What the parameter takes: its class and width.
+        let pty = format!(".{}", ty_name(p.ty));
+        let param = format!("parameter {j} `{}` ({pty})", p.name);
+        if p.size != p.ty.size() {
+            return self.err(
+                span,
+                f,
+                format!(
+                    "{param} is an array of {} bytes: no argument kind can pass it",
+                    p.size
+                ),
+            );
+        }
+        let (float, bytes) = match kind {
+            "buffer" => (false, 8),
+            "f32" => (true, 4),
+            "f64" => (true, 8),
+            "loop_index" => (false, a.loop_index.expect("set").bytes()),
+            "u32" | "s32" => (false, 4),
+            _ => (false, 8),
+        };
+        let fits = p.size == bytes
+            && if float {
+                p.ty.is_float() || ty_name(p.ty).starts_with('b')
+            } else {
+                !p.ty.is_float()
+            };
+        if !fits {
+            let want = match (float, bytes) {
+                (true, 4) => ".f32 or .b32",
+                (true, _) => ".f64 or .b64",
+                (false, 4) => ".u32, .s32 or .b32",
+                (false, _) => ".u64, .s64 or .b64",
+            };
+            let kind = if kind == "buffer" {
+                "a buffer (a 64-bit pointer)".to_string()
+            } else {
+                format!("{} {kind} argument", article(kind))
+            };
+            return self.err(
+                span,
+                f,
+                format!(
+                    "{kind} for {param} of kernel `{}`: it needs a {want} parameter",
+                    kernel
+                ),
+            );
+        }
+        let scope = names.scope();
+        Ok(if let Some(b) = &a.buffer {
+            let buffer = names.buffer(self, b, &format!("{f}.buffer"))?;
+            let offset = match &a.offset {
+                Some(v) => self.int(v, &format!("{f}.offset"), &scope)?,
+                None => IntExpr::lit(
+                    0,
+                    &self.lines.at(self.file, b.span().start),
+                    &format!("{f}.offset"),
+                ),
+            };
+            Arg::Buffer { buffer, offset }
         } else if let Some(v) = a.f32 {
             Arg::F32(v)
-        } else if let Some(t) = a.loop_index {
-            Arg::LoopIndex(t)
+        } else if let Some(v) = a.f64 {
+            Arg::F64(v)
+        } else if let Some(ty) = a.loop_index {
+            let Some(depth) = names.loops.len().checked_sub(1) else {
+                return self.err(
+                    span,
+                    &format!("{f}.loop_index"),
+                    "not inside a repeat or repeat_until_zero".into(),
+                );
+            };
+            let name = names.loops[depth]
+                .clone()
+                .unwrap_or_else(|| "loop_index".into());
+            Arg::Int {
+                ty,
+                value: IntExpr {
+                    expr: Expr::Loop { depth, name },
+                    text: "loop_index".into(),
+                    at: self.lines.at(self.file, start),
+                    field: format!("{f}.loop_index"),
+                },
+            }
         } else {
-            Arg::F64(a.f64.expect("exactly one is set"))
+            let (ty, v) = [
+                (IntType::U32, &a.u32),
+                (IntType::S32, &a.s32),
+                (IntType::U64, &a.u64),
+                (IntType::S64, &a.s64),
+            ]
+            .into_iter()
+            .find_map(|(t, v)| Some((t, v.as_ref()?)))
+            .expect("exactly one is set");
+            Arg::Int {
+                ty,
+                value: self.int(v, &format!("{f}.{}", ty.name()), &scope)?,
+            }
         })
+    }
+}
+
+/// Checks the values of `cmds` (loops run as they will be where their counts are known),
+/// with `loops` the indices of the enclosing loops (`None`: not known before the run), for
+/// at most `budget` more commands.
+fn check_values(
+    cmds: &[Cmd],
+    loops: &mut Vec<Option<i64>>,
+    buffers: &[Buffer],
+    budget: &mut u32,
+) -> Result<(), ScenarioError> {
+    let known = |r: Result<(), ValueError>| match r {
+        Ok(()) | Err(ValueError::Unknown) => Ok(()),
+        Err(ValueError::Bad(e)) => Err(e),
+    };
+    for cmd in cmds {
+        if *budget == 0 {
+            return Ok(());
+        }
+        *budget -= 1;
+        match &cmd.kind {
+            CmdKind::Copy {
+                buffer,
+                offset,
+                bytes,
+                ..
+            } => {
+                let b = &buffers[*buffer];
+                let range =
+                    CmdKind::copy_range(offset, bytes, (&b.name, b.init.len() as u64), loops);
+                known(range.map(|_| ()))?;
+            }
+            CmdKind::Set {
+                buffer,
+                index,
+                bytes,
+            } => {
+                let b = &buffers[*buffer];
+                let size = b.ty.size();
+                let elems = (b.init.len() / size) as u64;
+                known(
+                    CmdKind::set_offset(index, bytes.len() / size, elems, size, loops).map(|_| ()),
+                )?;
+            }
+            CmdKind::Launch {
+                grid,
+                block,
+                dynamic_smem,
+                args,
+                ..
+            } => {
+                let lens = |b: usize| buffers[b].init.len() as u64;
+                known(
+                    CmdKind::launch_values(grid, block, dynamic_smem, args, &lens, &|_| 0, loops)
+                        .map(|_| ()),
+                )?;
+            }
+            CmdKind::Repeat { times, body } => match CmdKind::times(times, loops) {
+                Ok(n) => {
+                    for i in 0..n {
+                        if *budget == 0 {
+                            break;
+                        }
+                        loops.push(Some(i as i64));
+                        let r = check_values(body, loops, buffers, budget);
+                        loops.pop();
+                        r?;
+                    }
+                }
+                Err(ValueError::Unknown) => {
+                    loops.push(None);
+                    let r = check_values(body, loops, buffers, budget);
+                    loops.pop();
+                    r?;
+                }
+                Err(ValueError::Bad(e)) => return Err(e),
+            },
+            CmdKind::RepeatUntilZero { body, .. } => {
+                // The first iteration always runs; how many follow is known only then.
+                for index in [Some(0), None] {
+                    loops.push(index);
+                    let r = check_values(body, loops, buffers, budget);
+                    loops.pop();
+                    r?;
+                }
+            }
+            CmdKind::Sync { .. } => {}
+        }
+    }
+    Ok(())
+}
+
+/// `a` or `an` before a type's name, as it is read (`an f32`, `a u32`).
+fn article(name: &str) -> &'static str {
+    if name.starts_with(['f', 's']) {
+        "an"
+    } else {
+        "a"
+    }
+}
+
+/// A PTX type's name without its dot (`u32`).
+fn ty_name(t: kir::Ty) -> String {
+    format!("{t:?}").to_lowercase()
+}
+
+/// The commands the load-time check follows through the loops of a process when it is loaded.
+pub const LOAD_CHECK_BUDGET: u32 = 1 << 16;
+
+/// What names mean in an expression: constants, then the indices of enclosing loops.
+struct NameScope<'a> {
+    constants: &'a BTreeMap<String, i64>,
+    loops: &'a [Option<String>],
+}
+
+impl crate::expr::Scope for NameScope<'_> {
+    fn constant(&self, name: &str) -> Option<Result<i64, String>> {
+        self.constants.get(name).map(|v| Ok(*v))
+    }
+
+    fn loop_depth(&self, name: &str) -> Option<usize> {
+        self.loops.iter().rposition(|l| l.as_deref() == Some(name))
+    }
+
+    fn names(&self) -> Vec<String> {
+        self.constants
+            .keys()
+            .cloned()
+            .chain(self.loops.iter().flatten().cloned())
+            .collect()
+    }
+}
+
+/// A kernel of a process's PTX: its name, its C++ name when mangled, its parameters.
+#[derive(Clone, Debug)]
+struct KernelSig {
+    name: String,
+    cxx: Option<String>,
+    params: Vec<kir::module::Param>,
+}
+
+impl KernelSig {
+    /// The parameters, for messages: `(.u64 a, .u64 b, .u32 n)`.
+    fn signature(&self) -> String {
+        let p: Vec<String> = self
+            .params
+            .iter()
+            .map(|p| format!(".{} {}", ty_name(p.ty), p.name))
+            .collect();
+        format!("({})", p.join(", "))
     }
 }
 
 /// Names a command list may refer to.
 struct Names<'a> {
     buffers: &'a [Buffer],
-    kernels: &'a [String],
+    kernels: &'a [KernelSig],
     ptx_file: &'a str,
-    /// Loops around the list.
-    loops: u32,
+    constants: &'a BTreeMap<String, i64>,
+    /// The loops around the list, outermost first, with their index's name.
+    loops: Vec<Option<String>>,
 }
 
 impl<'a> Names<'a> {
-    /// The names inside one more loop.
-    fn inner(&self) -> Names<'a> {
-        Names {
-            loops: self.loops + 1,
-            ..*self
+    /// The names inside one more loop, whose index is `name`.
+    fn inner(&self, name: Option<String>) -> Names<'a> {
+        let mut loops = self.loops.clone();
+        loops.push(name);
+        Names { loops, ..*self }
+    }
+
+    fn scope(&self) -> NameScope<'_> {
+        NameScope {
+            constants: self.constants,
+            loops: &self.loops,
+        }
+    }
+
+    /// The kernel `name` names: its name in the PTX, or its C++ name (`vecadd`,
+    /// `ns::vecadd`) when exactly one kernel has it.
+    fn kernel(
+        &self,
+        cx: &Cx,
+        name: &Spanned<String>,
+        field: &str,
+    ) -> Result<&'a KernelSig, ScenarioError> {
+        let n = name.get_ref();
+        if let Some(k) = self.kernels.iter().find(|k| k.name == *n) {
+            return Ok(k);
+        }
+        let found: Vec<&KernelSig> = self
+            .kernels
+            .iter()
+            .filter(|k| {
+                k.cxx
+                    .as_deref()
+                    .is_some_and(|c| c == n || c.rsplit("::").next() == Some(n.as_str()))
+            })
+            .collect();
+        match found[..] {
+            [k] => Ok(k),
+            [] => {
+                let all: Vec<String> = self
+                    .kernels
+                    .iter()
+                    .map(|k| match &k.cxx {
+                        Some(c) => format!("{} ({c})", k.name),
+                        None => k.name.clone(),
+                    })
+                    .collect();
+                cx.err(
+                    Some(name.span()),
+                    field,
+                    format!(
+                        "no kernel `{n}` in `{}` (it has: {})",
+                        self.ptx_file,
+                        all.join(", ")
+                    ),
+                )
+            }
+            _ => cx.err(
+                Some(name.span()),
+                field,
+                format!(
+                    "`{n}` is ambiguous in `{}`: it names {} (write one of these)",
+                    self.ptx_file,
+                    found
+                        .iter()
+                        .map(|k| format!("{} {}", k.name, k.signature()))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ),
         }
     }
 

@@ -103,9 +103,10 @@ fn names_that_do_not_exist_are_located() {
 
 #[test]
 fn copies_that_do_not_fit_their_buffer_are_refused() {
+    // Located at the value that is wrong.
     let e = error(&GOOD.replace("copy = \"x\"", "copy = \"x\"\nbytes = 128"));
     assert!(
-        e.starts_with("s.toml:11:8:")
+        e.starts_with("s.toml:12:9:")
             && e.contains("process[0].command[0].bytes")
             && e.contains("do not fit buffer `x` of 64 bytes"),
         "{e}"
