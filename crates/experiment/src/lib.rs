@@ -55,6 +55,27 @@ pub fn runnable_kernels(gpu: &GpuConfig) -> Vec<&'static dyn suite::Kernel> {
         .collect()
 }
 
+/// A suite kernel's own host program as one process, arriving at 0 with priority 0, on
+/// `target`'s PTX (`None`: the kernel's default target).
+pub(crate) fn suite_process(
+    kernel: &'static dyn suite::Kernel,
+    size: suite::Size,
+    seed: u64,
+    target: Option<suite::Target>,
+) -> workload::scenario::Process {
+    workload::scenario::Process {
+        name: kernel.name().to_string(),
+        arrival_us: 0.0,
+        priority: 0,
+        program: workload::scenario::Program::Suite {
+            kernel,
+            size,
+            seed,
+            target: target.unwrap_or(kernel.default_target()),
+        },
+    }
+}
+
 /// The setup of a run of suite host programs on `gpu` (default host, framework and copy
 /// engines), keeping every process's final memory for comparisons; the run may take
 /// `max_cycles`, each launch `instruction_limit` warp instructions (`None`: the progress rule

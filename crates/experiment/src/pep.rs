@@ -33,7 +33,6 @@ use preempt::{How, MechanismKind, PepCase, Record, PEP_PREDICTED_LAUNCH_US};
 use sched::{Framework, SmState};
 use serde::Serialize;
 use suite::{Size, Target};
-use workload::scenario::{Process, Program};
 use workload::system::Injector;
 use workload::{RunError, RunRecord, System};
 
@@ -236,17 +235,7 @@ fn one_run(
     mechanism: Option<MechanismKind>,
     moments: Option<(u64, u64)>,
 ) -> Result<(RunRecord, Option<u64>), ExperimentError> {
-    let process = Process {
-        name: kernel.name().to_string(),
-        arrival_us: 0.0,
-        priority: 0,
-        program: Program::Suite {
-            kernel,
-            size: config.size,
-            seed: config.seed,
-            target: config.target.unwrap_or(kernel.default_target()),
-        },
-    };
+    let process = crate::suite_process(kernel, config.size, config.seed, config.target);
     let fail = |error| ExperimentError::Run {
         kernel: kernel.name().to_string(),
         mechanism: mechanism.map_or("none".into(), |m| m.to_string()),

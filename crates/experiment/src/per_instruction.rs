@@ -45,7 +45,6 @@ use preempt::{ContextBytes, How, MechanismKind, Record};
 use sched::{Framework, SmState};
 use serde::Serialize;
 use suite::{Size, Target};
-use workload::scenario::{Process, Program};
 use workload::system::Injector;
 use workload::{RunError, RunRecord, System};
 
@@ -281,17 +280,7 @@ fn one_run(
     mechanism: Option<MechanismKind>,
     moment: Option<Moment>,
 ) -> RunOutcome {
-    let process = Process {
-        name: kernel.name().to_string(),
-        arrival_us: 0.0,
-        priority: 0,
-        program: Program::Suite {
-            kernel,
-            size: config.size,
-            seed: config.seed,
-            target: config.target.unwrap_or(kernel.default_target()),
-        },
-    };
+    let process = crate::suite_process(kernel, config.size, config.seed, config.target);
     let fail = |error| ExperimentError::Run {
         kernel: kernel.name().to_string(),
         mechanism: mechanism.map_or("none".into(), |m| m.to_string()),

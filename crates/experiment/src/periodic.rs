@@ -34,7 +34,6 @@ use preempt::{ContextBytes, How, MechanismKind, Record, RegisterCensus};
 use sched::{Framework, SmState};
 use serde::Serialize;
 use suite::{Size, Target};
-use workload::scenario::{Process, Program};
 use workload::system::Injector;
 use workload::{RunError, RunRecord, System};
 
@@ -288,17 +287,7 @@ fn one_run(
     mechanism: Option<MechanismKind>,
     interval: u64,
 ) -> RunOutcome {
-    let process = Process {
-        name: kernel.name().to_string(),
-        arrival_us: 0.0,
-        priority: 0,
-        program: Program::Suite {
-            kernel,
-            size: config.size,
-            seed: config.seed,
-            target: config.target.unwrap_or(kernel.default_target()),
-        },
-    };
+    let process = crate::suite_process(kernel, config.size, config.seed, config.target);
     let fail = |error| ExperimentError::Run {
         kernel: kernel.name().to_string(),
         mechanism: mechanism.map_or("none".into(), |m| m.to_string()),

@@ -688,25 +688,14 @@ pub(crate) fn per_instruction(args: PerInstructionArgs) -> Outcome {
     });
     bar.finish_and_clear();
     let r = r.map_err(|e| e.to_string())?;
-    let figs = per_instruction::figures(&r);
     if let Some(dir) = &args.csv {
         write_per_instruction_csv(dir, &r)?;
-        for f in &figs {
-            write_atomic(
-                &dir.join(format!("{}.csv", f.id)),
-                figures::to_csv(f).as_bytes(),
-            )?;
-        }
     }
-    if let Some(dir) = &args.plots {
-        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        for f in &figs {
-            write_atomic(
-                &dir.join(format!("{}.svg", f.id)),
-                svg::bar_chart(f).as_bytes(),
-            )?;
-        }
-    }
+    write_figures(
+        &per_instruction::figures(&r),
+        args.csv.as_deref(),
+        args.plots.as_deref(),
+    )?;
     if args.json {
         println!(
             "{}",
@@ -912,26 +901,15 @@ pub(crate) fn pep(args: PepArgs) -> Outcome {
     });
     bar.finish_and_clear();
     let r = r.map_err(|e| e.to_string())?;
-    let figs = pep::figures(&r);
     if let Some(dir) = &args.csv {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         write_atomic(&dir.join("points.csv"), pep::csv(&r).as_bytes())?;
-        for f in &figs {
-            write_atomic(
-                &dir.join(format!("{}.csv", f.id)),
-                figures::to_csv(f).as_bytes(),
-            )?;
-        }
     }
-    if let Some(dir) = &args.plots {
-        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        for f in &figs {
-            write_atomic(
-                &dir.join(format!("{}.svg", f.id)),
-                svg::bar_chart(f).as_bytes(),
-            )?;
-        }
-    }
+    write_figures(
+        &pep::figures(&r),
+        args.csv.as_deref(),
+        args.plots.as_deref(),
+    )?;
     if args.json {
         println!(
             "{}",
@@ -976,4 +954,25 @@ fn print_pep(r: &PepResults) {
     println!("\npapers/li-pep §4 (GPGPU-Sim GTX980): latency Chimera 8.9 µs, PEP 4.5 µs,");
     println!("PEP+in-place 3.6 µs, Chimera+dirty -31.8%; context Chimera+dirty -34.4%, PEP about");
     println!("Chimera's; saving overhead PEP -6.3% from Chimera.");
+}
+
+/// Writes each figure as `ID.csv` into `csv` and as `ID.svg` into `plots`, when given.
+fn write_figures(
+    figs: &[figures::Figure],
+    csv: Option<&Path>,
+    plots: Option<&Path>,
+) -> Result<(), String> {
+    for (dir, ext) in [(csv, "csv"), (plots, "svg")] {
+        let Some(dir) = dir else { continue };
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        for f in figs {
+            let text = if ext == "csv" {
+                figures::to_csv(f)
+            } else {
+                svg::bar_chart(f)
+            };
+            write_atomic(&dir.join(format!("{}.{ext}", f.id)), text.as_bytes())?;
+        }
+    }
+    Ok(())
 }
