@@ -15,7 +15,9 @@
 //! mechanism = "drain"             # how a reserved SM is emptied: drain | flush-strict |
 //!                                 # flush-relaxed | baseline | live | points-live |
 //!                                 # lightweight | lightweight-tb |
-//!                                 # lightweight-in-place | chimera
+//!                                 # lightweight-in-place | chimera |
+//!                                 # chimera-dirty | cs-defer | ctxback |
+//!                                 # ctxback-cs-defer | pep | pep-in-place
 //! # mechanism = { kind = "chimera", deadline_us = 10.0 }   # with parameters (below)
 //! # policy = { kind = "time-slice", slice_us = 100.0 }
 //!
@@ -133,7 +135,8 @@
 //!
 //! | choice | parameter | default |
 //! | --- | --- | --- |
-//! | `chimera` | `deadline_us`: the preemption deadline, µs (papers/li-pep §4 uses 5, 10, 15) | 15 |
+//! | `chimera`, `chimera-dirty` | `deadline_us`: the preemption deadline, µs (papers/li-pep §4 uses 5, 10, 15) | 15 |
+//! | `pep`, `pep-in-place` | `predicted_launch_us`: the time from a launch call to its arrival PEP assumes, µs (papers/li-pep §3.2) | 20 |
 //! | `lightweight`, `lightweight-tb`, `lightweight-in-place` | `compressor_latency`: core cycles through the register compressor | 2 |
 //! | `time-slice` | `slice_us`: each context's turn, µs | `time_slice_us` |
 //! | `ppq` | `access`: `shared` (idle SMs go to lower priorities too) or `exclusive` (not while a higher priority is active), papers/tanasic-thesis §5.3.3 | `shared` |
