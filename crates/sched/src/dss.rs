@@ -166,6 +166,11 @@ impl Policy for Dss {
     fn name(&self) -> &'static str {
         "dss"
     }
+    /// A kernel's activation repartitions the SMs, taking them from any other kernel with
+    /// more than its share.
+    fn may_preempt_on_arrival(&self, _arriving: i32, _running: i32) -> bool {
+        true
+    }
     fn admit(&mut self, waiting: &[Waiting]) -> Option<ContextId> {
         pick_waiting(waiting, |w| w.arrived_at)
     }

@@ -155,8 +155,9 @@ impl Framework {
     }
 
     /// The host of `context` called a launch at `priority` (`cudaLaunch`): it reaches the
-    /// GPU a launch latency later, and may then preempt the kernels of lower priority of
-    /// other contexts. The mechanism hears of it, with the SMs those kernels run on, at the
+    /// GPU a launch latency later, and may then preempt the kernels of other contexts the
+    /// policy would take SMs from ([`Policy::may_preempt_on_arrival`]: under PPQ, those of
+    /// lower priority). The mechanism hears of it, with the SMs those kernels run on, at the
     /// next cycle ([`preempt::Mechanism::launch_called`], papers/li-pep §3.3).
     pub fn launch_called(&mut self, context: ContextId, priority: i32) {
         self.called.push(Called::Process { context, priority });
@@ -181,7 +182,10 @@ impl Framework {
                         e.state == SmState::Running
                             && e.kernel
                                 .and_then(|k| t.ksrt[k.0 as usize].as_ref())
-                                .is_some_and(|k| k.context != context && k.priority < priority)
+                                .is_some_and(|k| {
+                                    k.context != context
+                                        && self.policy.may_preempt_on_arrival(priority, k.priority)
+                                })
                     })
                     .map(|i| SmId(i as u32))
                     .collect(),

@@ -63,6 +63,13 @@ pub trait Policy {
     fn on_room_made(&mut self, _sm: SmId, _kernel: KernelSlot, _tables: &mut Tables) {}
     /// Every cycle (for policies that act on time, such as time slicing); it must be cheap.
     fn on_cycle(&mut self, _tables: &mut Tables) {}
+    /// Whether a kernel of priority `arriving` may, when it arrives, take SMs from a running
+    /// kernel of another context of priority `running` (what a mechanism that prepares at
+    /// the host's launch call is told about, [`crate::Framework::launch_called`]). By
+    /// default no: the policy never preempts on an arrival.
+    fn may_preempt_on_arrival(&self, _arriving: i32, _running: i32) -> bool {
+        false
+    }
 }
 
 /// A policy and its parameters (scenario files and the command line choose one).
@@ -420,6 +427,10 @@ impl Ppq {
 impl Policy for Ppq {
     fn name(&self) -> &'static str {
         "ppq"
+    }
+    /// A higher priority takes SMs from lower ones (§5.2.4).
+    fn may_preempt_on_arrival(&self, arriving: i32, running: i32) -> bool {
+        arriving > running
     }
     fn admit(&mut self, waiting: &[Waiting]) -> Option<ContextId> {
         pick_waiting(waiting, |w| (std::cmp::Reverse(w.priority), w.arrived_at))

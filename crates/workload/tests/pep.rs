@@ -27,8 +27,8 @@ fn process(name: &str, kernel: &str, size: Size, priority: i32, arrival_us: f64)
 }
 
 /// `batch` (priority 0) runs gemm; `urgent` (priority 1) launches pathfinder while it runs,
-/// `launch_latency_us` ahead of its kernel, under preemptive priorities.
-fn run(mechanism: MechanismKind, launch_latency_us: f64) -> RunRecord {
+/// `launch_latency_us` ahead of its kernel, under `policy`.
+fn run(mechanism: MechanismKind, launch_latency_us: f64, policy: PolicyKind) -> RunRecord {
     let timing = TimedGpu::new(GpuConfig::preset("gtx480").unwrap());
     let mut host = timing.gpu.host.clone();
     host.launch_latency_us = launch_latency_us;
@@ -36,9 +36,7 @@ fn run(mechanism: MechanismKind, launch_latency_us: f64) -> RunRecord {
         host,
         timing,
         framework: Default::default(),
-        policy: PolicyKind::Ppq {
-            access: Default::default(),
-        },
+        policy,
         time_slice_us: 50.0,
         mechanism,
         copy_policy: Default::default(),
@@ -68,6 +66,10 @@ fn run(mechanism: MechanismKind, launch_latency_us: f64) -> RunRecord {
     }
     r
 }
+
+const PPQ: PolicyKind = PolicyKind::Ppq {
+    access: sched::PpqAccess::Shared,
+};
 
 /// The urgent program's launches: when each was called and when it arrived, core cycles.
 fn urgent_launches(r: &RunRecord) -> Vec<(u64, u64)> {
@@ -107,7 +109,7 @@ fn pep_checkpoints_at_the_launch_call_and_saves_less_at_the_request() {
     let mechanism = MechanismKind::Pep {
         predicted_launch_us: 1.0,
     };
-    let pep = run(mechanism, 10.0);
+    let pep = run(mechanism, 10.0, PPQ);
     let launches = urgent_launches(&pep);
     // Base checkpoints were chosen when the host called a launch, before it arrived.
     let early: Vec<u64> = pep
@@ -146,10 +148,33 @@ fn pep_checkpoints_at_the_launch_call_and_saves_less_at_the_request() {
     // With the base written ahead, the request waits only for the incremental checkpoints.
     // With no time between the call and the arrival, the base checkpoints start with the
     // request, and each TB's whole dirty context is saved while it waits.
-    let reactive = run(mechanism, 0.0);
+    let reactive = run(mechanism, 0.0, PPQ);
     let (p, r) = (mean_switch_latency(&pep), mean_switch_latency(&reactive));
     eprintln!(
         "mean switch latency: 10 µs ahead {p:.0} cycles, none ahead {r:.0} cycles; {two} TBs took two checkpoints"
     );
     assert!(p < r, "10 µs ahead {p} against none ahead {r}");
+}
+
+/// Under non-preemptive priorities no arrival takes an SM, so the launch call tells PEP of
+/// no SM and it pauses no TB for a checkpoint nobody will use.
+#[test]
+fn pep_prepares_nothing_when_the_policy_never_preempts_on_arrival() {
+    let r = run(
+        MechanismKind::Pep {
+            predicted_launch_us: 1.0,
+        },
+        10.0,
+        PolicyKind::Npq,
+    );
+    assert!(
+        !r.preemptions.iter().any(|p| matches!(
+            p,
+            Record::Chose {
+                technique: Technique::Checkpoint,
+                ..
+            } | Record::Checkpointed { .. }
+        )),
+        "PEP checkpointed under NPQ"
+    );
 }
