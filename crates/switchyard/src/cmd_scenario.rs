@@ -45,11 +45,11 @@ pub(crate) fn scenario(args: ScenarioArgs) -> Outcome {
         s.framework.intra_sm_sharing = on == Switch::On;
     }
     let gpu = match (&args.gpu, &s.gpu) {
-        (Some(g), _) => load_gpu(g, None)?,
+        (Some(g), _) => load_gpu(g, args.scheduler)?,
         // Checked when the scenario was read; if it fails now, say where it is named.
-        (None, Some(g)) => load_gpu(g, None)
+        (None, Some(g)) => load_gpu(g, args.scheduler)
             .map_err(|e| format!("{}: `gpu`: {e}", s.gpu_at.as_deref().unwrap_or(&file)))?,
-        (None, None) => load_gpu("gtx480", None)?,
+        (None, None) => load_gpu("gtx480", args.scheduler)?,
     };
     let max_cycles = args
         .max_cycles

@@ -436,6 +436,9 @@ struct ScenarioArgs {
     /// fault-study, v100, a100, h100) or a configuration file.
     #[arg(long)]
     gpu: Option<String>,
+    /// Warp scheduler policy, overriding the GPU's (as `run --scheduler`).
+    #[arg(long, value_enum)]
+    scheduler: Option<SchedulerArg>,
     /// Scheduling policy, overriding the scenario's: fcfs, npq, ppq (preemptive priority),
     /// time-slice (contexts take turns), dss (dynamic spatial sharing), mps (NVIDIA's
     /// Multi-Process Service: every process limited to a share of the SMs), written

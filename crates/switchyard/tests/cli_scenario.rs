@@ -83,6 +83,20 @@ fn a_scenario_reports_times_metrics_and_writes_its_outputs() {
     assert!(a["metrics"]["stp"].as_f64().unwrap() > 1.0);
     assert!(a["all_verified"].as_bool().unwrap());
     // Overrides from the command line.
+    // The warp scheduler: mix2's kernels run in different cycles under two policies (the
+    // GTX480's own is LRR; an ignored flag would give LRR's cycles both times).
+    let mix2 = |extra: &[&str]| {
+        let mut args = vec!["scenario", "scenarios/mix2.toml", "--json", "--no-alone"];
+        args.extend_from_slice(extra);
+        let o = switchyard(&args);
+        assert!(o.status.success(), "{}", text(&o));
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()
+    };
+    let lrr = mix2(&["--scheduler", "lrr"]);
+    let gto = mix2(&["--scheduler", "gto"]);
+    assert_eq!(lrr["cycles"], mix2(&[])["cycles"]);
+    assert_ne!(lrr["cycles"], gto["cycles"]);
+    assert!(gto["all_verified"].as_bool().unwrap());
     let b = j(&["--policy", "npq", "--sharing", "on", "--no-alone"]);
     assert_eq!(b["policy"], "npq");
     assert_eq!(b["intra_sm_sharing"], true);
