@@ -408,6 +408,34 @@ impl HostProgram for Commands {
     }
 }
 
+/// How many representable values of `ty` (f32 or f64) lie between `a` and `b`, counting one
+/// end (`None` if either is NaN). Both are taken as values of `ty` (an f32 buffer's values
+/// are f32s widened).
+fn ulps_apart(ty: crate::data::ElemType, a: f64, b: f64) -> Option<u64> {
+    if a.is_nan() || b.is_nan() {
+        return None;
+    }
+    // The bit patterns, ordered as the values are (negative floats count down from zero).
+    let ordered = |x: f64| -> i128 {
+        if ty == crate::data::ElemType::F32 {
+            let i = i128::from((x as f32).to_bits() as i32);
+            if i < 0 {
+                i128::from(i32::MIN) - i
+            } else {
+                i
+            }
+        } else {
+            let i = i128::from(x.to_bits() as i64);
+            if i < 0 {
+                i128::from(i64::MIN) - i
+            } else {
+                i
+            }
+        }
+    };
+    u64::try_from((ordered(a) - ordered(b)).unsigned_abs()).ok()
+}
+
 /// Compares a buffer with a check; the first mismatch, described.
 fn check(
     c: &Check,
@@ -429,6 +457,8 @@ fn check(
         let ok = if ty.is_float() {
             got == want
                 || (got - want).abs() <= c.tolerance * want.abs().max(f64::MIN_POSITIVE)
+                || (got - want).abs() <= c.abs_tolerance
+                || (c.ulps > 0 && ulps_apart(ty, got, want).is_some_and(|u| u <= c.ulps))
                 || (got.is_nan() && want.is_nan())
         } else {
             got == want
@@ -693,5 +723,76 @@ impl HostProgram for SuiteHost {
                 detail: "the host program did not finish".into(),
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::ElemType;
+    use crate::scenario::{Check, Expect};
+
+    fn f32_bytes(v: &[f32]) -> Vec<u8> {
+        v.iter().flat_map(|x| x.to_le_bytes()).collect()
+    }
+
+    fn passes(c: &Check, ty: ElemType, bytes: &[u8]) -> bool {
+        check(c, "b", ty, bytes, &mut 0).is_ok()
+    }
+
+    fn want(v: f64, tolerance: f64, abs_tolerance: f64, ulps: u64) -> Check {
+        Check {
+            buffer: 0,
+            expect: Expect::Fill(v),
+            tolerance,
+            abs_tolerance,
+            ulps,
+        }
+    }
+
+    #[test]
+    fn a_float_passes_within_any_one_tolerance() {
+        // 1 and the next f32 above it, 2^-23 ≈ 1.19e-7 apart: one ULP.
+        let next = f32::from_bits(1.0f32.to_bits() + 1);
+        let got = f32_bytes(&[next]);
+        assert!(!passes(&want(1.0, 0.0, 0.0, 0), ElemType::F32, &got));
+        assert!(passes(&want(1.0, 0.0, 0.0, 1), ElemType::F32, &got));
+        assert!(passes(&want(1.0, 0.0, 2e-7, 0), ElemType::F32, &got));
+        assert!(!passes(&want(1.0, 0.0, 1e-7, 0), ElemType::F32, &got));
+        assert!(passes(&want(1.0, 2e-7, 0.0, 0), ElemType::F32, &got));
+        // Two ULPs away needs two.
+        let two = f32_bytes(&[f32::from_bits(1.0f32.to_bits() + 2)]);
+        assert!(!passes(&want(1.0, 0.0, 0.0, 1), ElemType::F32, &two));
+        assert!(passes(&want(1.0, 0.0, 0.0, 2), ElemType::F32, &two));
+    }
+
+    #[test]
+    fn ulps_count_the_buffer_types_values_across_zero() {
+        // The smallest positive and negative f32 are two ULPs apart (±0 between them).
+        let tiny = f32::from_bits(1);
+        let got = f32_bytes(&[-tiny]);
+        assert!(!passes(
+            &want(f64::from(tiny), 0.0, 0.0, 1),
+            ElemType::F32,
+            &got
+        ));
+        assert!(passes(
+            &want(f64::from(tiny), 0.0, 0.0, 2),
+            ElemType::F32,
+            &got
+        ));
+        // In an f64 buffer, one f64 ULP of 1.0 is far below one f32 ULP.
+        let next = f64::from_bits(1.0f64.to_bits() + 1);
+        let got = next.to_le_bytes().to_vec();
+        assert!(passes(&want(1.0, 0.0, 0.0, 1), ElemType::F64, &got));
+        assert_eq!(ulps_apart(ElemType::F64, 1.0, next), Some(1));
+        assert_eq!(ulps_apart(ElemType::F32, 1.0, f64::NAN), None);
+    }
+
+    #[test]
+    fn integers_must_be_equal_whatever_the_tolerances() {
+        let got = 5u32.to_le_bytes().to_vec();
+        assert!(!passes(&want(4.0, 1.0, 10.0, 100), ElemType::U32, &got));
+        assert!(passes(&want(5.0, 0.0, 0.0, 0), ElemType::U32, &got));
     }
 }

@@ -105,7 +105,14 @@
 //! buffer = "y"
 //! values = [1.0, 3.0]             # a prefix; or fill = 2.0; or file = "y.npy"
 //! tolerance = 1e-6                # relative, floats only; finite, >= 0
+//! # abs_tolerance = 1e-9          # absolute, floats only; finite, >= 0
+//! # ulps = 4                      # units in the last place of the buffer's type
 //! ```
+//!
+//! A float passes a check when it equals the expected value (NaN matching NaN), or is
+//! within any one of the tolerances given: `|got − want| ≤ tolerance × |want|`,
+//! `|got − want| ≤ abs_tolerance`, or at most `ulps` representable values of the buffer's
+//! type (f32 or f64) apart. Integers must be equal.
 //!
 //! **Integers** (`len`, a copy's `offset` and `bytes`, a set's `index`, `grid`, `block`,
 //! `dynamic_smem`, integer arguments, a repeat's count) are TOML integers or expressions in
@@ -478,6 +485,10 @@ pub struct CheckSpec {
     pub file: Option<Spanned<String>>,
     /// Relative, for floats: finite and non-negative (0 when left out).
     pub tolerance: Option<Spanned<f64>>,
+    /// Absolute, for floats: finite and non-negative (0 when left out).
+    pub abs_tolerance: Option<Spanned<f64>>,
+    /// Units in the last place, for floats: 0 to [`MAX_ULPS`] (0 when left out).
+    pub ulps: Option<Spanned<i64>>,
 }
 
 /// Reads files a scenario names (the command line gives the real file system; tests give
@@ -892,11 +903,17 @@ impl CmdKind {
     }
 }
 
+/// The most ULPs a check may allow (a wider one would check nothing).
+pub const MAX_ULPS: u64 = 1 << 20;
+
 #[derive(Clone, Debug)]
 pub struct Check {
     pub buffer: usize,
     pub expect: Expect,
+    /// Relative, absolute and ULP tolerances for floats (all 0: exact).
     pub tolerance: f64,
+    pub abs_tolerance: f64,
+    pub ulps: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -1414,26 +1431,45 @@ impl Cx<'_> {
                 }
                 Expect::Values(spec.values.clone())
             };
-            let tolerance = match &spec.tolerance {
-                None => 0.0,
-                Some(t) => {
+            let mut tolerances = [0.0; 2];
+            for (slot, (key, t)) in tolerances.iter_mut().zip([
+                ("tolerance", &spec.tolerance),
+                ("abs_tolerance", &spec.abs_tolerance),
+            ]) {
+                if let Some(t) = t {
                     let v = *t.get_ref();
                     // An infinite tolerance passes every value, a NaN one fails every value
                     // that is not exact: neither checks anything.
                     if !(v.is_finite() && v >= 0.0) {
                         return self.err(
                             Some(t.span()),
-                            &format!("{f}.tolerance"),
+                            &format!("{f}.{key}"),
                             format!("{v} is not a tolerance: it must be finite and non-negative"),
                         );
                     }
-                    v
+                    *slot = v;
                 }
+            }
+            let ulps = match &spec.ulps {
+                None => 0,
+                // A count beyond MAX_ULPS would pass values far from the expected ones.
+                Some(u) => match u64::try_from(*u.get_ref()) {
+                    Ok(n) if n <= MAX_ULPS => n,
+                    _ => {
+                        return self.err(
+                            Some(u.span()),
+                            &format!("{f}.ulps"),
+                            format!("{} is out of range: 0 to at most {MAX_ULPS}", u.get_ref()),
+                        );
+                    }
+                },
             };
             checks.push(Check {
                 buffer: b,
                 expect,
-                tolerance,
+                tolerance: tolerances[0],
+                abs_tolerance: tolerances[1],
+                ulps,
             });
         }
         Ok(CommandProgram {

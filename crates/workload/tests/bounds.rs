@@ -125,6 +125,33 @@ fn check_tolerances_must_be_finite_and_non_negative() {
 }
 
 #[test]
+fn absolute_and_ulp_tolerances_are_bounded_and_located() {
+    let with = |line: &str| SAXPY_RUN.replace("fill = 1.0\n", &format!("fill = 1.0\n{line}\n"));
+    assert!(parse("s.toml", &with("abs_tolerance = 1e-9"), &Mem).is_ok());
+    assert!(parse("s.toml", &with("ulps = 4"), &Mem).is_ok());
+    for (line, field, what) in [
+        (
+            "abs_tolerance = -1.0",
+            "check[0].abs_tolerance",
+            "finite and non-negative",
+        ),
+        (
+            "abs_tolerance = inf",
+            "check[0].abs_tolerance",
+            "finite and non-negative",
+        ),
+        ("ulps = 1099511627776", "check[0].ulps", "at most 1048576"),
+        ("ulps = -1", "check[0].ulps", "out of range"),
+    ] {
+        let e = error(&with(line));
+        assert!(
+            e.starts_with("s.toml:37:") && e.contains(field) && e.contains(what),
+            "{line}: {e}"
+        );
+    }
+}
+
+#[test]
 fn an_infinite_tolerance_cannot_pass_a_wrong_result() {
     // Before the fix, `tolerance = inf` parsed and the check passed 63 wrong values.
     let r = run(SAXPY_RUN).unwrap();
