@@ -531,9 +531,10 @@ enum SchedulerArg {
 struct AnalyzeArgs {
     /// Suite kernel names or `.ptx` files. Default: the whole suite.
     items: Vec<String>,
-    /// Which committed PTX to analyse for suite kernels.
-    #[arg(long, value_enum, default_value_t = TargetArg::Sm70)]
-    target: TargetArg,
+    /// Which committed PTX to analyse for suite kernels (default: each kernel's own oldest
+    /// target, as `run` picks for one run: sm_70, or sm_80 for the tensor-core kernels).
+    #[arg(long, value_enum)]
+    target: Option<TargetArg>,
     /// GPU preset for the occupancy figure.
     #[arg(long, default_value = "gtx480")]
     gpu: String,
@@ -845,10 +846,10 @@ fn analyze(args: AnalyzeArgs) -> Outcome {
         },
         ptxas_registers: args.ptxas,
     };
-    let items: Vec<String> = if args.items.is_empty() {
-        args.target.default_kernels()
-    } else {
-        args.items.clone()
+    let items: Vec<String> = match (&args.items[..], args.target) {
+        ([], Some(t)) => t.default_kernels(),
+        ([], None) => suite::all().iter().map(|k| k.name().to_string()).collect(),
+        (items, _) => items.to_vec(),
     };
     // (file name, PTX text) of everything to analyse: each suite kernel once per target.
     let mut sources = Vec::new();
@@ -859,7 +860,11 @@ fn analyze(args: AnalyzeArgs) -> Outcome {
         } else {
             let k = suite::by_name(item)
                 .ok_or_else(|| format!("no suite kernel `{item}` (and it is not a .ptx file)"))?;
-            for target in args.target.of(k)? {
+            let targets = match args.target {
+                Some(t) => t.of(k)?,
+                None => vec![k.default_target()],
+            };
+            for target in targets {
                 sources.push((
                     format!("kernels/{0}/{0}.{1}.ptx", k.name(), target.name()),
                     k.ptx(target).unwrap_or_default().to_string(),

@@ -351,6 +351,27 @@ fn an_unknown_kernel_name_lists_the_suite() {
     assert!(text(&o).contains("gemm"), "{}", text(&o));
 }
 
+/// A suite kernel compiled only for newer targets is analysed on its own oldest one, as
+/// `run` picks it; asking for a target it lacks is still an error naming its targets.
+#[test]
+fn analyze_defaults_to_each_kernels_own_target() {
+    let o = switchyard(&["analyze", "wgemm", "--json"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(
+        v[0]["file"].as_str().unwrap().ends_with("wgemm.sm_80.ptx"),
+        "{}",
+        v[0]
+    );
+    let o = switchyard(&["analyze", "wgemm", "--target", "sm_70"]);
+    assert_clean_failure(&o);
+    assert!(
+        text(&o).contains("compiled for sm_80, sm_90"),
+        "{}",
+        text(&o)
+    );
+}
+
 #[test]
 fn analyze_reports_registers_occupancy_points_and_context() {
     let o = switchyard(&["analyze", "gemm", "--gpu", "gtx480", "--json"]);
