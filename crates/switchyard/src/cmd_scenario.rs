@@ -15,6 +15,24 @@ use workload::{Disk, Report, Setup};
 use super::{Outcome, ScenarioArgs, Switch};
 use crate::cmd_run::load_gpu;
 
+/// The statistics file of a scenario: every finished launch's counters.
+#[derive(serde::Serialize)]
+struct ScenarioStats<'a> {
+    switchyard: &'static str,
+    scenario: &'a str,
+    gpu: &'a gpu::config::GpuConfig,
+    launches: Vec<LaunchStats<'a>>,
+}
+
+#[derive(serde::Serialize)]
+struct LaunchStats<'a> {
+    process: &'a str,
+    kernel: &'a str,
+    /// The machine's launch number (as the report and kernels.csv give it).
+    launch: u32,
+    stats: &'a gpu::timing::TimedStats,
+}
+
 /// Core cycles a scenario may run by default (about 6 s of simulated time at 700 MHz).
 pub(crate) const DEFAULT_MAX_CYCLES: u64 = 1 << 32;
 
@@ -75,6 +93,27 @@ pub(crate) fn scenario(args: ScenarioArgs) -> Outcome {
         let text = serde_json::to_string(&trace).expect("serializable");
         outputs.push((path.clone(), text.into_bytes()));
     }
+    if let Some(path) = &args.stats {
+        let stats = ScenarioStats {
+            switchyard: env!("CARGO_PKG_VERSION"),
+            scenario: &report.scenario,
+            gpu: &setup.timing.gpu,
+            launches: record
+                .kernels
+                .iter()
+                .filter_map(|k| {
+                    Some(LaunchStats {
+                        process: &k.process,
+                        kernel: &k.kernel,
+                        launch: k.launch?,
+                        stats: k.stats.as_deref()?,
+                    })
+                })
+                .collect(),
+        };
+        let text = serde_json::to_string_pretty(&stats).expect("serializable");
+        outputs.push((path.clone(), text.into_bytes()));
+    }
     if let Some(dir) = &args.csv {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         for (name, text) in [
@@ -105,13 +144,29 @@ pub(crate) fn scenario(args: ScenarioArgs) -> Outcome {
                 .filter(|_| report.all_verified)
                 .map(Path::to_path_buf)
         };
-        let (trace, csv) = (written(&args.trace), written(&args.csv));
-        print_report(&report, elapsed, trace.as_deref(), csv.as_deref());
+        let (trace, csv, stats) = (
+            written(&args.trace),
+            written(&args.csv),
+            written(&args.stats),
+        );
+        print_report(
+            &report,
+            elapsed,
+            trace.as_deref(),
+            csv.as_deref(),
+            stats.as_deref(),
+        );
     }
     Ok(report.all_verified)
 }
 
-fn print_report(r: &Report, elapsed: Duration, trace: Option<&Path>, csv: Option<&Path>) {
+fn print_report(
+    r: &Report,
+    elapsed: Duration,
+    trace: Option<&Path>,
+    csv: Option<&Path>,
+    stats: Option<&Path>,
+) {
     println!("scenario {}", r.scenario);
     if !r.description.is_empty() {
         println!("  {}", r.description);
@@ -156,6 +211,22 @@ fn print_report(r: &Report, elapsed: Duration, trace: Option<&Path>, csv: Option
             p.copies,
             if p.verified { "PASS" } else { "FAIL" },
             p.detail
+        );
+    }
+    println!(
+        "{:<16} {:<24} {:>6} {:>10} {:>10} {:>12} {:>14}",
+        "process", "kernel", "launch", "start µs", "end µs", "cycles", "warp insts"
+    );
+    for k in &r.kernels {
+        println!(
+            "{:<16} {:<24} {:>6} {:>10.1} {:>10.1} {:>12} {:>14}",
+            k.process,
+            k.kernel,
+            k.launch,
+            k.started_us,
+            k.finished_us,
+            k.cycles,
+            k.warp_instructions
         );
     }
     if let Some(m) = r.metrics {
@@ -211,6 +282,9 @@ fn print_report(r: &Report, elapsed: Duration, trace: Option<&Path>, csv: Option
             "CSV: {}/{{processes,kernels,copies,preemption}}.csv",
             d.display()
         );
+    }
+    if let Some(s) = stats {
+        println!("statistics: {}", s.display());
     }
 }
 

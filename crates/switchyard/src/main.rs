@@ -480,6 +480,10 @@ struct ScenarioArgs {
     /// chrome://tracing): one track per SM, per copy engine and per process stream.
     #[arg(long)]
     trace: Option<PathBuf>,
+    /// Write the statistics of every launch (the counters `run --stats` writes: cycles,
+    /// instructions, stalls, caches, DRAM, per SM) with the GPU configuration as JSON.
+    #[arg(long, value_name = "FILE")]
+    stats: Option<PathBuf>,
 }
 
 /// A preemption mechanism, `name[:key=value,...]` (`workload::choice`).

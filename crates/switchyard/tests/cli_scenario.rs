@@ -92,6 +92,24 @@ fn a_scenario_reports_times_metrics_and_writes_its_outputs() {
         assert!(o.status.success(), "{}", text(&o));
         serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()
     };
+    // Per-kernel counters: the statistics file holds every launch's, the report each
+    // kernel's cycles and warp instructions, and they add up to the run's total.
+    let stats = dir.join("stats.json");
+    let with_stats = mix2(&["--stats", stats.to_str().unwrap()]);
+    let file: serde_json::Value = serde_json::from_slice(&std::fs::read(&stats).unwrap()).unwrap();
+    let launches = file["launches"].as_array().unwrap();
+    let kernels = with_stats["kernels"].as_array().unwrap();
+    assert_eq!(launches.len(), kernels.len());
+    assert_eq!(file["gpu"]["name"], "gtx480");
+    let mut total = 0;
+    for (l, k) in launches.iter().zip(kernels) {
+        assert_eq!(l["launch"], k["launch"]);
+        assert_eq!(l["stats"]["warp_instructions"], k["warp_instructions"]);
+        assert_eq!(l["stats"]["cycles"], k["cycles"]);
+        assert!(k["cycles"].as_u64().unwrap() > 0, "{k}");
+        total += k["warp_instructions"].as_u64().unwrap();
+    }
+    assert_eq!(total, with_stats["warp_instructions"].as_u64().unwrap());
     let lrr = mix2(&["--scheduler", "lrr"]);
     let gto = mix2(&["--scheduler", "gto"]);
     assert_eq!(lrr["cycles"], mix2(&[])["cycles"]);

@@ -55,6 +55,10 @@ pub struct KernelReport {
     pub finished_us: f64,
     /// The machine's launch number (its statistics in the statistics file).
     pub launch: u32,
+    /// Core cycles from its arrival at the machine to its last access completed, and the
+    /// warp instructions it executed (0 if it did not finish).
+    pub cycles: u64,
+    pub warp_instructions: u64,
 }
 
 /// One copy (µs).
@@ -323,6 +327,8 @@ impl Report {
                 started_us: k.started_fs.map_or(0.0, us),
                 finished_us: k.finished_fs.map_or(0.0, us),
                 launch: k.launch.unwrap_or(0),
+                cycles: k.stats.as_ref().map_or(0, |s| s.cycles),
+                warp_instructions: k.stats.as_ref().map_or(0, |s| s.warp_instructions),
             })
             .collect();
         let copies = r
@@ -391,11 +397,11 @@ impl Report {
     /// The kernels as CSV.
     pub fn kernels_csv(&self) -> String {
         let mut s = String::from(
-            "process,kernel,stream,launch,called_us,arrived_us,activated_us,started_us,finished_us\n",
+            "process,kernel,stream,launch,called_us,arrived_us,activated_us,started_us,finished_us,cycles,warp_instructions\n",
         );
         for k in &self.kernels {
             s += &format!(
-                "{},{},{},{},{:.3},{:.3},{:.3},{:.3},{:.3}\n",
+                "{},{},{},{},{:.3},{:.3},{:.3},{:.3},{:.3},{},{}\n",
                 csv_field(&k.process),
                 csv_field(&k.kernel),
                 k.stream,
@@ -404,7 +410,9 @@ impl Report {
                 k.arrived_us,
                 k.activated_us,
                 k.started_us,
-                k.finished_us
+                k.finished_us,
+                k.cycles,
+                k.warp_instructions
             );
         }
         s

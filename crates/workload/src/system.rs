@@ -207,6 +207,9 @@ pub struct KernelRecord {
     /// the launch reached the machine.
     pub tbs: u64,
     pub tb: Option<gpu::occupancy::TbDemand>,
+    /// The machine's statistics of the launch, once it finished (the counters `run` writes).
+    #[serde(skip)]
+    pub stats: Option<Box<gpu::timing::TimedStats>>,
 }
 
 /// A process as the report shows it.
@@ -820,6 +823,7 @@ impl System {
                         launch: None,
                         tbs: 0,
                         tb: None,
+                        stats: None,
                     });
                     let op = self.push_op(
                         p,
@@ -1132,10 +1136,12 @@ impl System {
                     self.launch_ops.push((launch.0, tag as usize));
                 }
             }
-            Record::KernelFinished { cycle, tag, .. } => {
+            Record::KernelFinished { cycle, tag, launch } => {
                 let fs = self.cycle_fs(cycle);
                 if let OpKind::Launch { record, .. } = self.ops[tag as usize].kind {
-                    self.out.kernels[record].finished_fs = Some(fs);
+                    let k = &mut self.out.kernels[record];
+                    k.finished_fs = Some(fs);
+                    k.stats = self.machine.launch(launch).stats().cloned().map(Box::new);
                 }
                 self.finish_op(tag as usize, fs);
             }
