@@ -495,6 +495,91 @@ mod tests {
             .contains("gtx480"));
     }
 
+    /// `[memory.translation]`: a bad value names the file and the dotted field, enabled or
+    /// not (papers/tanasic-thesis Table 6.1's values load).
+    #[test]
+    fn bad_translation_values_name_the_file_and_field() {
+        let c = GpuConfig::preset("fault-study").unwrap();
+        let t = c.memory.translating().expect("fault-study translates");
+        assert_eq!(
+            (
+                t.l1_tlb.entries,
+                t.l1_tlb.assoc,
+                t.l1_tlb.latency,
+                t.l1_tlb.mshrs
+            ),
+            (32, 8, 40, 32)
+        );
+        assert_eq!(
+            (
+                t.l2_tlb.entries,
+                t.l2_tlb.assoc,
+                t.l2_tlb.latency,
+                t.l2_tlb.mshrs
+            ),
+            (1024, 8, 70, 128)
+        );
+        assert_eq!((t.walkers, t.walk_latency, t.page_kb), (64, 500, 4));
+        for (name, _) in PRESETS {
+            let c = GpuConfig::preset(name).unwrap();
+            assert!(c.memory.translation.is_some(), "{name} describes its TLBs");
+            assert_eq!(
+                c.memory.translating().is_some(),
+                *name == "fault-study",
+                "{name}"
+            );
+        }
+        let text = PRESETS.iter().find(|(n, _)| *n == "fault-study").unwrap().1;
+        for (from, to, field) in [
+            ("page_kb = 4 ", "page_kb = 8 ", "memory.translation.page_kb"),
+            (
+                "\nentries = 32\n",
+                "\nentries = 0\n",
+                "memory.translation.l1_tlb.entries",
+            ),
+            (
+                "\nentries = 32\nassoc = 8",
+                "\nentries = 32\nassoc = 3",
+                "memory.translation.l1_tlb.assoc",
+            ),
+            (
+                "\nentries = 1024\nassoc = 8",
+                "\nentries = 1024\nassoc = 0",
+                "memory.translation.l2_tlb.assoc",
+            ),
+            (
+                "latency = 70\nmshrs = 128",
+                "latency = 70\nmshrs = 0",
+                "memory.translation.l2_tlb.mshrs",
+            ),
+            ("walkers = 64", "walkers = 0", "memory.translation.walkers"),
+            (
+                "walk_latency = 500",
+                "walk_latency = 0",
+                "memory.translation.walk_latency",
+            ),
+            ("walkers = 64", "walkers = 64\nwalker = 3", "walker"),
+            (
+                "walk_latency = 500",
+                "walk_latency = 4000000000",
+                "memory.translation.walk_latency",
+            ),
+        ] {
+            let bad = text.replace(from, to);
+            assert_ne!(bad, text, "{from}");
+            let e = GpuConfig::from_toml("mine.toml", &bad)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("mine.toml") && e.contains(field), "{e}");
+        }
+        // Checked when off too.
+        let off = text.replace("enabled = true", "enabled = false");
+        let e = GpuConfig::from_toml("mine.toml", &off.replace("walkers = 64", "walkers = 0"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("memory.translation.walkers"), "{e}");
+    }
+
     /// Each value in range, but together unable to run anything, or a field that would be
     /// silently ignored: refused, naming the dotted field.
     #[test]
