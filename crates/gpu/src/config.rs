@@ -310,6 +310,12 @@ impl GpuConfig {
                 (1u64 << 22) as f64,
             ),
             (
+                "memory.translation.l1_tlb.entries",
+                "L1 TLB entries in all (× sm.count)",
+                get("sm.count") * get("memory.translation.l1_tlb.entries"),
+                (1u64 << 22) as f64,
+            ),
+            (
                 "memory.dram",
                 "DRAM queue entries and banks in all (× dram_channels)",
                 get("memory.dram_channels")
@@ -365,6 +371,11 @@ fn ceiling(path: &str) -> f64 {
         "sm.resources.registers" => (1u64 << 20) as f64,
         "sm.resources.shared_memory" | "memory.shared.size_bytes" => (1u64 << 24) as f64,
         "pipeline.register_banks" => 1024.0,
+        // Translation (only when enabled: a switched-off section is not serialized).
+        "memory.translation.l1_tlb.entries" | "memory.translation.l2_tlb.entries" => 65536.0,
+        "memory.translation.l1_tlb.mshrs"
+        | "memory.translation.l2_tlb.mshrs"
+        | "memory.translation.walkers" => 4096.0,
         "host.pcie_gbps" => 100_000.0,
         _ if leaf.ends_with("_mhz") => 100_000.0,
         _ if leaf == "size_bytes" => (1u64 << 28) as f64,
@@ -564,6 +575,16 @@ mod tests {
                 "walk_latency = 4000000000",
                 "memory.translation.walk_latency",
             ),
+            (
+                "\nentries = 1024\n",
+                "\nentries = 1048576\n",
+                "memory.translation.l2_tlb.entries",
+            ),
+            (
+                "mshrs = 32\n\n[memory.translation.l2_tlb]",
+                "mshrs = 100000\n\n[memory.translation.l2_tlb]",
+                "memory.translation.l1_tlb.mshrs",
+            ),
         ] {
             let bad = text.replace(from, to);
             assert_ne!(bad, text, "{from}");
@@ -572,6 +593,14 @@ mod tests {
                 .to_string();
             assert!(e.contains("mine.toml") && e.contains(field), "{e}");
         }
+        // Each L1 TLB within bounds, but too many of them.
+        let many = text
+            .replace("count = 16\n", "count = 128\n")
+            .replace("\nentries = 32\n", "\nentries = 65536\n");
+        let e = GpuConfig::from_toml("mine.toml", &many)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("L1 TLB entries in all"), "{e}");
         // Checked when off too.
         let off = text.replace("enabled = true", "enabled = false");
         let e = GpuConfig::from_toml("mine.toml", &off.replace("walkers = 64", "walkers = 0"))
