@@ -641,8 +641,9 @@ pub struct IssueState {
     l1_version: u64,
     cc_version: u64,
     icnt_free: [usize; 2],
-    /// The L1 TLB's state (`Tlb::state`); zero without translation.
-    tlb: (u64, u32),
+    /// The L1 TLB's state (`Tlb::state`: its version and its MSHRs in flight, as one
+    /// word); zero without translation.
+    tlb: u64,
 }
 
 /// The memory system of one GPU: state of every component, driven by [`MemorySystem::tick`].
@@ -768,6 +769,7 @@ impl MemorySystem {
     /// Everything the answer to an offer from SM `sm` at the current core cycle depends on
     /// besides the offer itself. Two equal states give the same answer to the same offer, so
     /// an SM that was refused can tell that retrying would be refused again.
+    #[inline]
     pub fn issue_state(&self, sm: usize) -> IssueState {
         let st = &self.sms[sm];
         IssueState {
@@ -779,10 +781,10 @@ impl MemorySystem {
                 self.req_net.input_free(sm, Priority::Normal),
                 self.req_net.input_free(sm, Priority::Context),
             ],
-            tlb: st
-                .tlb
-                .as_ref()
-                .map_or((0, 0), |t| t.state(self.core_cycle())),
+            tlb: match &st.tlb {
+                None => 0,
+                Some(t) => t.state(self.core_cycle()),
+            },
         }
     }
 
@@ -876,6 +878,17 @@ impl MemorySystem {
         Ok(id)
     }
 
+    /// Every SM's [`MemorySystem::start_translated`], in SM order (kept out of `tick`'s
+    /// loop, which runs every core cycle with or without translation).
+    #[inline(never)]
+    fn start_translations(&mut self, now: u64) {
+        for sm in 0..self.sms.len() {
+            if !self.sms[sm].translating.is_empty() {
+                self.start_translated(sm, now);
+            }
+        }
+    }
+
     /// Sends the earliest translated access of SM `sm` whose translation is done into the
     /// L1, if the L1 takes it now (else it waits and is tried again next cycle).
     fn start_translated(&mut self, sm: usize, now: u64) {
@@ -903,6 +916,7 @@ impl MemorySystem {
     /// Pass 1 of an access's L1 lookup: whether every missing line gets an MSHR (or
     /// merges) and the request network's input queue holds every packet, changing nothing
     /// but the refusal counters.
+    #[inline(always)]
     fn check_lines(&mut self, sm: usize, a: &MemAccess) -> Result<(), Stall> {
         let st = &mut self.sms[sm];
         let use_const = a.space == Space::Const && a.kind == AccessKind::Load;
@@ -976,6 +990,7 @@ impl MemorySystem {
     /// Pass 2 of an access's L1 lookup, for the access in slot `slot` (checked by
     /// [`MemorySystem::check_lines`]): the L1 port busy for its lines, hits queued, misses,
     /// stores and atomics sent into the request network.
+    #[inline(always)]
     fn send_lines(&mut self, sm: usize, slot: u32, a: &MemAccess) {
         let now = self.core_cycle();
         let icnt_now = self.cycle(Domain::Icnt);
@@ -1097,6 +1112,9 @@ impl MemorySystem {
             for sm in 0..self.sms.len() {
                 self.tick_sm(sm, now);
             }
+            if self.shared_tlb.is_some() {
+                self.start_translations(now);
+            }
         }
         if set.contains(Domain::Icnt) {
             let now = self.clock.cycle(Domain::Icnt);
@@ -1161,9 +1179,6 @@ impl MemorySystem {
                 self.line_done(sm, slot, now);
             }
             self.waiters = waiters;
-        }
-        if !self.sms[sm].translating.is_empty() {
-            self.start_translated(sm, now);
         }
     }
 

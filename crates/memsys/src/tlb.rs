@@ -40,6 +40,9 @@ use crate::ConfigError;
 /// and handles faults at 64 KiB).
 pub const PAGE_KB: [u32; 3] = [4, 64, 2048];
 
+/// The most MSHRs a TLB may have (its in-flight count is part of a 16-bit state field).
+pub const MAX_MSHRS: u32 = 4096;
+
 /// A virtual page number (address / page size).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Vpn(pub u64);
@@ -132,8 +135,8 @@ impl TranslationSpec {
             if t.latency == 0 {
                 return bad(names[2], "must be at least 1 cycle".into());
             }
-            if t.mshrs == 0 {
-                return bad(names[3], "must be at least 1".into());
+            if !(1..=MAX_MSHRS).contains(&t.mshrs) {
+                return bad(names[3], format!("{} is not in 1..={MAX_MSHRS}", t.mshrs));
             }
         }
         if self.walkers == 0 {
@@ -384,11 +387,11 @@ impl Tlb {
         self.mshrs.iter().filter(|m| m.ready > now).count() as u32
     }
 
-    /// Everything the answer to a translation at `now` depends on besides its pages: two
-    /// equal states give the same answer to the same pages (fills are applied by time, and
-    /// the in-flight count at `now` says which have been).
-    pub fn state(&self, now: u64) -> (u64, u32) {
-        (self.version, self.in_flight(now))
+    /// Everything the answer to a translation at `now` depends on besides its pages, as one
+    /// word (the version above 16 bits of MSHRs in flight, at most [`MAX_MSHRS`]): two equal states give the same answer to the same pages (fills are applied
+    /// by time, and the in-flight count at `now` says which have been).
+    pub fn state(&self, now: u64) -> u64 {
+        (self.version << 16) | u64::from(self.in_flight(now) & 0xffff)
     }
 
     /// Whether `vpn` is present at `now` (for tests and checks; changes nothing visible).
