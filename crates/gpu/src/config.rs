@@ -310,6 +310,12 @@ impl GpuConfig {
                 (1u64 << 22) as f64,
             ),
             (
+                "memory.translation.l1_tlb.entries",
+                "L1 TLB entries in all (× sm.count)",
+                get("sm.count") * get("memory.translation.l1_tlb.entries"),
+                (1u64 << 22) as f64,
+            ),
+            (
                 "memory.dram",
                 "DRAM queue entries and banks in all (× dram_channels)",
                 get("memory.dram_channels")
@@ -365,6 +371,11 @@ fn ceiling(path: &str) -> f64 {
         "sm.resources.registers" => (1u64 << 20) as f64,
         "sm.resources.shared_memory" | "memory.shared.size_bytes" => (1u64 << 24) as f64,
         "pipeline.register_banks" => 1024.0,
+        // Translation (only when enabled: a switched-off section is not serialized).
+        "memory.translation.l1_tlb.entries" | "memory.translation.l2_tlb.entries" => 65536.0,
+        "memory.translation.l1_tlb.mshrs"
+        | "memory.translation.l2_tlb.mshrs"
+        | "memory.translation.walkers" => 4096.0,
         "host.pcie_gbps" => 100_000.0,
         _ if leaf.ends_with("_mhz") => 100_000.0,
         _ if leaf == "size_bytes" => (1u64 << 28) as f64,
@@ -493,6 +504,109 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("gtx480"));
+    }
+
+    /// `[memory.translation]`: a bad value names the file and the dotted field, enabled or
+    /// not (papers/tanasic-thesis Table 6.1's values load).
+    #[test]
+    fn bad_translation_values_name_the_file_and_field() {
+        let c = GpuConfig::preset("fault-study").unwrap();
+        let t = c.memory.translating().expect("fault-study translates");
+        assert_eq!(
+            (
+                t.l1_tlb.entries,
+                t.l1_tlb.assoc,
+                t.l1_tlb.latency,
+                t.l1_tlb.mshrs
+            ),
+            (32, 8, 40, 32)
+        );
+        assert_eq!(
+            (
+                t.l2_tlb.entries,
+                t.l2_tlb.assoc,
+                t.l2_tlb.latency,
+                t.l2_tlb.mshrs
+            ),
+            (1024, 8, 70, 128)
+        );
+        assert_eq!((t.walkers, t.walk_latency, t.page_kb), (64, 500, 4));
+        for (name, _) in PRESETS {
+            let c = GpuConfig::preset(name).unwrap();
+            assert!(c.memory.translation.is_some(), "{name} describes its TLBs");
+            assert_eq!(
+                c.memory.translating().is_some(),
+                *name == "fault-study",
+                "{name}"
+            );
+        }
+        let text = PRESETS.iter().find(|(n, _)| *n == "fault-study").unwrap().1;
+        for (from, to, field) in [
+            ("page_kb = 4 ", "page_kb = 8 ", "memory.translation.page_kb"),
+            (
+                "\nentries = 32\n",
+                "\nentries = 0\n",
+                "memory.translation.l1_tlb.entries",
+            ),
+            (
+                "\nentries = 32\nassoc = 8",
+                "\nentries = 32\nassoc = 3",
+                "memory.translation.l1_tlb.assoc",
+            ),
+            (
+                "\nentries = 1024\nassoc = 8",
+                "\nentries = 1024\nassoc = 0",
+                "memory.translation.l2_tlb.assoc",
+            ),
+            (
+                "latency = 70\nmshrs = 128",
+                "latency = 70\nmshrs = 0",
+                "memory.translation.l2_tlb.mshrs",
+            ),
+            ("walkers = 64", "walkers = 0", "memory.translation.walkers"),
+            (
+                "walk_latency = 500",
+                "walk_latency = 0",
+                "memory.translation.walk_latency",
+            ),
+            ("walkers = 64", "walkers = 64\nwalker = 3", "walker"),
+            (
+                "walk_latency = 500",
+                "walk_latency = 4000000000",
+                "memory.translation.walk_latency",
+            ),
+            (
+                "\nentries = 1024\n",
+                "\nentries = 1048576\n",
+                "memory.translation.l2_tlb.entries",
+            ),
+            (
+                "mshrs = 32\n\n[memory.translation.l2_tlb]",
+                "mshrs = 100000\n\n[memory.translation.l2_tlb]",
+                "memory.translation.l1_tlb.mshrs",
+            ),
+        ] {
+            let bad = text.replace(from, to);
+            assert_ne!(bad, text, "{from}");
+            let e = GpuConfig::from_toml("mine.toml", &bad)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("mine.toml") && e.contains(field), "{e}");
+        }
+        // Each L1 TLB within bounds, but too many of them.
+        let many = text
+            .replace("count = 16\n", "count = 128\n")
+            .replace("\nentries = 32\n", "\nentries = 65536\n");
+        let e = GpuConfig::from_toml("mine.toml", &many)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("L1 TLB entries in all"), "{e}");
+        // Checked when off too.
+        let off = text.replace("enabled = true", "enabled = false");
+        let e = GpuConfig::from_toml("mine.toml", &off.replace("walkers = 64", "walkers = 0"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("memory.translation.walkers"), "{e}");
     }
 
     /// Each value in range, but together unable to run anything, or a field that would be

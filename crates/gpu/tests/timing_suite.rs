@@ -5,7 +5,8 @@
 
 mod timing_common;
 
-use gpu::config::SchedulerPolicy;
+use gpu::config::{GpuConfig, SchedulerPolicy};
+use gpu::timing::TimedGpu;
 use suite::Size;
 use timing_common::{Device, Engine};
 
@@ -93,5 +94,53 @@ fn timed_runs_are_deterministic() {
         let ja = serde_json::to_string(&a.stats).unwrap();
         let jb = serde_json::to_string(&b.stats).unwrap();
         assert_eq!(ja, jb, "{name}: statistics differ between identical runs");
+    }
+}
+
+/// `fault-study` (papers/tanasic-thesis Table 6.1's TLBs), or for the tensor-core kernels the
+/// A100 with its translation switched on.
+fn translated(k: &dyn suite::Kernel) -> Engine {
+    let preset = if k.needs_tensor_cores() {
+        "a100"
+    } else {
+        "fault-study"
+    };
+    let mut cfg = GpuConfig::preset(preset).unwrap();
+    cfg.memory.translation.as_mut().unwrap().enabled = true;
+    Engine::Timed(Box::new(TimedGpu::new(cfg)))
+}
+
+/// With address translation on, every suite kernel still verifies, matches the functional
+/// memory and accounts for every cycle; every launch that touched memory was translated;
+/// and two runs give the same statistics.
+#[test]
+fn translated_runs_verify_and_match_functional_memory() {
+    let mut bad = Vec::new();
+    for k in suite::all() {
+        let name = k.name();
+        let ok = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            check(name, translated(*k));
+            let t = run(name, translated(*k));
+            let walks: u64 = t
+                .stats
+                .iter()
+                .map(|s| s.memory.translation.as_ref().expect("translation on").walks)
+                .sum();
+            assert!(walks > 0, "{name}: no page was walked");
+        }));
+        if ok.is_err() {
+            bad.push(name);
+        }
+    }
+    assert!(bad.is_empty(), "failed: {bad:?}");
+    for name in ["hist", "bfs"] {
+        let k = suite::by_name(name).unwrap();
+        let a = run(name, translated(k));
+        let b = run(name, translated(k));
+        assert_eq!(
+            serde_json::to_string(&a.stats).unwrap(),
+            serde_json::to_string(&b.stats).unwrap(),
+            "{name}: translated statistics differ between identical runs"
+        );
     }
 }

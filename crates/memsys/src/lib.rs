@@ -16,6 +16,7 @@
 //! * [`icnt`] — crossbar with input queueing, flits, serialisation and output contention.
 //! * [`dram`] — channels with banks, row buffers and FR-FCFS.
 //! * [`clock`] — clock domains and the global scheduler.
+//! * [`tlb`] — address translation: per-SM L1 TLBs, the shared L2 TLB, page-table walkers.
 //! * [`system`] — the facade: configuration, presets, address mapping, statistics.
 
 pub mod cache;
@@ -26,6 +27,7 @@ pub mod icnt;
 pub mod port;
 pub mod presets;
 pub mod system;
+pub mod tlb;
 
 use serde::{Deserialize, Serialize};
 
@@ -38,6 +40,7 @@ pub use system::{
     AccessKind, AddressHash, AddressMapping, Completion, IssueState, Location, MemAccess,
     MemConfig, MemStats, MemorySystem, RequestId, SharedMemSpec, Space, Stall,
 };
+pub use tlb::{TlbSpec, TlbStats, TranslationSpec, TranslationStats};
 
 /// Scheduling class of a request. Context-save/restore traffic is `Context`: it competes for
 /// the same interconnect and DRAM bandwidth but loses every tie against `Normal` traffic

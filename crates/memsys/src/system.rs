@@ -13,6 +13,14 @@
 //!    loads to `Const` the constant cache; hits return `hit_latency` core cycles after their
 //!    lookup. Stores follow the L1 write policy and always travel to the L2 (write-through);
 //!    atomics bypass the L1 and are performed at the L2.
+//!
+//!    **With address translation** (`MemConfig::translation` enabled, [`crate::tlb`]) an access
+//!    is first translated at its SM's L1 TLB: accepted when its missing pages get L1 TLB
+//!    MSHRs (or merge) and the SM has an access slot free, refused whole otherwise
+//!    ([`Stall::TlbMshrFull`]). It then waits in the SM's front end until its last page is
+//!    translated, and enters the L1 as above at that cycle or later (one access per cycle,
+//!    the earliest translated first, retried while the L1 refuses it). Its latency counts
+//!    from its acceptance, translation included.
 //! 2. **SM→L2 network (interconnect domain).** See [`crate::icnt`]. A read request is a header;
 //!    a store or atomic carries its sectors.
 //! 3. **L2 slice (L2 domain).** A request accepted from the network spends `hit_latency` L2
@@ -52,6 +60,7 @@ use crate::coalesce::{LineRequest, SECTOR_BYTES};
 use crate::dram::{DramChannel, DramRequest, DramSpec, DramStats};
 use crate::icnt::{Crossbar, IcntSpec, IcntStats, Packet};
 use crate::port::DelayQueue;
+use crate::tlb::{SharedTlb, Tlb, TranslationSpec, TranslationStats, Vpn};
 use crate::{ConfigError, Priority};
 
 /// What a warp memory instruction does.
@@ -116,6 +125,9 @@ pub enum Stall {
     /// A missing line's MSHR entry has reached its merge limit.
     #[error("MSHR merge limit")]
     MergeLimit,
+    /// The L1 TLB has too few free MSHRs for the access's missing pages.
+    #[error("L1 TLB MSHRs full")]
+    TlbMshrFull,
     /// The SM's input queue of the request network cannot hold the access's packets.
     #[error("interconnect input queue full")]
     InterconnectFull,
@@ -243,9 +255,25 @@ pub struct MemConfig {
     pub dram: DramSpec,
     /// Address to slice / channel / bank / row.
     pub mapping: AddressMapping,
+    /// Address translation (`[memory.translation]`, [`crate::tlb`]): absent, or present
+    /// with `enabled = false`, accesses are not translated. Written out only when enabled,
+    /// so a configuration without translation serializes (in `--stats`, say) as it did
+    /// before translation existed.
+    #[serde(default, skip_serializing_if = "translation_off")]
+    pub translation: Option<TranslationSpec>,
+}
+
+/// Whether `t` leaves translation off (absent or not enabled).
+fn translation_off(t: &Option<TranslationSpec>) -> bool {
+    !t.as_ref().is_some_and(|t| t.enabled)
 }
 
 impl MemConfig {
+    /// The translation the memory system models, if it is enabled.
+    pub fn translating(&self) -> Option<&TranslationSpec> {
+        self.translation.as_ref().filter(|t| t.enabled)
+    }
+
     /// Peak DRAM bandwidth, in bytes per core cycle (every channel's bus busy).
     pub fn dram_bytes_per_core_cycle(&self) -> f64 {
         self.dram_channels as f64 * f64::from(self.dram.bus_bytes_per_cycle) * self.clocks.dram_mhz
@@ -359,6 +387,9 @@ impl MemConfig {
         if self.shared.banks == 0 || self.shared.bank_bytes == 0 {
             return bad("shared", "banks and bank_bytes must be at least 1".into());
         }
+        if let Some(t) = &self.translation {
+            t.validate()?;
+        }
         Ok(())
     }
 
@@ -470,6 +501,9 @@ pub struct MemStats {
     pub dram: Vec<DramStats>,
     /// DRAM channels, summed (`cycles` summed too).
     pub dram_total: DramStats,
+    /// Address translation, when it is enabled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub translation: Option<TranslationStats>,
 }
 
 impl MemStats {
@@ -498,6 +532,10 @@ impl MemStats {
             l2_total: self.l2_total.since(&earlier.l2_total),
             dram: each(&self.dram, &earlier.dram, DramStats::since),
             dram_total: self.dram_total.since(&earlier.dram_total),
+            translation: match (&self.translation, &earlier.translation) {
+                (Some(a), Some(b)) => Some(a.since(b)),
+                (a, _) => a.clone(),
+            },
         }
     }
 }
@@ -567,6 +605,22 @@ struct SmState {
     /// same answer without probing every line again (an SM retries a refused access every
     /// cycle, so this is the hot path of a memory-bound kernel).
     refused: Option<(u64, u64, bool, Vec<LineRequest>, Stall)>,
+    /// The L1 TLB, with translation on.
+    tlb: Option<Tlb>,
+    /// Accepted accesses whose translation is under way or whose L1 lookup waits: each
+    /// holds its access slot.
+    translating: Vec<Translating>,
+    next_seq: u64,
+}
+
+/// An accepted access waiting for its translation, then for the L1.
+#[derive(Debug)]
+struct Translating {
+    /// The cycle its last page is translated, and its order of acceptance (ties).
+    ready: u64,
+    seq: u64,
+    slot: u32,
+    access: MemAccess,
 }
 
 #[derive(Debug)]
@@ -587,6 +641,9 @@ pub struct IssueState {
     l1_version: u64,
     cc_version: u64,
     icnt_free: [usize; 2],
+    /// The L1 TLB's state (`Tlb::state`: its version and its MSHRs in flight, as one
+    /// word); zero without translation.
+    tlb: u64,
 }
 
 /// The memory system of one GPU: state of every component, driven by [`MemorySystem::tick`].
@@ -607,6 +664,12 @@ pub struct MemorySystem {
     done: u64,
     stalls: u64,
     total_latency: u64,
+    /// With translation on: the shared L2 TLB and walkers, the page size, and counters.
+    shared_tlb: Option<SharedTlb>,
+    page_bytes: u64,
+    translated: u64,
+    translation_cycles: u64,
+    translation_stalls: u64,
 }
 
 impl MemorySystem {
@@ -624,6 +687,9 @@ impl MemorySystem {
                 slots: vec![None; cfg.max_outstanding_accesses],
                 free_slots: (0..cfg.max_outstanding_accesses as u32).rev().collect(),
                 completed: VecDeque::new(),
+                tlb: cfg.translating().map(|t| Tlb::new(t.l1_tlb.clone())),
+                translating: Vec::new(),
+                next_seq: 0,
             })
             .collect();
         let slices = (0..cfg.l2_slices)
@@ -652,6 +718,13 @@ impl MemorySystem {
             done: 0,
             stalls: 0,
             total_latency: 0,
+            shared_tlb: cfg
+                .translating()
+                .map(|t| SharedTlb::new(t.l2_tlb.clone(), t.walkers, t.walk_latency)),
+            page_bytes: cfg.translating().map_or(0, TranslationSpec::page_bytes),
+            translated: 0,
+            translation_cycles: 0,
+            translation_stalls: 0,
             cfg,
         })
     }
@@ -696,6 +769,7 @@ impl MemorySystem {
     /// Everything the answer to an offer from SM `sm` at the current core cycle depends on
     /// besides the offer itself. Two equal states give the same answer to the same offer, so
     /// an SM that was refused can tell that retrying would be refused again.
+    #[inline]
     pub fn issue_state(&self, sm: usize) -> IssueState {
         let st = &self.sms[sm];
         IssueState {
@@ -707,6 +781,10 @@ impl MemorySystem {
                 self.req_net.input_free(sm, Priority::Normal),
                 self.req_net.input_free(sm, Priority::Context),
             ],
+            tlb: match &st.tlb {
+                None => 0,
+                Some(t) => t.state(self.core_cycle()),
+            },
         }
     }
 
@@ -714,8 +792,10 @@ impl MemorySystem {
         if sm >= self.sms.len() {
             return Err(Stall::NoSuchSm);
         }
+        if self.shared_tlb.is_some() && !a.lines.is_empty() {
+            return self.try_translate(sm, a);
+        }
         let now = self.core_cycle();
-        let icnt_now = self.cycle(Domain::Icnt);
         let st = &mut self.sms[sm];
         if now < st.l1_free_at {
             return Err(Stall::L1Busy);
@@ -723,6 +803,122 @@ impl MemorySystem {
         let Some(&slot) = st.free_slots.last() else {
             return Err(Stall::TooManyOutstanding);
         };
+        self.check_lines(sm, a)?;
+        // Pass 2: apply.
+        let st = &mut self.sms[sm];
+        st.free_slots.pop();
+        let id = RequestId(self.next_id);
+        self.next_id += 1;
+        self.issued += 1;
+        self.in_flight += 1;
+        if a.lines.is_empty() {
+            // No line: the port is still taken for the cycle.
+            st.l1_free_at = now + 1;
+            st.completed.push_back(Completion {
+                id,
+                tag: a.tag,
+                issued: now,
+                completed: now,
+            });
+            st.free_slots.push(slot);
+            self.in_flight -= 1;
+            self.done += 1;
+            return Ok(id);
+        }
+        st.slots[slot as usize] = Some(AccessEntry {
+            id,
+            tag: a.tag,
+            issued: now,
+            pending: a.lines.len() as u32,
+        });
+        self.send_lines(sm, slot, a);
+        Ok(id)
+    }
+
+    /// Accepts an access into SM `sm`'s front end with translation on: it takes an access
+    /// slot and its pages' translations (refused whole when the slot or L1 TLB MSHRs lack),
+    /// then waits for them (see [`MemorySystem::start_translated`]).
+    fn try_translate(&mut self, sm: usize, a: &MemAccess) -> Result<RequestId, Stall> {
+        let now = self.core_cycle();
+        let page = self.page_bytes;
+        let st = &mut self.sms[sm];
+        let Some(&slot) = st.free_slots.last() else {
+            return Err(Stall::TooManyOutstanding);
+        };
+        let l1 = st
+            .tlb
+            .as_mut()
+            .expect("an L1 TLB per SM with translation on");
+        let l2 = self.shared_tlb.as_mut().expect("translation on");
+        let pages = a.lines.iter().map(|l| Vpn(l.line_addr / page));
+        let Ok(ready) = l1.translate(pages, now, l2, |_, _| {}) else {
+            self.translation_stalls += 1;
+            return Err(Stall::TlbMshrFull);
+        };
+        st.free_slots.pop();
+        let id = RequestId(self.next_id);
+        self.next_id += 1;
+        self.issued += 1;
+        self.in_flight += 1;
+        self.translated += 1;
+        self.translation_cycles += ready - now;
+        st.slots[slot as usize] = Some(AccessEntry {
+            id,
+            tag: a.tag,
+            issued: now,
+            pending: a.lines.len() as u32,
+        });
+        st.translating.push(Translating {
+            ready,
+            seq: st.next_seq,
+            slot,
+            access: a.clone(),
+        });
+        st.next_seq += 1;
+        Ok(id)
+    }
+
+    /// Every SM's [`MemorySystem::start_translated`], in SM order (kept out of `tick`'s
+    /// loop, which runs every core cycle with or without translation).
+    #[inline(never)]
+    fn start_translations(&mut self, now: u64) {
+        for sm in 0..self.sms.len() {
+            if !self.sms[sm].translating.is_empty() {
+                self.start_translated(sm, now);
+            }
+        }
+    }
+
+    /// Sends the earliest translated access of SM `sm` whose translation is done into the
+    /// L1, if the L1 takes it now (else it waits and is tried again next cycle).
+    fn start_translated(&mut self, sm: usize, now: u64) {
+        let st = &self.sms[sm];
+        if now < st.l1_free_at {
+            return;
+        }
+        let Some((i, _)) = st
+            .translating
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| t.ready <= now)
+            .min_by_key(|(_, t)| (t.ready, t.seq))
+        else {
+            return;
+        };
+        let t = self.sms[sm].translating.swap_remove(i);
+        if self.check_lines(sm, &t.access).is_err() {
+            self.sms[sm].translating.push(t);
+            return;
+        }
+        self.send_lines(sm, t.slot, &t.access);
+    }
+
+    /// Pass 1 of an access's L1 lookup: whether every missing line gets an MSHR (or
+    /// merges) and the request network's input queue holds every packet, changing nothing
+    /// but the refusal counters.
+    #[inline(always)]
+    fn check_lines(&mut self, sm: usize, a: &MemAccess) -> Result<(), Stall> {
+        let st = &mut self.sms[sm];
         let use_const = a.space == Space::Const && a.kind == AccessKind::Load;
         if let Some((v1, vc, c, lines, stall)) = &st.refused {
             if a.kind == AccessKind::Load
@@ -788,33 +984,21 @@ impl MemorySystem {
         if packets > self.req_net.input_free(sm, a.priority) {
             return Err(Stall::InterconnectFull);
         }
-        // Pass 2: apply.
-        st.free_slots.pop();
-        let id = RequestId(self.next_id);
-        self.next_id += 1;
-        self.issued += 1;
-        self.in_flight += 1;
+        Ok(())
+    }
+
+    /// Pass 2 of an access's L1 lookup, for the access in slot `slot` (checked by
+    /// [`MemorySystem::check_lines`]): the L1 port busy for its lines, hits queued, misses,
+    /// stores and atomics sent into the request network.
+    #[inline(always)]
+    fn send_lines(&mut self, sm: usize, slot: u32, a: &MemAccess) {
+        let now = self.core_cycle();
+        let icnt_now = self.cycle(Domain::Icnt);
+        let use_const = a.space == Space::Const && a.kind == AccessKind::Load;
+        let st = &mut self.sms[sm];
         let n = a.lines.len() as u64;
         let per = u64::from(self.cfg.l1_lines_per_cycle);
         st.l1_free_at = now + n.div_ceil(per).max(1);
-        if a.lines.is_empty() {
-            st.completed.push_back(Completion {
-                id,
-                tag: a.tag,
-                issued: now,
-                completed: now,
-            });
-            st.free_slots.push(slot);
-            self.in_flight -= 1;
-            self.done += 1;
-            return Ok(id);
-        }
-        st.slots[slot as usize] = Some(AccessEntry {
-            id,
-            tag: a.tag,
-            issued: now,
-            pending: a.lines.len() as u32,
-        });
         for (j, l) in a.lines.iter().enumerate() {
             let loc = self.cfg.locate(l.line_addr);
             let mut msg = ReqMsg {
@@ -872,7 +1056,6 @@ impl MemorySystem {
                 }
             }
         }
-        Ok(id)
     }
 
     /// Takes the oldest completed access of SM `sm`.
@@ -928,6 +1111,9 @@ impl MemorySystem {
             let now = self.clock.cycle(Domain::Core);
             for sm in 0..self.sms.len() {
                 self.tick_sm(sm, now);
+            }
+            if self.shared_tlb.is_some() {
+                self.start_translations(now);
             }
         }
         if set.contains(Domain::Icnt) {
@@ -1204,6 +1390,23 @@ impl MemorySystem {
         for ch in &self.channels {
             s.dram.push(ch.stats().clone());
             s.dram_total.add(ch.stats());
+        }
+        if let Some(l2) = &self.shared_tlb {
+            let mut t = TranslationStats {
+                l2_tlb: l2.stats(),
+                walks: l2.walks().0,
+                walk_queue_cycles: l2.walks().1,
+                accesses: self.translated,
+                translation_cycles: self.translation_cycles,
+                stall_cycles: self.translation_stalls,
+                ..TranslationStats::default()
+            };
+            for sm in &self.sms {
+                if let Some(l1) = &sm.tlb {
+                    t.l1_tlb.add(&l1.stats());
+                }
+            }
+            s.translation = Some(t);
         }
         s
     }

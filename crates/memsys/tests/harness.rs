@@ -63,7 +63,10 @@ fn dram_expected(cfg: &MemConfig) -> f64 {
 /// Each crossing between clock domains may add up to one cycle of the receiving domain.
 const TOLERANCE: f64 = 6.0;
 
-fn check_latencies(cfg: MemConfig) -> (u64, u64, u64) {
+fn check_latencies(mut cfg: MemConfig) -> (u64, u64, u64) {
+    // The hierarchy's own latencies: translation (on in fault-study) adds its own, which
+    // `translation_adds_the_tlb_latencies_to_an_access` checks.
+    cfg.translation = None;
     let mut m = MemorySystem::new(cfg.clone()).unwrap();
     let a = 0x40_0000;
     let cold = run_one(&mut m, 0, load(a, 1));
@@ -374,7 +377,22 @@ fn same_sequence_same_stats() {
 
 #[test]
 fn config_serde_round_trip_and_unknown_fields() {
-    let cfg = maxwell16();
+    let mut cfg = maxwell16();
+    // A translation section switched off is not written (so a configuration without
+    // translation serializes as it did before translation existed); it reads back as no
+    // section, which means the same. Switched on, it round-trips.
+    let json = serde_json::to_string(&cfg).unwrap();
+    let back: MemConfig = serde_json::from_str(&json).unwrap();
+    assert!(!cfg.translation.as_ref().unwrap().enabled);
+    assert!(back.translation.is_none() && !json.contains("translation"));
+    assert_eq!(
+        MemConfig {
+            translation: cfg.translation.clone(),
+            ..back
+        },
+        cfg
+    );
+    cfg.translation.as_mut().unwrap().enabled = true;
     let json = serde_json::to_string(&cfg).unwrap();
     let back: MemConfig = serde_json::from_str(&json).unwrap();
     assert_eq!(back, cfg);
@@ -435,5 +453,91 @@ fn unloaded_latencies_of_every_preset() {
                 "{name}: DRAM {dram} vs about {td}"
             );
         }
+    }
+}
+
+/// gtx480's memory with Table 6.1's translation (papers/tanasic-thesis §6.5.1) switched on.
+fn translated(page_kb: u32) -> MemConfig {
+    let mut cfg = gtx480();
+    cfg.translation = Some(memsys::TranslationSpec {
+        enabled: true,
+        page_kb,
+        l1_tlb: memsys::TlbSpec {
+            entries: 32,
+            assoc: 8,
+            latency: 40,
+            mshrs: 32,
+        },
+        l2_tlb: memsys::TlbSpec {
+            entries: 1024,
+            assoc: 8,
+            latency: 70,
+            mshrs: 128,
+        },
+        walkers: 64,
+        walk_latency: 500,
+    });
+    cfg
+}
+
+#[test]
+fn translation_adds_the_tlb_latencies_to_an_access() {
+    let plain = gtx480();
+    let cfg = translated(4);
+    let t = cfg.translation.clone().unwrap();
+    let (mut off, mut on) = (
+        MemorySystem::new(plain).unwrap(),
+        MemorySystem::new(cfg).unwrap(),
+    );
+    let a = 0x40_0000;
+    // Cold: the L1 TLB misses, the L2 TLB misses, one walk; then the cold memory access.
+    let cold_off = run_one(&mut off, 0, load(a, 1)).latency();
+    let cold_on = run_one(&mut on, 0, load(a, 1)).latency();
+    let walk = t.l1_tlb.latency + t.l2_tlb.latency + t.walk_latency;
+    assert!(
+        cold_on.abs_diff(cold_off + walk) <= 1,
+        "cold: {cold_on} vs {cold_off} + {walk}"
+    );
+    // Warm, same page, another line: an L1 TLB hit costs its latency only.
+    let warm_off = run_one(&mut off, 0, load(a + 128, 2)).latency();
+    let warm_on = run_one(&mut on, 0, load(a + 128, 2)).latency();
+    assert!(
+        warm_on.abs_diff(warm_off + t.l1_tlb.latency) <= 1,
+        "warm: {warm_on} vs {warm_off} + {}",
+        t.l1_tlb.latency
+    );
+    let s = on.stats().translation.expect("translation statistics");
+    assert_eq!(s.walks, 1);
+    assert_eq!((s.l1_tlb.lookups, s.l1_tlb.hits), (2, 1));
+    assert_eq!(s.accesses, 2);
+    assert!(off.stats().translation.is_none());
+}
+
+#[test]
+fn a_full_l1_tlb_refuses_and_the_refusal_is_counted() {
+    let mut cfg = translated(4);
+    cfg.translation.as_mut().unwrap().l1_tlb.mshrs = 1;
+    let mut m = MemorySystem::new(cfg).unwrap();
+    assert!(m.issue(0, load(0, 1)).is_ok());
+    // Another page while the first is being walked: no MSHR.
+    let before = m.issue_state(0);
+    assert_eq!(m.issue(0, load(1 << 20, 2)), Err(Stall::TlbMshrFull));
+    assert_eq!(m.issue_state(0), before, "a refusal changes nothing");
+    // The same page merges.
+    assert!(m.issue(0, load(128, 3)).is_ok());
+    assert_eq!(m.stats().translation.unwrap().stall_cycles, 1);
+    assert!(m.run_until_idle(1_000_000));
+    assert!(m.issue(0, load(1 << 20, 2)).is_ok());
+}
+
+#[test]
+fn page_size_sets_the_walks_of_a_strided_sweep() {
+    // 64 loads 8 KiB apart cover 512 KiB: 64 pages of 4 KiB, 8 of 64 KiB, 1 of 2 MiB.
+    for (kb, pages) in [(4, 64), (64, 8), (2048, 1)] {
+        let mut m = MemorySystem::new(translated(kb)).unwrap();
+        for i in 0..64u64 {
+            run_one(&mut m, 0, load(0x100_0000 + i * 8192, i));
+        }
+        assert_eq!(m.stats().translation.unwrap().walks, pages, "{kb} KiB");
     }
 }

@@ -278,6 +278,12 @@ pub struct Rates {
     /// Bytes carried by each network per second (flits × flit size).
     pub icnt_request_gbps: f64,
     pub icnt_reply_gbps: f64,
+    /// With address translation on (`memory.translation`): hits over page lookups of the
+    /// L1 TLBs (all SMs) and of the shared L2 TLB.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub l1_tlb_hit_rate: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub l2_tlb_hit_rate: Option<f64>,
 }
 
 impl Rates {
@@ -309,6 +315,8 @@ impl Rates {
             icnt_reply_gbps: gbps(
                 mem.icnt_reply.flits as f64 * f64::from(cfg.icnt_reply.flit_bytes),
             ),
+            l1_tlb_hit_rate: mem.translation.as_ref().map(|t| t.l1_tlb.hit_rate()),
+            l2_tlb_hit_rate: mem.translation.as_ref().map(|t| t.l2_tlb.hit_rate()),
         }
     }
 }
@@ -435,6 +443,17 @@ impl TimedStats {
             pct(r.dram_peak_fraction),
             self.mean_load_latency
         );
+        if let Some(t) = &self.memory.translation {
+            let _ = writeln!(
+                o,
+                "  translation: L1 TLB hits {}, L2 TLB hits {}, {} walks, {:.1} cycles per access translating, {} stall cycles",
+                pct(t.l1_tlb.hit_rate()),
+                pct(t.l2_tlb.hit_rate()),
+                t.walks,
+                t.translation_cycles as f64 / t.accesses.max(1) as f64,
+                t.stall_cycles
+            );
+        }
         let u = &self.utilisation;
         let _ = writeln!(
             o,

@@ -175,9 +175,13 @@ pub(super) struct LdSt {
 
 /// The most lines one part of a warp access may have: what the memory system can accept
 /// from an otherwise idle SM (one request-network input slot per line; one MSHR per missing
-/// line).
+/// line; with address translation, one L1 TLB MSHR per missing page, which a line is at
+/// most).
 pub(super) fn chunk_lines(cfg: &MemConfig, space: memsys::Space, kind: AccessKind) -> usize {
     let mut c = cfg.icnt_request.input_buffer;
+    if let Some(t) = cfg.translating() {
+        c = c.min(t.l1_tlb.mshrs as usize);
+    }
     if kind == AccessKind::Load {
         let mshrs = if space == memsys::Space::Const {
             cfg.const_cache.mshr_entries
