@@ -111,8 +111,8 @@ pub const DEFAULT_BENCHMARKS: [&str; 10] = [
 /// its process count twice over (more processes, and a longer run until the slowest has
 /// completed `replay` runs): one 8-process mix's eight runs take about 110 s of CPU, a
 /// 2-process mix's under 10 s. Halving the mixes keeps the thesis's benchmark set size,
-/// process counts, replay and policies, and halves the time (BENCHMARKS.md); `--mixes 10`
-/// gives the full round robin.
+/// process counts, replay and policies, and about halves the time: 37.6 CPU minutes
+/// (BENCHMARKS.md); `--mixes 10` gives the full round robin.
 pub const DEFAULT_MIXES: usize = 5;
 
 impl MultiprogramConfig {

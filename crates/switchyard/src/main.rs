@@ -263,8 +263,8 @@ struct MultiprogramArgs {
     procs: Vec<usize>,
     /// Mixes per process count. The default, 5 (half the ten default benchmarks, each count
     /// with its own seeded high-priority order), keeps the thesis's set, counts, replay and
-    /// policies and finishes in about a quarter of an hour on 2 cores; 10 makes every
-    /// benchmark the high-priority process once per count, at twice the time.
+    /// policies and takes about 38 CPU minutes (BENCHMARKS.md); 10 makes every benchmark
+    /// the high-priority process once per count, at about twice the time.
     #[arg(long, default_value_t = experiment::multiprogram::DEFAULT_MIXES)]
     mixes: usize,
     /// Seed of the mix generator.
