@@ -76,6 +76,27 @@ pub(crate) fn suite_process(
     }
 }
 
+/// Runs one suite host program (`process`, [`suite_process`]) alone on `gpu` under FCFS,
+/// its SMs emptied by `mechanism` (draining when none), `injector` making the experiment's
+/// requests, with the limits of [`suite_setup`].
+pub(crate) fn run_alone(
+    gpu: &GpuConfig,
+    process: workload::scenario::Process,
+    mechanism: Option<MechanismKind>,
+    max_cycles: u64,
+    instruction_limit: Option<u64>,
+    injector: Option<&mut dyn workload::system::Injector>,
+) -> Result<workload::RunRecord, workload::RunError> {
+    let setup = suite_setup(
+        gpu,
+        PolicyKind::Fcfs,
+        mechanism.unwrap_or(MechanismKind::Drain),
+        max_cycles,
+        instruction_limit,
+    );
+    workload::System::new(setup, &[process])?.run_with(&mut |_| {}, injector)
+}
+
 /// The setup of a run of suite host programs on `gpu` (default host, framework and copy
 /// engines), keeping every process's final memory for comparisons; the run may take
 /// `max_cycles`, each launch `instruction_limit` warp instructions (`None`: the progress rule

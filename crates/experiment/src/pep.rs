@@ -34,7 +34,7 @@ use sched::{Framework, SmState};
 use serde::Serialize;
 use suite::{Size, Target};
 use workload::system::Injector;
-use workload::{RunError, RunRecord, System};
+use workload::{RunError, RunRecord};
 
 use crate::figures::{Figure, Row};
 
@@ -241,16 +241,19 @@ fn one_run(
         mechanism: mechanism.map_or("none".into(), |m| m.to_string()),
         error,
     };
-    let setup = crate::suite_setup(
-        &config.gpu,
-        sched::PolicyKind::Fcfs,
-        mechanism.unwrap_or(MechanismKind::Drain),
-        config.max_cycles,
-        config.instruction_limit,
-    );
-    let system = System::new(setup, &[process]).map_err(fail)?;
+    let run = |injector: Option<&mut dyn Injector>| {
+        crate::run_alone(
+            &config.gpu,
+            process,
+            mechanism,
+            config.max_cycles,
+            config.instruction_limit,
+            injector,
+        )
+        .map_err(fail)
+    };
     match moments {
-        None => Ok((system.run(&mut |_| {}).map_err(fail)?, None)),
+        None => Ok((run(None)?, None)),
         Some((call, arrive)) => {
             let mut launch = Launch {
                 call,
@@ -258,9 +261,7 @@ fn one_run(
                 called: false,
                 made: None,
             };
-            let r = system
-                .run_with(&mut |_| {}, Some(&mut launch))
-                .map_err(fail)?;
+            let r = run(Some(&mut launch))?;
             Ok((r, launch.made))
         }
     }

@@ -46,7 +46,7 @@ use sched::{Framework, SmState};
 use serde::Serialize;
 use suite::{Size, Target};
 use workload::system::Injector;
-use workload::{RunError, RunRecord, System};
+use workload::{RunError, RunRecord};
 
 use crate::figures::{Figure, Row};
 
@@ -286,25 +286,26 @@ fn one_run(
         mechanism: mechanism.map_or("none".into(), |m| m.to_string()),
         error,
     };
-    let setup = crate::suite_setup(
-        &config.gpu,
-        sched::PolicyKind::Fcfs,
-        mechanism.unwrap_or(MechanismKind::Drain),
-        config.max_cycles,
-        config.instruction_limit,
-    );
-    let system = System::new(setup, &[process]).map_err(fail)?;
+    let run = |injector: Option<&mut dyn Injector>| {
+        crate::run_alone(
+            &config.gpu,
+            process,
+            mechanism,
+            config.max_cycles,
+            config.instruction_limit,
+            injector,
+        )
+        .map_err(fail)
+    };
     match moment {
-        None => Ok((system.run(&mut |_| {}).map_err(fail)?, None)),
+        None => Ok((run(None)?, None)),
         Some(m) => {
             let mut request = OneRequest {
                 at: m.cycle,
                 first_sm: m.first_sm,
                 made: None,
             };
-            let r = system
-                .run_with(&mut |_| {}, Some(&mut request))
-                .map_err(fail)?;
+            let r = run(Some(&mut request))?;
             Ok((r, request.made))
         }
     }

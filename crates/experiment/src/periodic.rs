@@ -35,7 +35,7 @@ use sched::{Framework, SmState};
 use serde::Serialize;
 use suite::{Size, Target};
 use workload::system::Injector;
-use workload::{RunError, RunRecord, System};
+use workload::{RunError, RunRecord};
 
 /// The mechanisms the experiment compares by default: SM draining, the baseline context
 /// switch ("Occup"), LIVE at any instruction, the lightweight designs, and Chimera.
@@ -293,16 +293,19 @@ fn one_run(
         mechanism: mechanism.map_or("none".into(), |m| m.to_string()),
         error,
     };
-    let setup = crate::suite_setup(
-        &config.gpu,
-        sched::PolicyKind::Fcfs,
-        mechanism.unwrap_or(MechanismKind::Drain),
-        config.max_cycles,
-        config.instruction_limit,
-    );
-    let system = System::new(setup, &[process]).map_err(fail)?;
+    let run = |injector: Option<&mut dyn Injector>| {
+        crate::run_alone(
+            &config.gpu,
+            process,
+            mechanism,
+            config.max_cycles,
+            config.instruction_limit,
+            injector,
+        )
+        .map_err(fail)
+    };
     match mechanism {
-        None => Ok((system.run(&mut |_| {}).map_err(fail)?, 0)),
+        None => Ok((run(None)?, 0)),
         Some(_) => {
             let lead = (config.gpu.host.launch_latency_us * config.gpu.sm.clock_mhz) as u64;
             let mut periodic = Periodic {
@@ -313,9 +316,7 @@ fn one_run(
                 lead,
                 called: 0,
             };
-            let r = system
-                .run_with(&mut |_| {}, Some(&mut periodic))
-                .map_err(fail)?;
+            let r = run(Some(&mut periodic))?;
             Ok((r, periodic.skipped))
         }
     }

@@ -38,11 +38,11 @@
 //! **Restore** (§3.3) loads the base checkpoint, then the incremental one, in order; a
 //! register neither holds was never written, and is garbage.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use gpu::exec::WARP_SIZE;
 use gpu::timing::{
-    AfterStop, Direction, Event, HoldId, LaunchId, Machine, Request, Scope, SmId, Start, StopAt,
+    AfterStop, Direction, Event, HoldId, LaunchId, Machine, Request, Scope, SmId, StopAt,
     TbCheckpoint, TbContext, TbRef, TimingError, TransferId, WarpReports,
 };
 use serde::Serialize;
@@ -107,13 +107,6 @@ enum BaseState {
     Written,
 }
 
-/// A single-checkpoint TB being restored by PEP itself.
-struct Restoring {
-    hold: HoldId,
-    started: u64,
-    preempted: Preempted,
-}
-
 /// The PEP mechanism.
 pub struct Pep {
     config: PepConfig,
@@ -123,12 +116,6 @@ pub struct Pep {
     bases: BTreeMap<TbRef, Base>,
     /// TBs of case (a) between their request and their restore: their base checkpoint.
     carried: BTreeMap<TbRef, (u64, Box<TbCheckpoint>)>,
-    restoring: BTreeMap<(SmId, TransferId), Restoring>,
-    /// Base restores in flight ahead of an incremental one (nothing waits for them: the
-    /// SM's transfers go in order).
-    base_restores: BTreeMap<(SmId, TransferId), (TbRef, u64)>,
-    /// TBs of case (b) off their SM: restored by PEP itself.
-    singles: BTreeSet<TbRef>,
 }
 
 impl Pep {
@@ -146,9 +133,6 @@ impl Pep {
             draining: Drain::default(),
             bases: BTreeMap::new(),
             carried: BTreeMap::new(),
-            restoring: BTreeMap::new(),
-            base_restores: BTreeMap::new(),
-            singles: BTreeSet::new(),
         }
     }
 
@@ -497,7 +481,6 @@ impl Mechanism for Pep {
             bytes,
             registers: RegisterCensus::default(),
         });
-        self.singles.insert(tb);
         cx.out.preempted.push(Preempted {
             context,
             area: b.area,
@@ -523,28 +506,8 @@ impl Mechanism for Pep {
     }
 
     fn transfer_done(&mut self, sm: SmId, id: TransferId, cx: &mut Cx) -> Result<(), TimingError> {
-        if self.base_restores.remove(&(sm, id)).is_some() {
-            return Ok(());
-        }
-        if let Some(r) = self.restoring.remove(&(sm, id)) {
-            let p = r.preempted;
-            let tb = p.context.tb;
-            cx.ask(Request::Install {
-                sm,
-                context: p.context,
-                into: Some(r.hold),
-                start: Start::Running,
-            })?;
-            cx.machine.memory_mut().free(p.area);
-            cx.out.records.push(Record::Restored {
-                sm,
-                tb,
-                started: r.started,
-                finished: cx.machine.cycle(),
-                bytes: p.bytes,
-            });
-            return Ok(());
-        }
+        // A base restore ahead of an incremental one is not the switch's: it ignores it
+        // (nothing waits for it, the SM's transfers go in order).
         let from = cx.out.records.len();
         self.switch.transfer_done(sm, id, cx)?;
         // Case (a)'s records count both checkpoints.
@@ -574,9 +537,6 @@ impl Mechanism for Pep {
     }
 
     fn can_resume(&self, sm: SmId, p: &Preempted, m: &Machine) -> bool {
-        if self.singles.contains(&p.context.tb) {
-            return m.fits(sm, p.context.tb.launch);
-        }
         self.switch.can_resume(sm, p, m)
     }
 
@@ -598,37 +558,10 @@ impl Mechanism for Pep {
             apply_base(&mut p.context, base);
             let bytes = base.bytes;
             let area = *area;
-            let id = cx.transfer(sm, Direction::Restore, area, bytes, tb.launch, now)?;
-            self.base_restores.insert((sm, id), (tb, now));
-            return self.switch.resume(sm, p, cx);
+            cx.transfer(sm, Direction::Restore, area, bytes, tb.launch, now)?;
         }
-        if !self.singles.remove(&tb) {
-            return self.switch.resume(sm, p, cx);
-        }
-        // (b): the base checkpoint alone.
-        let hold = cx
-            .ask(Request::Hold {
-                sm,
-                launch: tb.launch,
-            })?
-            .hold()
-            .expect("a hold's ticket names it");
-        let id = cx.transfer(
-            sm,
-            Direction::Restore,
-            p.area,
-            p.bytes.total(),
-            tb.launch,
-            now,
-        )?;
-        self.restoring.insert(
-            (sm, id),
-            Restoring {
-                hold,
-                started: now,
-                preempted: p,
-            },
-        );
-        Ok(())
+        // The incremental checkpoint, or for case (b) the base checkpoint alone (its area
+        // and bytes are the preempted TB's): restored as a switched context is.
+        self.switch.resume(sm, p, cx)
     }
 }
