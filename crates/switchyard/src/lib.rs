@@ -3,6 +3,7 @@
 pub mod analyze;
 pub mod diag;
 pub mod fuzz;
+pub mod hardware;
 pub mod input;
 pub mod output;
 pub mod ptx_run;

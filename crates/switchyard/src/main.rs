@@ -52,6 +52,10 @@ enum Command {
     /// The papers' experiments, with tables, JSON, CSV and SVG plots.
     #[command(subcommand)]
     Experiment(ExperimentCommand),
+    /// Run suite kernels on a real GPU through a device server (tools/cuda_device.py), time
+    /// every launch and verify every result; with --compare, set a timed run's cycles beside
+    /// the real GPU's.
+    Hardware(cmd_hardware::HardwareArgs),
     /// Parse and lower PTX files; list their kernels and every unsupported construct.
     Check {
         /// PTX files to check.
@@ -651,6 +655,7 @@ impl SizeArg {
 }
 
 mod cmd_experiment;
+mod cmd_hardware;
 mod cmd_run;
 mod cmd_scenario;
 use cmd_run::run;
@@ -677,6 +682,7 @@ fn main() -> ExitCode {
         Some(Command::Experiment(ExperimentCommand::Multiprogram(args))) => {
             cmd_experiment::multiprogram(args)
         }
+        Some(Command::Hardware(args)) => cmd_hardware::hardware(args),
         Some(Command::Check { files, json }) => check(&files, json),
         Some(Command::Analyze(args)) => analyze(args),
     };
