@@ -409,7 +409,8 @@ fn request_of(records: &[Record], drawn: u64, warp_instructions: u64) -> Option<
             Record::Requested { .. }
             | Record::Chose { .. }
             | Record::Case { .. }
-            | Record::Checkpointed { .. } => {}
+            | Record::Checkpointed { .. }
+            | Record::RolledBack { .. } => {}
         }
     }
     let mut q = q?;

@@ -388,7 +388,8 @@ pub fn signals(records: &[Record]) -> (Vec<Signal>, u32) {
             Record::Restored { .. }
             | Record::Chose { .. }
             | Record::Case { .. }
-            | Record::Checkpointed { .. } => {}
+            | Record::Checkpointed { .. }
+            | Record::RolledBack { .. } => {}
         }
     }
     for (g, mut s) in out.iter_mut().zip(spans) {

@@ -49,7 +49,7 @@ pub enum Arrival {
 }
 
 /// Every mechanism a study compares by default.
-pub const STUDY_MECHANISMS: [MechanismKind; 14] = [
+pub const STUDY_MECHANISMS: [MechanismKind; 15] = [
     MechanismKind::Drain,
     MechanismKind::FlushStrict,
     MechanismKind::FlushRelaxed,
@@ -64,6 +64,7 @@ pub const STUDY_MECHANISMS: [MechanismKind; 14] = [
     MechanismKind::CHIMERA_DIRTY,
     MechanismKind::PEP,
     MechanismKind::PEP_IN_PLACE,
+    MechanismKind::CKPT,
 ];
 
 impl StudyConfig {

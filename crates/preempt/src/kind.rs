@@ -15,8 +15,8 @@ use std::fmt;
 use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::{
-    Chimera, Compression, Drain, Flush, Mechanism, Pep, PepConfig, RoutineDesign, RoutineSwitch,
-    Switch, SwitchConfig, PEP_PREDICTED_LAUNCH_US,
+    Chimera, Ckpt, Compression, Drain, Flush, Mechanism, Pep, PepConfig, RoutineDesign,
+    RoutineSwitch, Switch, SwitchConfig, CKPT_EVERY, PEP_PREDICTED_LAUNCH_US,
 };
 
 /// The preemption deadline [`MechanismKind::Chimera`] works to unless told otherwise, µs
@@ -85,6 +85,10 @@ pub enum MechanismKind {
     /// PEP+in-place: the incremental checkpoint stays on the SM where the incoming kernel
     /// leaves room.
     PepInPlace { predicted_launch_us: f64 },
+    /// CKPT (papers/ji-ctxback §V): a checkpoint of the live registers each time a warp has
+    /// entered the same basic block `every` times (default [`CKPT_EVERY`]); a preemption
+    /// rolls the TB back to it.
+    Ckpt { every: u32 },
 }
 
 /// How a mechanism is written: [`MechanismKind`] with every variant a struct, so that a
@@ -154,6 +158,10 @@ enum Written {
         )]
         predicted_launch_us: f64,
     },
+    Ckpt {
+        #[serde(default = "ckpt_every", deserialize_with = "de_ckpt_every")]
+        every: u32,
+    },
 }
 
 impl From<Written> for MechanismKind {
@@ -189,6 +197,7 @@ impl From<Written> for MechanismKind {
             } => MechanismKind::PepInPlace {
                 predicted_launch_us,
             },
+            Written::Ckpt { every } => MechanismKind::Ckpt { every },
         }
     }
 }
@@ -203,6 +212,20 @@ fn deadline_us() -> f64 {
 
 fn predicted_launch_us() -> f64 {
     PEP_PREDICTED_LAUNCH_US
+}
+
+fn ckpt_every() -> u32 {
+    CKPT_EVERY
+}
+
+fn de_ckpt_every<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    let v: u32 = param(d, "every")?;
+    if !(1..=u32::from(u16::MAX)).contains(&v) {
+        return Err(serde::de::Error::custom(format!(
+            "`every` = {v} is out of range: a checkpoint interval is 1 to 65535 block entries"
+        )));
+    }
+    Ok(v)
 }
 
 /// A parameter's value, its type error named after the parameter.
@@ -247,7 +270,7 @@ fn de_predicted_launch_us<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Err
 
 impl MechanismKind {
     /// Every mechanism, with its parameters' defaults.
-    pub const ALL: [MechanismKind; 16] = [
+    pub const ALL: [MechanismKind; 17] = [
         MechanismKind::Drain,
         MechanismKind::FlushStrict,
         MechanismKind::FlushRelaxed,
@@ -278,6 +301,7 @@ impl MechanismKind {
         MechanismKind::PepInPlace {
             predicted_launch_us: PEP_PREDICTED_LAUNCH_US,
         },
+        MechanismKind::Ckpt { every: CKPT_EVERY },
     ];
 
     /// [`MechanismKind::Lightweight`] with its defaults.
@@ -294,6 +318,8 @@ impl MechanismKind {
     pub const PEP: MechanismKind = MechanismKind::ALL[14];
     /// [`MechanismKind::PepInPlace`] with its defaults.
     pub const PEP_IN_PLACE: MechanismKind = MechanismKind::ALL[15];
+    /// [`MechanismKind::Ckpt`] with its defaults.
+    pub const CKPT: MechanismKind = MechanismKind::ALL[16];
 
     /// The mechanism, ready for a framework; it carries the kernel pass it needs
     /// ([`Mechanism::kernel_pass`]).
@@ -351,6 +377,7 @@ impl MechanismKind {
                 predicted_launch_us,
                 in_place: true,
             })),
+            MechanismKind::Ckpt { every } => Box::new(Ckpt::new(every)),
         }
     }
 
@@ -374,6 +401,7 @@ impl MechanismKind {
             MechanismKind::ChimeraDirty { .. } => "chimera-dirty",
             MechanismKind::Pep { .. } => "pep",
             MechanismKind::PepInPlace { .. } => "pep-in-place",
+            MechanismKind::Ckpt { .. } => "ckpt",
         }
     }
 }
@@ -405,6 +433,7 @@ impl fmt::Display for MechanismKind {
             } if predicted_launch_us != PEP_PREDICTED_LAUNCH_US => {
                 write!(f, ":predicted_launch_us={predicted_launch_us}")
             }
+            MechanismKind::Ckpt { every } if every != CKPT_EVERY => write!(f, ":every={every}"),
             _ => Ok(()),
         }
     }

@@ -30,6 +30,7 @@
 //! what it cannot do ([`Record::Refused`]).
 
 pub mod chimera;
+pub mod ckpt;
 pub mod compress;
 pub mod ctxback;
 pub mod drain;
@@ -48,6 +49,7 @@ use gpu::timing::{
 use serde::{Deserialize, Serialize};
 
 pub use chimera::{Chimera, Estimates, Technique};
+pub use ckpt::{Ckpt, CKPT_EVERY};
 pub use ctxback::{RoutineDesign, RoutineSwitch};
 pub use drain::Drain;
 pub use flush::Flush;
@@ -167,6 +169,14 @@ pub enum Record {
         sm: SmId,
         tb: TbRef,
         case: PepCase,
+    },
+    /// CKPT rolled `tb` back to its latest checkpoint at a request, discarding the warp
+    /// instructions its warps had executed since (they run again after the resume).
+    RolledBack {
+        cycle: u64,
+        sm: SmId,
+        tb: TbRef,
+        discarded_instructions: u64,
     },
     /// The mechanism could not take this TB away; it drains instead.
     Refused {

@@ -284,6 +284,7 @@ impl Framework {
                 | Event::WarpHeld { .. }
                 | Event::WarpReleased { .. }
                 | Event::CheckpointDone { .. }
+                | Event::CheckpointDue { .. }
                 | Event::TbRolledBack { .. }) => {
                     let mut cx = Cx {
                         machine: m,
@@ -293,6 +294,7 @@ impl Framework {
                 }
                 // Holds and limits change no table of the framework.
                 Event::LimitsSet { .. }
+                | Event::BlockCountSet { .. }
                 | Event::HoldTaken { .. }
                 | Event::HoldReleased { .. }
                 | Event::HoldParked { .. }

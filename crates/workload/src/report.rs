@@ -130,7 +130,8 @@ impl PreemptionSummary {
                 | P::Refused { tb, .. }
                 | P::Chose { tb, .. }
                 | P::Case { tb, .. }
-                | P::Checkpointed { tb, .. } => tb,
+                | P::Checkpointed { tb, .. }
+                | P::RolledBack { tb, .. } => tb,
                 P::Requested { .. } => continue,
             };
             let n = name(tb.launch.0);
@@ -159,7 +160,10 @@ impl PreemptionSummary {
             match *r {
                 Record::Requested { .. } => s.requests += 1,
                 Record::Refused { .. } => s.refused += 1,
-                Record::Chose { .. } | Record::Case { .. } | Record::Checkpointed { .. } => {}
+                Record::Chose { .. }
+                | Record::Case { .. }
+                | Record::Checkpointed { .. }
+                | Record::RolledBack { .. } => {}
                 Record::Preempted {
                     how,
                     requested,

@@ -6,7 +6,7 @@
 
 use gpu::config::GpuConfig;
 use gpu::timing::{Machine, SmId, TimedGpu};
-use preempt::{How, MechanismKind, Record};
+use preempt::{How, MechanismKind, Record, Technique};
 use sched::Framework;
 use suite::{Rng, Size};
 use workload::scenario::{Process, Program};
@@ -156,6 +156,9 @@ fn every_mechanism_resumes_every_suite_kernel_bit_exactly() {
     // Chimera+dirty's and PEP's switches; PEP's cases (a), (b), (c), (d/e).
     let mut dirty = [0u32; 2];
     let mut pep_cases = [0u32; 4];
+    // CKPT: TBs rolled back to a checkpoint, TBs switched instead, checkpoints written,
+    // rollbacks that discarded work.
+    let mut ckpt = [0u32; 4];
     let mut made = [0u32; MechanismKind::ALL.len()];
     // `PREEMPTION_ONLY=kernel[:mechanism,...]` narrows the run while debugging (an empty
     // kernel: every kernel).
@@ -221,6 +224,9 @@ fn every_mechanism_resumes_every_suite_kernel_bit_exactly() {
                 MechanismKind::PepInPlace { .. } => MechanismKind::PepInPlace {
                     predicted_launch_us: 0.2,
                 },
+                // The suite's loops at `small` run a few iterations: CKPT checkpoints at
+                // every second entry of a block, so that rollbacks are common.
+                MechanismKind::Ckpt { .. } => MechanismKind::Ckpt { every: 2 },
                 m => m,
             };
             let mut requests = Requests {
@@ -298,6 +304,9 @@ fn every_mechanism_resumes_every_suite_kernel_bit_exactly() {
                                 assert!(bytes.stack_barrier > 0, "{name}: {p:?}");
                             }
                             (MechanismKind::ChimeraDirty { .. }, How::Flushed { .. }) => {}
+                            (MechanismKind::Ckpt { .. }, How::Switched) => {
+                                assert!(bytes.stack_barrier > 0, "{name}: {p:?}");
+                            }
                             (_, How::Drained) => {}
                             (
                                 MechanismKind::FlushStrict | MechanismKind::FlushRelaxed,
@@ -354,7 +363,7 @@ fn every_mechanism_resumes_every_suite_kernel_bit_exactly() {
                         );
                         refused += 1;
                     }
-                    Record::Chose { .. } => {
+                    Record::Chose { technique, .. } => {
                         assert!(
                             matches!(
                                 mechanism,
@@ -362,9 +371,17 @@ fn every_mechanism_resumes_every_suite_kernel_bit_exactly() {
                                     | MechanismKind::ChimeraDirty { .. }
                                     | MechanismKind::Pep { .. }
                                     | MechanismKind::PepInPlace { .. }
+                                    | MechanismKind::Ckpt { .. }
                             ),
                             "{name}: {p:?}"
                         );
+                        if matches!(mechanism, MechanismKind::Ckpt { .. }) {
+                            match technique {
+                                Technique::Checkpoint => ckpt[0] += 1,
+                                Technique::Switch => ckpt[1] += 1,
+                                t => panic!("{name}: ckpt chose {t:?}"),
+                            }
+                        }
                         chose += 1;
                     }
                     Record::Checkpointed {
@@ -376,11 +393,16 @@ fn every_mechanism_resumes_every_suite_kernel_bit_exactly() {
                         assert!(
                             matches!(
                                 mechanism,
-                                MechanismKind::Pep { .. } | MechanismKind::PepInPlace { .. }
+                                MechanismKind::Pep { .. }
+                                    | MechanismKind::PepInPlace { .. }
+                                    | MechanismKind::Ckpt { .. }
                             ) && paused < written
                                 && bytes.stack_barrier > 0,
                             "{name}: {p:?}"
                         );
+                        if matches!(mechanism, MechanismKind::Ckpt { .. }) {
+                            ckpt[2] += 1;
+                        }
                     }
                     Record::Case { case, .. } => {
                         assert!(
@@ -409,6 +431,18 @@ fn every_mechanism_resumes_every_suite_kernel_bit_exactly() {
                             assert!(bytes.registers == 0 || bytes.metadata > 0, "{name}: {p:?}");
                         }
                     }
+                    Record::RolledBack {
+                        discarded_instructions,
+                        ..
+                    } => {
+                        assert!(
+                            matches!(mechanism, MechanismKind::Ckpt { .. }),
+                            "{name}: {p:?}"
+                        );
+                        if *discarded_instructions > 0 {
+                            ckpt[3] += 1;
+                        }
+                    }
                     Record::Requested { .. } => {}
                 }
             }
@@ -419,10 +453,13 @@ fn every_mechanism_resumes_every_suite_kernel_bit_exactly() {
             );
         }
     }
-    eprintln!("requests {made:?}, switched {switched:?}, flushed {flushed}, refused {refused}, chimera {chimera:?} ({chose} choices), dirty {dirty:?}, pep cases {pep_cases:?}");
+    eprintln!("requests {made:?}, switched {switched:?}, flushed {flushed}, refused {refused}, chimera {chimera:?} ({chose} choices), dirty {dirty:?}, pep cases {pep_cases:?}, ckpt {ckpt:?}");
     if only.is_some() {
         return;
     }
+    // CKPT rolled some TBs back to a checkpoint and switched others (no checkpoint yet, or a
+    // store since), and wrote checkpoints.
+    assert!(ckpt.iter().all(|&n| n > 0), "ckpt {ckpt:?}");
     for (m, n) in MechanismKind::ALL.iter().zip(made) {
         assert!(
             n >= 10 * suite::all().len() as u32,

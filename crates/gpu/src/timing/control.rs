@@ -143,6 +143,12 @@ pub enum Scope {
     /// §3.1), the shared memory if it was stored to since (always at the first), and the
     /// SIMT stacks and barrier state (always).
     Dirty,
+    /// The registers live at each warp's PCs (the union over its SIMT stack entries with
+    /// lanes; a register dead there is never read before it is written again), the shared
+    /// memory under [`Scope::Dirty`]'s rule, and the SIMT stacks and barrier state: CKPT's
+    /// checkpoint of the live registers (papers/ji-ctxback §V). A rollback to it alone is
+    /// complete whenever it holds the shared memory.
+    Live,
 }
 
 /// A request to the machine. The ticket comes back at once; the acknowledgement comes as
@@ -235,8 +241,18 @@ pub enum Request {
         launch: LaunchId,
         limits: KernelLimits,
     },
-    /// Put a stopped TB back in the state of its checkpoints, applied in order (a full one,
-    /// then the dirty ones after it); the last must be the TB's latest, and the TB must not
+    /// From now on, every TB of `launch` on `sm` counts how often each of its warps enters
+    /// each basic block, and the machine raises [`super::Event::CheckpointDue`] for the TB
+    /// when a warp has entered one block `every` times since the TB's last checkpoint (or
+    /// its placement): CKPT's interval, papers/ji-ctxback §V. 0 stops the counting
+    /// ([`super::Event::BlockCountSet`]).
+    CountBlocks {
+        sm: SmId,
+        launch: LaunchId,
+        every: u32,
+    },
+    /// Put a stopped TB back in the state of its checkpoints, applied in order (a full or
+    /// live one, then dirty or live ones after it); the last must be the TB's latest, and the TB must not
     /// have issued a store or atomic to global or local memory since it, or re-executing
     /// would not be harmless ([`super::Event::TbRolledBack`]). Registers no checkpoint of
     /// the chain holds read garbage; the caller moves the bytes ([`Request::Transfer`]).
@@ -268,6 +284,7 @@ impl Request {
             Request::Checkpoint { .. } => "checkpoint",
             Request::Rollback { .. } => "rollback",
             Request::Limit { .. } => "limit",
+            Request::CountBlocks { .. } => "count-blocks",
         }
     }
 
@@ -290,7 +307,8 @@ impl Request {
             | Request::ReleaseWarp { sm, .. }
             | Request::Checkpoint { sm, .. }
             | Request::Rollback { sm, .. }
-            | Request::Limit { sm, .. } => sm,
+            | Request::Limit { sm, .. }
+            | Request::CountBlocks { sm, .. } => sm,
         }
     }
 }

@@ -126,6 +126,9 @@ pub struct Launch {
     /// SM counters when the last TB finished.
     pub(super) at_last_tb: Option<Vec<SmStats>>,
     pub(super) stats: Option<Box<TimedStats>>,
+    /// Register liveness of the kernel's blocks, computed at its first live-register
+    /// checkpoint ([`crate::timing::Scope::Live`]).
+    liveness: std::sync::OnceLock<kir::liveness::BlockLiveness>,
 }
 
 impl Launch {
@@ -166,7 +169,28 @@ impl Launch {
             start: None,
             at_last_tb: None,
             stats: None,
+            liveness: std::sync::OnceLock::new(),
         }
+    }
+
+    /// The registers live before instruction `pc` of the timed kernel (plain backward
+    /// liveness: a SIMT warp's live registers are the union over its stack entries' PCs).
+    pub(super) fn live_in(&self, pc: u32) -> kir::RegSet {
+        use kir::Id;
+        let kernel = &self.ctx.kernel;
+        let blocks = self.liveness.get_or_init(|| {
+            let mut l = kir::liveness::BlockLiveness::new();
+            l.compute_kernel(kernel);
+            l
+        });
+        let cfg = &kernel.cfg;
+        let b = cfg.block_of[pc as usize];
+        let block = &cfg.blocks[b];
+        let mut live = blocks.live_out[b.index()].clone();
+        for i in (pc as usize..block.end.index()).rev() {
+            kir::liveness::step_back(&mut live, &kernel.insts.as_slice()[i]);
+        }
+        live
     }
 
     /// The launch as it runs (its kernel is the timed one).

@@ -171,6 +171,20 @@ pub enum Event {
         sm: SmId,
         launch: LaunchId,
     },
+    /// A launch's TBs on an SM count basic-block entries from now on (or stopped).
+    BlockCountSet {
+        cycle: u64,
+        sm: SmId,
+        launch: LaunchId,
+    },
+    /// A warp of TB `tb`, whose launch counts basic-block entries, entered one block the
+    /// set number of times since the TB's last checkpoint: a checkpoint is due. Raised once
+    /// until the TB's next checkpoint.
+    CheckpointDue {
+        cycle: u64,
+        sm: SmId,
+        tb: TbRef,
+    },
     /// Every TB of the launch finished and every access it made completed; its statistics
     /// are in [`Launch::stats`].
     LaunchFinished {
@@ -202,6 +216,8 @@ impl Event {
             | Event::CheckpointDone { cycle, .. }
             | Event::TbRolledBack { cycle, .. }
             | Event::LimitsSet { cycle, .. }
+            | Event::BlockCountSet { cycle, .. }
+            | Event::CheckpointDue { cycle, .. }
             | Event::LaunchFinished { cycle, .. } => *cycle,
         }
     }
@@ -227,7 +243,9 @@ impl Event {
             | Event::HoldUnparked { sm, .. }
             | Event::CheckpointDone { sm, .. }
             | Event::TbRolledBack { sm, .. }
-            | Event::LimitsSet { sm, .. } => Some(*sm),
+            | Event::LimitsSet { sm, .. }
+            | Event::BlockCountSet { sm, .. }
+            | Event::CheckpointDue { sm, .. } => Some(*sm),
             Event::LaunchFinished { .. } => None,
         }
     }
@@ -725,6 +743,10 @@ impl<B: MemoryBackend> Machine<B> {
                     sm,
                     checkpoint: Box::new(checkpoint),
                 });
+            }
+            for tb in self.retired.due.drain(..) {
+                self.events
+                    .push(Event::CheckpointDue { cycle: now, sm, tb });
             }
         }
         if !last_tbs.is_empty() {

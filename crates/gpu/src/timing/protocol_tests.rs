@@ -736,3 +736,126 @@ fn a_probe_sees_every_issue_and_event_and_changes_nothing() {
     assert_eq!(seen.memory, 2);
     assert!(seen.cycles.windows(2).all(|w| w[0] <= w[1]), "in order");
 }
+
+/// CKPT's verbs: a launch counting block entries raises `CheckpointDue` once a warp entered
+/// one block `every` times, and not again until a checkpoint; a live checkpoint holds fewer
+/// registers than a full one; a stopped TB rolled back to it repeats the lost iterations and
+/// still stores what an uninterrupted run stores.
+#[test]
+fn block_counts_call_for_a_live_checkpoint_that_a_rollback_restores() {
+    const N: u32 = 400;
+    let mut memory = DeviceMemory::default();
+    let out = memory.alloc(64 * 4);
+    let area = memory.alloc(1 << 16);
+    let mut h = SmHarness::new(HarnessSpec {
+        gpu: GpuConfig::preset("gtx480").expect("preset"),
+        ptx: SPIN,
+        kernel: "spin",
+        grid: [1, 1, 1],
+        block: [64, 1, 1],
+        args: vec![KernelArg::Ptr(DevPtr(out)), KernelArg::U32(N)],
+        latency: LATENCY,
+        memory,
+    })
+    .expect("harness");
+    let launch = h.launch();
+    h.request(Request::CountBlocks {
+        sm: SM,
+        launch,
+        every: 5,
+    })
+    .expect("count");
+    let tb = h.dispatch().expect("room");
+    let due = h
+        .run_until(5000, |e| matches!(e, Event::CheckpointDue { .. }))
+        .unwrap();
+    assert!(h.log()[..due]
+        .iter()
+        .any(|e| matches!(e, Event::BlockCountSet { .. })));
+    // Warp 0 entered the loop body five times (five loop-back branches, fewer than 8
+    // instructions each, plus the prologue): the due comes early, and only once.
+    let executed = h.machine().tb_progress(SM, tb).unwrap().executed;
+    assert!(
+        (20..60).contains(&executed),
+        "due after {executed} instructions"
+    );
+    for _ in 0..200 {
+        h.step().unwrap();
+    }
+    let dues = h
+        .log()
+        .iter()
+        .filter(|e| matches!(e, Event::CheckpointDue { .. }))
+        .count();
+    assert_eq!(dues, 1, "raised again before a checkpoint");
+    assert!(!h.machine().tb_progress(SM, tb).unwrap().repeatable);
+
+    let from = h.log().len();
+    let requested = from;
+    h.request(Request::Checkpoint {
+        sm: SM,
+        tb,
+        scope: Scope::Live,
+        base: area,
+    })
+    .unwrap();
+    let i = h
+        .run_until_since(from, 10_000, |e| matches!(e, Event::CheckpointDone { .. }))
+        .unwrap();
+    let Event::CheckpointDone { checkpoint, .. } = &h.log()[i] else {
+        unreachable!()
+    };
+    let checkpoint = (**checkpoint).clone();
+    let n_regs = h.machine().launch(launch).ctx().kernel.regs.len();
+    let live = checkpoint.warps[0].registers.len();
+    assert!(
+        live > 0 && live < n_regs,
+        "live {live} of {n_regs} registers"
+    );
+    assert!(
+        checkpoint.shared.is_some(),
+        "a TB's first checkpoint holds its shared memory"
+    );
+    assert!(h.machine().tb_progress(SM, tb).unwrap().repeatable);
+    // The counts start again at the capture: another due, after five more entries (it may
+    // come while the checkpoint's bytes are still moving).
+    h.run_until_since(requested, 5000, |e| {
+        matches!(e, Event::CheckpointDue { .. })
+    })
+    .unwrap();
+
+    // Stop, roll back to the live checkpoint, resume: the work since is done again.
+    let from = h.log().len();
+    h.request(Request::Stop {
+        sm: SM,
+        tb,
+        at: StopAt::Boundary,
+        then: AfterStop::Stay,
+        reports: WarpReports::None,
+    })
+    .unwrap();
+    h.run_until_since(from, 1000, |e| matches!(e, Event::TbStopped { .. }))
+        .unwrap();
+    let before = h.machine().tb_progress(SM, tb).unwrap().executed;
+    let at_checkpoint: u64 = checkpoint.warps.iter().map(|w| w.executed).sum();
+    assert!(before > at_checkpoint);
+    h.request(Request::Rollback {
+        sm: SM,
+        tb,
+        chain: vec![checkpoint],
+    })
+    .unwrap();
+    h.run_until_since(from, 1000, |e| matches!(e, Event::TbRolledBack { .. }))
+        .unwrap();
+    assert_eq!(
+        h.machine().tb_progress(SM, tb).unwrap().executed,
+        at_checkpoint
+    );
+    h.request(Request::Resume { sm: SM, tb }).unwrap();
+    h.run_until_idle(200_000).unwrap();
+    let bytes = h.machine().memory().read_bytes(out, 32 * 4).unwrap();
+    for lane in 0..32u32 {
+        let v = u32::from_le_bytes(bytes[lane as usize * 4..][..4].try_into().unwrap());
+        assert_eq!(v, lane * N, "lane {lane}");
+    }
+}

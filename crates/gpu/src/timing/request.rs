@@ -117,6 +117,23 @@ impl<B: MemoryBackend> Machine<B> {
                 base,
             } => self.checkpoint(sm, tb, scope, base),
             Request::Rollback { sm, tb, chain } => self.rollback(*sm, *tb, chain),
+            &Request::CountBlocks { sm, launch, every } => {
+                if launch.index() >= self.launches.len() {
+                    Err(ControlError::UnknownLaunch {
+                        tb: TbRef { launch, index: 0 },
+                    })
+                } else {
+                    self.sms[sm.index()].count_blocks(launch, every);
+                    Ok(self.ack(
+                        Event::BlockCountSet {
+                            cycle: 0,
+                            sm,
+                            launch,
+                        },
+                        Ticket::Launch(launch),
+                    ))
+                }
+            }
             &Request::Limit { sm, launch, limits } => {
                 if launch.index() >= self.launches.len() {
                     Err(ControlError::UnknownLaunch {

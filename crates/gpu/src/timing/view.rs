@@ -11,6 +11,10 @@ pub struct TbProgress {
     /// Warp instructions its warps have executed in all, and since it was placed.
     pub executed: u64,
     pub executed_here: u64,
+    /// Whether it has a checkpoint and re-executing what it issued since its latest one
+    /// would be harmless (no store or atomic to global or local memory since): whether a
+    /// rollback to it would be accepted.
+    pub repeatable: bool,
 }
 
 /// What can be seen of a resident warp from outside the SM.

@@ -13,7 +13,9 @@
 //! captures only the marked registers — those written since the TB's last checkpoint, or,
 //! for its first, since it was placed: PEP's base checkpoint of the active context — and
 //! the shared memory if the TB stored to it since its last checkpoint (always at the
-//! first), and clears the marks. A rollback chain starts with a [`Scope::Full`] one.
+//! first), and clears the marks. A [`Scope::Live`] checkpoint captures the registers live
+//! at each warp's PCs (CKPT's checkpoints, papers/ji-ctxback §V), with the shared memory
+//! under the same rule. A rollback chain starts with a full or live one.
 //!
 //! **Rollback** re-executes the instructions issued since the latest checkpoint, which is
 //! harmless only if none of them stored to global or local memory or performed an atomic
@@ -94,6 +96,7 @@ impl Sm {
         self.ckpt.next += 1;
         let n_regs = launch.ctx.kernel.regs.len();
         let t = self.res.tbs[k].as_mut().expect("resident TB");
+        let l = launch;
         // Stores to shared memory are followed only after a TB's first checkpoint.
         let shared = (scope == Scope::Full
             || t.checkpoints.latest.is_none()
@@ -104,9 +107,21 @@ impl Sm {
         for &s in &t.slots {
             let w = self.res.warps[s].as_mut().expect("resident warp");
             let lanes = u64::from((w.warp.valid & !w.warp.exited).count_ones());
-            let registers: Vec<u32> = (0..n_regs as u32)
-                .filter(|&r| scope == Scope::Full || w.is_dirty(r))
-                .collect();
+            let registers: Vec<u32> = match scope {
+                Scope::Full => (0..n_regs as u32).collect(),
+                Scope::Dirty => (0..n_regs as u32).filter(|&r| w.is_dirty(r)).collect(),
+                Scope::Live => {
+                    // Live before any PC the warp still has lanes at, as a context switch
+                    // saving live registers keeps them (papers/lin-lightweight §III-A).
+                    let mut live = kir::RegSet::with_capacity(n_regs);
+                    for e in w.warp.stack.iter() {
+                        if e.mask != 0 && e.pc != e.rpc && (e.pc as usize) < l.ctx.kernel.len() {
+                            live.union_with(&l.live_in(e.pc));
+                        }
+                    }
+                    live.iter().map(|r| r.index() as u32).collect()
+                }
+            };
             let mut values = Vec::with_capacity(registers.len() * WARP_SIZE);
             for &r in &registers {
                 let base = r as usize * WARP_SIZE;
@@ -133,6 +148,8 @@ impl Sm {
             hazard: None,
             shared_dirty: SharedDirty::Clean,
         };
+        t.blocks.counts.fill(0);
+        t.blocks.due = false;
         Ok(TbCheckpoint {
             id,
             tb,
@@ -179,9 +196,9 @@ impl Sm {
         let (Some(first), Some(last)) = (chain.first(), chain.last()) else {
             return refuse("no checkpoint given".into());
         };
-        if first.scope != Scope::Full {
+        if first.scope == Scope::Dirty {
             return refuse(format!(
-                "the chain starts with {}, which is not full",
+                "the chain starts with {}, which holds only what changed",
                 first.id
             ));
         }

@@ -463,6 +463,30 @@ impl Sm {
         if tracking && exec != 0 {
             tb.checkpoints.note(inst, top.pc);
         }
+        // CKPT's interval: a warp entering a basic block (its first instruction issues)
+        // counts; the `every`-th entry of one block calls for a checkpoint of the TB.
+        if exec != 0 && !self.counting.is_empty() && !tb.blocks.due {
+            if let Some(&(_, every)) = self.counting.iter().find(|(l, _)| *l == launch_id) {
+                let cfg = &ctx.kernel.cfg;
+                let pc = top.pc as usize;
+                if let Some(&b) = cfg.block_of.get(pc) {
+                    if cfg.blocks[b].start.index() == pc {
+                        let n = cfg.blocks.len();
+                        if tb.blocks.counts.is_empty() {
+                            tb.blocks.counts = vec![0; tb.slots.len() * n];
+                        }
+                        let i = ws.warp.index as usize * n + b.index();
+                        let c = &mut tb.blocks.counts[i];
+                        *c = c.saturating_add(1);
+                        if u32::from(*c) >= every {
+                            tb.blocks.due = true;
+                            self.due.push(tb.tb);
+                            self.retire_due = super::RetireDue::Yes;
+                        }
+                    }
+                }
+            }
+        }
         // A TB stopping at preemption points halts each warp right after its `pp` (or at
         // the `bar.pp` it now waits at), papers/lin-lightweight §IV-A; a warp that comes to
         // wait at any other barrier stops there too, or the TB could never stop.

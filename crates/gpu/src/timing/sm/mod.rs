@@ -95,7 +95,7 @@ use frontend::FrontEnd;
 use issue::IssueStage;
 pub(super) use issue::Shortcuts;
 use ldst::LdSt;
-use residency::{Checkpoints, Residency, TbSlot};
+use residency::{BlockCount, Checkpoints, Residency, TbSlot};
 use warp::WarpSlot;
 
 /// One launch's counters on one SM (the machine sums them over SMs).
@@ -138,6 +138,8 @@ pub(super) struct Retired {
     pub routines: Vec<(TbRef, u32)>,
     /// Checkpoints whose bytes are in memory.
     pub checkpoints: Vec<TbCheckpoint>,
+    /// TBs whose block counts call for a checkpoint.
+    pub due: Vec<TbRef>,
 }
 
 impl Retired {
@@ -150,6 +152,7 @@ impl Retired {
             && self.stopped.is_empty()
             && self.routines.is_empty()
             && self.checkpoints.is_empty()
+            && self.due.is_empty()
     }
 }
 
@@ -168,6 +171,11 @@ pub(super) struct Sm {
     issue: IssueStage,
     ldst: LdSt,
     ckpt: checkpoint::Checkpointing,
+    /// Launches whose TBs count basic-block entries here, each with its interval
+    /// ([`crate::timing::Request::CountBlocks`]); usually empty.
+    counting: Vec<(LaunchId, u32)>,
+    /// TBs whose counts reached the interval this cycle, for [`Sm::retire`] to report.
+    due: Vec<TbRef>,
     /// Per launch (by id): its counters on this SM.
     counters: IdVec<LaunchId, LaunchCounters>,
     retire_due: RetireDue,
@@ -190,6 +198,8 @@ impl Sm {
             issue: IssueStage::new(schedulers, resources.max_warps as usize, shortcuts),
             ldst: LdSt::new(),
             ckpt: checkpoint::Checkpointing::default(),
+            counting: Vec::new(),
+            due: Vec::new(),
             counters: IdVec::new(),
             retire_due: RetireDue::No,
             stats: SmStats {
@@ -288,7 +298,25 @@ impl Sm {
             placed_at: t.placed_at,
             executed,
             executed_here: executed - t.executed_at_placement,
+            repeatable: t.checkpoints.latest.is_some() && t.checkpoints.hazard.is_none(),
         })
+    }
+
+    /// From now on, TBs of `launch` here count their warps' basic-block entries and call
+    /// for a checkpoint when a warp has entered one block `every` times since the TB's last
+    /// checkpoint (0: they stop counting).
+    pub(super) fn count_blocks(&mut self, launch: LaunchId, every: u32) {
+        self.counting.retain(|(l, _)| *l != launch);
+        if every > 0 {
+            self.counting.push((launch, every));
+        }
+        for k in self.res.tbs.ids() {
+            if let Some(t) = self.res.tbs[k].as_mut() {
+                if t.tb.launch == launch {
+                    t.blocks = BlockCount::default();
+                }
+            }
+        }
     }
 
     /// Warp `index` of resident TB `tb`, if it is halted by its TB, held or finished (its
@@ -374,6 +402,7 @@ impl Sm {
             placed_at: now,
             executed_at_placement,
             checkpoints: Checkpoints::default(),
+            blocks: BlockCount::default(),
         });
         self.counters_mut(tb.launch);
         self.issue.views_changed();

@@ -35,6 +35,20 @@ pub(super) struct TbSlot {
     pub executed_at_placement: u64,
     /// Its checkpoints on this SM ([`super::checkpoint`]).
     pub checkpoints: Checkpoints,
+    /// Its basic-block entries since its last checkpoint, when its launch counts them.
+    pub blocks: BlockCount,
+}
+
+/// How often each warp of a TB entered each basic block since the TB's last checkpoint (or
+/// placement), for CKPT's checkpoint interval (papers/ji-ctxback §V: a checkpoint every N
+/// executions of the same basic block), and whether a checkpoint is due.
+#[derive(Clone, Debug, Default)]
+pub(super) struct BlockCount {
+    /// Warp-major: warp `w`'s count of block `b` at `w * blocks + b`; empty until the first
+    /// entry counted.
+    pub counts: Vec<u16>,
+    /// Whether [`super::super::Event::CheckpointDue`] was raised and no checkpoint taken since.
+    pub due: bool,
 }
 
 /// What a TB's checkpoints need to know about it: its latest checkpoint, the first

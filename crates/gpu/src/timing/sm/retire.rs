@@ -42,6 +42,7 @@ impl Sm {
         } else {
             RetireDue::No
         };
+        out.due.append(&mut self.due);
         let mut done_transfers = Vec::new();
         self.ldst.take_completed_transfers(&mut done_transfers);
         for id in done_transfers {
