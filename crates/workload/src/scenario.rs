@@ -101,6 +101,13 @@
 //! [[process.command]]
 //! sync = true                     # wait for every stream (or sync_stream = 1)
 //!
+//! [[process.command]]
+//! dump = "y"                      # y's device contents now, to a NumPy .npy file
+//! file = "out/y.npy"              # default "y.npy"; relative to this file (or --dump-dir)
+//! # type = "u32"                  # default the buffer's; its size must divide the buffer
+//! # shape = ["N / 10", 10]        # default [elements]; constants only; product = elements
+//! # stream = 0                    # the stream whose work before it the dump waits for
+//!
 //! [[process.check]]               # compared with device memory when the process ends
 //! buffer = "y"
 //! values = [1.0, 3.0]             # a prefix; or fill = 2.0; or file = "y.npy"
@@ -113,6 +120,18 @@
 //! within any one of the tolerances given: `|got − want| ≤ tolerance × |want|`,
 //! `|got − want| ≤ abs_tolerance`, or at most `ulps` representable values of the buffer's
 //! type (f32 or f64) apart. Integers must be equal.
+//!
+//! A **dump** is a blocking device→host copy of the whole buffer on its stream (default 0),
+//! timed like any copy and counted among the process's copies: it sees what the work before
+//! it in that stream (and, after a `sync`, in every stream) left in device memory. Its bytes
+//! go to a `.npy` file (format 1.0, C order, little-endian, data 64 bytes aligned), not to
+//! the buffer's host copy, so a later `copy` to the device sends what it would have sent
+//! without the dump. The files are written when the run ends, whether or not the checks
+//! passed (a run that stops with an error writes none), each to a temporary name and then
+//! renamed; a dump run again (in a loop, or under replay) leaves its latest contents. An
+//! unknown buffer, a `type` whose size does not divide the buffer's bytes, a `shape` whose
+//! product is not the element count, or a `file` another dump already writes is an error
+//! when the file is loaded, naming the line and field.
 //!
 //! **Integers** (`len`, a copy's `offset` and `bytes`, a set's `index`, `grid`, `block`,
 //! `dynamic_smem`, integer arguments, a repeat's count) are TOML integers or expressions in
@@ -446,9 +465,9 @@ pub struct WordRef {
 }
 
 /// One command: exactly one of `copy`, `set`, `launch`, `repeat`, `repeat_until_zero`,
-/// `sync`, `sync_stream`, `dump`, with only the keys that kind takes. Integers (`offset`, `bytes`,
-/// `index`, `grid`, `block`, `dynamic_smem`, a repeat's count) are TOML integers or
-/// expressions ([`crate::expr`]).
+/// `sync`, `sync_stream`, `dump`, with only the keys that kind takes. Integers (`offset`,
+/// `bytes`, `index`, `grid`, `block`, `dynamic_smem`, a repeat's count, a dump's `shape`)
+/// are TOML integers or expressions ([`crate::expr`]).
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CommandSpec {
