@@ -62,6 +62,9 @@ pub(crate) fn scenario(args: ScenarioArgs) -> Outcome {
     if let Some(on) = args.sharing {
         s.framework.intra_sm_sharing = on == Switch::On;
     }
+    if let Some(dir) = &args.dump_dir {
+        s.set_dump_dir(dir);
+    }
     let gpu = match (&args.gpu, &s.gpu) {
         (Some(g), _) => load_gpu(g, args.scheduler)?,
         // Checked when the scenario was read; if it fails now, say where it is named.
@@ -83,6 +86,9 @@ pub(crate) fn scenario(args: ScenarioArgs) -> Outcome {
     bar.finish();
     let (report, record) = result.map_err(|e| e.to_string())?;
     let elapsed = start.elapsed();
+    // Dumps are written whether or not the checks passed: they are how a wrong result is
+    // looked at. Each is whole or absent (a temporary file, then a rename).
+    let dumps = write_dumps(&record.dumps)?;
 
     // Every output is written only now, and only for a run that verified: all of them to
     // temporaries, then all renamed, so a failure above (or a failed check) leaves the
@@ -137,6 +143,10 @@ pub(crate) fn scenario(args: ScenarioArgs) -> Outcome {
             "{}",
             serde_json::to_string_pretty(&report).expect("serializable")
         );
+        // The report alone on standard output; where the dumps went on standard error.
+        for d in &dumps {
+            eprintln!("{d}");
+        }
     } else {
         // Name the outputs only where they were written.
         let written = |p: &Option<std::path::PathBuf>| {
@@ -156,8 +166,36 @@ pub(crate) fn scenario(args: ScenarioArgs) -> Outcome {
             csv.as_deref(),
             stats.as_deref(),
         );
+        for d in &dumps {
+            println!("{d}");
+        }
     }
     Ok(report.all_verified)
+}
+
+/// Writes every dump's `.npy` file (creating its directory), and says for each where it
+/// went and what it holds.
+fn write_dumps(dumps: &[workload::Dumped]) -> Result<Vec<String>, String> {
+    let mut lines = Vec::new();
+    for d in dumps {
+        let path = &d.file.path;
+        if let Some(dir) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        }
+        switchyard::output::write_atomic(path, &d.npy())
+            .map_err(|e| format!("{}: dump: {e}", d.file.at))?;
+        let shape: Vec<String> = d.file.shape.iter().map(u64::to_string).collect();
+        lines.push(format!(
+            "dump: {} ({} `{}`, {} [{}], at {:.1} µs)",
+            path.display(),
+            d.process,
+            d.file.buffer,
+            d.file.ty.npy_descr(),
+            shape.join(", "),
+            d.at_fs as f64 / workload::system::FS_PER_US as f64
+        ));
+    }
+    Ok(lines)
 }
 
 fn print_report(

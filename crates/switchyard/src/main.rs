@@ -491,6 +491,10 @@ struct ScenarioArgs {
     /// instructions, stalls, caches, DRAM, per SM) with the GPU configuration as JSON.
     #[arg(long, value_name = "FILE")]
     stats: Option<PathBuf>,
+    /// Write the `.npy` files of the scenario's `dump` commands whose `file` is relative
+    /// under this directory (created if needed) instead of the scenario file's directory.
+    #[arg(long, value_name = "DIR")]
+    dump_dir: Option<PathBuf>,
 }
 
 /// A preemption mechanism, `name[:key=value,...]` (`workload::choice`).

@@ -349,3 +349,128 @@ fn a_rerun_whose_check_fails_leaves_every_output_as_it_was() {
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
+
+/// A saxpy, y = 1.5 x + y over x = 0, 1, 2, … and y = 0.25, its `y` dumped before and after
+/// the launch; the check on y expects `first`.
+fn dump_scenario(first: &str) -> String {
+    let ptx = root().join("examples/saxpy/saxpy.ptx");
+    format!(
+        r#"[[process]]
+name = "p"
+ptx = "{}"
+[[process.buffer]]
+name = "x"
+type = "f32"
+len = 300
+init = "iota"
+[[process.buffer]]
+name = "y"
+type = "f32"
+len = 300
+init = "fill"
+value = 0.25
+[[process.command]]
+copy = "x"
+[[process.command]]
+copy = "y"
+[[process.command]]
+dump = "y"
+file = "y0.npy"
+[[process.command]]
+launch = "saxpy"
+grid = [3]
+block = [128]
+args = [{{ buffer = "x" }}, {{ buffer = "y" }}, {{ f32 = 1.5 }}, {{ u32 = 300 }}]
+[[process.command]]
+dump = "y"
+file = "out/y1.npy"
+[[process.command]]
+dump = "x"
+type = "s32"
+shape = [30, 10]
+[[process.check]]
+buffer = "y"
+values = [{first}]
+"#,
+        ptx.display()
+    )
+}
+
+/// The f32 array of a `.npy` file, read by hand (its descr and shape checked).
+fn npy_f32(path: &std::path::Path, shape: &str) -> Vec<f32> {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert_eq!(&bytes[..8], b"\x93NUMPY\x01\x00");
+    let start = 10 + u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
+    assert_eq!(start % 64, 0);
+    let header = std::str::from_utf8(&bytes[10..start]).unwrap();
+    let want = format!("{{'descr': '<f4', 'fortran_order': False, 'shape': {shape}, }}");
+    assert_eq!(header.trim_end(), want);
+    bytes[start..]
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
+#[test]
+fn dumps_write_npy_files_of_the_device_contents_where_the_cli_says() {
+    let dir = scratch("dump");
+    let file = dir.join("dump.toml");
+    std::fs::write(&file, dump_scenario("0.25, 1.75")).unwrap();
+    let dumps = dir.join("dumps");
+    let o = switchyard(&[
+        "scenario",
+        file.to_str().unwrap(),
+        "--dump-dir",
+        dumps.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    for (f, what) in [
+        ("y0.npy", "`y`, <f4 [300]"),
+        ("out/y1.npy", "`y`, <f4 [300]"),
+        ("x.npy", "`x`, <i4 [30, 10]"),
+    ] {
+        let line = format!("dump: {} (p {what}", dumps.join(f).display());
+        assert!(out.contains(&line), "no `{line}` in:\n{out}");
+    }
+    // Before the launch y is as copied in; after it, the CPU reference's fma, bit for bit.
+    assert_eq!(npy_f32(&dumps.join("y0.npy"), "(300,)"), vec![0.25; 300]);
+    let want: Vec<f32> = (0..300).map(|i| 1.5f32.mul_add(i as f32, 0.25)).collect();
+    assert_eq!(npy_f32(&dumps.join("out/y1.npy"), "(300,)"), want);
+    // x's f32 bits as s32s, in two dimensions.
+    let x = std::fs::read(dumps.join("x.npy")).unwrap();
+    assert!(String::from_utf8_lossy(&x[..128])
+        .contains("'descr': '<i4', 'fortran_order': False, 'shape': (30, 10), }"));
+    assert_eq!(&x[128 + 4 * 7..128 + 4 * 8], &7.0f32.to_le_bytes());
+    // Without --dump-dir, beside the scenario file.
+    let o = switchyard(&["scenario", file.to_str().unwrap(), "--no-alone"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(npy_f32(&dir.join("out/y1.npy"), "(300,)"), want);
+    let leftovers: Vec<_> = std::fs::read_dir(dumps.join("out"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n.to_string_lossy().contains("tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+#[test]
+fn a_failed_check_still_writes_its_dumps_and_a_bad_dump_is_located() {
+    let dir = scratch("dump-fail");
+    let file = dir.join("dump.toml");
+    std::fs::write(&file, dump_scenario("0.25, 9.0")).unwrap();
+    let o = switchyard(&["scenario", file.to_str().unwrap(), "--no-alone"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("FAIL"), "{}", text(&o));
+    let want: Vec<f32> = (0..300).map(|i| 1.5f32.mul_add(i as f32, 0.25)).collect();
+    assert_eq!(npy_f32(&dir.join("out/y1.npy"), "(300,)"), want);
+
+    std::fs::write(&file, dump_scenario("0.25").replace("[30, 10]", "[30, 11]")).unwrap();
+    let o = switchyard(&["scenario", file.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let e = text(&o);
+    assert!(
+        e.contains("dump.toml:33:9: `process[0].command[5].shape`: [30, 11] holds 330 elements, but buffer `x` holds 300 of `<i4`"),
+        "{e}"
+    );
+}

@@ -260,11 +260,26 @@ pub fn from_file(ty: ElemType, bytes: &[u8], npy: bool) -> Result<(Vec<u8>, u64)
     Ok((a.data, a.elems))
 }
 
-/// Writes a one-dimensional `.npy` file (version 1) of `elems` elements of `ty`.
-pub fn write_npy(ty: ElemType, data: &[u8]) -> Vec<u8> {
-    let elems = data.len() / ty.size();
+/// Writes a `.npy` file (format version 1.0) holding `data`, elements of `ty` in C order,
+/// as an array of `shape` (whose product the caller has checked against `data`): the magic
+/// `\x93NUMPY`, version 1.0, the header's length (u16, little-endian), a header dict as
+/// NumPy writes it (`{'descr': '<f4', 'fortran_order': False, 'shape': (n,), }`) padded
+/// with spaces and ended by `\n` so that the data starts at a multiple of 64 bytes, then the
+/// data (little-endian, as buffers hold it).
+pub fn write_npy(ty: ElemType, shape: &[u64], data: &[u8]) -> Vec<u8> {
+    debug_assert_eq!(
+        shape.iter().product::<u64>() * ty.size() as u64,
+        data.len() as u64,
+        "the shape covers the data"
+    );
+    // Python's tuple syntax: `(5,)` for one dimension, `(2, 3)` for more.
+    let dims: Vec<String> = shape.iter().map(u64::to_string).collect();
+    let shape = match dims.as_slice() {
+        [one] => format!("({one},)"),
+        _ => format!("({})", dims.join(", ")),
+    };
     let mut header = format!(
-        "{{'descr': '{}', 'fortran_order': False, 'shape': ({elems},), }}",
+        "{{'descr': '{}', 'fortran_order': False, 'shape': {shape}, }}",
         ty.npy_descr()
     );
     // Magic (6) + version (2) + length (2) + header + '\n', padded to 64 bytes.
@@ -274,7 +289,8 @@ pub fn write_npy(ty: ElemType, data: &[u8]) -> Vec<u8> {
     }
     header.push('\n');
     let mut out = b"\x93NUMPY\x01\x00".to_vec();
-    out.extend((header.len() as u16).to_le_bytes());
+    let len = u16::try_from(header.len()).expect("a header of at most 32 dimensions fits");
+    out.extend(len.to_le_bytes());
     out.extend(header.as_bytes());
     out.extend(data);
     out
@@ -290,7 +306,7 @@ mod tests {
         for v in [1.5f64, -2.0, 3.25] {
             ElemType::F32.encode(v, &mut data);
         }
-        let file = write_npy(ElemType::F32, &data);
+        let file = write_npy(ElemType::F32, &[3], &data);
         assert_eq!(
             (10 + u16::from_le_bytes([file[8], file[9]]) as usize) % 64,
             0
@@ -341,6 +357,54 @@ mod tests {
             &data,
         );
         assert_eq!(parse_npy(&fortran).unwrap_err(), NpyError::FortranOrder);
+    }
+
+    #[test]
+    fn the_encoder_writes_numpys_layout() {
+        // Three f32s: the header exactly as numpy.save writes it (58 characters, so with
+        // the magic, version, length and newline one 64-byte block is too few), the data
+        // at byte 128.
+        let data: Vec<u8> = [1.0f32, -2.5, 1e-3]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        let f = write_npy(ElemType::F32, &[3], &data);
+        assert_eq!(&f[..8], b"\x93NUMPY\x01\x00");
+        let header_len = u16::from_le_bytes([f[8], f[9]]) as usize;
+        assert_eq!(10 + header_len, 128, "the data starts at a multiple of 64");
+        let header = std::str::from_utf8(&f[10..128]).unwrap();
+        assert_eq!(
+            header.trim_end_matches([' ', '\n']),
+            "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }"
+        );
+        assert!(header.ends_with('\n') && !header[..header.len() - 1].contains('\n'));
+        // Little-endian data: 1.0f32 is 0x3f800000.
+        assert_eq!(&f[128..132], &[0x00, 0x00, 0x80, 0x3f]);
+        assert_eq!(&f[128..], data.as_slice());
+        assert_eq!(f.len(), 128 + 12);
+
+        // Two dimensions, an integer type: `(2, 3)`, `<i4`, -1 as ff ff ff ff.
+        let ints: Vec<u8> = (-1..5i32).flat_map(i32::to_le_bytes).collect();
+        let f = write_npy(ElemType::S32, &[2, 3], &ints);
+        let header_len = u16::from_le_bytes([f[8], f[9]]) as usize;
+        assert_eq!((10 + header_len) % 64, 0);
+        let header = std::str::from_utf8(&f[10..10 + header_len]).unwrap();
+        assert!(header.starts_with("{'descr': '<i4', 'fortran_order': False, 'shape': (2, 3), }"));
+        assert_eq!(&f[10 + header_len..10 + header_len + 4], &[0xff; 4]);
+        let a = parse_npy(&f).unwrap();
+        assert_eq!((a.descr.as_str(), a.elems), ("<i4", 6));
+        assert_eq!(a.data, ints);
+
+        // A header long enough to need a third 64-byte block still aligns the data.
+        let mut shape = vec![1; 30];
+        shape.push(2);
+        let f = write_npy(ElemType::U8, &shape, &[7, 9]);
+        let header_len = u16::from_le_bytes([f[8], f[9]]) as usize;
+        assert_eq!(10 + header_len, 192);
+        assert_eq!(&f[192..], &[7, 9]);
+        assert!(std::str::from_utf8(&f[10..192])
+            .unwrap()
+            .contains("'descr': '|u1'"));
     }
 
     #[test]

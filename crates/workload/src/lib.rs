@@ -22,7 +22,7 @@ pub mod scenario;
 pub mod system;
 
 pub use scenario::{parse, Disk, Files, Scenario, ScenarioError};
-pub use system::{CompletedRun, KernelRecord, RunError, RunRecord, Setup, System};
+pub use system::{CompletedRun, Dumped, KernelRecord, RunError, RunRecord, Setup, System};
 pub mod report;
 pub mod trace;
 

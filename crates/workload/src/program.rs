@@ -46,8 +46,28 @@ pub enum Request {
     },
     /// Wait until `stream` (or every stream) has nothing left.
     Sync { stream: Option<u32> },
+    /// A blocking device→host copy of `len` bytes at `dev` on `stream`, as [`Request::Copy`]
+    /// takes one, whose bytes go to the run's dumps ([`crate::system::Dumped`]), not to
+    /// the program.
+    Dump {
+        dev: u64,
+        len: u64,
+        stream: u32,
+        file: DumpFile,
+    },
     /// The program has ended.
     Done,
+}
+
+/// Where a dump goes and what the `.npy` file declares.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DumpFile {
+    pub path: std::path::PathBuf,
+    pub buffer: String,
+    pub ty: crate::data::ElemType,
+    pub shape: Vec<u64>,
+    /// The command (`file:line:col (field)`).
+    pub at: String,
 }
 
 /// The answer to the last request.
@@ -348,6 +368,26 @@ impl HostProgram for Commands {
                     },
                 }),
                 CmdKind::Sync { stream } => return Ok(Request::Sync { stream }),
+                CmdKind::Dump {
+                    buffer,
+                    ty,
+                    ref shape,
+                    ref file,
+                    stream,
+                } => {
+                    return Ok(Request::Dump {
+                        dev: self.ptrs[buffer],
+                        len: self.mirrors[buffer].len() as u64,
+                        stream,
+                        file: DumpFile {
+                            path: self.program.dump_path(file),
+                            buffer: self.program.buffers[buffer].name.clone(),
+                            ty,
+                            shape: shape.clone(),
+                            at: format!("{} ({})", cmd.at, cmd.field),
+                        },
+                    });
+                }
                 CmdKind::Set {
                     buffer,
                     ref index,

@@ -101,6 +101,13 @@
 //! [[process.command]]
 //! sync = true                     # wait for every stream (or sync_stream = 1)
 //!
+//! [[process.command]]
+//! dump = "y"                      # y's device contents now, to a NumPy .npy file
+//! file = "out/y.npy"              # default "y.npy"; relative to this file (or --dump-dir)
+//! # type = "u32"                  # default the buffer's; its size must divide the buffer
+//! # shape = ["N / 10", 10]        # default [elements]; constants only; product = elements
+//! # stream = 0                    # the stream whose work before it the dump waits for
+//!
 //! [[process.check]]               # compared with device memory when the process ends
 //! buffer = "y"
 //! values = [1.0, 3.0]             # a prefix; or fill = 2.0; or file = "y.npy"
@@ -113,6 +120,18 @@
 //! within any one of the tolerances given: `|got − want| ≤ tolerance × |want|`,
 //! `|got − want| ≤ abs_tolerance`, or at most `ulps` representable values of the buffer's
 //! type (f32 or f64) apart. Integers must be equal.
+//!
+//! A **dump** is a blocking device→host copy of the whole buffer on its stream (default 0),
+//! timed like any copy and counted among the process's copies: it sees what the work before
+//! it in that stream (and, after a `sync`, in every stream) left in device memory. Its bytes
+//! go to a `.npy` file (format 1.0, C order, little-endian, data 64 bytes aligned), not to
+//! the buffer's host copy, so a later `copy` to the device sends what it would have sent
+//! without the dump. The files are written when the run ends, whether or not the checks
+//! passed (a run that stops with an error writes none), each to a temporary name and then
+//! renamed; a dump run again (in a loop, or under replay) leaves its latest contents. An
+//! unknown buffer, a `type` whose size does not divide the buffer's bytes, a `shape` whose
+//! product is not the element count, or a `file` another dump already writes is an error
+//! when the file is loaded, naming the line and field.
 //!
 //! **Integers** (`len`, a copy's `offset` and `bytes`, a set's `index`, `grid`, `block`,
 //! `dynamic_smem`, integer arguments, a repeat's count) are TOML integers or expressions in
@@ -205,6 +224,9 @@ pub struct ScenarioFile {
     #[serde(default, rename = "process")]
     pub processes: Vec<ProcessSpec>,
 }
+
+/// The most dimensions a dump's `shape` may have (NumPy's limit in its older versions).
+pub const MAX_DUMP_DIMENSIONS: usize = 32;
 
 /// The most runs `replay` may ask of every process.
 pub const MAX_REPLAY: u32 = 1000;
@@ -443,9 +465,9 @@ pub struct WordRef {
 }
 
 /// One command: exactly one of `copy`, `set`, `launch`, `repeat`, `repeat_until_zero`,
-/// `sync`, `sync_stream`, with only the keys that kind takes. Integers (`offset`, `bytes`,
-/// `index`, `grid`, `block`, `dynamic_smem`, a repeat's count) are TOML integers or
-/// expressions ([`crate::expr`]).
+/// `sync`, `sync_stream`, `dump`, with only the keys that kind takes. Integers (`offset`,
+/// `bytes`, `index`, `grid`, `block`, `dynamic_smem`, a repeat's count, a dump's `shape`)
+/// are TOML integers or expressions ([`crate::expr`]).
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CommandSpec {
@@ -473,6 +495,13 @@ pub struct CommandSpec {
     pub sync: Option<Spanned<bool>>,
     pub sync_stream: Option<Spanned<u32>>,
     pub stream: Option<Spanned<u32>>,
+    /// Writes a buffer's device contents to a `.npy` file (`file`, default `<buffer>.npy`),
+    /// as elements of `type` (default the buffer's) in `shape` (default one dimension).
+    pub dump: Option<Spanned<String>>,
+    pub file: Option<Spanned<String>>,
+    #[serde(rename = "type")]
+    pub ty: Option<Spanned<ElemType>>,
+    pub shape: Option<Spanned<Vec<Spanned<toml::Value>>>>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -626,6 +655,16 @@ pub struct CommandProgram {
     pub buffers: Vec<Buffer>,
     pub commands: Vec<Cmd>,
     pub checks: Vec<Check>,
+    /// Where the relative `file`s of its dumps go: the scenario file's directory, or the
+    /// one [`Scenario::set_dump_dir`] names.
+    pub dump_dir: PathBuf,
+}
+
+impl CommandProgram {
+    /// Where a dump of `file` (as written) is written.
+    pub fn dump_path(&self, file: &str) -> PathBuf {
+        self.dump_dir.join(file)
+    }
 }
 
 /// A buffer with its initial contents.
@@ -684,6 +723,17 @@ pub enum CmdKind {
     },
     Sync {
         stream: Option<u32>,
+    },
+    /// A blocking device→host copy of the whole buffer on `stream`, whose bytes go to a
+    /// `.npy` file rather than to the buffer's host copy.
+    Dump {
+        buffer: usize,
+        /// The element type and shape the file declares (their product covers the buffer).
+        ty: ElemType,
+        shape: Vec<u64>,
+        /// The path as written: relative to [`CommandProgram::dump_dir`] unless absolute.
+        file: String,
+        stream: u32,
     },
 }
 
@@ -967,6 +1017,7 @@ pub fn parse(file: &str, text: &str, files: &dyn Files) -> Result<Scenario, Scen
         files,
         buffer_bytes: std::cell::Cell::new(0),
         warnings: std::cell::RefCell::new(Vec::new()),
+        dumps: std::cell::RefCell::new(Vec::new()),
     };
     cx.resolve(raw)
 }
@@ -999,6 +1050,8 @@ struct Cx<'a> {
     /// Bytes of buffers the processes resolved so far declare ([`MAX_SCENARIO_BUFFER_BYTES`]).
     buffer_bytes: std::cell::Cell<u64>,
     warnings: std::cell::RefCell<Vec<String>>,
+    /// The `file` of every dump resolved so far, and where it is written.
+    dumps: std::cell::RefCell<Vec<(String, String)>>,
 }
 
 impl Cx<'_> {
@@ -1478,6 +1531,7 @@ impl Cx<'_> {
             buffers,
             commands,
             checks,
+            dump_dir: self.dir.to_path_buf(),
         })
     }
 
@@ -1762,6 +1816,7 @@ impl Cx<'_> {
             "launch" => &["grid", "block", "dynamic_smem", "args", "stream"],
             "repeat" => &["body"],
             "repeat_until_zero" => &["body", "max_iterations"],
+            "dump" => &["file", "type", "shape", "stream"],
             _ => &[],
         };
         let present = [
@@ -1781,6 +1836,9 @@ impl Cx<'_> {
             ),
             ("body", c.body.as_ref().map(|_| 0..0)),
             ("stream", c.stream.as_ref().map(|v| v.span())),
+            ("file", c.file.as_ref().map(|v| v.span())),
+            ("type", c.ty.as_ref().map(|v| v.span())),
+            ("shape", c.shape.as_ref().map(|v| v.span())),
         ];
         for (key, span) in present {
             if let Some(span) = span {
@@ -1812,6 +1870,7 @@ impl Cx<'_> {
             .as_ref()
             .or(c.set.as_ref())
             .or(c.launch.as_ref())
+            .or(c.dump.as_ref())
             .map(|s| s.span())
             .or_else(|| c.repeat.as_ref().map(|s| s.span()))
             .or_else(|| c.repeat_until_zero.as_ref().map(|w| w.buffer.span()))
@@ -1875,6 +1934,7 @@ impl Cx<'_> {
             ("repeat_until_zero", c.repeat_until_zero.is_some()),
             ("sync", c.sync.is_some()),
             ("sync_stream", c.sync_stream.is_some()),
+            ("dump", c.dump.is_some()),
         ];
         let span = self.span_of(c);
         let mut set = kinds.iter().filter(|k| k.1);
@@ -1882,7 +1942,7 @@ impl Cx<'_> {
             return self.err(
                 span,
                 f,
-                "needs exactly one of copy, set, launch, repeat, repeat_until_zero, sync, sync_stream"
+                "needs exactly one of copy, set, launch, repeat, repeat_until_zero, sync, sync_stream, dump"
                     .into(),
             );
         };
@@ -2058,6 +2118,8 @@ impl Cx<'_> {
                     )?
                     .into(),
             }
+        } else if let Some(b) = &c.dump {
+            self.dump(c, b, f, names)?
         } else if let Some(s) = &c.sync_stream {
             CmdKind::Sync {
                 stream: Some(*s.get_ref()),
@@ -2082,6 +2144,137 @@ impl Cx<'_> {
             &mut 1,
         )?;
         Ok(cmd)
+    }
+
+    /// A `dump` of buffer `b`: its file, element type and shape, checked against the
+    /// buffer now.
+    fn dump(
+        &self,
+        c: &CommandSpec,
+        b: &Spanned<String>,
+        f: &str,
+        names: &Names,
+    ) -> Result<CmdKind, ScenarioError> {
+        let buffer = names.buffer(self, b, &format!("{f}.dump"))?;
+        let buf = &names.buffers[buffer];
+        let bytes = buf.init.len() as u64;
+        let file = match &c.file {
+            Some(p) => {
+                let name = p.get_ref();
+                let is_dir = name.is_empty() || name.ends_with('/') || name.ends_with('\\');
+                if is_dir {
+                    return self.err(
+                        Some(p.span()),
+                        &format!("{f}.file"),
+                        format!("`{name}` names no file"),
+                    );
+                }
+                name.clone()
+            }
+            // `<buffer>.npy`, when the buffer's name can be a file's.
+            None if !buf.name.is_empty()
+                && !buf.name.starts_with('.')
+                && buf
+                    .name
+                    .chars()
+                    .all(|ch| ch.is_ascii_alphanumeric() || "_-+".contains(ch)) =>
+            {
+                format!("{}.npy", buf.name)
+            }
+            None => {
+                return self.err(
+                    Some(b.span()),
+                    &format!("{f}.file"),
+                    format!(
+                        "buffer `{}` cannot name a file: give the dump a `file`",
+                        buf.name
+                    ),
+                )
+            }
+        };
+        let file_at = c.file.as_ref().map_or(b.span(), |p| p.span());
+        {
+            let mut dumps = self.dumps.borrow_mut();
+            if let Some((_, other)) = dumps.iter().find(|(x, _)| *x == file) {
+                return self.err(
+                    Some(file_at),
+                    &format!("{f}.file"),
+                    format!("`{file}` is already the file of the dump at {other}"),
+                );
+            }
+            dumps.push((
+                file.clone(),
+                format!("{f} ({})", self.lines.at(self.file, file_at.start)),
+            ));
+        }
+        let ty = c.ty.as_ref().map_or(buf.ty, |t| *t.get_ref());
+        let size = ty.size() as u64;
+        if !bytes.is_multiple_of(size) {
+            let at = c.ty.as_ref().map_or(b.span(), |t| t.span());
+            return self.err(
+                Some(at),
+                &format!("{f}.type"),
+                format!(
+                    "buffer `{}` has {bytes} bytes, not a whole number of {size}-byte `{}` elements",
+                    buf.name,
+                    ty.npy_descr()
+                ),
+            );
+        }
+        let elems = bytes / size;
+        let shape = match &c.shape {
+            None => vec![elems],
+            Some(given) => {
+                let field = format!("{f}.shape");
+                if !(1..=MAX_DUMP_DIMENSIONS).contains(&given.get_ref().len()) {
+                    return self.err(
+                        Some(given.span()),
+                        &field,
+                        format!("a shape has 1 to {MAX_DUMP_DIMENSIONS} dimensions"),
+                    );
+                }
+                let scope = NameScope {
+                    constants: names.constants,
+                    loops: &[],
+                };
+                let mut shape = Vec::new();
+                for (d, v) in given.get_ref().iter().enumerate() {
+                    let e = self.int(v, &format!("{field}[{d}]"), &scope)?;
+                    let n = e.expr.constant().expect("no loop is in scope");
+                    let Ok(n) = u64::try_from(n) else {
+                        return self.err(
+                            Some(v.span()),
+                            &format!("{field}[{d}]"),
+                            format!("`{}` is {n}: a dimension is at least 0", e.text),
+                        );
+                    };
+                    shape.push(n);
+                }
+                let product = shape.iter().try_fold(1u64, |a, &d| a.checked_mul(d));
+                if product != Some(elems) {
+                    let dims: Vec<String> = shape.iter().map(u64::to_string).collect();
+                    return self.err(
+                        Some(given.span()),
+                        &field,
+                        format!(
+                            "[{}] holds {} elements, but buffer `{}` holds {elems} of `{}`",
+                            dims.join(", "),
+                            product.map_or("more than 2^64".to_string(), |p| p.to_string()),
+                            buf.name,
+                            ty.npy_descr()
+                        ),
+                    );
+                }
+                shape
+            }
+        };
+        Ok(CmdKind::Dump {
+            buffer,
+            ty,
+            shape,
+            file,
+            stream: c.stream.as_ref().map_or(0, |s| *s.get_ref()),
+        })
     }
 
     /// Argument `j` of a launch, for parameter `p`: its kind must suit the parameter's type.
@@ -2310,7 +2503,7 @@ fn check_values(
                     r?;
                 }
             }
-            CmdKind::Sync { .. } => {}
+            CmdKind::Sync { .. } | CmdKind::Dump { .. } => {}
         }
     }
     Ok(())
@@ -2485,6 +2678,16 @@ impl<'a> Names<'a> {
 }
 
 impl Scenario {
+    /// Writes the dumps whose `file` is relative under `dir` instead of the scenario file's
+    /// directory (absolute `file`s stay as they are).
+    pub fn set_dump_dir(&mut self, dir: &Path) {
+        for p in &mut self.processes {
+            if let Program::Commands(c) = &mut p.program {
+                c.dump_dir = dir.to_path_buf();
+            }
+        }
+    }
+
     /// The host model: the GPU's `[host]` with the scenario's overrides.
     pub fn host_spec(&self, gpu: &HostSpec) -> HostSpec {
         let h = &self.host;

@@ -34,7 +34,7 @@ use gpu::{DeviceLimits, GpuError, LoadError, LoadedModule};
 use preempt::MechanismKind;
 use sched::{Command, ContextId, Framework, FrameworkConfig, PolicyEnv, PolicyKind, Record};
 
-use crate::program::{Commands, HostProgram, Reply, Request, SuiteHost, Verdict};
+use crate::program::{Commands, DumpFile, HostProgram, Reply, Request, SuiteHost, Verdict};
 use crate::scenario::{CopyPolicy, Process, Program};
 
 /// Femtoseconds per microsecond.
@@ -167,6 +167,8 @@ enum OpKind {
         data: Vec<u8>,
         len: u64,
         token: u64,
+        /// A dump's copy: its bytes go to [`RunRecord::dumps`].
+        dump: Option<Box<DumpFile>>,
     },
     Launch {
         command: Option<Box<Command>>,
@@ -362,6 +364,27 @@ pub struct RunRecord {
     /// With [`Setup::snapshot`]: per process, the final bytes of its allocations in order.
     #[serde(skip)]
     pub memory: Vec<Vec<Vec<u8>>>,
+    /// The contents of every dump file, as its copy read them: one a file (a dump run
+    /// again, in a loop or under replay, keeps its latest), in the order first written.
+    #[serde(skip)]
+    pub dumps: Vec<Dumped>,
+}
+
+/// A buffer's device contents, read by a dump command's copy, for its `.npy` file.
+#[derive(Clone, Debug)]
+pub struct Dumped {
+    pub process: String,
+    pub file: DumpFile,
+    /// When its copy ended (fs).
+    pub at_fs: u64,
+    pub bytes: Vec<u8>,
+}
+
+impl Dumped {
+    /// The `.npy` file's bytes.
+    pub fn npy(&self) -> Vec<u8> {
+        crate::data::write_npy(self.file.ty, &self.file.shape, &self.bytes)
+    }
 }
 
 /// Where a run stands, for progress bars.
@@ -750,15 +773,34 @@ impl System {
                     self.procs[p].allocs.push((ptr, bytes));
                     self.procs[p].wait = Wait::Runnable(ReplyKind::Done);
                 }
-                Request::Copy {
-                    to_device,
-                    dev,
-                    data,
-                    len,
-                    stream,
-                    wait,
-                    token,
-                } => {
+                Request::Copy { .. } | Request::Dump { .. } => {
+                    let (to_device, dev, data, len, stream, wait, token, dump) = match request {
+                        Request::Copy {
+                            to_device,
+                            dev,
+                            data,
+                            len,
+                            stream,
+                            wait,
+                            token,
+                        } => (to_device, dev, data, len, stream, wait, token, None),
+                        Request::Dump {
+                            dev,
+                            len,
+                            stream,
+                            file,
+                        } => (
+                            false,
+                            dev,
+                            Vec::new(),
+                            len,
+                            stream,
+                            true,
+                            0,
+                            Some(Box::new(file)),
+                        ),
+                        _ => unreachable!("copies only"),
+                    };
                     if self.machine.memory().read_bytes(dev, len).is_err() {
                         return Err(RunError::Process {
                             process: name,
@@ -776,6 +818,7 @@ impl System {
                             data,
                             len,
                             token,
+                            dump,
                         },
                         now,
                         now,
@@ -1060,6 +1103,7 @@ impl System {
             ref mut data,
             len,
             token,
+            ref mut dump,
         } = op.kind
         else {
             unreachable!("copies only");
@@ -1078,7 +1122,25 @@ impl System {
                 .read_bytes(dev, len)
                 .expect("checked when the copy was asked for")
                 .to_vec();
-            self.procs[p].program.copied(token, &bytes);
+            if let Some(file) = dump.take() {
+                let d = Dumped {
+                    process: self.procs[p].name.clone(),
+                    file: *file,
+                    at_fs: at,
+                    bytes,
+                };
+                match self
+                    .out
+                    .dumps
+                    .iter_mut()
+                    .find(|x| x.file.path == d.file.path)
+                {
+                    Some(x) => *x = d,
+                    None => self.out.dumps.push(d),
+                }
+            } else {
+                self.procs[p].program.copied(token, &bytes);
+            }
         }
         let op = &self.ops[id];
         self.out.copies.push(CopyRecord {
