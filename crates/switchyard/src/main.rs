@@ -363,7 +363,7 @@ struct StudyArgs {
     /// Mechanisms to compare, comma-separated, each `name[:key=value,...]` (a `key=value`
     /// after a comma continues the mechanism before it), or the flag repeated; default:
     /// drain, flush-strict, flush-relaxed, baseline, live, cs-defer, ctxback,
-    /// ctxback-cs-defer, lightweight, lightweight-tb, chimera, chimera-dirty, pep, pep-in-place.
+    /// ctxback-cs-defer, lightweight, lightweight-tb, chimera, chimera-dirty, pep, pep-in-place, ckpt.
     /// E.g. `chimera:deadline_us=5,chimera:deadline_us=10,drain`.
     #[arg(long, value_name = "LIST", value_parser = mechanisms_arg)]
     mechanisms: Vec<Mechanisms>,
