@@ -35,7 +35,15 @@
 //! request does not dominate); across kernels the normalised values are averaged
 //! arithmetically (the paper's "on average"), and the geometric mean is given too.
 //!
-//! CKPT (papers/ji-ctxback §V) is not a mechanism of the simulator yet, and is not measured.
+//! **CKPT** ([`MechanismKind::Ckpt`]): a TB rolled back to its checkpoint saves nothing at the
+//! request; its context is the checkpoint chain it restores, and its resume time adds the
+//! cycles the discarded work took the first time ([`Record::RolledBack`]), which re-executing
+//! it costs again (the paper's "wasted execution progress").
+//!
+//! **Runtime overhead** (Figure 10): per kernel and mechanism, one more run with nothing
+//! preempted; its kernel time (the busy spans) over the reference's, less one. CKPT's
+//! checkpoints pause the TBs and move their bytes; a routine mechanism's kernel pass may add
+//! code (on-chip backups) to the kernel body.
 
 use std::sync::atomic::AtomicUsize;
 
@@ -50,11 +58,11 @@ use workload::{RunError, RunRecord};
 
 use crate::figures::{Figure, Row};
 
-/// The mechanisms of papers/ji-ctxback Figures 7–9 that the simulator has (CKPT is not
-/// one yet), BASELINE first.
-pub const MECHANISMS: [MechanismKind; 5] = [
+/// The mechanisms of papers/ji-ctxback Figures 7–10, BASELINE first.
+pub const MECHANISMS: [MechanismKind; 6] = [
     MechanismKind::Baseline,
     MechanismKind::Live,
+    MechanismKind::CKPT,
     MechanismKind::CsDefer,
     MechanismKind::CtxBack,
     MechanismKind::CtxBackCsDefer,
@@ -117,8 +125,12 @@ pub struct Request {
     pub context: ContextBytes,
     /// Core cycles from the request to the last TB's resources released.
     pub preemption: u64,
-    /// Mean core cycles from a TB's restore start to its running again, over `restored`.
+    /// Mean core cycles from a TB's restore start to its running again, over `restored`,
+    /// plus (CKPT) the cycles its discarded work took.
     pub resume: f64,
+    /// CKPT: warp instructions and cycles discarded by rollbacks, over the request's TBs.
+    pub discarded_instructions: u64,
+    pub discarded_cycles: u64,
     pub restored: u32,
     pub switched: u32,
     pub drained: u32,
@@ -166,6 +178,9 @@ pub struct KernelRun {
     pub mean: Measures,
     /// `mean` over BASELINE's for the same kernel.
     pub normalised: Measures,
+    /// Kernel time with the mechanism in place and nothing preempted, over the reference's,
+    /// less one (Figure 10).
+    pub runtime_overhead: f64,
     /// Requests not made at BASELINE's moment (cycle, SM, TBs and the active launches'
     /// warp instructions), and the largest relative difference of those warp instructions:
     /// non-zero where the mechanism's kernel pass changed the kernel's timing before the
@@ -181,6 +196,8 @@ pub struct Average {
     /// The arithmetic mean of the kernels' normalised measures (the paper's "on average").
     pub arithmetic: Measures,
     pub geometric: Measures,
+    /// The arithmetic mean of the kernels' runtime overheads.
+    pub runtime_overhead: f64,
 }
 
 /// Everything the experiment measured.
@@ -406,11 +423,20 @@ fn request_of(records: &[Record], drawn: u64, warp_instructions: u64) -> Option<
                 resume += finished - started;
             }
             Record::Refused { .. } => q.as_mut()?.refused += 1,
+            Record::RolledBack {
+                discarded_instructions,
+                discarded_cycles,
+                ..
+            } => {
+                let q = q.as_mut()?;
+                q.discarded_instructions += discarded_instructions;
+                q.discarded_cycles += discarded_cycles;
+                resume += discarded_cycles;
+            }
             Record::Requested { .. }
             | Record::Chose { .. }
             | Record::Case { .. }
-            | Record::Checkpointed { .. }
-            | Record::RolledBack { .. } => {}
+            | Record::Checkpointed { .. } => {}
         }
     }
     let mut q = q?;
@@ -463,9 +489,14 @@ fn arithmetic(values: &[f64]) -> f64 {
 }
 
 /// The runs of the experiment: one reference per kernel, then one per kernel, mechanism
-/// and sample.
+/// and sample, then one per kernel and mechanism with nothing preempted (the overhead).
 pub fn total_runs(config: &PerInstructionConfig) -> usize {
-    config.kernels.len() * (1 + config.mechanisms.len() * config.samples as usize)
+    config.kernels.len() * (1 + config.mechanisms.len() * (config.samples as usize + 1))
+}
+
+/// A run's kernel time: the length of its busy spans, core cycles.
+fn busy_cycles(r: &RunRecord) -> u64 {
+    busy_spans(r).iter().map(|(a, b)| b - a).sum()
 }
 
 /// Runs the experiment; `progress(done, total, what)` after each run. The sample count is
@@ -505,6 +536,11 @@ pub fn run(
         }
     }
     let outcomes = run_jobs(config, &jobs, progress, &done, total);
+    // The overhead runs: each mechanism in place, nothing preempted.
+    let quiet_jobs: Vec<_> = (0..config.kernels.len())
+        .flat_map(|k| config.mechanisms.iter().map(move |&m| (k, Some(m), None)))
+        .collect();
+    let mut quiet = run_jobs(config, &quiet_jobs, progress, &done, total).into_iter();
     let mut out = PerInstructionResults {
         gpu: config.gpu.name.clone(),
         size: config.size.name().into(),
@@ -555,6 +591,20 @@ pub fn run(
                 }
             }
             run.mean = Measures::of(&run.requests);
+            let (q, _) = quiet
+                .next()
+                .expect("one overhead run per kernel and mechanism")
+                .expect("every job ran or an earlier one failed")?;
+            if q.memory != reference.memory {
+                return Err(ExperimentError::NotExact {
+                    kernel,
+                    mechanism: m.to_string(),
+                    cycle: 0,
+                    verified: true,
+                });
+            }
+            run.runtime_overhead =
+                busy_cycles(&q) as f64 / busy_cycles(reference).max(1) as f64 - 1.0;
             runs.push(run);
         }
         // Whether each mechanism was asked at BASELINE's moments.
@@ -597,6 +647,12 @@ pub fn run(
                 .collect()
         };
         let (c, p, r) = (of(|x| x.context), of(|x| x.preemption), of(|x| x.resume));
+        let overheads: Vec<f64> = out
+            .runs
+            .iter()
+            .filter(|r| &r.mechanism == m)
+            .map(|r| r.runtime_overhead)
+            .collect();
         out.averages.push(Average {
             mechanism: m.clone(),
             arithmetic: Measures {
@@ -609,6 +665,7 @@ pub fn run(
                 preemption: geometric(&p),
                 resume: geometric(&r),
             },
+            runtime_overhead: arithmetic(&overheads),
         });
     }
     Ok(out)
@@ -683,7 +740,49 @@ pub fn figures(r: &PerInstructionResults) -> Vec<Figure> {
             "fig9",
             "resume time",
             |m| m.resume,
-            "CTXBack -50.0%, CTXBack+CS-Defer -54.8%, CS-Defer -65.6%",
+            "CTXBack -50.0%, CTXBack+CS-Defer -54.8%, CS-Defer -65.6%, CKPT 318%",
         ),
+        overhead_figure(r),
     ]
+}
+
+/// papers/ji-ctxback Figure 10: each mechanism's runtime overhead per kernel (kernel time
+/// with it in place and nothing preempted, over the reference's, less one), then the mean.
+fn overhead_figure(r: &PerInstructionResults) -> Figure {
+    let mut rows: Vec<Row> = r
+        .kernels
+        .iter()
+        .map(|k| Row {
+            category: k.clone(),
+            values: r
+                .mechanisms
+                .iter()
+                .map(|m| vec![r.run(k, m).map_or(0.0, |run| run.runtime_overhead)])
+                .collect(),
+        })
+        .collect();
+    rows.push(Row {
+        category: "mean".into(),
+        values: r
+            .mechanisms
+            .iter()
+            .map(|m| {
+                vec![r
+                    .averages
+                    .iter()
+                    .find(|a| &a.mechanism == m)
+                    .map_or(0.0, |a| a.runtime_overhead)]
+            })
+            .collect(),
+    });
+    Figure {
+        id: "fig10".into(),
+        title: "runtime overhead with nothing preempted (papers/ji-ctxback fig10)".into(),
+        y_label: "kernel time / without the mechanism - 1".into(),
+        series: r.mechanisms.clone(),
+        parts: vec!["runtime overhead".into()],
+        rows,
+        paper: "CKPT 130%, CTXBack 0.41%".into(),
+        clip: None,
+    }
 }

@@ -17,6 +17,13 @@ fn config(threads: usize) -> PerInstructionConfig {
     c.size = Size::Small;
     c.samples = 3;
     c.threads = threads;
+    // These kernels' loops run a few iterations at `small`: CKPT checkpoints every second
+    // entry of a block, so that it checkpoints and rolls back here.
+    for m in &mut c.mechanisms {
+        if let MechanismKind::Ckpt { every } = m {
+            *every = 2;
+        }
+    }
     c
 }
 
@@ -25,6 +32,7 @@ fn every_mechanism_is_measured_at_the_same_moments_and_stays_bit_exact() {
     let c = config(2);
     let r = per_instruction::run(&c, &|_, _, _| {}).unwrap();
     assert_eq!(r.runs.len(), 2 * MECHANISMS.len());
+    let (mut ckpt_rollbacks, mut ckpt_overhead) = (0, 0.0);
     assert!(r.unrequested.is_empty(), "{:?}", r.unrequested);
     for k in &r.kernels {
         let base = r.run(k, "baseline").unwrap();
@@ -32,6 +40,29 @@ fn every_mechanism_is_measured_at_the_same_moments_and_stays_bit_exact() {
         for m in &r.mechanisms {
             let run = r.run(k, m).unwrap();
             let name = format!("{k} with {m}");
+            if m.starts_with("ckpt") {
+                // Its checkpoints pause TBs before the request: its moments may differ, and
+                // it costs time with nothing preempted.
+                assert!(
+                    run.runtime_overhead >= 0.0,
+                    "{name}: {}",
+                    run.runtime_overhead
+                );
+                ckpt_overhead += run.runtime_overhead;
+                ckpt_rollbacks += run
+                    .requests
+                    .iter()
+                    .filter(|q| q.discarded_instructions > 0)
+                    .count();
+                for q in &run.requests {
+                    // The discarded work's cycles are part of the resume time.
+                    assert!(
+                        q.resume >= q.discarded_cycles as f64 / f64::from(q.restored.max(1)),
+                        "{name}: {q:?}"
+                    );
+                }
+                continue;
+            }
             // The same moments: drawn cycle, request cycle, SM, TBs, warp instructions.
             let moment =
                 |q: &per_instruction::Request| (q.drawn, q.cycle, q.sm, q.tbs, q.warp_instructions);
@@ -45,6 +76,10 @@ fn every_mechanism_is_measured_at_the_same_moments_and_stays_bit_exact() {
                 (0, 0.0),
                 "{name}"
             );
+            // Nothing changes the kernel of BASELINE and LIVE: no overhead at all.
+            if m == "baseline" || m == "live" {
+                assert_eq!(run.runtime_overhead, 0.0, "{name}");
+            }
             for (q, b) in run.requests.iter().zip(&base.requests) {
                 assert!(q.tbs > 0 && q.cycle >= q.drawn, "{name}: {q:?}");
                 // Every TB switched (none of these kernels is refused) and came back.
@@ -70,6 +105,8 @@ fn every_mechanism_is_measured_at_the_same_moments_and_stays_bit_exact() {
             );
         }
     }
+    assert!(ckpt_rollbacks > 0, "CKPT never rolled a TB back");
+    assert!(ckpt_overhead > 0.0, "CKPT's checkpoints cost nothing");
     let base = r
         .averages
         .iter()
@@ -81,7 +118,7 @@ fn every_mechanism_is_measured_at_the_same_moments_and_stays_bit_exact() {
     // the geometric and the arithmetic mean over the kernels.
     let figs = per_instruction::figures(&r);
     let ids: Vec<&str> = figs.iter().map(|f| f.id.as_str()).collect();
-    assert_eq!(ids, ["fig7", "fig8", "fig9"]);
+    assert_eq!(ids, ["fig7", "fig8", "fig9", "fig10"]);
     for (f, pick) in figs.iter().zip([
         (|m: &Measures| m.context) as fn(&Measures) -> f64,
         |m| m.preemption,

@@ -23,7 +23,8 @@
 //! of LIVE); each TB's choice is recorded ([`Record::Chose`]).
 //!
 //! **Resume** loads the checkpoint (the one holding the shared memory, then the latest) and
-//! re-executes from there: CKPT's resume time includes the lost work.
+//! re-executes from there: the lost work ([`Record::RolledBack`]: its warp instructions, and
+//! the cycles it took the first time) is part of CKPT's resume cost.
 
 use std::collections::BTreeMap;
 
@@ -70,6 +71,8 @@ struct TbCkpt {
     requested: Option<u64>,
     /// When the stop for the request completed.
     stopped: u64,
+    /// When it ran again after its latest checkpoint was written.
+    ran_from: u64,
 }
 
 /// The CKPT mechanism.
@@ -204,6 +207,7 @@ impl Mechanism for Ckpt {
                     asked_at: now,
                     requested: None,
                     stopped: now,
+                    ran_from: now,
                 });
                 // A TB the switch took, or one already pausing or leaving, goes on as it is.
                 if t.state != State::Running || cx.machine.tb_progress(sm, tb).is_none() {
@@ -252,6 +256,7 @@ impl Mechanism for Ckpt {
                             sm,
                             tb,
                             discarded_instructions: executed.saturating_sub(at_checkpoint),
+                            discarded_cycles: t.requested.unwrap_or(now).saturating_sub(t.ran_from),
                         });
                         cx.ask(Request::Rollback {
                             sm,
@@ -302,6 +307,7 @@ impl Mechanism for Ckpt {
                     })?;
                 } else {
                     t.state = State::Running;
+                    t.ran_from = cycle;
                     cx.ask(Request::Resume { sm, tb })?;
                 }
                 Ok(())

@@ -171,12 +171,14 @@ pub enum Record {
         case: PepCase,
     },
     /// CKPT rolled `tb` back to its latest checkpoint at a request, discarding the warp
-    /// instructions its warps had executed since (they run again after the resume).
+    /// instructions its warps had executed since, which took `discarded_cycles` (from its
+    /// run after the checkpoint was written to the request) and run again after the resume.
     RolledBack {
         cycle: u64,
         sm: SmId,
         tb: TbRef,
         discarded_instructions: u64,
+        discarded_cycles: u64,
     },
     /// The mechanism could not take this TB away; it drains instead.
     Refused {

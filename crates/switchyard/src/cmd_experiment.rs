@@ -633,20 +633,41 @@ pub(crate) fn multiprogram(args: MultiprogramArgs) -> Outcome {
 }
 
 /// A mechanism and the paper's normalised context, preemption time and resume time.
-type PaperRow = (&'static str, Option<f64>, Option<f64>, Option<f64>);
+type PaperRow = (
+    &'static str,
+    Option<f64>,
+    Option<f64>,
+    Option<f64>,
+    Option<f64>,
+);
 
 /// papers/ji-ctxback §V's averages, normalised to BASELINE: (mechanism, context,
 /// preemption time, resume time); `None` where the paper gives no number.
-const JI_CTXBACK: [PaperRow; 5] = [
-    ("baseline", Some(1.0), Some(1.0), Some(1.0)),
+const JI_CTXBACK: [PaperRow; 6] = [
+    ("baseline", Some(1.0), Some(1.0), Some(1.0), Some(0.0)),
     // "LIVE reduces the context size by 37.8% on average".
-    ("live", Some(0.622), None, None),
+    ("live", Some(0.622), None, None, None),
+    // CTXBack's context is "only 9.2% more than CKPT's" (0.3897 / 1.092); resume 318% of
+    // BASELINE; runtime overhead 130%.
+    ("ckpt", Some(0.357), None, Some(3.18), Some(1.30)),
     // Context -62.07%; latency 34.8% above CTXBack's (0.369 x 1.348); resume -65.6%.
-    ("cs-defer", Some(0.3793), Some(0.497), Some(0.344)),
-    // Context -61.03%, preemption time -63.1%, resume time -50.0%.
-    ("ctxback", Some(0.3897), Some(0.369), Some(0.500)),
+    ("cs-defer", Some(0.3793), Some(0.497), Some(0.344), None),
+    // Context -61.03%, preemption time -63.1%, resume time -50.0%; overhead 0.41%.
+    (
+        "ctxback",
+        Some(0.3897),
+        Some(0.369),
+        Some(0.500),
+        Some(0.0041),
+    ),
     // Context -62.09%, preemption time -65.2%, resume time -54.8%.
-    ("ctxback-cs-defer", Some(0.3791), Some(0.348), Some(0.452)),
+    (
+        "ctxback-cs-defer",
+        Some(0.3791),
+        Some(0.348),
+        Some(0.452),
+        None,
+    ),
 ];
 
 /// `switchyard experiment per-instruction`: papers/ji-ctxback Figures 7–9.
@@ -705,12 +726,12 @@ pub(crate) fn per_instruction(args: PerInstructionArgs) -> Outcome {
         print_per_instruction(&r);
         if let Some(dir) = &args.csv {
             println!(
-                "\nCSV: {}/{{kernels,requests,fig7,fig8,fig9}}.csv",
+                "\nCSV: {}/{{kernels,requests,fig7,fig8,fig9,fig10}}.csv",
                 dir.display()
             );
         }
         if let Some(dir) = &args.plots {
-            println!("plots: {}/fig{{7,8,9}}.svg", dir.display());
+            println!("plots: {}/fig{{7,8,9,10}}.svg", dir.display());
         }
     }
     Ok(true)
@@ -748,7 +769,7 @@ fn print_per_instruction(r: &PerInstructionResults) {
     }
     for m in r.runs.iter().filter(|m| m.moments_differ > 0) {
         println!(
-            "  {} with {}: {} of {} requests not at baseline's moment (the kernel pass changed its timing; warp instructions at the request up to {:.2}% apart)",
+            "  {} with {}: {} of {} requests not at baseline's moment (the mechanism changed the kernel's timing before the request: its kernel pass, or CKPT's checkpoints; warp instructions at the request up to {:.2}% apart)",
             m.kernel,
             m.mechanism,
             m.moments_differ,
@@ -763,10 +784,24 @@ fn print_per_instruction(r: &PerInstructionResults) {
             .filter(|k| r.runs.iter().any(|m| &m.kernel == *k && !m.requests.is_empty()))
             .count()
     );
-    println!("geometric mean, and papers/ji-ctxback §V (AMD Radeon VII; CKPT not simulated yet)");
     println!(
-        "{:<w$} {:>8} {:>6} {:>6} {:>8} {:>6} {:>6} {:>8} {:>6} {:>6}",
-        "mechanism", "context", "geo", "paper", "preempt", "geo", "paper", "resume", "geo", "paper"
+        "geometric mean, and papers/ji-ctxback §V (AMD Radeon VII); overhead: kernel time with"
+    );
+    println!("the mechanism in place and nothing preempted over without, less one (Figure 10)");
+    println!(
+        "{:<w$} {:>8} {:>6} {:>6} {:>8} {:>6} {:>6} {:>8} {:>6} {:>6} {:>9} {:>7}",
+        "mechanism",
+        "context",
+        "geo",
+        "paper",
+        "preempt",
+        "geo",
+        "paper",
+        "resume",
+        "geo",
+        "paper",
+        "overhead",
+        "paper"
     );
     let paper = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.3}"));
     for a in &r.averages {
@@ -774,9 +809,10 @@ fn print_per_instruction(r: &PerInstructionResults) {
             .iter()
             .find(|p| p.0 == a.mechanism)
             .copied()
-            .unwrap_or(("", None, None, None));
+            .unwrap_or(("", None, None, None, None));
+        let pct = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{:.2}%", v * 100.0));
         println!(
-            "{:<w$} {:>8.3} {:>6.3} {:>6} {:>8.3} {:>6.3} {:>6} {:>8.3} {:>6.3} {:>6}",
+            "{:<w$} {:>8.3} {:>6.3} {:>6} {:>8.3} {:>6.3} {:>6} {:>8.3} {:>6.3} {:>6} {:>9} {:>7}",
             a.mechanism,
             a.arithmetic.context,
             a.geometric.context,
@@ -786,7 +822,9 @@ fn print_per_instruction(r: &PerInstructionResults) {
             paper(p.2),
             a.arithmetic.resume,
             a.geometric.resume,
-            paper(p.3)
+            paper(p.3),
+            pct(Some(a.runtime_overhead)),
+            pct(p.4)
         );
     }
 }
@@ -794,14 +832,14 @@ fn print_per_instruction(r: &PerInstructionResults) {
 fn write_per_instruction_csv(dir: &Path, r: &PerInstructionResults) -> Result<(), String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let mut kernels = String::from(
-        "kernel,mechanism,requests,mean_context_bytes,mean_preemption_cycles,mean_resume_cycles,norm_context,norm_preemption,norm_resume,moments_differ,instruction_drift\n",
+        "kernel,mechanism,requests,mean_context_bytes,mean_preemption_cycles,mean_resume_cycles,norm_context,norm_preemption,norm_resume,moments_differ,instruction_drift,runtime_overhead\n",
     );
     let mut requests = String::from(
         "kernel,mechanism,drawn,cycle,sm,tbs,warp_instructions,registers_bytes,shared_bytes,stack_barrier_bytes,metadata_bytes,context_bytes,preemption_cycles,resume_cycles,restored,switched,drained,flushed,refused\n",
     );
     for m in &r.runs {
         kernels.push_str(&format!(
-            "{},{},{},{:.1},{:.1},{:.1},{:.4},{:.4},{:.4},{},{:.6}\n",
+            "{},{},{},{:.1},{:.1},{:.1},{:.4},{:.4},{:.4},{},{:.6},{:.6}\n",
             m.kernel,
             m.mechanism,
             m.requests.len(),
@@ -812,7 +850,8 @@ fn write_per_instruction_csv(dir: &Path, r: &PerInstructionResults) -> Result<()
             m.normalised.preemption,
             m.normalised.resume,
             m.moments_differ,
-            m.instruction_drift
+            m.instruction_drift,
+            m.runtime_overhead
         ));
         for q in &m.requests {
             let b = q.context;

@@ -139,12 +139,13 @@ enum ExperimentCommand {
     /// they fill, the projected time to save it with the SM's share of DRAM bandwidth, and
     /// SHORT/MEDIUM/LONG classes by kernel and by program time (thirds of the suite).
     Benchmarks(BenchmarksArgs),
-    /// Per-instruction preemption (papers/ji-ctxback §V, Figures 7–9): every suite kernel
+    /// Per-instruction preemption (papers/ji-ctxback §V, Figures 7–10): every suite kernel
     /// is preempted at --samples seeded moments of its run, each its own run, once per
-    /// mechanism at the same moments (default: baseline, live, cs-defer, ctxback,
-    /// ctxback-cs-defer; CKPT is not a mechanism yet); reports each request's context size,
-    /// preemption time and resume time normalised per kernel to BASELINE, and their
-    /// arithmetic and geometric means over the kernels. Every run must end bit-exact
+    /// mechanism at the same moments (default: baseline, live, ckpt, cs-defer, ctxback,
+    /// ctxback-cs-defer); reports each request's context size, preemption time and resume
+    /// time (CKPT's with the discarded work) normalised per kernel to BASELINE, their
+    /// arithmetic and geometric means over the kernels, and each mechanism's runtime
+    /// overhead with nothing preempted (Figure 10). Every run must end bit-exact
     /// against the uninterrupted one; one that does not is an error.
     PerInstruction(PerInstructionArgs),
     /// PEP's evaluation (papers/li-pep §4, Figures 5-9): each suite kernel is preempted on
