@@ -98,7 +98,7 @@ pub struct PreemptionSummary {
     /// Contexts restored, and the mean restore time.
     pub restores: u64,
     pub mean_resume_us: f64,
-    /// Warp instructions thrown away by flushing.
+    /// Warp instructions thrown away by flushing, or by CKPT's rollbacks.
     pub discarded_instructions: u64,
     /// TB residency lost: time TBs held SM resources without running (their context being
     /// saved or restored), summed over TBs.
@@ -160,10 +160,11 @@ impl PreemptionSummary {
             match *r {
                 Record::Requested { .. } => s.requests += 1,
                 Record::Refused { .. } => s.refused += 1,
-                Record::Chose { .. }
-                | Record::Case { .. }
-                | Record::Checkpointed { .. }
-                | Record::RolledBack { .. } => {}
+                Record::RolledBack {
+                    discarded_instructions,
+                    ..
+                } => s.discarded_instructions += discarded_instructions,
+                Record::Chose { .. } | Record::Case { .. } | Record::Checkpointed { .. } => {}
                 Record::Preempted {
                     how,
                     requested,
