@@ -93,8 +93,8 @@ impl Ckpt {
     }
 }
 
-/// What a rollback chain restores, by part.
-fn chain_bytes(chain: &[TbCheckpoint]) -> ContextBytes {
+/// What a checkpoint chain holds (and a rollback restores), by part.
+pub(crate) fn chain_bytes(chain: &[TbCheckpoint]) -> ContextBytes {
     let mut b = ContextBytes::default();
     for c in chain {
         let shared = c.shared.as_ref().map_or(0, |s| s.len() as u64);
@@ -107,8 +107,9 @@ fn chain_bytes(chain: &[TbCheckpoint]) -> ContextBytes {
 }
 
 /// Overwrites every register no checkpoint of `chain` holds with garbage, as the register
-/// file would after the TB left: a register dead at the checkpoint must not matter.
-fn scramble_unheld(context: &mut TbContext, chain: &[TbCheckpoint]) {
+/// file would after the TB left: a register dead (CKPT) or never written (PEP) at the
+/// checkpoint must not matter.
+pub(crate) fn scramble_unheld(context: &mut TbContext, chain: &[TbCheckpoint]) {
     for (i, wc) in context.warps.iter_mut().enumerate() {
         let regs = wc.warp.regs.len() / WARP_SIZE;
         for r in 0..regs {

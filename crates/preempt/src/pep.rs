@@ -49,7 +49,7 @@ use serde::Serialize;
 
 use crate::chimera::{Estimates, Technique};
 use crate::drain::Drain;
-use crate::switch::{stack_barrier_bytes, Registers, Switch, SwitchConfig};
+use crate::switch::{Registers, Switch, SwitchConfig};
 use crate::{ContextBytes, Cx, How, Mechanism, Preempted, Record, RegisterCensus, Want};
 
 /// The launch time PEP predicts unless told otherwise, µs (papers/li-pep §3.2: "such as
@@ -193,14 +193,7 @@ impl Pep {
 
 /// What a checkpoint holds, by part.
 fn checkpoint_bytes(c: &TbCheckpoint) -> ContextBytes {
-    let shared = c.shared.as_ref().map_or(0, |s| s.len() as u64);
-    let stack_barrier = stack_barrier_bytes(c.warps.iter().map(|w| w.stack.len()));
-    ContextBytes {
-        registers: c.bytes.saturating_sub(shared + stack_barrier),
-        shared,
-        stack_barrier,
-        metadata: 0,
-    }
+    crate::ckpt::chain_bytes(std::slice::from_ref(c))
 }
 
 fn add(a: &mut ContextBytes, b: ContextBytes) {
@@ -224,23 +217,6 @@ fn apply_base(context: &mut TbContext, base: &TbCheckpoint) {
                 if live & (1 << l) != 0 {
                     wc.warp.regs[r as usize * WARP_SIZE + l] = bw.values[n * WARP_SIZE + l];
                 }
-            }
-        }
-    }
-}
-
-/// Overwrites every register `base` does not hold (never written) with garbage, as the
-/// register file would after the TB left.
-fn scramble_unsaved(context: &mut TbContext, base: &TbCheckpoint) {
-    for (wc, bw) in context.warps.iter_mut().zip(&base.warps) {
-        let regs = wc.warp.regs.len() / WARP_SIZE;
-        for r in 0..regs {
-            if bw.registers.binary_search(&(r as u32)).is_ok() {
-                continue;
-            }
-            for l in 0..WARP_SIZE {
-                wc.warp.regs[r * WARP_SIZE + l] =
-                    0xbeef_0000_0000_0000 | (r as u64) << 8 | l as u64;
             }
         }
     }
@@ -460,7 +436,8 @@ impl Mechanism for Pep {
             )));
         };
         let checkpoint = b.checkpoint.expect("written before the eviction");
-        scramble_unsaved(&mut context, &checkpoint);
+        // A register the base does not hold was never written: garbage after the TB left.
+        crate::ckpt::scramble_unheld(&mut context, std::slice::from_ref(&*checkpoint));
         let bytes = checkpoint_bytes(&checkpoint);
         let now = cx.machine.cycle();
         let requested = b.requested.expect("requested");
