@@ -160,6 +160,78 @@ enum ExperimentCommand {
     /// under FCFS, NPQ, PPQ (exclusive and shared) and DSS, with a context switch and with
     /// draining; NTT, ANTT, STP and fairness per class, and Figures 5.4-5.8.
     Multiprogram(MultiprogramArgs),
+    /// Every preemption experiment at its defaults, one after the other, each using every
+    /// core: periodic-preemption (papers/lin-lightweight §V), per-instruction
+    /// (papers/ji-ctxback §V) and pep (papers/li-pep §4). Tables go to the terminal; each
+    /// experiment's CSV files and plots go to OUT/<experiment>/.
+    Preemption(AllPreemptionArgs),
+}
+
+#[derive(clap::Args)]
+struct AllPreemptionArgs {
+    /// Where each experiment's CSV files and plots go (OUT/periodic-preemption,
+    /// OUT/per-instruction, OUT/pep).
+    #[arg(long, default_value = "results")]
+    out: PathBuf,
+    /// Simulations at once in each experiment (default: every core).
+    #[arg(long)]
+    threads: Option<usize>,
+}
+
+/// An experiment's own arguments, parsed from words as its subcommand would be.
+#[derive(Parser)]
+struct ExperimentWords<T: clap::Args> {
+    #[command(flatten)]
+    args: T,
+}
+
+/// The three experiments' arguments: each at its defaults, with its CSV files and plots
+/// under `a.out`.
+fn preemption_args(
+    a: &AllPreemptionArgs,
+) -> Result<(PeriodicArgs, PerInstructionArgs, PepArgs), String> {
+    let words = |name: &str| -> Vec<String> {
+        let dir = a.out.join(name).display().to_string();
+        let mut w = vec![
+            name.to_string(),
+            "--csv".into(),
+            dir.clone(),
+            "--plots".into(),
+            dir,
+        ];
+        if let Some(t) = a.threads {
+            w.extend(["--threads".into(), t.to_string()]);
+        }
+        w
+    };
+    let e = |e: clap::Error| e.to_string();
+    Ok((
+        ExperimentWords::<PeriodicArgs>::try_parse_from(words("periodic-preemption"))
+            .map_err(e)?
+            .args,
+        ExperimentWords::<PerInstructionArgs>::try_parse_from(words("per-instruction"))
+            .map_err(e)?
+            .args,
+        ExperimentWords::<PepArgs>::try_parse_from(words("pep"))
+            .map_err(e)?
+            .args,
+    ))
+}
+
+/// `switchyard experiment preemption`: the three experiments in turn.
+fn all_preemption(a: AllPreemptionArgs) -> Outcome {
+    let (periodic, per_instruction, pep) = preemption_args(&a)?;
+    println!("== periodic-preemption");
+    let mut all = cmd_experiment::periodic(periodic)?;
+    println!("\n== per-instruction");
+    all &= cmd_experiment::per_instruction(per_instruction)?;
+    println!("\n== pep");
+    all &= cmd_experiment::pep(pep)?;
+    println!(
+        "\nCSV files and plots: {}/{{periodic-preemption,per-instruction,pep}}/",
+        a.out.display()
+    );
+    Ok(all)
 }
 
 #[derive(clap::Args)]
@@ -684,6 +756,7 @@ fn main() -> ExitCode {
             cmd_experiment::per_instruction(args)
         }
         Some(Command::Experiment(ExperimentCommand::Pep(args))) => cmd_experiment::pep(args),
+        Some(Command::Experiment(ExperimentCommand::Preemption(args))) => all_preemption(args),
         Some(Command::Experiment(ExperimentCommand::Multiprogram(args))) => {
             cmd_experiment::multiprogram(args)
         }
@@ -985,4 +1058,36 @@ fn analyze(args: AnalyzeArgs) -> Outcome {
         );
     }
     Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `experiment preemption` hands each experiment its own CSV and plot directory under
+    /// --out, and --threads, and leaves everything else at the experiment's default.
+    #[test]
+    fn the_preemption_command_builds_each_experiments_arguments() {
+        let a = AllPreemptionArgs {
+            out: PathBuf::from("r"),
+            threads: Some(3),
+        };
+        let (periodic, per_instruction, pep) = preemption_args(&a).unwrap();
+        assert_eq!(periodic.csv, Some(PathBuf::from("r/periodic-preemption")));
+        assert_eq!(periodic.plots, Some(PathBuf::from("r/periodic-preemption")));
+        assert_eq!(periodic.threads, Some(3));
+        assert_eq!(periodic.interval, 10_000);
+        assert_eq!(
+            per_instruction.csv,
+            Some(PathBuf::from("r/per-instruction"))
+        );
+        assert_eq!(per_instruction.samples, 8);
+        assert_eq!(pep.plots, Some(PathBuf::from("r/pep")));
+        assert_eq!(pep.gpu, "gtx980");
+        let none = AllPreemptionArgs {
+            out: PathBuf::from("r"),
+            threads: None,
+        };
+        assert_eq!(preemption_args(&none).unwrap().2.threads, None);
+    }
 }
