@@ -263,7 +263,18 @@ def main():
     a = p.parse_args()
     if a.reps < 1:
         p.error("--reps must be at least 1")
-    gpu = FakeGpu() if a.fake else CudaGpu()
+    if a.fake:
+        gpu = FakeGpu()
+    else:
+        try:
+            gpu = CudaGpu()
+        except ImportError as e:
+            print(f"cuda_device: {e}: this server needs CuPy and an NVIDIA GPU "
+                  "(pip install cupy-cuda12x or cupy-cuda13x)", file=sys.stderr)
+            return 2
+        except Exception as e:  # noqa: BLE001 - no device, no driver
+            print(f"cuda_device: no usable GPU: {type(e).__name__}: {e}", file=sys.stderr)
+            return 2
     return serve(gpu, a.reps)
 
 
