@@ -163,6 +163,12 @@ pub struct RegisterCensus {
     /// Warps that stopped where no liveness vector was available (a barrier that is not a
     /// point) and saved every register.
     pub unvectored_warps: u32,
+    /// TBs compressed at TB level (their warps stopped together at a `bar.pp`,
+    /// papers/lin-lightweight §III-C): the register bytes they moved, and the bytes the same
+    /// registers take compressed warp by warp — TB-level compression's gain where it applies.
+    pub tb_level_tbs: u32,
+    pub tb_level_moved: u64,
+    pub tb_level_warp_moved: u64,
 }
 
 impl RegisterCensus {
@@ -176,6 +182,9 @@ impl RegisterCensus {
         self.global_uniform += o.global_uniform;
         self.global_strided += o.global_strided;
         self.unvectored_warps += o.unvectored_warps;
+        self.tb_level_tbs += o.tb_level_tbs;
+        self.tb_level_moved += o.tb_level_moved;
+        self.tb_level_warp_moved += o.tb_level_warp_moved;
     }
 }
 
@@ -835,6 +844,9 @@ impl Mechanism for Switch {
                 }
             }
             census.moved = registers;
+            census.tb_level_tbs = 1;
+            census.tb_level_moved = registers;
+            census.tb_level_warp_moved = pending.iter().map(|(_, s)| s.moved).sum();
         } else {
             for (_, s) in &pending {
                 registers += s.moved;

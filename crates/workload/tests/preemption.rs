@@ -159,6 +159,8 @@ fn every_mechanism_resumes_every_suite_kernel_bit_exactly() {
     // CKPT: TBs rolled back to a checkpoint, TBs switched instead, checkpoints written,
     // rollbacks that discarded work.
     let mut ckpt = [0u32; 4];
+    // TBs compressed at TB level (lightweight-tb, stopped together at a `bar.pp`).
+    let mut tb_level = 0u32;
     let mut made = [0u32; MechanismKind::ALL.len()];
     // `PREEMPTION_ONLY=kernel[:mechanism,...]` narrows the run while debugging (an empty
     // kernel: every kernel).
@@ -335,6 +337,13 @@ fn every_mechanism_resumes_every_suite_kernel_bit_exactly() {
                             ) => {
                                 switched[2] += 1;
                                 assert!(released > stopped || bytes.total() == 0, "{name}: {p:?}");
+                                // TB-level compression never takes more than the same
+                                // registers compressed warp by warp.
+                                assert!(
+                                    registers.tb_level_moved <= registers.tb_level_warp_moved,
+                                    "{name}: {p:?}"
+                                );
+                                tb_level += registers.tb_level_tbs;
                             }
                             // The routine switches run routines, then move the shared memory
                             // and SIMT stacks.
@@ -460,6 +469,7 @@ fn every_mechanism_resumes_every_suite_kernel_bit_exactly() {
     // CKPT rolled some TBs back to a checkpoint and switched others (no checkpoint yet, or a
     // store since), and wrote checkpoints.
     assert!(ckpt.iter().all(|&n| n > 0), "ckpt {ckpt:?}");
+    assert!(tb_level > 0, "no TB was compressed at TB level");
     for (m, n) in MechanismKind::ALL.iter().zip(made) {
         assert!(
             n >= 10 * suite::all().len() as u32,
