@@ -77,11 +77,8 @@ fn target_named(name: &str) -> Target {
 
 fn write_report(path: &Path, report: &Report) -> Result<(), String> {
     let text = serde_json::to_string_pretty(report).map_err(|e| e.to_string())?;
-    // Write beside, then rename: an interrupted run never leaves half a report.
-    let tmp = path.with_extension("json.partial");
-    std::fs::write(&tmp, text)
-        .and_then(|()| std::fs::rename(&tmp, path))
-        .map_err(|e| format!("{}: {e}", path.display()))
+    // An interrupted run never leaves half a report.
+    switchyard::output::write_atomic(path, text.as_bytes())
 }
 
 fn run_on_hardware(args: &HardwareArgs) -> Result<(Report, bool), String> {

@@ -341,7 +341,9 @@ pub fn compare(
         kernels: rows.len(),
         correlation: pearson(&xs, &ys),
         mean_abs_error: rows.iter().map(|r| (r.ratio - 1.0).abs()).sum::<f64>() / n,
-        geomean_ratio: (rows.iter().map(|r| r.ratio.ln()).sum::<f64>() / n).exp(),
+        geomean_ratio: experiment::figures::geomean(
+            &rows.iter().map(|r| r.ratio).collect::<Vec<_>>(),
+        ),
     };
     (rows, agreement, skipped)
 }

@@ -96,7 +96,6 @@ impl Sm {
         self.ckpt.next += 1;
         let n_regs = launch.ctx.kernel.regs.len();
         let t = self.res.tbs[k].as_mut().expect("resident TB");
-        let l = launch;
         // Stores to shared memory are followed only after a TB's first checkpoint.
         let shared = (scope == Scope::Full
             || t.checkpoints.latest.is_none()
@@ -115,8 +114,9 @@ impl Sm {
                     // saving live registers keeps them (papers/lin-lightweight §III-A).
                     let mut live = kir::RegSet::with_capacity(n_regs);
                     for e in w.warp.stack.iter() {
-                        if e.mask != 0 && e.pc != e.rpc && (e.pc as usize) < l.ctx.kernel.len() {
-                            live.union_with(&l.live_in(e.pc));
+                        if e.mask != 0 && e.pc != e.rpc && (e.pc as usize) < launch.ctx.kernel.len()
+                        {
+                            live.union_with(&launch.live_in(e.pc));
                         }
                     }
                     live.iter().map(|r| r.index() as u32).collect()

@@ -478,7 +478,7 @@ impl Sm {
                         let i = ws.warp.index as usize * n + b.index();
                         let c = &mut tb.blocks.counts[i];
                         *c = c.saturating_add(1);
-                        if u32::from(*c) >= every {
+                        if *c >= every {
                             tb.blocks.due = true;
                             self.due.push(tb.tb);
                             self.retire_due = super::RetireDue::Yes;

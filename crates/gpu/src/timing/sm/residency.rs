@@ -46,7 +46,7 @@ pub(super) struct TbSlot {
 pub(super) struct BlockCount {
     /// Warp-major: warp `w`'s count of block `b` at `w * blocks + b`; empty until the first
     /// entry counted.
-    pub counts: Vec<u16>,
+    pub counts: Vec<u32>,
     /// Whether [`super::super::Event::CheckpointDue`] was raised and no checkpoint taken since.
     pub due: bool,
 }
