@@ -4,7 +4,9 @@
 
 use gpu::config::GpuConfig;
 use gpu::memory::DeviceMemory;
-use gpu::timing::{run_launch, Machine, SchedulerStats, StallTimeline, TimedGpu};
+use gpu::timing::{
+    run_launch, Counters, LaunchId, Machine, SchedulerStats, StallTimeline, TimedGpu,
+};
 use gpu::{DeviceLimits, KernelArg, LoadedModule};
 
 /// Each thread loads a word, runs a dependent loop on it, and stores the result: memory,
@@ -92,4 +94,100 @@ fn a_stall_timeline_counts_exactly_what_the_launch_counts() {
         (to - from + 1) * u64::from(m.sm_count()) * 2,
         "2 schedulers per SM on every cycle"
     );
+}
+
+/// Each thread writes its word to shared memory, waits at a barrier, and reads its
+/// neighbour's back with a strided (bank-conflicting) index before storing it.
+const SHARED_KERNEL: &str = r#".version 8.0
+.target sm_70
+.address_size 64
+.visible .entry s(.param .u64 data)
+{
+    .reg .b32 %r<10>;
+    .reg .b64 %rd<4>;
+    .shared .align 4 .b8 buf[2048];
+    ld.param.u64 %rd1, [data];
+    cvta.to.global.u64 %rd1, %rd1;
+    mov.u32 %r1, %tid.x;
+    mov.u32 %r2, %ctaid.x;
+    mov.u32 %r3, %ntid.x;
+    mad.lo.s32 %r4, %r2, %r3, %r1;
+    mul.wide.u32 %rd2, %r4, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    ld.global.u32 %r5, [%rd3];
+    mov.u32 %r9, buf;
+    shl.b32 %r6, %r1, 2;
+    add.u32 %r6, %r9, %r6;
+    st.shared.u32 [%r6], %r5;
+    bar.sync 0;
+    mul.lo.u32 %r7, %r1, 8;
+    and.b32 %r7, %r7, 508;
+    add.u32 %r7, %r9, %r7;
+    ld.shared.u32 %r8, [%r7];
+    st.global.u32 [%rd3], %r8;
+    ret;
+}
+"#;
+
+/// The machine's statistics are a probe ([`Counters`]): a second one, attached like any
+/// probe, hears everything the statistics are counted from and counts the same figures. A
+/// statistic counted anywhere but through the probe hooks would make the two differ.
+#[test]
+fn the_statistics_are_a_probe_any_probe_can_be() {
+    let timing = TimedGpu::new(GpuConfig::preset("gtx480").expect("preset"));
+    let mut mem = DeviceMemory::new();
+    let mut module = LoadedModule::load(&mut mem, "k.ptx", KERNEL).expect("loads");
+    let mut shared = LoadedModule::load(&mut mem, "s.ptx", SHARED_KERNEL).expect("loads");
+    let (tbs, threads) = (60u32, 128u32);
+    let data = mem.alloc(u64::from(tbs * threads) * 4);
+    let mut m = Machine::new(timing.gpu.clone(), timing.options.clone(), mem).expect("machine");
+    m.attach(Box::new(Counters::new(
+        m.sm_count() as usize,
+        timing.gpu.sm.warp_schedulers as usize,
+    )));
+    let limits = DeviceLimits {
+        num_sms: m.sm_count(),
+        ..DeviceLimits::default()
+    };
+    let mut all = Vec::new();
+    for (module, name, args) in [
+        (
+            &mut module,
+            "k",
+            vec![KernelArg::U64(data), KernelArg::U32(12)],
+        ),
+        (&mut shared, "s", vec![KernelArg::U64(data)]),
+    ] {
+        let k = module.kernel(name).expect("kernel");
+        let ctx = module
+            .launch_ctx(&limits, k, [tbs, 1, 1], [threads, 1, 1], 0, &args, 0)
+            .expect("launch");
+        let timed = module.timed_kernel(k, &timing);
+        all.push(run_launch(&mut m, ctx, &timed, &mut |_| {}).expect("runs"));
+    }
+    let heard = m
+        .detach()
+        .and_then(|p| p.downcast::<Counters>())
+        .expect("the counters");
+    assert_eq!(heard.sms(), m.counters().sms());
+    for (i, stats) in all.iter().enumerate() {
+        let t = heard.launch(LaunchId(i as u32));
+        assert_eq!(t, m.counters().launch(LaunchId(i as u32)));
+        assert_eq!(t.warp_instructions, stats.warp_instructions);
+        assert_eq!(t.thread_instructions, stats.thread_instructions);
+        assert_eq!(t.global_loads, stats.global_loads);
+        assert_eq!(t.shared_accesses, stats.shared_accesses);
+        assert_eq!(t.shared_passes, stats.shared_passes);
+        assert!(t.global_loads > 0 && t.warp_instructions > 0);
+    }
+    // Every kind of count was exercised: the second kernel's shared accesses conflict.
+    assert_eq!(all[0].shared_accesses, 0);
+    assert_eq!(all[1].shared_accesses, u64::from(tbs) * 4 * 2);
+    assert!(all[1].shared_passes > all[1].shared_accesses);
+    let tbs_counted: u64 = heard.sms().iter().map(|s| s.tbs).sum();
+    assert_eq!(tbs_counted, 2 * u64::from(tbs));
+    let per_launch: u64 = all.iter().map(|s| s.warp_instructions).sum();
+    let per_sm: u64 = heard.sms().iter().map(|s| s.warp_instructions).sum();
+    assert_eq!(per_sm, per_launch);
+    assert!(heard.sms().iter().all(|s| s.active_cycles > 0));
 }

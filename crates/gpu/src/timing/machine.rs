@@ -19,8 +19,10 @@
 //! edge.
 //!
 //! **State stays where it lives.** Each SM keeps its resident TBs, its resources
-//! ([`super::SmLedger`]) and its counters, per launch too; the machine sums them when a
-//! launch finishes. SMs share nothing mutable but device memory and the memory system.
+//! ([`super::SmLedger`]) and its accesses in flight per launch. The statistics are a probe,
+//! [`super::Counters`], which the machine always holds and every SM reports to (statically,
+//! beside any attached probe); a launch's [`TimedStats`] are its differences between
+//! snapshots. SMs share nothing mutable but device memory and the memory system.
 //!
 //! **The memory hierarchy** is a [`MemoryBackend`]: the full `memsys` model by default, or,
 //! for tests of SMs alone, [`super::backend::FixedLatency`].
@@ -34,9 +36,10 @@ use super::control::{HoldState, TbCheckpoint, TbControl};
 use super::ids::{HoldId, LaunchId, SmId, TbRef, TransferId};
 use super::launch::{frontend_total, Launch, Snapshot, TimedKernel};
 use super::ledger::SmLedger;
+use super::counters::{Counters, LaunchTally};
 use super::probe::{Probe, Watch};
 use super::scheduler::AnyScheduler;
-use super::sm::{LaunchCounters, Retired, Shortcuts, Sm, Specs};
+use super::sm::{Retired, Shortcuts, Sm, Specs};
 use super::stats::{OccupancyTrace, Rates, SchedulerStats, SmStats, TimedStats, Utilisation};
 use super::view::{TbProgress, WarpView};
 use super::{TimingError, TimingOptions};
@@ -292,7 +295,9 @@ pub struct Machine<B: MemoryBackend = MemorySystem> {
     retired: Retired,
     /// `(cycle, resident warps on the whole GPU)` every `sample_interval` cycles.
     occupancy: Vec<(u64, u32)>,
-    /// The observer, and how many of `events` it has been shown.
+    /// The statistics, a probe always attached ([`Counters`]).
+    counters: Counters,
+    /// The observer, and how many of `events` it and `counters` have been shown.
     probe: Option<Box<dyn Probe>>,
     shown: usize,
 }
@@ -346,6 +351,7 @@ impl<B: MemoryBackend> Machine<B> {
                 )
             })
             .collect();
+        let counters = Counters::new(gpu.sm.count as usize, gpu.sm.warp_schedulers as usize);
         Machine {
             gpu,
             opts,
@@ -358,6 +364,7 @@ impl<B: MemoryBackend> Machine<B> {
             events: Vec::new(),
             retired: Retired::default(),
             occupancy: Vec::new(),
+            counters,
             probe: None,
             shown: 0,
         }
@@ -377,14 +384,21 @@ impl<B: MemoryBackend> Machine<B> {
         self.probe.take()
     }
 
-    /// Shows the probe the events it has not seen.
+    /// Shows the statistics and the probe the events they have not seen.
     fn show_events(&mut self) {
-        if let Some(p) = self.probe.as_deref_mut() {
-            for e in &self.events[self.shown.min(self.events.len())..] {
+        for e in &self.events[self.shown.min(self.events.len())..] {
+            self.counters.on_event(e);
+            if let Some(p) = self.probe.as_deref_mut() {
                 p.on_event(e);
             }
         }
         self.shown = self.events.len();
+    }
+
+    /// The machine's statistics probe: every SM's counts and every launch's so far (events
+    /// not yet shown to probes excepted; every step shows them before it returns).
+    pub fn counters(&self) -> &Counters {
+        &self.counters
     }
 
     pub fn config(&self) -> &GpuConfig {
@@ -514,7 +528,7 @@ impl<B: MemoryBackend> Machine<B> {
 
     /// Warp instructions `launch` has executed so far.
     pub fn warp_instructions(&self, launch: LaunchId) -> u64 {
-        self.counters(launch).warp_instructions
+        self.counters.launch(launch).warp_instructions
     }
 
     /// Launches submitted and not finished, in submission order.
@@ -610,6 +624,7 @@ impl<B: MemoryBackend> Machine<B> {
             self.opts.max_cycles,
             Limit::WithoutProgress(self.opts.stall_cycles),
         );
+        self.show_events();
         launch.start = Some(Box::new(self.snapshot()));
         self.launches.push(launch);
         self.active.push(id);
@@ -669,14 +684,14 @@ impl<B: MemoryBackend> Machine<B> {
     /// Runs one core cycle (see the module documentation).
     pub fn step(&mut self, ctl: &mut dyn Control<B>) -> Result<(), TimingError> {
         let now = self.cycle();
+        let mut watch = Watch::new(&mut self.counters, self.probe.as_deref_mut());
         for sm in &mut self.sms {
-            sm.complete(&mut self.memsys, &self.launches, now);
+            sm.complete(&mut self.memsys, &self.launches, &mut watch, now);
         }
         let specs = Specs {
             pipeline: &self.gpu.pipeline,
             memory: &self.memcfg,
         };
-        let mut watch = Watch::new(self.probe.as_deref_mut());
         for sm in &mut self.sms {
             sm.issue(
                 &self.launches,
@@ -750,6 +765,7 @@ impl<B: MemoryBackend> Machine<B> {
             }
         }
         if !last_tbs.is_empty() {
+            self.show_events();
             let sms = self.sm_stats();
             for l in last_tbs {
                 self.launches[l.index()].at_last_tb = Some(sms.clone());
@@ -791,14 +807,14 @@ impl<B: MemoryBackend> Machine<B> {
             .expect("a finished launch has statistics"))
     }
 
-    /// Every SM's counters now (front end included).
+    /// Every SM's counters now (front end included; the events are shown).
     fn sm_stats(&self) -> Vec<SmStats> {
         self.sms
             .iter()
-            .map(|s| {
-                let mut st = s.stats.clone();
-                st.frontend = s.frontend_stats();
-                st
+            .zip(self.counters.sms())
+            .map(|(s, c)| SmStats {
+                frontend: s.frontend_stats(),
+                ..c.clone()
             })
             .collect()
     }
@@ -810,20 +826,9 @@ impl<B: MemoryBackend> Machine<B> {
         }
     }
 
-    /// A launch's counters summed over SMs.
-    fn counters(&self, launch: LaunchId) -> LaunchCounters {
-        let mut t = LaunchCounters::default();
-        for sm in &self.sms {
-            let c = sm.counters(launch);
-            t.warp_instructions += c.warp_instructions;
-            t.thread_instructions += c.thread_instructions;
-            t.global_loads += c.global_loads;
-            t.load_latency += c.load_latency;
-            t.shared_accesses += c.shared_accesses;
-            t.shared_passes += c.shared_passes;
-            t.in_flight += c.in_flight;
-        }
-        t
+    /// A launch's accesses in flight, summed over SMs.
+    fn in_flight(&self, launch: LaunchId) -> u64 {
+        self.sms.iter().map(|sm| sm.in_flight(launch)).sum()
     }
 
     /// Stops a launch that broke its instruction rule ([`crate::limits`]); progress counts
@@ -831,7 +836,7 @@ impl<B: MemoryBackend> Machine<B> {
     fn check_instruction_limit(&mut self) -> Result<(), TimingError> {
         for i in 0..self.active.len() {
             let l = self.active[i];
-            let executed = self.counters(l).warp_instructions;
+            let executed = self.counters.launch(l).warp_instructions;
             let launch = &mut self.launches[l.index()];
             if launch.done != launch.progress.done {
                 launch.progress.done = launch.done;
@@ -874,11 +879,11 @@ impl<B: MemoryBackend> Machine<B> {
                 i += 1;
                 continue;
             }
-            let counters = self.counters(id);
-            if counters.in_flight > 0 {
+            if self.in_flight(id) > 0 {
                 i += 1;
                 continue;
             }
+            let counters = self.counters.launch(id);
             let stats = self.launch_stats(id, &counters, now);
             let l = &mut self.launches[id.index()];
             l.finished_at = Some(now);
@@ -894,7 +899,7 @@ impl<B: MemoryBackend> Machine<B> {
     }
 
     /// The statistics of launch `id`, finishing at `now`.
-    fn launch_stats(&mut self, id: LaunchId, k: &LaunchCounters, now: u64) -> TimedStats {
+    fn launch_stats(&mut self, id: LaunchId, k: &LaunchTally, now: u64) -> TimedStats {
         let memory_now = self.memsys.stats();
         let interval = self.opts.sample_interval.max(1);
         let l = &mut self.launches[id.index()];

@@ -48,6 +48,7 @@
 
 pub mod backend;
 pub mod context;
+pub mod counters;
 pub mod control;
 mod decoded;
 pub mod ids;
@@ -88,7 +89,10 @@ pub use ids::{
 pub use launch::{Launch, TimedKernel};
 pub use ledger::{KernelLimits, Share, SmLedger, Usage};
 pub use machine::{Control, Event, Idle, Machine};
-pub use probe::{Interests, Issue, Move, Probe, Residency, ResidencyLog, StallTimeline};
+pub use counters::{Counters, LaunchTally};
+pub use probe::{
+    Interests, Issue, Move, Probe, Residency, ResidencyLog, SmCycle, StallTimeline,
+};
 pub use view::{TbProgress, WarpView};
 
 pub use crate::pipeline::{FetchSpec, OpClass, OpTiming, PipelineSpec, TensorSpec, Unit};

@@ -1,17 +1,23 @@
 //! Observers of the machine (shared/STYLE.md, after Ramulator 2: plug-ins whose hooks do
 //! nothing by default). A probe is told of every issued warp instruction, every memory
-//! access the memory system accepts from an SM, what every warp scheduler did in every
-//! cycle (an issue or one stall reason, the cycles a sleeping SM repeats included), and every
-//! event the machine reports (each acknowledgement of the control protocol included), in the
-//! order they happen. It only
-//! reads: it cannot change the run, so a run with a probe attached gives the same results
-//! as one without. With none attached the machine pays one branch per hook.
+//! access the memory system accepts from an SM, every load whose data came back and every
+//! shared-memory access, every SM's cycle (whether TBs are resident, how many warps, and
+//! what every warp scheduler did: an issue or one stall reason, the cycles a sleeping SM
+//! repeats included), and every event the machine reports (each acknowledgement of the
+//! control protocol included), in the order they happen. It only reads: it cannot change
+//! the run, so a run with a probe attached gives the same results as one without.
+//!
+//! The machine's own statistics are a probe too: [`super::Counters`], which the machine
+//! always holds and calls through the same hooks, dispatched statically (so it costs what
+//! the counters cost, nothing more); any other probe is attached beside it
+//! ([`super::Machine::attach`]) and costs one branch per hook when it is absent.
 
 use std::any::Any;
 
 use memsys::MemAccess;
 use serde::Serialize;
 
+use super::counters::Counters;
 use super::ids::{LaunchId, SmId, TbRef, WarpSlotId};
 use super::machine::Event;
 use super::stats::{SchedulerCycle, SchedulerStats};
@@ -25,8 +31,22 @@ pub struct Issue {
     pub warp: WarpSlotId,
     /// The PC of the timed kernel it executes.
     pub pc: u32,
-    /// The lanes it runs for (the active mask of its SIMT stack entry).
+    /// The lanes it runs for (the active mask of its SIMT stack entry; its thread
+    /// instructions are their count).
     pub lanes: u32,
+}
+
+/// One SM's cycle, as its warp schedulers end it.
+#[derive(Clone, Copy, Debug)]
+pub struct SmCycle<'a> {
+    pub cycle: u64,
+    pub sm: SmId,
+    /// Whether a TB was resident (the SM's active cycles count these).
+    pub active: bool,
+    /// Warp slots held by resident TBs (0 when not `active`).
+    pub resident_warps: u32,
+    /// What each warp scheduler did, in scheduler order.
+    pub schedulers: &'a [SchedulerCycle],
 }
 
 /// An observer of the machine. [`super::Machine::detach`] hands it back, and
@@ -42,9 +62,14 @@ pub trait Probe: Any {
     /// The memory system accepted `access` (a warp's access, or a part of a split one, or a
     /// chunk of a context transfer) from `sm` at `cycle`.
     fn on_memory_request(&mut self, _sm: SmId, _access: &MemAccess, _cycle: u64) {}
-    /// What each warp scheduler of `sm` did at `cycle`, in scheduler order (the counts
-    /// [`super::SmStats::schedulers`] keep, cycle by cycle).
-    fn on_scheduler_cycles(&mut self, _sm: SmId, _cycle: u64, _schedulers: &[SchedulerCycle]) {}
+    /// A load or atomic part whose data a warp waited for came back to `sm` at `cycle`,
+    /// `latency` core cycles after it was issued.
+    fn on_load_done(&mut self, _sm: SmId, _launch: LaunchId, _latency: u64, _cycle: u64) {}
+    /// A warp's shared-memory access on `sm` took `passes` bank-conflict passes.
+    fn on_shared_access(&mut self, _sm: SmId, _launch: LaunchId, _passes: u32, _cycle: u64) {}
+    /// An SM's cycle: residency and what each warp scheduler did (the counts
+    /// [`super::SmStats`] keeps, cycle by cycle).
+    fn on_sm_cycle(&mut self, _cycle: &SmCycle) {}
     /// The machine reported `event`.
     fn on_event(&mut self, _event: &Event) {}
 }
@@ -58,9 +83,9 @@ impl Interests {
     pub const EVENTS: Interests = Interests(0);
     /// Events and issued instructions.
     pub const ISSUES: Interests = Interests(1);
-    /// Events and memory requests.
+    /// Events and memory: requests accepted, loads' data back, shared-memory accesses.
     pub const MEMORY: Interests = Interests(2);
-    /// Events and every scheduler's cycles.
+    /// Events and every SM's cycles.
     pub const CYCLES: Interests = Interests(4);
     pub const ALL: Interests = Interests(7);
 
@@ -184,53 +209,83 @@ impl Probe for StallTimeline {
         Interests::CYCLES
     }
 
-    fn on_scheduler_cycles(&mut self, _sm: SmId, cycle: u64, schedulers: &[SchedulerCycle]) {
-        let k = (cycle / self.interval) as usize;
+    fn on_sm_cycle(&mut self, c: &SmCycle) {
+        let k = (c.cycle / self.interval) as usize;
         if self.windows.len() <= k {
             self.windows.resize(k + 1, SchedulerStats::default());
         }
-        for &c in schedulers {
-            self.windows[k].count(c);
+        for &s in c.schedulers {
+            self.windows[k].count(s);
         }
     }
 }
 
-/// The probe a step of the machine reports to, if any, and what it wants to hear.
+/// What a step of the machine reports to: its own [`Counters`], always, and the attached
+/// probe, if any, for the hooks it wants.
 pub struct Watch<'a> {
+    counters: &'a mut Counters,
     probe: Option<&'a mut (dyn Probe + 'static)>,
     interests: Interests,
 }
 
 impl<'a> Watch<'a> {
-    pub(super) fn new(probe: Option<&'a mut (dyn Probe + 'static)>) -> Watch<'a> {
+    pub(super) fn new(
+        counters: &'a mut Counters,
+        probe: Option<&'a mut (dyn Probe + 'static)>,
+    ) -> Watch<'a> {
         let interests = probe.as_deref().map_or(Interests::EVENTS, Probe::interests);
-        Watch { probe, interests }
-    }
-
-    #[inline]
-    pub(super) fn issue(&mut self, issue: impl FnOnce() -> Issue) {
-        if let Some(p) = self.probe.as_deref_mut() {
-            if self.interests.has(Interests::ISSUES) {
-                p.on_issue(&issue());
-            }
+        Watch {
+            counters,
+            probe,
+            interests,
         }
     }
 
     #[inline]
-    pub(super) fn cycle(&mut self, sm: SmId, cycle: u64, schedulers: &[SchedulerCycle]) {
-        if let Some(p) = self.probe.as_deref_mut() {
-            if self.interests.has(Interests::CYCLES) {
-                p.on_scheduler_cycles(sm, cycle, schedulers);
-            }
+    fn wants(&mut self, what: Interests) -> Option<&mut (dyn Probe + 'static)> {
+        match self.probe.as_deref_mut() {
+            Some(p) if self.interests.has(what) => Some(p),
+            _ => None,
+        }
+    }
+
+    #[inline]
+    pub(super) fn issue(&mut self, issue: Issue) {
+        self.counters.on_issue(&issue);
+        if let Some(p) = self.wants(Interests::ISSUES) {
+            p.on_issue(&issue);
+        }
+    }
+
+    #[inline]
+    pub(super) fn cycle(&mut self, cycle: SmCycle) {
+        self.counters.on_sm_cycle(&cycle);
+        if let Some(p) = self.wants(Interests::CYCLES) {
+            p.on_sm_cycle(&cycle);
         }
     }
 
     #[inline]
     pub(super) fn memory(&mut self, sm: SmId, access: &MemAccess, cycle: u64) {
-        if let Some(p) = self.probe.as_deref_mut() {
-            if self.interests.has(Interests::MEMORY) {
-                p.on_memory_request(sm, access, cycle);
-            }
+        self.counters.on_memory_request(sm, access, cycle);
+        if let Some(p) = self.wants(Interests::MEMORY) {
+            p.on_memory_request(sm, access, cycle);
+        }
+    }
+
+    #[inline]
+    pub(super) fn load_done(&mut self, sm: SmId, launch: LaunchId, latency: u64, cycle: u64) {
+        self.counters.on_load_done(sm, launch, latency, cycle);
+        if let Some(p) = self.wants(Interests::MEMORY) {
+            p.on_load_done(sm, launch, latency, cycle);
+        }
+    }
+
+    #[inline]
+    pub(super) fn shared_access(&mut self, sm: SmId, launch: LaunchId, passes: u32, cycle: u64) {
+        self.counters.on_shared_access(sm, launch, passes, cycle);
+        if let Some(p) = self.wants(Interests::MEMORY) {
+            p.on_shared_access(sm, launch, passes, cycle);
         }
     }
 }

@@ -26,7 +26,7 @@ pub enum StallReason {
     PipelineBusy,
 }
 
-/// What one warp scheduler did in one cycle (what [`super::Probe::on_scheduler_cycles`]
+/// What one warp scheduler did in one cycle (what [`super::Probe::on_sm_cycle`]
 /// hears).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SchedulerCycle {

@@ -14,7 +14,7 @@ use crate::timing::control::{StopAt, TbControl, WarpControl};
 use crate::timing::ids::LaunchId;
 use crate::timing::ids::WarpSlotId;
 use crate::timing::launch::Launch;
-use crate::timing::probe::{Issue, Watch};
+use crate::timing::probe::{Issue, SmCycle, Watch};
 use crate::timing::scheduler::{AnyScheduler, Quota, WarpInfo, WarpScheduler};
 use crate::timing::stats::{SchedulerCycle, StallReason};
 
@@ -162,10 +162,9 @@ impl Sm {
         watch: &mut Watch,
         now: u64,
     ) -> Result<(), ExecError> {
-        if !self.is_empty() {
-            self.stats.active_cycles += 1;
-            self.stats.resident_warp_cycles += u64::from(self.resident_warps());
-        }
+        // Residency as the cycle starts, for the statistics (`Counters`).
+        let active = !self.is_empty();
+        let resident_warps = if active { self.resident_warps() } else { 0 };
         if let Some(sleep) = self.issue.sleep {
             let holds = sleep.on_refusal.is_none() || self.ldst.refusal_holds(self.id, memsys);
             if now < sleep.until && holds {
@@ -173,10 +172,13 @@ impl Sm {
                     // The cycle repeats, and so does its refused offer (and its counters).
                     self.ldst.repeat_refusal(self.id, memsys, now);
                 }
-                for (st, &o) in self.stats.schedulers.iter_mut().zip(&self.issue.outcomes) {
-                    st.count(o);
-                }
-                watch.cycle(self.id, now, &self.issue.outcomes);
+                watch.cycle(SmCycle {
+                    cycle: now,
+                    sm: self.id,
+                    active,
+                    resident_warps,
+                    schedulers: &self.issue.outcomes,
+                });
                 return Ok(());
             }
             self.issue.sleep = None;
@@ -282,10 +284,15 @@ impl Sm {
             } else {
                 SchedulerCycle::Stalled(best.unwrap_or(StallReason::NoWarp))
             };
-            self.stats.schedulers[s].count(o);
             self.issue.outcomes.push(o);
         }
-        watch.cycle(self.id, now, &self.issue.outcomes);
+        watch.cycle(SmCycle {
+            cycle: now,
+            sm: self.id,
+            active,
+            resident_warps,
+            schedulers: &self.issue.outcomes,
+        });
         self.ldst
             .offer_transfer(self.id, specs.memory, memsys, watch, now);
         if self.issue.shortcuts == Shortcuts::On
@@ -432,7 +439,7 @@ impl Sm {
         };
 
         let (sm, launch_id) = (self.id, ws.launch);
-        watch.issue(|| Issue {
+        watch.issue(Issue {
             cycle: now,
             sm,
             launch: launch_id,
@@ -532,14 +539,12 @@ impl Sm {
                 self.retire_due = super::RetireDue::Yes;
             }
         }
-        let (warp_insts, thread_insts) = (
-            ws.warp.executed - before.0,
-            ws.warp.thread_executed - before.1,
+        // The issue hook above counted it (`Counters`): one warp instruction, and a thread
+        // instruction per lane of its stack entry, as `step` counts them.
+        debug_assert_eq!(
+            (ws.warp.executed - before.0, ws.warp.thread_executed - before.1),
+            (1, u64::from(top.mask.count_ones()))
         );
-        let k = &mut self.counters[ws.launch];
-        k.warp_instructions += warp_insts;
-        k.thread_instructions += thread_insts;
-        self.stats.warp_instructions += warp_insts;
 
         // Operand collection: reads that wait for a register bank delay the result.
         let decoded = &launch.decoded;

@@ -204,9 +204,7 @@ impl Sm {
             Space::Shared => {
                 let sh = &specs.memory.shared;
                 let passes = shared_bank_conflicts_with(addrs, bytes, sh.banks, sh.bank_bytes);
-                let k = &mut self.counters[a.ws.launch];
-                k.shared_accesses += 1;
-                k.shared_passes += u64::from(passes);
+                watch.shared_access(self.id, a.ws.launch, passes, a.now);
                 Ok(MemPlan::Fixed {
                     latency: sh.access_cycles(passes),
                     busy: u64::from(passes.max(1)) * u64::from(specs.pipeline.ldst_interval.max(1)),
@@ -289,7 +287,7 @@ impl Sm {
                     cp_async: matches!(inst.op, Op::CpAsync { .. }).then_some(a.ws.cp_async.open),
                 };
                 self.ldst.pending.add(p);
-                self.counters[a.ws.launch].in_flight += 1;
+                self.in_flight[a.ws.launch] += 1;
                 Ok(MemPlan::System { pending: waits })
             }
             Space::Generic => unreachable!("resolved above"),

@@ -12,8 +12,10 @@
 //! * [`control`]: the SM's side of the control protocol ([`crate::timing::control`]);
 //! * [`checkpoint`]: capturing a TB while it runs, and rolling it back.
 //!
-//! **Residency.** Every slot names its launch, and each launch's counters are kept here, per
-//! SM, and summed by the machine. A TB can be stopped: its warps halt (at once, or each
+//! **Residency.** Every slot names its launch, and each launch's accesses in flight are kept
+//! here, per SM, and summed by the machine; what the SM does is counted by the machine's
+//! statistics probe ([`crate::timing::Counters`]), which hears it through the `Watch` the
+//! SM reports to. A TB can be stopped: its warps halt (at once, or each
 //! after its next preemption point), the instructions already issued finish (loads return,
 //! stores are acknowledged, results are written), and then its state leaves the SM as a
 //! [`TbContext`] that [`Sm::install`] puts back on any SM — or it stays, stopped, for
@@ -88,7 +90,8 @@ use crate::timing::ids::{HoldId, LaunchId, PendingId, SmId, TbRef, TransferId, W
 use crate::timing::launch::Launch;
 use crate::timing::ledger::SmLedger;
 use crate::timing::scheduler::AnyScheduler;
-use crate::timing::stats::{FrontendStats, SmStats};
+use crate::timing::probe::Watch;
+use crate::timing::stats::FrontendStats;
 use crate::timing::view::{TbProgress, WarpView};
 
 use frontend::FrontEnd;
@@ -97,20 +100,6 @@ pub(super) use issue::Shortcuts;
 use ldst::LdSt;
 use residency::{BlockCount, Checkpoints, Residency, TbSlot};
 use warp::WarpSlot;
-
-/// One launch's counters on one SM (the machine sums them over SMs).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(super) struct LaunchCounters {
-    pub warp_instructions: u64,
-    pub thread_instructions: u64,
-    /// Completed parts of loads and atomics the warps waited for, and their latency.
-    pub global_loads: u64,
-    pub load_latency: u64,
-    pub shared_accesses: u64,
-    pub shared_passes: u64,
-    /// Accesses issued to the memory system and not yet complete.
-    pub in_flight: u64,
-}
 
 /// The fixed descriptions an SM reads while it issues.
 pub(super) struct Specs<'a> {
@@ -176,10 +165,10 @@ pub(super) struct Sm {
     counting: Vec<(LaunchId, u32)>,
     /// TBs whose counts reached the interval this cycle, for [`Sm::retire`] to report.
     due: Vec<TbRef>,
-    /// Per launch (by id): its counters on this SM.
-    counters: IdVec<LaunchId, LaunchCounters>,
+    /// Per launch (by id): its accesses issued to the memory system here and not yet
+    /// complete (a launch finishes when none is left on any SM).
+    in_flight: IdVec<LaunchId, u64>,
     retire_due: RetireDue,
-    pub stats: SmStats,
 }
 
 impl Sm {
@@ -200,12 +189,8 @@ impl Sm {
             ckpt: checkpoint::Checkpointing::default(),
             counting: Vec::new(),
             due: Vec::new(),
-            counters: IdVec::new(),
+            in_flight: IdVec::new(),
             retire_due: RetireDue::No,
-            stats: SmStats {
-                schedulers: vec![Default::default(); n_sched],
-                ..Default::default()
-            },
         }
     }
 
@@ -268,17 +253,9 @@ impl Sm {
         self.ldst.has_backlog()
     }
 
-    /// This SM's counters of `launch`.
-    pub(super) fn counters(&self, launch: LaunchId) -> LaunchCounters {
-        self.counters.get(launch).copied().unwrap_or_default()
-    }
-
-    #[inline]
-    fn counters_mut(&mut self, launch: LaunchId) -> &mut LaunchCounters {
-        while self.counters.len() <= launch.index() {
-            self.counters.push(LaunchCounters::default());
-        }
-        &mut self.counters[launch]
+    /// `launch`'s accesses issued here and not yet complete.
+    pub(super) fn in_flight(&self, launch: LaunchId) -> u64 {
+        self.in_flight.get(launch).copied().unwrap_or_default()
     }
 
     /// Front-end counters so far.
@@ -404,7 +381,9 @@ impl Sm {
             checkpoints: Checkpoints::default(),
             blocks: BlockCount::default(),
         });
-        self.counters_mut(tb.launch);
+        while self.in_flight.len() <= tb.launch.index() {
+            self.in_flight.push(0);
+        }
         self.issue.views_changed();
         // A TB restored at a barrier may find it already complete.
         self.retire_soon();
@@ -426,7 +405,6 @@ impl Sm {
             TbControl::Running,
             |i| (Warp::new(ctx, i), WarpStatus::Ready, WarpControl::Running),
         );
-        self.stats.tbs += 1;
     }
 
     /// Installs a stopped TB's state (the caller checked that it fits); it continues where
@@ -501,6 +479,7 @@ impl Sm {
         &mut self,
         memsys: &mut B,
         launches: &[Launch],
+        watch: &mut Watch,
         now: u64,
     ) {
         while let Some(c) = memsys.pop_completed(self.id) {
@@ -508,9 +487,7 @@ impl Sm {
             let p = self.ldst.pending.get_mut(tag);
             let (launch, waits) = (p.launch, p.waits);
             if waits {
-                let k = &mut self.counters[launch];
-                k.global_loads += 1;
-                k.load_latency += c.latency();
+                watch.load_done(self.id, launch, c.latency(), now);
             }
             p.parts -= 1;
             if p.parts > 0 {
@@ -522,7 +499,7 @@ impl Sm {
                 self.retire_soon();
                 continue;
             }
-            self.counters[launch].in_flight -= 1;
+            self.in_flight[launch] -= 1;
             let Some(slot) = p.slot else {
                 continue;
             };
