@@ -64,6 +64,7 @@ pub(crate) fn suite_process(
     target: Option<suite::Target>,
 ) -> workload::scenario::Process {
     workload::scenario::Process {
+        stream_priorities: Vec::new(),
         name: kernel.name().to_string(),
         arrival_us: 0.0,
         priority: 0,

@@ -379,6 +379,7 @@ fn suite_process(
     priority: i32,
 ) -> Process {
     Process {
+        stream_priorities: Vec::new(),
         name,
         arrival_us: 0.0,
         priority,

@@ -44,6 +44,12 @@ use crate::tables::{ContextId, KernelSlot, Ksr, Tables, Waiting};
 /// kernel, [`Tables::make_room`] on a running SM for some TBs of another. It never touches the machine, sees no register values, and must be
 /// deterministic: the same sequence of calls gives the same decisions. Policies do not own
 /// the mechanism that empties a reserved SM; without one the SM drains.
+///
+/// Stream priorities are below every policy, as the hardware's block scheduler's: an SM
+/// assigned to a kernel goes to the kernel of the same context on the stream of highest
+/// priority with TBs to issue, and the framework hands running SMs over within a context
+/// without preemption ([`crate::SmEntry::yielding`]).
+/// A policy decides between contexts.
 pub trait Policy {
     fn name(&self) -> &'static str;
     /// Which context's waiting command enters the active queue (there is room); `None`
@@ -542,7 +548,9 @@ impl Policy for TimeSlice {
         for sm in (0..tables.sm_count()).map(SmId) {
             let e = *tables.sm(sm);
             let other = e.kernel.is_some_and(|x| tables.ksr(x).context != next);
-            if e.state == crate::SmState::Running && other {
+            // An SM draining for a stream priority of the old context is taken too.
+            let running = e.state == crate::SmState::Running || e.yielding;
+            if running && other {
                 tables.reserve(sm, k);
             }
         }

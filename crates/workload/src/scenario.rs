@@ -51,6 +51,10 @@
 //! arrival_us = 20.0
 //! constants = { HALF = "N / 2" }        # this process's own, beside [constants]
 //!
+//! [[process.stream]]              # a stream's priority (cudaStreamCreateWithPriority)
+//! id = 1
+//! priority = 5                    # 0 (default) to 5, larger more important (CUDA's -5)
+//!
 //! [[process.buffer]]
 //! name = "x"
 //! type = "f32"                    # u8 u16 u32 u64 s32 s64 f32 f64
@@ -115,6 +119,18 @@
 //! # abs_tolerance = 1e-9          # absolute, floats only; finite, >= 0
 //! # ulps = 4                      # units in the last place of the buffer's type
 //! ```
+//!
+//! **Stream priorities** order TB dispatch within a process, and preempt nothing (CUDA's
+//! driver API, `cuStreamCreateWithPriority`: priorities are a hint to run higher-priority
+//! work first "when possible, but do not preempt already-running work"). When a kernel on a
+//! stream of higher priority has TBs to issue, every SM running a kernel of the same
+//! process on a stream of lower priority that still has TBs to issue stops taking them,
+//! lets its running TBs finish (whatever the mechanism) and is then set up for the
+//! higher-priority kernel; an SM the policy gives the process goes to its highest-priority
+//! kernel with TBs to issue ([`sched::Tables::assign`]). Between processes the policy
+//! decides, as before. The model works an SM at a time: the first TB of the preferred
+//! kernel starts when the SM's last running TB has finished, where the hardware could
+//! start it as soon as enough of them had. Each stream is given a priority once.
 //!
 //! A float passes a check when it equals the expected value (NaN matching NaN), or is
 //! within any one of the tolerances given: `|got − want| ≤ tolerance × |want|`,
@@ -356,7 +372,24 @@ pub struct ProcessSpec {
     pub commands: Vec<CommandSpec>,
     #[serde(default, rename = "check")]
     pub checks: Vec<CheckSpec>,
+    /// Priorities of its streams (CUDA's `cudaStreamCreateWithPriority`).
+    #[serde(default, rename = "stream")]
+    pub streams: Vec<StreamSpec>,
 }
+
+/// A stream with a priority: `[[process.stream]]` with `id` and `priority`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StreamSpec {
+    pub id: Spanned<u32>,
+    /// 0 (the default) to [`MAX_STREAM_PRIORITY`], larger more important.
+    pub priority: Spanned<i64>,
+}
+
+/// The highest stream priority. CUDA numbers stream priorities the other way, from 0 (the
+/// default, the least) down to a device's greatest (`cudaDeviceGetStreamPriorityRange`):
+/// priority `p` here is CUDA's `-p`.
+pub const MAX_STREAM_PRIORITY: i64 = 5;
 
 fn one() -> u64 {
     1
@@ -612,6 +645,9 @@ pub struct Process {
     pub arrival_us: f64,
     pub priority: i32,
     pub program: Program,
+    /// The streams given a priority (`(stream, priority)`, larger more important); the
+    /// others have 0.
+    pub stream_priorities: Vec<(u32, i32)>,
 }
 
 #[derive(Clone)]
@@ -1306,12 +1342,42 @@ impl Cx<'_> {
                 )
             }
         };
+        let stream_priorities = self.streams(&p.streams, field)?;
         Ok(Process {
             name: p.name.into_inner(),
             arrival_us: p.arrival_us,
             priority: p.priority,
             program,
+            stream_priorities,
         })
+    }
+
+    /// The `[[process.stream]]` entries: each stream once, each priority in range.
+    fn streams(&self, specs: &[StreamSpec], field: &str) -> Result<Vec<(u32, i32)>, ScenarioError> {
+        let mut out: Vec<(u32, i32)> = Vec::new();
+        for (i, s) in specs.iter().enumerate() {
+            let f = format!("{field}.stream[{i}]");
+            let id = *s.id.get_ref();
+            if out.iter().any(|(x, _)| *x == id) {
+                return self.err(
+                    Some(s.id.span()),
+                    &format!("{f}.id"),
+                    format!("stream {id} is given a priority twice"),
+                );
+            }
+            let p = *s.priority.get_ref();
+            if !(0..=MAX_STREAM_PRIORITY).contains(&p) {
+                return self.err(
+                    Some(s.priority.span()),
+                    &format!("{f}.priority"),
+                    format!(
+                        "{p} is out of 0..={MAX_STREAM_PRIORITY} (larger is more important; CUDA's priority -{MAX_STREAM_PRIORITY} is {MAX_STREAM_PRIORITY} here)"
+                    ),
+                );
+            }
+            out.push((id, p as i32));
+        }
+        Ok(out)
     }
 
     /// The committed PTX target of a suite kernel: the one named, which the kernel must be

@@ -285,6 +285,8 @@ enum ReplyKind {
 struct Proc {
     name: String,
     priority: i32,
+    /// Its streams' priorities (`(stream, priority)`; the others 0).
+    stream_priorities: Vec<(u32, i32)>,
     program: Box<dyn HostProgram>,
     module: Option<LoadedModule>,
     /// Pending ops per stream, oldest first (the head is in progress).
@@ -503,6 +505,7 @@ impl System {
             procs.push(Proc {
                 name: p.name.clone(),
                 priority: p.priority,
+                stream_priorities: p.stream_priorities.clone(),
                 program,
                 module,
                 streams: Vec::new(),
@@ -840,7 +843,7 @@ impl System {
                     at,
                 } => {
                     let command =
-                        self.command(p, &kernel, grid, block, dynamic_smem, &args, &at)?;
+                        self.command(p, &kernel, [grid, block], dynamic_smem, &args, stream, &at)?;
                     // `cudaLaunch`: a mechanism may prepare for the preemption the launch
                     // may bring once it arrives (papers/li-pep §3.3).
                     self.framework
@@ -935,16 +938,16 @@ impl System {
         proc.wait = Wait::Runnable(ReplyKind::Start);
     }
 
-    /// Builds the command of a launch of `kernel` by process `p`.
+    /// Builds the command of a launch of `kernel` by process `p` on `stream`.
     #[allow(clippy::too_many_arguments)]
     fn command(
         &mut self,
         p: usize,
         kernel: &str,
-        grid: [u32; 3],
-        block: [u32; 3],
+        [grid, block]: [[u32; 3]; 2],
         dynamic_smem: u32,
         args: &[gpu::KernelArg],
+        stream: u32,
         at: &str,
     ) -> Result<Command, RunError> {
         // Checked against the GPU that runs the launch, not a default one.
@@ -970,9 +973,15 @@ impl System {
                 error: Box::new(e.into()),
             });
         }
+        let stream_priority = proc
+            .stream_priorities
+            .iter()
+            .find(|(s, _)| *s == stream)
+            .map_or(0, |&(_, sp)| sp);
         Ok(Command {
             context: ContextId(p as u32),
             priority: proc.priority,
+            stream_priority,
             launch,
             timed,
             tag: 0,
