@@ -114,6 +114,13 @@ pub enum PolicyKind {
         #[serde(skip_serializing_if = "Option::is_none")]
         percentage: Option<f64>,
     },
+    /// NVIDIA's Multi-Instance GPU, SMs only ([`crate::mig`]).
+    Mig {
+        /// Equal instances, 1 to [`MAX_MIG_INSTANCES`] (at most one an SM); `None`: one per
+        /// process.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        instances: Option<u32>,
+    },
 }
 
 /// How a policy is written: [`PolicyKind`] with every variant a struct, so that a parameter
@@ -141,6 +148,10 @@ enum Written {
         #[serde(default, deserialize_with = "de_percentage")]
         percentage: Option<f64>,
     },
+    Mig {
+        #[serde(default, deserialize_with = "de_instances")]
+        instances: Option<u32>,
+    },
 }
 
 impl From<Written> for PolicyKind {
@@ -152,6 +163,7 @@ impl From<Written> for PolicyKind {
             Written::TimeSlice { slice_us } => PolicyKind::TimeSlice { slice_us },
             Written::Dss { tokens } => PolicyKind::Dss { tokens },
             Written::Mps { percentage } => PolicyKind::Mps { percentage },
+            Written::Mig { instances } => PolicyKind::Mig { instances },
         }
     }
 }
@@ -201,6 +213,23 @@ fn de_percentage<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<f64>, 
     Ok(Some(v))
 }
 
+/// The most MIG instances a GPU may be cut into (an instance has at least one SM; more
+/// instances than SMs make as many as there are SMs).
+pub const MAX_MIG_INSTANCES: u32 = 1024;
+
+fn de_instances<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    let v = u32::deserialize(d).map_err(|e| {
+        let e = e.to_string();
+        serde::de::Error::custom(format!("`instances`: {}", e.trim_end()))
+    })?;
+    if v == 0 || v > MAX_MIG_INSTANCES {
+        return Err(serde::de::Error::custom(format!(
+            "`instances` = {v} is out of range: a GPU is cut into 1 to {MAX_MIG_INSTANCES} instances"
+        )));
+    }
+    Ok(Some(v))
+}
+
 /// What building a policy needs to know of the run.
 #[derive(Clone, Debug)]
 pub struct PolicyEnv {
@@ -215,7 +244,7 @@ pub struct PolicyEnv {
 
 impl PolicyKind {
     /// Every policy, with its parameters' defaults.
-    pub const ALL: [PolicyKind; 6] = [
+    pub const ALL: [PolicyKind; 7] = [
         PolicyKind::Fcfs,
         PolicyKind::Npq,
         PolicyKind::Ppq {
@@ -224,6 +253,7 @@ impl PolicyKind {
         PolicyKind::TimeSlice { slice_us: None },
         PolicyKind::Dss { tokens: None },
         PolicyKind::Mps { percentage: None },
+        PolicyKind::Mig { instances: None },
     ];
 
     /// The policy for a run described by `env`.
@@ -243,6 +273,10 @@ impl PolicyKind {
                 env.sm_count,
                 percentage.unwrap_or(100.0),
             )),
+            PolicyKind::Mig { instances } => Box::new(crate::mig::Mig::new(
+                env.sm_count,
+                instances.unwrap_or(env.priorities.len().max(1) as u32),
+            )),
         }
     }
 
@@ -255,6 +289,7 @@ impl PolicyKind {
             PolicyKind::TimeSlice { .. } => "time-slice",
             PolicyKind::Dss { .. } => "dss",
             PolicyKind::Mps { .. } => "mps",
+            PolicyKind::Mig { .. } => "mig",
         }
     }
 }
@@ -270,6 +305,7 @@ impl std::fmt::Display for PolicyKind {
             PolicyKind::Mps {
                 percentage: Some(p),
             } => write!(f, ":percentage={p}"),
+            PolicyKind::Mig { instances: Some(n) } => write!(f, ":instances={n}"),
             PolicyKind::Ppq {
                 access: PpqAccess::Exclusive,
             } => write!(f, ":access=exclusive"),

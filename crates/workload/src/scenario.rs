@@ -7,7 +7,7 @@
 //! gpu = "gtx480"                  # a preset or a GPU file (the command line may override)
 //!
 //! [scheduler]
-//! policy = "fcfs"                 # fcfs | npq | ppq | time-slice | dss | mps
+//! policy = "fcfs"                 # fcfs | npq | ppq | time-slice | dss | mps | mig
 //! time_slice_us = 50.0            # the time-slice policy's slice unless it names one
 //! intra_sm_sharing = false        # may TBs of different kernels share an SM?
 //! # active_kernels = 15           # active-queue entries (default: one per SM; 1..=4096)
@@ -184,6 +184,7 @@
 //! | `ppq` | `access`: `shared` (idle SMs go to lower priorities too) or `exclusive` (not while a higher priority is active), papers/tanasic-thesis §5.3.3 | `shared` |
 //! | `dss` | `tokens`: every process's SM budget, 1 to 65536 (papers/tanasic-thesis §5.2.4) | by priority: ⌊SMs × w / W⌋ for weight w = 1 + max(priority, 0) (⌊SMs / processes⌋ when the priorities are equal), the SMs left over one each to the first processes to become active |
 //! | `mps` | `percentage`: every client's active-thread percentage, (0, 100]: each process holds at most that share of the SMs, rounded up | 100 |
+//! | `mig` | `instances`: equal instances of `⌊SMs / instances⌋` consecutive SMs, 1 to 1024 (at most one an SM); process `i` runs only in instance `i mod instances`; the SMs left over stay idle; L2 and DRAM are **not** partitioned ([`sched::mig`]) | one per process |
 //!
 //! The snake_case spellings of earlier scenario files (`flush_strict`, `points_live`,
 //! `lightweight_tb`, `lightweight_in_place`, `time_slice`) are deprecated aliases: still
