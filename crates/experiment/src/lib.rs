@@ -65,6 +65,7 @@ pub(crate) fn suite_process(
 ) -> workload::scenario::Process {
     workload::scenario::Process {
         stream_priorities: Vec::new(),
+        requests: None,
         name: kernel.name().to_string(),
         arrival_us: 0.0,
         priority: 0,

@@ -380,6 +380,7 @@ fn suite_process(
 ) -> Process {
     Process {
         stream_priorities: Vec::new(),
+        requests: None,
         name,
         arrival_us: 0.0,
         priority,
@@ -856,6 +857,7 @@ mod tests {
             runs: runs
                 .iter()
                 .map(|&(a, b)| CompletedRun {
+                    requested_fs: fs(a),
                     started_fs: fs(a),
                     finished_fs: fs(b),
                     verdict: workload::program::Verdict {
@@ -864,6 +866,7 @@ mod tests {
                     },
                 })
                 .collect(),
+            requests: false,
         }
     }
 

@@ -43,6 +43,8 @@
 //! target = "sm_70"                # sm_70 | sm_80 | sm_90 (default: the kernel's oldest)
 //! arrival_us = 0.0
 //! priority = 0                    # larger is more important (NPQ)
+//! # requests = { kind = "poisson", mean_us = 40.0, count = 8, seed = 1 }
+//!                                 # serve requests: one run of the program each (below)
 //!
 //! [[process]]
 //! name = "saxpy"
@@ -119,6 +121,15 @@
 //! # abs_tolerance = 1e-9          # absolute, floats only; finite, >= 0
 //! # ulps = 4                      # units in the last place of the buffer's type
 //! ```
+//!
+//! **Requests** ([`crate::arrivals`]): a process with `requests` serves them, one run of
+//! its program a request, in arrival order; a request that arrives while the one before it
+//! runs waits, and its latency (arrival to the end of its run) counts the wait. The kinds:
+//! `periodic` (`every_us`, `count`; the first at `arrival_us`), `poisson` (`mean_us`,
+//! `count`, `seed`: exponential gaps, the first a gap after `arrival_us`) and `trace`
+//! (`at_us`, offsets from `arrival_us` in order). Each run starts with fresh memory, as
+//! under replay, which it cannot be combined with. The report gives the latencies' p50,
+//! p95, p99, p99.9 and maximum, and every request.
 //!
 //! **Stream priorities** order TB dispatch within a process, and preempt nothing (CUDA's
 //! driver API, `cuStreamCreateWithPriority`: priorities are a hint to run higher-priority
@@ -376,6 +387,8 @@ pub struct ProcessSpec {
     /// Priorities of its streams (CUDA's `cudaStreamCreateWithPriority`).
     #[serde(default, rename = "stream")]
     pub streams: Vec<StreamSpec>,
+    /// When its requests arrive ([`crate::arrivals`]): each runs its program once.
+    pub requests: Option<Spanned<toml::Value>>,
 }
 
 /// A stream with a priority: `[[process.stream]]` with `id` and `priority`.
@@ -649,6 +662,8 @@ pub struct Process {
     /// The streams given a priority (`(stream, priority)`, larger more important); the
     /// others have 0.
     pub stream_priorities: Vec<(u32, i32)>,
+    /// Its requests ([`crate::arrivals`]): `None`, its program runs once (or under replay).
+    pub requests: Option<crate::arrivals::Arrivals>,
 }
 
 #[derive(Clone)]
@@ -1199,6 +1214,13 @@ impl Cx<'_> {
         let mut processes = Vec::new();
         for (i, p) in raw.processes.into_iter().enumerate() {
             let field = format!("process[{i}]");
+            if let (Some(r), Some(_)) = (&p.requests, &raw.replay) {
+                return self.err(
+                    Some(r.span()),
+                    &format!("{field}.requests"),
+                    "a process serving requests runs its program once a request: it cannot also be replayed (`replay`)".into(),
+                );
+            }
             if processes
                 .iter()
                 .any(|q: &Process| q.name == *p.name.get_ref())
@@ -1344,12 +1366,20 @@ impl Cx<'_> {
             }
         };
         let stream_priorities = self.streams(&p.streams, field)?;
+        let requests = match &p.requests {
+            None => None,
+            Some(v) => Some(
+                crate::arrivals::Arrivals::from_value(v.get_ref().clone())
+                    .or_else(|e| self.err(Some(v.span()), &format!("{field}.requests"), e))?,
+            ),
+        };
         Ok(Process {
             name: p.name.into_inner(),
             arrival_us: p.arrival_us,
             priority: p.priority,
             program,
             stream_priorities,
+            requests,
         })
     }
 

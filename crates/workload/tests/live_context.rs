@@ -163,6 +163,7 @@ fn live_saves_exactly_the_registers_the_analysis_calls_live() {
         };
         let process = Process {
             stream_priorities: Vec::new(),
+            requests: None,
             name: k.name().into(),
             arrival_us: 0.0,
             priority: 0,

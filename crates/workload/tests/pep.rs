@@ -15,6 +15,7 @@ fn process(name: &str, kernel: &str, size: Size, priority: i32, arrival_us: f64)
     let k = suite::by_name(kernel).expect("a suite kernel");
     Process {
         stream_priorities: Vec::new(),
+        requests: None,
         name: name.to_string(),
         arrival_us,
         priority,
