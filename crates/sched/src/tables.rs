@@ -47,7 +47,7 @@ pub struct Command {
     pub priority: i32,
     /// The priority of the stream it was launched on, larger more important (0: the
     /// default): among the kernels of one context, the block scheduler prefers TBs of the
-    /// highest ([`Tables::assign`], [`Tables::yield_to_streams`]).
+    /// highest ([`Tables::assign`], and `Tables::yield_to_streams` every cycle).
     pub stream_priority: i32,
     /// The launch as the host built it, and its kernel as the machine times it.
     pub launch: LaunchCtx,
@@ -125,7 +125,7 @@ pub struct SmEntry {
     /// Resident TBs, of any kernel.
     pub tbs: u32,
     /// Reserved because a kernel of a higher stream priority of the same context has TBs
-    /// to issue ([`Tables::yield_to_streams`]): it drains, whatever the mechanism, and no
+    /// to issue (`Tables::yield_to_streams`): it drains, whatever the mechanism, and no
     /// running TB is preempted. A policy's [`Tables::reserve`] of it hands it to the
     /// mechanism after all.
     pub yielding: bool,
