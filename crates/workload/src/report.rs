@@ -367,7 +367,7 @@ impl Report {
                         Latency::of(
                             &p.runs
                                 .iter()
-                                .map(|r| us(r.finished_fs - r.requested_fs))
+                                .map(|r| us(r.finished_fs.saturating_sub(r.requested_fs)))
                                 .collect::<Vec<_>>(),
                         )
                     } else {
@@ -387,7 +387,7 @@ impl Report {
                     arrived_us: us(run.requested_fs),
                     started_us: us(run.started_fs),
                     finished_us: us(run.finished_fs),
-                    latency_us: us(run.finished_fs - run.requested_fs),
+                    latency_us: us(run.finished_fs.saturating_sub(run.requested_fs)),
                     verified: run.verdict.verified,
                 })
             })
