@@ -72,6 +72,8 @@ pub fn table(
     let mut rows = Vec::new();
     for (i, &k) in kernels.iter().enumerate() {
         let process = Process {
+            stream_priorities: Vec::new(),
+            requests: None,
             name: k.name().to_string(),
             arrival_us: 0.0,
             priority: 0,

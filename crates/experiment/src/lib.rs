@@ -64,6 +64,8 @@ pub(crate) fn suite_process(
     target: Option<suite::Target>,
 ) -> workload::scenario::Process {
     workload::scenario::Process {
+        stream_priorities: Vec::new(),
+        requests: None,
         name: kernel.name().to_string(),
         arrival_us: 0.0,
         priority: 0,

@@ -379,6 +379,8 @@ fn suite_process(
     priority: i32,
 ) -> Process {
     Process {
+        stream_priorities: Vec::new(),
+        requests: None,
         name,
         arrival_us: 0.0,
         priority,
@@ -855,6 +857,7 @@ mod tests {
             runs: runs
                 .iter()
                 .map(|&(a, b)| CompletedRun {
+                    requested_fs: fs(a),
                     started_fs: fs(a),
                     finished_fs: fs(b),
                     verdict: workload::program::Verdict {
@@ -863,6 +866,7 @@ mod tests {
                     },
                 })
                 .collect(),
+            requests: false,
         }
     }
 

@@ -131,12 +131,16 @@ fn processes(c: &StudyConfig, high_arrival_us: f64) -> Vec<Process> {
     };
     vec![
         Process {
+            stream_priorities: Vec::new(),
+            requests: None,
             name: format!("{} (low)", c.low.0.name()),
             arrival_us: 0.0,
             priority: 0,
             program: suite(c.low),
         },
         Process {
+            stream_priorities: Vec::new(),
+            requests: None,
             name: format!("{} (high)", c.high.0.name()),
             arrival_us: high_arrival_us,
             priority: 10,

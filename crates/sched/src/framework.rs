@@ -102,6 +102,7 @@ impl Framework {
                 newly_reserved: Vec::new(),
                 newly_partial: Vec::new(),
                 now: 0,
+                stream_priorities: false,
             },
             policy,
             mechanism,
@@ -238,7 +239,8 @@ impl Framework {
                 Event::TbFinished { cycle, sm, tb } => {
                     t.smst[sm.0 as usize].tbs -= 1;
                     let e = &t.smst[sm.0 as usize];
-                    let open = e.state == SmState::Reserved || e.room.is_some();
+                    // An SM yielding to a stream priority drains without the mechanism.
+                    let open = (e.state == SmState::Reserved && !e.yielding) || e.room.is_some();
                     if self.left(sm, tb) || open {
                         let mut cx = Cx {
                             machine: m,
@@ -471,11 +473,10 @@ impl Framework {
                 return Ok(());
             };
             let t = &mut self.tables;
-            let Some((cmd, arrived_at)) = t
-                .buffers
-                .get_mut(context.0 as usize)
-                .and_then(VecDeque::pop_front)
-            else {
+            let Some((cmd, arrived_at)) = t.buffers.get_mut(context.0 as usize).and_then(|b| {
+                let i = crate::tables::offered(b)?;
+                b.remove(i)
+            }) else {
                 return Ok(());
             };
             let launch = m.submit(cmd.launch, &cmd.timed)?;
@@ -489,6 +490,7 @@ impl Framework {
                 launch,
                 context: cmd.context,
                 priority: cmd.priority,
+                stream_priority: cmd.stream_priority,
                 tag: cmd.tag,
                 arrived_at,
                 activated_at: t.now,
@@ -497,6 +499,7 @@ impl Framework {
                 sms: 0,
             });
             t.active.push(k);
+            t.stream_priorities |= cmd.stream_priority != 0;
             t.records.push(Record::KernelActivated {
                 cycle: t.now,
                 tag: cmd.tag,
@@ -529,6 +532,7 @@ impl Framework {
                 SmState::Reserved if empty => {
                     let t = &mut self.tables;
                     t.smst[i].state = SmState::Idle;
+                    t.smst[i].yielding = false;
                     t.leave(sm, None);
                     match e.next.take_if_live(t) {
                         Some(next) => {
@@ -654,6 +658,7 @@ impl Control for Framework {
         self.refresh(m);
         self.admit(m)?;
         self.policy.on_cycle(&mut self.tables);
+        self.tables.yield_to_streams();
         self.preempt(m)?;
         self.transitions(m);
         self.preempt(m)?;

@@ -7,7 +7,8 @@
 //! * [`framework`]: the SM driver over the tables, a [`gpu::timing::Control`].
 //! * [`policy`]: the [`Policy`] trait with its contract, [`Fcfs`], [`Npq`], [`Ppq`] and
 //!   [`TimeSlice`]; [`dss`]: Dynamic Spatial Sharing ([`Dss`]); [`mps`]: NVIDIA's
-//!   Multi-Process Service ([`Mps`]).
+//!   Multi-Process Service ([`Mps`]); [`mig`]: NVIDIA's Multi-Instance GPU, SMs only
+//!   ([`Mig`]).
 //!
 //! Mechanism is separate from policy (DESIGN.md §1.1): a policy decides which kernel runs
 //! where; how an SM is emptied for another kernel (draining now; context switching and the
@@ -15,16 +16,18 @@
 
 pub mod dss;
 pub mod framework;
+pub mod mig;
 pub mod mps;
 pub mod policy;
 pub mod tables;
 
 pub use dss::Dss;
 pub use framework::Framework;
+pub use mig::Mig;
 pub use mps::Mps;
 pub use policy::{
     Fcfs, Npq, Policy, PolicyEnv, PolicyKind, Ppq, PpqAccess, TimeSlice, MAX_DSS_TOKENS,
-    SLICE_US_RANGE,
+    MAX_MIG_INSTANCES, SLICE_US_RANGE,
 };
 pub use tables::{
     Command, ContextId, FrameworkConfig, KernelSlot, Ksr, Record, RoomRequest, SmEntry, SmState,

@@ -44,6 +44,12 @@ use crate::tables::{ContextId, KernelSlot, Ksr, Tables, Waiting};
 /// kernel, [`Tables::make_room`] on a running SM for some TBs of another. It never touches the machine, sees no register values, and must be
 /// deterministic: the same sequence of calls gives the same decisions. Policies do not own
 /// the mechanism that empties a reserved SM; without one the SM drains.
+///
+/// Stream priorities are below every policy, as the hardware's block scheduler's: an SM
+/// assigned to a kernel goes to the kernel of the same context on the stream of highest
+/// priority with TBs to issue, and the framework hands running SMs over within a context
+/// without preemption ([`crate::SmEntry::yielding`]).
+/// A policy decides between contexts.
 pub trait Policy {
     fn name(&self) -> &'static str;
     /// Which context's waiting command enters the active queue (there is room); `None`
@@ -108,6 +114,13 @@ pub enum PolicyKind {
         #[serde(skip_serializing_if = "Option::is_none")]
         percentage: Option<f64>,
     },
+    /// NVIDIA's Multi-Instance GPU, SMs only ([`crate::mig`]).
+    Mig {
+        /// Equal instances, 1 to [`MAX_MIG_INSTANCES`] (at most one an SM); `None`: one per
+        /// process.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        instances: Option<u32>,
+    },
 }
 
 /// How a policy is written: [`PolicyKind`] with every variant a struct, so that a parameter
@@ -135,6 +148,10 @@ enum Written {
         #[serde(default, deserialize_with = "de_percentage")]
         percentage: Option<f64>,
     },
+    Mig {
+        #[serde(default, deserialize_with = "de_instances")]
+        instances: Option<u32>,
+    },
 }
 
 impl From<Written> for PolicyKind {
@@ -146,6 +163,7 @@ impl From<Written> for PolicyKind {
             Written::TimeSlice { slice_us } => PolicyKind::TimeSlice { slice_us },
             Written::Dss { tokens } => PolicyKind::Dss { tokens },
             Written::Mps { percentage } => PolicyKind::Mps { percentage },
+            Written::Mig { instances } => PolicyKind::Mig { instances },
         }
     }
 }
@@ -195,6 +213,23 @@ fn de_percentage<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<f64>, 
     Ok(Some(v))
 }
 
+/// The most MIG instances a GPU may be cut into (an instance has at least one SM; more
+/// instances than SMs make as many as there are SMs).
+pub const MAX_MIG_INSTANCES: u32 = 1024;
+
+fn de_instances<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    let v = u32::deserialize(d).map_err(|e| {
+        let e = e.to_string();
+        serde::de::Error::custom(format!("`instances`: {}", e.trim_end()))
+    })?;
+    if v == 0 || v > MAX_MIG_INSTANCES {
+        return Err(serde::de::Error::custom(format!(
+            "`instances` = {v} is out of range: a GPU is cut into 1 to {MAX_MIG_INSTANCES} instances"
+        )));
+    }
+    Ok(Some(v))
+}
+
 /// What building a policy needs to know of the run.
 #[derive(Clone, Debug)]
 pub struct PolicyEnv {
@@ -209,7 +244,7 @@ pub struct PolicyEnv {
 
 impl PolicyKind {
     /// Every policy, with its parameters' defaults.
-    pub const ALL: [PolicyKind; 6] = [
+    pub const ALL: [PolicyKind; 7] = [
         PolicyKind::Fcfs,
         PolicyKind::Npq,
         PolicyKind::Ppq {
@@ -218,6 +253,7 @@ impl PolicyKind {
         PolicyKind::TimeSlice { slice_us: None },
         PolicyKind::Dss { tokens: None },
         PolicyKind::Mps { percentage: None },
+        PolicyKind::Mig { instances: None },
     ];
 
     /// The policy for a run described by `env`.
@@ -237,6 +273,10 @@ impl PolicyKind {
                 env.sm_count,
                 percentage.unwrap_or(100.0),
             )),
+            PolicyKind::Mig { instances } => Box::new(crate::mig::Mig::new(
+                env.sm_count,
+                instances.unwrap_or(env.priorities.len().max(1) as u32),
+            )),
         }
     }
 
@@ -249,6 +289,7 @@ impl PolicyKind {
             PolicyKind::TimeSlice { .. } => "time-slice",
             PolicyKind::Dss { .. } => "dss",
             PolicyKind::Mps { .. } => "mps",
+            PolicyKind::Mig { .. } => "mig",
         }
     }
 }
@@ -264,6 +305,7 @@ impl std::fmt::Display for PolicyKind {
             PolicyKind::Mps {
                 percentage: Some(p),
             } => write!(f, ":percentage={p}"),
+            PolicyKind::Mig { instances: Some(n) } => write!(f, ":instances={n}"),
             PolicyKind::Ppq {
                 access: PpqAccess::Exclusive,
             } => write!(f, ":access=exclusive"),
@@ -542,7 +584,9 @@ impl Policy for TimeSlice {
         for sm in (0..tables.sm_count()).map(SmId) {
             let e = *tables.sm(sm);
             let other = e.kernel.is_some_and(|x| tables.ksr(x).context != next);
-            if e.state == crate::SmState::Running && other {
+            // An SM draining for a stream priority of the old context is taken too.
+            let running = e.state == crate::SmState::Running || e.yielding;
+            if running && other {
                 tables.reserve(sm, k);
             }
         }

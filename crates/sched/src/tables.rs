@@ -45,6 +45,10 @@ pub struct Command {
     pub context: ContextId,
     /// Larger is more important.
     pub priority: i32,
+    /// The priority of the stream it was launched on, larger more important (0: the
+    /// default): among the kernels of one context, the block scheduler prefers TBs of the
+    /// highest ([`Tables::assign`], and `Tables::yield_to_streams` every cycle).
+    pub stream_priority: i32,
     /// The launch as the host built it, and its kernel as the machine times it.
     pub launch: LaunchCtx,
     pub timed: TimedKernel,
@@ -68,6 +72,8 @@ pub struct Ksr {
     pub launch: LaunchId,
     pub context: ContextId,
     pub priority: i32,
+    /// Its stream's priority ([`Command::stream_priority`]).
+    pub stream_priority: i32,
     pub tag: u64,
     pub arrived_at: u64,
     pub activated_at: u64,
@@ -118,6 +124,11 @@ pub struct SmEntry {
     pub room: Option<RoomRequest>,
     /// Resident TBs, of any kernel.
     pub tbs: u32,
+    /// Reserved because a kernel of a higher stream priority of the same context has TBs
+    /// to issue (`Tables::yield_to_streams`): it drains, whatever the mechanism, and no
+    /// running TB is preempted. A policy's [`Tables::reserve`] of it hands it to the
+    /// mechanism after all.
+    pub yielding: bool,
 }
 
 impl SmEntry {
@@ -128,6 +139,7 @@ impl SmEntry {
         next: None,
         room: None,
         tbs: 0,
+        yielding: false,
     };
 
     /// The kernels it issues TBs of: its guests first (each keeps the room made for it),
@@ -190,6 +202,13 @@ pub enum Record {
         cycle: u64,
         sm: SmId,
     },
+    /// An SM stopped taking TBs of its kernel for `next`, a kernel of the same context on a
+    /// stream of higher priority: it drains (nothing is preempted) and then runs `next`.
+    SmYielded {
+        cycle: u64,
+        sm: SmId,
+        next: LaunchId,
+    },
     /// Room for `tbs` TBs of `launch` was asked for on a running SM.
     RoomRequested {
         cycle: u64,
@@ -221,6 +240,8 @@ pub struct Tables {
     pub(crate) newly_reserved: Vec<SmId>,
     pub(crate) newly_partial: Vec<SmId>,
     pub(crate) now: u64,
+    /// Whether a kernel on a stream of non-default priority was ever activated.
+    pub(crate) stream_priorities: bool,
 }
 
 impl Tables {
@@ -237,7 +258,7 @@ impl Tables {
     pub fn waiting(&self) -> Vec<Waiting> {
         self.buffers
             .iter()
-            .filter_map(|b| b.front())
+            .filter_map(|b| offered(b).map(|i| &b[i]))
             .map(|(c, at)| Waiting {
                 context: c.context,
                 priority: c.priority,
@@ -274,7 +295,16 @@ impl Tables {
 
     /// Sets up `sm` for kernel `k`: an idle SM, or (with intra-SM sharing) a running SM
     /// whose kernel has nothing left to issue. Anything else is ignored (false).
+    ///
+    /// Stream priorities are the block scheduler's, below every policy: when another
+    /// kernel of `k`'s context, on a stream of higher priority, has TBs to issue, the SM
+    /// is set up for it instead ([`Tables::preferred`]). The policy chose the context; the
+    /// hardware chooses among its streams.
     pub fn assign(&mut self, sm: SmId, k: KernelSlot) -> bool {
+        if self.ksrt.get(k.0 as usize).is_none_or(Option::is_none) {
+            return false;
+        }
+        let k = self.preferred(k).unwrap_or(k);
         let e = self.smst[sm.0 as usize];
         let can = match e.state {
             SmState::Idle => true,
@@ -290,6 +320,7 @@ impl Tables {
         }
         self.set_kernel(sm, Some(k));
         self.smst[sm.0 as usize].state = SmState::Running;
+        self.smst[sm.0 as usize].yielding = false;
         let launch = self.ksr(k).launch;
         self.records.push(Record::SmAssigned {
             cycle: self.now,
@@ -307,9 +338,12 @@ impl Tables {
             return false;
         }
         let entry = &mut self.smst[sm.0 as usize];
-        if entry.state != SmState::Reserved {
+        // A policy's reservation of an SM that was yielding to a stream priority is the
+        // mechanism's to carry out.
+        if entry.state != SmState::Reserved || entry.yielding {
             self.newly_reserved.push(sm);
         }
+        entry.yielding = false;
         entry.state = SmState::Reserved;
         entry.next = Some(next);
         // The whole SM is taken: a partial request still open ends (its TBs go too).
@@ -357,6 +391,76 @@ impl Tables {
             tbs,
         });
         true
+    }
+
+    /// The kernel of `k`'s context the block scheduler prefers to `k`: of those on a
+    /// stream of higher priority than `k`'s with TBs to issue, the highest, first activated
+    /// on ties; `None` when there is none.
+    pub fn preferred(&self, k: KernelSlot) -> Option<KernelSlot> {
+        let of = self.ksr(k);
+        self.active
+            .iter()
+            .copied()
+            .filter(|&x| {
+                let ksr = self.ksr(x);
+                ksr.context == of.context
+                    && ksr.stream_priority > of.stream_priority
+                    && ksr.has_work()
+            })
+            .min_by_key(|&x| std::cmp::Reverse(self.ksr(x).stream_priority))
+    }
+
+    /// Stream priorities (CUDA's `cudaStreamCreateWithPriority`): every running SM whose
+    /// kernel still has TBs to issue while a kernel of the same context on a stream of
+    /// higher priority has some too stops taking the first kernel's TBs and, once its
+    /// running TBs have finished, is set up for the preferred kernel. Nothing is
+    /// preempted, whatever the mechanism: the SM drains ([`SmEntry::yielding`]). SMs of
+    /// other contexts are the policy's business.
+    pub(crate) fn yield_to_streams(&mut self) {
+        // Nearly every run has no stream priorities, and pays nothing for them.
+        if !self.stream_priorities {
+            return;
+        }
+        for i in 0..self.smst.len() {
+            let e = self.smst[i];
+            if e.state == SmState::Reserved && e.yielding {
+                // The kernel it yields to has nothing left to issue (or is gone): it takes
+                // its own kernel's TBs again, as the block scheduler would.
+                let wanted = e
+                    .next
+                    .and_then(|n| self.ksrt[n.0 as usize].as_ref())
+                    .is_some_and(Ksr::has_work);
+                if !wanted && e.kernel.is_some() {
+                    let entry = &mut self.smst[i];
+                    entry.state = SmState::Running;
+                    entry.next = None;
+                    entry.yielding = false;
+                }
+                continue;
+            }
+            if e.state != SmState::Running || e.room.is_some() {
+                continue;
+            }
+            let Some(k) = e.kernel else {
+                continue;
+            };
+            if !self.ksr(k).has_work() {
+                continue;
+            }
+            let Some(next) = self.preferred(k) else {
+                continue;
+            };
+            let entry = &mut self.smst[i];
+            entry.state = SmState::Reserved;
+            entry.next = Some(next);
+            entry.yielding = true;
+            let launch = self.ksr(next).launch;
+            self.records.push(Record::SmYielded {
+                cycle: self.now,
+                sm: SmId(i as u32),
+                next: launch,
+            });
+        }
     }
 
     /// Kernel `k` joins `sm` as a guest (its room was made).
@@ -408,4 +512,15 @@ impl Tables {
             .copied()
             .find(|&k| self.ksr(k).launch == launch)
     }
+}
+
+/// The command a context's buffer offers the active queue: the oldest of the highest stream
+/// priority (each stream has one launch there at most: the host delivers a launch only
+/// once the work before it in its stream has finished).
+pub(crate) fn offered(buffer: &VecDeque<(Command, u64)>) -> Option<usize> {
+    buffer
+        .iter()
+        .enumerate()
+        .max_by_key(|(i, (c, _))| (c.stream_priority, std::cmp::Reverse(*i)))
+        .map(|(i, _)| i)
 }

@@ -126,6 +126,7 @@ fn command(
         Command {
             context: ContextId(context),
             priority,
+            stream_priority: 0,
             launch,
             timed,
             tag,

@@ -126,6 +126,7 @@ pub(crate) fn scenario(args: ScenarioArgs) -> Outcome {
             ("processes.csv", report.processes_csv()),
             ("kernels.csv", report.kernels_csv()),
             ("copies.csv", report.copies_csv()),
+            ("requests.csv", report.requests_csv()),
             ("preemption.csv", report.preemption_csv()),
         ] {
             outputs.push((dir.join(name), text.into_bytes()));
@@ -250,6 +251,14 @@ fn print_report(
             if p.verified { "PASS" } else { "FAIL" },
             p.detail
         );
+    }
+    for p in &r.processes {
+        if let Some(l) = &p.requests {
+            println!(
+                "{}: {} requests, latency µs: mean {:.1}, p50 {:.1}, p95 {:.1}, p99 {:.1}, p99.9 {:.1}, max {:.1}",
+                p.name, l.count, l.mean_us, l.p50_us, l.p95_us, l.p99_us, l.p999_us, l.max_us
+            );
+        }
     }
     println!(
         "{:<16} {:<24} {:>6} {:>10} {:>10} {:>12} {:>14}",

@@ -521,9 +521,10 @@ struct ScenarioArgs {
     scheduler: Option<SchedulerArg>,
     /// Scheduling policy, overriding the scenario's: fcfs, npq, ppq (preemptive priority),
     /// time-slice (contexts take turns), dss (dynamic spatial sharing), mps (NVIDIA's
-    /// Multi-Process Service: every process limited to a share of the SMs), written
+    /// Multi-Process Service: every process limited to a share of the SMs), mig (NVIDIA's
+    /// Multi-Instance GPU: each process on a fixed set of SMs; memory still shared), written
     /// `name[:key=value,...]`, e.g. `time-slice:slice_us=100`, `ppq:access=exclusive`,
-    /// `dss:tokens=4` or `mps:percentage=50`.
+    /// `dss:tokens=4`, `mps:percentage=50` or `mig:instances=3`.
     #[arg(long, value_name = "POLICY", value_parser = policy_arg)]
     policy: Option<sched::PolicyKind>,
     /// Let TBs of different kernels share an SM (overrides the scenario's setting).

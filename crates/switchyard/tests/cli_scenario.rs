@@ -474,3 +474,51 @@ fn a_failed_check_still_writes_its_dumps_and_a_bad_dump_is_located() {
         "{e}"
     );
 }
+
+#[test]
+fn the_inference_scenario_reports_request_latencies_as_json_and_csv() {
+    // scenarios/inference.toml as it is (PPQ, baseline switch): 8 seeded Poisson requests
+    // of `infer` beside a batch kernel, their latency percentiles in the JSON report, the
+    // processes CSV and one row each in requests.csv.
+    let dir = scratch("inference");
+    let csv = dir.join("csv");
+    let o = switchyard(&[
+        "scenario",
+        "scenarios/inference.toml",
+        "--no-alone",
+        "--json",
+        "--csv",
+        csv.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let infer = &report["processes"][1];
+    assert_eq!(infer["name"], "infer");
+    let l = &infer["requests"];
+    assert_eq!(l["count"], 8);
+    let (p50, p99, max) = (
+        l["p50_us"].as_f64().unwrap(),
+        l["p99_us"].as_f64().unwrap(),
+        l["max_us"].as_f64().unwrap(),
+    );
+    assert!(0.0 < p50 && p50 <= p99 && p99 <= max, "{l}");
+    assert!(
+        report["processes"][0]["requests"].is_null(),
+        "batch serves none"
+    );
+    assert_eq!(report["requests"].as_array().unwrap().len(), 8);
+    let processes = std::fs::read_to_string(csv.join("processes.csv")).unwrap();
+    assert!(processes
+        .lines()
+        .next()
+        .unwrap()
+        .ends_with(",requests,p50_us,p95_us,p99_us,p999_us,max_us"));
+    let row = processes.lines().find(|l| l.starts_with("infer,")).unwrap();
+    assert!(row.contains(&format!(",8,{p50:.3},")), "{row}");
+    let requests = std::fs::read_to_string(csv.join("requests.csv")).unwrap();
+    assert_eq!(requests.lines().count(), 9, "{requests}");
+    assert!(requests
+        .lines()
+        .skip(1)
+        .all(|l| l.starts_with("infer,") && l.ends_with(",true")));
+}

@@ -13,6 +13,7 @@
 //! * [`system`]: the host model (streams, copy engines over PCIe, launch latency) around the
 //!   machine and the framework, on one time line.
 
+pub mod arrivals;
 pub mod choice;
 pub mod data;
 pub mod demangle;
@@ -71,8 +72,9 @@ fn alone_turnarounds(
         let mut p = scenario.processes[i].clone();
         p.arrival_us = 0.0;
         let r = System::new(setup.clone(), std::slice::from_ref(&p))?.run(&mut |_| {})?;
+        // Its one run's turnaround (the mean latency of its requests, if it serves some).
         let rec = &r.processes[0];
-        Ok(rec.finished_fs.unwrap_or(0) as f64 / system::FS_PER_US as f64)
+        Ok(rec.mean_turnaround_fs().unwrap_or(0.0) / system::FS_PER_US as f64)
     };
     let n = scenario.processes.len();
     let mut out: Vec<Option<Result<f64, RunError>>> = (0..n).map(|_| None).collect();

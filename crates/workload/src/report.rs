@@ -36,6 +36,59 @@ pub struct ProcessReport {
     pub copies: usize,
     pub verified: bool,
     pub detail: String,
+    /// For a process serving requests ([`crate::arrivals`]), its requests' latencies.
+    pub requests: Option<Latency>,
+}
+
+/// Request latencies (µs), each from the request's arrival to the end of the program run
+/// that served it (its wait behind earlier requests included). A percentile is the nearest
+/// rank: the `p`-th of `n` sorted latencies is the `⌈p/100 × n⌉`-th smallest, so with
+/// fewer than 1000 requests p99.9 is the largest.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Latency {
+    /// Requests completed.
+    pub count: usize,
+    pub mean_us: f64,
+    pub p50_us: f64,
+    pub p95_us: f64,
+    pub p99_us: f64,
+    pub p999_us: f64,
+    pub max_us: f64,
+}
+
+impl Latency {
+    /// The summary of `latencies_us`, `None` when there are none.
+    pub fn of(latencies_us: &[f64]) -> Option<Latency> {
+        if latencies_us.is_empty() {
+            return None;
+        }
+        let mut v = latencies_us.to_vec();
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        let rank = |p: f64| v[((p / 100.0 * n as f64).ceil() as usize).clamp(1, n) - 1];
+        Some(Latency {
+            count: n,
+            mean_us: v.iter().sum::<f64>() / n as f64,
+            p50_us: rank(50.0),
+            p95_us: rank(95.0),
+            p99_us: rank(99.0),
+            p999_us: rank(99.9),
+            max_us: v[n - 1],
+        })
+    }
+}
+
+/// One request a process served (µs).
+#[derive(Clone, Debug, Serialize)]
+pub struct RequestReport {
+    pub process: String,
+    /// Its index among the process's requests, from 0.
+    pub request: usize,
+    pub arrived_us: f64,
+    pub started_us: f64,
+    pub finished_us: f64,
+    pub latency_us: f64,
+    pub verified: bool,
 }
 
 /// One kernel launch of a run (µs).
@@ -258,6 +311,8 @@ pub struct Report {
     pub preemption_by_kernel: Vec<(String, PreemptionSummary)>,
     pub kernels: Vec<KernelReport>,
     pub copies: Vec<CopyReport>,
+    /// Every request served, by process then in order.
+    pub requests: Vec<RequestReport>,
     /// Core cycles and simulated time of the whole run.
     pub cycles: u64,
     pub simulated_us: f64,
@@ -308,7 +363,33 @@ impl Report {
                     copies: r.copies.iter().filter(|c| c.process == p.name).count(),
                     verified: v.verified,
                     detail: v.detail,
+                    requests: if p.requests {
+                        Latency::of(
+                            &p.runs
+                                .iter()
+                                .map(|r| us(r.finished_fs.saturating_sub(r.requested_fs)))
+                                .collect::<Vec<_>>(),
+                        )
+                    } else {
+                        None
+                    },
                 }
+            })
+            .collect();
+        let requests = r
+            .processes
+            .iter()
+            .filter(|p| p.requests)
+            .flat_map(|p| {
+                p.runs.iter().enumerate().map(|(i, run)| RequestReport {
+                    process: p.name.clone(),
+                    request: i,
+                    arrived_us: us(run.requested_fs),
+                    started_us: us(run.started_fs),
+                    finished_us: us(run.finished_fs),
+                    latency_us: us(run.finished_fs.saturating_sub(run.requested_fs)),
+                    verified: run.verdict.verified,
+                })
             })
             .collect();
         let metrics = alone.map(|alone| {
@@ -367,6 +448,7 @@ impl Report {
             preemption_by_kernel: PreemptionSummary::by_kernel(&scenario.mechanism.to_string(), r),
             kernels,
             copies,
+            requests,
             cycles: r.cycles,
             simulated_us: us(r.cycles * r.core_period_fs),
             warp_instructions: r.warp_instructions,
@@ -376,7 +458,7 @@ impl Report {
     /// The processes as CSV.
     pub fn processes_csv(&self) -> String {
         let mut s = String::from(
-            "process,priority,arrival_us,start_us,end_us,turnaround_us,alone_us,ntt,kernels,copies,verified,runs\n",
+            "process,priority,arrival_us,start_us,end_us,turnaround_us,alone_us,ntt,kernels,copies,verified,runs,requests,p50_us,p95_us,p99_us,p999_us,max_us\n",
         );
         let opt = |x: Option<f64>| x.map(|v| format!("{v:.3}")).unwrap_or_default();
         for p in &self.processes {
@@ -394,6 +476,36 @@ impl Report {
                 p.copies,
                 p.verified,
                 p.runs
+            );
+            // The latency columns, empty for a process that serves no requests.
+            s.pop();
+            match &p.requests {
+                Some(l) => {
+                    s += &format!(
+                        ",{},{:.3},{:.3},{:.3},{:.3},{:.3}\n",
+                        l.count, l.p50_us, l.p95_us, l.p99_us, l.p999_us, l.max_us
+                    )
+                }
+                None => s += ",,,,,,\n",
+            }
+        }
+        s
+    }
+
+    /// The requests served, one row each, as CSV.
+    pub fn requests_csv(&self) -> String {
+        let mut s =
+            String::from("process,request,arrived_us,started_us,finished_us,latency_us,verified\n");
+        for q in &self.requests {
+            s += &format!(
+                "{},{},{:.3},{:.3},{:.3},{:.3},{}\n",
+                csv_field(&q.process),
+                q.request,
+                q.arrived_us,
+                q.started_us,
+                q.finished_us,
+                q.latency_us,
+                q.verified
             );
         }
         s

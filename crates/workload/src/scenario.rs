@@ -7,7 +7,7 @@
 //! gpu = "gtx480"                  # a preset or a GPU file (the command line may override)
 //!
 //! [scheduler]
-//! policy = "fcfs"                 # fcfs | npq | ppq | time-slice | dss | mps
+//! policy = "fcfs"                 # fcfs | npq | ppq | time-slice | dss | mps | mig
 //! time_slice_us = 50.0            # the time-slice policy's slice unless it names one
 //! intra_sm_sharing = false        # may TBs of different kernels share an SM?
 //! # active_kernels = 15           # active-queue entries (default: one per SM; 1..=4096)
@@ -43,6 +43,8 @@
 //! target = "sm_70"                # sm_70 | sm_80 | sm_90 (default: the kernel's oldest)
 //! arrival_us = 0.0
 //! priority = 0                    # larger is more important (NPQ)
+//! # requests = { kind = "poisson", mean_us = 40.0, count = 8, seed = 1 }
+//!                                 # serve requests: one run of the program each (below)
 //!
 //! [[process]]
 //! name = "saxpy"
@@ -50,6 +52,10 @@
 //!                                       # kernel's committed PTX for `target`
 //! arrival_us = 20.0
 //! constants = { HALF = "N / 2" }        # this process's own, beside [constants]
+//!
+//! [[process.stream]]              # a stream's priority (cudaStreamCreateWithPriority)
+//! id = 1
+//! priority = 5                    # 0 (default) to 5, larger more important (CUDA's -5)
 //!
 //! [[process.buffer]]
 //! name = "x"
@@ -116,6 +122,27 @@
 //! # ulps = 4                      # units in the last place of the buffer's type
 //! ```
 //!
+//! **Requests** ([`crate::arrivals`]): a process with `requests` serves them, one run of
+//! its program a request, in arrival order; a request that arrives while the one before it
+//! runs waits, and its latency (arrival to the end of its run) counts the wait. The kinds:
+//! `periodic` (`every_us`, `count`; the first at `arrival_us`), `poisson` (`mean_us`,
+//! `count`, `seed`: exponential gaps, the first a gap after `arrival_us`) and `trace`
+//! (`at_us`, offsets from `arrival_us` in order). Each run starts with fresh memory, as
+//! under replay, which it cannot be combined with. The report gives the latencies' p50,
+//! p95, p99, p99.9 and maximum, and every request.
+//!
+//! **Stream priorities** order TB dispatch within a process, and preempt nothing (CUDA's
+//! driver API, `cuStreamCreateWithPriority`: priorities are a hint to run higher-priority
+//! work first "when possible, but do not preempt already-running work"). When a kernel on a
+//! stream of higher priority has TBs to issue, every SM running a kernel of the same
+//! process on a stream of lower priority that still has TBs to issue stops taking them,
+//! lets its running TBs finish (whatever the mechanism) and is then set up for the
+//! higher-priority kernel; an SM the policy gives the process goes to its highest-priority
+//! kernel with TBs to issue ([`sched::Tables::assign`]). Between processes the policy
+//! decides, as before. The model works an SM at a time: the first TB of the preferred
+//! kernel starts when the SM's last running TB has finished, where the hardware could
+//! start it as soon as enough of them had. Each stream is given a priority once.
+//!
 //! A float passes a check when it equals the expected value (NaN matching NaN), or is
 //! within any one of the tolerances given: `|got − want| ≤ tolerance × |want|`,
 //! `|got − want| ≤ abs_tolerance`, or at most `ulps` representable values of the buffer's
@@ -168,6 +195,7 @@
 //! | `ppq` | `access`: `shared` (idle SMs go to lower priorities too) or `exclusive` (not while a higher priority is active), papers/tanasic-thesis §5.3.3 | `shared` |
 //! | `dss` | `tokens`: every process's SM budget, 1 to 65536 (papers/tanasic-thesis §5.2.4) | by priority: ⌊SMs × w / W⌋ for weight w = 1 + max(priority, 0) (⌊SMs / processes⌋ when the priorities are equal), the SMs left over one each to the first processes to become active |
 //! | `mps` | `percentage`: every client's active-thread percentage, (0, 100]: each process holds at most that share of the SMs, rounded up | 100 |
+//! | `mig` | `instances`: equal instances of `⌊SMs / instances⌋` consecutive SMs, 1 to 1024 (at most one an SM); process `i` runs only in instance `i mod instances`; the SMs left over stay idle; L2 and DRAM are **not** partitioned ([`sched::mig`]) | one per process |
 //!
 //! The snake_case spellings of earlier scenario files (`flush_strict`, `points_live`,
 //! `lightweight_tb`, `lightweight_in_place`, `time_slice`) are deprecated aliases: still
@@ -356,7 +384,26 @@ pub struct ProcessSpec {
     pub commands: Vec<CommandSpec>,
     #[serde(default, rename = "check")]
     pub checks: Vec<CheckSpec>,
+    /// Priorities of its streams (CUDA's `cudaStreamCreateWithPriority`).
+    #[serde(default, rename = "stream")]
+    pub streams: Vec<StreamSpec>,
+    /// When its requests arrive ([`crate::arrivals`]): each runs its program once.
+    pub requests: Option<Spanned<toml::Value>>,
 }
+
+/// A stream with a priority: `[[process.stream]]` with `id` and `priority`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StreamSpec {
+    pub id: Spanned<u32>,
+    /// 0 (the default) to [`MAX_STREAM_PRIORITY`], larger more important.
+    pub priority: Spanned<i64>,
+}
+
+/// The highest stream priority. CUDA numbers stream priorities the other way, from 0 (the
+/// default, the least) down to a device's greatest (`cudaDeviceGetStreamPriorityRange`):
+/// priority `p` here is CUDA's `-p`.
+pub const MAX_STREAM_PRIORITY: i64 = 5;
 
 fn one() -> u64 {
     1
@@ -612,6 +659,11 @@ pub struct Process {
     pub arrival_us: f64,
     pub priority: i32,
     pub program: Program,
+    /// The streams given a priority (`(stream, priority)`, larger more important); the
+    /// others have 0.
+    pub stream_priorities: Vec<(u32, i32)>,
+    /// Its requests ([`crate::arrivals`]): `None`, its program runs once (or under replay).
+    pub requests: Option<crate::arrivals::Arrivals>,
 }
 
 #[derive(Clone)]
@@ -1162,6 +1214,13 @@ impl Cx<'_> {
         let mut processes = Vec::new();
         for (i, p) in raw.processes.into_iter().enumerate() {
             let field = format!("process[{i}]");
+            if let (Some(r), Some(_)) = (&p.requests, &raw.replay) {
+                return self.err(
+                    Some(r.span()),
+                    &format!("{field}.requests"),
+                    "a process serving requests runs its program once a request: it cannot also be replayed (`replay`)".into(),
+                );
+            }
             if processes
                 .iter()
                 .any(|q: &Process| q.name == *p.name.get_ref())
@@ -1306,12 +1365,50 @@ impl Cx<'_> {
                 )
             }
         };
+        let stream_priorities = self.streams(&p.streams, field)?;
+        let requests = match &p.requests {
+            None => None,
+            Some(v) => Some(
+                crate::arrivals::Arrivals::from_value(v.get_ref().clone())
+                    .or_else(|e| self.err(Some(v.span()), &format!("{field}.requests"), e))?,
+            ),
+        };
         Ok(Process {
             name: p.name.into_inner(),
             arrival_us: p.arrival_us,
             priority: p.priority,
             program,
+            stream_priorities,
+            requests,
         })
+    }
+
+    /// The `[[process.stream]]` entries: each stream once, each priority in range.
+    fn streams(&self, specs: &[StreamSpec], field: &str) -> Result<Vec<(u32, i32)>, ScenarioError> {
+        let mut out: Vec<(u32, i32)> = Vec::new();
+        for (i, s) in specs.iter().enumerate() {
+            let f = format!("{field}.stream[{i}]");
+            let id = *s.id.get_ref();
+            if out.iter().any(|(x, _)| *x == id) {
+                return self.err(
+                    Some(s.id.span()),
+                    &format!("{f}.id"),
+                    format!("stream {id} is given a priority twice"),
+                );
+            }
+            let p = *s.priority.get_ref();
+            if !(0..=MAX_STREAM_PRIORITY).contains(&p) {
+                return self.err(
+                    Some(s.priority.span()),
+                    &format!("{f}.priority"),
+                    format!(
+                        "{p} is out of 0..={MAX_STREAM_PRIORITY} (larger is more important; CUDA's priority -{MAX_STREAM_PRIORITY} is {MAX_STREAM_PRIORITY} here)"
+                    ),
+                );
+            }
+            out.push((id, p as i32));
+        }
+        Ok(out)
     }
 
     /// The committed PTX target of a suite kernel: the one named, which the kernel must be

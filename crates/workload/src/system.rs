@@ -225,12 +225,17 @@ pub struct ProcessRecord {
     /// The first failed run's verdict, or else the latest run's.
     pub verdict: Option<Verdict>,
     /// Every completed run of its program, in order: one without replay; under
-    /// [`Setup::replay`] each run starts when the one before it ends.
+    /// [`Setup::replay`] each run starts when the one before it ends; with requests
+    /// ([`ProcessRecord::requests`]) one a request.
     pub runs: Vec<CompletedRun>,
+    /// Whether it served requests ([`crate::arrivals`]): each run is one, and its latency
+    /// is from the request's arrival to its end.
+    pub requests: bool,
 }
 
 impl ProcessRecord {
-    /// The mean turnaround of its completed runs (fs), `None` when none completed.
+    /// The mean turnaround of its completed runs (fs), from when each was asked for (a
+    /// request's latency), `None` when none completed.
     pub fn mean_turnaround_fs(&self) -> Option<f64> {
         if self.runs.is_empty() {
             return None;
@@ -238,7 +243,7 @@ impl ProcessRecord {
         let sum: f64 = self
             .runs
             .iter()
-            .map(|r| r.finished_fs.saturating_sub(r.started_fs) as f64)
+            .map(|r| r.finished_fs.saturating_sub(r.requested_fs) as f64)
             .sum();
         Some(sum / self.runs.len() as f64)
     }
@@ -249,6 +254,10 @@ impl ProcessRecord {
 /// right.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct CompletedRun {
+    /// When it was asked for: the process's arrival, under replay the end of the run before
+    /// it, or its request's arrival (which may be before its start: a request waits for
+    /// the one before it to end).
+    pub requested_fs: u64,
     pub started_fs: u64,
     pub finished_fs: u64,
     pub verdict: Verdict,
@@ -285,6 +294,8 @@ enum ReplyKind {
 struct Proc {
     name: String,
     priority: i32,
+    /// Its streams' priorities (`(stream, priority)`; the others 0).
+    stream_priorities: Vec<(u32, i32)>,
     program: Box<dyn HostProgram>,
     module: Option<LoadedModule>,
     /// Pending ops per stream, oldest first (the head is in progress).
@@ -297,8 +308,13 @@ struct Proc {
     allocs: Vec<(u64, u64)>,
     /// What its program is, to start it again under replay.
     source: Source,
-    /// When its current run started (fs).
+    /// When its current run started (fs), and when it was asked for.
     run_started: u64,
+    run_requested: u64,
+    /// The arrival of each of its requests (fs, in order; empty: it serves none), and the
+    /// one its current run serves.
+    requests: Vec<u64>,
+    served: usize,
 }
 
 /// A program to start (again).
@@ -463,6 +479,12 @@ impl System {
         let mut timers = BinaryHeap::new();
         let mut seq = 0;
         for (i, p) in processes.iter().enumerate() {
+            if p.requests.is_some() && setup.replay.is_some() {
+                return Err(RunError::Process {
+                    process: p.name.clone(),
+                    what: "a process serving requests cannot also be replayed".into(),
+                });
+            }
             let (source, module) = match &p.program {
                 Program::Suite {
                     kernel,
@@ -498,11 +520,29 @@ impl System {
                         what: format!("an arrival at {} µs", p.arrival_us),
                     }
                 })?;
-            timers.push(Reverse((arrival, seq, Timer::Arrival(i))));
+            let requests = match &p.requests {
+                None => Vec::new(),
+                Some(a) => a
+                    .times_us()
+                    .iter()
+                    .map(|&t| {
+                        later_fs(arrival, (t * FS_PER_US as f64).round()).ok_or_else(|| {
+                            RunError::Time {
+                                process: p.name.clone(),
+                                what: format!("a request {t} µs after its arrival"),
+                            }
+                        })
+                    })
+                    .collect::<Result<_, _>>()?,
+            };
+            // A process serving requests starts with its first.
+            let first = requests.first().copied().unwrap_or(arrival);
+            timers.push(Reverse((first, seq, Timer::Arrival(i))));
             seq += 1;
             procs.push(Proc {
                 name: p.name.clone(),
                 priority: p.priority,
+                stream_priorities: p.stream_priorities.clone(),
                 program,
                 module,
                 streams: Vec::new(),
@@ -514,11 +554,15 @@ impl System {
                     finished_fs: None,
                     verdict: None,
                     runs: Vec::new(),
+                    requests: !requests.is_empty(),
                 },
                 ptr: None,
                 allocs: Vec::new(),
                 source,
-                run_started: arrival,
+                run_started: first,
+                run_requested: first,
+                requests,
+                served: 0,
             });
         }
         let engines = vec![None; setup.host.copy_engines.max(1) as usize];
@@ -705,7 +749,12 @@ impl System {
             }
             self.timers.pop();
             match t {
-                Timer::Arrival(p) => self.procs[p].wait = Wait::Runnable(ReplyKind::Start),
+                Timer::Arrival(p) => {
+                    let proc = &mut self.procs[p];
+                    proc.wait = Wait::Runnable(ReplyKind::Start);
+                    proc.run_started = at;
+                    proc.run_requested = at;
+                }
                 Timer::LaunchReady(op) => self.try_issue_head(op),
                 Timer::CopyDone(op) => self.copy_done(op, at),
             }
@@ -840,7 +889,7 @@ impl System {
                     at,
                 } => {
                     let command =
-                        self.command(p, &kernel, grid, block, dynamic_smem, &args, &at)?;
+                        self.command(p, &kernel, [grid, block], dynamic_smem, &args, stream, &at)?;
                     // `cudaLaunch`: a mechanism may prepare for the preemption the launch
                     // may bring once it arrives (papers/li-pep §3.3).
                     self.framework
@@ -894,18 +943,25 @@ impl System {
                     // that is done too.
                     self.procs[p].wait = Wait::Ending;
                     self.wake(p);
-                    return Ok(());
+                    // A run that ended at once may start the next (a request already
+                    // waiting, or replay): it runs now, as a new run with its own calls.
+                    if self.procs[p].wait != Wait::Runnable(ReplyKind::Start) {
+                        return Ok(());
+                    }
+                    calls = 0;
                 }
             }
         }
     }
 
     /// The process's program has ended: its results are checked now. Under replay it
-    /// starts again at once, unless this was the last run the replay waited for.
+    /// starts again at once, unless this was the last run the replay waited for; serving
+    /// requests, it starts again for the next request, at once if it has arrived.
     fn end(&mut self, p: usize, now: u64) {
         let proc = &mut self.procs[p];
         let verdict = proc.program.finish(self.machine.memory());
         proc.record.runs.push(CompletedRun {
+            requested_fs: proc.run_requested,
             started_fs: proc.run_started,
             finished_fs: now,
             verdict: verdict.clone(),
@@ -915,6 +971,21 @@ impl System {
         }
         proc.record.finished_fs = Some(now);
         proc.wait = Wait::Done;
+        if !proc.requests.is_empty() {
+            proc.served += 1;
+            let Some(&next) = proc.requests.get(proc.served) else {
+                return;
+            };
+            self.restart(p, now);
+            let proc = &mut self.procs[p];
+            proc.run_requested = next;
+            if next > now {
+                // Idle until the next request arrives.
+                proc.wait = Wait::Arrival;
+                self.timer(next, Timer::Arrival(p));
+            }
+            return;
+        }
         let Some(n) = self.setup.replay else {
             return;
         };
@@ -922,6 +993,11 @@ impl System {
             self.replayed = true;
             return;
         }
+        self.restart(p, now);
+    }
+
+    /// Starts process `p`'s program again at `now`, as a new run.
+    fn restart(&mut self, p: usize, now: u64) {
         // Its streams are idle (it ended), so its memory is no longer used: the next run
         // allocates its own, as a new launch of the application would.
         let proc = &mut self.procs[p];
@@ -931,20 +1007,21 @@ impl System {
         }
         proc.program = proc.source.start();
         proc.run_started = now;
+        proc.run_requested = now;
         proc.ptr = None;
         proc.wait = Wait::Runnable(ReplyKind::Start);
     }
 
-    /// Builds the command of a launch of `kernel` by process `p`.
+    /// Builds the command of a launch of `kernel` by process `p` on `stream`.
     #[allow(clippy::too_many_arguments)]
     fn command(
         &mut self,
         p: usize,
         kernel: &str,
-        grid: [u32; 3],
-        block: [u32; 3],
+        [grid, block]: [[u32; 3]; 2],
         dynamic_smem: u32,
         args: &[gpu::KernelArg],
+        stream: u32,
         at: &str,
     ) -> Result<Command, RunError> {
         // Checked against the GPU that runs the launch, not a default one.
@@ -970,9 +1047,15 @@ impl System {
                 error: Box::new(e.into()),
             });
         }
+        let stream_priority = proc
+            .stream_priorities
+            .iter()
+            .find(|(s, _)| *s == stream)
+            .map_or(0, |&(_, sp)| sp);
         Ok(Command {
             context: ContextId(p as u32),
             priority: proc.priority,
+            stream_priority,
             launch,
             timed,
             tag: 0,

@@ -70,6 +70,7 @@ fn policies() -> Vec<PolicyKind> {
     all.push(PolicyKind::Ppq {
         access: sched::PpqAccess::Exclusive,
     });
+    all.push(PolicyKind::Mig { instances: Some(3) });
     all
 }
 
@@ -251,6 +252,18 @@ fn bad_names_parameters_and_values_are_refused_naming_them_and_where() {
             &["`percentage` = 150 is out of range"],
         ),
         (
+            "policy = { kind = \"mig\", instances = 0 }",
+            &["`instances` = 0 is out of range"],
+        ),
+        (
+            "policy = { kind = \"mig\", instances = 2000 }",
+            &["`instances` = 2000 is out of range"],
+        ),
+        (
+            "policy = { kind = \"mig\", percentage = 50.0 }",
+            &["unknown field `percentage`", "instances"],
+        ),
+        (
             "policy = { kind = \"dss\", tokens = 0 }",
             &["`tokens` = 0 is out of range"],
         ),
@@ -399,5 +412,22 @@ fn a_chimera_deadline_set_in_a_scenario_reaches_the_mechanism() {
     assert_ne!(
         tight_choices, loose_choices,
         "the deadline did not change what Chimera chose"
+    );
+}
+
+#[test]
+fn mig_is_spelled_alike_on_the_command_line() {
+    let p: PolicyKind = choice::parse("mig:instances=4").unwrap();
+    assert_eq!(p, PolicyKind::Mig { instances: Some(4) });
+    let e = choice::parse::<PolicyKind>("mig:instances=0")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("`instances` = 0 is out of range"), "{e}");
+    let e = choice::parse::<PolicyKind>("mig:sms=3")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("unknown field `sms`, expected `instances`"),
+        "{e}"
     );
 }

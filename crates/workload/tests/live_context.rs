@@ -162,6 +162,8 @@ fn live_saves_exactly_the_registers_the_analysis_calls_live() {
             tally: tally.clone(),
         };
         let process = Process {
+            stream_priorities: Vec::new(),
+            requests: None,
             name: k.name().into(),
             arrival_us: 0.0,
             priority: 0,

@@ -17,6 +17,8 @@ use workload::{RunRecord, Setup, System};
 fn process(name: &str, arrival_us: f64) -> Process {
     let k = suite::by_name(name).unwrap();
     Process {
+        stream_priorities: Vec::new(),
+        requests: None,
         name: name.to_string(),
         arrival_us,
         priority: 0,

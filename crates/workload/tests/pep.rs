@@ -14,6 +14,8 @@ use workload::{RunRecord, Setup, System};
 fn process(name: &str, kernel: &str, size: Size, priority: i32, arrival_us: f64) -> Process {
     let k = suite::by_name(kernel).expect("a suite kernel");
     Process {
+        stream_priorities: Vec::new(),
+        requests: None,
         name: name.to_string(),
         arrival_us,
         priority,

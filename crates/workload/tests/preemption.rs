@@ -15,6 +15,8 @@ use workload::{RunRecord, Setup, System};
 
 fn process(k: &'static dyn suite::Kernel) -> Process {
     Process {
+        stream_priorities: Vec::new(),
+        requests: None,
         name: k.name().to_string(),
         arrival_us: 0.0,
         priority: 0,

@@ -307,3 +307,48 @@ fn the_gpu_a_scenario_names_is_checked_where_it_is_named() {
     assert!(parse(&file, &format!("gpu = \"my.toml\"\n{GOOD}"), &Disk).is_ok());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn stream_priorities_are_checked_where_they_are_written() {
+    let with = |streams: &str| {
+        GOOD.replace(
+            "[[process.buffer]]",
+            &format!("{streams}\n[[process.buffer]]"),
+        )
+    };
+    // A good one reaches the process, larger more important.
+    let s = parse(
+        "s.toml",
+        &with("[[process.stream]]\nid = 2\npriority = 5\n"),
+        &Mem,
+    )
+    .unwrap();
+    assert_eq!(s.processes[0].stream_priorities, vec![(2, 5)]);
+    // Out of range: line 7 is `priority = 6`.
+    let e = error(&with("[[process.stream]]\nid = 1\npriority = 6\n"));
+    assert!(
+        e.starts_with("s.toml:7:12: `process[0].stream[0].priority`: 6 is out of 0..=5"),
+        "{e}"
+    );
+    let e = error(&with("[[process.stream]]\nid = 1\npriority = -1\n"));
+    assert!(
+        e.contains("`process[0].stream[0].priority`: -1 is out of 0..=5"),
+        "{e}"
+    );
+    // The same stream twice: the second's `id`, line 9.
+    let e = error(&with(
+        "[[process.stream]]\nid = 1\npriority = 1\n[[process.stream]]\nid = 1\npriority = 2\n",
+    ));
+    assert!(
+        e.starts_with("s.toml:9:6: `process[0].stream[1].id`: stream 1 is given a priority twice"),
+        "{e}"
+    );
+    // A key a stream does not have, and a missing priority, are TOML errors at their line.
+    let e = error(&with("[[process.stream]]\nid = 1\npriorty = 2\n"));
+    assert!(
+        e.starts_with("s.toml:7:") && e.contains("unknown field `priorty`"),
+        "{e}"
+    );
+    let e = error(&with("[[process.stream]]\nid = 1\n"));
+    assert!(e.contains("missing field `priority`"), "{e}");
+}

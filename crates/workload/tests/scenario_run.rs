@@ -660,3 +660,46 @@ fn the_routine_switches_preempt_under_ppq_and_time_slices() {
         }
     }
 }
+
+#[test]
+fn mig_keeps_every_process_on_its_own_sms() {
+    // One instance per process by default: two of ⌊15/2⌋ = 7 SMs, `a` on SMs 0-6 and `b`
+    // on 7-13, SM 14 in neither. `a` is alone for 2 µs and still never leaves its seven,
+    // and `b` starts at once on its own while `a` still has TBs to place.
+    let programs = [("a", 0.0, 0, 180, 4), ("b", 2.0, 0, 180, 4)];
+    let sms_of = |r: &workload::RunRecord, launch: u32| -> std::collections::BTreeSet<u32> {
+        r.residency
+            .iter()
+            .filter(|m| m.tb.launch.0 == launch)
+            .map(|m| m.sm.0)
+            .collect()
+    };
+    let two = fma_programs("mig", "drain", &programs);
+    assert_eq!(sms_of(&two, 0), (0..7).collect());
+    assert_eq!(sms_of(&two, 1), (7..14).collect());
+    let a_last = two
+        .residency
+        .iter()
+        .rev()
+        .find(|m| m.tb.launch.0 == 0 && m.how == gpu::timing::Move::Dispatched)
+        .unwrap()
+        .cycle;
+    let b_first = two
+        .residency
+        .iter()
+        .find(|m| m.tb.launch.0 == 1)
+        .unwrap()
+        .cycle;
+    assert!(b_first < a_last, "the instances run side by side");
+    // Three instances of 5 SMs for two processes: the third instance's SMs stay idle.
+    let three = fma_programs(r#"{ kind = "mig", instances = 3 }"#, "drain", &programs);
+    assert_eq!(sms_of(&three, 0), (0..5).collect());
+    assert_eq!(sms_of(&three, 1), (5..10).collect());
+    // One instance is the whole GPU, first come first served: `a` takes all 15 SMs.
+    let one = fma_programs(r#"{ kind = "mig", instances = 1 }"#, "drain", &programs);
+    assert_eq!(most_sms_per_launch(&one)[&0], 15);
+    // Nothing is ever preempted.
+    for r in [&two, &three, &one] {
+        assert!(r.preemptions.is_empty());
+    }
+}
