@@ -25,6 +25,9 @@ pub enum SchedulerPolicy {
     TwoLevel,
 }
 
+/// The most uniform registers a warp can name (`UR0`–`UR62`; `URZ` reads as zero).
+pub const MAX_UNIFORM_REGISTERS: u32 = 63;
+
 /// The SMs of a GPU.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -201,6 +204,15 @@ impl GpuConfig {
                 &format!(
                     "{max_regs} registers × 32 threads exceed sm.resources.registers {}: a warp using them could never be resident",
                     r.registers
+                ),
+            ));
+        }
+        if r.uniform_registers > MAX_UNIFORM_REGISTERS {
+            return Err(invalid(
+                "sm.resources.uniform_registers",
+                &format!(
+                    "{} is over {MAX_UNIFORM_REGISTERS} (the uniform registers a warp can name, UR0 to UR62)",
+                    r.uniform_registers
                 ),
             ));
         }
@@ -645,6 +657,12 @@ mod tests {
                 "registers = 1024 ",
                 "sm.resources.max_registers_per_thread",
                 "exceed sm.resources.registers",
+            ),
+            (
+                "shared_allocation_unit = 1 ",
+                "uniform_registers = 64\nshared_allocation_unit = 1 ",
+                "sm.resources.uniform_registers",
+                "over 63",
             ),
             (
                 "unit = 4 }",

@@ -85,6 +85,14 @@ pub struct SmResources {
     pub carve_out: CarveOut,
     /// Shared memory is allocated to a TB in multiples of this many bytes.
     pub shared_allocation_unit: u32,
+    /// Uniform registers per warp (NVIDIA Turing and later have 63, `UR0`–`UR62`): the
+    /// register allocator keeps values every lane of a warp holds alike there, outside the
+    /// per-thread count, and CTXBack's on-chip scalar register backup (papers/ji-ctxback
+    /// §III-D, which AMD GCN's scalar registers serve in the paper) copies into the unused
+    /// ones. 0 (the default, and every preset's): every value in vector registers, as the
+    /// timing model has always allocated.
+    #[serde(default)]
+    pub uniform_registers: u32,
 }
 
 /// What one TB of a kernel takes, after allocation granularity.

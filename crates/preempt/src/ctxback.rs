@@ -53,10 +53,11 @@ use std::ops::Range;
 use std::sync::{Arc, Mutex};
 
 use analysis::ctxback::{
-    generate_combined_routines, generate_cs_defer_routines, generate_routines, CtxBack,
-    CtxBackConfig, InstalledRoutines, Routines,
+    backup_scalars, generate_combined_routines, generate_cs_defer_routines, generate_routines,
+    CtxBackConfig, InstalledRoutines, OsrbConfig, OsrbKernel, Routines,
 };
 use gpu::exec::{Warp, WARP_SIZE};
+use gpu::occupancy::SmResources;
 use gpu::timing::{
     AfterStop, Direction, Event, HoldId, KernelPass, Pass, Request, Routine, RoutineEnd, SmId,
     Start, StopAt, TbContext, TbRef, TimingError, TransferId, WarpReports,
@@ -86,14 +87,31 @@ impl RoutineDesign {
         }
     }
 
-    fn generate(self, kernel: &Kernel) -> Option<Routines> {
-        let ctx = CtxBack::compute(kernel, &CtxBackConfig::default());
-        match self {
-            RoutineDesign::CtxBack => generate_routines(kernel, &ctx),
-            RoutineDesign::CtxBackCsDefer => generate_combined_routines(kernel, &ctx),
-            RoutineDesign::CsDefer => generate_cs_defer_routines(kernel, &ctx),
+    /// The kernel as the design rewrites it, and its routines. CTXBack's designs first back
+    /// up the scalars whose backup gives better flashback points (OSRB, §III-D) in the
+    /// uniform registers the SM has (`uniform_registers`; none: the kernel stays as it is);
+    /// CS-Defer has no flashback points to improve.
+    fn generate(self, kernel: &Kernel, uniform_registers: u32) -> Option<(OsrbKernel, Routines)> {
+        let osrb = (self != RoutineDesign::CsDefer && uniform_registers > 0).then_some(OsrbConfig {
+            uniform_registers,
+            // Backups in the warp's shared memory would grow the TB's shared memory after
+            // its launch was laid out; registers only.
+            shared_words: 0,
+            registers: true,
+        });
+        let config = CtxBackConfig {
+            osrb,
+            ..CtxBackConfig::default()
+        };
+        let (rewritten, ctx) = backup_scalars(kernel, &config);
+        let k = &rewritten.kernel;
+        let routines = match self {
+            RoutineDesign::CtxBack => generate_routines(k, &ctx),
+            RoutineDesign::CtxBackCsDefer => generate_combined_routines(k, &ctx),
+            RoutineDesign::CsDefer => generate_cs_defer_routines(k, &ctx),
         }
-        .ok()
+        .ok()?;
+        Some((rewritten, routines))
     }
 }
 
@@ -156,14 +174,18 @@ impl KernelPass for RoutinePass {
         }
     }
 
-    fn run(&self, kernel: &Kernel) -> Option<(Kernel, Vec<InstId>)> {
-        let routines = self.design.generate(kernel)?;
-        let installed = routines.install(kernel);
-        // Routine instructions serve the kernel's last instruction in error messages.
-        let n = kernel.insts.len() as u32;
-        let origins = (0..installed.kernel.insts.len() as u32)
-            .map(|pc| InstId(pc.min(n.saturating_sub(1))))
-            .collect();
+    fn run(&self, kernel: &Kernel, sm: &SmResources) -> Option<(Kernel, Vec<InstId>)> {
+        let (rewritten, routines) = self.design.generate(kernel, sm.uniform_registers)?;
+        let installed = routines.install(&rewritten.kernel);
+        // A backup copy serves the instruction it was inserted before; routine instructions
+        // serve the kernel's last instruction in error messages.
+        let last = InstId(kernel.insts.len().saturating_sub(1) as u32);
+        let mut origins = vec![last; installed.kernel.insts.len()];
+        let mut next = last;
+        for (pc, o) in rewritten.origin.iter().enumerate().rev() {
+            next = o.unwrap_or(next);
+            origins[pc] = next;
+        }
         let out = installed.kernel.clone();
         self.installed
             .lock()

@@ -57,6 +57,7 @@ use analysis::preemption_points::{insert_points, PpConfig, PreemptionPlan};
 use analysis::{Liveness, RegSet};
 use gpu::barrier::WarpStatus;
 use gpu::exec::{Warp, WARP_SIZE};
+use gpu::occupancy::SmResources;
 use gpu::timing::{
     AfterStop, Direction, HoldId, Keep, KernelPass, LaunchId, Request, SmId, Start, StopAt,
     TbContext, TbRef, TimingError, TransferId, WarpReports,
@@ -200,7 +201,7 @@ impl KernelPass for PointPass {
         "preemption-points"
     }
 
-    fn run(&self, kernel: &Kernel) -> Option<(Kernel, Vec<InstId>)> {
+    fn run(&self, kernel: &Kernel, _sm: &SmResources) -> Option<(Kernel, Vec<InstId>)> {
         let plan = PreemptionPlan::compute(kernel, &self.config);
         let with = insert_points(kernel, &plan.points).ok()?;
         // Each new instruction serves the old one whose group it starts or belongs to.
@@ -1157,7 +1158,8 @@ L1:
         let pass = PointPass {
             config: Default::default(),
         };
-        pass.run(kernel).expect("points fit").0
+        let sm = gpu::config::GpuConfig::preset("gtx480").expect("preset").sm.resources;
+        pass.run(kernel, &sm).expect("points fit").0
     }
 
     fn warp_at(kernel: &Kernel, stack: Vec<StackEntry>) -> Warp {

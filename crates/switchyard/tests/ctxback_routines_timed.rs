@@ -34,6 +34,7 @@ use analysis::ctxback::{
 };
 use common::TimedDevice;
 use gpu::exec::{Warp, WARP_SIZE};
+use gpu::occupancy::SmResources;
 use gpu::timing::{
     AfterStop, Control, Event, KernelPass, LaunchId, Machine, Request, Routine, RoutineEnd, SmId,
     Start, StopAt, TbContext, TbRef, TimingError, WarpReports,
@@ -60,7 +61,7 @@ impl KernelPass for RoutinePass {
         }
     }
 
-    fn run(&self, kernel: &Kernel) -> Option<(Kernel, Vec<InstId>)> {
+    fn run(&self, kernel: &Kernel, _sm: &SmResources) -> Option<(Kernel, Vec<InstId>)> {
         let ctx = CtxBack::compute(kernel, &CtxBackConfig::default());
         let routines = if self.combined {
             generate_combined_routines(kernel, &ctx)

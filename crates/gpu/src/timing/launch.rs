@@ -32,9 +32,14 @@ impl TimedKernel {
     /// `kernel` allocated to at most `max_registers` registers per thread. Should allocation
     /// fail (it does not on any kernel the project has met), the kernel is timed as it is,
     /// with its virtual register count, capped, standing in.
-    pub fn allocated(kernel: &Arc<Kernel>, max_registers: u32) -> TimedKernel {
+    pub fn allocated(
+        kernel: &Arc<Kernel>,
+        max_registers: u32,
+        uniform_registers: u32,
+    ) -> TimedKernel {
         let config = regalloc::AllocConfig {
             max_registers: max_registers.max(1),
+            uniform_registers,
             ..Default::default()
         };
         match regalloc::allocate(kernel, &config) {
@@ -49,8 +54,12 @@ impl TimedKernel {
 
     /// This kernel rewritten by `pass` (the same kernel if the pass declines), its
     /// instructions still traced back to the PTX.
-    pub fn rewritten(self, pass: &dyn super::KernelPass) -> TimedKernel {
-        let Some((kernel, from)) = pass.run(&self.kernel) else {
+    pub fn rewritten(
+        self,
+        pass: &dyn super::KernelPass,
+        sm: &crate::occupancy::SmResources,
+    ) -> TimedKernel {
+        let Some((kernel, from)) = pass.run(&self.kernel, sm) else {
             return self;
         };
         let origins = from

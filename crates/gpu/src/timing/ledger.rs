@@ -298,6 +298,7 @@ mod tests {
             register_allocation: RegisterAllocation::Warp { unit: 256 },
             shared_memory: vec![16384, 32768, 49152],
             shared_allocation_unit: 256,
+            uniform_registers: 0,
             carve_out: CarveOut::SmallestFit,
         }
     }

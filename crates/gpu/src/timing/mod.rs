@@ -148,7 +148,12 @@ pub trait KernelPass: Send + Sync {
     /// The rewritten kernel and, for each of its instructions, the instruction of `kernel`
     /// it serves (an inserted instruction: the one it was inserted before); `None` leaves
     /// the kernel as it is.
-    fn run(&self, kernel: &kir::Kernel) -> Option<(kir::Kernel, Vec<kir::InstId>)>;
+    /// `sm` is the SM the kernel will run on (its uniform registers, say).
+    fn run(
+        &self,
+        kernel: &kir::Kernel,
+        sm: &crate::occupancy::SmResources,
+    ) -> Option<(kir::Kernel, Vec<kir::InstId>)>;
 }
 
 /// A shared [`KernelPass`], compared by name.
@@ -256,14 +261,15 @@ impl TimedGpu {
 
     /// `kernel` as this GPU times it (see the module documentation).
     pub fn timed_kernel(&self, kernel: &Arc<kir::Kernel>) -> TimedKernel {
-        let max = self.gpu.sm.resources.max_registers_per_thread;
+        let r = &self.gpu.sm.resources;
+        let max = r.max_registers_per_thread;
         let timed = if self.options.allocate {
-            TimedKernel::allocated(kernel, max)
+            TimedKernel::allocated(kernel, max, r.uniform_registers)
         } else {
             TimedKernel::unallocated(kernel, max)
         };
         match &self.options.pass {
-            Some(pass) => timed.rewritten(pass.0.as_ref()),
+            Some(pass) => timed.rewritten(pass.0.as_ref(), r),
             None => timed,
         }
     }
