@@ -76,7 +76,7 @@ mod retire;
 mod warp;
 
 use kir::{Id, IdVec};
-use memsys::MemConfig;
+use memsys::{Completion, MemConfig};
 
 use crate::barrier::{Barriers, WarpStatus};
 use crate::exec::Warp;
@@ -474,7 +474,9 @@ impl Sm {
         id
     }
 
-    /// Releases the registers of completed accesses.
+    /// Releases the registers of completed accesses (the loop inlined into the machine's
+    /// cycle; the work per completion out of line, as most SM cycles complete nothing).
+    #[inline]
     pub(super) fn complete<B: MemoryBackend>(
         &mut self,
         memsys: &mut B,
@@ -483,47 +485,58 @@ impl Sm {
         now: u64,
     ) {
         while let Some(c) = memsys.pop_completed(self.id) {
-            let tag = PendingId(c.tag as u32);
-            let p = self.ldst.pending.get_mut(tag);
-            let (launch, waits) = (p.launch, p.waits);
-            if waits {
-                watch.load_done(self.id, launch, c.latency(), now);
-            }
-            p.parts -= 1;
-            if p.parts > 0 {
-                continue;
-            }
-            let p = self.ldst.pending.remove(tag);
-            if let Some(id) = p.transfer {
-                self.ldst.transfer_part_done(id);
-                self.retire_soon();
-                continue;
-            }
-            self.in_flight[launch] -= 1;
-            let Some(slot) = p.slot else {
-                continue;
-            };
-            let decoded = &launches[launch.index()].decoded;
-            let w = self.res.warp_mut(slot);
-            if !waits {
-                w.stores -= 1;
-                let draining = w.control == WarpControl::RoutineDraining;
-                if let Some(group) = p.cp_async {
-                    // A warp may be waiting for the group.
-                    w.cp_async.completed(group);
-                    self.sync(decoded, slot);
-                }
-                if self.res.stopping > 0 || draining {
-                    self.retire_soon();
-                }
-                continue;
-            }
-            for r in p.regs.iter().flatten() {
-                w.ready_at[r.index()] = now;
-            }
-            w.outstanding -= 1;
-            self.sync(decoded, slot);
-            self.retire_soon();
+            self.completed(&c, launches, watch, now);
         }
+    }
+
+    #[inline(never)]
+    fn completed(
+        &mut self,
+        c: &Completion,
+        launches: &[Launch],
+        watch: &mut Watch,
+        now: u64,
+    ) {
+        let tag = PendingId(c.tag as u32);
+        let p = self.ldst.pending.get_mut(tag);
+        let (launch, waits) = (p.launch, p.waits);
+        if waits {
+            watch.load_done(self.id, launch, c.latency(), now);
+        }
+        p.parts -= 1;
+        if p.parts > 0 {
+            return;
+        }
+        let p = self.ldst.pending.remove(tag);
+        if let Some(id) = p.transfer {
+            self.ldst.transfer_part_done(id);
+            self.retire_soon();
+            return;
+        }
+        self.in_flight[launch] -= 1;
+        let Some(slot) = p.slot else {
+            return;
+        };
+        let decoded = &launches[launch.index()].decoded;
+        let w = self.res.warp_mut(slot);
+        if !waits {
+            w.stores -= 1;
+            let draining = w.control == WarpControl::RoutineDraining;
+            if let Some(group) = p.cp_async {
+                // A warp may be waiting for the group.
+                w.cp_async.completed(group);
+                self.sync(decoded, slot);
+            }
+            if self.res.stopping > 0 || draining {
+                self.retire_soon();
+            }
+            return;
+        }
+        for r in p.regs.iter().flatten() {
+            w.ready_at[r.index()] = now;
+        }
+        w.outstanding -= 1;
+        self.sync(decoded, slot);
+        self.retire_soon();
     }
 }
