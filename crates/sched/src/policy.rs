@@ -28,6 +28,7 @@
 use gpu::timing::SmId;
 use serde::{Deserialize, Serialize};
 
+use crate::corun::{Corun, Ipcs, Scheme, MAX_CORUNNERS, SMK_EPOCH};
 use crate::tables::{ContextId, KernelSlot, Ksr, Tables, Waiting};
 
 /// A scheduling policy.
@@ -108,6 +109,23 @@ pub enum PolicyKind {
         #[serde(skip_serializing_if = "Option::is_none")]
         percentage: Option<f64>,
     },
+    /// Co-running, each kernel on its own SMs, split evenly ([`crate::corun`]).
+    Spatial,
+    /// Co-running inside every SM, the second kernel taking what the first leaves
+    /// ([`crate::corun`]).
+    LeftOver,
+    /// Co-running inside every SM under SMK's dominant-resource-fair TB partition and
+    /// warp-instruction quotas (Wang et al., HPCA'16; [`crate::corun`]).
+    Smk {
+        /// Warp instructions per epoch per scheduler, over all kernels, 1 to
+        /// [`MAX_SMK_EPOCH`]; `None`: [`crate::corun::SMK_EPOCH`].
+        #[serde(skip_serializing_if = "Option::is_none")]
+        epoch: Option<u32>,
+        /// Each process's standalone IPC, in process order: the quotas' ratio. `None`:
+        /// equal quotas.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        ipc: Option<Ipcs>,
+    },
 }
 
 /// How a policy is written: [`PolicyKind`] with every variant a struct, so that a parameter
@@ -135,6 +153,14 @@ enum Written {
         #[serde(default, deserialize_with = "de_percentage")]
         percentage: Option<f64>,
     },
+    Spatial {},
+    LeftOver {},
+    Smk {
+        #[serde(default, deserialize_with = "de_epoch")]
+        epoch: Option<u32>,
+        #[serde(default, deserialize_with = "de_ipc")]
+        ipc: Option<Ipcs>,
+    },
 }
 
 impl From<Written> for PolicyKind {
@@ -146,6 +172,9 @@ impl From<Written> for PolicyKind {
             Written::TimeSlice { slice_us } => PolicyKind::TimeSlice { slice_us },
             Written::Dss { tokens } => PolicyKind::Dss { tokens },
             Written::Mps { percentage } => PolicyKind::Mps { percentage },
+            Written::Spatial {} => PolicyKind::Spatial,
+            Written::LeftOver {} => PolicyKind::LeftOver,
+            Written::Smk { epoch, ipc } => PolicyKind::Smk { epoch, ipc },
         }
     }
 }
@@ -195,6 +224,72 @@ fn de_percentage<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<f64>, 
     Ok(Some(v))
 }
 
+/// The longest SMK epoch, warp instructions per scheduler.
+pub const MAX_SMK_EPOCH: u32 = 1 << 24;
+
+fn de_epoch<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    let v = u32::deserialize(d).map_err(|e| {
+        let e = e.to_string();
+        serde::de::Error::custom(format!("`epoch`: {}", e.trim_end()))
+    })?;
+    if v == 0 || v > MAX_SMK_EPOCH {
+        return Err(serde::de::Error::custom(format!(
+            "`epoch` = {v} is out of range: an epoch is 1 to {MAX_SMK_EPOCH} warp instructions"
+        )));
+    }
+    Ok(Some(v))
+}
+
+/// SMK's standalone IPCs: a list of numbers (a scenario's `ipc = [1.5, 0.5]`), or on the
+/// command line, where commas separate parameters, numbers joined by `/` (`ipc=1.5/0.5`).
+fn de_ipc<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Ipcs>, D::Error> {
+    struct V;
+    impl<'de> serde::de::Visitor<'de> for V {
+        type Value = Vec<f64>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a list of numbers, or numbers joined by `/`")
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut a: A) -> Result<Vec<f64>, A::Error> {
+            let mut out = Vec::new();
+            while let Some(x) = a.next_element::<f64>()? {
+                out.push(x);
+                if out.len() > MAX_CORUNNERS {
+                    break;
+                }
+            }
+            Ok(out)
+        }
+        fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Vec<f64>, E> {
+            s.split('/')
+                .map(|x| {
+                    x.trim()
+                        .parse::<f64>()
+                        .map_err(|_| E::custom(format!("`{x}` is not a number")))
+                })
+                .collect()
+        }
+        fn visit_f64<E: serde::de::Error>(self, x: f64) -> Result<Vec<f64>, E> {
+            Ok(vec![x])
+        }
+        fn visit_i64<E: serde::de::Error>(self, x: i64) -> Result<Vec<f64>, E> {
+            Ok(vec![x as f64])
+        }
+        fn visit_u64<E: serde::de::Error>(self, x: u64) -> Result<Vec<f64>, E> {
+            Ok(vec![x as f64])
+        }
+    }
+    let v = d.deserialize_any(V).map_err(|e| {
+        let e = e.to_string();
+        serde::de::Error::custom(format!("`ipc`: {}", e.trim_end()))
+    })?;
+    match Ipcs::new(&v) {
+        Some(ipc) => Ok(Some(ipc)),
+        None => Err(serde::de::Error::custom(format!(
+            "`ipc` = {v:?} is out of range: 1 to {MAX_CORUNNERS} positive finite IPCs, one per process"
+        ))),
+    }
+}
+
 /// What building a policy needs to know of the run.
 #[derive(Clone, Debug)]
 pub struct PolicyEnv {
@@ -209,7 +304,7 @@ pub struct PolicyEnv {
 
 impl PolicyKind {
     /// Every policy, with its parameters' defaults.
-    pub const ALL: [PolicyKind; 6] = [
+    pub const ALL: [PolicyKind; 9] = [
         PolicyKind::Fcfs,
         PolicyKind::Npq,
         PolicyKind::Ppq {
@@ -218,6 +313,22 @@ impl PolicyKind {
         PolicyKind::TimeSlice { slice_us: None },
         PolicyKind::Dss { tokens: None },
         PolicyKind::Mps { percentage: None },
+        PolicyKind::Spatial,
+        PolicyKind::LeftOver,
+        PolicyKind::Smk {
+            epoch: None,
+            ipc: None,
+        },
+    ];
+
+    /// The co-running schemes ([`crate::corun`]), with their parameters' defaults.
+    pub const CORUN: [PolicyKind; 3] = [
+        PolicyKind::Spatial,
+        PolicyKind::LeftOver,
+        PolicyKind::Smk {
+            epoch: None,
+            ipc: None,
+        },
     ];
 
     /// The policy for a run described by `env`.
@@ -237,6 +348,12 @@ impl PolicyKind {
                 env.sm_count,
                 percentage.unwrap_or(100.0),
             )),
+            PolicyKind::Spatial => Box::new(Corun::new(Scheme::Spatial)),
+            PolicyKind::LeftOver => Box::new(Corun::new(Scheme::LeftOver)),
+            PolicyKind::Smk { epoch, ipc } => Box::new(Corun::new(Scheme::Smk {
+                epoch: epoch.unwrap_or(SMK_EPOCH),
+                ipc,
+            })),
         }
     }
 
@@ -249,6 +366,9 @@ impl PolicyKind {
             PolicyKind::TimeSlice { .. } => "time-slice",
             PolicyKind::Dss { .. } => "dss",
             PolicyKind::Mps { .. } => "mps",
+            PolicyKind::Spatial => "spatial",
+            PolicyKind::LeftOver => "left-over",
+            PolicyKind::Smk { .. } => "smk",
         }
     }
 }
@@ -267,6 +387,18 @@ impl std::fmt::Display for PolicyKind {
             PolicyKind::Ppq {
                 access: PpqAccess::Exclusive,
             } => write!(f, ":access=exclusive"),
+            PolicyKind::Smk { epoch, ipc } => {
+                let mut sep = ':';
+                if let Some(e) = epoch {
+                    write!(f, "{sep}epoch={e}")?;
+                    sep = ',';
+                }
+                if let Some(ipc) = ipc {
+                    let list: Vec<String> = ipc.as_slice().iter().map(f64::to_string).collect();
+                    write!(f, "{sep}ipc={}", list.join("/"))?;
+                }
+                Ok(())
+            }
             _ => Ok(()),
         }
     }

@@ -521,9 +521,12 @@ struct ScenarioArgs {
     scheduler: Option<SchedulerArg>,
     /// Scheduling policy, overriding the scenario's: fcfs, npq, ppq (preemptive priority),
     /// time-slice (contexts take turns), dss (dynamic spatial sharing), mps (NVIDIA's
-    /// Multi-Process Service: every process limited to a share of the SMs), written
-    /// `name[:key=value,...]`, e.g. `time-slice:slice_us=100`, `ppq:access=exclusive`,
-    /// `dss:tokens=4` or `mps:percentage=50`.
+    /// Multi-Process Service: every process limited to a share of the SMs), and the
+    /// co-running schemes spatial (even SM split), left-over (the second kernel takes what
+    /// the first leaves on each SM) and smk (DRF TB partition and warp-instruction quotas),
+    /// written `name[:key=value,...]`, e.g. `time-slice:slice_us=100`,
+    /// `ppq:access=exclusive`, `dss:tokens=4`, `mps:percentage=50` or
+    /// `smk:epoch=500,ipc=1.5/0.5` (standalone IPCs by process, joined by `/`).
     #[arg(long, value_name = "POLICY", value_parser = policy_arg)]
     policy: Option<sched::PolicyKind>,
     /// Let TBs of different kernels share an SM (overrides the scenario's setting).
