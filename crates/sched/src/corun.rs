@@ -23,6 +23,10 @@
 //!   every kernel present on the scheduler has used its quota
 //!   ([`gpu::timing::Quota`]).
 //!
+//! * **fixed** ([`Scheme::Fixed`]): a given TB combination, so many TBs of each process's
+//!   kernels on every SM (the points of papers/lin-thesis Figure 4.2, and what an oracle
+//!   searches over); a process beyond the list is not limited.
+//!
 //! Kernels are planned over the active kernels that still have TBs to issue, in activation
 //! order; when that set changes (a kernel arrives or issues its last TB) the plan is made
 //! again. Nothing is preempted for an intra-SM plan: a kernel over its new limits on an SM
@@ -69,6 +73,41 @@ pub enum Scheme {
         /// quotas.
         ipc: Option<Ipcs>,
     },
+    /// TBs per SM of each GPU context's (process's) kernels, in context order.
+    Fixed(TbCounts),
+}
+
+/// TBs per SM of up to [`MAX_CORUNNERS`] processes, in process order, each at least 1: a
+/// `Copy` list, as policies are. Serialized as a list of numbers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TbCounts {
+    len: u8,
+    values: [u32; MAX_CORUNNERS],
+}
+
+impl TbCounts {
+    /// The list, or `None` when it is empty, longer than [`MAX_CORUNNERS`] or holds a 0.
+    pub fn new(values: &[u32]) -> Option<TbCounts> {
+        if values.is_empty() || values.len() > MAX_CORUNNERS || values.contains(&0) {
+            return None;
+        }
+        let mut out = [0; MAX_CORUNNERS];
+        out[..values.len()].copy_from_slice(values);
+        Some(TbCounts {
+            len: values.len() as u8,
+            values: out,
+        })
+    }
+
+    pub fn as_slice(&self) -> &[u32] {
+        &self.values[..usize::from(self.len)]
+    }
+}
+
+impl serde::Serialize for TbCounts {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.as_slice())
+    }
 }
 
 /// Standalone IPCs of up to [`MAX_CORUNNERS`] processes, in process order (SMK's quota
@@ -295,6 +334,22 @@ pub fn plan(
             let q = (kernels.len() > 1).then_some(q);
             intra(drf(resources, kernels), q)
         }
+        Scheme::Fixed(counts) => {
+            let one: SmPlan = contexts
+                .iter()
+                .enumerate()
+                .take(kernels.len())
+                .map(|(i, c)| {
+                    let tbs = counts.as_slice().get(c.0 as usize).copied();
+                    let limits = KernelLimits {
+                        tbs,
+                        ..KernelLimits::default()
+                    };
+                    (i, limits)
+                })
+                .collect();
+            vec![one; sm_count as usize]
+        }
     }
 }
 
@@ -314,6 +369,7 @@ impl Corun {
             Scheme::Spatial => "spatial",
             Scheme::LeftOver => "left-over",
             Scheme::Smk { .. } => "smk",
+            Scheme::Fixed(_) => "fixed",
         };
         Corun {
             scheme,
@@ -522,6 +578,32 @@ mod tests {
         // Alone, no quota.
         let p = plan(&smk, &maxwell(), 1, &[a], &[ContextId(0)]);
         assert_eq!(p[0][0].1.issue_quota, None);
+    }
+
+    #[test]
+    fn fixed_plan_limits_each_process_to_its_count() {
+        let a = k(8, 8 * 32 * 8, 24 * 1024, 4);
+        let b = k(4, 4 * 32 * 16, 0, 16);
+        let fixed = Scheme::Fixed(TbCounts::new(&[2, 5]).unwrap());
+        // Kernels of contexts 1 and 0 (in activation order), and one of context 2, which
+        // the list does not name.
+        let p = plan(
+            &fixed,
+            &maxwell(),
+            3,
+            &[a, b, b],
+            &[ContextId(1), ContextId(0), ContextId(2)],
+        );
+        assert_eq!(p.len(), 3);
+        for sm in &p {
+            let tbs: Vec<_> = sm.iter().map(|(i, l)| (*i, l.tbs, l.issue_quota)).collect();
+            assert_eq!(
+                tbs,
+                [(0, Some(5), None), (1, Some(2), None), (2, None, None)]
+            );
+        }
+        assert!(TbCounts::new(&[1, 0]).is_none());
+        assert!(TbCounts::new(&[]).is_none());
     }
 
     #[test]

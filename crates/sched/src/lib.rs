@@ -21,7 +21,7 @@ pub mod mps;
 pub mod policy;
 pub mod tables;
 
-pub use corun::{Corun, Ipcs, Scheme};
+pub use corun::{Corun, Ipcs, Scheme, TbCounts};
 pub use dss::Dss;
 pub use framework::Framework;
 pub use mps::Mps;

@@ -28,7 +28,7 @@
 use gpu::timing::SmId;
 use serde::{Deserialize, Serialize};
 
-use crate::corun::{Corun, Ipcs, Scheme, MAX_CORUNNERS, SMK_EPOCH};
+use crate::corun::{Corun, Ipcs, Scheme, TbCounts, MAX_CORUNNERS, SMK_EPOCH};
 use crate::tables::{ContextId, KernelSlot, Ksr, Tables, Waiting};
 
 /// A scheduling policy.
@@ -126,6 +126,11 @@ pub enum PolicyKind {
         #[serde(skip_serializing_if = "Option::is_none")]
         ipc: Option<Ipcs>,
     },
+    /// Co-running inside every SM at a given TB combination: so many TBs per SM of each
+    /// process's kernels, in process order ([`crate::corun`]).
+    Fixed {
+        tbs: TbCounts,
+    },
 }
 
 /// How a policy is written: [`PolicyKind`] with every variant a struct, so that a parameter
@@ -161,6 +166,10 @@ enum Written {
         #[serde(default, deserialize_with = "de_ipc")]
         ipc: Option<Ipcs>,
     },
+    Fixed {
+        #[serde(deserialize_with = "de_tbs")]
+        tbs: TbCounts,
+    },
 }
 
 impl From<Written> for PolicyKind {
@@ -175,6 +184,7 @@ impl From<Written> for PolicyKind {
             Written::Spatial {} => PolicyKind::Spatial,
             Written::LeftOver {} => PolicyKind::LeftOver,
             Written::Smk { epoch, ipc } => PolicyKind::Smk { epoch, ipc },
+            Written::Fixed { tbs } => PolicyKind::Fixed { tbs },
         }
     }
 }
@@ -290,6 +300,54 @@ fn de_ipc<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Ipcs>, D::Err
     }
 }
 
+/// A fixed TB combination: a list of counts (a scenario's `tbs = [7, 4]`), or on the
+/// command line numbers joined by `/` (`tbs=7/4`).
+fn de_tbs<'de, D: serde::Deserializer<'de>>(d: D) -> Result<TbCounts, D::Error> {
+    struct V;
+    impl<'de> serde::de::Visitor<'de> for V {
+        type Value = Vec<i64>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a list of TB counts, or counts joined by `/`")
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut a: A) -> Result<Vec<i64>, A::Error> {
+            let mut out = Vec::new();
+            while let Some(x) = a.next_element::<i64>()? {
+                out.push(x);
+                if out.len() > MAX_CORUNNERS {
+                    break;
+                }
+            }
+            Ok(out)
+        }
+        fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Vec<i64>, E> {
+            s.split('/')
+                .map(|x| {
+                    x.trim()
+                        .parse::<i64>()
+                        .map_err(|_| E::custom(format!("`{x}` is not a TB count")))
+                })
+                .collect()
+        }
+        fn visit_i64<E: serde::de::Error>(self, x: i64) -> Result<Vec<i64>, E> {
+            Ok(vec![x])
+        }
+        fn visit_u64<E: serde::de::Error>(self, x: u64) -> Result<Vec<i64>, E> {
+            Ok(vec![i64::try_from(x).unwrap_or(i64::MAX)])
+        }
+    }
+    let v = d.deserialize_any(V).map_err(|e| {
+        let e = e.to_string();
+        serde::de::Error::custom(format!("`tbs`: {}", e.trim_end()))
+    })?;
+    let counts: Option<Vec<u32>> = v.iter().map(|&x| u32::try_from(x).ok()).collect();
+    match counts.as_deref().and_then(TbCounts::new) {
+        Some(t) => Ok(t),
+        None => Err(serde::de::Error::custom(format!(
+            "`tbs` = {v:?} is out of range: 1 to {MAX_CORUNNERS} TB counts of at least 1, one per process"
+        ))),
+    }
+}
+
 /// What building a policy needs to know of the run.
 #[derive(Clone, Debug)]
 pub struct PolicyEnv {
@@ -354,6 +412,7 @@ impl PolicyKind {
                 epoch: epoch.unwrap_or(SMK_EPOCH),
                 ipc,
             })),
+            PolicyKind::Fixed { tbs } => Box::new(Corun::new(Scheme::Fixed(tbs))),
         }
     }
 
@@ -369,6 +428,7 @@ impl PolicyKind {
             PolicyKind::Spatial => "spatial",
             PolicyKind::LeftOver => "left-over",
             PolicyKind::Smk { .. } => "smk",
+            PolicyKind::Fixed { .. } => "fixed",
         }
     }
 }
@@ -398,6 +458,10 @@ impl std::fmt::Display for PolicyKind {
                     write!(f, "{sep}ipc={}", list.join("/"))?;
                 }
                 Ok(())
+            }
+            PolicyKind::Fixed { tbs } => {
+                let list: Vec<String> = tbs.as_slice().iter().map(u32::to_string).collect();
+                write!(f, ":tbs={}", list.join("/"))
             }
             _ => Ok(()),
         }

@@ -78,6 +78,12 @@ fn policies() -> Vec<PolicyKind> {
         epoch: None,
         ipc: sched::Ipcs::new(&[2.0]),
     });
+    all.push(PolicyKind::Fixed {
+        tbs: sched::TbCounts::new(&[7, 4]).unwrap(),
+    });
+    all.push(PolicyKind::Fixed {
+        tbs: sched::TbCounts::new(&[3]).unwrap(),
+    });
     all
 }
 
@@ -290,6 +296,11 @@ fn bad_names_parameters_and_values_are_refused_naming_them_and_where() {
             "policy = { kind = \"smk\", quota = 10 }",
             &["unknown field `quota`", "epoch", "ipc"],
         ),
+        (
+            "policy = { kind = \"fixed\", tbs = [7, 0] }",
+            &["`tbs` = [7, 0] is out of range"],
+        ),
+        ("policy = \"fixed\"", &["missing field `tbs`"]),
     ];
     for (line, wants) in cases {
         // Line 3 of the file, after a description and the section header.

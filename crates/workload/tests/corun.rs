@@ -162,12 +162,22 @@ const PAIR: [&str; 2] = ["blackscholes", "kmeans"];
 
 #[test]
 fn every_scheme_runs_suite_programs_and_they_verify() {
-    for policy in PolicyKind::CORUN {
+    let fixed = PolicyKind::Fixed {
+        tbs: sched::TbCounts::new(&[3, 5]).unwrap(),
+    };
+    for policy in PolicyKind::CORUN.into_iter().chain([fixed]) {
         let mut w = Watch::default();
         run(policy, PAIR, &mut w);
         match policy {
             PolicyKind::Spatial => assert!(!w.shared_sm, "spatial put two kernels on one SM"),
             _ => assert!(w.shared_sm, "{policy} never ran two kernels on one SM"),
+        }
+        if policy == fixed {
+            // Process 0 (blackscholes, activated second) at 3, process 1 at 5.
+            assert!(!w.limits_seen.is_empty());
+            for &((_, la), (_, lb)) in &w.limits_seen {
+                assert_eq!((la, lb), (Some(5), Some(3)));
+            }
         }
     }
 }
