@@ -207,6 +207,12 @@ fn fits(cap: &Capacity, kernels: &[Corunner], tbs: &[u32]) -> bool {
     })
 }
 
+/// Whether `tbs[i]` TBs of each of `kernels` fit on one empty SM of `resources` together
+/// (its largest carve-out).
+pub fn fits_together(resources: &SmResources, kernels: &[Corunner], tbs: &[u32]) -> bool {
+    fits(&Capacity::of(resources), kernels, tbs)
+}
+
 /// TBs per SM under left-over: each kernel in order takes as many as fit beside those
 /// before it, up to its occupancy alone.
 pub fn left_over(resources: &SmResources, kernels: &[Corunner]) -> Vec<u32> {
