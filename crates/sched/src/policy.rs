@@ -42,7 +42,9 @@ use crate::tables::{ContextId, KernelSlot, Ksr, Tables, Waiting};
 /// TB left to issue ([`Policy::on_sm_room`], every cycle until the policy assigns it). A
 /// policy acts only through the [`Tables`] it is given: [`Tables::assign`] an idle (or, with
 /// sharing, finishing) SM to an active kernel, [`Tables::reserve`] a running SM for another
-/// kernel, [`Tables::make_room`] on a running SM for some TBs of another. It never touches the machine, sees no register values, and must be
+/// kernel, [`Tables::make_room`] on a running SM for some TBs of another, [`Tables::host`]
+/// several kernels side by side on an SM and [`Tables::limit`] what each may hold and issue
+/// there (co-running schemes, [`crate::corun`]). It never touches the machine, sees no register values, and must be
 /// deterministic: the same sequence of calls gives the same decisions. Policies do not own
 /// the mechanism that empties a reserved SM; without one the SM drains.
 pub trait Policy {
