@@ -3,7 +3,10 @@
 //! (the `fixed` scheme), and under every co-running scheme (spatial, left-over, SMK;
 //! `sched::corun`), each as per-kernel slowdowns, weighted and harmonic speedup
 //! (`workload::CorunMetrics`, §4.3.3). The best combination by harmonic speedup is the
-//! oracle of §4.1 over the combinations tried.
+//! oracle of §4.1 over the combinations tried. Warped-Slicer (§4.1, [Xu16]) is offline
+//! here: each program runs alone at every TB count per SM (its scalability curve), and
+//! `sched::corun::water_fill` picks the combination the pair then co-runs at (the paper
+//! profiles online on the SMs at the kernels' start: not yet).
 //!
 //! Method. The thesis co-runs kernels for 100 M cycles, re-executing one that finishes
 //! early (§4.3.3). Here each program is replayed (`workload::Setup::replay`, one run each):
@@ -28,7 +31,7 @@ use gpu::config::GpuConfig;
 use gpu::occupancy::Occupancy;
 use gpu::timing::Machine;
 use preempt::MechanismKind;
-use sched::corun::{fits_together, Corunner};
+use sched::corun::{fits_together, water_fill, Corunner};
 use sched::{Framework, Ipcs, PolicyKind, TbCounts};
 use serde::Serialize;
 use suite::Size;
@@ -83,6 +86,9 @@ pub struct Alone {
     pub tbs_per_sm: u32,
     /// Warp instructions per cycle of its kernels' time on the GPU.
     pub ipc: f64,
+    /// The same at 1, 2, … TBs per SM (the `fixed` scheme alone, up to `tbs_per_sm` or
+    /// `max_tbs`): its scalability curve, Warped-Slicer's input.
+    pub curve: Vec<f64>,
     /// Cycles of the run, and of its kernels' time on the GPU.
     pub cycles: u64,
     pub kernel_cycles: u64,
@@ -117,6 +123,8 @@ pub struct CorunResults {
     pub alone: [Alone; 2],
     /// Every TB combination tried, by the first program's count, then the second's.
     pub combinations: Vec<Point>,
+    /// The schemes asked for, then Warped-Slicer's combination (when it gives both
+    /// programs a TB).
     pub schemes: Vec<Point>,
     /// The combination of the best harmonic speedup (the oracle over those tried), and of
     /// the best weighted speedup (indices into `combinations`; ties to the first).
@@ -282,6 +290,7 @@ pub fn run(
             kernel: first.kernel.clone(),
             tbs_per_sm,
             ipc: per[0].ipc(),
+            curve: Vec::new(),
             cycles: r.cycles,
             kernel_cycles: per[0].kernel_cycles,
             warp_instructions: per[0].warp_instructions,
@@ -291,7 +300,8 @@ pub fn run(
     let alone: [Alone; 2] = alone_out.try_into().expect("two");
     let ipc_alone = [alone[0].ipc, alone[1].ipc];
 
-    // The combinations, then the schemes.
+    // Each program alone at every TB count (Warped-Slicer's scalability curves), the
+    // combinations, then the schemes.
     let cap = |n: u32| c.max_tbs.map_or(n, |m| n.min(m));
     let mut combos = Vec::new();
     for a in 1..=cap(shapes[0].alone_tbs) {
@@ -312,51 +322,87 @@ pub fn run(
             p => p,
         })
         .collect();
-    let mut jobs: Vec<(Option<[u32; 2]>, PolicyKind)> = combos
-        .iter()
-        .map(|&t| {
-            let tbs = TbCounts::new(&t).expect("counts of at least 1");
-            (Some(t), PolicyKind::Fixed { tbs })
-        })
-        .collect();
-    jobs.extend(schemes.iter().map(|&p| (None, p)));
-    let label = |j: &(Option<[u32; 2]>, PolicyKind)| match j.0 {
-        Some([a, b]) => format!("{a}+{b}"),
-        None => j.1.to_string(),
+    let fixed = |t: &[u32]| PolicyKind::Fixed {
+        tbs: TbCounts::new(t).expect("counts of at least 1"),
     };
-    let total = 2 + jobs.len();
-    let results = crate::run_indexed(
-        c.threads,
-        &jobs,
-        &|j| run_one(c, &[0, 1], j.1),
-        &label,
-        progress,
-        &done,
-        total,
-    );
+    let mut jobs: Vec<Job> = Vec::new();
+    for (i, shape) in shapes.iter().enumerate() {
+        jobs.extend((1..=cap(shape.alone_tbs)).map(|n| Job::Profile(i, n)));
+    }
+    let profiles = jobs.len();
+    jobs.extend(combos.iter().map(|&t| Job::Co(Some(t), fixed(&t))));
+    jobs.extend(schemes.iter().map(|&p| Job::Co(None, p)));
+    let label = |j: &Job| match *j {
+        Job::Profile(i, n) => format!("{} alone at {n} TBs/SM", c.pair[i].name()),
+        Job::Co(Some([a, b]), _) => format!("{a}+{b}"),
+        Job::Co(None, p) => p.to_string(),
+    };
+    // The Warped-Slicer run comes last, once the curves are known.
+    let total = 2 + jobs.len() + 1;
+    let one = |j: &Job| match *j {
+        Job::Profile(i, n) => run_one(c, &[i], fixed(&[n])),
+        Job::Co(_, p) => run_one(c, &[0, 1], p),
+    };
+    let results = crate::run_indexed(c.threads, &jobs, &one, &label, progress, &done, total);
+    let mut curves = vec![Vec::new(), Vec::new()];
     let mut points = Vec::new();
-    for (j, r) in jobs.iter().zip(results) {
-        let what = label(j);
-        let Some(r) = r else {
-            continue;
-        };
-        let (per, r) = r.map_err(|error| CorunError::Run {
-            what: what.clone(),
-            error,
-        })?;
+    let point = |tbs: Option<[u32; 2]>, what: String, per: &[Measured], r: &RunRecord| {
         let ipc_shared = [per[0].ipc(), per[1].ipc()];
-        points.push(Point {
+        Point {
             label: what,
-            tbs: j.0,
+            tbs,
             ipc: ipc_shared,
             warp_instructions: [per[0].warp_instructions, per[1].warp_instructions],
             kernel_cycles: [per[0].kernel_cycles, per[1].kernel_cycles],
             cycles: r.cycles,
             metrics: CorunMetrics::of(&ipc_alone, &ipc_shared).ok(),
-            verified: verified(&r),
-        });
+            verified: verified(r),
+        }
+    };
+    let mut profiles_verified = [true, true];
+    for (j, r) in jobs.iter().zip(results) {
+        let what = label(j);
+        // A job is left unrun only after an earlier one failed, which is returned first.
+        let r = r.ok_or_else(|| CorunError::Config(format!("{what}: not run")))?;
+        let (per, r) = r.map_err(|error| CorunError::Run {
+            what: what.clone(),
+            error,
+        })?;
+        match *j {
+            Job::Profile(i, _) => {
+                curves[i].push(per[0].ipc());
+                profiles_verified[i] &= verified(&r);
+            }
+            Job::Co(tbs, _) => points.push(point(tbs, what, &per, &r)),
+        }
     }
-    let schemes = points.split_off(combos.len());
+    debug_assert_eq!(curves[0].len() + curves[1].len(), profiles);
+    let mut schemes = points.split_off(combos.len());
+
+    // Warped-Slicer: water-filling over the curves, then a run at that combination.
+    let ws = water_fill(&c.gpu.sm.resources, &shapes, &curves);
+    if ws.iter().all(|&n| n > 0) {
+        let what = format!("warped-slicer ({}+{})", ws[0], ws[1]);
+        let r = crate::run_indexed(
+            1,
+            &[fixed(&ws)],
+            &|&p| run_one(c, &[0, 1], p),
+            &|_| what.clone(),
+            progress,
+            &done,
+            total,
+        );
+        let r = r
+            .into_iter()
+            .next()
+            .flatten()
+            .expect("one job on one thread");
+        let (per, r) = r.map_err(|error| CorunError::Run {
+            what: what.clone(),
+            error,
+        })?;
+        schemes.push(point(Some([ws[0], ws[1]]), what, &per, &r));
+    }
     let best = |key: fn(&CorunMetrics) -> f64| {
         points
             .iter()
@@ -368,15 +414,27 @@ pub fn run(
             })
             .map(|(i, _)| i)
     };
+    let [mut a0, mut a1] = alone;
+    a0.curve = std::mem::take(&mut curves[0]);
+    a1.curve = std::mem::take(&mut curves[1]);
+    a0.verified &= profiles_verified[0];
+    a1.verified &= profiles_verified[1];
     Ok(CorunResults {
         gpu: c.gpu.name.clone(),
         size: format!("{:?}", c.size).to_lowercase(),
         best_harmonic: best(|m| m.harmonic_speedup),
         best_weighted: best(|m| m.weighted_speedup),
-        alone,
+        alone: [a0, a1],
         combinations: points,
         schemes,
     })
+}
+
+/// A run of the second batch: a program alone at a TB count, or the pair under a policy
+/// (with its combination, for a `fixed` one).
+enum Job {
+    Profile(usize, u32),
+    Co(Option<[u32; 2]>, PolicyKind),
 }
 
 /// Weighted and harmonic speedup per combination and per scheme, as a figure.

@@ -272,6 +272,58 @@ pub fn drf(resources: &SmResources, kernels: &[Corunner]) -> Vec<u32> {
     tbs
 }
 
+/// Warped-Slicer's TB combination (Xu et al., ISCA'16, the thesis's [Xu16]) from each
+/// kernel's scalability curve — `curves[k][n - 1]`, its performance alone at `n` TBs per SM
+/// — by water-filling: while some kernel can grow, the one whose performance at its
+/// current count, relative to the best of its curve, is lowest (none yet counts 0; ties:
+/// the earlier) gets one more TB if its curve goes that far and it fits beside the others;
+/// else, or once it reaches the best of its curve (more TBs would not make it faster), it
+/// is done. The result maximises the smallest relative performance the curves predict.
+/// The thesis describes WS as choosing, from the curves, "the CTA combination that
+/// generates the minimum combined performance slowdown"; the curves are measured as the
+/// caller can (the paper profiles them online, on the SMs, at the kernels' start).
+pub fn water_fill(resources: &SmResources, kernels: &[Corunner], curves: &[Vec<f64>]) -> Vec<u32> {
+    let cap = Capacity::of(resources);
+    let n = kernels.len().min(curves.len());
+    let kernels = &kernels[..n];
+    let best: Vec<f64> = curves[..n]
+        .iter()
+        .map(|c| {
+            c.iter()
+                .copied()
+                .filter(|v| v.is_finite())
+                .fold(0.0, f64::max)
+        })
+        .collect();
+    let relative = |k: usize, tbs: u32| -> f64 {
+        match tbs.checked_sub(1).and_then(|i| curves[k].get(i as usize)) {
+            Some(&v) if best[k] > 0.0 && v.is_finite() => v / best[k],
+            _ => 0.0,
+        }
+    };
+    let mut tbs = vec![0; n];
+    let mut open: Vec<usize> = (0..n).filter(|&k| best[k] > 0.0).collect();
+    while !open.is_empty() {
+        let (pos, &k) = open
+            .iter()
+            .enumerate()
+            .min_by(|(_, &a), (_, &b)| {
+                relative(a, tbs[a])
+                    .total_cmp(&relative(b, tbs[b]))
+                    .then(a.cmp(&b))
+            })
+            .expect("not empty");
+        tbs[k] += 1;
+        if tbs[k] as usize > curves[k].len() || !fits(&cap, kernels, &tbs) {
+            tbs[k] -= 1;
+            open.remove(pos);
+        } else if relative(k, tbs[k]) >= 1.0 {
+            open.remove(pos);
+        }
+    }
+    tbs
+}
+
 /// SMK's warp-instruction quotas per epoch per scheduler: `epoch` split in the ratio of
 /// `weights` (standalone IPCs; equal when `None`), each rounded to the nearest and at
 /// least 1.
@@ -556,6 +608,28 @@ mod tests {
         // A kernel never gets more than its occupancy alone.
         let small = k(1, 32 * 16, 0, 2);
         assert_eq!(drf(&maxwell(), &[small, b]), vec![2, 15]);
+    }
+
+    #[test]
+    fn water_filling_raises_the_lowest_relative_performance_first() {
+        let a = k(1, 32 * 16, 0, 32);
+        let b = k(1, 32 * 16, 0, 32);
+        let curves = vec![vec![0.5, 0.8, 1.0, 1.0], vec![0.3, 0.6, 0.9, 1.0]];
+        // Ample room. By hand: A 1 (0.5); B 1 (0.3), 2 (0.6); A 2 (0.8); B 3 (0.9); A 3
+        // (1.0, its best: done); B 4 (1.0, done): (3, 4).
+        assert_eq!(water_fill(&maxwell(), &[a, b], &curves), vec![3, 4]);
+        // Five TB slots: A 1, B 1, B 2, A 2, B 3 fill them; A's 3rd and B's 4th do not fit.
+        let mut five = maxwell();
+        five.max_tbs = 5;
+        assert_eq!(water_fill(&five, &[a, b], &curves), vec![2, 3]);
+        // A curve that peaks early stops there, leaving the room to the other.
+        let curves = vec![vec![1.0, 0.9], vec![0.2, 0.4, 0.6]];
+        assert_eq!(water_fill(&maxwell(), &[a, b], &curves), vec![1, 3]);
+        // No curve: nothing.
+        assert_eq!(
+            water_fill(&maxwell(), &[a, b], &[vec![], vec![]]),
+            vec![0, 0]
+        );
     }
 
     #[test]

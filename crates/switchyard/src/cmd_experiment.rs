@@ -545,6 +545,8 @@ pub(crate) fn corun(args: CorunArgs) -> Outcome {
                 "  {} alone: IPC {:.2} over {} cycles; {} at {} TBs/SM",
                 a.program, a.ipc, a.cycles, a.kernel, a.tbs_per_sm
             );
+            let curve: Vec<String> = a.curve.iter().map(|v| format!("{v:.2}")).collect();
+            println!("    IPC at 1, 2, ... TBs/SM: {}", curve.join(" "));
         }
         println!(
             "\n{:<28} {:>8} {:>8} {:>9} {:>9} {:>8} {:>8}",

@@ -1166,9 +1166,12 @@ fn corun_experiment_tries_every_combination_and_scheme_deterministically() {
             "scheme,spatial"
         ]
     );
-    // SMK's label holds commas: quoted.
+    // SMK's label holds commas: quoted. Then Warped-Slicer's combination from the curves
+    // of each program alone at 1 and 2 TBs per SM.
     assert!(rows[6].starts_with("scheme,\"smk:epoch=200,ipc="), "{csv}");
-    assert_eq!(rows.len(), 7, "{csv}");
+    assert!(rows[7].starts_with("scheme,warped-slicer ("), "{csv}");
+    assert_eq!(rows.len(), 8, "{csv}");
+    assert!(t.contains("IPC at 1, 2, ... TBs/SM"), "{t}");
     for r in &rows[1..] {
         assert!(r.ends_with(",true"), "not verified: {r}");
     }
