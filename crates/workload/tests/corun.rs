@@ -235,4 +235,3 @@ fn smk_quotas_set_the_issue_shares() {
         "blackscholes issued {low:.3} of the instructions at quota 20% and {high:.3} at 80%"
     );
 }
-
