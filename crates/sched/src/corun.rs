@@ -15,14 +15,19 @@
 //!   (the largest fraction of any resource it holds) is smallest, and a kernel that no
 //!   longer fits (or already has its occupancy alone) gets no more. Then each kernel gets a
 //!   warp-instruction quota per epoch on every warp scheduler (SMK-W): the thesis says only
-//!   that it is "based on profiling of the standalone execution"; following the original
-//!   paper's goal of equal progress, quotas are in the ratio of the kernels' standalone
-//!   IPC (a kernel given a share of issue slots in proportion to its IPC alone slows down
-//!   by the same factor as the others), `epoch` warp instructions per scheduler in all.
+//!   that it is "based on profiling of the standalone execution" and serves "to further
+//!   ensure fair performance". The original paper's text was not at hand when this was
+//!   written, so the rule is ours, chosen for that goal: quotas in the ratio of the
+//!   kernels' standalone IPCs (a kernel given a share of issue slots in proportion to its
+//!   IPC alone slows down by the same factor as the others, where issue slots bind),
+//!   `epoch` warp instructions per scheduler in all.
 //!   Without the IPCs (a scenario that gives none) the quotas are equal. An epoch ends when
 //!   every kernel present on the scheduler has used its quota
 //!   ([`gpu::timing::Quota`]).
 //!
+//! * **Warped-Slicer**'s choice of a combination ([`water_fill`]) from each kernel's
+//!   performance at 1, 2, … TBs per SM; the caller measures the curves (`experiment::corun`
+//!   offline), so it is not a policy of its own yet.
 //! * **fixed** ([`Scheme::Fixed`]): a given TB combination, so many TBs of each process's
 //!   kernels on every SM (the points of papers/lin-thesis Figure 4.2, and what an oracle
 //!   searches over); a process beyond the list is not limited.
