@@ -3,7 +3,7 @@
 //! (the `fixed` scheme), and under every co-running scheme (spatial, left-over, SMK;
 //! `sched::corun`), each as per-kernel slowdowns, weighted and harmonic speedup
 //! (`workload::CorunMetrics`, §4.3.3). The best combination by harmonic speedup is the
-//! oracle of §4.1 over the combinations tried. Warped-Slicer (§4.1, [Xu16]) is offline
+//! oracle of §4.1 over the combinations tried. Warped-Slicer (§4.1, Xu16) is offline
 //! here: each program runs alone at every TB count per SM (its scalability curve), and
 //! `sched::corun::water_fill` picks the combination the pair then co-runs at (the paper
 //! profiles online on the SMs at the kernels' start: not yet).

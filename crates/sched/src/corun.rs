@@ -3,13 +3,13 @@
 //! kernels ([`Corun`]) and the pure plans it follows.
 //!
 //! * **spatial** ([`spatial`]): the SMs split evenly between the kernels, each SM running
-//!   one kernel (Spatial Multitasking, the thesis's baseline [Adr12a]); the first kernels
+//!   one kernel (Spatial Multitasking, the thesis's baseline, its Adr12a); the first kernels
 //!   (activation order) get the remainder SMs.
 //! * **left-over** ([`left_over`]): on every SM, the first kernel takes as many TBs as it
 //!   could alone (its occupancy) and the next takes as many as fit in what it leaves, and so
 //!   on.
 //! * **SMK** ([`drf`], [`quotas`]; Wang et al., HPCA'16, "Simultaneous Multikernel GPU",
-//!   the thesis's [Wan16]): every SM gets the same TB combination, chosen by *dominant
+//!   the thesis's Wan16): every SM gets the same TB combination, chosen by *dominant
 //!   resource fairness* over the SM's static resources (TB slots, threads, warps, registers,
 //!   shared memory): TBs are handed out one at a time to the kernel whose dominant share
 //!   (the largest fraction of any resource it holds) is smallest, and a kernel that no
@@ -277,7 +277,7 @@ pub fn drf(resources: &SmResources, kernels: &[Corunner]) -> Vec<u32> {
     tbs
 }
 
-/// Warped-Slicer's TB combination (Xu et al., ISCA'16, the thesis's [Xu16]) from each
+/// Warped-Slicer's TB combination (Xu et al., ISCA'16, the thesis's Xu16) from each
 /// kernel's scalability curve — `curves[k][n - 1]`, its performance alone at `n` TBs per SM
 /// — by water-filling: while some kernel can grow, the one whose performance at its
 /// current count, relative to the best of its curve, is lowest (none yet counts 0; ties:
