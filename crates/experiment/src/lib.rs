@@ -19,10 +19,14 @@
 //! * [`multiprogram`]: papers/tanasic-thesis §5.3 — seeded mixes of suite programs,
 //!   replayed, under FCFS, NPQ, PPQ (exclusive and shared) and DSS with a context switch and
 //!   with draining; NTT, ANTT, STP and fairness per class, and Figures 5.4–5.8.
+//! * [`corun`]: papers/lin-thesis ch. 4 — a pair of suite programs co-running inside the
+//!   SMs at every TB combination (Figure 4.2) and under every co-running scheme (spatial,
+//!   left-over, SMK); slowdowns, weighted and harmonic speedup.
 //! * [`study`]: the default job — a high-priority process preempts a long-running kernel
 //!   under every mechanism.
 
 pub mod benchmarks;
+pub mod corun;
 pub mod figures;
 pub mod inplace;
 pub mod multiprogram;

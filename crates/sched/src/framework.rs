@@ -60,6 +60,9 @@ pub struct Framework {
     leaving: Vec<(SmId, TbRef)>,
     /// Launches the host called since the last cycle, to tell the mechanism of.
     called: Vec<Called>,
+    /// Where a policy's limits were sent ([`Tables::limit`]), lifted when the launch
+    /// finishes so that no SM keeps the limits of a launch that is gone.
+    policy_limited: Vec<(SmId, LaunchId)>,
 }
 
 /// A launch the host called ([`Framework::launch_called`], [`Framework::anticipate`]).
@@ -101,6 +104,8 @@ impl Framework {
                 records: Vec::new(),
                 newly_reserved: Vec::new(),
                 newly_partial: Vec::new(),
+                new_limits: Vec::new(),
+                resources: None,
                 now: 0,
                 stream_priorities: false,
             },
@@ -112,6 +117,7 @@ impl Framework {
             limited: Vec::new(),
             leaving: Vec::new(),
             called: Vec::new(),
+            policy_limited: Vec::new(),
         }
     }
 
@@ -302,6 +308,20 @@ impl Framework {
                 | Event::HoldParked { .. }
                 | Event::HoldUnparked { .. } => {}
                 Event::LaunchFinished { cycle, launch } => {
+                    let mut i = 0;
+                    while i < self.policy_limited.len() {
+                        let (sm, l) = self.policy_limited[i];
+                        if l == launch {
+                            self.policy_limited.swap_remove(i);
+                            m.request(Request::Limit {
+                                sm,
+                                launch,
+                                limits: KernelLimits::default(),
+                            })?;
+                        } else {
+                            i += 1;
+                        }
+                    }
                     let Some(k) = t.slot_of(launch) else {
                         continue;
                     };
@@ -407,6 +427,20 @@ impl Framework {
         Ok(())
     }
 
+    /// Sends the machine the limits policies set ([`Tables::limit`]) for launches still
+    /// running.
+    fn send_limits(&mut self, m: &mut Machine) -> Result<(), TimingError> {
+        for (sm, launch, limits) in std::mem::take(&mut self.tables.new_limits) {
+            if m.launch(launch).finished_at().is_none() {
+                m.request(Request::Limit { sm, launch, limits })?;
+                if !self.policy_limited.contains(&(sm, launch)) {
+                    self.policy_limited.push((sm, launch));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Lifts the limits of kernels that are no longer guests of an SM (nor waiting for room
     /// on it), so that the SM's next set-up for them is unlimited.
     fn unlimit(&mut self, m: &mut Machine) -> Result<(), TimingError> {
@@ -497,6 +531,8 @@ impl Framework {
                 ptbq: VecDeque::new(),
                 pending_tbs: m.launch(launch).undispatched(),
                 sms: 0,
+                demand: *m.launch(launch).demand(),
+                alone_tbs: m.launch(launch).occupancy().tbs_per_sm,
             });
             t.active.push(k);
             t.stream_priorities |= cmd.stream_priority != 0;
@@ -651,6 +687,9 @@ impl LiveSlot for Option<KernelSlot> {
 impl Control for Framework {
     fn on_cycle(&mut self, m: &mut Machine) -> Result<(), TimingError> {
         self.tables.now = m.cycle();
+        if self.tables.resources.is_none() {
+            self.tables.resources = Some(m.config().sm.resources.clone());
+        }
         self.observe(m)?;
         if !self.called.is_empty() {
             self.tell_called(m)?;
@@ -665,6 +704,9 @@ impl Control for Framework {
         self.announce(m)?;
         if !self.limited.is_empty() {
             self.unlimit(m)?;
+        }
+        if !self.tables.new_limits.is_empty() {
+            self.send_limits(m)?;
         }
         self.drive(m)?;
         self.collect();

@@ -8,12 +8,14 @@
 //! * [`policy`]: the [`Policy`] trait with its contract, [`Fcfs`], [`Npq`], [`Ppq`] and
 //!   [`TimeSlice`]; [`dss`]: Dynamic Spatial Sharing ([`Dss`]); [`mps`]: NVIDIA's
 //!   Multi-Process Service ([`Mps`]); [`mig`]: NVIDIA's Multi-Instance GPU, SMs only
-//!   ([`Mig`]).
+//!   ([`Mig`]); [`corun`]: co-running schemes (spatial, left-over, SMK) over co-resident
+//!   kernels ([`Corun`]).
 //!
 //! Mechanism is separate from policy (DESIGN.md §1.1): a policy decides which kernel runs
 //! where; how an SM is emptied for another kernel (draining now; context switching and the
 //! other preemption mechanisms in the layer above the machine) is not its business.
 
+pub mod corun;
 pub mod dss;
 pub mod framework;
 pub mod mig;
@@ -21,13 +23,14 @@ pub mod mps;
 pub mod policy;
 pub mod tables;
 
+pub use corun::{Corun, Ipcs, Scheme, TbCounts};
 pub use dss::Dss;
 pub use framework::Framework;
 pub use mig::Mig;
 pub use mps::Mps;
 pub use policy::{
     Fcfs, Npq, Policy, PolicyEnv, PolicyKind, Ppq, PpqAccess, TimeSlice, MAX_DSS_TOKENS,
-    MAX_MIG_INSTANCES, SLICE_US_RANGE,
+    MAX_MIG_INSTANCES, MAX_SMK_EPOCH, SLICE_US_RANGE,
 };
 pub use tables::{
     Command, ContextId, FrameworkConfig, KernelSlot, Ksr, Record, RoomRequest, SmEntry, SmState,

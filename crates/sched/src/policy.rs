@@ -28,6 +28,7 @@
 use gpu::timing::SmId;
 use serde::{Deserialize, Serialize};
 
+use crate::corun::{Corun, Ipcs, Scheme, TbCounts, MAX_CORUNNERS, SMK_EPOCH};
 use crate::tables::{ContextId, KernelSlot, Ksr, Tables, Waiting};
 
 /// A scheduling policy.
@@ -41,7 +42,9 @@ use crate::tables::{ContextId, KernelSlot, Ksr, Tables, Waiting};
 /// TB left to issue ([`Policy::on_sm_room`], every cycle until the policy assigns it). A
 /// policy acts only through the [`Tables`] it is given: [`Tables::assign`] an idle (or, with
 /// sharing, finishing) SM to an active kernel, [`Tables::reserve`] a running SM for another
-/// kernel, [`Tables::make_room`] on a running SM for some TBs of another. It never touches the machine, sees no register values, and must be
+/// kernel, [`Tables::make_room`] on a running SM for some TBs of another, [`Tables::host`]
+/// several kernels side by side on an SM and [`Tables::limit`] what each may hold and issue
+/// there (co-running schemes, [`crate::corun`]). It never touches the machine, sees no register values, and must be
 /// deterministic: the same sequence of calls gives the same decisions. Policies do not own
 /// the mechanism that empties a reserved SM; without one the SM drains.
 ///
@@ -121,6 +124,28 @@ pub enum PolicyKind {
         #[serde(skip_serializing_if = "Option::is_none")]
         instances: Option<u32>,
     },
+    /// Co-running, each kernel on its own SMs, split evenly ([`crate::corun`]).
+    Spatial,
+    /// Co-running inside every SM, the second kernel taking what the first leaves
+    /// ([`crate::corun`]).
+    LeftOver,
+    /// Co-running inside every SM under SMK's dominant-resource-fair TB partition and
+    /// warp-instruction quotas (Wang et al., HPCA'16; [`crate::corun`]).
+    Smk {
+        /// Warp instructions per epoch per scheduler, over all kernels, 1 to
+        /// [`MAX_SMK_EPOCH`]; `None`: [`crate::corun::SMK_EPOCH`].
+        #[serde(skip_serializing_if = "Option::is_none")]
+        epoch: Option<u32>,
+        /// Each process's standalone IPC, in process order: the quotas' ratio. `None`:
+        /// equal quotas.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        ipc: Option<Ipcs>,
+    },
+    /// Co-running inside every SM at a given TB combination: so many TBs per SM of each
+    /// process's kernels, in process order ([`crate::corun`]).
+    Fixed {
+        tbs: TbCounts,
+    },
 }
 
 /// How a policy is written: [`PolicyKind`] with every variant a struct, so that a parameter
@@ -152,6 +177,18 @@ enum Written {
         #[serde(default, deserialize_with = "de_instances")]
         instances: Option<u32>,
     },
+    Spatial {},
+    LeftOver {},
+    Smk {
+        #[serde(default, deserialize_with = "de_epoch")]
+        epoch: Option<u32>,
+        #[serde(default, deserialize_with = "de_ipc")]
+        ipc: Option<Ipcs>,
+    },
+    Fixed {
+        #[serde(deserialize_with = "de_tbs")]
+        tbs: TbCounts,
+    },
 }
 
 impl From<Written> for PolicyKind {
@@ -164,6 +201,10 @@ impl From<Written> for PolicyKind {
             Written::Dss { tokens } => PolicyKind::Dss { tokens },
             Written::Mps { percentage } => PolicyKind::Mps { percentage },
             Written::Mig { instances } => PolicyKind::Mig { instances },
+            Written::Spatial {} => PolicyKind::Spatial,
+            Written::LeftOver {} => PolicyKind::LeftOver,
+            Written::Smk { epoch, ipc } => PolicyKind::Smk { epoch, ipc },
+            Written::Fixed { tbs } => PolicyKind::Fixed { tbs },
         }
     }
 }
@@ -230,6 +271,120 @@ fn de_instances<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u32>, D
     Ok(Some(v))
 }
 
+/// The longest SMK epoch, warp instructions per scheduler.
+pub const MAX_SMK_EPOCH: u32 = 1 << 24;
+
+fn de_epoch<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    let v = u32::deserialize(d).map_err(|e| {
+        let e = e.to_string();
+        serde::de::Error::custom(format!("`epoch`: {}", e.trim_end()))
+    })?;
+    if v == 0 || v > MAX_SMK_EPOCH {
+        return Err(serde::de::Error::custom(format!(
+            "`epoch` = {v} is out of range: an epoch is 1 to {MAX_SMK_EPOCH} warp instructions"
+        )));
+    }
+    Ok(Some(v))
+}
+
+/// SMK's standalone IPCs: a list of numbers (a scenario's `ipc = [1.5, 0.5]`), or on the
+/// command line, where commas separate parameters, numbers joined by `/` (`ipc=1.5/0.5`).
+fn de_ipc<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Ipcs>, D::Error> {
+    struct V;
+    impl<'de> serde::de::Visitor<'de> for V {
+        type Value = Vec<f64>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a list of numbers, or numbers joined by `/`")
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut a: A) -> Result<Vec<f64>, A::Error> {
+            let mut out = Vec::new();
+            while let Some(x) = a.next_element::<f64>()? {
+                out.push(x);
+                if out.len() > MAX_CORUNNERS {
+                    break;
+                }
+            }
+            Ok(out)
+        }
+        fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Vec<f64>, E> {
+            s.split('/')
+                .map(|x| {
+                    x.trim()
+                        .parse::<f64>()
+                        .map_err(|_| E::custom(format!("`{x}` is not a number")))
+                })
+                .collect()
+        }
+        fn visit_f64<E: serde::de::Error>(self, x: f64) -> Result<Vec<f64>, E> {
+            Ok(vec![x])
+        }
+        fn visit_i64<E: serde::de::Error>(self, x: i64) -> Result<Vec<f64>, E> {
+            Ok(vec![x as f64])
+        }
+        fn visit_u64<E: serde::de::Error>(self, x: u64) -> Result<Vec<f64>, E> {
+            Ok(vec![x as f64])
+        }
+    }
+    let v = d.deserialize_any(V).map_err(|e| {
+        let e = e.to_string();
+        serde::de::Error::custom(format!("`ipc`: {}", e.trim_end()))
+    })?;
+    match Ipcs::new(&v) {
+        Some(ipc) => Ok(Some(ipc)),
+        None => Err(serde::de::Error::custom(format!(
+            "`ipc` = {v:?} is out of range: 1 to {MAX_CORUNNERS} positive finite IPCs, one per process"
+        ))),
+    }
+}
+
+/// A fixed TB combination: a list of counts (a scenario's `tbs = [7, 4]`), or on the
+/// command line numbers joined by `/` (`tbs=7/4`).
+fn de_tbs<'de, D: serde::Deserializer<'de>>(d: D) -> Result<TbCounts, D::Error> {
+    struct V;
+    impl<'de> serde::de::Visitor<'de> for V {
+        type Value = Vec<i64>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a list of TB counts, or counts joined by `/`")
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut a: A) -> Result<Vec<i64>, A::Error> {
+            let mut out = Vec::new();
+            while let Some(x) = a.next_element::<i64>()? {
+                out.push(x);
+                if out.len() > MAX_CORUNNERS {
+                    break;
+                }
+            }
+            Ok(out)
+        }
+        fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Vec<i64>, E> {
+            s.split('/')
+                .map(|x| {
+                    x.trim()
+                        .parse::<i64>()
+                        .map_err(|_| E::custom(format!("`{x}` is not a TB count")))
+                })
+                .collect()
+        }
+        fn visit_i64<E: serde::de::Error>(self, x: i64) -> Result<Vec<i64>, E> {
+            Ok(vec![x])
+        }
+        fn visit_u64<E: serde::de::Error>(self, x: u64) -> Result<Vec<i64>, E> {
+            Ok(vec![i64::try_from(x).unwrap_or(i64::MAX)])
+        }
+    }
+    let v = d.deserialize_any(V).map_err(|e| {
+        let e = e.to_string();
+        serde::de::Error::custom(format!("`tbs`: {}", e.trim_end()))
+    })?;
+    let counts: Option<Vec<u32>> = v.iter().map(|&x| u32::try_from(x).ok()).collect();
+    match counts.as_deref().and_then(TbCounts::new) {
+        Some(t) => Ok(t),
+        None => Err(serde::de::Error::custom(format!(
+            "`tbs` = {v:?} is out of range: 1 to {MAX_CORUNNERS} TB counts of at least 1, one per process"
+        ))),
+    }
+}
+
 /// What building a policy needs to know of the run.
 #[derive(Clone, Debug)]
 pub struct PolicyEnv {
@@ -244,7 +399,7 @@ pub struct PolicyEnv {
 
 impl PolicyKind {
     /// Every policy, with its parameters' defaults.
-    pub const ALL: [PolicyKind; 7] = [
+    pub const ALL: [PolicyKind; 10] = [
         PolicyKind::Fcfs,
         PolicyKind::Npq,
         PolicyKind::Ppq {
@@ -254,6 +409,22 @@ impl PolicyKind {
         PolicyKind::Dss { tokens: None },
         PolicyKind::Mps { percentage: None },
         PolicyKind::Mig { instances: None },
+        PolicyKind::Spatial,
+        PolicyKind::LeftOver,
+        PolicyKind::Smk {
+            epoch: None,
+            ipc: None,
+        },
+    ];
+
+    /// The co-running schemes ([`crate::corun`]), with their parameters' defaults.
+    pub const CORUN: [PolicyKind; 3] = [
+        PolicyKind::Spatial,
+        PolicyKind::LeftOver,
+        PolicyKind::Smk {
+            epoch: None,
+            ipc: None,
+        },
     ];
 
     /// The policy for a run described by `env`.
@@ -277,6 +448,13 @@ impl PolicyKind {
                 env.sm_count,
                 instances.unwrap_or(env.priorities.len().max(1) as u32),
             )),
+            PolicyKind::Spatial => Box::new(Corun::new(Scheme::Spatial)),
+            PolicyKind::LeftOver => Box::new(Corun::new(Scheme::LeftOver)),
+            PolicyKind::Smk { epoch, ipc } => Box::new(Corun::new(Scheme::Smk {
+                epoch: epoch.unwrap_or(SMK_EPOCH),
+                ipc,
+            })),
+            PolicyKind::Fixed { tbs } => Box::new(Corun::new(Scheme::Fixed(tbs))),
         }
     }
 
@@ -290,6 +468,10 @@ impl PolicyKind {
             PolicyKind::Dss { .. } => "dss",
             PolicyKind::Mps { .. } => "mps",
             PolicyKind::Mig { .. } => "mig",
+            PolicyKind::Spatial => "spatial",
+            PolicyKind::LeftOver => "left-over",
+            PolicyKind::Smk { .. } => "smk",
+            PolicyKind::Fixed { .. } => "fixed",
         }
     }
 }
@@ -309,6 +491,22 @@ impl std::fmt::Display for PolicyKind {
             PolicyKind::Ppq {
                 access: PpqAccess::Exclusive,
             } => write!(f, ":access=exclusive"),
+            PolicyKind::Smk { epoch, ipc } => {
+                let mut sep = ':';
+                if let Some(e) = epoch {
+                    write!(f, "{sep}epoch={e}")?;
+                    sep = ',';
+                }
+                if let Some(ipc) = ipc {
+                    let list: Vec<String> = ipc.as_slice().iter().map(f64::to_string).collect();
+                    write!(f, "{sep}ipc={}", list.join("/"))?;
+                }
+                Ok(())
+            }
+            PolicyKind::Fixed { tbs } => {
+                let list: Vec<String> = tbs.as_slice().iter().map(u32::to_string).collect();
+                write!(f, ":tbs={}", list.join("/"))
+            }
             _ => Ok(()),
         }
     }

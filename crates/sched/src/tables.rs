@@ -7,7 +7,8 @@
 use std::collections::VecDeque;
 
 use gpu::exec::LaunchCtx;
-use gpu::timing::{LaunchId, SmId, TimedKernel};
+use gpu::occupancy::{SmResources, TbDemand};
+use gpu::timing::{KernelLimits, LaunchId, SmId, TimedKernel};
 use preempt::Preempted;
 use serde::{Deserialize, Serialize};
 
@@ -83,6 +84,10 @@ pub struct Ksr {
     pub pending_tbs: u64,
     /// SMs whose SMST entry names this kernel.
     pub sms: u32,
+    /// What one of its TBs takes on an SM, and how many fit on an empty SM (its occupancy
+    /// alone): what co-running schemes plan with ([`crate::corun`]).
+    pub demand: TbDemand,
+    pub alone_tbs: u32,
 }
 
 impl Ksr {
@@ -239,6 +244,10 @@ pub struct Tables {
     /// SMs reserved, or asked for room on, since the mechanism was last told.
     pub(crate) newly_reserved: Vec<SmId>,
     pub(crate) newly_partial: Vec<SmId>,
+    /// Limits a policy set ([`Tables::limit`]) that the machine has not been given yet.
+    pub(crate) new_limits: Vec<(SmId, LaunchId, KernelLimits)>,
+    /// The SMs' static resources (known once the framework has seen the machine).
+    pub(crate) resources: Option<SmResources>,
     pub(crate) now: u64,
     /// Whether a kernel on a stream of non-default priority was ever activated.
     pub(crate) stream_priorities: bool,
@@ -283,6 +292,12 @@ impl Tables {
 
     pub fn sm_count(&self) -> u32 {
         self.smst.len() as u32
+    }
+
+    /// An SM's static resources (every SM has the same), once the framework has run a
+    /// cycle.
+    pub fn sm_resources(&self) -> Option<&SmResources> {
+        self.resources.as_ref()
     }
 
     /// Idle SMs in index order.
@@ -354,6 +369,65 @@ impl Tables {
             sm,
             next: launch,
         });
+        true
+    }
+
+    /// Sets up `sm` to run `kernels` side by side from now on (a co-running scheme's plan,
+    /// [`crate::corun`]): the first as the kernel it is set up for, the others as guests,
+    /// without preempting anything (TBs of kernels no longer named keep running there until
+    /// they finish). Each should be given its limits there ([`Tables::limit`]). False
+    /// (nothing done) if `sm` is reserved or has room being made, `kernels` is empty or
+    /// longer than one plus [`MAX_GUESTS`], or names a kernel twice or one not active.
+    pub fn host(&mut self, sm: SmId, kernels: &[KernelSlot]) -> bool {
+        let Some(e) = self.smst.get(sm.0 as usize).copied() else {
+            return false;
+        };
+        let distinct = kernels
+            .iter()
+            .enumerate()
+            .all(|(i, k)| !kernels[..i].contains(k));
+        let can = e.state != SmState::Reserved
+            && e.room.is_none()
+            && !kernels.is_empty()
+            && kernels.len() <= 1 + MAX_GUESTS
+            && distinct
+            && kernels
+                .iter()
+                .all(|k| self.ksrt.get(k.0 as usize).is_some_and(Option::is_some));
+        if !can {
+            return false;
+        }
+        self.leave(sm, None);
+        let first = kernels[0];
+        if e.kernel != Some(first) || e.state != SmState::Running {
+            self.set_kernel(sm, Some(first));
+            self.smst[sm.0 as usize].state = SmState::Running;
+            let launch = self.ksr(first).launch;
+            self.records.push(Record::SmAssigned {
+                cycle: self.now,
+                sm,
+                launch,
+            });
+        }
+        for &g in &kernels[1..] {
+            self.join(sm, g);
+        }
+        true
+    }
+
+    /// Gives active kernel `k` `limits` on `sm` (TBs, warps, registers, shared memory,
+    /// issue quota: [`gpu::timing::KernelLimits`]), sent to the machine before the SM
+    /// driver places TBs this cycle; they stay until set again. False if `k` is not active
+    /// or `sm` does not exist.
+    pub fn limit(&mut self, sm: SmId, k: KernelSlot, limits: KernelLimits) -> bool {
+        if sm.0 as usize >= self.smst.len() {
+            return false;
+        }
+        let Some(ksr) = self.ksrt.get(k.0 as usize).and_then(Option::as_ref) else {
+            return false;
+        };
+        let launch = ksr.launch;
+        self.new_limits.push((sm, launch, limits));
         true
     }
 

@@ -11,8 +11,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use switchyard::output::write_atomic;
 
 use super::{
-    BalanceArg, BenchmarksArgs, CopyArg, MultiprogramArgs, Outcome, PepArgs, PerInstructionArgs,
-    PeriodicArgs, StudyArgs,
+    BalanceArg, BenchmarksArgs, CopyArg, CorunArgs, MultiprogramArgs, Outcome, PepArgs,
+    PerInstructionArgs, PeriodicArgs, StudyArgs,
 };
 use crate::cmd_run::load_gpu;
 
@@ -475,6 +475,127 @@ pub(crate) fn benchmarks(args: BenchmarksArgs) -> Outcome {
         );
     }
     Ok(true)
+}
+
+/// `switchyard experiment corun`: papers/lin-thesis ch. 4, Figure 4.2.
+pub(crate) fn corun(args: CorunArgs) -> Outcome {
+    use experiment::corun::{self, CorunConfig};
+    let gpu = load_gpu(&args.gpu, None)?;
+    let names: [&str; 2] = match args.pair.as_slice() {
+        [] => ["pathfinder", "kmeans"],
+        [a, b] => [a.as_str(), b.as_str()],
+        _ => return Err("give two suite programs, or none for the default pair".into()),
+    };
+    let pair = [kernel(names[0])?, kernel(names[1])?];
+    if let Some(k) = pair
+        .iter()
+        .find(|k| k.needs_tensor_cores())
+        .filter(|_| gpu.pipeline.tensor.is_none())
+    {
+        return Err(format!(
+            "{} needs tensor cores, which {} has not",
+            k.name(),
+            gpu.name
+        ));
+    }
+    let mut c = CorunConfig::default_on(gpu, pair);
+    c.size = args.size.size();
+    c.seed = args.seed;
+    if args.max_tbs == Some(0) {
+        return Err("--max-tbs must be at least 1".into());
+    }
+    c.max_tbs = args.max_tbs;
+    if let Some(list) = &args.schemes {
+        c.schemes = workload::choice::parse_list(list).map_err(|e| format!("--schemes: {e}"))?;
+    }
+    if let Some(t) = args.threads {
+        c.threads = t.max(1);
+    }
+    c.max_cycles = args.max_cycles;
+    c.instruction_limit = args.instruction_limit;
+    let bar = runs_bar("corun", 2);
+    let r = corun::run(&c, &|done, total, what| {
+        bar.set_length(total as u64);
+        bar.set_position(done as u64);
+        bar.set_message(what.to_string());
+    });
+    bar.finish_and_clear();
+    let r = r.map_err(|e| e.to_string())?;
+    let fig = corun::figure(&r);
+    if let Some(dir) = &args.csv {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        write_atomic(&dir.join("corun.csv"), corun::to_csv(&r).as_bytes())?;
+    }
+    if let Some(dir) = &args.plots {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        write_atomic(&dir.join("corun.svg"), svg::bar_chart(&fig).as_bytes())?;
+    }
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&r).expect("serializable")
+        );
+    } else {
+        println!(
+            "Co-running (papers/lin-thesis ch. 4, Figure 4.2) on {}, {} inputs: {} + {}",
+            r.gpu, r.size, r.alone[0].program, r.alone[1].program
+        );
+        for a in &r.alone {
+            println!(
+                "  {} alone: IPC {:.2} over {} cycles; {} at {} TBs/SM",
+                a.program, a.ipc, a.cycles, a.kernel, a.tbs_per_sm
+            );
+            let curve: Vec<String> = a.curve.iter().map(|v| format!("{v:.2}")).collect();
+            println!("    IPC at 1, 2, ... TBs/SM: {}", curve.join(" "));
+        }
+        println!(
+            "\n{:<28} {:>8} {:>8} {:>9} {:>9} {:>8} {:>8}",
+            "combination / scheme", "IPC a", "IPC b", "slow a", "slow b", "WS", "HS"
+        );
+        let best = |i: usize| {
+            let mut tag = String::new();
+            if r.best_harmonic == Some(i) {
+                tag.push_str(" best HS");
+            }
+            if r.best_weighted == Some(i) {
+                tag.push_str(" best WS");
+            }
+            tag
+        };
+        let tagged = r
+            .combinations
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (p, best(i)))
+            .chain(r.schemes.iter().map(|p| (p, String::new())));
+        for (p, tag) in tagged {
+            let m = p.metrics.as_ref();
+            let f = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.3}"));
+            println!(
+                "{:<28} {:>8.2} {:>8.2} {:>9} {:>9} {:>8} {:>8}{}{}",
+                p.label,
+                p.ipc[0],
+                p.ipc[1],
+                f(m.map(|m| m.slowdowns[0])),
+                f(m.map(|m| m.slowdowns[1])),
+                f(m.map(|m| m.weighted_speedup)),
+                f(m.map(|m| m.harmonic_speedup)),
+                tag,
+                if p.verified { "" } else { " NOT VERIFIED" }
+            );
+        }
+        if let Some(dir) = &args.csv {
+            println!("\nCSV: {}/corun.csv", dir.display());
+        }
+        if let Some(dir) = &args.plots {
+            println!("plot: {}/corun.svg", dir.display());
+        }
+    }
+    let ok = r.all_verified();
+    if !ok {
+        eprintln!("error: some runs did not verify against their CPU references");
+    }
+    Ok(ok)
 }
 
 /// `switchyard experiment multiprogram`: papers/tanasic-thesis §5.3, Figures 5.4-5.8.

@@ -160,6 +160,12 @@ enum ExperimentCommand {
     /// under FCFS, NPQ, PPQ (exclusive and shared) and DSS, with a context switch and with
     /// draining; NTT, ANTT, STP and fairness per class, and Figures 5.4-5.8.
     Multiprogram(MultiprogramArgs),
+    /// Co-running kernels inside the SMs (papers/lin-thesis ch. 4, Figure 4.2): a pair of
+    /// suite programs, replayed so they co-run throughout, at every TB combination on every
+    /// SM and under every co-running scheme (spatial, left-over, smk); each program's IPC,
+    /// its slowdown against the program alone, weighted and harmonic speedup, and the best
+    /// combination (the oracle over those tried).
+    Corun(CorunArgs),
     /// Every preemption experiment at its defaults, one after the other, each using every
     /// core: periodic-preemption (papers/lin-lightweight §V), per-instruction
     /// (papers/ji-ctxback §V) and pep (papers/li-pep §4). Tables go to the terminal; each
@@ -385,6 +391,51 @@ struct MultiprogramArgs {
     plots: Option<PathBuf>,
 }
 
+#[derive(clap::Args)]
+struct CorunArgs {
+    /// The two suite programs (default: pathfinder, latency sensitive in
+    /// papers/lin-thesis Table 4.2, and kmeans, NoC intensive).
+    #[arg(num_args = 0..=2)]
+    pair: Vec<String>,
+    /// Problem size of both programs.
+    #[arg(long, value_enum, default_value_t = SizeArg::Small)]
+    size: SizeArg,
+    /// GPU preset or configuration file (default: papers/lin-thesis Table 4.1's).
+    #[arg(long, default_value = "maxwell16")]
+    gpu: String,
+    /// The most TBs per SM tried for each program (default: its first kernel's occupancy
+    /// alone).
+    #[arg(long)]
+    max_tbs: Option<u32>,
+    /// The schemes compared, `name[:key=value,...]` separated by commas (default: spatial,
+    /// left-over, smk; SMK's quotas from the programs' IPCs alone unless `ipc` is given).
+    #[arg(long)]
+    schemes: Option<String>,
+    /// Seed of both programs' inputs.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Runs at once (default: one per core; results do not depend on it).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Core cycles one run may take.
+    #[arg(long, default_value_t = 1 << 34)]
+    max_cycles: u64,
+    /// Stop a launch after this many warp instructions in all, as a runaway (default: when
+    /// 2^27 pass without any of its TBs finishing).
+    #[arg(long, value_name = "WARP_INSTRUCTIONS")]
+    instruction_limit: Option<u64>,
+    /// Print the results as JSON.
+    #[arg(long)]
+    json: bool,
+    /// Write corun.csv into this directory.
+    #[arg(long)]
+    csv: Option<PathBuf>,
+    /// Write corun.svg (weighted and harmonic speedup per combination and scheme) into this
+    /// directory.
+    #[arg(long)]
+    plots: Option<PathBuf>,
+}
+
 #[derive(Clone, Copy, ValueEnum)]
 enum BalanceArg {
     Classes,
@@ -522,9 +573,12 @@ struct ScenarioArgs {
     /// Scheduling policy, overriding the scenario's: fcfs, npq, ppq (preemptive priority),
     /// time-slice (contexts take turns), dss (dynamic spatial sharing), mps (NVIDIA's
     /// Multi-Process Service: every process limited to a share of the SMs), mig (NVIDIA's
-    /// Multi-Instance GPU: each process on a fixed set of SMs; memory still shared), written
-    /// `name[:key=value,...]`, e.g. `time-slice:slice_us=100`, `ppq:access=exclusive`,
-    /// `dss:tokens=4`, `mps:percentage=50` or `mig:instances=3`.
+    /// Multi-Instance GPU: each process on a fixed set of SMs; memory still shared), and the
+    /// co-running schemes spatial (even SM split), left-over (the second kernel takes what
+    /// the first leaves on each SM) and smk (DRF TB partition and warp-instruction quotas),
+    /// written `name[:key=value,...]`, e.g. `time-slice:slice_us=100`,
+    /// `ppq:access=exclusive`, `dss:tokens=4`, `mps:percentage=50`, `mig:instances=3` or
+    /// `smk:epoch=500,ipc=1.5/0.5` (standalone IPCs by process, joined by `/`).
     #[arg(long, value_name = "POLICY", value_parser = policy_arg)]
     policy: Option<sched::PolicyKind>,
     /// Let TBs of different kernels share an SM (overrides the scenario's setting).
@@ -758,6 +812,7 @@ fn main() -> ExitCode {
         }
         Some(Command::Experiment(ExperimentCommand::Pep(args))) => cmd_experiment::pep(args),
         Some(Command::Experiment(ExperimentCommand::Preemption(args))) => all_preemption(args),
+        Some(Command::Experiment(ExperimentCommand::Corun(args))) => cmd_experiment::corun(args),
         Some(Command::Experiment(ExperimentCommand::Multiprogram(args))) => {
             cmd_experiment::multiprogram(args)
         }

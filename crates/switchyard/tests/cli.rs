@@ -724,6 +724,7 @@ fn runaway_kernels_stop_at_the_limits_the_command_line_sets() {
         &["experiment", "periodic-preemption"],
         &["experiment", "multiprogram"],
         &["experiment", "per-instruction"],
+        &["experiment", "corun"],
     ] {
         let o = switchyard(&[cmd, &["--help"]].concat());
         let t = text(&o);
@@ -1113,4 +1114,83 @@ fn a_closed_stdout_ends_the_run_quietly() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert_eq!(out.status.code(), Some(141), "{stderr}");
+}
+
+#[test]
+fn corun_experiment_tries_every_combination_and_scheme_deterministically() {
+    let dir = temp("corun");
+    let base = [
+        "experiment",
+        "corun",
+        "blackscholes",
+        "kmeans",
+        "--max-tbs",
+        "2",
+        "--schemes",
+        "spatial,smk:epoch=200",
+    ];
+    let o = switchyard(
+        &[
+            &base[..],
+            &[
+                "--csv",
+                dir.to_str().unwrap(),
+                "--plots",
+                dir.to_str().unwrap(),
+            ],
+        ]
+        .concat(),
+    );
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(t.contains("best HS") && t.contains("best WS"), "{t}");
+    let csv = std::fs::read_to_string(dir.join("corun.csv")).unwrap();
+    let rows: Vec<&str> = csv.lines().collect();
+    assert!(
+        rows[0].starts_with("kind,label,tbs_blackscholes,tbs_kmeans,"),
+        "{csv}"
+    );
+    // Every combination of 1 and 2 TBs each fits on a maxwell16 SM, then the two schemes,
+    // SMK with its quotas from the programs alone.
+    let labels: Vec<String> = rows[1..]
+        .iter()
+        .map(|r| r.split(',').take(2).collect::<Vec<_>>().join(","))
+        .collect();
+    assert_eq!(
+        labels[..5],
+        [
+            "combination,1+1",
+            "combination,1+2",
+            "combination,2+1",
+            "combination,2+2",
+            "scheme,spatial"
+        ]
+    );
+    // SMK's label holds commas: quoted. Then Warped-Slicer's combination from the curves
+    // of each program alone at 1 and 2 TBs per SM.
+    assert!(rows[6].starts_with("scheme,\"smk:epoch=200,ipc="), "{csv}");
+    assert!(rows[7].starts_with("scheme,warped-slicer ("), "{csv}");
+    assert_eq!(rows.len(), 8, "{csv}");
+    assert!(t.contains("IPC at 1, 2, ... TBs/SM"), "{t}");
+    for r in &rows[1..] {
+        assert!(r.ends_with(",true"), "not verified: {r}");
+    }
+    assert!(std::fs::read_to_string(dir.join("corun.svg"))
+        .unwrap()
+        .starts_with("<svg"));
+    // The same results on one thread as on two.
+    let json = |threads: &str| {
+        let o = switchyard(&[&base[..], &["--json", "--threads", threads]].concat());
+        assert!(o.status.success(), "{}", text(&o));
+        String::from_utf8(o.stdout).unwrap()
+    };
+    assert_eq!(json("1"), json("2"));
+    // A bad scheme names itself.
+    let o = switchyard(&[&base[..6], &["--schemes", "smk:epoch=0"]].concat());
+    assert!(!o.status.success());
+    assert!(
+        text(&o).contains("`epoch` = 0 is out of range"),
+        "{}",
+        text(&o)
+    );
 }

@@ -27,7 +27,7 @@ pub use system::{CompletedRun, Dumped, KernelRecord, RunError, RunRecord, Setup,
 pub mod report;
 pub mod trace;
 
-pub use report::{Metrics, Report};
+pub use report::{CorunMetrics, CorunMetricsError, Metrics, Report};
 
 /// Runs `scenario` on `setup`, and — when `alone` is set and it has several processes — each
 /// process alone on a fresh machine (arriving at time 0), for the multiprogram metrics. The

@@ -295,6 +295,70 @@ impl Metrics {
     }
 }
 
+/// The co-running metrics of papers/lin-thesis §4.3.3 over kernels' IPCs alone and shared:
+/// per kernel its slowdown `IPC_alone / IPC_shared`; the weighted speedup
+/// `Σ IPC_shared / IPC_alone` (system throughput, Eyerman & Eeckhout) and the harmonic
+/// speedup `N / Σ IPC_alone / IPC_shared` (throughput and fairness together, Luo et al.;
+/// the thesis's primary metric). Alone, each is 1 per kernel: the weighted speedup is `N`
+/// and the harmonic 1.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CorunMetrics {
+    pub slowdowns: Vec<f64>,
+    pub weighted_speedup: f64,
+    pub harmonic_speedup: f64,
+}
+
+/// IPCs the co-running metrics cannot be computed from.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum CorunMetricsError {
+    #[error("{alone} IPCs alone but {shared} shared: one of each per kernel")]
+    Lengths { alone: usize, shared: usize },
+    #[error("no kernels")]
+    Empty,
+    #[error("kernel {kernel}'s IPC {which} is {value}: IPCs must be finite and positive")]
+    NotPositive {
+        kernel: usize,
+        which: &'static str,
+        value: f64,
+    },
+}
+
+impl CorunMetrics {
+    /// The metrics of kernels whose IPCs were `alone[i]` alone and `shared[i]` co-running.
+    pub fn of(alone: &[f64], shared: &[f64]) -> Result<CorunMetrics, CorunMetricsError> {
+        if alone.len() != shared.len() {
+            return Err(CorunMetricsError::Lengths {
+                alone: alone.len(),
+                shared: shared.len(),
+            });
+        }
+        if alone.is_empty() {
+            return Err(CorunMetricsError::Empty);
+        }
+        for (which, ipcs) in [("alone", alone), ("shared", shared)] {
+            if let Some((kernel, &value)) = ipcs
+                .iter()
+                .enumerate()
+                .find(|(_, v)| !(v.is_finite() && **v > 0.0))
+            {
+                return Err(CorunMetricsError::NotPositive {
+                    kernel,
+                    which,
+                    value,
+                });
+            }
+        }
+        let slowdowns: Vec<f64> = alone.iter().zip(shared).map(|(a, s)| a / s).collect();
+        let weighted_speedup = alone.iter().zip(shared).map(|(a, s)| s / a).sum();
+        let harmonic_speedup = alone.len() as f64 / slowdowns.iter().sum::<f64>();
+        Ok(CorunMetrics {
+            slowdowns,
+            weighted_speedup,
+            harmonic_speedup,
+        })
+    }
+}
+
 /// A whole run.
 #[derive(Clone, Debug, Serialize)]
 pub struct Report {
@@ -612,6 +676,46 @@ mod tests {
         let m = Metrics::of(&[5.0, 7.0, 9.0], &[10.0, 14.0, 18.0]);
         assert_eq!((m.antt, m.fairness), (2.0, 1.0));
         assert_eq!(Metrics::of(&[4.0, 4.0], &[4.0, 4.0]).stp, 2.0);
+    }
+
+    #[test]
+    fn corun_metrics_follow_their_definitions() {
+        // Both kernels at half their IPC alone: slowdown 2 each, WS 0.5 + 0.5, HS 2 / 4.
+        let m = CorunMetrics::of(&[2.0, 1.0], &[1.0, 0.5]).unwrap();
+        assert_eq!(m.slowdowns, [2.0, 2.0]);
+        assert_eq!((m.weighted_speedup, m.harmonic_speedup), (1.0, 0.5));
+        // Unequal: 3/4 and 1/4 of alone. Slowdowns 4/3 and 4; WS 0.75 + 0.25 = 1, the same
+        // throughput, but HS 2 / (4/3 + 4) = 3/8 marks the unfairness.
+        let m = CorunMetrics::of(&[4.0, 1.0], &[3.0, 0.25]).unwrap();
+        assert!((m.slowdowns[0] - 4.0 / 3.0).abs() < 1e-12 && m.slowdowns[1] == 4.0);
+        assert!((m.weighted_speedup - 1.0).abs() < 1e-12);
+        assert!((m.harmonic_speedup - 0.375).abs() < 1e-12);
+        // Three kernels each as fast as alone: WS 3, HS 1.
+        let m = CorunMetrics::of(&[1.0, 2.0, 3.0], &[1.0, 2.0, 3.0]).unwrap();
+        assert_eq!((m.weighted_speedup, m.harmonic_speedup), (3.0, 1.0));
+    }
+
+    #[test]
+    fn corun_metrics_refuse_bad_ipcs() {
+        use CorunMetricsError as E;
+        assert_eq!(
+            CorunMetrics::of(&[1.0], &[1.0, 2.0]),
+            Err(E::Lengths {
+                alone: 1,
+                shared: 2
+            })
+        );
+        assert_eq!(CorunMetrics::of(&[], &[]), Err(E::Empty));
+        assert_eq!(
+            CorunMetrics::of(&[1.0, 2.0], &[1.0, 0.0]),
+            Err(E::NotPositive {
+                kernel: 1,
+                which: "shared",
+                value: 0.0
+            })
+        );
+        let e = CorunMetrics::of(&[f64::NAN], &[1.0]).unwrap_err();
+        assert!(e.to_string().contains("kernel 0's IPC alone is NaN"), "{e}");
     }
 
     #[test]

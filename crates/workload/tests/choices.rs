@@ -71,6 +71,20 @@ fn policies() -> Vec<PolicyKind> {
         access: sched::PpqAccess::Exclusive,
     });
     all.push(PolicyKind::Mig { instances: Some(3) });
+    all.push(PolicyKind::Smk {
+        epoch: Some(250),
+        ipc: sched::Ipcs::new(&[1.5, 0.25]),
+    });
+    all.push(PolicyKind::Smk {
+        epoch: None,
+        ipc: sched::Ipcs::new(&[2.0]),
+    });
+    all.push(PolicyKind::Fixed {
+        tbs: sched::TbCounts::new(&[7, 4]).unwrap(),
+    });
+    all.push(PolicyKind::Fixed {
+        tbs: sched::TbCounts::new(&[3]).unwrap(),
+    });
     all
 }
 
@@ -275,6 +289,31 @@ fn bad_names_parameters_and_values_are_refused_naming_them_and_where() {
             "policy = { kind = \"dss\", slice_us = 10 }",
             &["unknown field `slice_us`", "tokens"],
         ),
+        (
+            "policy = { kind = \"smk\", epoch = 0 }",
+            &["`epoch` = 0 is out of range"],
+        ),
+        (
+            "policy = { kind = \"smk\", ipc = [1.0, -2.0] }",
+            &["`ipc` = [1.0, -2.0] is out of range"],
+        ),
+        (
+            "policy = { kind = \"smk\", ipc = \"1/fast\" }",
+            &["`ipc`", "`fast` is not a number"],
+        ),
+        (
+            "policy = { kind = \"left-over\", epoch = 10 }",
+            &["unknown field `epoch`"],
+        ),
+        (
+            "policy = { kind = \"smk\", quota = 10 }",
+            &["unknown field `quota`", "epoch", "ipc"],
+        ),
+        (
+            "policy = { kind = \"fixed\", tbs = [7, 0] }",
+            &["`tbs` = [7, 0] is out of range"],
+        ),
+        ("policy = \"fixed\"", &["missing field `tbs`"]),
     ];
     for (line, wants) in cases {
         // Line 3 of the file, after a description and the section header.

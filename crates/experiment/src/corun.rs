@@ -1,0 +1,508 @@
+//! `corun`: papers/lin-thesis ch. 4 — one pair of suite programs co-running inside the SMs,
+//! as Figure 4.2 does for BP + CFD: their performance at every TB combination on every SM
+//! (the `fixed` scheme), and under every co-running scheme (spatial, left-over, SMK;
+//! `sched::corun`), each as per-kernel slowdowns, weighted and harmonic speedup
+//! (`workload::CorunMetrics`, §4.3.3). The best combination by harmonic speedup is the
+//! oracle of §4.1 over the combinations tried. Warped-Slicer (§4.1, Xu16) is offline
+//! here: each program runs alone at every TB count per SM (its scalability curve), and
+//! `sched::corun::water_fill` picks the combination the pair then co-runs at (the paper
+//! profiles online on the SMs at the kernels' start: not yet).
+//!
+//! Method. The thesis co-runs kernels for 100 M cycles, re-executing one that finishes
+//! early (§4.3.3). Here each program is replayed (`workload::Setup::replay`, one run each):
+//! one that completes starts again at once, so the two co-run until the slower has
+//! completed its run, where the run stops. A program's IPC is the warp instructions of all
+//! its launches (sampled every cycle before the machine steps, so the instructions of a
+//! launch's very last cycle are not counted) over the cycles its kernels were on the GPU
+//! (active queue to finish), alone as together: its host copies are left out, since at the
+//! small sizes they take most of a program's time and would make the copy engines, not the
+//! SMs, what the programs share. A kernel may still run alone for a while beside the other
+//! program's copies. The combinations go
+//! from 1 TB of each up to each program's first kernel's occupancy alone (or `max_tbs`),
+//! leaving out those that do not fit on an SM together. SMK's quotas take the two IPCs
+//! alone when its policy names none.
+//!
+//! Runs go over a fixed number of threads and land by index, so results do not depend on
+//! the thread count.
+
+use std::sync::atomic::AtomicUsize;
+
+use gpu::config::GpuConfig;
+use gpu::occupancy::Occupancy;
+use gpu::timing::Machine;
+use preempt::MechanismKind;
+use sched::corun::{fits_together, water_fill, Corunner};
+use sched::{Framework, Ipcs, PolicyKind, TbCounts};
+use serde::Serialize;
+use suite::Size;
+use workload::scenario::{Process, Program};
+use workload::system::Injector;
+use workload::{CorunMetrics, RunError, RunRecord, System};
+
+/// The experiment's setting.
+#[derive(Clone)]
+pub struct CorunConfig {
+    pub gpu: GpuConfig,
+    /// The two suite host programs.
+    pub pair: [&'static dyn suite::Kernel; 2],
+    pub size: Size,
+    pub seed: u64,
+    /// The largest TB count per SM tried for each program (`None`: its first kernel's
+    /// occupancy alone).
+    pub max_tbs: Option<u32>,
+    /// The schemes compared beside the combinations.
+    pub schemes: Vec<PolicyKind>,
+    pub threads: usize,
+    /// Core cycles one run may take; warp instructions one launch may execute in all
+    /// (`None`: the progress rule of `gpu::limits`).
+    pub max_cycles: u64,
+    pub instruction_limit: Option<u64>,
+}
+
+impl CorunConfig {
+    /// The pair on `gpu` (the thesis: `maxwell16`) at `small`, every TB combination, the
+    /// three schemes of [`PolicyKind::CORUN`].
+    pub fn default_on(gpu: GpuConfig, pair: [&'static dyn suite::Kernel; 2]) -> CorunConfig {
+        CorunConfig {
+            gpu,
+            pair,
+            size: Size::Small,
+            seed: 1,
+            max_tbs: None,
+            schemes: PolicyKind::CORUN.to_vec(),
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            max_cycles: 1 << 34,
+            instruction_limit: None,
+        }
+    }
+}
+
+/// A program alone.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Alone {
+    pub program: String,
+    /// Its first kernel, whose TB shape the combinations follow, and its occupancy alone.
+    pub kernel: String,
+    pub tbs_per_sm: u32,
+    /// Warp instructions per cycle of its kernels' time on the GPU.
+    pub ipc: f64,
+    /// The same at 1, 2, … TBs per SM (the `fixed` scheme alone, up to `tbs_per_sm` or
+    /// `max_tbs`): its scalability curve, Warped-Slicer's input.
+    pub curve: Vec<f64>,
+    /// Cycles of the run, and of its kernels' time on the GPU.
+    pub cycles: u64,
+    pub kernel_cycles: u64,
+    pub warp_instructions: u64,
+    pub verified: bool,
+}
+
+/// One co-run: a TB combination or a scheme.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Point {
+    /// `a+b` for a combination, the scheme's `name[:key=value,...]` otherwise.
+    pub label: String,
+    /// TBs per SM of each program (a combination's).
+    pub tbs: Option<[u32; 2]>,
+    /// Each program's warp instructions per cycle of its kernels' time on the GPU.
+    pub ipc: [f64; 2],
+    pub warp_instructions: [u64; 2],
+    pub kernel_cycles: [u64; 2],
+    /// Cycles of the whole run.
+    pub cycles: u64,
+    /// Slowdowns, weighted and harmonic speedup against the programs alone (`None` when a
+    /// program issued nothing).
+    pub metrics: Option<CorunMetrics>,
+    pub verified: bool,
+}
+
+/// Everything the experiment measured.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CorunResults {
+    pub gpu: String,
+    pub size: String,
+    pub alone: [Alone; 2],
+    /// Every TB combination tried, by the first program's count, then the second's.
+    pub combinations: Vec<Point>,
+    /// The schemes asked for, then Warped-Slicer's combination (when it gives both
+    /// programs a TB).
+    pub schemes: Vec<Point>,
+    /// The combination of the best harmonic speedup (the oracle over those tried), and of
+    /// the best weighted speedup (indices into `combinations`; ties to the first).
+    pub best_harmonic: Option<usize>,
+    pub best_weighted: Option<usize>,
+}
+
+impl CorunResults {
+    pub fn all_verified(&self) -> bool {
+        self.alone.iter().all(|a| a.verified)
+            && self
+                .combinations
+                .iter()
+                .chain(&self.schemes)
+                .all(|p| p.verified)
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CorunError {
+    #[error("{what}: {error}")]
+    Run { what: String, error: RunError },
+    #[error("{0}")]
+    Config(String),
+}
+
+/// Samples every launch's warp instructions each cycle.
+#[derive(Default)]
+struct Count {
+    by_launch: Vec<u64>,
+}
+
+impl Injector for Count {
+    fn before_cycle(&mut self, m: &Machine, _: &mut Framework) {
+        for &id in m.active() {
+            let i = id.0 as usize;
+            if self.by_launch.len() <= i {
+                self.by_launch.resize(i + 1, 0);
+            }
+            self.by_launch[i] = m.warp_instructions(id);
+        }
+    }
+}
+
+fn process(i: usize, k: &'static dyn suite::Kernel, c: &CorunConfig) -> Process {
+    Process {
+        name: format!("{i}:{}", k.name()),
+        arrival_us: 0.0,
+        priority: 0,
+        program: Program::Suite {
+            kernel: k,
+            size: c.size,
+            seed: c.seed,
+            target: k.default_target(),
+        },
+        stream_priorities: Vec::new(),
+        requests: None,
+    }
+}
+
+/// What one program did in a run: its warp instructions, and the core cycles its kernels
+/// were on the GPU (from entering the active queue to finishing, a launch still running at
+/// the end counted to the end; launches of one program in different streams that overlap
+/// count twice).
+struct Measured {
+    warp_instructions: u64,
+    kernel_cycles: u64,
+}
+
+impl Measured {
+    fn ipc(&self) -> f64 {
+        self.warp_instructions as f64 / self.kernel_cycles.max(1) as f64
+    }
+}
+
+/// Runs `programs` (indices into the pair) under `policy`, replayed once; what each program
+/// did, with the record.
+fn run_one(
+    c: &CorunConfig,
+    programs: &[usize],
+    policy: PolicyKind,
+) -> Result<(Vec<Measured>, RunRecord), RunError> {
+    let mut setup = crate::suite_setup(
+        &c.gpu,
+        policy,
+        MechanismKind::Drain,
+        c.max_cycles,
+        c.instruction_limit,
+    );
+    setup.snapshot = false;
+    setup.replay = Some(1);
+    let procs: Vec<Process> = programs.iter().map(|&i| process(i, c.pair[i], c)).collect();
+    let mut count = Count::default();
+    let r = System::new(setup, &procs)?.run_with(&mut |_| {}, Some(&mut count))?;
+    let period = r.core_period_fs.max(1);
+    let end_fs = r.cycles * period;
+    let per = procs
+        .iter()
+        .map(|p| {
+            let mine = r.kernels.iter().filter(|k| k.process == p.name);
+            let mut m = Measured {
+                warp_instructions: 0,
+                kernel_cycles: 0,
+            };
+            for k in mine {
+                if let Some(l) = k.launch {
+                    m.warp_instructions += count.by_launch.get(l as usize).copied().unwrap_or(0);
+                }
+                if let Some(from) = k.activated_fs {
+                    let to = k.finished_fs.unwrap_or(end_fs);
+                    m.kernel_cycles += to.saturating_sub(from) / period;
+                }
+            }
+            m
+        })
+        .collect();
+    Ok((per, r))
+}
+
+fn verified(r: &RunRecord) -> bool {
+    r.processes
+        .iter()
+        .all(|p| !p.runs.is_empty() && p.verdict.as_ref().is_some_and(|v| v.verified))
+}
+
+/// Runs the experiment; `progress(done, total, what)` after each run (`total` grows once
+/// the combinations are known, after the two runs alone).
+pub fn run(
+    c: &CorunConfig,
+    progress: &(dyn Fn(usize, usize, &str) + Sync),
+) -> Result<CorunResults, CorunError> {
+    if c.max_tbs == Some(0) {
+        return Err(CorunError::Config("max_tbs must be at least 1".into()));
+    }
+    let done = AtomicUsize::new(0);
+    // Each program alone.
+    let alone_jobs = [0usize, 1];
+    let alone = crate::run_indexed(
+        c.threads,
+        &alone_jobs,
+        &|&i| run_one(c, &[i], PolicyKind::Fcfs),
+        &|&i| format!("{} alone", c.pair[i].name()),
+        progress,
+        &done,
+        2,
+    );
+    let mut alone_out = Vec::new();
+    let mut shapes = Vec::new();
+    for (i, r) in alone.into_iter().enumerate() {
+        let what = format!("{} alone", c.pair[i].name());
+        let (per, r) = r
+            .expect("both run unless one failed, which is returned first")
+            .map_err(|error| CorunError::Run { what, error })?;
+        let first = r.kernels.iter().find(|k| k.tb.is_some()).ok_or_else(|| {
+            CorunError::Config(format!("{} launched no kernel", c.pair[i].name()))
+        })?;
+        let demand = first.tb.expect("found with one");
+        let tbs_per_sm = Occupancy::of(&c.gpu.sm.resources, &demand).tbs_per_sm;
+        shapes.push(Corunner {
+            demand,
+            alone_tbs: tbs_per_sm,
+        });
+        alone_out.push(Alone {
+            program: c.pair[i].name().to_string(),
+            kernel: first.kernel.clone(),
+            tbs_per_sm,
+            ipc: per[0].ipc(),
+            curve: Vec::new(),
+            cycles: r.cycles,
+            kernel_cycles: per[0].kernel_cycles,
+            warp_instructions: per[0].warp_instructions,
+            verified: verified(&r),
+        });
+    }
+    let alone: [Alone; 2] = alone_out.try_into().expect("two");
+    let ipc_alone = [alone[0].ipc, alone[1].ipc];
+
+    // Each program alone at every TB count (Warped-Slicer's scalability curves), the
+    // combinations, then the schemes.
+    let cap = |n: u32| c.max_tbs.map_or(n, |m| n.min(m));
+    let mut combos = Vec::new();
+    for a in 1..=cap(shapes[0].alone_tbs) {
+        for b in 1..=cap(shapes[1].alone_tbs) {
+            if fits_together(&c.gpu.sm.resources, &shapes, &[a, b]) {
+                combos.push([a, b]);
+            }
+        }
+    }
+    let schemes: Vec<PolicyKind> = c
+        .schemes
+        .iter()
+        .map(|&p| match p {
+            PolicyKind::Smk { epoch, ipc: None } => PolicyKind::Smk {
+                epoch,
+                ipc: Ipcs::new(&ipc_alone),
+            },
+            p => p,
+        })
+        .collect();
+    let fixed = |t: &[u32]| PolicyKind::Fixed {
+        tbs: TbCounts::new(t).expect("counts of at least 1"),
+    };
+    let mut jobs: Vec<Job> = Vec::new();
+    for (i, shape) in shapes.iter().enumerate() {
+        jobs.extend((1..=cap(shape.alone_tbs)).map(|n| Job::Profile(i, n)));
+    }
+    let profiles = jobs.len();
+    jobs.extend(combos.iter().map(|&t| Job::Co(Some(t), fixed(&t))));
+    jobs.extend(schemes.iter().map(|&p| Job::Co(None, p)));
+    let label = |j: &Job| match *j {
+        Job::Profile(i, n) => format!("{} alone at {n} TBs/SM", c.pair[i].name()),
+        Job::Co(Some([a, b]), _) => format!("{a}+{b}"),
+        Job::Co(None, p) => p.to_string(),
+    };
+    // The Warped-Slicer run comes last, once the curves are known.
+    let total = 2 + jobs.len() + 1;
+    let one = |j: &Job| match *j {
+        Job::Profile(i, n) => run_one(c, &[i], fixed(&[n])),
+        Job::Co(_, p) => run_one(c, &[0, 1], p),
+    };
+    let results = crate::run_indexed(c.threads, &jobs, &one, &label, progress, &done, total);
+    let mut curves = vec![Vec::new(), Vec::new()];
+    let mut points = Vec::new();
+    let point = |tbs: Option<[u32; 2]>, what: String, per: &[Measured], r: &RunRecord| {
+        let ipc_shared = [per[0].ipc(), per[1].ipc()];
+        Point {
+            label: what,
+            tbs,
+            ipc: ipc_shared,
+            warp_instructions: [per[0].warp_instructions, per[1].warp_instructions],
+            kernel_cycles: [per[0].kernel_cycles, per[1].kernel_cycles],
+            cycles: r.cycles,
+            metrics: CorunMetrics::of(&ipc_alone, &ipc_shared).ok(),
+            verified: verified(r),
+        }
+    };
+    let mut profiles_verified = [true, true];
+    for (j, r) in jobs.iter().zip(results) {
+        let what = label(j);
+        // A job is left unrun only after an earlier one failed, which is returned first.
+        let r = r.ok_or_else(|| CorunError::Config(format!("{what}: not run")))?;
+        let (per, r) = r.map_err(|error| CorunError::Run {
+            what: what.clone(),
+            error,
+        })?;
+        match *j {
+            Job::Profile(i, _) => {
+                curves[i].push(per[0].ipc());
+                profiles_verified[i] &= verified(&r);
+            }
+            Job::Co(tbs, _) => points.push(point(tbs, what, &per, &r)),
+        }
+    }
+    debug_assert_eq!(curves[0].len() + curves[1].len(), profiles);
+    let mut schemes = points.split_off(combos.len());
+
+    // Warped-Slicer: water-filling over the curves, then a run at that combination.
+    let ws = water_fill(&c.gpu.sm.resources, &shapes, &curves);
+    if ws.iter().all(|&n| n > 0) {
+        let what = format!("warped-slicer ({}+{})", ws[0], ws[1]);
+        let r = crate::run_indexed(
+            1,
+            &[fixed(&ws)],
+            &|&p| run_one(c, &[0, 1], p),
+            &|_| what.clone(),
+            progress,
+            &done,
+            total,
+        );
+        let r = r
+            .into_iter()
+            .next()
+            .flatten()
+            .expect("one job on one thread");
+        let (per, r) = r.map_err(|error| CorunError::Run {
+            what: what.clone(),
+            error,
+        })?;
+        schemes.push(point(Some([ws[0], ws[1]]), what, &per, &r));
+    }
+    let best = |key: fn(&CorunMetrics) -> f64| {
+        points
+            .iter()
+            .enumerate()
+            .filter_map(|(i, p)| p.metrics.as_ref().map(|m| (i, key(m))))
+            .fold(None, |best: Option<(usize, f64)>, (i, v)| match best {
+                Some((_, b)) if b >= v => best,
+                _ => Some((i, v)),
+            })
+            .map(|(i, _)| i)
+    };
+    let [mut a0, mut a1] = alone;
+    a0.curve = std::mem::take(&mut curves[0]);
+    a1.curve = std::mem::take(&mut curves[1]);
+    a0.verified &= profiles_verified[0];
+    a1.verified &= profiles_verified[1];
+    Ok(CorunResults {
+        gpu: c.gpu.name.clone(),
+        size: format!("{:?}", c.size).to_lowercase(),
+        best_harmonic: best(|m| m.harmonic_speedup),
+        best_weighted: best(|m| m.weighted_speedup),
+        alone: [a0, a1],
+        combinations: points,
+        schemes,
+    })
+}
+
+/// A run of the second batch: a program alone at a TB count, or the pair under a policy
+/// (with its combination, for a `fixed` one).
+enum Job {
+    Profile(usize, u32),
+    Co(Option<[u32; 2]>, PolicyKind),
+}
+
+/// Weighted and harmonic speedup per combination and per scheme, as a figure.
+pub fn figure(r: &CorunResults) -> crate::figures::Figure {
+    let rows = r
+        .combinations
+        .iter()
+        .chain(&r.schemes)
+        .filter_map(|p| {
+            let m = p.metrics.as_ref()?;
+            Some(crate::figures::Row {
+                category: p.label.clone(),
+                values: vec![vec![m.weighted_speedup], vec![m.harmonic_speedup]],
+            })
+        })
+        .collect();
+    crate::figures::Figure {
+        id: "corun".into(),
+        title: format!(
+            "{} + {} co-running on {}: TB combinations (a+b TBs per SM) and schemes",
+            r.alone[0].program, r.alone[1].program, r.gpu
+        ),
+        y_label: "speedup over the programs alone".into(),
+        series: vec!["weighted speedup".into(), "harmonic speedup".into()],
+        parts: vec![String::new()],
+        rows,
+        paper: "papers/lin-thesis Figure 4.2: BP + CFD best at 7+4 TBs (weighted speedup 1.3, 1.2 at 7+2)".into(),
+        clip: None,
+    }
+}
+
+/// The results as CSV: one row per combination and per scheme.
+pub fn to_csv(r: &CorunResults) -> String {
+    let mut s = format!(
+        "kind,label,tbs_{a},tbs_{b},ipc_{a},ipc_{b},slowdown_{a},slowdown_{b},weighted_speedup,harmonic_speedup,cycles,verified\n",
+        a = r.alone[0].program,
+        b = r.alone[1].program
+    );
+    let rows = r
+        .combinations
+        .iter()
+        .map(|p| ("combination", p))
+        .chain(r.schemes.iter().map(|p| ("scheme", p)));
+    for (kind, p) in rows {
+        let (ta, tb) = p.tbs.map_or((String::new(), String::new()), |[a, b]| {
+            (a.to_string(), b.to_string())
+        });
+        let m = p.metrics.as_ref();
+        let f = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v:.4}"));
+        // A scheme's parameters are separated by commas: quoted.
+        let label = if p.label.contains(',') {
+            format!("\"{}\"", p.label)
+        } else {
+            p.label.clone()
+        };
+        s.push_str(&format!(
+            "{kind},{label},{ta},{tb},{:.4},{:.4},{},{},{},{},{},{}\n",
+            p.ipc[0],
+            p.ipc[1],
+            f(m.map(|m| m.slowdowns[0])),
+            f(m.map(|m| m.slowdowns[1])),
+            f(m.map(|m| m.weighted_speedup)),
+            f(m.map(|m| m.harmonic_speedup)),
+            p.cycles,
+            p.verified
+        ));
+    }
+    s
+}

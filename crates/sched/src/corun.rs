@@ -1,0 +1,703 @@
+//! Co-running schemes: how two to four kernels that run at the same time share the SMs
+//! (papers/lin-thesis ch. 4, §4.1–4.2), as a [`Policy`] over the framework's co-resident
+//! kernels ([`Corun`]) and the pure plans it follows.
+//!
+//! * **spatial** ([`spatial`]): the SMs split evenly between the kernels, each SM running
+//!   one kernel (Spatial Multitasking, the thesis's baseline, its Adr12a); the first kernels
+//!   (activation order) get the remainder SMs.
+//! * **left-over** ([`left_over`]): on every SM, the first kernel takes as many TBs as it
+//!   could alone (its occupancy) and the next takes as many as fit in what it leaves, and so
+//!   on.
+//! * **SMK** ([`drf`], [`quotas`]; Wang et al., HPCA'16, "Simultaneous Multikernel GPU",
+//!   the thesis's Wan16): every SM gets the same TB combination, chosen by *dominant
+//!   resource fairness* over the SM's static resources (TB slots, threads, warps, registers,
+//!   shared memory): TBs are handed out one at a time to the kernel whose dominant share
+//!   (the largest fraction of any resource it holds) is smallest, and a kernel that no
+//!   longer fits (or already has its occupancy alone) gets no more. Then each kernel gets a
+//!   warp-instruction quota per epoch on every warp scheduler (SMK-W): the thesis says only
+//!   that it is "based on profiling of the standalone execution" and serves "to further
+//!   ensure fair performance". The original paper's text was not at hand when this was
+//!   written, so the rule is ours, chosen for that goal: quotas in the ratio of the
+//!   kernels' standalone IPCs (a kernel given a share of issue slots in proportion to its
+//!   IPC alone slows down by the same factor as the others, where issue slots bind),
+//!   `epoch` warp instructions per scheduler in all.
+//!   Without the IPCs (a scenario that gives none) the quotas are equal. An epoch ends when
+//!   every kernel present on the scheduler has used its quota
+//!   ([`gpu::timing::Quota`]).
+//!
+//! * **Warped-Slicer**'s choice of a combination ([`water_fill`]) from each kernel's
+//!   performance at 1, 2, … TBs per SM; the caller measures the curves (`experiment::corun`
+//!   offline), so it is not a policy of its own yet.
+//! * **fixed** ([`Scheme::Fixed`]): a given TB combination, so many TBs of each process's
+//!   kernels on every SM (the points of papers/lin-thesis Figure 4.2, and what an oracle
+//!   searches over); a process beyond the list is not limited.
+//!
+//! Kernels are planned over the active kernels that still have TBs to issue, in activation
+//! order; when that set changes (a kernel arrives or issues its last TB) the plan is made
+//! again. Nothing is preempted for an intra-SM plan: a kernel over its new limits on an SM
+//! just receives no more TBs there until it is under them. Spatial reserves an SM whose
+//! kernel the new plan moves (the framework's mechanism empties it, draining by default),
+//! and never mixes kernels on an SM. Limits go to the machine as `Request::Limit`
+//! ([`Tables::limit`]).
+//!
+//! Shared memory: SMs with several carve-outs are planned with the largest, which is the
+//! one the ledger offers an empty SM unless its carve-out rule picks a smaller one for the
+//! first TB placed (the presets of ch. 4 have one size).
+
+use gpu::occupancy::{SmResources, TbDemand};
+use gpu::timing::{KernelLimits, SmId};
+
+use crate::policy::{pick_waiting, Policy};
+use crate::tables::{ContextId, KernelSlot, SmState, Tables, Waiting, MAX_GUESTS};
+
+/// The most kernels a co-running scheme shares an SM between (the SM's own kernel and its
+/// guests).
+pub const MAX_CORUNNERS: usize = 1 + MAX_GUESTS;
+
+/// SMK's warp instructions per epoch per scheduler when none is given.
+pub const SMK_EPOCH: u32 = 1000;
+
+/// What a plan needs to know of a kernel.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Corunner {
+    /// What one TB takes.
+    pub demand: TbDemand,
+    /// TBs per SM when it runs alone (its occupancy).
+    pub alone_tbs: u32,
+}
+
+/// Which scheme, with SMK's parameters ([`crate::PolicyKind`] names them).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Scheme {
+    Spatial,
+    LeftOver,
+    Smk {
+        /// Warp instructions per epoch per scheduler, over all kernels.
+        epoch: u32,
+        /// Standalone IPC per GPU context (process), in context order; `None`: equal
+        /// quotas.
+        ipc: Option<Ipcs>,
+    },
+    /// TBs per SM of each GPU context's (process's) kernels, in context order.
+    Fixed(TbCounts),
+}
+
+/// TBs per SM of up to [`MAX_CORUNNERS`] processes, in process order, each at least 1: a
+/// `Copy` list, as policies are. Serialized as a list of numbers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TbCounts {
+    len: u8,
+    values: [u32; MAX_CORUNNERS],
+}
+
+impl TbCounts {
+    /// The list, or `None` when it is empty, longer than [`MAX_CORUNNERS`] or holds a 0.
+    pub fn new(values: &[u32]) -> Option<TbCounts> {
+        if values.is_empty() || values.len() > MAX_CORUNNERS || values.contains(&0) {
+            return None;
+        }
+        let mut out = [0; MAX_CORUNNERS];
+        out[..values.len()].copy_from_slice(values);
+        Some(TbCounts {
+            len: values.len() as u8,
+            values: out,
+        })
+    }
+
+    pub fn as_slice(&self) -> &[u32] {
+        &self.values[..usize::from(self.len)]
+    }
+}
+
+impl serde::Serialize for TbCounts {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.as_slice())
+    }
+}
+
+/// Standalone IPCs of up to [`MAX_CORUNNERS`] processes, in process order (SMK's quota
+/// weights): a `Copy` list, as policies are. Serialized as a list of numbers.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Ipcs {
+    len: u8,
+    values: [f64; MAX_CORUNNERS],
+}
+
+impl Ipcs {
+    /// The list, or `None` when it is empty, longer than [`MAX_CORUNNERS`] or holds a value
+    /// that is not finite and positive.
+    pub fn new(values: &[f64]) -> Option<Ipcs> {
+        if values.is_empty()
+            || values.len() > MAX_CORUNNERS
+            || !values.iter().all(|v| v.is_finite() && *v > 0.0)
+        {
+            return None;
+        }
+        let mut out = [0.0; MAX_CORUNNERS];
+        out[..values.len()].copy_from_slice(values);
+        Some(Ipcs {
+            len: values.len() as u8,
+            values: out,
+        })
+    }
+
+    pub fn as_slice(&self) -> &[f64] {
+        &self.values[..usize::from(self.len)]
+    }
+}
+
+impl serde::Serialize for Ipcs {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.as_slice())
+    }
+}
+
+/// The SMs `[start, end)` each of `kernels` kernels gets from `sm_count`: consecutive,
+/// `⌊sm_count / kernels⌋` each, the first `sm_count mod kernels` kernels one more.
+pub fn spatial(kernels: usize, sm_count: u32) -> Vec<std::ops::Range<u32>> {
+    if kernels == 0 {
+        return Vec::new();
+    }
+    let n = kernels as u32;
+    let (each, extra) = (sm_count / n, sm_count % n);
+    let mut start = 0;
+    (0..n)
+        .map(|i| {
+            let len = each + u32::from(i < extra);
+            let r = start..start + len;
+            start += len;
+            r
+        })
+        .collect()
+}
+
+/// An SM's static resources as the planner counts them: TB slots, threads, warps,
+/// registers, shared memory (the largest carve-out).
+#[derive(Clone, Copy, Debug)]
+struct Capacity([u64; 5]);
+
+impl Capacity {
+    fn of(r: &SmResources) -> Capacity {
+        Capacity([
+            u64::from(r.max_tbs),
+            u64::from(r.max_threads),
+            u64::from(r.max_warps),
+            u64::from(r.registers),
+            u64::from(r.shared_memory.last().copied().unwrap_or(0)),
+        ])
+    }
+}
+
+/// What `tbs` TBs of demand `d` take, resource by resource (as [`Capacity`]).
+fn need(d: &TbDemand, tbs: u32) -> [u64; 5] {
+    let t = u64::from(tbs);
+    [
+        t,
+        t * u64::from(d.threads),
+        t * u64::from(d.warps),
+        t * u64::from(d.registers),
+        t * u64::from(d.shared_memory),
+    ]
+}
+
+/// Whether TB counts `tbs` of `kernels` fit together on an SM of capacity `cap`.
+fn fits(cap: &Capacity, kernels: &[Corunner], tbs: &[u32]) -> bool {
+    (0..5).all(|r| {
+        let used: u64 = kernels
+            .iter()
+            .zip(tbs)
+            .map(|(k, &n)| need(&k.demand, n)[r])
+            .sum();
+        used <= cap.0[r]
+    })
+}
+
+/// Whether `tbs[i]` TBs of each of `kernels` fit on one empty SM of `resources` together
+/// (its largest carve-out).
+pub fn fits_together(resources: &SmResources, kernels: &[Corunner], tbs: &[u32]) -> bool {
+    fits(&Capacity::of(resources), kernels, tbs)
+}
+
+/// TBs per SM under left-over: each kernel in order takes as many as fit beside those
+/// before it, up to its occupancy alone.
+pub fn left_over(resources: &SmResources, kernels: &[Corunner]) -> Vec<u32> {
+    let cap = Capacity::of(resources);
+    let mut tbs = vec![0; kernels.len()];
+    for i in 0..kernels.len() {
+        while tbs[i] < kernels[i].alone_tbs {
+            tbs[i] += 1;
+            if !fits(&cap, kernels, &tbs) {
+                tbs[i] -= 1;
+                break;
+            }
+        }
+    }
+    tbs
+}
+
+/// A kernel's dominant share holding `tbs` TBs: the largest `need / capacity` over the
+/// resources, as an exact fraction (numerator, denominator).
+fn dominant(cap: &Capacity, d: &TbDemand, tbs: u32) -> (u64, u64) {
+    let n = need(d, tbs);
+    (0..5)
+        .filter(|&r| cap.0[r] > 0)
+        .map(|r| (n[r], cap.0[r]))
+        .max_by(|a, b| {
+            (u128::from(a.0) * u128::from(b.1)).cmp(&(u128::from(b.0) * u128::from(a.1)))
+        })
+        .unwrap_or((0, 1))
+}
+
+/// TBs per SM under SMK's dominant resource fairness (progressive filling): while some
+/// kernel can grow, the one with the smallest dominant share (ties: the earlier) gets one
+/// more TB if it fits beside the others and it has fewer than its occupancy alone; else it
+/// is done.
+pub fn drf(resources: &SmResources, kernels: &[Corunner]) -> Vec<u32> {
+    let cap = Capacity::of(resources);
+    let mut tbs = vec![0; kernels.len()];
+    let mut open: Vec<usize> = (0..kernels.len()).collect();
+    while !open.is_empty() {
+        let share = |i: usize| dominant(&cap, &kernels[i].demand, tbs[i]);
+        let (pos, &k) = open
+            .iter()
+            .enumerate()
+            .min_by(|(_, &a), (_, &b)| {
+                let (sa, sb) = (share(a), share(b));
+                (u128::from(sa.0) * u128::from(sb.1))
+                    .cmp(&(u128::from(sb.0) * u128::from(sa.1)))
+                    .then(a.cmp(&b))
+            })
+            .expect("not empty");
+        tbs[k] += 1;
+        if tbs[k] > kernels[k].alone_tbs || !fits(&cap, kernels, &tbs) {
+            tbs[k] -= 1;
+            open.remove(pos);
+        }
+    }
+    tbs
+}
+
+/// Warped-Slicer's TB combination (Xu et al., ISCA'16, the thesis's Xu16) from each
+/// kernel's scalability curve — `curves[k][n - 1]`, its performance alone at `n` TBs per SM
+/// — by water-filling: while some kernel can grow, the one whose performance at its
+/// current count, relative to the best of its curve, is lowest (none yet counts 0; ties:
+/// the earlier) gets one more TB if its curve goes that far and it fits beside the others;
+/// else, or once it reaches the best of its curve (more TBs would not make it faster), it
+/// is done. The result maximises the smallest relative performance the curves predict.
+/// The thesis describes WS as choosing, from the curves, "the CTA combination that
+/// generates the minimum combined performance slowdown"; the curves are measured as the
+/// caller can (the paper profiles them online, on the SMs, at the kernels' start).
+pub fn water_fill(resources: &SmResources, kernels: &[Corunner], curves: &[Vec<f64>]) -> Vec<u32> {
+    let cap = Capacity::of(resources);
+    let n = kernels.len().min(curves.len());
+    let kernels = &kernels[..n];
+    let best: Vec<f64> = curves[..n]
+        .iter()
+        .map(|c| {
+            c.iter()
+                .copied()
+                .filter(|v| v.is_finite())
+                .fold(0.0, f64::max)
+        })
+        .collect();
+    let relative = |k: usize, tbs: u32| -> f64 {
+        match tbs.checked_sub(1).and_then(|i| curves[k].get(i as usize)) {
+            Some(&v) if best[k] > 0.0 && v.is_finite() => v / best[k],
+            _ => 0.0,
+        }
+    };
+    let mut tbs = vec![0; n];
+    let mut open: Vec<usize> = (0..n).filter(|&k| best[k] > 0.0).collect();
+    while !open.is_empty() {
+        let (pos, &k) = open
+            .iter()
+            .enumerate()
+            .min_by(|(_, &a), (_, &b)| {
+                relative(a, tbs[a])
+                    .total_cmp(&relative(b, tbs[b]))
+                    .then(a.cmp(&b))
+            })
+            .expect("not empty");
+        tbs[k] += 1;
+        if tbs[k] as usize > curves[k].len() || !fits(&cap, kernels, &tbs) {
+            tbs[k] -= 1;
+            open.remove(pos);
+        } else if relative(k, tbs[k]) >= 1.0 {
+            open.remove(pos);
+        }
+    }
+    tbs
+}
+
+/// SMK's warp-instruction quotas per epoch per scheduler: `epoch` split in the ratio of
+/// `weights` (standalone IPCs; equal when `None`), each rounded to the nearest and at
+/// least 1.
+pub fn quotas(epoch: u32, weights: Option<&[f64]>, kernels: usize) -> Vec<u32> {
+    let w: Vec<f64> = match weights {
+        Some(w) if w.len() == kernels => w.to_vec(),
+        _ => vec![1.0; kernels],
+    };
+    let sum: f64 = w.iter().sum();
+    w.iter()
+        .map(|x| ((f64::from(epoch) * x / sum).round() as u32).max(1))
+        .collect()
+}
+
+/// What one SM runs under a plan: each kernel (an index into the planned kernels) with its
+/// limits there.
+pub type SmPlan = Vec<(usize, KernelLimits)>;
+
+/// The plan of `scheme` for `kernels` (in activation order, their GPU contexts in
+/// `contexts`) on `sm_count` SMs of `resources`: per SM, what it runs. A kernel planned
+/// no TB is left off.
+pub fn plan(
+    scheme: &Scheme,
+    resources: &SmResources,
+    sm_count: u32,
+    kernels: &[Corunner],
+    contexts: &[ContextId],
+) -> Vec<SmPlan> {
+    let kernels = &kernels[..kernels.len().min(MAX_CORUNNERS)];
+    let intra = |tbs: Vec<u32>, quota: Option<Vec<u32>>| -> Vec<SmPlan> {
+        let one: SmPlan = tbs
+            .iter()
+            .enumerate()
+            .filter(|(_, &n)| n > 0)
+            .map(|(i, &n)| {
+                let limits = KernelLimits {
+                    tbs: Some(n),
+                    issue_quota: quota.as_ref().map(|q| q[i]),
+                    ..KernelLimits::default()
+                };
+                (i, limits)
+            })
+            .collect();
+        vec![one; sm_count as usize]
+    };
+    match scheme {
+        Scheme::Spatial => {
+            let mut out = vec![SmPlan::new(); sm_count as usize];
+            for (i, r) in spatial(kernels.len(), sm_count).into_iter().enumerate() {
+                for sm in r {
+                    out[sm as usize].push((i, KernelLimits::default()));
+                }
+            }
+            out
+        }
+        Scheme::LeftOver => intra(left_over(resources, kernels), None),
+        Scheme::Smk { epoch, ipc } => {
+            let weights: Option<Vec<f64>> = ipc.and_then(|ipc| {
+                contexts
+                    .iter()
+                    .map(|c| ipc.as_slice().get(c.0 as usize).copied())
+                    .collect()
+            });
+            let q = quotas(*epoch, weights.as_deref(), kernels.len());
+            // A kernel alone on the SM needs no quota.
+            let q = (kernels.len() > 1).then_some(q);
+            intra(drf(resources, kernels), q)
+        }
+        Scheme::Fixed(counts) => {
+            let one: SmPlan = contexts
+                .iter()
+                .enumerate()
+                .take(kernels.len())
+                .map(|(i, c)| {
+                    let tbs = counts.as_slice().get(c.0 as usize).copied();
+                    let limits = KernelLimits {
+                        tbs,
+                        ..KernelLimits::default()
+                    };
+                    (i, limits)
+                })
+                .collect();
+            vec![one; sm_count as usize]
+        }
+    }
+}
+
+/// A co-running scheme as a policy: commands enter the active queue first come, first
+/// served, and the SMs follow [`plan`] over the active kernels that have TBs to issue.
+pub struct Corun {
+    scheme: Scheme,
+    name: &'static str,
+    /// The kernels the plan was made for, and the plan.
+    planned: Vec<KernelSlot>,
+    plan: Vec<Vec<(KernelSlot, KernelLimits)>>,
+}
+
+impl Corun {
+    pub fn new(scheme: Scheme) -> Corun {
+        let name = match scheme {
+            Scheme::Spatial => "spatial",
+            Scheme::LeftOver => "left-over",
+            Scheme::Smk { .. } => "smk",
+            Scheme::Fixed(_) => "fixed",
+        };
+        Corun {
+            scheme,
+            name,
+            planned: Vec::new(),
+            plan: Vec::new(),
+        }
+    }
+
+    /// Plans anew for the kernels with TBs to issue, if they changed, and applies the plan
+    /// to every SM.
+    fn replan(&mut self, tables: &mut Tables) {
+        let with_work: Vec<KernelSlot> = tables
+            .active()
+            .iter()
+            .copied()
+            .filter(|&k| tables.ksr(k).has_work())
+            .take(MAX_CORUNNERS)
+            .collect();
+        if with_work == self.planned {
+            return;
+        }
+        self.planned = with_work;
+        let Some(resources) = tables.sm_resources().cloned() else {
+            return;
+        };
+        let kernels: Vec<Corunner> = self
+            .planned
+            .iter()
+            .map(|&k| {
+                let ksr = tables.ksr(k);
+                Corunner {
+                    demand: ksr.demand,
+                    alone_tbs: ksr.alone_tbs,
+                }
+            })
+            .collect();
+        let contexts: Vec<ContextId> = self
+            .planned
+            .iter()
+            .map(|&k| tables.ksr(k).context)
+            .collect();
+        let per_sm = plan(
+            &self.scheme,
+            &resources,
+            tables.sm_count(),
+            &kernels,
+            &contexts,
+        );
+        self.plan = per_sm
+            .into_iter()
+            .map(|p| p.into_iter().map(|(i, l)| (self.planned[i], l)).collect())
+            .collect();
+        for sm in (0..tables.sm_count()).map(SmId) {
+            self.apply(sm, tables);
+        }
+    }
+
+    /// Puts `sm` in the state the plan gives it, as far as it can be now.
+    fn apply(&self, sm: SmId, tables: &mut Tables) {
+        let Some(want) = self.plan.get(sm.0 as usize) else {
+            return;
+        };
+        let e = *tables.sm(sm);
+        if want.is_empty() || e.state == SmState::Reserved {
+            return;
+        }
+        let kernels: Vec<KernelSlot> = want.iter().map(|w| w.0).collect();
+        if self.scheme == Scheme::Spatial && e.state == SmState::Running {
+            let k = kernels[0];
+            if e.kernel == Some(k) {
+                return;
+            }
+            // Another kernel's SM: once its kernel has nothing left it becomes idle and is
+            // given then; while it has, it is taken back (emptied by the mechanism).
+            if e.kernels().any(|x| tables.ksr(x).has_work()) {
+                tables.reserve(sm, k);
+            }
+            return;
+        }
+        if !tables.host(sm, &kernels) {
+            return;
+        }
+        for &(k, limits) in want {
+            tables.limit(sm, k, limits);
+        }
+    }
+}
+
+impl Policy for Corun {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+    fn admit(&mut self, waiting: &[Waiting]) -> Option<ContextId> {
+        pick_waiting(waiting, |w| w.arrived_at)
+    }
+    fn on_kernel_activated(&mut self, _: KernelSlot, _: &mut Tables) {
+        // Planned in `on_cycle`, once every kernel activated in this cycle is in.
+    }
+    fn on_sm_idle(&mut self, sm: SmId, tables: &mut Tables) {
+        self.apply(sm, tables);
+    }
+    fn on_sm_room(&mut self, _: SmId, _: &mut Tables) {
+        // The plan already says what each SM runs; it changes on `on_cycle`.
+    }
+    fn on_preemption_done(&mut self, sm: SmId, tables: &mut Tables) {
+        self.apply(sm, tables);
+    }
+    fn on_cycle(&mut self, tables: &mut Tables) {
+        self.replan(tables);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gpu::occupancy::RegisterAllocation;
+
+    /// papers/lin-thesis Table 4.1's SM: 32 TBs, 2048 threads (64 warps), 64 Ki registers
+    /// (256 KB), 96 KB shared memory.
+    fn maxwell() -> SmResources {
+        SmResources {
+            max_threads: 2048,
+            max_warps: 64,
+            max_tbs: 32,
+            registers: 65536,
+            max_registers_per_thread: 255,
+            register_allocation: RegisterAllocation::Warp { unit: 256 },
+            shared_memory: vec![98304],
+            carve_out: Default::default(),
+            shared_allocation_unit: 256,
+            uniform_registers: 0,
+        }
+    }
+
+    fn k(warps: u32, registers: u32, shared_memory: u32, alone_tbs: u32) -> Corunner {
+        Corunner {
+            demand: TbDemand {
+                warps,
+                threads: warps * 32,
+                registers,
+                shared_memory,
+            },
+            alone_tbs,
+        }
+    }
+
+    #[test]
+    fn spatial_splits_evenly_with_the_remainder_first() {
+        assert_eq!(spatial(2, 16), vec![0..8, 8..16]);
+        assert_eq!(spatial(3, 16), vec![0..6, 6..11, 11..16]);
+        assert_eq!(spatial(3, 2), vec![0..1, 1..2, 2..2]);
+        assert!(spatial(0, 16).is_empty());
+    }
+
+    #[test]
+    fn left_over_gives_the_second_what_the_first_leaves() {
+        // A: 8 warps and 24 KB of shared memory a TB: 4 TBs alone (shared memory bound,
+        // 96 KB), holding 32 warps. B: 4 warps, no shared memory, 16 alone: it gets the 32
+        // warps A leaves, 8 TBs.
+        let a = k(8, 8 * 32 * 32, 24 * 1024, 4);
+        let b = k(4, 4 * 32 * 16, 0, 16);
+        assert_eq!(left_over(&maxwell(), &[a, b]), vec![4, 8]);
+        // The other way round B takes 64 warps (16 TBs) and leaves A nothing.
+        assert_eq!(left_over(&maxwell(), &[b, a]), vec![16, 0]);
+    }
+
+    #[test]
+    fn drf_equalises_dominant_shares() {
+        // A: dominant share 1/4 a TB (24 KB of 96 KB shared memory; warps 8/64). B: 1/16
+        // (4 of 64 warps). By hand, ties to A: A 1 (1/4); B to 4 (4/16); A 2 (1/2); B to 8
+        // (1/2); A 3 (3/4, 24 + 32 warps); B to 10 (64 warps); B's 11th needs 68 warps, B
+        // done; A's 4th needs 72, A done: (3, 10).
+        let a = k(8, 8 * 32 * 8, 24 * 1024, 4);
+        let b = k(4, 4 * 32 * 16, 0, 16);
+        assert_eq!(drf(&maxwell(), &[a, b]), vec![3, 10]);
+        // Two copies of one kernel share evenly.
+        assert_eq!(drf(&maxwell(), &[b, b]), vec![8, 8]);
+        // A kernel never gets more than its occupancy alone.
+        let small = k(1, 32 * 16, 0, 2);
+        assert_eq!(drf(&maxwell(), &[small, b]), vec![2, 15]);
+    }
+
+    #[test]
+    fn water_filling_raises_the_lowest_relative_performance_first() {
+        let a = k(1, 32 * 16, 0, 32);
+        let b = k(1, 32 * 16, 0, 32);
+        let curves = vec![vec![0.5, 0.8, 1.0, 1.0], vec![0.3, 0.6, 0.9, 1.0]];
+        // Ample room. By hand: A 1 (0.5); B 1 (0.3), 2 (0.6); A 2 (0.8); B 3 (0.9); A 3
+        // (1.0, its best: done); B 4 (1.0, done): (3, 4).
+        assert_eq!(water_fill(&maxwell(), &[a, b], &curves), vec![3, 4]);
+        // Five TB slots: A 1, B 1, B 2, A 2, B 3 fill them; A's 3rd and B's 4th do not fit.
+        let mut five = maxwell();
+        five.max_tbs = 5;
+        assert_eq!(water_fill(&five, &[a, b], &curves), vec![2, 3]);
+        // A curve that peaks early stops there, leaving the room to the other.
+        let curves = vec![vec![1.0, 0.9], vec![0.2, 0.4, 0.6]];
+        assert_eq!(water_fill(&maxwell(), &[a, b], &curves), vec![1, 3]);
+        // No curve: nothing.
+        assert_eq!(
+            water_fill(&maxwell(), &[a, b], &[vec![], vec![]]),
+            vec![0, 0]
+        );
+    }
+
+    #[test]
+    fn quotas_follow_standalone_ipc() {
+        assert_eq!(quotas(1000, Some(&[1.0, 3.0]), 2), vec![250, 750]);
+        assert_eq!(quotas(100, Some(&[2.0, 1.0, 1.0]), 3), vec![50, 25, 25]);
+        // Equal without weights, and never zero.
+        assert_eq!(quotas(10, None, 3), vec![3, 3, 3]);
+        assert_eq!(quotas(10, Some(&[1000.0, 1.0]), 2), vec![10, 1]);
+    }
+
+    #[test]
+    fn smk_plan_puts_the_drf_combination_and_quotas_on_every_sm() {
+        let a = k(8, 8 * 32 * 8, 24 * 1024, 4);
+        let b = k(4, 4 * 32 * 16, 0, 16);
+        let ipc = Ipcs::new(&[1.0, 3.0]);
+        let smk = Scheme::Smk { epoch: 100, ipc };
+        // Contexts in the other order: the weights follow the contexts, not the slots.
+        let p = plan(&smk, &maxwell(), 2, &[a, b], &[ContextId(1), ContextId(0)]);
+        assert_eq!(p.len(), 2);
+        for sm in &p {
+            assert_eq!(sm.len(), 2);
+            assert_eq!((sm[0].1.tbs, sm[0].1.issue_quota), (Some(3), Some(75)));
+            assert_eq!((sm[1].1.tbs, sm[1].1.issue_quota), (Some(10), Some(25)));
+        }
+        // Alone, no quota.
+        let p = plan(&smk, &maxwell(), 1, &[a], &[ContextId(0)]);
+        assert_eq!(p[0][0].1.issue_quota, None);
+    }
+
+    #[test]
+    fn fixed_plan_limits_each_process_to_its_count() {
+        let a = k(8, 8 * 32 * 8, 24 * 1024, 4);
+        let b = k(4, 4 * 32 * 16, 0, 16);
+        let fixed = Scheme::Fixed(TbCounts::new(&[2, 5]).unwrap());
+        // Kernels of contexts 1 and 0 (in activation order), and one of context 2, which
+        // the list does not name.
+        let p = plan(
+            &fixed,
+            &maxwell(),
+            3,
+            &[a, b, b],
+            &[ContextId(1), ContextId(0), ContextId(2)],
+        );
+        assert_eq!(p.len(), 3);
+        for sm in &p {
+            let tbs: Vec<_> = sm.iter().map(|(i, l)| (*i, l.tbs, l.issue_quota)).collect();
+            assert_eq!(
+                tbs,
+                [(0, Some(5), None), (1, Some(2), None), (2, None, None)]
+            );
+        }
+        assert!(TbCounts::new(&[1, 0]).is_none());
+        assert!(TbCounts::new(&[]).is_none());
+    }
+
+    #[test]
+    fn ipcs_refuse_bad_lists() {
+        assert!(Ipcs::new(&[]).is_none());
+        assert!(Ipcs::new(&[1.0, 0.0]).is_none());
+        assert!(Ipcs::new(&[1.0, f64::NAN]).is_none());
+        assert!(Ipcs::new(&[1.0; MAX_CORUNNERS + 1]).is_none());
+        assert_eq!(Ipcs::new(&[1.0, 2.0]).unwrap().as_slice(), &[1.0, 2.0]);
+    }
+}

@@ -1,0 +1,239 @@
+//! Co-running schemes (papers/lin-thesis ch. 4; `sched::corun`) on real suite programs, on
+//! two SMs of the `maxwell16` preset (Table 4.1): under every scheme both programs verify;
+//! spatial never puts two kernels on one SM, left-over and SMK do, and no kernel's TBs on an
+//! SM ever grow past its limit there; SMK's limits are the DRF combination worked out
+//! from the kernels' demands; and SMK's warp-instruction quotas set the kernels' shares
+//! of the issue slots.
+
+use gpu::config::GpuConfig;
+use gpu::timing::{LaunchId, Machine, SmId, TimedGpu};
+use sched::corun::{drf, Corunner};
+use sched::{Framework, Ipcs, PolicyKind};
+use suite::Size;
+use workload::scenario::{Process, Program};
+use workload::system::Injector;
+use workload::{RunRecord, Setup, System};
+
+fn process(name: &str) -> Process {
+    let k = suite::by_name(name).unwrap();
+    Process {
+        name: name.to_string(),
+        arrival_us: 0.0,
+        priority: 0,
+        program: Program::Suite {
+            kernel: k,
+            size: Size::Small,
+            seed: 5,
+            target: k.default_target(),
+        },
+        stream_priorities: Vec::new(),
+        requests: None,
+    }
+}
+
+fn run(policy: PolicyKind, pair: [&str; 2], watch: &mut Watch) -> RunRecord {
+    let mut config = GpuConfig::preset("maxwell16").unwrap();
+    config.sm.count = 2;
+    let timing = TimedGpu::new(config);
+    let setup = Setup {
+        host: timing.gpu.host.clone(),
+        timing,
+        framework: Default::default(),
+        policy,
+        time_slice_us: 50.0,
+        mechanism: Default::default(),
+        copy_policy: Default::default(),
+        max_cycles: 1 << 25,
+        snapshot: false,
+        replay: None,
+    };
+    let r = System::new(setup, &[process(pair[0]), process(pair[1])])
+        .unwrap()
+        .run_with(&mut |_| {}, Some(watch))
+        .unwrap_or_else(|e| panic!("{policy}: {e}"));
+    for p in &r.processes {
+        let v = p.verdict.as_ref().unwrap();
+        assert!(v.verified, "{} under {policy}: {}", p.name, v.detail);
+    }
+    r
+}
+
+/// Watches every cycle: whether two launches were ever resident on one SM, and that no
+/// launch's TBs on an SM grow past its limit there; and while two launches both have
+/// TBs to place and are both resident on SM 0, their TB limits there and the warp
+/// instructions each issued.
+/// A launch and its TB limit on an SM.
+type TbLimit = (LaunchId, Option<u32>);
+
+#[derive(Default)]
+struct Watch {
+    shared_sm: bool,
+    /// TBs each launch held on each SM at the last cycle.
+    tbs: Vec<((SmId, LaunchId), u32)>,
+    /// (launch, launch) with their TB limits on SM 0, when first seen together.
+    limits_seen: Vec<(TbLimit, TbLimit)>,
+    /// Per launch (with its kernel's name), warp instructions in cycles both were on SM 0.
+    together: Vec<(LaunchId, String, u64)>,
+    last: Vec<(LaunchId, u64)>,
+    demands: Vec<(LaunchId, Corunner)>,
+}
+
+impl Injector for Watch {
+    fn before_cycle(&mut self, m: &Machine, _: &mut Framework) {
+        for sm in m.sm_ids() {
+            let l = m.ledger(sm);
+            let present: Vec<LaunchId> = m
+                .active()
+                .iter()
+                .copied()
+                .filter(|&id| l.usage(id).tbs > 0)
+                .collect();
+            for &id in &present {
+                // A plan made anew lowers limits without taking TBs away: a launch over its
+                // limit receives none until it is under it, so it never grows past it.
+                let now = l.usage(id).tbs;
+                let key = (sm, id);
+                let before = match self.tbs.iter_mut().find(|x| x.0 == key) {
+                    Some(x) => std::mem::replace(&mut x.1, now),
+                    None => {
+                        self.tbs.push((key, now));
+                        0
+                    }
+                };
+                if let Some(max) = l.limits(id).tbs {
+                    assert!(
+                        now <= before || now <= max,
+                        "{id} grew to {now} TBs on {sm}, over its limit {max}"
+                    );
+                }
+            }
+            if present.len() < 2 {
+                continue;
+            }
+            self.shared_sm = true;
+            let (a, b) = (present[0], present[1]);
+            // Steady co-running: both launches still have TBs to place (not the tail of
+            // one, nor a plan made while one had not arrived).
+            let steady = m.launch(a).undispatched() > 0 && m.launch(b).undispatched() > 0;
+            if sm != SmId(0) || !steady {
+                continue;
+            }
+            if !self.limits_seen.iter().any(|p| (p.0 .0, p.1 .0) == (a, b)) {
+                self.limits_seen
+                    .push(((a, l.limits(a).tbs), (b, l.limits(b).tbs)));
+                for id in [a, b] {
+                    if !self.demands.iter().any(|d| d.0 == id) {
+                        let launch = m.launch(id);
+                        self.demands.push((
+                            id,
+                            Corunner {
+                                demand: *launch.demand(),
+                                alone_tbs: launch.occupancy().tbs_per_sm,
+                            },
+                        ));
+                    }
+                }
+            }
+            for id in [a, b] {
+                let now = m.warp_instructions(id);
+                let before = self.last.iter().find(|x| x.0 == id).map(|x| x.1);
+                if let Some(before) = before {
+                    match self.together.iter_mut().find(|x| x.0 == id) {
+                        Some(t) => t.2 += now - before,
+                        None => {
+                            let name = m.launch(id).ctx().kernel.name.clone();
+                            self.together.push((id, name, now - before))
+                        }
+                    }
+                }
+            }
+        }
+        // The instruction counts as of this cycle, for the next cycle's deltas (only cycles
+        // that both start and end with the pair on SM 0 count).
+        self.last = m
+            .active()
+            .iter()
+            .map(|&id| (id, m.warp_instructions(id)))
+            .collect();
+    }
+}
+
+/// Both programs' first kernels have TBs waiting at the same time for a while (kmeans 128,
+/// blackscholes 64 at the small size).
+const PAIR: [&str; 2] = ["blackscholes", "kmeans"];
+
+#[test]
+fn every_scheme_runs_suite_programs_and_they_verify() {
+    let fixed = PolicyKind::Fixed {
+        tbs: sched::TbCounts::new(&[3, 5]).unwrap(),
+    };
+    for policy in PolicyKind::CORUN.into_iter().chain([fixed]) {
+        let mut w = Watch::default();
+        run(policy, PAIR, &mut w);
+        match policy {
+            PolicyKind::Spatial => assert!(!w.shared_sm, "spatial put two kernels on one SM"),
+            _ => assert!(w.shared_sm, "{policy} never ran two kernels on one SM"),
+        }
+        if policy == fixed {
+            // Process 0 (blackscholes, activated second) at 3, process 1 at 5.
+            assert!(!w.limits_seen.is_empty());
+            for &((_, la), (_, lb)) in &w.limits_seen {
+                assert_eq!((la, lb), (Some(5), Some(3)));
+            }
+        }
+    }
+}
+
+#[test]
+fn smk_limits_are_the_drf_combination() {
+    let mut w = Watch::default();
+    run(PolicyKind::CORUN[2], PAIR, &mut w);
+    let res = GpuConfig::preset("maxwell16").unwrap().sm.resources;
+    assert!(
+        !w.limits_seen.is_empty(),
+        "the kernels never co-ran steadily"
+    );
+    for &((a, la), (b, lb)) in &w.limits_seen {
+        let da = w.demands.iter().find(|d| d.0 == a).unwrap().1;
+        let db = w.demands.iter().find(|d| d.0 == b).unwrap().1;
+        // Launch ids are in activation order, the plan's order.
+        let want = drf(&res, &[da, db]);
+        assert_eq!([la, lb], [Some(want[0]), Some(want[1])], "{a} and {b}");
+        // Both run: neither was left out.
+        assert!(want[0] > 0 && want[1] > 0);
+    }
+}
+
+/// The share of the warp instructions blackscholes (process 0) issued while both kernels
+/// co-ran steadily on SM 0, under SMK with standalone IPCs `ipc` by process (the quotas'
+/// ratio).
+fn blackscholes_share(ipc: [f64; 2]) -> f64 {
+    let mut w = Watch::default();
+    let smk = PolicyKind::Smk {
+        epoch: Some(100),
+        ipc: Ipcs::new(&ipc),
+    };
+    run(smk, PAIR, &mut w);
+    assert_eq!(w.together.len(), 2, "{:?}", w.together);
+    let total = (w.together[0].2 + w.together[1].2) as f64;
+    assert!(total > 10_000.0, "too short a window: {:?}", w.together);
+    let bs = w
+        .together
+        .iter()
+        .find(|t| t.1 == "black_scholes")
+        .expect("blackscholes co-ran");
+    bs.2 as f64 / total
+}
+
+#[test]
+fn smk_quotas_set_the_issue_shares() {
+    // Quotas 20:80 and 80:20 per epoch: where both kernels have warps ready, the issue
+    // slots go in that ratio, so blackscholes's share must move a long way between the two
+    // runs (without quotas both runs would issue alike).
+    let low = blackscholes_share([1.0, 4.0]);
+    let high = blackscholes_share([4.0, 1.0]);
+    assert!(
+        high > low + 0.3,
+        "blackscholes issued {low:.3} of the instructions at quota 20% and {high:.3} at 80%"
+    );
+}
