@@ -54,15 +54,7 @@ impl Mig {
         let Some(j) = self.instance_of_sm(sm) else {
             return;
         };
-        let best = tables
-            .active()
-            .iter()
-            .copied()
-            .filter(|&k| {
-                let ksr = tables.ksr(k);
-                ksr.has_work() && self.instance_of(ksr.context) == j
-            })
-            .min_by_key(|&k| (tables.ksr(k).arrived_at, tables.ksr(k).activated_at));
+        let best = tables.first_come(|ksr| self.instance_of(ksr.context) == j);
         if let Some(k) = best {
             tables.assign(sm, k);
         }

@@ -44,15 +44,7 @@ impl Mps {
     /// Gives idle `sm` to the earliest kernel with TBs to issue whose process is below its
     /// limit.
     fn give(&self, sm: SmId, tables: &mut Tables) {
-        let best = tables
-            .active()
-            .iter()
-            .copied()
-            .filter(|&k| {
-                let ksr = tables.ksr(k);
-                ksr.has_work() && Mps::held(tables, ksr.context) < self.limit
-            })
-            .min_by_key(|&k| (tables.ksr(k).arrived_at, tables.ksr(k).activated_at));
+        let best = tables.first_come(|ksr| Mps::held(tables, ksr.context) < self.limit);
         if let Some(k) = best {
             tables.assign(sm, k);
         }

@@ -282,6 +282,19 @@ impl Tables {
         &self.active
     }
 
+    /// First come, first served among the active kernels with TBs to issue that `eligible`
+    /// accepts: the one that arrived first (first activated on ties).
+    pub fn first_come(&self, eligible: impl Fn(&Ksr) -> bool) -> Option<KernelSlot> {
+        self.active
+            .iter()
+            .copied()
+            .filter(|&k| {
+                let ksr = self.ksr(k);
+                ksr.has_work() && eligible(ksr)
+            })
+            .min_by_key(|&k| (self.ksr(k).arrived_at, self.ksr(k).activated_at))
+    }
+
     pub fn ksr(&self, k: KernelSlot) -> &Ksr {
         self.ksrt[k.0 as usize].as_ref().expect("a live KSRT entry")
     }
