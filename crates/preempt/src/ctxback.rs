@@ -92,13 +92,14 @@ impl RoutineDesign {
     /// uniform registers the SM has (`uniform_registers`; none: the kernel stays as it is);
     /// CS-Defer has no flashback points to improve.
     fn generate(self, kernel: &Kernel, uniform_registers: u32) -> Option<(OsrbKernel, Routines)> {
-        let osrb = (self != RoutineDesign::CsDefer && uniform_registers > 0).then_some(OsrbConfig {
-            uniform_registers,
-            // Backups in the warp's shared memory would grow the TB's shared memory after
-            // its launch was laid out; registers only.
-            shared_words: 0,
-            registers: true,
-        });
+        let osrb =
+            (self != RoutineDesign::CsDefer && uniform_registers > 0).then_some(OsrbConfig {
+                uniform_registers,
+                // Backups in the warp's shared memory would grow the TB's shared memory after
+                // its launch was laid out; registers only.
+                shared_words: 0,
+                registers: true,
+            });
         let config = CtxBackConfig {
             osrb,
             ..CtxBackConfig::default()

@@ -1158,7 +1158,10 @@ L1:
         let pass = PointPass {
             config: Default::default(),
         };
-        let sm = gpu::config::GpuConfig::preset("gtx480").expect("preset").sm.resources;
+        let sm = gpu::config::GpuConfig::preset("gtx480")
+            .expect("preset")
+            .sm
+            .resources;
         pass.run(kernel, &sm).expect("points fit").0
     }
 

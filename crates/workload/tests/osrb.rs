@@ -6,8 +6,8 @@
 use std::path::Path;
 
 use gpu::config::GpuConfig;
-use kir::inst::{ArithOp, Op};
 use gpu::timing::{Machine, SmId, TimedGpu};
+use kir::inst::{ArithOp, Op};
 use preempt::{MechanismKind, Record};
 use sched::Framework;
 use suite::Rng;

@@ -48,8 +48,8 @@
 
 pub mod backend;
 pub mod context;
-pub mod counters;
 pub mod control;
+pub mod counters;
 mod decoded;
 pub mod ids;
 mod launch;
@@ -83,16 +83,14 @@ pub use control::{
     Scope, Start, StopAt, TbCheckpoint, TbControl, Ticket, WarpCheckpoint, WarpControl,
     WarpReports,
 };
+pub use counters::{Counters, LaunchTally};
 pub use ids::{
     CheckpointId, HoldId, LaunchId, PendingId, SmId, TbRef, TbSlotId, TransferId, WarpSlotId,
 };
 pub use launch::{Launch, TimedKernel};
 pub use ledger::{KernelLimits, Share, SmLedger, Usage};
 pub use machine::{Control, Event, Idle, Machine};
-pub use counters::{Counters, LaunchTally};
-pub use probe::{
-    Interests, Issue, Move, Probe, Residency, ResidencyLog, SmCycle, StallTimeline,
-};
+pub use probe::{Interests, Issue, Move, Probe, Residency, ResidencyLog, SmCycle, StallTimeline};
 pub use view::{TbProgress, WarpView};
 
 pub use crate::pipeline::{FetchSpec, OpClass, OpTiming, PipelineSpec, TensorSpec, Unit};

@@ -542,7 +542,10 @@ impl Sm {
         // The issue hook above counted it (`Counters`): one warp instruction, and a thread
         // instruction per lane of its stack entry, as `step` counts them.
         debug_assert_eq!(
-            (ws.warp.executed - before.0, ws.warp.thread_executed - before.1),
+            (
+                ws.warp.executed - before.0,
+                ws.warp.thread_executed - before.1
+            ),
             (1, u64::from(top.mask.count_ones()))
         );
 

@@ -89,8 +89,8 @@ use crate::timing::decoded::Decoded;
 use crate::timing::ids::{HoldId, LaunchId, PendingId, SmId, TbRef, TransferId, WarpSlotId};
 use crate::timing::launch::Launch;
 use crate::timing::ledger::SmLedger;
-use crate::timing::scheduler::AnyScheduler;
 use crate::timing::probe::Watch;
+use crate::timing::scheduler::AnyScheduler;
 use crate::timing::stats::FrontendStats;
 use crate::timing::view::{TbProgress, WarpView};
 
@@ -490,13 +490,7 @@ impl Sm {
     }
 
     #[inline(never)]
-    fn completed(
-        &mut self,
-        c: &Completion,
-        launches: &[Launch],
-        watch: &mut Watch,
-        now: u64,
-    ) {
+    fn completed(&mut self, c: &Completion, launches: &[Launch], watch: &mut Watch, now: u64) {
         let tag = PendingId(c.tag as u32);
         let p = self.ldst.pending.get_mut(tag);
         let (launch, waits) = (p.launch, p.waits);
