@@ -623,7 +623,11 @@ mod tests {
                 "memory.translation.faults.nvlink.transfer_us",
             ),
             ("link = \"pcie\"", "link = \"pci\"", "link"),
-            ("batch_size = 256 ", "batch_size = 256\nbatches = 1 ", "batches"),
+            (
+                "batch_size = 256 ",
+                "batch_size = 256\nbatches = 1 ",
+                "batches",
+            ),
         ] {
             let bad = text.replace(from, to);
             assert_ne!(bad, text, "{from}");

@@ -177,7 +177,8 @@ pub struct FaultStats {
     pub fault_cycles: u64,
     /// Core cycles the handler spent servicing batches.
     pub busy_cycles: u64,
-    /// Accesses whose translation waited for a far fault.
+    /// Accesses accepted while a page of theirs waited for a fault whose batch had not
+    /// started (those merging into a fault already in service are not counted).
     pub faulted_accesses: u64,
 }
 
