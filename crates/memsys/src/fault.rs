@@ -4,9 +4,9 @@
 //!
 //! **What faults.** A managed allocation (`cudaMallocManaged`, [`FarFaults::manage`])
 //! starts resident on the host. A page-table walk ([`crate::tlb::SharedTlb`]) that ends on
-//! a page holding managed bytes whose *region* (`granularity_kb`, 64 KiB in the thesis) is
-//! not resident on the GPU raises a far fault, and the page's translation completes only
-//! when the region has migrated. A region with any managed byte is managed as a whole
+//! a page holding managed bytes whose *region* (`granularity_kb`, 64 KiB in the thesis; a
+//! larger page is a region of its own) is not resident on the GPU raises a far fault, and
+//! the page's translation completes only when the region has migrated. A region with any managed byte is managed as a whole
 //! (allocations are 256-byte aligned, so a small buffer may share its region with another:
 //! the whole region migrates). Walks of other pages of a region already faulting merge into
 //! its fault (counted as merged, not as new far faults) and complete when it does; a region
@@ -84,8 +84,8 @@ pub struct FaultCosts {
 pub struct FaultSpec {
     /// Which link's costs apply.
     pub link: Link,
-    /// The unit a fault migrates, in KiB: a power of two, at least the page size, at most
-    /// 2048 (§6.5.1: 64).
+    /// The unit a fault migrates, in KiB: a power of two from 4 to 2048 (§6.5.1: 64); with
+    /// larger pages a fault migrates its whole page.
     pub granularity_kb: u32,
     /// Faults a batch takes at most (the UVM driver's `uvm_perf_fault_batch_count`: 256).
     pub batch_size: u32,
@@ -104,15 +104,14 @@ impl FaultSpec {
         }
     }
 
-    /// Checks every field against pages of `page_kb`; the error names it
-    /// (`translation.faults.pcie.transfer_us`, ...).
-    pub fn validate(&self, page_kb: u32) -> Result<(), ConfigError> {
+    /// Checks every field; the error names it (`translation.faults.pcie.transfer_us`, ...).
+    pub fn validate(&self) -> Result<(), ConfigError> {
         let bad = |what: &'static str, reason: String| Err(ConfigError::Invalid { what, reason });
         let g = self.granularity_kb;
-        if !g.is_power_of_two() || g < page_kb || g > 2048 {
+        if !g.is_power_of_two() || !(4..=2048).contains(&g) {
             return bad(
                 "translation.faults.granularity_kb",
-                format!("{g} KiB is not a power of two from the page size ({page_kb} KiB) to 2048"),
+                format!("{g} KiB is not a power of two from 4 to 2048"),
             );
         }
         if !(1..=MAX_BATCH).contains(&self.batch_size) {
@@ -244,12 +243,13 @@ pub struct FarFaults {
 }
 
 impl FarFaults {
-    /// A handler for `spec` at `core_mhz` (fault costs become core cycles, at least 1).
-    pub fn new(spec: &FaultSpec, core_mhz: f64) -> FarFaults {
+    /// A handler for `spec` at `core_mhz` (fault costs become core cycles, at least 1) over
+    /// pages of `page_bytes` (a fault migrates the larger of a page and `granularity_kb`).
+    pub fn new(spec: &FaultSpec, core_mhz: f64, page_bytes: u64) -> FarFaults {
         let cycles = |us: f64| ((us * core_mhz).round() as u64).max(1);
         let c = spec.costs();
         FarFaults {
-            region_bytes: u64::from(spec.granularity_kb.max(1)) * 1024,
+            region_bytes: (u64::from(spec.granularity_kb.max(1)) * 1024).max(page_bytes),
             transfer: cycles(c.transfer_us),
             alloc: cycles(c.alloc_us),
             batch_size: spec.batch_size.max(1) as usize,
@@ -507,39 +507,42 @@ mod tests {
                 alloc_us: 10.0,
             },
         };
-        assert!(good.validate(4).is_ok());
-        let field = |f: &dyn Fn(&mut FaultSpec), page: u32| {
+        assert!(good.validate().is_ok());
+        let field = |f: &dyn Fn(&mut FaultSpec)| {
             let mut s = good.clone();
             f(&mut s);
-            let ConfigError::Invalid { what, .. } = s.validate(page).unwrap_err();
+            let ConfigError::Invalid { what, .. } = s.validate().unwrap_err();
             what
         };
         assert_eq!(
-            field(&|s| s.granularity_kb = 48, 4),
+            field(&|s| s.granularity_kb = 48),
             "translation.faults.granularity_kb"
         );
         assert_eq!(
-            field(&|_| {}, 2048),
-            "translation.faults.granularity_kb",
-            "smaller than the page"
+            field(&|s| s.granularity_kb = 2),
+            "translation.faults.granularity_kb"
         );
         assert_eq!(
-            field(&|s| s.batch_size = 0, 4),
+            field(&|s| s.batch_size = 0),
             "translation.faults.batch_size"
         );
         assert_eq!(
-            field(&|s| s.pcie.transfer_us = f64::NAN, 4),
+            field(&|s| s.pcie.transfer_us = f64::NAN),
             "translation.faults.pcie.transfer_us"
         );
         assert_eq!(
-            field(&|s| s.nvlink.alloc_us = 0.0, 4),
+            field(&|s| s.nvlink.alloc_us = 0.0),
             "translation.faults.nvlink.alloc_us"
         );
-        // 25 µs at 1 GHz is 25,000 core cycles.
-        let f = FarFaults::new(&good, 1000.0);
+        // 25 µs at 1 GHz is 25,000 core cycles; a 2 MiB page migrates whole.
+        let f = FarFaults::new(&good, 1000.0, 4096);
         assert_eq!(
             (f.transfer, f.alloc, f.region_bytes()),
             (25_000, 12_000, KB64)
+        );
+        assert_eq!(
+            FarFaults::new(&good, 1000.0, 2 << 20).region_bytes(),
+            2 << 20
         );
     }
 }

@@ -730,9 +730,10 @@ impl MemorySystem {
             shared_tlb: cfg.translating().map(|t| {
                 let l2 = SharedTlb::new(t.l2_tlb.clone(), t.walkers, t.walk_latency);
                 match &t.faults {
-                    Some(f) => {
-                        l2.with_faults(FarFaults::new(f, cfg.clocks.core_mhz), t.page_bytes())
-                    }
+                    Some(f) => l2.with_faults(
+                        FarFaults::new(f, cfg.clocks.core_mhz, t.page_bytes()),
+                        t.page_bytes(),
+                    ),
                     None => l2,
                 }
             }),

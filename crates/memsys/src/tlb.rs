@@ -160,7 +160,7 @@ impl TranslationSpec {
             );
         }
         if let Some(f) = &self.faults {
-            f.validate(self.page_kb)?;
+            f.validate()?;
         }
         Ok(())
     }

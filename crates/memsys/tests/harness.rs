@@ -640,3 +640,17 @@ fn faults_raised_together_share_a_batch() {
         assert!(d.unwrap() > 2 * transfer, "{d:?}");
     }
 }
+
+/// With 2 MiB pages, a fault migrates its whole page: two touches 1 MiB apart fault once.
+#[test]
+fn a_page_larger_than_the_granularity_faults_whole() {
+    let (mut cfg, _) = paging();
+    cfg.translation.as_mut().unwrap().page_kb = 2048;
+    let mut m = MemorySystem::new(cfg).unwrap();
+    let base = 0x400_0000;
+    m.manage(base, 4 << 20, memsys::Populate::HostData);
+    run_one(&mut m, 0, load(base, 1));
+    run_one(&mut m, 0, load(base + (1 << 20), 2));
+    let f = m.stats().translation.unwrap().faults.unwrap();
+    assert_eq!((f.far_faults, f.regions_migrated), (1, 1));
+}
