@@ -222,3 +222,47 @@ fn the_example_scenario_pages_on_demand() {
     assert_eq!(f.far_faults, x.union(&y).count() as u64);
     assert_eq!(f.regions_migrated, x.len() as u64);
 }
+
+/// The engine's sleep shortcuts stay exact while SMs stall on faults and are refused for
+/// L1 TLB MSHRs held by them (two MSHRs per SM): every launch's statistics are the same
+/// with the shortcuts off.
+#[test]
+fn shortcuts_stay_exact_under_faults() {
+    let mut gpu = small_tlbs();
+    gpu.memory.translation.as_mut().unwrap().l1_tlb.mshrs = 2;
+    let text = scenario("managed = true", 2);
+    let run = |shortcuts: bool| {
+        let s = parse("paging.toml", &text, &workload::Disk).unwrap();
+        let mut timed = TimedGpu::new(gpu.clone());
+        timed.options.shortcuts = shortcuts;
+        let r = System::new(Setup::for_scenario(&s, timed, 50_000_000), &s.processes)
+            .unwrap()
+            .run(&mut |_| {})
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(r.processes[0].verdict.as_ref().unwrap().verified);
+        r
+    };
+    let (fast, exact) = (run(true), run(false));
+    let stats = |r: &RunRecord| -> Vec<String> {
+        r.kernels.iter().map(|k| format!("{:?}", k.stats)).collect()
+    };
+    assert_eq!(fast.cycles, exact.cycles);
+    assert_eq!(stats(&fast), stats(&exact));
+    let f = faults(&fast);
+    assert!(f.far_faults > 0);
+    let refused: u64 = fast
+        .kernels
+        .iter()
+        .map(|k| {
+            k.stats
+                .as_ref()
+                .unwrap()
+                .memory
+                .translation
+                .as_ref()
+                .unwrap()
+                .stall_cycles
+        })
+        .sum();
+    assert!(refused > 0, "no offer was refused for L1 TLB MSHRs");
+}
