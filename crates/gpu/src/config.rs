@@ -543,6 +543,10 @@ mod tests {
             (1024, 8, 70, 128)
         );
         assert_eq!((t.walkers, t.walk_latency, t.page_kb), (64, 500, 4));
+        let f = t.faults.as_ref().expect("fault-study pages on demand");
+        assert_eq!((f.granularity_kb, f.batch_size), (64, 256));
+        assert_eq!((f.pcie.transfer_us, f.pcie.alloc_us), (25.0, 12.0));
+        assert_eq!((f.nvlink.transfer_us, f.nvlink.alloc_us), (12.0, 10.0));
         for (name, _) in PRESETS {
             let c = GpuConfig::preset(name).unwrap();
             assert!(c.memory.translation.is_some(), "{name} describes its TLBs");
@@ -596,6 +600,33 @@ mod tests {
                 "mshrs = 32\n\n[memory.translation.l2_tlb]",
                 "mshrs = 100000\n\n[memory.translation.l2_tlb]",
                 "memory.translation.l1_tlb.mshrs",
+            ),
+            // Demand paging (papers/tanasic-thesis §6.5.3).
+            (
+                "granularity_kb = 64 ",
+                "granularity_kb = 2 ",
+                "memory.translation.faults.granularity_kb",
+            ),
+            (
+                "batch_size = 256 ",
+                "batch_size = 0 ",
+                "memory.translation.faults.batch_size",
+            ),
+            (
+                "transfer_us = 25.0",
+                "transfer_us = -1.0",
+                "memory.translation.faults.pcie.transfer_us",
+            ),
+            (
+                "transfer_us = 12.0",
+                "transfer_us = 2000000.0",
+                "memory.translation.faults.nvlink.transfer_us",
+            ),
+            ("link = \"pcie\"", "link = \"pci\"", "link"),
+            (
+                "batch_size = 256 ",
+                "batch_size = 256\nbatches = 1 ",
+                "batches",
             ),
         ] {
             let bad = text.replace(from, to);

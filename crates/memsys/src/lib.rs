@@ -17,12 +17,14 @@
 //! * [`dram`] — channels with banks, row buffers and FR-FCFS.
 //! * [`clock`] — clock domains and the global scheduler.
 //! * [`tlb`] — address translation: per-SM L1 TLBs, the shared L2 TLB, page-table walkers.
+//! * [`fault`] — demand paging of managed memory: far faults and the driver's batches.
 //! * [`system`] — the facade: configuration, presets, address mapping, statistics.
 
 pub mod cache;
 pub mod clock;
 pub mod coalesce;
 pub mod dram;
+pub mod fault;
 pub mod icnt;
 pub mod port;
 pub mod presets;
@@ -35,6 +37,7 @@ pub use cache::{CacheSpec, CacheStats, WritePolicy};
 pub use clock::{ClockSpec, Domain, DomainSet};
 pub use coalesce::{coalesce, coalesce_into, shared_bank_conflicts, LineRequest};
 pub use dram::{DramSpec, DramStats};
+pub use fault::{FaultCosts, FaultSpec, FaultStats, Link, Populate};
 pub use icnt::{IcntSpec, IcntStats};
 pub use system::{
     AccessKind, AddressHash, AddressMapping, Completion, IssueState, Location, MemAccess,

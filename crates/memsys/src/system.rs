@@ -20,7 +20,10 @@
 //!    ([`Stall::TlbMshrFull`]). It then waits in the SM's front end until its last page is
 //!    translated, and enters the L1 as above at that cycle or later (one access per cycle,
 //!    the earliest translated first, retried while the L1 refuses it). Its latency counts
-//!    from its acceptance, translation included.
+//!    from its acceptance, translation included. With demand paging
+//!    (`translation.faults`, [`crate::fault`]) a page of managed memory
+//!    ([`MemorySystem::manage`]) not yet on the GPU faults at its walk, and the access waits
+//!    in the front end until the fault's batch has been serviced (stall on fault).
 //! 2. **SM→L2 network (interconnect domain).** See [`crate::icnt`]. A read request is a header;
 //!    a store or atomic carries its sectors.
 //! 3. **L2 slice (L2 domain).** A request accepted from the network spends `hit_latency` L2
@@ -58,6 +61,7 @@ use crate::cache::{Cache, CacheSpec, CacheStats, ReadOutcome, ReservationFail};
 use crate::clock::{ClockScheduler, ClockSpec, Domain, DomainSet};
 use crate::coalesce::{LineRequest, SECTOR_BYTES};
 use crate::dram::{DramChannel, DramRequest, DramSpec, DramStats};
+use crate::fault::{FarFaults, Populate, PENDING};
 use crate::icnt::{Crossbar, IcntSpec, IcntStats, Packet};
 use crate::port::DelayQueue;
 use crate::tlb::{SharedTlb, Tlb, TranslationSpec, TranslationStats, Vpn};
@@ -616,9 +620,14 @@ struct SmState {
 /// An accepted access waiting for its translation, then for the L1.
 #[derive(Debug)]
 struct Translating {
-    /// The cycle its last page is translated, and its order of acceptance (ties).
+    /// The cycle its last page is translated ([`PENDING`] while a page waits for a fault
+    /// whose batch has not started), and its order of acceptance (ties).
     ready: u64,
     seq: u64,
+    /// The cycle it was accepted, and the latest arrival of its pages not waiting for a
+    /// fault (its translation ends then once its faults are serviced).
+    accepted: u64,
+    known: u64,
     slot: u32,
     access: MemAccess,
 }
@@ -718,9 +727,16 @@ impl MemorySystem {
             done: 0,
             stalls: 0,
             total_latency: 0,
-            shared_tlb: cfg
-                .translating()
-                .map(|t| SharedTlb::new(t.l2_tlb.clone(), t.walkers, t.walk_latency)),
+            shared_tlb: cfg.translating().map(|t| {
+                let l2 = SharedTlb::new(t.l2_tlb.clone(), t.walkers, t.walk_latency);
+                match &t.faults {
+                    Some(f) => l2.with_faults(
+                        FarFaults::new(f, cfg.clocks.core_mhz, t.page_bytes()),
+                        t.page_bytes(),
+                    ),
+                    None => l2,
+                }
+            }),
             page_bytes: cfg.translating().map_or(0, TranslationSpec::page_bytes),
             translated: 0,
             translation_cycles: 0,
@@ -748,6 +764,20 @@ impl MemorySystem {
     /// Global time in femtoseconds.
     pub fn now_fs(&self) -> u64 {
         self.clock.now_fs()
+    }
+
+    /// Declares `[start, start + bytes)` managed memory (`cudaMallocManaged`), resident on
+    /// the host: the GPU's first touch of each region faults ([`crate::fault`]). Returns
+    /// false, changing nothing, when the memory system has no demand paging (translation
+    /// off, or no `translation.faults`): the memory is then on the GPU from the start.
+    pub fn manage(&mut self, start: u64, bytes: u64, populate: Populate) -> bool {
+        match self.shared_tlb.as_mut().and_then(SharedTlb::faults_mut) {
+            Some(f) => {
+                f.manage(start, bytes, populate);
+                true
+            }
+            None => false,
+        }
     }
 
     /// Offers one warp access from SM `sm` at the current core cycle. Accepted whole, or
@@ -851,7 +881,15 @@ impl MemorySystem {
             .expect("an L1 TLB per SM with translation on");
         let l2 = self.shared_tlb.as_mut().expect("translation on");
         let pages = a.lines.iter().map(|l| Vpn(l.line_addr / page));
-        let Ok(ready) = l1.translate(pages, now, l2, |_, _| {}) else {
+        let (mut known, mut pending) = (now, false);
+        let translated = l1.translate(pages, now, l2, |_, o| {
+            if o.ready() == PENDING {
+                pending = true;
+            } else {
+                known = known.max(o.ready());
+            }
+        });
+        let Ok(ready) = translated else {
             self.translation_stalls += 1;
             return Err(Stall::TlbMshrFull);
         };
@@ -861,7 +899,14 @@ impl MemorySystem {
         self.issued += 1;
         self.in_flight += 1;
         self.translated += 1;
-        self.translation_cycles += ready - now;
+        if pending {
+            // Its translation time is counted once its faults are serviced.
+            if let Some(f) = l2.faults_mut() {
+                f.count_faulted_access();
+            }
+        } else {
+            self.translation_cycles += ready - now;
+        }
         st.slots[slot as usize] = Some(AccessEntry {
             id,
             tag: a.tag,
@@ -871,6 +916,8 @@ impl MemorySystem {
         st.translating.push(Translating {
             ready,
             seq: st.next_seq,
+            accepted: now,
+            known,
             slot,
             access: a.clone(),
         });
@@ -882,9 +929,50 @@ impl MemorySystem {
     /// loop, which runs every core cycle with or without translation).
     #[inline(never)]
     fn start_translations(&mut self, now: u64) {
+        self.service_faults(now);
         for sm in 0..self.sms.len() {
             if !self.sms[sm].translating.is_empty() {
                 self.start_translated(sm, now);
+            }
+        }
+    }
+
+    /// Starts the fault batches due by `now` ([`crate::fault`]) and gives their regions'
+    /// arrival to every L1 TLB and every access waiting for them.
+    fn service_faults(&mut self, now: u64) {
+        let Some(l2) = self.shared_tlb.as_mut() else {
+            return;
+        };
+        let resolved = l2.service_faults(now);
+        if resolved.is_empty() {
+            return;
+        }
+        let page = self.page_bytes;
+        for st in &mut self.sms {
+            let Some(l1) = st.tlb.as_mut() else {
+                continue;
+            };
+            for (vpns, ready) in resolved {
+                l1.resolve(vpns.clone(), *ready);
+            }
+            // An access waiting for faults ends its translation when its last page
+            // arrives: its L1 TLB MSHRs say when, once no page of it is pending.
+            for t in st.translating.iter_mut().filter(|t| t.ready == PENDING) {
+                let mut ready = t.known;
+                for l in &t.access.lines {
+                    match l1.fetch_ready(Vpn(l.line_addr / page)) {
+                        Some(PENDING) => {
+                            ready = PENDING;
+                            break;
+                        }
+                        Some(r) => ready = ready.max(r),
+                        None => {}
+                    }
+                }
+                if ready != PENDING {
+                    t.ready = ready;
+                    self.translation_cycles += ready - t.accepted;
+                }
             }
         }
     }
@@ -1399,6 +1487,7 @@ impl MemorySystem {
                 accesses: self.translated,
                 translation_cycles: self.translation_cycles,
                 stall_cycles: self.translation_stalls,
+                faults: l2.faults().map(FarFaults::stats),
                 ..TranslationStats::default()
             };
             for sm in &self.sms {

@@ -3,8 +3,14 @@
 //! while the L2 cache and TLB are shared between all SMs. A shared fill unit implements the
 //! hardware logic of page table walkers"; the parameters of §6.5.1, Table 6.1).
 //!
-//! Every page is mapped (identity translation, no faults yet): the model prices the *time*
-//! a translation takes, not its result.
+//! Every page is mapped (identity translation): the model prices the *time* a translation
+//! takes, not its result. With demand paging (`faults`, [`crate::fault`]) a walk that ends
+//! on a managed page not resident on the GPU raises a far fault, and the page's translation
+//! completes when its region has migrated: the walker and the L2 MSHR are free when the walk
+//! ends (the fault waits in the fault buffer, not in the walker), while the page's entry in
+//! the L2 TLB's and the L1 TLBs' MSHRs waits, [`crate::fault::PENDING`] until the fault's
+//! batch starts, then the batch's end ([`SharedTlb::service_faults`], [`Tlb::resolve`]).
+//! A faulting page holds its L1 TLB MSHR for the whole fault: the SM stalls on the fault.
 //!
 //! **Model.** A warp access is translated once per distinct page its lines touch (the
 //! coalescer's lines, §6.3.1 Figure 6.5: the TLB is checked for the requests the coalescing
@@ -33,6 +39,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::fault::{FarFaults, FaultSpec, FaultStats, PENDING};
 use crate::ConfigError;
 
 /// The page sizes a translation may use, in KiB (4 KiB, 64 KiB and 2 MiB: the sizes of
@@ -68,7 +75,7 @@ pub struct TlbSpec {
 }
 
 /// Address translation of a GPU: the `[memory.translation]` section of a GPU file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TranslationSpec {
     /// Whether accesses are translated at all; off, the section is only checked.
@@ -83,6 +90,10 @@ pub struct TranslationSpec {
     pub walkers: u32,
     /// Core cycles of one page-table walk.
     pub walk_latency: u64,
+    /// Demand paging of managed memory (`[memory.translation.faults]`); absent, managed
+    /// memory cannot be declared.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub faults: Option<FaultSpec>,
 }
 
 impl TranslationSpec {
@@ -147,6 +158,9 @@ impl TranslationSpec {
                 "translation.walk_latency",
                 "must be at least 1 cycle".into(),
             );
+        }
+        if let Some(f) = &self.faults {
+            f.validate()?;
         }
         Ok(())
     }
@@ -217,6 +231,9 @@ pub struct TranslationStats {
     /// Offers refused for want of a free L1 TLB MSHR: SM cycles stalled on translation (a
     /// stalled SM offers again every cycle).
     pub stall_cycles: u64,
+    /// Demand paging, when the GPU has it ([`crate::fault`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub faults: Option<FaultStats>,
 }
 
 impl TranslationStats {
@@ -230,6 +247,10 @@ impl TranslationStats {
             accesses: self.accesses - earlier.accesses,
             translation_cycles: self.translation_cycles - earlier.translation_cycles,
             stall_cycles: self.stall_cycles - earlier.stall_cycles,
+            faults: match (&self.faults, &earlier.faults) {
+                (Some(a), Some(b)) => Some(a.since(b)),
+                (a, _) => *a,
+            },
         }
     }
 }
@@ -323,6 +344,16 @@ fn retire(array: &mut TlbArray, mshrs: &mut Vec<Mshr>, stats: &mut TlbStats, now
     }
 }
 
+/// Sets the arrival of every MSHR of `vpns` waiting for a fault to `ready`.
+fn resolve(mshrs: &mut [Mshr], vpns: std::ops::Range<u64>, ready: u64) {
+    for m in mshrs
+        .iter_mut()
+        .filter(|m| m.ready == PENDING && vpns.contains(&m.vpn.0))
+    {
+        m.ready = ready;
+    }
+}
+
 /// What a per-SM L1 TLB says of one page.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Lookup {
@@ -398,6 +429,17 @@ impl Tlb {
     pub fn holds(&mut self, vpn: Vpn, now: u64) -> bool {
         retire(&mut self.array, &mut self.mshrs, &mut self.stats, now);
         self.array.contains(vpn)
+    }
+
+    /// The cycle the page `vpn` being fetched arrives ([`PENDING`] while it waits for a
+    /// fault's batch); `None` when it is not being fetched.
+    pub fn fetch_ready(&self, vpn: Vpn) -> Option<u64> {
+        self.mshrs.iter().find(|m| m.vpn == vpn).map(|m| m.ready)
+    }
+
+    /// Every page of `vpns` waiting for a fault arrives at `ready` (its batch has started).
+    pub fn resolve(&mut self, vpns: std::ops::Range<u64>, ready: u64) {
+        resolve(&mut self.mshrs, vpns, ready);
     }
 
     /// Translates the distinct pages of `pages` (any order, repeats allowed) at `now`,
@@ -477,6 +519,12 @@ pub struct SharedTlb {
     walk_queue_cycles: u64,
     /// The last arrival (arrivals never go back in time).
     last_arrival: u64,
+    /// Demand paging, and the page size it sees walks in.
+    faults: Option<FarFaults>,
+    page_bytes: u64,
+    /// Scratch: regions whose batch started, with their arrival, as regions and as pages.
+    done: Vec<(u64, u64)>,
+    resolved: Vec<(std::ops::Range<u64>, u64)>,
 }
 
 impl SharedTlb {
@@ -493,7 +541,47 @@ impl SharedTlb {
             walks: 0,
             walk_queue_cycles: 0,
             last_arrival: 0,
+            faults: None,
+            page_bytes: 1,
+            done: Vec::new(),
+            resolved: Vec::new(),
         }
+    }
+
+    /// Walks of pages of `page_bytes` may end in far faults, handled by `faults`.
+    pub fn with_faults(mut self, faults: FarFaults, page_bytes: u64) -> SharedTlb {
+        self.faults = Some(faults);
+        self.page_bytes = page_bytes.max(1);
+        self
+    }
+
+    /// The demand-paging handler, if the GPU has one.
+    pub fn faults(&self) -> Option<&FarFaults> {
+        self.faults.as_ref()
+    }
+
+    /// The demand-paging handler, mutably (to declare managed memory, count accesses).
+    pub fn faults_mut(&mut self) -> Option<&mut FarFaults> {
+        self.faults.as_mut()
+    }
+
+    /// Starts the fault batches that start by `now` and sets the arrival of the L2 TLB's
+    /// waiting pages; returns each started region's pages (a range of page numbers) and
+    /// arrival, for the L1 TLBs (empty without faults waiting).
+    pub fn service_faults(&mut self, now: u64) -> &[(std::ops::Range<u64>, u64)] {
+        self.resolved.clear();
+        let Some(f) = self.faults.as_mut().filter(|f| f.has_waiting()) else {
+            return &self.resolved;
+        };
+        self.done.clear();
+        f.service(now, &mut self.done);
+        let per = f.region_bytes() / self.page_bytes;
+        for &(region, ready) in &self.done {
+            let vpns = region * per..(region + 1) * per;
+            resolve(&mut self.mshrs, vpns.clone(), ready);
+            self.resolved.push((vpns, ready));
+        }
+        &self.resolved
     }
 
     /// Its lookup counters.
@@ -540,6 +628,13 @@ impl SharedTlb {
         self.walk_queue_cycles += start - looked_up;
         self.mshr_free[m] = ready;
         self.walker_free[w] = ready;
+        // A far fault: the walk ends on a managed page not on the GPU; the page arrives
+        // when its region has migrated.
+        let page = self.page_bytes;
+        let ready = match &mut self.faults {
+            Some(f) => f.walk(vpn.0 * page, page, ready).unwrap_or(ready),
+            None => ready,
+        };
         self.mshrs.push(Mshr { vpn, ready });
         ready
     }
@@ -703,6 +798,7 @@ mod tests {
             l2_tlb: spec(1024, 8, 70, 128),
             walkers: 64,
             walk_latency: 500,
+            faults: None,
         };
         assert!(good.validate().is_ok());
         let field = |f: &dyn Fn(&mut TranslationSpec)| {

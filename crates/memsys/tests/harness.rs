@@ -476,6 +476,7 @@ fn translated(page_kb: u32) -> MemConfig {
         },
         walkers: 64,
         walk_latency: 500,
+        faults: None,
     });
     cfg
 }
@@ -540,4 +541,116 @@ fn page_size_sets_the_walks_of_a_strided_sweep() {
         }
         assert_eq!(m.stats().translation.unwrap().walks, pages, "{kb} KiB");
     }
+}
+
+/// `translated(4)` with demand paging: §6.5.3's PCIe costs, 64 KiB regions.
+fn paging() -> (MemConfig, u64) {
+    let mut cfg = translated(4);
+    cfg.translation.as_mut().unwrap().faults = Some(memsys::FaultSpec {
+        link: memsys::Link::Pcie,
+        granularity_kb: 64,
+        batch_size: 256,
+        pcie: memsys::FaultCosts {
+            transfer_us: 25.0,
+            alloc_us: 12.0,
+        },
+        nvlink: memsys::FaultCosts {
+            transfer_us: 12.0,
+            alloc_us: 10.0,
+        },
+    });
+    let transfer = (25.0 * cfg.clocks.core_mhz).round() as u64;
+    (cfg, transfer)
+}
+
+/// A managed range faults once per 64 KiB region on its first touch, each fault adding its
+/// cost to the access's latency; other pages of a migrated region and later touches walk
+/// without faulting; unmanaged memory never faults.
+#[test]
+fn managed_memory_faults_once_per_region() {
+    let (cfg, transfer) = paging();
+    let base = 0x100_0000;
+    let region = 64 << 10;
+    let mut plain = MemorySystem::new(translated(4)).unwrap();
+    let mut m = MemorySystem::new(cfg).unwrap();
+    assert!(m.manage(base, 4 * region, memsys::Populate::HostData));
+    assert!(!plain.manage(base, 4 * region, memsys::Populate::HostData));
+    let faults = |m: &MemorySystem| m.stats().translation.unwrap().faults.unwrap();
+    // The first touch of region 0: a walk, a fault serviced alone, then the cold access.
+    let cold = run_one(&mut plain, 0, load(base, 1)).latency();
+    let first = run_one(&mut m, 0, load(base, 1)).latency();
+    assert!(
+        first.abs_diff(cold + transfer) <= 1,
+        "{first} vs {cold} + {transfer}"
+    );
+    assert_eq!((faults(&m).far_faults, faults(&m).batches), (1, 1));
+    // Another 4 KiB page of the migrated region: a walk, no fault.
+    let other = run_one(&mut plain, 0, load(base + 8192, 2)).latency();
+    assert_eq!(run_one(&mut m, 0, load(base + 8192, 2)).latency(), other);
+    assert_eq!(faults(&m).far_faults, 1);
+    // Every region's first page, twice: three more faults, then none.
+    for round in 0..2 {
+        for r in 0..4 {
+            run_one(
+                &mut m,
+                0,
+                load(base + r * region + 4096, 10 + r + 4 * round),
+            );
+        }
+    }
+    let f = faults(&m);
+    assert_eq!(
+        (f.far_faults, f.regions_migrated, f.batches, f.merged),
+        (4, 4, 4, 0)
+    );
+    assert_eq!(f.faulted_accesses, 4);
+    assert!(f.fault_cycles >= 4 * transfer);
+    // Unmanaged memory beside it.
+    run_one(&mut m, 0, load(base + 8 * region, 99));
+    assert_eq!(faults(&m).far_faults, 4);
+}
+
+/// Two SMs touching two regions in the same cycle raise their faults together: one batch
+/// services both, one after the other, and both accesses complete after it.
+#[test]
+fn faults_raised_together_share_a_batch() {
+    let (cfg, transfer) = paging();
+    let base = 0x100_0000;
+    let region = 64 << 10;
+    let mut m = MemorySystem::new(cfg).unwrap();
+    m.manage(base, 2 * region, memsys::Populate::HostData);
+    assert!(m.issue(0, load(base, 1)).is_ok());
+    assert!(m.issue(1, load(base + region, 2)).is_ok());
+    let mut done = [None, None];
+    for _ in 0..10_000_000 {
+        for (sm, d) in done.iter_mut().enumerate() {
+            if let Some(c) = m.pop_completed(sm) {
+                *d = Some(c.latency());
+            }
+        }
+        if done.iter().all(Option::is_some) {
+            break;
+        }
+        m.tick();
+    }
+    let f = m.stats().translation.unwrap().faults.unwrap();
+    assert_eq!((f.far_faults, f.batches), (2, 1));
+    assert_eq!(f.busy_cycles, 2 * transfer);
+    for d in done {
+        assert!(d.unwrap() > 2 * transfer, "{d:?}");
+    }
+}
+
+/// With 2 MiB pages, a fault migrates its whole page: two touches 1 MiB apart fault once.
+#[test]
+fn a_page_larger_than_the_granularity_faults_whole() {
+    let (mut cfg, _) = paging();
+    cfg.translation.as_mut().unwrap().page_kb = 2048;
+    let mut m = MemorySystem::new(cfg).unwrap();
+    let base = 0x400_0000;
+    m.manage(base, 4 << 20, memsys::Populate::HostData);
+    run_one(&mut m, 0, load(base, 1));
+    run_one(&mut m, 0, load(base + (1 << 20), 2));
+    let f = m.stats().translation.unwrap().faults.unwrap();
+    assert_eq!((f.far_faults, f.regions_migrated), (1, 1));
 }

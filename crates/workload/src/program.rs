@@ -19,7 +19,13 @@ use crate::scenario::{Check, Cmd, CmdKind, CommandProgram, Expect, ValueError};
 #[derive(Debug)]
 pub enum Request {
     /// Device memory, holding `init` (or zeros); answered at once with [`Reply::Ptr`].
-    Alloc { bytes: u64, init: Option<Vec<u8>> },
+    /// `managed`: a managed allocation and whether the host wrote it (scenario buffers
+    /// with `managed = true`).
+    Alloc {
+        bytes: u64,
+        init: Option<Vec<u8>>,
+        managed: Option<memsys::Populate>,
+    },
     /// A copy on `stream`; a device→host copy's bytes arrive through
     /// [`HostProgram::copied`] with `token`. With `wait`, the program continues when it is
     /// done (cudaMemcpy), else at once (cudaMemcpyAsync).
@@ -191,6 +197,7 @@ impl HostProgram for Commands {
             return Ok(Request::Alloc {
                 bytes: b.init.len() as u64,
                 init: Some(b.init.clone()),
+                managed: b.managed,
             });
         }
         if self.checking {
@@ -685,7 +692,11 @@ impl HostProgram for SuiteHost {
         Ok(match r {
             FromThread::Alloc(bytes) => {
                 self.waiting = Some(Pending::Ptr);
-                Request::Alloc { bytes, init: None }
+                Request::Alloc {
+                    bytes,
+                    init: None,
+                    managed: None,
+                }
             }
             FromThread::Write(dev, data) => {
                 self.waiting = Some(Pending::Done);

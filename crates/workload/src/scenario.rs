@@ -64,6 +64,8 @@
 //! init = "random"                 # zero | iota | fill (value) | values | random (min, max, seed)
 //! min = 0.0                       #   | file (a .npy file, or raw little-endian bytes)
 //! max = 1.0
+//! # managed = true                # cudaMallocManaged: starts on the host, migrated on the
+//!                                 # GPU's first touch (demand paging; below)
 //!
 //! [[process.command]]             # copies are blocking (cudaMemcpy) unless blocking = false
 //! copy = "x"                      # direction = "to_device" (default) | "to_host"
@@ -431,6 +433,8 @@ pub struct BufferSpec {
     #[serde(default)]
     pub seed: u64,
     pub file: Option<Spanned<String>>,
+    /// Managed memory (`cudaMallocManaged`), a boolean: see [`Buffer::managed`].
+    pub managed: Option<Spanned<toml::Value>>,
 }
 
 fn unit() -> f64 {
@@ -725,6 +729,15 @@ pub struct Buffer {
     pub name: String,
     pub ty: ElemType,
     pub init: Vec<u8>,
+    /// `managed = true` (`cudaMallocManaged`): where the GPU has demand paging
+    /// (`[memory.translation]` enabled with `[memory.translation.faults]`,
+    /// `memsys::fault`), the buffer starts on the host and each region migrates on the
+    /// GPU's first touch. Its `init` says whether the host wrote it: any but `zero` is host
+    /// data, migrated at the per-fault transfer cost; `init = "zero"` (the default) is
+    /// memory the host never wrote (an output, say), mapped at the allocation-only cost
+    /// (papers/tanasic-thesis §6.4.2, §6.5.3). Copies into it are timed as today and leave
+    /// its pages where they are. Without translation it is ordinary device memory.
+    pub managed: Option<memsys::Populate>,
 }
 
 /// A resolved command; `at` is where it is written (`file:line:col`, field path).
@@ -1772,10 +1785,27 @@ impl Cx<'_> {
                 spec.seed,
             )
         };
+        let managed = match spec.managed.as_ref().map(|m| (m.get_ref(), m.span())) {
+            None | Some((toml::Value::Boolean(false), _)) => false,
+            Some((toml::Value::Boolean(true), _)) => true,
+            Some((v, span)) => {
+                return self.err(
+                    Some(span),
+                    &format!("{f}.managed"),
+                    format!("{v} is not true or false"),
+                )
+            }
+        };
+        let managed = managed.then_some(if spec.init == Init::Zero {
+            memsys::Populate::Unpopulated
+        } else {
+            memsys::Populate::HostData
+        });
         Ok(Buffer {
             name: spec.name.get_ref().clone(),
             ty: spec.ty,
             init,
+            managed,
         })
     }
 

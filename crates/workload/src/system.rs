@@ -803,7 +803,11 @@ impl System {
                 })?;
             let now = self.now();
             match request {
-                Request::Alloc { bytes, init } => {
+                Request::Alloc {
+                    bytes,
+                    init,
+                    managed,
+                } => {
                     if bytes > crate::scenario::MAX_BUFFER_BYTES {
                         return Err(RunError::Process {
                             process: name,
@@ -817,6 +821,17 @@ impl System {
                     let ptr = mem.alloc(bytes);
                     if let Some(data) = init {
                         mem.write_bytes(ptr, &data).expect("fresh allocation");
+                    }
+                    if let Some(populate) = managed {
+                        // Managed memory starts on the host where the GPU pages on
+                        // demand; without translation it is ordinary device memory.
+                        let h = self.machine.hierarchy_mut();
+                        if !h.manage(ptr, bytes, populate) && h.config().translating().is_some() {
+                            return Err(RunError::Process {
+                                process: name,
+                                what: "a managed buffer (`managed = true`) needs demand paging, and the GPU translates addresses without [memory.translation.faults]".into(),
+                            });
+                        }
                     }
                     self.procs[p].ptr = Some(ptr);
                     self.procs[p].allocs.push((ptr, bytes));

@@ -432,6 +432,13 @@ impl<B: MemoryBackend> Machine<B> {
         &mut self.mem
     }
 
+    /// The memory hierarchy, for what the host changes in it between cycles: the
+    /// residency of managed memory (`memsys::MemorySystem::manage`, issue 26's demand
+    /// paging). Its timing state is the machine's; nothing else should be changed here.
+    pub fn hierarchy_mut(&mut self) -> &mut B {
+        &mut self.memsys
+    }
+
     /// Gives the device memory back (the machine is done).
     pub fn into_memory(self) -> DeviceMemory {
         self.mem

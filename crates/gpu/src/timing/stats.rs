@@ -453,6 +453,20 @@ impl TimedStats {
                 t.translation_cycles as f64 / t.accesses.max(1) as f64,
                 t.stall_cycles
             );
+            // Demand paging (memsys::fault), once something faulted.
+            if let Some(f) = t.faults.filter(|f| f.far_faults > 0) {
+                let _ = writeln!(
+                    o,
+                    "  demand paging: {} far faults ({} walks merged into them) in {} batches, {} regions migrated, {} allocated, {} cycles faults outstanding, {} accesses stalled on a waiting fault",
+                    f.far_faults,
+                    f.merged,
+                    f.batches,
+                    f.regions_migrated,
+                    f.regions_allocated,
+                    f.fault_cycles,
+                    f.faulted_accesses
+                );
+            }
         }
         let u = &self.utilisation;
         let _ = writeln!(

@@ -1,0 +1,268 @@
+//! Demand paging of managed buffers (issue 26 item 2, papers/tanasic-thesis §6.4–6.5): a
+//! scenario's `managed = true` buffer starts on the host where the GPU translates with
+//! `[memory.translation.faults]` (the `fault-study` preset), and the GPU stalls on each
+//! 64 KiB region's first touch. Expected fault counts are computed here from the buffers'
+//! addresses, not read from the simulator.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use gpu::config::GpuConfig;
+use gpu::memory::DeviceMemory;
+use gpu::timing::TimedGpu;
+use memsys::FaultStats;
+use workload::{parse, RunRecord, Setup, System};
+
+/// Elements of `x` and `y` (256 KiB each: four regions' worth).
+const N: u64 = 65536;
+
+/// `y = 2 x + y` with saxpy, launched `launches` times; `managed` is written into both
+/// buffers' tables (`x` holds host data, `y` starts zero).
+fn scenario(managed: &str, launches: u32) -> String {
+    let ptx = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/saxpy/saxpy.ptx");
+    let expected = (0..launches).fold(0.0, |y, _| 2.0 + y);
+    format!(
+        r#"
+[limits]
+max_cycles = 50_000_000
+
+[[process]]
+name = "p"
+ptx = "{ptx}"
+
+[[process.buffer]]
+name = "x"
+type = "f32"
+len = {N}
+init = "fill"
+value = 1.0
+{managed}
+[[process.buffer]]
+name = "y"
+type = "f32"
+len = {N}
+{managed}
+[[process.command]]
+repeat = {launches}
+[[process.command.body]]
+launch = "saxpy"
+grid = [{blocks}]
+block = [256]
+args = [{{ buffer = "x" }}, {{ buffer = "y" }}, {{ f32 = 2.0 }}, {{ u32 = {N} }}]
+[[process.command]]
+sync = true
+
+[[process.check]]
+buffer = "y"
+fill = {expected:?}
+"#,
+        ptx = ptx.display(),
+        blocks = N / 256,
+    )
+}
+
+fn run_on(gpu: GpuConfig, text: &str) -> RunRecord {
+    let s = parse("paging.toml", text, &workload::Disk).unwrap_or_else(|e| panic!("{e}"));
+    let mut setup = Setup::for_scenario(&s, TimedGpu::new(gpu), s.max_cycles.unwrap());
+    setup.snapshot = true;
+    let r = System::new(setup, &s.processes)
+        .unwrap()
+        .run(&mut |_| {})
+        .unwrap_or_else(|e| panic!("{e}"));
+    let v = r.processes[0].verdict.as_ref().expect("finished");
+    assert!(v.verified, "{}", v.detail);
+    r
+}
+
+fn preset(name: &str) -> GpuConfig {
+    GpuConfig::preset(name).unwrap()
+}
+
+/// Every kernel's demand-paging counters, summed.
+fn faults(r: &RunRecord) -> FaultStats {
+    let mut sum = FaultStats::default();
+    for k in &r.kernels {
+        let t = k.stats.as_ref().expect("stats").memory.translation.clone();
+        let f = t.and_then(|t| t.faults).unwrap_or_default();
+        sum.far_faults += f.far_faults;
+        sum.batches += f.batches;
+        sum.regions_migrated += f.regions_migrated;
+        sum.regions_allocated += f.regions_allocated;
+        sum.merged += f.merged;
+        sum.fault_cycles += f.fault_cycles;
+        sum.busy_cycles += f.busy_cycles;
+        sum.faulted_accesses += f.faulted_accesses;
+    }
+    sum
+}
+
+/// The 64 KiB regions `x` and `y` lie in: the process allocates them first, in order, on a
+/// fresh device memory.
+fn regions() -> (BTreeSet<u64>, BTreeSet<u64>) {
+    let mut m = DeviceMemory::new();
+    let bytes = N * 4;
+    let span = |base: u64| (base >> 16..=(base + bytes - 1) >> 16).collect::<BTreeSet<u64>>();
+    let x = span(m.alloc(bytes));
+    let y = span(m.alloc(bytes));
+    (x, y)
+}
+
+/// fault-study with TLBs of 8 entries, so the second launch walks its pages again (with
+/// Table 6.1's TLBs every page of these buffers would stay cached, and a resident region
+/// that faulted again would go unnoticed).
+fn small_tlbs() -> GpuConfig {
+    let mut gpu = preset("fault-study");
+    let t = gpu.memory.translation.as_mut().unwrap();
+    for tlb in [&mut t.l1_tlb, &mut t.l2_tlb] {
+        tlb.entries = 8;
+        tlb.assoc = 8;
+    }
+    gpu
+}
+
+#[test]
+fn first_touch_faults_once_per_region_and_results_are_identical() {
+    let plain = run_on(small_tlbs(), &scenario("", 2));
+    let managed = run_on(small_tlbs(), &scenario("managed = true", 2));
+    // Results identical to the run on device memory.
+    assert_eq!(managed.memory, plain.memory);
+    let (x, y) = regions();
+    let all: BTreeSet<u64> = x.union(&y).copied().collect();
+    let f = faults(&managed);
+    // One fault per region over both launches: the second launch finds everything resident.
+    assert_eq!(f.far_faults, all.len() as u64, "{f:?}");
+    let second = managed.kernels[1].stats.as_ref().unwrap();
+    let t2 = second.memory.translation.as_ref().unwrap();
+    let f2 = t2.faults.unwrap();
+    assert!(t2.walks > 0, "the second launch walks again");
+    assert_eq!(f2.far_faults, 0, "later touches do not fault: {f2:?}");
+    // x holds host data (migrated); y's regions not shared with x have none (allocated).
+    assert_eq!(f.regions_migrated, x.len() as u64);
+    assert_eq!(f.regions_allocated, y.difference(&x).count() as u64);
+    assert!(f.batches >= 1 && f.batches <= f.far_faults);
+    // Stalling on the faults costs at least one fault's time.
+    let transfer = (25.0 * small_tlbs().sm.clock_mhz) as u64;
+    assert!(
+        managed.cycles >= plain.cycles + transfer,
+        "{} vs {}",
+        managed.cycles,
+        plain.cycles
+    );
+    eprintln!(
+        "saxpy N={N} twice on fault-study with 8-entry TLBs: {} cycles on device memory, {} managed; {f:?}",
+        plain.cycles, managed.cycles
+    );
+    assert!(faults(&plain).far_faults == 0);
+}
+
+/// Without translation (gtx480) a managed buffer is device memory: the same cycles. With
+/// translation and no managed buffer, the demand-paging section changes nothing: the same
+/// cycles as the GPU without it.
+#[test]
+fn without_translation_or_managed_buffers_nothing_changes() {
+    let plain = run_on(preset("gtx480"), &scenario("", 1));
+    let managed = run_on(preset("gtx480"), &scenario("managed = true", 1));
+    assert_eq!(managed.cycles, plain.cycles);
+    assert_eq!(managed.memory, plain.memory);
+    let mut no_paging = preset("fault-study");
+    no_paging.memory.translation.as_mut().unwrap().faults = None;
+    let with = run_on(preset("fault-study"), &scenario("", 1));
+    let without = run_on(no_paging, &scenario("", 1));
+    assert_eq!(with.cycles, without.cycles);
+}
+
+#[test]
+fn bad_managed_values_name_file_line_and_field() {
+    let text = scenario("managed = \"yes\"", 1);
+    let e = parse("paging.toml", &text, &workload::Disk)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("paging.toml:15:") && e.contains("buffer[0].managed"),
+        "{e}"
+    );
+    eprintln!("{e}");
+    // A GPU that translates without demand paging cannot hold managed memory.
+    let mut no_paging = preset("fault-study");
+    no_paging.memory.translation.as_mut().unwrap().faults = None;
+    let s = parse(
+        "paging.toml",
+        &scenario("managed = true", 1),
+        &workload::Disk,
+    )
+    .unwrap();
+    let setup = Setup::for_scenario(&s, TimedGpu::new(no_paging), s.max_cycles.unwrap());
+    let e = System::new(setup, &s.processes)
+        .unwrap()
+        .run(&mut |_| {})
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("managed") && e.contains("[memory.translation.faults]"),
+        "{e}"
+    );
+}
+
+/// `scenarios/managed.toml` runs, verifies, and pages both buffers in on its first launch.
+#[test]
+fn the_example_scenario_pages_on_demand() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/managed.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let s = parse(&path.display().to_string(), &text, &workload::Disk)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(s.gpu.as_deref(), Some("fault-study"));
+    let setup = Setup::for_scenario(&s, TimedGpu::new(preset("fault-study")), 50_000_000);
+    let r = System::new(setup, &s.processes)
+        .unwrap()
+        .run(&mut |_| {})
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(r.processes[0].verdict.as_ref().unwrap().verified);
+    let (x, y) = regions();
+    let f = faults(&r);
+    assert_eq!(f.far_faults, x.union(&y).count() as u64);
+    assert_eq!(f.regions_migrated, x.len() as u64);
+}
+
+/// The engine's sleep shortcuts stay exact while SMs stall on faults and are refused for
+/// L1 TLB MSHRs held by them (two MSHRs per SM): every launch's statistics are the same
+/// with the shortcuts off.
+#[test]
+fn shortcuts_stay_exact_under_faults() {
+    let mut gpu = small_tlbs();
+    gpu.memory.translation.as_mut().unwrap().l1_tlb.mshrs = 2;
+    let text = scenario("managed = true", 2);
+    let run = |shortcuts: bool| {
+        let s = parse("paging.toml", &text, &workload::Disk).unwrap();
+        let mut timed = TimedGpu::new(gpu.clone());
+        timed.options.shortcuts = shortcuts;
+        let r = System::new(Setup::for_scenario(&s, timed, 50_000_000), &s.processes)
+            .unwrap()
+            .run(&mut |_| {})
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(r.processes[0].verdict.as_ref().unwrap().verified);
+        r
+    };
+    let (fast, exact) = (run(true), run(false));
+    let stats = |r: &RunRecord| -> Vec<String> {
+        r.kernels.iter().map(|k| format!("{:?}", k.stats)).collect()
+    };
+    assert_eq!(fast.cycles, exact.cycles);
+    assert_eq!(stats(&fast), stats(&exact));
+    let f = faults(&fast);
+    assert!(f.far_faults > 0);
+    let refused: u64 = fast
+        .kernels
+        .iter()
+        .map(|k| {
+            k.stats
+                .as_ref()
+                .unwrap()
+                .memory
+                .translation
+                .as_ref()
+                .unwrap()
+                .stall_cycles
+        })
+        .sum();
+    assert!(refused > 0, "no offer was refused for L1 TLB MSHRs");
+}
