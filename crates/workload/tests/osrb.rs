@@ -84,11 +84,10 @@ fn run(mechanism: &str, uniform_registers: u32, requests: Option<&mut Requests>)
     let s = parse("osrb.toml", &text, &workload::Disk).unwrap_or_else(|e| panic!("{e}"));
     let mut setup = workload::Setup::for_scenario(&s, gpu(uniform_registers), 50_000_000);
     setup.snapshot = true;
-    let r = System::new(setup, &s.processes)
+    System::new(setup, &s.processes)
         .unwrap()
         .run_with(&mut |_| {}, requests.map(|r| r as &mut dyn Injector))
-        .unwrap_or_else(|e| panic!("{mechanism}: {e}"));
-    r
+        .unwrap_or_else(|e| panic!("{mechanism}: {e}"))
 }
 
 /// Instructions of the fig5 kernel, as the machine times it under `mechanism`, that serve
