@@ -212,6 +212,19 @@ impl<T> Crossbar<T> {
         Ok(())
     }
 
+    /// Puts a packet its sender already checked room for ([`Crossbar::input_free`]) into
+    /// input `input`, to be granted from interconnect cycle `ready` (at least one cycle
+    /// after the cycle it was sent in).
+    pub fn inject_checked(&mut self, ready: u64, input: usize, packet: Packet<T>) {
+        debug_assert!(packet.dest < self.outputs.len());
+        debug_assert!(
+            self.can_inject(input, packet.priority),
+            "room checked by the sender"
+        );
+        self.inputs[input][packet.priority.class()].push_back((ready, packet));
+        self.queued += 1;
+    }
+
     /// Takes the oldest packet visible at output `output` at interconnect cycle `now`.
     pub fn recv(&mut self, now: u64, output: usize) -> Option<T> {
         self.outputs[output].recv(now)

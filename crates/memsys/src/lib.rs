@@ -41,7 +41,7 @@ pub use fault::{FaultCosts, FaultSpec, FaultStats, Link, Populate};
 pub use icnt::{IcntSpec, IcntStats};
 pub use system::{
     AccessKind, AddressHash, AddressMapping, Completion, IssueState, Location, MemAccess,
-    MemConfig, MemStats, MemorySystem, RequestId, SharedMemSpec, Space, Stall,
+    MemConfig, MemStats, MemorySystem, RequestId, SharedMemSpec, SmPort, Space, Stall,
 };
 pub use tlb::{TlbSpec, TlbStats, TranslationSpec, TranslationStats};
 

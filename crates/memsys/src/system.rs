@@ -14,6 +14,13 @@
 //!    lookup. Stores follow the L1 write policy and always travel to the L2 (write-through);
 //!    atomics bypass the L1 and are performed at the L2.
 //!
+//!    **Ports.** All of this touches only the SM's own front-end state (`SmState`), so an
+//!    SM may do it through its [`SmPort`] ([`MemorySystem::ports`]) on any thread: the
+//!    packets an access sends are *staged* in the SM's front end (its input queue's room
+//!    counts them) and enter the request network when [`MemorySystem::tick`] next runs,
+//!    SM by SM in index order, before any domain ticks. A packet is stamped as it always
+//!    was (grantable from the next interconnect cycle), so staging changes no timing.
+//!
 //!    **With address translation** (`MemConfig::translation` enabled, [`crate::tlb`]) an access
 //!    is first translated at its SM's L1 TLB: accepted when its missing pages get L1 TLB
 //!    MSHRs (or merge) and the SM has an access slot free, refused whole otherwise
@@ -615,6 +622,27 @@ struct SmState {
     /// holds its access slot.
     translating: Vec<Translating>,
     next_seq: u64,
+    /// Packets this SM's accesses sent into the request network during the current core
+    /// cycle, with the interconnect cycle from which each may be granted, and their count
+    /// per class: the network takes them, SM by SM, before it next ticks
+    /// ([`MemorySystem::merge_staged`]), so SMs can offer accesses independently.
+    staged: Vec<(u64, Packet<ReqMsg>)>,
+    staged_per_class: [usize; 2],
+    /// Accesses accepted so far (also the sequence part of their [`RequestId`]), completed,
+    /// in flight, refused, and the latency of the completed ones summed.
+    issued: u64,
+    done: u64,
+    in_flight: usize,
+    stalls: u64,
+    total_latency: u64,
+}
+
+impl SmState {
+    /// The id of the access this SM accepts next: unique over the memory system's life,
+    /// and independent of what other SMs do.
+    fn next_id(&self, sm: usize) -> RequestId {
+        RequestId((self.issued << 20) | sm as u64)
+    }
 }
 
 /// An accepted access waiting for its translation, then for the L1.
@@ -665,14 +693,10 @@ pub struct MemorySystem {
     reply_net: Crossbar<ReplyMsg>,
     slices: Vec<SliceState>,
     channels: Vec<DramChannel<DramTag>>,
-    next_id: u64,
-    in_flight: usize,
     waiters: Vec<u32>,
     l2_waiters: Vec<ReqMsg>,
-    issued: u64,
-    done: u64,
-    stalls: u64,
-    total_latency: u64,
+    /// Offers refused because they named no SM.
+    stalls_no_sm: u64,
     /// With translation on: the shared L2 TLB and walkers, the page size, and counters.
     shared_tlb: Option<SharedTlb>,
     page_bytes: u64,
@@ -699,6 +723,13 @@ impl MemorySystem {
                 tlb: cfg.translating().map(|t| Tlb::new(t.l1_tlb.clone())),
                 translating: Vec::new(),
                 next_seq: 0,
+                staged: Vec::new(),
+                staged_per_class: [0; 2],
+                issued: 0,
+                done: 0,
+                in_flight: 0,
+                stalls: 0,
+                total_latency: 0,
             })
             .collect();
         let slices = (0..cfg.l2_slices)
@@ -719,14 +750,9 @@ impl MemorySystem {
             channels: (0..cfg.dram_channels)
                 .map(|_| DramChannel::new(cfg.dram.clone()))
                 .collect(),
-            next_id: 0,
-            in_flight: 0,
             waiters: Vec::new(),
             l2_waiters: Vec::new(),
-            issued: 0,
-            done: 0,
-            stalls: 0,
-            total_latency: 0,
+            stalls_no_sm: 0,
             shared_tlb: cfg.translating().map(|t| {
                 let l2 = SharedTlb::new(t.l2_tlb.clone(), t.walkers, t.walk_latency);
                 match &t.faults {
@@ -789,11 +815,18 @@ impl MemorySystem {
     /// [`MemorySystem::issue`] without giving up the access (an SM that retries a refused
     /// access keeps it).
     pub fn offer(&mut self, sm: usize, access: &MemAccess) -> Result<RequestId, Stall> {
-        let r = self.try_issue(sm, access);
-        if r.is_err() {
-            self.stalls += 1;
+        if sm >= self.sms.len() {
+            self.stalls_no_sm += 1;
+            return Err(Stall::NoSuchSm);
         }
-        r
+        if self.shared_tlb.is_some() && !access.lines.is_empty() {
+            let r = self.try_translate(sm, access);
+            if r.is_err() {
+                self.sms[sm].stalls += 1;
+            }
+            return r;
+        }
+        self.port(sm).offer(access)
     }
 
     /// Everything the answer to an offer from SM `sm` at the current core cycle depends on
@@ -801,68 +834,64 @@ impl MemorySystem {
     /// an SM that was refused can tell that retrying would be refused again.
     #[inline]
     pub fn issue_state(&self, sm: usize) -> IssueState {
-        let st = &self.sms[sm];
-        IssueState {
-            l1_busy: self.core_cycle() < st.l1_free_at,
-            free_slots: st.free_slots.len(),
-            l1_version: st.l1.version(),
-            cc_version: st.cc.version(),
-            icnt_free: [
-                self.req_net.input_free(sm, Priority::Normal),
-                self.req_net.input_free(sm, Priority::Context),
-            ],
-            tlb: match &st.tlb {
-                None => 0,
-                Some(t) => t.state(self.core_cycle()),
-            },
+        issue_state_of(&self.sms[sm], &self.req_net, sm, self.core_cycle())
+    }
+
+    /// SM `sm`'s port for the current core cycle.
+    #[inline]
+    fn port(&mut self, sm: usize) -> SmPort<'_> {
+        SmPort {
+            sm,
+            now: self.clock.cycle(Domain::Core),
+            icnt_now: self.clock.cycle(Domain::Icnt),
+            cfg: &self.cfg,
+            req_net: &self.req_net,
+            st: &mut self.sms[sm],
         }
     }
 
-    fn try_issue(&mut self, sm: usize, a: &MemAccess) -> Result<RequestId, Stall> {
-        if sm >= self.sms.len() {
-            return Err(Stall::NoSuchSm);
+    /// Every SM's port for the current core cycle, in SM order, each borrowing only its own
+    /// SM's front end (L1, constant cache, MSHRs, access slots, staged packets) and reading
+    /// the rest: so SMs may offer accesses, read their issue state and pop completions on
+    /// different threads, and the result is the same in any order. `None` with address
+    /// translation on: an L1 TLB miss goes to the shared L2 TLB at once, so SMs must offer
+    /// one after another through [`MemorySystem::offer`].
+    pub fn ports(&mut self) -> Option<Vec<SmPort<'_>>> {
+        if self.shared_tlb.is_some() {
+            return None;
         }
-        if self.shared_tlb.is_some() && !a.lines.is_empty() {
-            return self.try_translate(sm, a);
+        let now = self.clock.cycle(Domain::Core);
+        let icnt_now = self.clock.cycle(Domain::Icnt);
+        let (cfg, req_net) = (&self.cfg, &self.req_net);
+        Some(
+            self.sms
+                .iter_mut()
+                .enumerate()
+                .map(|(sm, st)| SmPort {
+                    sm,
+                    now,
+                    icnt_now,
+                    cfg,
+                    req_net,
+                    st,
+                })
+                .collect(),
+        )
+    }
+
+    /// Moves the packets every SM staged into the request network's input queues, SM by SM
+    /// (each SM's in the order it sent them): the one point where SMs' traffic meets, in an
+    /// order that does not depend on how the SMs were stepped.
+    fn merge_staged(&mut self) {
+        for (sm, st) in self.sms.iter_mut().enumerate() {
+            if st.staged.is_empty() {
+                continue;
+            }
+            for (ready, pkt) in st.staged.drain(..) {
+                self.req_net.inject_checked(ready, sm, pkt);
+            }
+            st.staged_per_class = [0; 2];
         }
-        let now = self.core_cycle();
-        let st = &mut self.sms[sm];
-        if now < st.l1_free_at {
-            return Err(Stall::L1Busy);
-        }
-        let Some(&slot) = st.free_slots.last() else {
-            return Err(Stall::TooManyOutstanding);
-        };
-        self.check_lines(sm, a)?;
-        // Pass 2: apply.
-        let st = &mut self.sms[sm];
-        st.free_slots.pop();
-        let id = RequestId(self.next_id);
-        self.next_id += 1;
-        self.issued += 1;
-        self.in_flight += 1;
-        if a.lines.is_empty() {
-            // No line: the port is still taken for the cycle.
-            st.l1_free_at = now + 1;
-            st.completed.push_back(Completion {
-                id,
-                tag: a.tag,
-                issued: now,
-                completed: now,
-            });
-            st.free_slots.push(slot);
-            self.in_flight -= 1;
-            self.done += 1;
-            return Ok(id);
-        }
-        st.slots[slot as usize] = Some(AccessEntry {
-            id,
-            tag: a.tag,
-            issued: now,
-            pending: a.lines.len() as u32,
-        });
-        self.send_lines(sm, slot, a);
-        Ok(id)
     }
 
     /// Accepts an access into SM `sm`'s front end with translation on: it takes an access
@@ -894,10 +923,9 @@ impl MemorySystem {
             return Err(Stall::TlbMshrFull);
         };
         st.free_slots.pop();
-        let id = RequestId(self.next_id);
-        self.next_id += 1;
-        self.issued += 1;
-        self.in_flight += 1;
+        let id = st.next_id(sm);
+        st.issued += 1;
+        st.in_flight += 1;
         self.translated += 1;
         if pending {
             // Its translation time is counted once its faults are serviced.
@@ -994,19 +1022,122 @@ impl MemorySystem {
             return;
         };
         let t = self.sms[sm].translating.swap_remove(i);
-        if self.check_lines(sm, &t.access).is_err() {
-            self.sms[sm].translating.push(t);
+        let mut port = self.port(sm);
+        if port.check_lines(&t.access).is_err() {
+            port.st.translating.push(t);
             return;
         }
-        self.send_lines(sm, t.slot, &t.access);
+        port.send_lines(t.slot, &t.access);
+    }
+}
+
+/// One SM's side of the memory system during one core cycle ([`MemorySystem::ports`]).
+#[derive(Debug)]
+pub struct SmPort<'a> {
+    sm: usize,
+    now: u64,
+    icnt_now: u64,
+    cfg: &'a MemConfig,
+    req_net: &'a Crossbar<ReqMsg>,
+    st: &'a mut SmState,
+}
+
+/// See [`MemorySystem::issue_state`].
+#[inline]
+fn issue_state_of(st: &SmState, req_net: &Crossbar<ReqMsg>, sm: usize, now: u64) -> IssueState {
+    IssueState {
+        l1_busy: now < st.l1_free_at,
+        free_slots: st.free_slots.len(),
+        l1_version: st.l1.version(),
+        cc_version: st.cc.version(),
+        icnt_free: [
+            req_net.input_free(sm, Priority::Normal)
+                - st.staged_per_class[Priority::Normal.class()],
+            req_net.input_free(sm, Priority::Context)
+                - st.staged_per_class[Priority::Context.class()],
+        ],
+        tlb: match &st.tlb {
+            None => 0,
+            Some(t) => t.state(now),
+        },
+    }
+}
+
+impl SmPort<'_> {
+    /// [`MemorySystem::offer`] from this port's SM (without translation).
+    pub fn offer(&mut self, a: &MemAccess) -> Result<RequestId, Stall> {
+        let r = self.try_issue(a);
+        if r.is_err() {
+            self.st.stalls += 1;
+        }
+        r
+    }
+
+    /// [`MemorySystem::issue_state`] of this port's SM.
+    #[inline]
+    pub fn issue_state(&self) -> IssueState {
+        issue_state_of(self.st, self.req_net, self.sm, self.now)
+    }
+
+    /// [`MemorySystem::pop_completed`] of this port's SM.
+    #[inline]
+    pub fn pop_completed(&mut self) -> Option<Completion> {
+        self.st.completed.pop_front()
+    }
+
+    /// Free slots of this SM's request-network input for `priority`, less what it staged.
+    #[inline]
+    fn input_free(&self, priority: Priority) -> usize {
+        self.req_net.input_free(self.sm, priority) - self.st.staged_per_class[priority.class()]
+    }
+
+    fn try_issue(&mut self, a: &MemAccess) -> Result<RequestId, Stall> {
+        let now = self.now;
+        let st = &mut *self.st;
+        if now < st.l1_free_at {
+            return Err(Stall::L1Busy);
+        }
+        let Some(&slot) = st.free_slots.last() else {
+            return Err(Stall::TooManyOutstanding);
+        };
+        self.check_lines(a)?;
+        // Pass 2: apply.
+        let sm = self.sm;
+        let st = &mut *self.st;
+        st.free_slots.pop();
+        let id = st.next_id(sm);
+        st.issued += 1;
+        st.in_flight += 1;
+        if a.lines.is_empty() {
+            // No line: the port is still taken for the cycle.
+            st.l1_free_at = now + 1;
+            st.completed.push_back(Completion {
+                id,
+                tag: a.tag,
+                issued: now,
+                completed: now,
+            });
+            st.free_slots.push(slot);
+            st.in_flight -= 1;
+            st.done += 1;
+            return Ok(id);
+        }
+        st.slots[slot as usize] = Some(AccessEntry {
+            id,
+            tag: a.tag,
+            issued: now,
+            pending: a.lines.len() as u32,
+        });
+        self.send_lines(slot, a);
+        Ok(id)
     }
 
     /// Pass 1 of an access's L1 lookup: whether every missing line gets an MSHR (or
     /// merges) and the request network's input queue holds every packet, changing nothing
     /// but the refusal counters.
     #[inline(always)]
-    fn check_lines(&mut self, sm: usize, a: &MemAccess) -> Result<(), Stall> {
-        let st = &mut self.sms[sm];
+    fn check_lines(&mut self, a: &MemAccess) -> Result<(), Stall> {
+        let st = &mut *self.st;
         let use_const = a.space == Space::Const && a.kind == AccessKind::Load;
         if let Some((v1, vc, c, lines, stall)) = &st.refused {
             if a.kind == AccessKind::Load
@@ -1069,21 +1200,20 @@ impl MemorySystem {
             ));
             return Err(Stall::MshrFull);
         }
-        if packets > self.req_net.input_free(sm, a.priority) {
+        if packets > self.input_free(a.priority) {
             return Err(Stall::InterconnectFull);
         }
         Ok(())
     }
 
     /// Pass 2 of an access's L1 lookup, for the access in slot `slot` (checked by
-    /// [`MemorySystem::check_lines`]): the L1 port busy for its lines, hits queued, misses,
+    /// [`SmPort::check_lines`]): the L1 port busy for its lines, hits queued, misses,
     /// stores and atomics sent into the request network.
     #[inline(always)]
-    fn send_lines(&mut self, sm: usize, slot: u32, a: &MemAccess) {
-        let now = self.core_cycle();
-        let icnt_now = self.cycle(Domain::Icnt);
+    fn send_lines(&mut self, slot: u32, a: &MemAccess) {
+        let (now, icnt_now, sm) = (self.now, self.icnt_now, self.sm);
         let use_const = a.space == Space::Const && a.kind == AccessKind::Load;
-        let st = &mut self.sms[sm];
+        let st = &mut *self.st;
         let n = a.lines.len() as u64;
         let per = u64::from(self.cfg.l1_lines_per_cycle);
         st.l1_free_at = now + n.div_ceil(per).max(1);
@@ -1139,13 +1269,20 @@ impl MemorySystem {
                     priority: a.priority,
                     payload: msg,
                 };
-                if self.req_net.try_inject(icnt_now, sm, pkt).is_err() {
-                    unreachable!("input queue space checked in pass 1");
-                }
+                // Staged: the network takes it before it next ticks, in SM order (space
+                // checked in pass 1, counting what is staged).
+                debug_assert!(
+                    self.req_net.input_free(sm, pkt.priority)
+                        > st.staged_per_class[pkt.priority.class()]
+                );
+                st.staged_per_class[pkt.priority.class()] += 1;
+                st.staged.push((icnt_now + 1, pkt));
             }
         }
     }
+}
 
+impl MemorySystem {
     /// Takes the oldest completed access of SM `sm`.
     pub fn pop_completed(&mut self, sm: usize) -> Option<Completion> {
         self.sms.get_mut(sm)?.completed.pop_front()
@@ -1159,7 +1296,7 @@ impl MemorySystem {
     /// True when no access is in flight and every queue is empty (completions not yet popped
     /// do not count).
     pub fn is_idle(&self) -> bool {
-        self.in_flight == 0
+        self.sms.iter().all(|st| st.in_flight == 0)
             && self.req_net.is_idle()
             && self.reply_net.is_idle()
             && self.slices.iter().all(|s| {
@@ -1194,6 +1331,7 @@ impl MemorySystem {
     /// Advances global time to the next clock edge and ticks the domains that have one, in the
     /// order core, interconnect, L2, DRAM. Returns the domains that ticked.
     pub fn tick(&mut self) -> DomainSet {
+        self.merge_staged();
         let set = self.clock.advance();
         if set.contains(Domain::Core) {
             let now = self.clock.cycle(Domain::Core);
@@ -1237,9 +1375,9 @@ impl MemorySystem {
                 completed: now,
             });
             st.free_slots.push(slot);
-            self.in_flight -= 1;
-            self.done += 1;
-            self.total_latency += now - e.issued;
+            st.in_flight -= 1;
+            st.done += 1;
+            st.total_latency += now - e.issued;
         }
     }
 
@@ -1458,10 +1596,10 @@ impl MemorySystem {
             icnt_cycles: self.clock.cycle(Domain::Icnt),
             l2_cycles: self.clock.cycle(Domain::L2),
             dram_cycles: self.clock.cycle(Domain::Dram),
-            accesses_issued: self.issued,
-            accesses_completed: self.done,
-            issue_stalls: self.stalls,
-            total_latency_core_cycles: self.total_latency,
+            accesses_issued: self.sms.iter().map(|st| st.issued).sum(),
+            accesses_completed: self.sms.iter().map(|st| st.done).sum(),
+            issue_stalls: self.stalls_no_sm + self.sms.iter().map(|st| st.stalls).sum::<u64>(),
+            total_latency_core_cycles: self.sms.iter().map(|st| st.total_latency).sum(),
             icnt_request: self.req_net.stats().clone(),
             icnt_reply: self.reply_net.stats().clone(),
             ..MemStats::default()
