@@ -399,6 +399,77 @@ impl DeviceMemory {
     }
 }
 
+/// A global read-modify-write of one lane (`atom`/`red` on global memory).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AtomicRmw {
+    /// Global address, aligned to the type's size (the executor checked it).
+    pub addr: u64,
+    pub op: kir::inst::AtomOp,
+    pub ty: kir::inst::Ty,
+    /// The operand, and the CAS operand (0 otherwise).
+    pub b: u64,
+    pub c: u64,
+    /// Where the old value goes: the index into the warp's `regs` (`reg × 32 + lane`), for
+    /// `atom`; `None` for `red`.
+    pub dest: Option<u32>,
+}
+
+/// Global memory as an executing instruction sees it: reads from [`GlobalAccess::device`],
+/// writes through the two methods below. [`DeviceMemory`] applies every write at once (the
+/// functional core). The timed machine's view applies them at the end of the cycle, in SM
+/// order (ARCHITECTURE.md, "Memory visibility"), so SMs stepped on several threads see the
+/// same memory.
+pub trait GlobalAccess {
+    /// The memory reads see.
+    fn device(&self) -> &DeviceMemory;
+    /// Writes the low `len` (≤ 8) bytes of `value` at `addr` (little-endian). An access the
+    /// memory refuses is a fault now, whenever the write takes effect.
+    fn store(
+        &mut self,
+        addr: u64,
+        len: u32,
+        value: u64,
+        hint: &mut usize,
+    ) -> Result<(), GlobalFault>;
+    /// Performs `rmw`: `Some(old)` when it took effect now, `None` when it takes effect later
+    /// (the old value is then written to `rmw.dest` when it does).
+    fn atomic(&mut self, rmw: AtomicRmw, hint: &mut usize) -> Result<Option<u64>, GlobalFault>;
+}
+
+impl GlobalAccess for DeviceMemory {
+    #[inline]
+    fn device(&self) -> &DeviceMemory {
+        self
+    }
+
+    #[inline]
+    fn store(
+        &mut self,
+        addr: u64,
+        len: u32,
+        value: u64,
+        hint: &mut usize,
+    ) -> Result<(), GlobalFault> {
+        self.write(addr, len, value, hint)
+    }
+
+    #[inline]
+    fn atomic(&mut self, rmw: AtomicRmw, hint: &mut usize) -> Result<Option<u64>, GlobalFault> {
+        self.rmw(rmw, hint).map(Some)
+    }
+}
+
+impl DeviceMemory {
+    /// Performs `rmw` now and returns the old value (masked to the type).
+    pub fn rmw(&mut self, rmw: AtomicRmw, hint: &mut usize) -> Result<u64, GlobalFault> {
+        let size = rmw.ty.size();
+        let old = self.read(rmw.addr, size, hint)?;
+        let new = crate::alu::atom(rmw.op, rmw.ty, old, rmw.b, rmw.c);
+        self.write(rmw.addr, size, new, hint)?;
+        Ok(old & rmw.ty.mask())
+    }
+}
+
 use crate::texture::{TextureDesc, TextureError};
 
 pub use crate::bytes::read_le;

@@ -303,6 +303,7 @@ pub(crate) fn run(args: RunArgs) -> Outcome {
         t.options.allocate = !args.unallocated;
         t.options.max_cycles = args.max_cycles;
         t.options.instruction_limit = args.instruction_limit;
+        t.options.threads = super::sm_threads(args.threads);
         Some(t)
     };
     let engine = Engine {

@@ -78,10 +78,13 @@ pub(crate) fn scenario(args: ScenarioArgs) -> Outcome {
         .unwrap_or(DEFAULT_MAX_CYCLES);
     let mut timing = TimedGpu::new(gpu);
     timing.options.instruction_limit = args.instruction_limit;
+    // The shared run and each process's run alone go side by side on the threads; alone,
+    // the shared run steps its SMs on all of them.
+    let threads = super::sm_threads(args.threads);
+    timing.options.threads = if args.no_alone { threads } else { 1 };
     let setup = Setup::for_scenario(&s, timing, max_cycles);
     let start = Instant::now();
     let mut bar = Bar::new();
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let result = workload::run(&s, &setup, !args.no_alone, threads, &mut |p| bar.update(p));
     bar.finish();
     let (report, record) = result.map_err(|e| e.to_string())?;

@@ -120,6 +120,10 @@ struct RunArgs {
     /// 2^27 pass without any of its TBs finishing).
     #[arg(long, value_name = "WARP_INSTRUCTIONS")]
     instruction_limit: Option<u64>,
+    /// Threads a timed simulation steps its SMs on (default: this machine's cores). Every
+    /// result is the same for any number.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    threads: Option<u16>,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -605,6 +609,10 @@ struct ScenarioArgs {
     /// 2^27 pass without any of its TBs finishing).
     #[arg(long, value_name = "WARP_INSTRUCTIONS")]
     instruction_limit: Option<u64>,
+    /// Threads a timed simulation steps its SMs on (default: this machine's cores). Every
+    /// result is the same for any number.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    threads: Option<u16>,
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
@@ -1114,6 +1122,14 @@ fn analyze(args: AnalyzeArgs) -> Outcome {
         );
     }
     Ok(true)
+}
+
+/// The SM threads of one timed simulation: `--threads`, else this machine's cores.
+fn sm_threads(arg: Option<u16>) -> usize {
+    arg.map_or_else(
+        || std::thread::available_parallelism().map_or(1, |n| n.get()),
+        usize::from,
+    )
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@
 //! `.satfinite`). A tf32 operand keeps the sign, exponent and top 10 mantissa bits of its
 //! f32 register, as the tensor core reads it.
 
+use crate::memory::GlobalAccess;
 use kir::inst::{Fp8, MbarrierOp, Rounding, Space, Ty};
 use kir::matrix::{self, Frag, MmaElem, MmaShape, WMMA_PART_REGS};
 
@@ -132,7 +133,7 @@ impl Gathered {
     }
 }
 
-impl Exec<'_, '_, '_> {
+impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
     /// The error for a warp-collective instruction that not every lane executes.
     fn needs_full_warp(&self, exec: u32) -> Result<(), ExecError> {
         if exec == FULL {
@@ -528,7 +529,7 @@ impl Exec<'_, '_, '_> {
     }
 }
 
-impl Exec<'_, '_, '_> {
+impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
     /// [`kir::inst::Op::CvtFp8`].
     pub(super) fn cvt_fp8(
         &mut self,
@@ -705,7 +706,7 @@ impl Mbarrier {
     }
 }
 
-impl Exec<'_, '_, '_> {
+impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
     /// The `mbarrier` family, lane by lane in lane order (each lane's update is atomic: the
     /// functional core runs one lane at a time).
     pub(super) fn mbarrier(

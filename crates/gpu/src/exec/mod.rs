@@ -26,7 +26,7 @@ use crate::error::{ExecError, FaultReason};
 
 pub(crate) mod matrix;
 mod texture;
-use crate::memory::{self, DeviceMemory, GlobalFault, Window};
+use crate::memory::{self, AtomicRmw, GlobalAccess, GlobalFault, Window};
 
 /// Lanes per warp. PTX fixes the warp size at 32 (`WARP_SZ`); masks are `u32`.
 pub const WARP_SIZE: usize = 32;
@@ -336,11 +336,14 @@ fn combine(op: BoolOp, a: bool, b: bool) -> bool {
 }
 
 /// Executes one instruction of `warp`.
-pub fn step(
+///
+/// Global writes go through `mem` ([`GlobalAccess`]): [`DeviceMemory`] applies them at once;
+/// the timed machine's view defers them to the end of the cycle.
+pub fn step<M: GlobalAccess + ?Sized>(
     ctx: &LaunchCtx,
     tb: &mut TbView<'_>,
     warp: &mut Warp,
-    mem: &mut DeviceMemory,
+    mem: &mut M,
 ) -> Result<Step, ExecError> {
     warp.reconverge();
     let Some(&top) = warp.stack.last() else {
@@ -430,16 +433,16 @@ pub fn step(
     }
 }
 
-struct Exec<'a, 'b, 'c> {
+struct Exec<'a, 'b, 'c, M: GlobalAccess + ?Sized> {
     ctx: &'a LaunchCtx,
     tb: &'b mut TbView<'c>,
     warp: &'b mut Warp,
-    mem: &'b mut DeviceMemory,
+    mem: &'b mut M,
     inst: &'a Inst,
     pc: u32,
 }
 
-impl Exec<'_, '_, '_> {
+impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
     #[inline]
     fn advance(&mut self) {
         if let Some(top) = self.warp.stack.last_mut() {
@@ -540,7 +543,7 @@ impl Exec<'_, '_, '_> {
             reason,
             nearest: Box::new(crate::error::NearestNote(match reason {
                 FaultReason::Global(GlobalFault::Unallocated | GlobalFault::Unmapped) => {
-                    self.mem.nearest(addr)
+                    self.mem.device().nearest(addr)
                 }
                 _ => None,
             })),
@@ -601,6 +604,7 @@ impl Exec<'_, '_, '_> {
         match sp {
             Space::Global | Space::Const => self
                 .mem
+                .device()
                 .read(a, size, hint)
                 .map_err(|f| self.fault(lane, space, addr, size, FaultReason::Global(f))),
             Space::Shared => slice(self.tb.shared, a, size)
@@ -613,10 +617,10 @@ impl Exec<'_, '_, '_> {
                 let mut v = 0u64;
                 let (words, n_words) = self.local_words(a, size, lane);
                 for (k, &(at, n)) in words[..n_words].iter().enumerate() {
-                    let part = self
-                        .mem
-                        .read(at, n, hint)
-                        .map_err(|f| self.fault(lane, space, addr, size, FaultReason::Global(f)))?;
+                    let part =
+                        self.mem.device().read(at, n, hint).map_err(|f| {
+                            self.fault(lane, space, addr, size, FaultReason::Global(f))
+                        })?;
                     v |= part << (32 * k);
                 }
                 Ok(v)
@@ -646,7 +650,7 @@ impl Exec<'_, '_, '_> {
             Space::Global => {
                 return self
                     .mem
-                    .write(a, size, value, hint)
+                    .store(a, size, value, hint)
                     .map_err(|f| self.fault(lane, space, addr, size, FaultReason::Global(f)))
             }
             Space::Shared => slice_mut(self.tb.shared, a, size).map(|s| memory::write_le(s, value)),
@@ -657,7 +661,7 @@ impl Exec<'_, '_, '_> {
                 let (words, n_words) = self.local_words(a, size, lane);
                 for (k, &(at, n)) in words[..n_words].iter().enumerate() {
                     self.mem
-                        .write(at, n, value >> (32 * k), hint)
+                        .store(at, n, value >> (32 * k), hint)
                         .map_err(|f| self.fault(lane, space, addr, size, FaultReason::Global(f)))?;
                 }
                 return Ok(());
@@ -832,7 +836,9 @@ impl Exec<'_, '_, '_> {
                 for l in lanes(exec) {
                     let a = self.read(s[0], l);
                     let v = match (space, memory::window(a)) {
-                        (Space::Global | Space::Const, Window::Global(g)) => self.mem.is_mapped(g),
+                        (Space::Global | Space::Const, Window::Global(g)) => {
+                            self.mem.device().is_mapped(g)
+                        }
                         (Space::Shared, Window::Shared(_)) => true,
                         (Space::Local, Window::Local(_)) => true,
                         (Space::Param, Window::Param(_)) => true,
@@ -916,23 +922,56 @@ impl Exec<'_, '_, '_> {
                 // the defined order that makes results reproducible.
                 let size = ty.size();
                 let mut hint = 0;
+                let returns = matches!(inst.op, Op::Atom { .. });
                 for l in lanes(exec) {
                     let addr = self.read(s[0], l).wrapping_add(offset as i64 as u64);
-                    if let (Space::Const | Space::Param | Space::Local, _) =
-                        self.resolve(space, addr)
-                    {
+                    let (sp, a) = self.resolve(space, addr);
+                    if let Space::Const | Space::Param | Space::Local = sp {
                         return Err(self.fault(l, space, addr, size, FaultReason::AtomicSpace));
                     }
-                    let old = self.load(space, addr, size, l, &mut hint)?;
                     let b = self.read(s[1], l);
                     let c = if op == AtomOp::Cas {
                         self.read(s[2], l)
                     } else {
                         0
                     };
+                    if sp == Space::Global {
+                        // Global atomics go through the memory view, which may perform them
+                        // later (the timed machine: at the end of the cycle, in SM order).
+                        if a % u64::from(size) != 0 {
+                            return Err(self.fault(l, space, addr, size, FaultReason::Misaligned));
+                        }
+                        let dest = match inst.dsts[0] {
+                            Some(r) if returns => Some((r.index() * WARP_SIZE + l) as u32),
+                            _ => None,
+                        };
+                        let rmw = AtomicRmw {
+                            addr: a,
+                            op,
+                            ty,
+                            b,
+                            c,
+                            dest,
+                        };
+                        match self.mem.atomic(rmw, &mut hint) {
+                            Ok(Some(old)) if returns => self.write(0, l, old),
+                            Ok(_) => {}
+                            Err(f) => {
+                                return Err(self.fault(
+                                    l,
+                                    space,
+                                    addr,
+                                    size,
+                                    FaultReason::Global(f),
+                                ))
+                            }
+                        }
+                        continue;
+                    }
+                    let old = self.load(space, addr, size, l, &mut hint)?;
                     let new = alu::atom(op, ty, old, b, c);
                     self.store(space, addr, size, new, l, &mut hint)?;
-                    if matches!(inst.op, Op::Atom { .. }) {
+                    if returns {
                         self.write(0, l, old & ty.mask());
                     }
                 }

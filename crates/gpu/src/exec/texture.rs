@@ -1,12 +1,13 @@
 //! Execution of `tex` and `tld4` on texture objects (see [`crate::texture`]).
 
+use crate::memory::GlobalAccess;
 use kir::inst::{Space, TexGeom, Ty};
 
 use super::{lanes, Exec};
 use crate::error::{ExecError, FaultReason};
 use crate::texture::{self, Channel, Footprint, TextureDesc};
 
-impl Exec<'_, '_, '_> {
+impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
     pub(super) fn tex(
         &mut self,
         exec: u32,
@@ -18,7 +19,7 @@ impl Exec<'_, '_, '_> {
         let s = self.inst.srcs;
         for l in lanes(exec) {
             let handle = self.read(s[0], l);
-            let Some(t) = self.mem.texture(handle).cloned() else {
+            let Some(t) = self.mem.device().texture(handle).cloned() else {
                 return Err(self.texture_error(l, format!("{handle:#x} is not a texture object")));
             };
             if t.returns_float() != (dty == Ty::F32) {
@@ -93,6 +94,7 @@ impl Exec<'_, '_, '_> {
         let n = t.texel_bytes();
         let bytes = self
             .mem
+            .device()
             .read_bytes(a, n)
             .map_err(|f| self.fault(l, Space::Global, a, n as u32, FaultReason::Global(f)))?;
         Ok(texture::channel(t, bytes, c))

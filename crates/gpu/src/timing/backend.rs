@@ -5,7 +5,9 @@
 //! core cycles later — is another, for single-SM tests whose cycle gaps must not depend on
 //! the memory model (shared/STYLE.md: Ramulator 2's controller harness).
 
-use memsys::{Completion, Domain, IssueState, MemAccess, MemStats, MemorySystem, RequestId, Stall};
+use memsys::{
+    Completion, Domain, IssueState, MemAccess, MemStats, MemorySystem, RequestId, SmPort, Stall,
+};
 
 use super::ids::SmId;
 
@@ -17,6 +19,15 @@ use super::ids::SmId;
 /// completions come back per SM in the order they complete, each exactly once, with the
 /// access's tag; `tick_core` advances time to the next core clock edge. It is deterministic.
 pub trait MemoryBackend {
+    /// One SM's side of the hierarchy for one core cycle, borrowing only that SM's state.
+    type Port<'a>: SmMemory + Send
+    where
+        Self: 'a;
+    /// Every SM's port, in SM order, when SMs can use them independently (on different
+    /// threads) with the same result as one after another; `None` when they cannot, and the
+    /// machine then steps SMs one after another through the backend itself ([`Through`]).
+    /// Whatever the ports did is seen by the backend from its next `tick_core`.
+    fn ports(&mut self) -> Option<Vec<Self::Port<'_>>>;
     fn offer(&mut self, sm: SmId, access: &MemAccess) -> Result<(), Stall>;
     fn pop_completed(&mut self, sm: SmId) -> Option<Completion>;
     fn issue_state(&self, sm: SmId) -> IssueState;
@@ -34,7 +45,70 @@ pub trait MemoryBackend {
     fn stats(&self) -> MemStats;
 }
 
+/// What one SM sees of the memory hierarchy during a cycle: the [`MemoryBackend`] calls
+/// that name it, without the name.
+pub trait SmMemory {
+    fn offer(&mut self, access: &MemAccess) -> Result<(), Stall>;
+    fn pop_completed(&mut self) -> Option<Completion>;
+    fn issue_state(&self) -> IssueState;
+}
+
+/// SM `sm`'s view through the whole backend (SMs stepped one after another).
+pub struct Through<'a, B> {
+    pub backend: &'a mut B,
+    pub sm: SmId,
+}
+
+impl<B: MemoryBackend> SmMemory for Through<'_, B> {
+    #[inline]
+    fn offer(&mut self, access: &MemAccess) -> Result<(), Stall> {
+        self.backend.offer(self.sm, access)
+    }
+    #[inline]
+    fn pop_completed(&mut self) -> Option<Completion> {
+        self.backend.pop_completed(self.sm)
+    }
+    #[inline]
+    fn issue_state(&self) -> IssueState {
+        self.backend.issue_state(self.sm)
+    }
+}
+
+impl SmMemory for SmPort<'_> {
+    #[inline]
+    fn offer(&mut self, access: &MemAccess) -> Result<(), Stall> {
+        SmPort::offer(self, access).map(|_| ())
+    }
+    #[inline]
+    fn pop_completed(&mut self) -> Option<Completion> {
+        SmPort::pop_completed(self)
+    }
+    #[inline]
+    fn issue_state(&self) -> IssueState {
+        SmPort::issue_state(self)
+    }
+}
+
+/// The port of a backend that has none ([`MemoryBackend::ports`] is always `None`).
+pub enum NoPort {}
+
+impl SmMemory for NoPort {
+    fn offer(&mut self, _: &MemAccess) -> Result<(), Stall> {
+        match *self {}
+    }
+    fn pop_completed(&mut self) -> Option<Completion> {
+        match *self {}
+    }
+    fn issue_state(&self) -> IssueState {
+        match *self {}
+    }
+}
+
 impl MemoryBackend for MemorySystem {
+    type Port<'a> = SmPort<'a>;
+    fn ports(&mut self) -> Option<Vec<SmPort<'_>>> {
+        MemorySystem::ports(self)
+    }
     #[inline]
     fn offer(&mut self, sm: SmId, access: &MemAccess) -> Result<(), Stall> {
         MemorySystem::offer(self, sm.0 as usize, access).map(|_| ())
@@ -107,6 +181,10 @@ impl FixedLatency {
 }
 
 impl MemoryBackend for FixedLatency {
+    type Port<'a> = NoPort;
+    fn ports(&mut self) -> Option<Vec<NoPort>> {
+        None
+    }
     fn offer(&mut self, sm: SmId, access: &MemAccess) -> Result<(), Stall> {
         self.next_id += 1;
         self.accesses += 1;

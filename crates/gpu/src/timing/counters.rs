@@ -36,11 +36,31 @@ pub struct LaunchTally {
     pub shared_passes: u64,
 }
 
-/// Per-SM and per-launch counters, counted from the probe hooks.
+impl LaunchTally {
+    fn add(&mut self, o: &LaunchTally) {
+        self.warp_instructions += o.warp_instructions;
+        self.thread_instructions += o.thread_instructions;
+        self.global_loads += o.global_loads;
+        self.load_latency += o.load_latency;
+        self.shared_accesses += o.shared_accesses;
+        self.shared_passes += o.shared_passes;
+    }
+}
+
+/// Per-SM and per-launch counters, counted from the probe hooks. Each SM's counts,
+/// per-launch tallies included, are kept apart ([`SmCounters`]), so SMs stepped on
+/// different threads each count into their own; a launch's tally is their sum.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Counters {
     sms: Vec<SmStats>,
-    launches: IdVec<LaunchId, LaunchTally>,
+    /// Per SM, per launch.
+    launches: Vec<IdVec<LaunchId, LaunchTally>>,
+}
+
+/// One SM's counters ([`Counters::of_sm`]), borrowed while the SM runs its cycle.
+pub(super) struct SmCounters<'a> {
+    stats: &'a mut SmStats,
+    launches: &'a mut IdVec<LaunchId, LaunchTally>,
 }
 
 impl Counters {
@@ -54,8 +74,25 @@ impl Counters {
                 };
                 sms
             ],
-            launches: IdVec::new(),
+            launches: vec![IdVec::new(); sms],
         }
+    }
+
+    /// SM `sm`'s counters.
+    #[inline]
+    pub(super) fn of_sm(&mut self, sm: SmId) -> SmCounters<'_> {
+        SmCounters {
+            stats: &mut self.sms[sm.index()],
+            launches: &mut self.launches[sm.index()],
+        }
+    }
+
+    /// Every SM's counters, in SM order.
+    pub(super) fn per_sm(&mut self) -> impl Iterator<Item = SmCounters<'_>> {
+        self.sms
+            .iter_mut()
+            .zip(&mut self.launches)
+            .map(|(stats, launches)| SmCounters { stats, launches })
     }
 
     /// SM `sm`'s counts so far (its front end's own counters are not the probe's: zero).
@@ -68,17 +105,59 @@ impl Counters {
         &self.sms
     }
 
-    /// `launch`'s counts so far.
+    /// `launch`'s counts so far, summed over SMs.
     pub fn launch(&self, launch: LaunchId) -> LaunchTally {
-        self.launches.get(launch).copied().unwrap_or_default()
+        let mut t = LaunchTally::default();
+        for per in &self.launches {
+            if let Some(k) = per.get(launch) {
+                t.add(k);
+            }
+        }
+        t
     }
+}
 
+impl SmCounters<'_> {
     #[inline]
     fn launch_mut(&mut self, launch: LaunchId) -> &mut LaunchTally {
         while self.launches.len() <= launch.index() {
             self.launches.push(LaunchTally::default());
         }
         &mut self.launches[launch]
+    }
+
+    #[inline]
+    pub(super) fn on_issue(&mut self, i: &Issue) {
+        self.stats.warp_instructions += 1;
+        let k = self.launch_mut(i.launch);
+        k.warp_instructions += 1;
+        k.thread_instructions += u64::from(i.lanes.count_ones());
+    }
+
+    #[inline]
+    pub(super) fn on_load_done(&mut self, launch: LaunchId, latency: u64) {
+        let k = self.launch_mut(launch);
+        k.global_loads += 1;
+        k.load_latency += latency;
+    }
+
+    #[inline]
+    pub(super) fn on_shared_access(&mut self, launch: LaunchId, passes: u32) {
+        let k = self.launch_mut(launch);
+        k.shared_accesses += 1;
+        k.shared_passes += u64::from(passes);
+    }
+
+    #[inline]
+    pub(super) fn on_sm_cycle(&mut self, c: &SmCycle) {
+        let s = &mut *self.stats;
+        if c.active {
+            s.active_cycles += 1;
+            s.resident_warp_cycles += u64::from(c.resident_warps);
+        }
+        for (st, &o) in s.schedulers.iter_mut().zip(c.schedulers) {
+            st.count(o);
+        }
     }
 }
 
@@ -91,36 +170,22 @@ impl Probe for Counters {
 
     #[inline]
     fn on_issue(&mut self, i: &Issue) {
-        self.sms[i.sm.index()].warp_instructions += 1;
-        let k = self.launch_mut(i.launch);
-        k.warp_instructions += 1;
-        k.thread_instructions += u64::from(i.lanes.count_ones());
+        self.of_sm(i.sm).on_issue(i);
     }
 
     #[inline]
-    fn on_load_done(&mut self, _sm: SmId, launch: LaunchId, latency: u64, _cycle: u64) {
-        let k = self.launch_mut(launch);
-        k.global_loads += 1;
-        k.load_latency += latency;
+    fn on_load_done(&mut self, sm: SmId, launch: LaunchId, latency: u64, _cycle: u64) {
+        self.of_sm(sm).on_load_done(launch, latency);
     }
 
     #[inline]
-    fn on_shared_access(&mut self, _sm: SmId, launch: LaunchId, passes: u32, _cycle: u64) {
-        let k = self.launch_mut(launch);
-        k.shared_accesses += 1;
-        k.shared_passes += u64::from(passes);
+    fn on_shared_access(&mut self, sm: SmId, launch: LaunchId, passes: u32, _cycle: u64) {
+        self.of_sm(sm).on_shared_access(launch, passes);
     }
 
     #[inline]
     fn on_sm_cycle(&mut self, c: &SmCycle) {
-        let s = &mut self.sms[c.sm.index()];
-        if c.active {
-            s.active_cycles += 1;
-            s.resident_warp_cycles += u64::from(c.resident_warps);
-        }
-        for (st, &o) in s.schedulers.iter_mut().zip(c.schedulers) {
-            st.count(o);
-        }
+        self.of_sm(c.sm).on_sm_cycle(c);
     }
 
     fn on_event(&mut self, event: &Event) {

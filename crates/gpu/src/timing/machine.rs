@@ -30,10 +30,10 @@
 use kir::Id;
 use memsys::{MemConfig, MemorySystem};
 
-use super::backend::MemoryBackend;
+use super::backend::{MemoryBackend, Through};
 use super::context::TbContext;
 use super::control::{HoldState, TbCheckpoint, TbControl};
-use super::counters::{Counters, LaunchTally};
+use super::counters::{Counters, LaunchTally, SmCounters};
 use super::ids::{HoldId, LaunchId, SmId, TbRef, TransferId};
 use super::launch::{frontend_total, Launch, Snapshot, TimedKernel};
 use super::ledger::SmLedger;
@@ -300,6 +300,8 @@ pub struct Machine<B: MemoryBackend = MemorySystem> {
     /// The observer, and how many of `events` it and `counters` have been shown.
     probe: Option<Box<dyn Probe>>,
     shown: usize,
+    /// The threads SMs are stepped on, with `TimingOptions::threads` above 1.
+    pool: Option<rayon::ThreadPool>,
 }
 
 impl Machine {
@@ -352,6 +354,7 @@ impl<B: MemoryBackend> Machine<B> {
             })
             .collect();
         let counters = Counters::new(gpu.sm.count as usize, gpu.sm.warp_schedulers as usize);
+        let opts_threads = opts.threads.min(gpu.sm.count as usize);
         Machine {
             gpu,
             opts,
@@ -367,6 +370,7 @@ impl<B: MemoryBackend> Machine<B> {
             counters,
             probe: None,
             shown: 0,
+            pool: Machine::<B>::pool_of(opts_threads),
         }
     }
 
@@ -691,23 +695,11 @@ impl<B: MemoryBackend> Machine<B> {
     /// Runs one core cycle (see the module documentation).
     pub fn step(&mut self, ctl: &mut dyn Control<B>) -> Result<(), TimingError> {
         let now = self.cycle();
-        let mut watch = Watch::new(&mut self.counters, self.probe.as_deref_mut());
+        self.step_sms(now)?;
+        // The cycle's global writes become visible, SM by SM (ARCHITECTURE.md, "Memory
+        // visibility").
         for sm in &mut self.sms {
-            sm.complete(&mut self.memsys, &self.launches, &mut watch, now);
-        }
-        let specs = Specs {
-            pipeline: &self.gpu.pipeline,
-            memory: &self.memcfg,
-        };
-        for sm in &mut self.sms {
-            sm.issue(
-                &self.launches,
-                &specs,
-                &mut self.memsys,
-                &mut self.mem,
-                &mut watch,
-                now,
-            )?;
+            sm.commit(&self.launches, &mut self.mem)?;
         }
         if now.is_multiple_of(LIMIT_CHECK_INTERVAL) {
             self.check_instruction_limit()?;
@@ -788,6 +780,90 @@ impl<B: MemoryBackend> Machine<B> {
         }
         self.finish_launches(now)?;
         self.memsys.tick_core();
+        Ok(())
+    }
+
+    /// A thread pool of `threads`, or none for one thread.
+    fn pool_of(threads: usize) -> Option<rayon::ThreadPool> {
+        if threads <= 1 {
+            return None;
+        }
+        // A pool that cannot be built (no threads left to the process) steps on one.
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|i| format!("switchyard-sm-{i}"))
+            .build()
+            .ok()
+    }
+
+    /// Every SM's part of cycle `now`: it takes its completed accesses, then its schedulers
+    /// issue (ARCHITECTURE.md, "Parallel stepping"). With the backend's ports, each SM
+    /// touches only its own state, its own port and its own counters, and reads the
+    /// launches and device memory as the cycle began (its writes wait in its log): so the
+    /// SMs run on the machine's threads, and the result is the same on any number. The
+    /// error of the lowest SM that failed is reported.
+    fn step_sms(&mut self, now: u64) -> Result<(), ExecError> {
+        let specs = Specs {
+            pipeline: &self.gpu.pipeline,
+            memory: &self.memcfg,
+        };
+        let (launches, mem) = (&self.launches[..], &self.mem);
+        let probe_hears_sms = self
+            .probe
+            .as_ref()
+            .is_some_and(|p| p.interests().hears_sms());
+        if !probe_hears_sms {
+            if let Some(ports) = self.memsys.ports() {
+                let one = |((sm, mut port), counters): ((&mut Sm, B::Port<'_>), SmCounters<'_>)| {
+                    let mut watch = Watch::new(counters, None);
+                    sm.complete(&mut port, launches, &mut watch, now);
+                    sm.issue(launches, &specs, &mut port, mem, &mut watch, now)
+                };
+                let Some(pool) = &self.pool else {
+                    for w in self.sms.iter_mut().zip(ports).zip(self.counters.per_sm()) {
+                        one(w)?;
+                    }
+                    return Ok(());
+                };
+                use rayon::prelude::*;
+                let counters: Vec<SmCounters<'_>> = self.counters.per_sm().collect();
+                let chunk = self
+                    .sms
+                    .len()
+                    .div_ceil(pool.current_num_threads() * 4)
+                    .max(1);
+                let results: Vec<Result<(), ExecError>> = pool.install(|| {
+                    self.sms
+                        .par_iter_mut()
+                        .zip(ports)
+                        .zip(counters)
+                        .with_min_len(chunk)
+                        .map(one)
+                        .collect()
+                });
+                return results.into_iter().collect();
+            }
+        }
+        // One SM after another through the backend; an attached probe hears them in SM
+        // order, every completion before any issue.
+        for (i, sm) in self.sms.iter_mut().enumerate() {
+            let id = SmId(i as u32);
+            let mut watch = Watch::new(self.counters.of_sm(id), self.probe.as_deref_mut());
+            let mut port = Through {
+                backend: &mut self.memsys,
+                sm: id,
+            };
+            sm.complete(&mut port, launches, &mut watch, now);
+        }
+        for (i, sm) in self.sms.iter_mut().enumerate() {
+            let id = SmId(i as u32);
+            let mut watch = Watch::new(self.counters.of_sm(id), self.probe.as_deref_mut());
+            let mut port = Through {
+                backend: &mut self.memsys,
+                sm: id,
+            };
+            sm.issue(launches, &specs, &mut port, mem, &mut watch, now)?;
+        }
         Ok(())
     }
 

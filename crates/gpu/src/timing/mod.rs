@@ -136,6 +136,11 @@ pub struct TimingOptions {
     /// A rewrite applied to every timed kernel after register allocation.
     #[serde(skip)]
     pub pass: Option<Pass>,
+    /// Threads the SMs are stepped on (at least 1). Every result is the same for any
+    /// number (ARCHITECTURE.md, "Parallel stepping"), so it is not part of a run's
+    /// description and is not written out.
+    #[serde(skip)]
+    pub threads: usize,
 }
 
 /// A compile-time rewrite of a kernel after register allocation and before it is timed
@@ -183,6 +188,7 @@ impl Default for TimingOptions {
             shortcuts: true,
             allocate: true,
             pass: None,
+            threads: 1,
         }
     }
 }

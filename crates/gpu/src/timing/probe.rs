@@ -17,7 +17,7 @@ use std::any::Any;
 use memsys::MemAccess;
 use serde::Serialize;
 
-use super::counters::Counters;
+use super::counters::SmCounters;
 use super::ids::{LaunchId, SmId, TbRef, WarpSlotId};
 use super::machine::Event;
 use super::stats::{SchedulerCycle, SchedulerStats};
@@ -95,6 +95,12 @@ impl Interests {
 
     fn has(self, other: Interests) -> bool {
         self.0 & other.0 == other.0
+    }
+
+    /// Whether it hears anything an SM reports while it steps (not events only): the
+    /// machine then steps SMs one after another so the probe hears them in SM order.
+    pub fn hears_sms(self) -> bool {
+        self.0 != 0
     }
 }
 
@@ -220,17 +226,17 @@ impl Probe for StallTimeline {
     }
 }
 
-/// What a step of the machine reports to: its own [`Counters`], always, and the attached
-/// probe, if any, for the hooks it wants.
+/// What one SM's part of a step reports to: the SM's own counters (the machine's
+/// [`super::Counters`]), always, and the attached probe, if any, for the hooks it wants.
 pub struct Watch<'a> {
-    counters: &'a mut Counters,
+    counters: SmCounters<'a>,
     probe: Option<&'a mut (dyn Probe + 'static)>,
     interests: Interests,
 }
 
 impl<'a> Watch<'a> {
     pub(super) fn new(
-        counters: &'a mut Counters,
+        counters: SmCounters<'a>,
         probe: Option<&'a mut (dyn Probe + 'static)>,
     ) -> Watch<'a> {
         let interests = probe.as_deref().map_or(Interests::EVENTS, Probe::interests);
@@ -267,7 +273,6 @@ impl<'a> Watch<'a> {
 
     #[inline]
     pub(super) fn memory(&mut self, sm: SmId, access: &MemAccess, cycle: u64) {
-        self.counters.on_memory_request(sm, access, cycle);
         if let Some(p) = self.wants(Interests::MEMORY) {
             p.on_memory_request(sm, access, cycle);
         }
@@ -275,7 +280,7 @@ impl<'a> Watch<'a> {
 
     #[inline]
     pub(super) fn load_done(&mut self, sm: SmId, launch: LaunchId, latency: u64, cycle: u64) {
-        self.counters.on_load_done(sm, launch, latency, cycle);
+        self.counters.on_load_done(launch, latency);
         if let Some(p) = self.wants(Interests::MEMORY) {
             p.on_load_done(sm, launch, latency, cycle);
         }
@@ -283,7 +288,7 @@ impl<'a> Watch<'a> {
 
     #[inline]
     pub(super) fn shared_access(&mut self, sm: SmId, launch: LaunchId, passes: u32, cycle: u64) {
-        self.counters.on_shared_access(sm, launch, passes, cycle);
+        self.counters.on_shared_access(launch, passes);
         if let Some(p) = self.wants(Interests::MEMORY) {
             p.on_shared_access(sm, launch, passes, cycle);
         }

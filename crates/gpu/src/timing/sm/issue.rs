@@ -9,7 +9,7 @@ use crate::error::ExecError;
 use crate::exec::{guard_mask, lanes, step, Step, TbView, WARP_SIZE};
 use crate::memory::DeviceMemory;
 use crate::pipeline::{OpClass, Unit};
-use crate::timing::backend::MemoryBackend;
+use crate::timing::backend::SmMemory;
 use crate::timing::control::{StopAt, TbControl, WarpControl};
 use crate::timing::ids::LaunchId;
 use crate::timing::ids::WarpSlotId;
@@ -153,12 +153,12 @@ impl IssueStage {
 
 impl Sm {
     /// One cycle of every warp scheduler.
-    pub(in crate::timing) fn issue<B: MemoryBackend>(
+    pub(in crate::timing) fn issue<P: SmMemory>(
         &mut self,
         launches: &[Launch],
         specs: &Specs,
-        memsys: &mut B,
-        mem: &mut DeviceMemory,
+        memsys: &mut P,
+        mem: &DeviceMemory,
         watch: &mut Watch,
         now: u64,
     ) -> Result<(), ExecError> {
@@ -166,11 +166,11 @@ impl Sm {
         let active = !self.is_empty();
         let resident_warps = if active { self.resident_warps() } else { 0 };
         if let Some(sleep) = self.issue.sleep {
-            let holds = sleep.on_refusal.is_none() || self.ldst.refusal_holds(self.id, memsys);
+            let holds = sleep.on_refusal.is_none() || self.ldst.refusal_holds(memsys);
             if now < sleep.until && holds {
                 if sleep.on_refusal.is_some() {
                     // The cycle repeats, and so does its refused offer (and its counters).
-                    self.ldst.repeat_refusal(self.id, memsys, now);
+                    self.ldst.repeat_refusal(memsys, now);
                 }
                 watch.cycle(SmCycle {
                     cycle: now,
@@ -377,12 +377,12 @@ impl Sm {
     /// Issues the next instruction of the warp in `slot` (its check said ready). The outer
     /// error is a functional fault; the inner one a memory-system refusal (nothing happened).
     #[allow(clippy::too_many_arguments)]
-    fn try_issue<B: MemoryBackend>(
+    fn try_issue<P: SmMemory>(
         &mut self,
         launches: &[Launch],
         specs: &Specs,
-        memsys: &mut B,
-        mem: &mut DeviceMemory,
+        memsys: &mut P,
+        mem: &DeviceMemory,
         watch: &mut Watch,
         slot: WarpSlotId,
         sched: usize,
@@ -395,11 +395,11 @@ impl Sm {
         if self.issue.shortcuts == Shortcuts::On
             && same_offer
             && self.ldst.refused_at != now
-            && self.ldst.refusal_holds(self.id, memsys)
+            && self.ldst.refusal_holds(memsys)
         {
             // The same offer, to a memory system in the same state: refused again (made,
             // for its counters).
-            self.ldst.repeat_refusal(self.id, memsys, now);
+            self.ldst.repeat_refusal(memsys, now);
             return Ok(Err(StallReason::Memory));
         }
         let mut ws = self.res.warps[slot].take().expect("resident");
@@ -456,7 +456,12 @@ impl Sm {
             clock: Some(now),
             local_base: tb.local_base,
         };
-        let result = match step(ctx, &mut view, &mut ws.warp, mem) {
+        let mut global = super::writes::CycleView {
+            base: mem,
+            log: &mut self.writes,
+            slot,
+        };
+        let result = match step(ctx, &mut view, &mut ws.warp, &mut global) {
             Ok(r) => r,
             Err(e) => {
                 self.res.warps[slot] = Some(ws);

@@ -20,7 +20,7 @@ use kir::{Id, Reg};
 use memsys::{AccessKind, IssueState, LineRequest, MemAccess, MemConfig, Priority};
 
 use crate::exec::WARP_SIZE;
-use crate::timing::backend::MemoryBackend;
+use crate::timing::backend::SmMemory;
 use crate::timing::ids::{LaunchId, PendingId, SmId, TransferId, WarpSlotId};
 use crate::timing::probe::Watch;
 
@@ -260,11 +260,11 @@ impl LdSt {
 
     /// Offers the next part of the oldest context transfer with lines left to send, if no
     /// warp used the unit this cycle.
-    pub fn offer_transfer<B: MemoryBackend>(
+    pub fn offer_transfer<P: SmMemory>(
         &mut self,
         sm: SmId,
         memcfg: &MemConfig,
-        memsys: &mut B,
+        memsys: &mut P,
         watch: &mut Watch,
         now: u64,
     ) {
@@ -286,7 +286,7 @@ impl LdSt {
         t.offer.lines.clear();
         t.offer.lines.extend_from_slice(&t.lines[t.next..end]);
         t.offer.tag = u64::from(tag.0);
-        if memsys.offer(sm, &t.offer).is_err() {
+        if memsys.offer(&t.offer).is_err() {
             return;
         }
         watch.memory(sm, &t.offer, now);
@@ -323,11 +323,11 @@ impl LdSt {
     }
 
     /// Offers the next part of a split access to the memory system.
-    pub fn drain_backlog<B: MemoryBackend>(
+    pub fn drain_backlog<P: SmMemory>(
         &mut self,
         sm: SmId,
         memcfg: &MemConfig,
-        memsys: &mut B,
+        memsys: &mut P,
         watch: &mut Watch,
         now: u64,
     ) {
@@ -338,7 +338,7 @@ impl LdSt {
         let end = (b.next + chunk).min(b.lines.len());
         b.part.lines.clear();
         b.part.lines.extend_from_slice(&b.lines[b.next..end]);
-        if memsys.offer(sm, &b.part).is_ok() {
+        if memsys.offer(&b.part).is_ok() {
             watch.memory(sm, &b.part, now);
             b.next = end;
             if end == b.lines.len() {
@@ -350,15 +350,15 @@ impl LdSt {
     /// Whether the memory system is still in the state in which it refused the last
     /// refused access (so that it would refuse the same offer again).
     #[inline]
-    pub fn refusal_holds<B: MemoryBackend>(&self, sm: SmId, memsys: &B) -> bool {
+    pub fn refusal_holds<P: SmMemory>(&self, memsys: &P) -> bool {
         self.refused
-            .is_some_and(|r| memsys.issue_state(sm) == r.state)
+            .is_some_and(|r| memsys.issue_state() == r.state)
     }
 
     /// Offers the refused access again to a memory system known to refuse it, for the
     /// counters the refusal updates.
-    pub fn repeat_refusal<B: MemoryBackend>(&mut self, sm: SmId, memsys: &mut B, now: u64) {
-        let r = memsys.offer(sm, &self.offer);
+    pub fn repeat_refusal<P: SmMemory>(&mut self, memsys: &mut P, now: u64) {
+        let r = memsys.offer(&self.offer);
         debug_assert!(r.is_err(), "an unchanged memory system refuses again");
         self.refused_at = now;
     }

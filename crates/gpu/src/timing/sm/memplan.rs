@@ -12,7 +12,7 @@ use memsys::{
 
 use crate::exec::{lanes, WARP_SIZE};
 use crate::memory::{self, Window};
-use crate::timing::backend::MemoryBackend;
+use crate::timing::backend::SmMemory;
 use crate::timing::ids::WarpSlotId;
 use crate::timing::launch::Launch;
 use crate::timing::probe::Watch;
@@ -72,10 +72,10 @@ impl Sm {
 
     /// Computes the lane addresses of a memory instruction and offers it to the memory
     /// system (global/local/const) or prices it (shared, param).
-    pub(super) fn plan_memory<B: MemoryBackend>(
+    pub(super) fn plan_memory<P: SmMemory>(
         &mut self,
         specs: &Specs,
-        memsys: &mut B,
+        memsys: &mut P,
         a: &Access,
         watch: &mut Watch,
     ) -> Result<MemPlan, StallReason> {
@@ -182,10 +182,10 @@ impl Sm {
     /// with [`Addresses::Elements`], in `self.ldst.matrix_addrs` (one per element): priced (shared, param) or
     /// offered to the memory system.
     #[allow(clippy::too_many_arguments)]
-    fn offer_planned<B: MemoryBackend>(
+    fn offer_planned<P: SmMemory>(
         &mut self,
         specs: &Specs,
-        memsys: &mut B,
+        memsys: &mut P,
         a: &Access,
         resolved: Space,
         bytes: u32,
@@ -245,8 +245,8 @@ impl Sm {
                     .offer
                     .lines
                     .extend_from_slice(&self.ldst.lines[..first]);
-                if memsys.offer(self.id, &self.ldst.offer).is_err() {
-                    let state = memsys.issue_state(self.id);
+                if memsys.offer(&self.ldst.offer).is_err() {
+                    let state = memsys.issue_state();
                     self.ldst.refused = Some(Refusal {
                         slot: a.slot,
                         pc: a.pc,
@@ -298,10 +298,10 @@ impl Sm {
     /// address (the `wmma` element layout, `ldmatrix` rows of 16 bytes from lanes `8j..8j+8`,
     /// each lane's `cp.async` source) into `matrix_addrs`, then priced or offered like any
     /// access. A `cp.async` reads global memory; its write into shared memory is not priced.
-    fn plan_matrix_memory<B: MemoryBackend>(
+    fn plan_matrix_memory<P: SmMemory>(
         &mut self,
         specs: &Specs,
-        memsys: &mut B,
+        memsys: &mut P,
         a: &Access,
         watch: &mut Watch,
     ) -> Result<MemPlan, StallReason> {

@@ -74,15 +74,18 @@ mod memplan;
 mod residency;
 mod retire;
 mod warp;
+mod writes;
 
 use kir::{Id, IdVec};
 use memsys::{Completion, MemConfig};
 
 use crate::barrier::{Barriers, WarpStatus};
+use crate::error::ExecError;
 use crate::exec::Warp;
+use crate::memory::DeviceMemory;
 use crate::occupancy::SmResources;
 use crate::pipeline::PipelineSpec;
-use crate::timing::backend::MemoryBackend;
+use crate::timing::backend::SmMemory;
 use crate::timing::context::TbContext;
 use crate::timing::control::{TbCheckpoint, TbControl, WarpControl};
 use crate::timing::decoded::Decoded;
@@ -169,6 +172,8 @@ pub(super) struct Sm {
     /// complete (a launch finishes when none is left on any SM).
     in_flight: IdVec<LaunchId, u64>,
     retire_due: RetireDue,
+    /// This cycle's global writes, applied by [`Sm::commit`].
+    writes: writes::WriteLog,
 }
 
 impl Sm {
@@ -191,7 +196,33 @@ impl Sm {
             due: Vec::new(),
             in_flight: IdVec::new(),
             retire_due: RetireDue::No,
+            writes: writes::WriteLog::default(),
         }
+    }
+
+    /// Applies the cycle's global writes to `mem`, in the order they issued (see
+    /// [`writes`]); the machine calls it for every SM in index order after all have issued.
+    #[inline]
+    pub(super) fn commit(
+        &mut self,
+        launches: &[Launch],
+        mem: &mut DeviceMemory,
+    ) -> Result<(), ExecError> {
+        if self.writes.is_empty() {
+            return Ok(());
+        }
+        let warps = &mut self.res.warps;
+        let r = self.writes.apply(mem, |slot, dest, old| {
+            // The warp is still resident: nothing leaves an SM between issue and commit.
+            if let Some(ws) = warps[slot].as_mut() {
+                ws.warp.regs[dest as usize] = old;
+            }
+        });
+        r.map_err(|(slot, f)| {
+            let launch = self.res.warps[slot].as_ref().map(|w| w.launch);
+            let name = launch.map_or("?", |l| launches[l.index()].ctx.kernel.name.as_str());
+            writes::refused(name, f)
+        })
     }
 
     pub(super) fn ledger(&self) -> &SmLedger {
@@ -477,14 +508,14 @@ impl Sm {
     /// Releases the registers of completed accesses (the loop inlined into the machine's
     /// cycle; the work per completion out of line, as most SM cycles complete nothing).
     #[inline]
-    pub(super) fn complete<B: MemoryBackend>(
+    pub(super) fn complete<P: SmMemory>(
         &mut self,
-        memsys: &mut B,
+        memsys: &mut P,
         launches: &[Launch],
         watch: &mut Watch,
         now: u64,
     ) {
-        while let Some(c) = memsys.pop_completed(self.id) {
+        while let Some(c) = memsys.pop_completed() {
             self.completed(&c, launches, watch, now);
         }
     }
