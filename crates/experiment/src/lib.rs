@@ -146,27 +146,75 @@ pub(crate) fn run_indexed<J: Sync, T: Send, E: Send>(
     let results: Vec<Mutex<Option<Result<T, E>>>> =
         (0..jobs.len()).map(|_| Mutex::new(None)).collect();
     let next = AtomicUsize::new(0);
-    std::thread::scope(|s| {
-        for _ in 0..threads.clamp(1, jobs.len().max(1)) {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(job) = jobs.get(i) else {
-                    return;
-                };
-                let r = run(job);
-                let failed = r.is_err();
-                *results[i].lock().expect("no thread panics holding it") = Some(r);
-                let d = done.fetch_add(1, Ordering::Relaxed) + 1;
-                progress(d, total, &label(job));
-                if failed {
-                    // The first error is reported; stop handing out work.
-                    next.store(jobs.len(), Ordering::Relaxed);
-                }
-            });
-        }
-    });
+    on_workers(
+        threads.clamp(1, jobs.len().max(1)),
+        &worker_thread,
+        &|| loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(job) = jobs.get(i) else {
+                return;
+            };
+            let r = run(job);
+            let failed = r.is_err();
+            *results[i].lock().expect("no thread panics holding it") = Some(r);
+            let d = done.fetch_add(1, Ordering::Relaxed) + 1;
+            progress(d, total, &label(job));
+            if failed {
+                // The first error is reported; stop handing out work.
+                next.store(jobs.len(), Ordering::Relaxed);
+            }
+        },
+    );
     results
         .into_iter()
         .map(|r| r.into_inner().expect("no thread panics holding it"))
         .collect()
+}
+
+/// A worker thread of [`on_workers`].
+pub(crate) fn worker_thread() -> std::thread::Builder {
+    std::thread::Builder::new().name("experiment".into())
+}
+
+/// Runs `worker` (a loop that takes jobs from a shared queue until it is empty) on
+/// `threads` scoped threads made by `builder`. A thread the system refuses (too many
+/// threads, no address space left) is not a panic: the threads that started take its share
+/// of the queue, and when none starts the calling thread runs `worker` itself.
+pub(crate) fn on_workers(
+    threads: usize,
+    builder: &dyn Fn() -> std::thread::Builder,
+    worker: &(dyn Fn() + Sync),
+) {
+    std::thread::scope(|s| {
+        let started = (0..threads)
+            .filter(|_| builder().spawn_scoped(s, worker).is_ok())
+            .count();
+        if started == 0 {
+            worker();
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn workers_the_system_refuses_leave_the_jobs_to_the_caller() {
+        let done = AtomicUsize::new(0);
+        let next = AtomicUsize::new(0);
+        let worker = || {
+            while next.fetch_add(1, Ordering::Relaxed) < 10 {
+                done.fetch_add(1, Ordering::Relaxed);
+            }
+        };
+        // A stack larger than the address space: every spawn fails (`Scope::spawn`
+        // panicked on it).
+        let refused = || std::thread::Builder::new().stack_size(1 << 60);
+        on_workers(4, &refused, &worker);
+        assert_eq!(done.load(Ordering::Relaxed), 10);
+        next.store(0, Ordering::Relaxed);
+        on_workers(4, &worker_thread, &worker);
+        assert_eq!(done.load(Ordering::Relaxed), 20);
+    }
 }

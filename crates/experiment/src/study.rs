@@ -221,23 +221,24 @@ pub fn run(
         jobs.iter().map(|_| Mutex::new(None)).collect();
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
-    std::thread::scope(|s| {
-        for _ in 0..c.threads.clamp(1, jobs.len()) {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(&(policy, mechanism)) = jobs.get(i) else {
-                    return;
-                };
-                let r = one(c, &processes, policy, mechanism);
-                *results[i].lock().expect("no thread panics holding it") = Some(r);
-                progress(
-                    done.fetch_add(1, Ordering::Relaxed) + 1,
-                    jobs.len(),
-                    &label(i),
-                );
-            });
-        }
-    });
+    let worker = || loop {
+        let i = next.fetch_add(1, Ordering::Relaxed);
+        let Some(&(policy, mechanism)) = jobs.get(i) else {
+            return;
+        };
+        let r = one(c, &processes, policy, mechanism);
+        *results[i].lock().expect("no thread panics holding it") = Some(r);
+        progress(
+            done.fetch_add(1, Ordering::Relaxed) + 1,
+            jobs.len(),
+            &label(i),
+        );
+    };
+    crate::on_workers(
+        c.threads.clamp(1, jobs.len()),
+        &crate::worker_thread,
+        &worker,
+    );
     let mut records = Vec::new();
     for (i, r) in results.into_iter().enumerate() {
         let r = r

@@ -236,6 +236,39 @@ impl GpuConfig {
                 "needs at least one size, smallest first",
             ));
         }
+        // A unit may be in range and still round every TB past the SM: a warp that uses the
+        // most registers a thread may have must fit in the register file once rounded, and a
+        // TB with one byte of shared memory in the largest carve-out (else every kernel that
+        // the allocator accepts, or every kernel using shared memory, is turned away at launch
+        // with an error that blames the kernel).
+        let warp = u64::from(crate::occupancy::WARP_SIZE);
+        let rounded_warp = match r.register_allocation {
+            RegisterAllocation::Thread { unit } => {
+                warp * u64::from(max_regs).next_multiple_of(u64::from(unit))
+            }
+            RegisterAllocation::Warp { unit } => {
+                (warp * u64::from(max_regs)).next_multiple_of(u64::from(unit))
+            }
+        };
+        if rounded_warp > u64::from(r.registers) {
+            return Err(invalid(
+                "sm.resources.register_allocation.unit",
+                &format!(
+                    "{unit} rounds a warp of {max_regs} registers per thread (sm.resources.max_registers_per_thread) up to {rounded_warp} registers, more than sm.resources.registers {}",
+                    r.registers
+                ),
+            ));
+        }
+        let largest = r.shared_memory.last().copied().unwrap_or(0);
+        if r.shared_allocation_unit > largest {
+            return Err(invalid(
+                "sm.resources.shared_allocation_unit",
+                &format!(
+                    "{} is more than the largest sm.resources.shared_memory carve-out {largest}: no TB using shared memory could be placed",
+                    r.shared_allocation_unit
+                ),
+            ));
+        }
         let h = &self.host;
         if !(h.pcie_gbps.is_finite() && h.pcie_gbps > 0.0) {
             return Err(invalid("host.pcie_gbps", "must be positive"));
@@ -251,7 +284,6 @@ impl GpuConfig {
         if h.copy_engines == 0 || h.copy_engines > 64 {
             return Err(invalid("host.copy_engines", "must be in 1..=64"));
         }
-        let largest = r.shared_memory.last().copied().unwrap_or(0);
         if u64::from(largest) != self.memory.shared.size_bytes {
             return Err(invalid(
                 "memory.shared.size_bytes",

@@ -25,14 +25,66 @@ pub fn ptx(data: &[u8]) {
     let _ = Gpu::new().load_ptx("fuzz.ptx", &text);
 }
 
-/// A GPU configuration file; one that loads must also build a machine.
+/// A GPU configuration file; one that loads must also build a machine, and that machine
+/// must run one warp of saxpy (no shared memory, few registers: a configuration that
+/// loads can hold it) to the right answer, or stop at the cycle limit. Panics (a finding)
+/// on a wrong answer or any other error: the loader accepted a machine that cannot work.
 pub fn gpu_config(data: &[u8]) {
     let Ok(text) = decode(data, Utf8::Strict) else {
         return;
     };
     if let Ok(config) = gpu::config::GpuConfig::from_toml("fuzz.toml", &text) {
-        let _ = Gpu::timed(TimedGpu::new(config));
+        if let Err(e) = one_warp_of_saxpy(config) {
+            panic!("a configuration that loads cannot run one warp: {e}\n{text}");
+        }
     }
+}
+
+/// Core cycles [`gpu_config`] lets its warp take: a configuration with huge latencies
+/// stops here, which is a correct outcome.
+const CONFIG_MAX_CYCLES: u64 = 200_000;
+
+/// One warp of saxpy on `config`: `Ok` when it computed `y = 2x + y` or stopped at the
+/// cycle limit, else what went wrong.
+fn one_warp_of_saxpy(config: gpu::config::GpuConfig) -> Result<(), String> {
+    const SAXPY: &str = include_str!("../../../examples/saxpy/saxpy.ptx");
+    const N: u32 = 32;
+    let mut timed = TimedGpu::new(config);
+    timed.options.max_cycles = Some(CONFIG_MAX_CYCLES);
+    let mut gpu = Gpu::timed(timed).map_err(|e| e.to_string())?;
+    let module = gpu
+        .load_ptx("saxpy.ptx", SAXPY)
+        .map_err(|e| e.to_string())?;
+    let (x, y) = (gpu.alloc(4 * u64::from(N)), gpu.alloc(4 * u64::from(N)));
+    let words =
+        |f: &dyn Fn(u32) -> f32| -> Vec<u8> { (0..N).flat_map(|i| f(i).to_le_bytes()).collect() };
+    gpu.copy_to_device(x, &words(&|i| i as f32))
+        .map_err(|e| e.to_string())?;
+    gpu.copy_to_device(y, &words(&|_| 1.0))
+        .map_err(|e| e.to_string())?;
+    let args = [
+        KernelArg::Ptr(x),
+        KernelArg::Ptr(y),
+        KernelArg::F32(2.0),
+        KernelArg::U32(N),
+    ];
+    match gpu.launch_timed(module, "saxpy", [1, 1, 1], [N, 1, 1], 0, &args, &mut |_| {}) {
+        Ok(_) => {}
+        Err(e)
+            if e.to_string()
+                .contains(&format!("within {CONFIG_MAX_CYCLES} cycles")) =>
+        {
+            return Ok(())
+        }
+        Err(e) => return Err(e.to_string()),
+    }
+    let got = gpu
+        .copy_from_device(y, 4 * u64::from(N))
+        .map_err(|e| e.to_string())?;
+    if got != words(&|i| 2.0 * i as f32 + 1.0) {
+        return Err("a wrong result".into());
+    }
+    Ok(())
 }
 
 /// A launch spec, and the same text as a scenario (the files it names do not exist).

@@ -33,7 +33,11 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
 
 /// Writes several files as a set: every one to its temporary first, then (only when all are
 /// written) every rename, under the write lock, so a failure leaves all the previous files
-/// and SIGINT or SIGTERM never falls between the renames. Errors name the file.
+/// and SIGINT or SIGTERM never falls between the renames. A rename that fails (the target a
+/// directory, say) undoes the renames before it: each previous file is kept as a hard link
+/// (or a copy) beside it until the whole set is in place, then put back, and a file that did
+/// not exist before is removed again. Errors name the file. (Only SIGKILL or a crash between
+/// two renames, microseconds apart, can leave a mixture.)
 pub fn write_all_atomic(files: &[(PathBuf, Vec<u8>)]) -> Result<(), String> {
     let _writing = WRITING.lock().unwrap_or_else(|e| e.into_inner());
     let mut written: Vec<(PathBuf, &Path)> = Vec::new();
@@ -52,13 +56,62 @@ pub fn write_all_atomic(files: &[(PathBuf, Vec<u8>)]) -> Result<(), String> {
         }
         written.push((tmp, path));
     }
+    // The previous file of each target (None: there was none), kept until every rename is
+    // done.
+    let mut kept: Vec<Option<PathBuf>> = Vec::new();
+    for (_, path) in &written {
+        match keep_previous(path) {
+            Ok(k) => kept.push(k),
+            Err(e) => {
+                cleanup(&written);
+                drop_kept(&kept);
+                return Err(format!("{}: {e}", path.display()));
+            }
+        }
+    }
     for (i, (tmp, path)) in written.iter().enumerate() {
         if let Err(e) = std::fs::rename(tmp, path) {
             cleanup(&written[i..]);
+            for ((_, done), previous) in written[..i].iter().zip(&kept) {
+                match previous {
+                    Some(k) => {
+                        let _ = std::fs::rename(k, done);
+                    }
+                    None => {
+                        let _ = std::fs::remove_file(done);
+                    }
+                }
+            }
+            drop_kept(&kept[i..]);
             return Err(format!("{}: {e}", path.display()));
         }
     }
+    drop_kept(&kept);
     Ok(())
+}
+
+/// Keeps the file at `path`, if there is one, under a hidden name beside it (a hard link,
+/// or a copy where the file system has none), so a set's rename can be undone.
+fn keep_previous(path: &Path) -> std::io::Result<Option<PathBuf>> {
+    match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+        // Not a file (a directory, say): the rename onto it fails and nothing is undone.
+        Ok(m) if !m.is_file() => return Ok(None),
+        Ok(_) => {}
+    }
+    let kept = path.with_file_name(format!(".{}.old-{}", file_name(path), std::process::id()));
+    let _ = std::fs::remove_file(&kept);
+    if std::fs::hard_link(path, &kept).is_err() {
+        std::fs::copy(path, &kept)?;
+    }
+    Ok(Some(kept))
+}
+
+fn drop_kept(kept: &[Option<PathBuf>]) {
+    for k in kept.iter().flatten() {
+        let _ = std::fs::remove_file(k);
+    }
 }
 
 /// Removes `path` if it exists (under the write lock); errors name it.
@@ -83,8 +136,8 @@ fn file_name(path: &Path) -> String {
         .unwrap_or_default()
 }
 
-/// Removes temporaries of `path` left by processes that were killed (Linux: a process
-/// exists while `/proc/PID` does; elsewhere nothing is removed).
+/// Removes temporaries (and kept previous files) of `path` left by processes that were
+/// killed (Linux: a process exists while `/proc/PID` does; elsewhere nothing is removed).
 fn remove_stale_temporaries(path: &Path) {
     if !Path::new("/proc/self").exists() {
         return;
@@ -93,14 +146,19 @@ fn remove_stale_temporaries(path: &Path) {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    let prefix = format!(".{}.tmp-", file_name(path));
+    // Temporaries, and previous files a set kept while it was renamed (`write_all_atomic`).
+    let prefixes = [
+        format!(".{}.tmp-", file_name(path)),
+        format!(".{}.old-", file_name(path)),
+    ];
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
     for e in entries.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
-        let Some(pid) = name
-            .strip_prefix(&prefix)
+        let Some(pid) = prefixes
+            .iter()
+            .find_map(|p| name.strip_prefix(p.as_str()))
             .and_then(|p| p.parse::<u32>().ok())
         else {
             continue;
@@ -185,6 +243,50 @@ mod tests {
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
         assert!(names.iter().all(|n| !n.contains("tmp")), "{names:?}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_rename_that_fails_puts_back_the_files_renamed_before_it() {
+        let dir = std::env::temp_dir().join(format!("sy-output-undo-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (a, b, c) = (dir.join("a.csv"), dir.join("b.csv"), dir.join("c.json"));
+        write_all_atomic(&[(a.clone(), b"a1".to_vec())]).unwrap();
+        // Every temporary can be written, but the last rename fails: its target is a
+        // directory that is not empty. `a` had a previous file, `b` had none.
+        std::fs::create_dir_all(c.join("inside")).unwrap();
+        let e = write_all_atomic(&[
+            (a.clone(), b"a2".to_vec()),
+            (b.clone(), b"b2".to_vec()),
+            (c.clone(), b"c2".to_vec()),
+        ])
+        .unwrap_err();
+        assert!(e.contains("c.json"), "{e}");
+        assert_eq!(
+            std::fs::read(&a).unwrap(),
+            b"a1",
+            "a new file beside an old set"
+        );
+        assert!(!b.exists(), "a new file beside an old set");
+        assert!(c.join("inside").is_dir());
+        let mut names: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["a.csv", "c.json"], "temporaries or kept files left");
+        // With the directory gone, the set is replaced whole and nothing is left beside it.
+        std::fs::remove_dir_all(&c).unwrap();
+        write_all_atomic(&[
+            (a.clone(), b"a3".to_vec()),
+            (b.clone(), b"b3".to_vec()),
+            (c.clone(), b"c3".to_vec()),
+        ])
+        .unwrap();
+        for (p, want) in [(&a, b"a3"), (&b, b"b3"), (&c, b"c3")] {
+            assert_eq!(&std::fs::read(p).unwrap(), want);
+        }
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 3);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

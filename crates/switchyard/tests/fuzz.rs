@@ -61,6 +61,20 @@ fn gpu_configurations_survive_mutations() {
 }
 
 #[test]
+fn the_gpu_config_target_runs_what_loads() {
+    // Every preset loads and runs its warp of saxpy right (the target panics otherwise).
+    for seed in files("configs", ".toml") {
+        fuzz::gpu_config(&seed);
+    }
+    // A configuration the loader refuses is not run: a register allocation unit that
+    // leaves no room for a warp (it loaded before issue 21, and no kernel could run).
+    let gtx480 = std::fs::read_to_string(root().join("configs/gtx480.toml")).unwrap();
+    let bad = gtx480.replace("unit = 4 }", "unit = 1025 }");
+    assert_ne!(bad, gtx480);
+    fuzz::gpu_config(bad.as_bytes());
+}
+
+#[test]
 fn launch_specs_and_scenarios_survive_mutations() {
     let mut seeds = files("scenarios", ".toml");
     seeds.extend(files("crates/switchyard/tests/data", ".toml"));

@@ -77,24 +77,69 @@ fn alone_turnarounds(
         Ok(rec.mean_turnaround_fs().unwrap_or(0.0) / system::FS_PER_US as f64)
     };
     let n = scenario.processes.len();
-    let mut out: Vec<Option<Result<f64, RunError>>> = (0..n).map(|_| None).collect();
-    for chunk in (0..n).collect::<Vec<_>>().chunks(threads) {
+    let out = on_threads(n, threads, alone_thread, one);
+    out.into_iter()
+        .enumerate()
+        .map(|(i, r)| {
+            r.unwrap_or_else(|| {
+                Err(RunError::Process {
+                    process: scenario.processes[i].name.clone(),
+                    what: "its run alone panicked".into(),
+                })
+            })
+        })
+        .collect()
+}
+
+/// The thread a process's run alone takes.
+fn alone_thread(i: usize) -> std::thread::Builder {
+    std::thread::Builder::new().name(format!("alone:{i}"))
+}
+
+/// `f(i)` for every `i` in `0..n`, up to `threads` at a time, each on a thread `builder(i)`
+/// makes; `None` where `f` panicked. A thread the system refuses (too many threads, no
+/// address space left) is not a panic: that `f(i)` runs on the calling thread instead.
+fn on_threads<T: Send>(
+    n: usize,
+    threads: usize,
+    builder: impl Fn(usize) -> std::thread::Builder,
+    f: impl Fn(usize) -> T + Sync,
+) -> Vec<Option<T>> {
+    let f = &f;
+    let mut out: Vec<Option<T>> = (0..n).map(|_| None).collect();
+    for chunk in (0..n).collect::<Vec<_>>().chunks(threads.max(1)) {
         std::thread::scope(|s| {
             let handles: Vec<_> = chunk
                 .iter()
-                .map(|&i| (i, s.spawn(move || one(i))))
+                .map(|&i| (i, builder(i).spawn_scoped(s, move || f(i))))
                 .collect();
             for (i, h) in handles {
-                out[i] = Some(h.join().unwrap_or_else(|_| {
-                    Err(RunError::Process {
-                        process: scenario.processes[i].name.clone(),
-                        what: "its run alone panicked".into(),
-                    })
-                }));
+                out[i] = match h {
+                    Ok(h) => h.join().ok(),
+                    Err(_) => std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(i))).ok(),
+                };
             }
         });
     }
-    out.into_iter()
-        .map(|r| r.expect("every process ran"))
-        .collect()
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_thread_the_system_refuses_runs_its_work_on_the_caller() {
+        // A stack larger than the address space: every spawn fails (`thread::scope`'s
+        // `spawn` panicked on it, and with it the whole run).
+        let refused = |_| std::thread::Builder::new().stack_size(1 << 60);
+        let out = on_threads(5, 2, refused, |i| i * 10);
+        assert_eq!(out, [Some(0), Some(10), Some(20), Some(30), Some(40)]);
+        // Ordinary threads, and one whose work panics.
+        let out = on_threads(3, 8, alone_thread, |i| {
+            assert!(i != 1, "a deliberate panic");
+            i
+        });
+        assert_eq!(out, [Some(0), None, Some(2)]);
+    }
 }

@@ -115,8 +115,11 @@ pub const MAX_STEPS_PER_CALL: u32 = 1 << 22;
 pub struct Commands {
     program: Arc<CommandProgram>,
     ptrs: Vec<u64>,
-    /// Host copies of the buffers.
-    mirrors: Vec<Vec<u8>>,
+    /// Host copies of the buffers, made when the program first changes one (a `set`, a
+    /// copy back); until then a buffer's host copy is its initial contents in the program,
+    /// which every run of the program shares. (A buffer no command changes on the host is
+    /// then held twice, here and in device memory, not three times.)
+    mirrors: Vec<Option<Vec<u8>>>,
     frames: Vec<Frame>,
     /// The check of a `repeat_until_zero` whose word is being copied back.
     checking: bool,
@@ -151,7 +154,7 @@ fn token(buffer: usize, offset: u64) -> u64 {
 
 impl Commands {
     pub fn new(program: Arc<CommandProgram>) -> Commands {
-        let mirrors = program.buffers.iter().map(|b| b.init.clone()).collect();
+        let mirrors = program.buffers.iter().map(|_| None).collect();
         Commands {
             frames: vec![Frame {
                 cmds: program.commands.clone().into(),
@@ -163,6 +166,20 @@ impl Commands {
             mirrors,
             checking: false,
         }
+    }
+
+    /// The host's copy of `buffer`.
+    fn host(&self, buffer: usize) -> &[u8] {
+        self.mirrors[buffer]
+            .as_deref()
+            .unwrap_or(&self.program.buffers[buffer].init)
+    }
+
+    /// The host's copy of `buffer`, to change: made from the initial contents the first
+    /// time.
+    fn host_mut(&mut self, buffer: usize) -> &mut [u8] {
+        let program = &self.program;
+        self.mirrors[buffer].get_or_insert_with(|| program.buffers[buffer].init.clone())
     }
 
     /// The iteration (from 0) of every enclosing loop, outermost first.
@@ -214,7 +231,11 @@ impl HostProgram for Commands {
             else {
                 unreachable!("only a repeat_until_zero checks");
             };
-            let word = &self.mirrors[buffer][offset as usize..(offset + u64::from(width)) as usize];
+            // Fields, not `host`: `frame` borrows `self.frames`.
+            let host = self.mirrors[buffer]
+                .as_deref()
+                .unwrap_or(&self.program.buffers[buffer].init);
+            let word = &host[offset as usize..(offset + u64::from(width)) as usize];
             if word.iter().all(|&b| b == 0) {
                 self.frames.pop();
             } else if iterations >= max {
@@ -291,12 +312,12 @@ impl HostProgram for Commands {
                 } => {
                     let buf = (
                         self.program.buffers[buffer].name.as_str(),
-                        self.mirrors[buffer].len() as u64,
+                        self.host(buffer).len() as u64,
                     );
                     let (offset, bytes) =
                         CmdKind::copy_range(offset, bytes, buf, &self.loops()).map_err(bad)?;
                     let data = if to_device {
-                        self.mirrors[buffer][offset as usize..(offset + bytes) as usize].to_vec()
+                        self.host(buffer)[offset as usize..(offset + bytes) as usize].to_vec()
                     } else {
                         Vec::new()
                     };
@@ -318,7 +339,7 @@ impl HostProgram for Commands {
                     ref args,
                     stream,
                 } => {
-                    let lens = |b: usize| self.mirrors[b].len() as u64;
+                    let lens = |b: usize| self.host(b).len() as u64;
                     let ptr = |b: usize| self.ptrs[b];
                     let loops = self.loops();
                     let v = CmdKind::launch_values(
@@ -384,7 +405,7 @@ impl HostProgram for Commands {
                 } => {
                     return Ok(Request::Dump {
                         dev: self.ptrs[buffer],
-                        len: self.mirrors[buffer].len() as u64,
+                        len: self.host(buffer).len() as u64,
                         stream,
                         file: DumpFile {
                             path: self.program.dump_path(file),
@@ -401,12 +422,12 @@ impl HostProgram for Commands {
                     ref bytes,
                 } => {
                     let ty = self.program.buffers[buffer].ty;
-                    let elems = (self.mirrors[buffer].len() / ty.size()) as u64;
+                    let elems = (self.host(buffer).len() / ty.size()) as u64;
                     let values = bytes.len() / ty.size();
                     let loops = self.loops();
                     let at = CmdKind::set_offset(index, values, elems, ty.size(), &loops)
                         .map_err(bad)? as usize;
-                    self.mirrors[buffer][at..at + bytes.len()].copy_from_slice(bytes);
+                    self.host_mut(buffer)[at..at + bytes.len()].copy_from_slice(bytes);
                 }
             }
         }
@@ -422,7 +443,12 @@ impl HostProgram for Commands {
 
     fn copied(&mut self, token: u64, data: &[u8]) {
         let (buffer, offset) = ((token >> 40) as usize, (token & ((1 << 40) - 1)) as usize);
-        self.mirrors[buffer][offset..offset + data.len()].copy_from_slice(data);
+        if offset == 0 && data.len() == self.host(buffer).len() {
+            // The whole buffer: no need to copy the initial contents first.
+            self.mirrors[buffer] = Some(data.to_vec());
+        } else {
+            self.host_mut(buffer)[offset..offset + data.len()].copy_from_slice(data);
+        }
     }
 
     fn finish(&mut self, mem: &DeviceMemory) -> Verdict {

@@ -211,6 +211,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use gpu::config::HostSpec;
 use sched::{FrameworkConfig, PolicyKind};
@@ -679,8 +680,9 @@ pub enum Program {
         seed: u64,
         target: suite::Target,
     },
-    /// Commands over buffers, on a PTX module.
-    Commands(CommandProgram),
+    /// Commands over buffers, on a PTX module. Shared: the run, each replay and the run
+    /// alone start from the same initial contents, never a copy of them.
+    Commands(Arc<CommandProgram>),
 }
 
 impl std::fmt::Debug for Program {
@@ -1046,7 +1048,9 @@ pub const MAX_BUFFER_BYTES: u64 = 1 << 30;
 /// The most bytes of buffers one process (or launch spec) may declare in all (4 GiB).
 pub const MAX_TOTAL_BUFFER_BYTES: u64 = 1 << 32;
 /// The most bytes of buffers all the processes of a scenario may declare together (4 GiB;
-/// a run holds several copies of each: the scenario's, the host program's, device memory).
+/// a run holds about two and a half copies: the initial contents, which every run of a
+/// program shares, device memory, and a buffer in transit; each run alone, for the
+/// multiprogram metrics, adds its process's device memory).
 pub const MAX_SCENARIO_BUFFER_BYTES: u64 = 1 << 32;
 /// The longest GPU configuration file a scenario may name (1 MiB).
 pub const MAX_GPU_FILE_BYTES: u64 = 1 << 20;
@@ -1368,7 +1372,7 @@ impl Cx<'_> {
             }
             (None, Some(ptx)) => {
                 let own = self.constants(&p.constants, constants, &format!("{field}.constants"))?;
-                Program::Commands(self.commands(&p, ptx, field, &own)?)
+                Program::Commands(Arc::new(self.commands(&p, ptx, field, &own)?))
             }
             _ => {
                 return self.err(
@@ -2810,7 +2814,7 @@ impl Scenario {
     pub fn set_dump_dir(&mut self, dir: &Path) {
         for p in &mut self.processes {
             if let Program::Commands(c) = &mut p.program {
-                c.dump_dir = dir.to_path_buf();
+                Arc::make_mut(c).dump_dir = dir.to_path_buf();
             }
         }
     }

@@ -509,7 +509,7 @@ impl System {
                             error: Box::new(e),
                         },
                     )?;
-                    (Source::Commands(Arc::new(c.clone())), Some(m))
+                    (Source::Commands(Arc::clone(c)), Some(m))
                 }
             };
             let program = source.start();
@@ -1218,9 +1218,9 @@ impl System {
                 .machine
                 .memory()
                 .read_bytes(dev, len)
-                .expect("checked when the copy was asked for")
-                .to_vec();
+                .expect("checked when the copy was asked for");
             if let Some(file) = dump.take() {
+                let bytes = bytes.to_vec();
                 let d = Dumped {
                     process: self.procs[p].name.clone(),
                     file: *file,
@@ -1237,7 +1237,8 @@ impl System {
                     None => self.out.dumps.push(d),
                 }
             } else {
-                self.procs[p].program.copied(token, &bytes);
+                // Straight from device memory: no third copy of the buffer.
+                self.procs[p].program.copied(token, bytes);
             }
         }
         let op = &self.ops[id];
