@@ -933,6 +933,41 @@ mod tests {
     }
 
     #[test]
+    fn runs_are_named_on_the_command_line() {
+        assert_eq!(parse_runs("default").unwrap(), RUNS.to_vec());
+        assert_eq!(parse_runs("nvidia").unwrap(), NVIDIA_RUNS.to_vec());
+        assert_eq!(
+            parse_runs("all").unwrap().len(),
+            RUNS.len() + NVIDIA_RUNS.len()
+        );
+        // Each once, in the order of known_runs, whatever the order written.
+        assert_eq!(parse_runs("mig, fcfs,mig").unwrap(), vec!["fcfs", "mig"]);
+        let e = parse_runs("fcfs,nope").unwrap_err();
+        assert!(
+            e.contains("no run `nope`") && e.contains("stream-priority"),
+            "{e}"
+        );
+        assert!(parse_runs(" , ").is_err());
+        // Only the prioritized runs give process 0 its priority; of NVIDIA's modes only
+        // stream priorities know of one.
+        let prio: Vec<&str> = known_runs().filter(|r| prioritized(r)).collect();
+        assert_eq!(
+            prio,
+            vec![
+                "npq",
+                "ppq-exclusive/cs",
+                "ppq-exclusive/drain",
+                "ppq-shared/cs",
+                "ppq-shared/drain",
+                "stream-priority"
+            ]
+        );
+        assert!(!prioritized("nope"));
+        // Only stream-priority shares one context.
+        assert!(known_runs().all(|r| run_kind(r).3 == (r == "stream-priority")));
+    }
+
+    #[test]
     fn balanced_mixes_hold_the_classes_in_turn() {
         for m in mixes(&C, 6, 30, 3, Balance::Classes).unwrap() {
             let mut n = [0; 3];
