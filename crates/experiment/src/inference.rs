@@ -508,3 +508,46 @@ pub fn to_csv(r: &InferenceResults) -> String {
     }
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_are_a_poisson_stream_from_the_batchs_first_kernel() {
+        let s = Schedule {
+            batch_arrival_us: 200.0,
+            kernels_from_us: 100.0,
+            kernels_us: 80.0,
+            mean_gap_us: 10.0,
+        };
+        let Arrivals::Trace { at_us } = s.requests(8, 3) else {
+            panic!("a trace");
+        };
+        let gaps = Arrivals::Poisson {
+            mean_us: 10.0,
+            count: 8,
+            seed: 3,
+        }
+        .times_us();
+        // The same seeded gaps, shifted to the batch's first kernel start (200 + 100 µs).
+        assert_eq!(at_us.len(), 8);
+        for (t, g) in at_us.iter().zip(&gaps) {
+            assert_eq!(*t, 300.0 + g);
+        }
+        assert!(at_us.windows(2).all(|w| w[0] <= w[1]));
+        // Another seed, another stream.
+        assert_ne!(s.requests(8, 4), s.requests(8, 3));
+    }
+
+    #[test]
+    fn cs_runs_switch_and_only_stream_priority_shares_a_context() {
+        for name in RUNS {
+            let (_, mechanism, one) = run_kind(name, MechanismKind::Baseline);
+            assert_eq!(one, name == "stream-priority", "{name}");
+            // A run named `/cs` switches, every other drains.
+            let cs = mechanism == MechanismKind::Baseline;
+            assert_eq!(cs, name.ends_with("/cs"), "{name}");
+        }
+    }
+}
