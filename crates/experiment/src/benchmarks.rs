@@ -82,6 +82,7 @@ pub fn table(
                 size,
                 seed: 1,
                 target: k.default_target(),
+                warm_up: false,
             },
         };
         let setup = crate::suite_setup(

@@ -179,6 +179,7 @@ fn process(i: usize, k: &'static dyn suite::Kernel, c: &CorunConfig) -> Process 
             size: c.size,
             seed: c.seed,
             target: k.default_target(),
+            warm_up: false,
         },
         stream_priorities: Vec::new(),
         requests: None,

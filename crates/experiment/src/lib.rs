@@ -28,6 +28,7 @@
 pub mod benchmarks;
 pub mod corun;
 pub mod figures;
+pub mod inference;
 pub mod inplace;
 pub mod multiprogram;
 pub mod pep;
@@ -78,6 +79,7 @@ pub(crate) fn suite_process(
             size,
             seed,
             target: target.unwrap_or(kernel.default_target()),
+            warm_up: false,
         },
     }
 }
@@ -127,6 +129,7 @@ pub fn suite_setup(
         max_cycles,
         snapshot: true,
         replay: None,
+        one_context: false,
     }
 }
 

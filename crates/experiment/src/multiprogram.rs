@@ -76,6 +76,8 @@ pub struct MultiprogramConfig {
     pub switch: MechanismKind,
     /// The copy engines' policy in the prioritized runs.
     pub priority_copies: CopyPolicy,
+    /// The runs of every mix ([`RUNS`] by default; [`parse_runs`]).
+    pub runs: Vec<&'static str>,
     pub threads: usize,
     /// Core cycles one run may take; warp instructions one launch may execute in all
     /// (`None`: the progress rule of `gpu::limits`).
@@ -103,17 +105,17 @@ pub const DEFAULT_BENCHMARKS: [&str; 10] = [
     "bfs",
 ];
 
-/// Mixes per process count by default: 5, half the benchmark set, so each count makes five
-/// benchmarks the high-priority process (each count draws its own seeded permutation: with
-/// seed 1, nine of the ten lead at least one mix over the four counts, `branchy` none). The
-/// thesis does not give its number of workloads; 10 per count (every benchmark
-/// high-priority once per count) was stopped after 57 minutes on the 2-core machine,
-/// because a run's cost grows with its process count twice over (more processes, and a
-/// longer run until the slowest has completed `replay` runs): one 8-process mix's eight
-/// runs took about 110 s of CPU. Halving the mixes keeps the thesis's benchmark set size,
-/// process counts, replay and policies, and about halves the time: 37.6 CPU minutes
-/// (BENCHMARKS.md); `--mixes 10` gives the full round robin.
-pub const DEFAULT_MIXES: usize = 5;
+/// Mixes per process count by default: 2, so each count makes two benchmarks the
+/// high-priority process (each count draws its own seeded permutation). The thesis does not
+/// give its number of workloads. 10 per count (every benchmark high-priority once per count)
+/// was stopped after 57 minutes on the 2-core machine, and 5 took 37.6 CPU minutes (41 wall)
+/// with 8 runs a mix, because a run's cost grows with its process count twice over (more
+/// processes, and a longer run until the slowest has completed `replay` runs): one
+/// 8-process mix's eight runs took about 110 s of CPU. 2 keeps the thesis's benchmark set
+/// size, process counts, replay and policies, and fits the experiment, the inference-tail
+/// table included, in the 30 minutes (BENCHMARKS.md); `--mixes 5` or `--mixes 10`
+/// give more of the round robin.
+pub const DEFAULT_MIXES: usize = 2;
 
 impl MultiprogramConfig {
     /// The default experiment on `gpu`: [`DEFAULT_BENCHMARKS`] at `small`, 2 to 8
@@ -133,19 +135,20 @@ impl MultiprogramConfig {
             replay: 3,
             switch: MechanismKind::Baseline,
             priority_copies: CopyPolicy::Priority,
+            runs: RUNS.to_vec(),
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             max_cycles: 1 << 34,
             instruction_limit: None,
         }
     }
 
-    /// Runs in all: one alone per benchmark, and [`RUNS`] per mix.
+    /// Runs in all: one alone per benchmark, and [`MultiprogramConfig::runs`] per mix.
     pub fn total_runs(&self) -> usize {
-        self.benchmarks.len() + self.procs.len() * self.mixes * RUNS.len()
+        self.benchmarks.len() + self.procs.len() * self.mixes * self.runs.len()
     }
 }
 
-/// The runs of every mix, by name (see the module's header).
+/// The runs of every mix by default, by name (see the module's header): the thesis's.
 pub const RUNS: [&str; 8] = [
     "fcfs",
     "npq",
@@ -157,21 +160,77 @@ pub const RUNS: [&str; 8] = [
     "dss/drain",
 ];
 
-/// How a run of [`RUNS`] is set up: policy, whether process 0 is prioritized, and whether
-/// it preempts by context switch (else draining).
-fn run_kind(name: &str) -> (PolicyKind, bool, bool) {
+/// Today's NVIDIA sharing modes, runs a mix may add ([`MultiprogramConfig::runs`]):
+/// `time-slice/cs` (the driver's round robin between contexts, 1 ms slices
+/// ([`crate::inference::DRIVER_SLICE_US`]), context switch), `mps` (every client may use
+/// every SM), `mig` (one instance per process, SMs only) and `stream-priority` (the
+/// processes as host threads of one application in one context, process 0 on a stream of
+/// higher priority; [`workload::Setup::one_context`]). Only `stream-priority` prioritizes
+/// process 0: the others have no notion of priority.
+pub const NVIDIA_RUNS: [&str; 4] = ["time-slice/cs", "mps", "mig", "stream-priority"];
+
+/// Every run a mix may have.
+pub fn known_runs() -> impl Iterator<Item = &'static str> {
+    RUNS.iter().chain(&NVIDIA_RUNS).copied()
+}
+
+/// How a run is set up: policy, whether process 0 is prioritized, whether it preempts by
+/// context switch (else draining), and whether the processes share one context.
+fn run_kind(name: &str) -> (PolicyKind, bool, bool, bool) {
     let ppq = |access| PolicyKind::Ppq { access };
     match name {
-        "fcfs" => (PolicyKind::Fcfs, false, false),
-        "npq" => (PolicyKind::Npq, true, false),
-        "ppq-exclusive/cs" => (ppq(PpqAccess::Exclusive), true, true),
-        "ppq-exclusive/drain" => (ppq(PpqAccess::Exclusive), true, false),
-        "ppq-shared/cs" => (ppq(PpqAccess::Shared), true, true),
-        "ppq-shared/drain" => (ppq(PpqAccess::Shared), true, false),
-        "dss/cs" => (PolicyKind::Dss { tokens: None }, false, true),
-        "dss/drain" => (PolicyKind::Dss { tokens: None }, false, false),
-        _ => unreachable!("a run of RUNS"),
+        "fcfs" => (PolicyKind::Fcfs, false, false, false),
+        "npq" => (PolicyKind::Npq, true, false, false),
+        "ppq-exclusive/cs" => (ppq(PpqAccess::Exclusive), true, true, false),
+        "ppq-exclusive/drain" => (ppq(PpqAccess::Exclusive), true, false, false),
+        "ppq-shared/cs" => (ppq(PpqAccess::Shared), true, true, false),
+        "ppq-shared/drain" => (ppq(PpqAccess::Shared), true, false, false),
+        "dss/cs" => (PolicyKind::Dss { tokens: None }, false, true, false),
+        "dss/drain" => (PolicyKind::Dss { tokens: None }, false, false, false),
+        "time-slice/cs" => (
+            PolicyKind::TimeSlice {
+                slice_us: Some(crate::inference::DRIVER_SLICE_US),
+            },
+            false,
+            true,
+            false,
+        ),
+        "mps" => (PolicyKind::Mps { percentage: None }, false, false, false),
+        "mig" => (PolicyKind::Mig { instances: None }, false, false, false),
+        "stream-priority" => (PolicyKind::Fcfs, true, false, true),
+        _ => unreachable!("a run of known_runs"),
     }
+}
+
+/// Whether run `name` gives process 0 a higher priority than the others.
+pub fn prioritized(name: &str) -> bool {
+    known_runs().any(|r| r == name) && run_kind(name).1
+}
+
+/// The mix runs named by a comma-separated list (`default`: [`RUNS`]; `nvidia`:
+/// [`NVIDIA_RUNS`]; `all`: both), each once, in the order of [`known_runs`].
+pub fn parse_runs(list: &str) -> Result<Vec<&'static str>, String> {
+    let mut want = Vec::new();
+    for w in list.split(',').map(str::trim).filter(|w| !w.is_empty()) {
+        match w {
+            "default" => want.extend(RUNS),
+            "nvidia" => want.extend(NVIDIA_RUNS),
+            "all" => want.extend(known_runs()),
+            _ => match known_runs().find(|&r| r == w) {
+                Some(r) => want.push(r),
+                None => {
+                    return Err(format!(
+                        "no run `{w}` (runs: {}; or default, nvidia, all)",
+                        known_runs().collect::<Vec<_>>().join(", ")
+                    ))
+                }
+            },
+        }
+    }
+    if want.is_empty() {
+        return Err("no run named".into());
+    }
+    Ok(known_runs().filter(|r| want.contains(r)).collect())
 }
 
 /// A benchmark alone: its isolated turnaround and its classes.
@@ -228,7 +287,7 @@ pub struct MultiprogramResults {
     pub priority_copies: CopyPolicy,
     pub benchmarks: Vec<Benchmark>,
     pub mixes: Vec<Mix>,
-    /// Every run of every mix, mix by mix in the order of [`RUNS`].
+    /// Every run of every mix, mix by mix in the order of [`MultiprogramConfig::runs`].
     pub runs: Vec<MixRun>,
 }
 
@@ -389,6 +448,7 @@ fn suite_process(
             size,
             seed: 1,
             target: kernel.default_target(),
+            warm_up: false,
         },
     }
 }
@@ -480,8 +540,11 @@ pub fn run(
             members,
         }));
     }
+    if let Some(r) = c.runs.iter().find(|r| !known_runs().any(|k| k == **r)) {
+        return Err(MultiprogramError::Config(format!("no run `{r}`")));
+    }
     let mut jobs: Vec<(usize, &str)> = (0..all_mixes.len())
-        .flat_map(|m| RUNS.iter().map(move |&r| (m, r)))
+        .flat_map(|m| c.runs.iter().map(move |&r| (m, r)))
         .collect();
     jobs.sort_by_key(|&(m, _)| std::cmp::Reverse(all_mixes[m].procs));
     let runs = run_jobs(
@@ -496,9 +559,9 @@ pub fn run(
             ))
         },
     )?;
-    // Mix by mix, in the order of RUNS.
+    // Mix by mix, in the order of the configured runs.
     let mut runs: Vec<MixRun> = runs;
-    runs.sort_by_key(|r| (r.mix, RUNS.iter().position(|&x| x == r.run)));
+    runs.sort_by_key(|r| (r.mix, c.runs.iter().position(|&x| x == r.run)));
     Ok(MultiprogramResults {
         gpu: c.gpu.name.clone(),
         size: format!("{:?}", c.size).to_lowercase(),
@@ -519,12 +582,13 @@ fn one_mix_run(
     m: usize,
     name: &str,
 ) -> Result<MixRun, MultiprogramError> {
-    let (policy, prioritized, cs) = run_kind(name);
+    let (policy, prioritized, cs, one_context) = run_kind(name);
     let mechanism = if cs { c.switch } else { MechanismKind::Drain };
     let mut setup =
         crate::suite_setup(&c.gpu, policy, mechanism, c.max_cycles, c.instruction_limit);
     setup.snapshot = false;
     setup.replay = Some(c.replay);
+    setup.one_context = one_context;
     if prioritized {
         setup.copy_policy = c.priority_copies;
     }
@@ -780,6 +844,47 @@ pub fn figures(r: &MultiprogramResults) -> Vec<Figure> {
         f58b,
         "CS 1.06x-1.34x, drain 1.08x-1.5x",
     ));
+    // Today's NVIDIA modes, where the runs have them: against FCFS, per process count.
+    let modes: Vec<&str> = NVIDIA_RUNS
+        .iter()
+        .copied()
+        .filter(|n| r.runs.iter().any(|x| x.run == *n))
+        .collect();
+    if !modes.is_empty() {
+        let ratio = |f: &'static dyn Fn(&MixRun, &MixRun) -> f64| {
+            count_rows(r, modes.len(), &|m, s| {
+                Some(f(get(m, "fcfs")?, get(m, modes[s])?))
+            })
+        };
+        let hp = ratio(&|base, run| base.ntt[0] / run.ntt[0]);
+        let antt = ratio(&|base, run| base.antt / run.antt);
+        let stp = ratio(&|base, run| run.stp / base.stp);
+        let nothing = "not in the thesis (NVIDIA's modes postdate it)";
+        out.push(figure(
+            "nvidia_hp",
+            "NVIDIA modes: process 0's NTT improvement over FCFS (prioritized only under stream-priority)",
+            "NTT0(fcfs) / NTT0(mode)",
+            &modes,
+            hp,
+            nothing,
+        ));
+        out.push(figure(
+            "nvidia_antt",
+            "NVIDIA modes: ANTT improvement over FCFS",
+            "ANTT(fcfs) / ANTT(mode)",
+            &modes,
+            antt,
+            nothing,
+        ));
+        out.push(figure(
+            "nvidia_stp",
+            "NVIDIA modes: STP against FCFS",
+            "STP(mode) / STP(fcfs)",
+            &modes,
+            stp,
+            nothing,
+        ));
+    }
     out
 }
 
@@ -825,6 +930,41 @@ mod tests {
         }
         assert!(mixes(&C, 10, 1, 1, Balance::Random).is_err());
         assert!(mixes(&C, 0, 1, 1, Balance::Random).is_err());
+    }
+
+    #[test]
+    fn runs_are_named_on_the_command_line() {
+        assert_eq!(parse_runs("default").unwrap(), RUNS.to_vec());
+        assert_eq!(parse_runs("nvidia").unwrap(), NVIDIA_RUNS.to_vec());
+        assert_eq!(
+            parse_runs("all").unwrap().len(),
+            RUNS.len() + NVIDIA_RUNS.len()
+        );
+        // Each once, in the order of known_runs, whatever the order written.
+        assert_eq!(parse_runs("mig, fcfs,mig").unwrap(), vec!["fcfs", "mig"]);
+        let e = parse_runs("fcfs,nope").unwrap_err();
+        assert!(
+            e.contains("no run `nope`") && e.contains("stream-priority"),
+            "{e}"
+        );
+        assert!(parse_runs(" , ").is_err());
+        // Only the prioritized runs give process 0 its priority; of NVIDIA's modes only
+        // stream priorities know of one.
+        let prio: Vec<&str> = known_runs().filter(|r| prioritized(r)).collect();
+        assert_eq!(
+            prio,
+            vec![
+                "npq",
+                "ppq-exclusive/cs",
+                "ppq-exclusive/drain",
+                "ppq-shared/cs",
+                "ppq-shared/drain",
+                "stream-priority"
+            ]
+        );
+        assert!(!prioritized("nope"));
+        // Only stream-priority shares one context.
+        assert!(known_runs().all(|r| run_kind(r).3 == (r == "stream-priority")));
     }
 
     #[test]

@@ -128,6 +128,7 @@ fn processes(c: &StudyConfig, high_arrival_us: f64) -> Vec<Process> {
         size,
         seed: 1,
         target: kernel.default_target(),
+        warm_up: false,
     };
     vec![
         Process {

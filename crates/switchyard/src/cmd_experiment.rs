@@ -602,6 +602,8 @@ pub(crate) fn corun(args: CorunArgs) -> Outcome {
 pub(crate) fn multiprogram(args: MultiprogramArgs) -> Outcome {
     use experiment::multiprogram::{self, Balance, MultiprogramConfig};
     let gpu = load_gpu(&args.gpu, None)?;
+    let mut inf =
+        experiment::inference::InferenceConfig::default_on(load_gpu(&args.inference_gpu, None)?);
     let mut c = MultiprogramConfig::default_on(gpu);
     if !args.benchmarks.is_empty() {
         c.benchmarks = args
@@ -625,10 +627,20 @@ pub(crate) fn multiprogram(args: MultiprogramArgs) -> Outcome {
     c.size = args.size.size();
     c.procs = args.procs.clone();
     c.mixes = args.mixes;
+    inf.count = args.requests;
     if args.quick {
         c.procs = vec![2, 4];
         c.mixes = 2;
+        inf.count = 4;
     }
+    if !(1..=workload::arrivals::MAX_REQUESTS).contains(&inf.count) {
+        return Err(format!(
+            "--requests {} is out of 1..={}",
+            inf.count,
+            workload::arrivals::MAX_REQUESTS
+        ));
+    }
+    c.runs = multiprogram::parse_runs(&args.runs).map_err(|e| format!("--runs: {e}"))?;
     if c.mixes == 0 || c.procs.is_empty() {
         return Err("--mixes and --procs must give at least one mix".into());
     }
@@ -655,6 +667,50 @@ pub(crate) fn multiprogram(args: MultiprogramArgs) -> Outcome {
     }
     c.max_cycles = args.max_cycles;
     c.instruction_limit = args.instruction_limit;
+    inf.switch = c.switch;
+    inf.threads = c.threads;
+    inf.max_cycles = c.max_cycles;
+    inf.instruction_limit = c.instruction_limit;
+    let inference = if args.no_inference {
+        None
+    } else {
+        let bar = runs_bar("inference", inf.total_runs());
+        let r = experiment::inference::run(&inf, &|done, _, what| {
+            bar.set_position(done as u64);
+            bar.set_message(what.to_string());
+        });
+        bar.finish_and_clear();
+        Some(r.map_err(|e| e.to_string())?)
+    };
+    if let Some(dir) = &args.csv {
+        if let Some(i) = &inference {
+            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+            write_atomic(
+                &dir.join("inference.csv"),
+                experiment::inference::to_csv(i).as_bytes(),
+            )?;
+        }
+    }
+    let inference_ok = inference.as_ref().is_none_or(|i| i.all_verified());
+    if args.inference_only {
+        let i = inference.expect("not skipped");
+        if args.json {
+            let v = serde_json::json!({ "inference": i });
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&v).expect("serializable")
+            );
+        } else {
+            print!("{}", experiment::inference::table(&i));
+            if let Some(dir) = &args.csv {
+                println!("\nCSV: {}/inference.csv", dir.display());
+            }
+        }
+        if !inference_ok {
+            eprintln!("error: some inference runs did not verify");
+        }
+        return Ok(inference_ok);
+    }
     let bar = runs_bar("multiprogram", c.total_runs());
     let r = multiprogram::run(&c, &|done, _, what| {
         bar.set_position(done as u64);
@@ -677,7 +733,7 @@ pub(crate) fn multiprogram(args: MultiprogramArgs) -> Outcome {
         );
         for x in &r.runs {
             let mix = &r.mixes[x.mix];
-            let prioritized = !x.run.starts_with("fcfs") && !x.run.starts_with("dss");
+            let prioritized = multiprogram::prioritized(&x.run);
             for (i, &b) in mix.members.iter().enumerate() {
                 runs.push_str(&format!(
                     "{},{},{},{},{},{},{},{:.3},{:.3},{:.4},{:.4},{:.4},{:.4},{},{},{},{}\n",
@@ -718,7 +774,7 @@ pub(crate) fn multiprogram(args: MultiprogramArgs) -> Outcome {
         }
     }
     if args.json {
-        let v = serde_json::json!({ "results": r, "figures": figs });
+        let v = serde_json::json!({ "results": r, "figures": figs, "inference": inference });
         println!(
             "{}",
             serde_json::to_string_pretty(&v).expect("serializable")
@@ -739,14 +795,21 @@ pub(crate) fn multiprogram(args: MultiprogramArgs) -> Outcome {
             println!();
             print!("{}", figures::to_table(f));
         }
+        if let Some(i) = &inference {
+            println!();
+            print!("{}", experiment::inference::table(i));
+        }
         if let Some(dir) = &args.csv {
-            println!("\nCSV: {}/{{benchmarks,runs,fig*}}.csv", dir.display());
+            println!(
+                "\nCSV: {}/{{benchmarks,runs,fig*,nvidia*,inference}}.csv",
+                dir.display()
+            );
         }
         if let Some(dir) = &args.plots {
             println!("plots: {}/fig*.svg", dir.display());
         }
     }
-    let ok = r.all_verified();
+    let ok = r.all_verified() && inference_ok;
     if !ok {
         eprintln!("error: some runs did not verify against their CPU references");
     }

@@ -348,10 +348,11 @@ struct MultiprogramArgs {
     /// Processes per mix, comma-separated.
     #[arg(long, value_delimiter = ',', default_values_t = [2usize, 4, 6, 8])]
     procs: Vec<usize>,
-    /// Mixes per process count. The default, 5 (half the ten default benchmarks, each count
-    /// with its own seeded high-priority order), keeps the thesis's set, counts, replay and
-    /// policies and takes about 38 CPU minutes (BENCHMARKS.md); 10 makes every benchmark
-    /// the high-priority process once per count, at about twice the time.
+    /// Mixes per process count. The default, 2 (each count with its own seeded
+    /// high-priority order), keeps the thesis's set, counts, replay and policies and fits
+    /// the whole experiment in 30 minutes on a 2-core machine (BENCHMARKS.md); 5 took 38
+    /// CPU minutes, and 10 makes every benchmark the high-priority process once per count,
+    /// at about twice that.
     #[arg(long, default_value_t = experiment::multiprogram::DEFAULT_MIXES)]
     mixes: usize,
     /// Seed of the mix generator.
@@ -371,7 +372,25 @@ struct MultiprogramArgs {
     /// The context-switch mechanism (`cs` in the figures), `name[:key=value,...]`.
     #[arg(long, default_value = "baseline")]
     switch: String,
-    /// A quick look: 2 and 4 processes, 2 mixes each.
+    /// The runs of every mix, comma-separated: `default` (the thesis's eight: fcfs, npq,
+    /// ppq-exclusive/{cs,drain}, ppq-shared/{cs,drain}, dss/{cs,drain}), `nvidia`
+    /// (time-slice/cs, mps, mig, stream-priority), `all`, or run names.
+    #[arg(long, default_value = "default")]
+    runs: String,
+    /// Skip the inference-tail table (latency-critical requests beside a batch kernel).
+    #[arg(long, conflicts_with = "inference_only")]
+    no_inference: bool,
+    /// Only the inference-tail table: no mixes, no figures.
+    #[arg(long)]
+    inference_only: bool,
+    /// The tensor-core GPU of the inference-tail table.
+    #[arg(long, default_value = "v100")]
+    inference_gpu: String,
+    /// Requests per latency-critical process in the inference-tail table.
+    #[arg(long, default_value_t = experiment::inference::DEFAULT_REQUESTS)]
+    requests: u32,
+    /// A quick look: 2 and 4 processes, 2 mixes each, 4 requests a latency-critical
+    /// process.
     #[arg(long)]
     quick: bool,
     /// Runs at once (default: one per core; results do not depend on it).

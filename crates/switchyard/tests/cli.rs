@@ -1194,3 +1194,34 @@ fn corun_experiment_tries_every_combination_and_scheme_deterministically() {
         text(&o)
     );
 }
+
+#[test]
+fn multiprogram_names_a_bad_run_or_request_count() {
+    let o = switchyard(&["experiment", "multiprogram", "--runs", "fcfs,nope"]);
+    assert!(!o.status.success());
+    let t = text(&o);
+    assert!(
+        t.contains("--runs: no run `nope`") && t.contains("stream-priority"),
+        "{t}"
+    );
+    let o = switchyard(&["experiment", "multiprogram", "--requests", "0"]);
+    assert!(!o.status.success());
+    assert!(
+        text(&o).contains("--requests 0 is out of 1..="),
+        "{}",
+        text(&o)
+    );
+    let o = switchyard(&[
+        "experiment",
+        "multiprogram",
+        "--inference-only",
+        "--inference-gpu",
+        "gtx480",
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        text(&o).contains("needs tensor cores, which gtx480 has not"),
+        "{}",
+        text(&o)
+    );
+}

@@ -66,6 +66,7 @@ fn alone_turnarounds(
 ) -> Result<Vec<f64>, RunError> {
     let setup = Setup {
         replay: None,
+        one_context: false,
         ..setup.clone()
     };
     let one = |i: usize| -> Result<f64, RunError> {

@@ -105,6 +105,18 @@ pub trait HostProgram {
     fn position(&self) -> Option<String> {
         None
     }
+    /// Whether it begins with a setup that runs once before it serves requests
+    /// (`[[process.setup]]`, a suite program's warm-up): each request then runs its body
+    /// again on the same memory ([`HostProgram::again`]) instead of starting afresh.
+    fn has_setup(&self) -> bool {
+        false
+    }
+    /// Its setup, or the request before, has ended (`mem`: device memory then): the next
+    /// run is one more pass of its body on the same memory. An error when the setup went
+    /// wrong (a suite program whose results do not match its CPU reference).
+    fn again(&mut self, _mem: &DeviceMemory) -> Result<(), String> {
+        Err("internal: the program has no setup to serve requests after".into())
+    }
 }
 
 /// The most commands a command list runs between two requests to the host (loop
@@ -155,9 +167,15 @@ fn token(buffer: usize, offset: u64) -> u64 {
 impl Commands {
     pub fn new(program: Arc<CommandProgram>) -> Commands {
         let mirrors = program.buffers.iter().map(|_| None).collect();
+        // With a setup, the first run is the setup alone; the commands are each request's.
+        let first = if program.setup.is_empty() {
+            &program.commands
+        } else {
+            &program.setup
+        };
         Commands {
             frames: vec![Frame {
-                cmds: program.commands.clone().into(),
+                cmds: first.clone().into(),
                 pc: 0,
                 kind: FrameKind::Top,
             }],
@@ -449,6 +467,21 @@ impl HostProgram for Commands {
         } else {
             self.host_mut(buffer)[offset..offset + data.len()].copy_from_slice(data);
         }
+    }
+
+    fn has_setup(&self) -> bool {
+        !self.program.setup.is_empty()
+    }
+
+    fn again(&mut self, _: &DeviceMemory) -> Result<(), String> {
+        // The buffers stay allocated (`ptrs`) and their host copies as they are.
+        self.frames = vec![Frame {
+            cmds: self.program.commands.clone().into(),
+            pc: 0,
+            kind: FrameKind::Top,
+        }];
+        self.checking = false;
+        Ok(())
     }
 
     fn finish(&mut self, mem: &DeviceMemory) -> Verdict {
@@ -800,6 +833,155 @@ impl HostProgram for SuiteHost {
                 detail: "the host program did not finish".into(),
             },
         }
+    }
+}
+
+/// A suite host program serving requests after a warm-up (`warm_up = true`): its first run
+/// is the whole program (allocations, input copies, launches, read-backs, the check
+/// against its CPU reference), the process's setup; each request then runs the launches
+/// that run made, in order and with the same arguments, on the same buffers, and is checked
+/// to leave every buffer byte for byte as the setup did. So a request costs its kernels
+/// alone, as an inference server's does once its inputs are resident; a program whose
+/// launches do not give the same results when run again on their own outputs (one that
+/// updates its inputs in place) fails that check rather than passing unverified.
+pub struct ServedSuite {
+    host: SuiteHost,
+    /// The setup's launches, as requests to make again.
+    launches: Vec<Replay>,
+    /// The setup's allocations (address, bytes), and their contents when it ended.
+    allocs: Vec<(u64, u64)>,
+    expected: Vec<Vec<u8>>,
+    /// The size of an allocation asked for and not yet answered.
+    asked: Option<u64>,
+    /// Serving requests (the setup has ended), and the next launch of this request.
+    serving: bool,
+    next: usize,
+}
+
+/// A launch of the setup, to make again.
+struct Replay {
+    kernel: String,
+    grid: [u32; 3],
+    block: [u32; 3],
+    dynamic_smem: u32,
+    args: Vec<KernelArg>,
+    stream: u32,
+    wait: bool,
+    at: String,
+}
+
+impl ServedSuite {
+    pub fn start(kernel: &'static dyn suite::Kernel, size: suite::Size, seed: u64) -> ServedSuite {
+        ServedSuite {
+            host: SuiteHost::start(kernel, size, seed),
+            launches: Vec::new(),
+            allocs: Vec::new(),
+            expected: Vec::new(),
+            asked: None,
+            serving: false,
+            next: 0,
+        }
+    }
+}
+
+impl HostProgram for ServedSuite {
+    fn next(&mut self, reply: Reply) -> Result<Request, String> {
+        if self.serving {
+            let Some(l) = self.launches.get(self.next) else {
+                return Ok(Request::Done);
+            };
+            self.next += 1;
+            return Ok(Request::Launch {
+                kernel: l.kernel.clone(),
+                grid: l.grid,
+                block: l.block,
+                dynamic_smem: l.dynamic_smem,
+                args: l.args.clone(),
+                stream: l.stream,
+                wait: l.wait,
+                at: format!("{} (request)", l.at),
+            });
+        }
+        if let (Some(bytes), Reply::Ptr(p)) = (self.asked.take(), &reply) {
+            self.allocs.push((*p, bytes));
+        }
+        let r = self.host.next(reply)?;
+        match &r {
+            Request::Alloc { bytes, .. } => self.asked = Some(*bytes),
+            Request::Launch {
+                kernel,
+                grid,
+                block,
+                dynamic_smem,
+                args,
+                stream,
+                wait,
+                at,
+            } => self.launches.push(Replay {
+                kernel: kernel.clone(),
+                grid: *grid,
+                block: *block,
+                dynamic_smem: *dynamic_smem,
+                args: args.clone(),
+                stream: *stream,
+                wait: *wait,
+                at: at.clone(),
+            }),
+            _ => {}
+        }
+        Ok(r)
+    }
+
+    fn copied(&mut self, token: u64, data: &[u8]) {
+        if !self.serving {
+            self.host.copied(token, data);
+        }
+    }
+
+    fn finish(&mut self, mem: &DeviceMemory) -> Verdict {
+        if !self.serving {
+            return self.host.finish(mem);
+        }
+        for (i, (&(a, n), want)) in self.allocs.iter().zip(&self.expected).enumerate() {
+            let same = mem.read_bytes(a, n).is_ok_and(|got| got == want.as_slice());
+            if !same {
+                return Verdict {
+                    verified: false,
+                    detail: format!(
+                        "allocation {i} ({n} bytes) differs from the verified warm-up run's"
+                    ),
+                };
+            }
+        }
+        Verdict {
+            verified: true,
+            detail: format!(
+                "{} allocations as the verified warm-up run left them",
+                self.allocs.len()
+            ),
+        }
+    }
+
+    fn has_setup(&self) -> bool {
+        true
+    }
+
+    fn again(&mut self, mem: &DeviceMemory) -> Result<(), String> {
+        if !self.serving {
+            let v = self.host.finish(mem);
+            if !v.verified {
+                return Err(format!("its warm-up run did not verify: {}", v.detail));
+            }
+            self.expected = self
+                .allocs
+                .iter()
+                .map(|&(a, n)| mem.read_bytes(a, n).map(<[u8]>::to_vec))
+                .collect::<Result<_, _>>()
+                .map_err(|e| format!("internal: a warm-up allocation is gone: {e:?}"))?;
+            self.serving = true;
+        }
+        self.next = 0;
+        Ok(())
     }
 }
 

@@ -133,6 +133,16 @@
 //! under replay, which it cannot be combined with. The report gives the latencies' p50,
 //! p95, p99, p99.9 and maximum, and every request.
 //!
+//! **A setup** splits a serving process into what it does once and what each request does,
+//! as an inference server uploads its weights once: a `ptx` process's `[[process.setup]]`
+//! commands (written as `[[process.command]]`s) run once at `arrival_us`, and each request
+//! then runs its `[[process.command]]`s on the same buffers, its checks made after each
+//! request; a suite process with `warm_up = true` runs its whole host program once at
+//! `arrival_us` (input copies, launches, read-back, the check against its CPU reference),
+//! and each request then runs the program's launches again on the same buffers and is
+//! checked to leave every buffer exactly as that run did. A request that arrives before
+//! the setup has ended waits for it, and its latency counts the wait. Both need `requests`.
+//!
 //! **Stream priorities** order TB dispatch within a process, and preempt nothing (CUDA's
 //! driver API, `cuStreamCreateWithPriority`: priorities are a hint to run higher-priority
 //! work first "when possible, but do not preempt already-running work"). When a kernel on a
@@ -392,6 +402,15 @@ pub struct ProcessSpec {
     pub streams: Vec<StreamSpec>,
     /// When its requests arrive ([`crate::arrivals`]): each runs its program once.
     pub requests: Option<Spanned<toml::Value>>,
+    /// With `requests`, a `ptx` process's commands run once at its arrival, before it
+    /// serves requests; its `command`s are then the body each request runs, on the same
+    /// buffers ([`CommandProgram::setup`]).
+    #[serde(default, rename = "setup")]
+    pub setup: Vec<CommandSpec>,
+    /// With `requests`, a suite process's host program runs once at its arrival (the
+    /// setup: inputs copied, launches run, results checked), and each request runs its
+    /// launches again on the same buffers ([`Program::Suite`]'s `warm_up`).
+    pub warm_up: Option<Spanned<bool>>,
 }
 
 /// A stream with a priority: `[[process.stream]]` with `id` and `priority`.
@@ -679,6 +698,10 @@ pub enum Program {
         size: suite::Size,
         seed: u64,
         target: suite::Target,
+        /// Serving requests: the program runs once as the process's setup, and each
+        /// request replays its launches on the same buffers, checked to leave them as the
+        /// setup left them ([`crate::program::ServedSuite`]).
+        warm_up: bool,
     },
     /// Commands over buffers, on a PTX module. Shared: the run, each replay and the run
     /// alone start from the same initial contents, never a copy of them.
@@ -693,12 +716,14 @@ impl std::fmt::Debug for Program {
                 size,
                 seed,
                 target,
+                warm_up,
             } => f
                 .debug_struct("Suite")
                 .field("kernel", &kernel.name())
                 .field("size", size)
                 .field("seed", seed)
                 .field("target", target)
+                .field("warm_up", warm_up)
                 .finish(),
             Program::Commands(c) => f.debug_tuple("Commands").field(c).finish(),
         }
@@ -711,6 +736,10 @@ pub struct CommandProgram {
     pub ptx_file: String,
     pub ptx: String,
     pub buffers: Vec<Buffer>,
+    /// Run once, before the process serves its first request (`[[process.setup]]`; only
+    /// with `requests`): then each request runs `commands` on the same buffers, and the
+    /// checks are made after each. Empty: each request runs the whole program afresh.
+    pub setup: Vec<Cmd>,
     pub commands: Vec<Cmd>,
     pub checks: Vec<Check>,
     /// Where the relative `file`s of its dumps go: the scenario file's directory, or the
@@ -1350,13 +1379,14 @@ impl Cx<'_> {
                 };
                 if !p.buffers.is_empty()
                     || !p.commands.is_empty()
+                    || !p.setup.is_empty()
                     || !p.checks.is_empty()
                     || !p.constants.is_empty()
                 {
                     return self.err(
                         Some(s.span()),
                         field,
-                        "a suite process runs the kernel's own host program: it takes no buffer, command, check or constant".into(),
+                        "a suite process runs the kernel's own host program: it takes no buffer, command, setup, check or constant (`warm_up = true` makes its program a setup)".into(),
                     );
                 }
                 Program::Suite {
@@ -1368,9 +1398,17 @@ impl Cx<'_> {
                     },
                     seed: p.seed,
                     target: self.target(kernel, p.target, field, s.span())?,
+                    warm_up: p.warm_up.as_ref().is_some_and(|w| *w.get_ref()),
                 }
             }
             (None, Some(ptx)) => {
+                if let Some(w) = &p.warm_up {
+                    return self.err(
+                        Some(w.span()),
+                        &format!("{field}.warm_up"),
+                        "`warm_up` is for a suite process: a `ptx` process gives the commands it runs once as [[process.setup]]".into(),
+                    );
+                }
                 let own = self.constants(&p.constants, constants, &format!("{field}.constants"))?;
                 Program::Commands(Arc::new(self.commands(&p, ptx, field, &own)?))
             }
@@ -1390,6 +1428,24 @@ impl Cx<'_> {
                     .or_else(|e| self.err(Some(v.span()), &format!("{field}.requests"), e))?,
             ),
         };
+        // A setup runs once before the requests: without requests it means nothing.
+        if requests.is_none() {
+            if let Some(w) = p.warm_up.as_ref().filter(|w| *w.get_ref()) {
+                return self.err(
+                    Some(w.span()),
+                    &format!("{field}.warm_up"),
+                    "a warm-up runs once before the process serves requests: it needs `requests`"
+                        .into(),
+                );
+            }
+            if let Some(c) = p.setup.first() {
+                return self.err(
+                    self.span_of(c),
+                    &format!("{field}.setup[0]"),
+                    "setup commands run once before the process serves requests: they need `requests`".into(),
+                );
+            }
+        }
         Ok(Process {
             name: p.name.into_inner(),
             arrival_us: p.arrival_us,
@@ -1538,14 +1594,17 @@ impl Cx<'_> {
             loops: Vec::new(),
         };
         let commands = self.command_list(&p.commands, &format!("{field}.command"), &names)?;
+        let setup = self.command_list(&p.setup, &format!("{field}.setup"), &names)?;
         // Loops whose counts are known are followed, so a value that goes wrong in some
         // iteration is found now.
-        check_values(
-            &commands,
-            &mut Vec::new(),
-            &buffers,
-            &mut LOAD_CHECK_BUDGET.clone(),
-        )?;
+        for list in [&setup, &commands] {
+            check_values(
+                list,
+                &mut Vec::new(),
+                &buffers,
+                &mut LOAD_CHECK_BUDGET.clone(),
+            )?;
+        }
         let mut checks = Vec::new();
         for (c, spec) in p.checks.iter().enumerate() {
             let f = format!("{field}.check[{c}]");
@@ -1643,6 +1702,7 @@ impl Cx<'_> {
             ptx_file,
             ptx: text,
             buffers,
+            setup,
             commands,
             checks,
             dump_dir: self.dir.to_path_buf(),

@@ -34,7 +34,9 @@ use gpu::{DeviceLimits, GpuError, LoadError, LoadedModule};
 use preempt::MechanismKind;
 use sched::{Command, ContextId, Framework, FrameworkConfig, PolicyEnv, PolicyKind, Record};
 
-use crate::program::{Commands, DumpFile, HostProgram, Reply, Request, SuiteHost, Verdict};
+use crate::program::{
+    Commands, DumpFile, HostProgram, Reply, Request, ServedSuite, SuiteHost, Verdict,
+};
 use crate::scenario::{CopyPolicy, Process, Program};
 
 /// Femtoseconds per microsecond.
@@ -121,6 +123,12 @@ pub struct Setup {
     /// then stops, and runs still in progress are not recorded. `None`: each program runs
     /// once and the run ends when all have.
     pub replay: Option<u32>,
+    /// The processes are host threads of one application, sharing one GPU context
+    /// (`ContextId(0)`), as an inference server runs its models beside batch work: each
+    /// launches on a stream of its own whose priority is its process's priority, clamped
+    /// to 0..=[`crate::scenario::MAX_STREAM_PRIORITY`], so CUDA's stream priorities order
+    /// their TBs (and preempt nothing) whatever the policy. `false`: a context each.
+    pub one_context: bool,
 }
 
 impl Setup {
@@ -137,6 +145,7 @@ impl Setup {
             max_cycles,
             snapshot: false,
             replay: s.replay,
+            one_context: false,
         }
     }
 }
@@ -315,18 +324,29 @@ struct Proc {
     /// one its current run serves.
     requests: Vec<u64>,
     served: usize,
+    /// Its program has a setup ([`HostProgram::has_setup`]): each request runs its body
+    /// again on the same memory. `in_setup`: the current run is the setup, which serves no
+    /// request.
+    keeps_memory: bool,
+    in_setup: bool,
 }
 
 /// A program to start (again).
 enum Source {
-    Suite(&'static dyn suite::Kernel, suite::Size, u64),
+    /// A suite kernel, size, seed, and whether it warms up ([`ServedSuite`]).
+    Suite(&'static dyn suite::Kernel, suite::Size, u64, bool),
     Commands(Arc<crate::scenario::CommandProgram>),
 }
 
 impl Source {
     fn start(&self) -> Box<dyn HostProgram> {
         match self {
-            Source::Suite(kernel, size, seed) => Box::new(SuiteHost::start(*kernel, *size, *seed)),
+            Source::Suite(kernel, size, seed, false) => {
+                Box::new(SuiteHost::start(*kernel, *size, *seed))
+            }
+            Source::Suite(kernel, size, seed, true) => {
+                Box::new(ServedSuite::start(*kernel, *size, *seed))
+            }
             Source::Commands(c) => Box::new(Commands::new(c.clone())),
         }
     }
@@ -430,6 +450,9 @@ pub struct System {
     launch_ops: Vec<(u32, usize)>,
     /// Under replay: every process has completed its runs, and the run stops.
     replayed: bool,
+    /// An error found where none can be returned (a setup that went wrong): the run stops
+    /// with it.
+    failed: Option<RunError>,
 }
 
 impl System {
@@ -491,6 +514,7 @@ impl System {
                     size,
                     seed,
                     target,
+                    warm_up,
                 } => {
                     let file = format!("kernels/{0}/{0}.{1}.ptx", kernel.name(), target.name());
                     let text = kernel.ptx(*target).unwrap_or_default();
@@ -500,7 +524,7 @@ impl System {
                             error: Box::new(e),
                         }
                     })?;
-                    (Source::Suite(*kernel, *size, *seed), Some(m))
+                    (Source::Suite(*kernel, *size, *seed, *warm_up), Some(m))
                 }
                 Program::Commands(c) => {
                     let m = LoadedModule::load(machine.memory_mut(), &c.ptx_file, &c.ptx).map_err(
@@ -535,8 +559,20 @@ impl System {
                     })
                     .collect::<Result<_, _>>()?,
             };
-            // A process serving requests starts with its first.
-            let first = requests.first().copied().unwrap_or(arrival);
+            let keeps_memory = program.has_setup();
+            if keeps_memory && requests.is_empty() {
+                return Err(RunError::Process {
+                    process: p.name.clone(),
+                    what: "a setup (`[[process.setup]]`, `warm_up`) runs once before requests: the process serves none".into(),
+                });
+            }
+            // A process serving requests starts with its first, or with its setup at its
+            // arrival.
+            let first = if keeps_memory {
+                arrival
+            } else {
+                requests.first().copied().unwrap_or(arrival)
+            };
             timers.push(Reverse((first, seq, Timer::Arrival(i))));
             seq += 1;
             procs.push(Proc {
@@ -563,6 +599,8 @@ impl System {
                 run_requested: first,
                 requests,
                 served: 0,
+                keeps_memory,
+                in_setup: keeps_memory,
             });
         }
         let engines = vec![None; setup.host.copy_engines.max(1) as usize];
@@ -585,6 +623,7 @@ impl System {
             out,
             launch_ops: Vec::new(),
             replayed: false,
+            failed: None,
         })
     }
 
@@ -615,6 +654,9 @@ impl System {
         let mut last_report = 0;
         loop {
             self.host()?;
+            if let Some(e) = self.failed.take() {
+                return Err(e);
+            }
             if self.replayed || self.procs.iter().all(|p| p.wait == Wait::Done) {
                 break;
             }
@@ -974,6 +1016,12 @@ impl System {
     /// requests, it starts again for the next request, at once if it has arrived.
     fn end(&mut self, p: usize, now: u64) {
         let proc = &mut self.procs[p];
+        if proc.in_setup {
+            // The setup serves no request: the first request runs next, on its memory.
+            proc.in_setup = false;
+            self.serve_next(p, now);
+            return;
+        }
         let verdict = proc.program.finish(self.machine.memory());
         proc.record.runs.push(CompletedRun {
             requested_fs: proc.run_requested,
@@ -988,17 +1036,7 @@ impl System {
         proc.wait = Wait::Done;
         if !proc.requests.is_empty() {
             proc.served += 1;
-            let Some(&next) = proc.requests.get(proc.served) else {
-                return;
-            };
-            self.restart(p, now);
-            let proc = &mut self.procs[p];
-            proc.run_requested = next;
-            if next > now {
-                // Idle until the next request arrives.
-                proc.wait = Wait::Arrival;
-                self.timer(next, Timer::Arrival(p));
-            }
+            self.serve_next(p, now);
             return;
         }
         let Some(n) = self.setup.replay else {
@@ -1009,6 +1047,39 @@ impl System {
             return;
         }
         self.restart(p, now);
+    }
+
+    /// Process `p` serves its next request, if any: at once if it has arrived, else when
+    /// it does. With a setup its program runs its body again on its memory (a setup that
+    /// went wrong is the run's error, [`System::failed`]).
+    fn serve_next(&mut self, p: usize, now: u64) {
+        let proc = &mut self.procs[p];
+        let Some(&next) = proc.requests.get(proc.served) else {
+            proc.wait = Wait::Done;
+            return;
+        };
+        if proc.keeps_memory {
+            if let Err(what) = proc.program.again(self.machine.memory()) {
+                proc.wait = Wait::Done;
+                self.failed.get_or_insert(RunError::Process {
+                    process: proc.name.clone(),
+                    what,
+                });
+                return;
+            }
+            proc.run_started = now;
+            proc.ptr = None;
+            proc.wait = Wait::Runnable(ReplyKind::Start);
+        } else {
+            self.restart(p, now);
+        }
+        let proc = &mut self.procs[p];
+        proc.run_requested = next;
+        if next > now {
+            // Idle until the next request arrives.
+            proc.wait = Wait::Arrival;
+            self.timer(next, Timer::Arrival(p));
+        }
     }
 
     /// Starts process `p`'s program again at `now`, as a new run.
@@ -1062,13 +1133,19 @@ impl System {
                 error: Box::new(e.into()),
             });
         }
-        let stream_priority = proc
-            .stream_priorities
-            .iter()
-            .find(|(s, _)| *s == stream)
-            .map_or(0, |&(_, sp)| sp);
+        let (context, stream_priority) = if self.setup.one_context {
+            let top = crate::scenario::MAX_STREAM_PRIORITY as i32;
+            (ContextId(0), proc.priority.clamp(0, top))
+        } else {
+            let sp = proc
+                .stream_priorities
+                .iter()
+                .find(|(s, _)| *s == stream)
+                .map_or(0, |&(_, sp)| sp);
+            (ContextId(p as u32), sp)
+        };
         Ok(Command {
-            context: ContextId(p as u32),
+            context,
             priority: proc.priority,
             stream_priority,
             launch,

@@ -25,6 +25,7 @@ fn process(name: &str) -> Process {
             size: Size::Small,
             seed: 5,
             target: k.default_target(),
+            warm_up: false,
         },
         stream_priorities: Vec::new(),
         requests: None,
@@ -46,6 +47,7 @@ fn run(policy: PolicyKind, pair: [&str; 2], watch: &mut Watch) -> RunRecord {
         max_cycles: 1 << 25,
         snapshot: false,
         replay: None,
+        one_context: false,
     };
     let r = System::new(setup, &[process(pair[0]), process(pair[1])])
         .unwrap()

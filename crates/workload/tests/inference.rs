@@ -233,3 +233,181 @@ fn requests_are_checked_where_they_are_written() {
     let e = bad("7", "");
     assert!(e.contains("`process[0].requests`"), "{e}");
 }
+
+/// `infer` (4 TBs of `fma_f32`, 4 requests 40 µs apart from 0): with `setup`, its input
+/// copy is a `[[process.setup]]` command and each request only launches and syncs.
+fn served(setup: bool) -> String {
+    let text = fma_process(
+        "infer",
+        0,
+        4 * 256,
+        8,
+        "requests = { kind = \"periodic\", every_us = 40.0, count = 4 }",
+    );
+    let text = if setup {
+        text.replacen("[[process.command]]\ncopy", "[[process.setup]]\ncopy", 1)
+    } else {
+        text
+    };
+    format!("[limits]\nmax_cycles = 5_000_000\n{text}")
+}
+
+#[test]
+fn a_setup_runs_once_and_each_request_runs_only_its_body() {
+    let (with, w) = run(&load(&served(true)));
+    let (without, wo) = run(&load(&served(false)));
+    // One input copy in all with a setup, one a request without.
+    assert_eq!(w.copies.len(), 1, "{:?}", w.copies);
+    assert_eq!(wo.copies.len(), 4);
+    assert_eq!((w.kernels.len(), wo.kernels.len()), (4, 4));
+    // The setup starts at the arrival (0) and serves no request: the runs are the requests,
+    // each checked (the kernel writes zeros over the ones the setup copied).
+    let runs = &w.processes[0].runs;
+    assert_eq!(runs.len(), 4);
+    assert!(runs.iter().all(|r| r.verdict.verified));
+    assert_eq!(w.copies[0].called_fs, 0);
+    // So a request costs its kernel, not the copy: each one's latency is shorter. (The
+    // first request arrives with the process and waits for the setup's copy, so it costs
+    // the same either way.)
+    for (a, b) in runs.iter().zip(&wo.processes[0].runs).skip(1) {
+        let (la, lb) = (
+            a.finished_fs - a.requested_fs,
+            b.finished_fs - b.requested_fs,
+        );
+        assert!(la < lb, "with a setup {la} fs, without {lb} fs");
+    }
+    let (l, m) = (
+        with.processes[0].requests.clone().unwrap(),
+        without.processes[0].requests.clone().unwrap(),
+    );
+    assert!(l.p99_us < m.p99_us, "{l:?} {m:?}");
+}
+
+#[test]
+fn a_setup_is_checked_where_it_is_written() {
+    let bad = |text: &str| {
+        parse("s.toml", text, &workload::Disk)
+            .unwrap_err()
+            .to_string()
+    };
+    // Setup commands without requests: line 16 holds the setup's `copy`.
+    let text = served(true).replace(
+        "requests = { kind = \"periodic\", every_us = 40.0, count = 4 }",
+        "",
+    );
+    let e = bad(&text);
+    assert!(
+        e.starts_with("s.toml:16:8: `process[0].setup[0]`: setup commands run once before the process serves requests: they need `requests`"),
+        "{e}"
+    );
+    // A setup command is resolved as a command is.
+    let e = bad(&served(true).replace("copy = \"out\"", "copy = \"nope\""));
+    assert!(e.contains("`process[0].setup[0].copy`"), "{e}");
+    // `warm_up` is for suite processes, and needs requests.
+    let e = bad(&served(true).replace("priority = 0", "priority = 0\nwarm_up = true"));
+    assert!(
+        e.contains("`process[0].warm_up`: `warm_up` is for a suite process"),
+        "{e}"
+    );
+    let e = bad("[[process]]\nname = \"s\"\nsuite = \"softmax\"\nwarm_up = true\n");
+    assert!(
+        e.starts_with("s.toml:4:11: `process[0].warm_up`: a warm-up runs once before the process serves requests: it needs `requests`"),
+        "{e}"
+    );
+    let e = bad("[[process]]\nname = \"s\"\nsuite = \"softmax\"\nwarm_up = 1\n");
+    assert!(e.contains("s.toml:4"), "{e}");
+}
+
+/// A suite process warming up on the GTX480 and serving `count` requests 30 µs apart.
+fn warm(kernel: &str, count: u32) -> String {
+    format!(
+        "[limits]\nmax_cycles = 20_000_000\n[[process]]\nname = \"{kernel}\"\nsuite = \"{kernel}\"\nwarm_up = true\nrequests = {{ kind = \"periodic\", every_us = 30.0, count = {count} }}\n"
+    )
+}
+
+#[test]
+fn a_warmed_up_suite_program_serves_its_launches_again() {
+    let s = load(&warm("softmax", 3));
+    let gpu = GpuConfig::preset("gtx480").unwrap();
+    let setup = Setup::for_scenario(&s, TimedGpu::new(gpu), s.max_cycles.unwrap());
+    let r = System::new(setup, &s.processes)
+        .unwrap()
+        .run(&mut |_| {})
+        .unwrap_or_else(|e| panic!("{e}"));
+    let p = &r.processes[0];
+    assert_eq!(p.runs.len(), 3);
+    for run in &p.runs {
+        assert!(run.verdict.verified, "{:?}", run.verdict);
+        assert!(run
+            .verdict
+            .detail
+            .contains("as the verified warm-up run left them"));
+    }
+    // Every copy is the warm-up's, before the first request's launches; each request
+    // launches what the warm-up launched.
+    let per_run = r.kernels.len() / 4;
+    assert!(
+        per_run >= 1 && r.kernels.len() == 4 * per_run,
+        "{}",
+        r.kernels.len()
+    );
+    let first_request = r.kernels[per_run].called_fs;
+    assert!(r.copies.iter().all(|c| c.finished_fs <= first_request));
+    assert!(r.copies.iter().any(|c| c.to_device) && r.copies.iter().any(|c| !c.to_device));
+}
+
+#[test]
+fn a_program_whose_launches_do_not_repeat_fails_its_requests() {
+    // hist's host program zeroes its bins before its launch: run again without that write,
+    // the launch adds to the warm-up's counts, and the request's check must say so.
+    let s = load(&warm("hist", 1));
+    let gpu = GpuConfig::preset("gtx480").unwrap();
+    let setup = Setup::for_scenario(&s, TimedGpu::new(gpu), s.max_cycles.unwrap());
+    let r = System::new(setup, &s.processes)
+        .unwrap()
+        .run(&mut |_| {})
+        .unwrap_or_else(|e| panic!("{e}"));
+    let v = &r.processes[0].runs[0].verdict;
+    assert!(!v.verified, "{v:?}");
+    assert!(
+        v.detail.contains("differs from the verified warm-up run's"),
+        "{v:?}"
+    );
+}
+
+#[test]
+fn one_context_orders_the_processes_by_stream_priority() {
+    // The batch and the inference process as threads of one application: the inference's
+    // stream has the higher priority, so under FCFS the batch's SMs stop taking its TBs
+    // and go to each request's kernel as they drain, where separate contexts wait for the
+    // batch's last TB to be placed.
+    let s = load(&beside_batch("fcfs", "drain"));
+    let gpu = GpuConfig::preset("gtx480").unwrap();
+    let latency = |one_context: bool| {
+        let mut setup = Setup::for_scenario(&s, TimedGpu::new(gpu.clone()), s.max_cycles.unwrap());
+        setup.one_context = one_context;
+        let r = System::new(setup, &s.processes)
+            .unwrap()
+            .run(&mut |_| {})
+            .unwrap_or_else(|e| panic!("{e}"));
+        let report = Report::new(&s, "gtx480", &r, None);
+        assert!(report.all_verified);
+        (report.processes[1].requests.clone().unwrap(), r)
+    };
+    let ((apart, _), (together, r)) = (latency(false), latency(true));
+    eprintln!("contexts apart: {apart:?}\none context: {together:?}");
+    // A yielding SM still waits for its running batch TBs (200 iterations each) to finish,
+    // so the gain is bounded by a TB's time: a quarter off the tail at least, not all of it.
+    assert!(
+        together.p99_us < 0.75 * apart.p99_us && together.p50_us < apart.p50_us,
+        "one context's p99 {} should be well under separate contexts' {}",
+        together.p99_us,
+        apart.p99_us
+    );
+    // Nothing is preempted: SMs yield by draining.
+    assert!(r.preemptions.is_empty(), "{:?}", r.preemptions.len());
+    assert!(r
+        .records
+        .iter()
+        .any(|x| matches!(x, sched::Record::SmYielded { .. })));
+}

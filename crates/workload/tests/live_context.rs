@@ -153,6 +153,7 @@ fn live_saves_exactly_the_registers_the_analysis_calls_live() {
             max_cycles: 1 << 26,
             snapshot: false,
             replay: None,
+            one_context: false,
         };
         let tally = Rc::new(RefCell::new(Tally::default()));
         let probe = Probe {
@@ -172,6 +173,7 @@ fn live_saves_exactly_the_registers_the_analysis_calls_live() {
                 size: Size::Small,
                 seed: 1,
                 target: k.default_target(),
+                warm_up: false,
             },
         };
         let mut every = Every {

@@ -27,6 +27,7 @@ fn process(name: &str, arrival_us: f64) -> Process {
             size: Size::Small,
             seed: 3,
             target: k.default_target(),
+            warm_up: false,
         },
     }
 }
@@ -47,6 +48,7 @@ fn run(mechanism: MechanismKind, injector: Option<&mut dyn Injector>) -> RunReco
         max_cycles: 1 << 24,
         snapshot: true,
         replay: None,
+        one_context: false,
     };
     // `branchy` fills both SMs with long TBs; `gemm` arrives while it runs and finds
     // none idle.

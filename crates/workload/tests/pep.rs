@@ -24,6 +24,7 @@ fn process(name: &str, kernel: &str, size: Size, priority: i32, arrival_us: f64)
             size,
             seed: 1,
             target: k.default_target(),
+            warm_up: false,
         },
     }
 }
@@ -45,6 +46,7 @@ fn run(mechanism: MechanismKind, launch_latency_us: f64, policy: PolicyKind) -> 
         max_cycles: 1 << 26,
         snapshot: false,
         replay: None,
+        one_context: false,
     };
     let r = System::new(
         setup,

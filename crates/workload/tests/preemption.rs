@@ -25,6 +25,7 @@ fn process(k: &'static dyn suite::Kernel) -> Process {
             size: Size::Small,
             seed: 1,
             target: k.default_target(),
+            warm_up: false,
         },
     }
 }
@@ -52,6 +53,7 @@ fn run(
         max_cycles: 1 << 24,
         snapshot: true,
         replay: None,
+        one_context: false,
     };
     setup.snapshot = true;
     let r = System::new(setup, &[process(k)])
