@@ -6,7 +6,7 @@ preemption study, and step a scenario run cycle by cycle. Results come back as p
 DataFrames; the tables of a scenario are the CSVs ``switchyard scenario --csv`` writes.
 
 >>> import switchyard as sy
->>> r = sy.run("vecadd", gpu="gtx480")
+>>> r = sy.run("reduce", gpu="gtx480")
 >>> r.verified, r.cycles > 0
 (True, True)
 
@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import io
 import json
+import os
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Union
 
 import pandas as pd
 
@@ -54,6 +55,8 @@ __all__ = [
 ]
 
 __version__: str = _native.version()
+
+PathLike = Union[str, "os.PathLike[str]"]
 
 
 def presets() -> List[str]:
@@ -95,7 +98,7 @@ class Module:
         return pd.DataFrame(hit.iloc[0].params)
 
 
-def load_ptx(path: Optional[str] = None, *, text: Optional[str] = None, name: str = "<string>.ptx") -> Module:
+def load_ptx(path: Optional[PathLike] = None, *, text: Optional[str] = None, name: str = "<string>.ptx") -> Module:
     """Loads PTX from the file ``path``, or from ``text`` (named ``name`` in messages),
     parsing, lowering and type-checking it as ``switchyard check`` does.
 
@@ -104,7 +107,7 @@ def load_ptx(path: Optional[str] = None, *, text: Optional[str] = None, name: st
     if (path is None) == (text is None):
         raise SwitchyardValueError("load_ptx: give either a path or text=")
     if path is not None:
-        j = json.loads(_native.load_ptx(str(path)))
+        j = json.loads(_native.load_ptx(os.fspath(path)))
     else:
         j = json.loads(_native.load_ptx(name, text))
     return Module(file=j["file"], kernels=pd.DataFrame(j["kernels"]), warnings=j["warnings"])
@@ -327,15 +330,15 @@ class Scenario:
         self._native = native
 
     @classmethod
-    def load(cls, path: str) -> "Scenario":
+    def load(cls, path: PathLike) -> "Scenario":
         """Loads the scenario file ``path`` (relative paths in it are relative to it)."""
-        return cls(_native.ScenarioHandle.load(str(path)))
+        return cls(_native.ScenarioHandle.load(os.fspath(path)))
 
     @classmethod
-    def from_toml(cls, text: str, file: str = "<string>.toml") -> "Scenario":
+    def from_toml(cls, text: str, file: PathLike = "<string>.toml") -> "Scenario":
         """A scenario from TOML ``text``; ``file`` names it in messages, and its directory
         is where relative paths in it (PTX, GPU files, dumps) are found."""
-        return cls(_native.ScenarioHandle.from_toml(text, str(file)))
+        return cls(_native.ScenarioHandle.from_toml(text, os.fspath(file)))
 
     @property
     def file(self) -> str:
