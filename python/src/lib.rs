@@ -581,8 +581,6 @@ struct Stepper {
     until: u64,
     to_python: Sender<Said>,
     from_python: Receiver<u64>,
-    /// Python went away: run to the end without pausing.
-    detached: bool,
     every: Option<u64>,
     next_sample: u64,
     samples: Vec<Value>,
@@ -601,23 +599,24 @@ impl workload::system::Injector for Stepper {
                 self.next_sample = (cycle / every + 1) * every;
             }
         }
-        if self.detached || cycle < self.until {
+        if cycle < self.until {
             return;
         }
-        if self
+        let paused = self
             .to_python
-            .send(Said::Paused(snapshot(machine).to_string()))
-            .is_err()
-        {
-            self.detached = true;
-            return;
-        }
-        match self.from_python.recv() {
-            Ok(until) => self.until = until,
-            Err(_) => self.detached = true,
+            .send(Said::Paused(snapshot(machine).to_string()));
+        match paused.ok().and_then(|()| self.from_python.recv().ok()) {
+            Some(until) => self.until = until,
+            // The Python object was closed or dropped: stop the run here. The injector
+            // cannot end `System::run_with`, so it unwinds (without the panic hook) to the
+            // thread's `catch_unwind`, which drops the machine.
+            None => std::panic::resume_unwind(Box::new(Cancelled)),
         }
     }
 }
+
+/// The payload that unwinds a stepped run whose Python object went away.
+struct Cancelled;
 
 /// A scenario run that can be paused: `run_until(cycle)` steps the machine until the first
 /// cycle at or after `cycle` that it steps (idle stretches between host events are jumped)
@@ -646,22 +645,28 @@ impl Run {
                 until,
                 to_python: to_python.clone(),
                 from_python,
-                detached: false,
                 every,
                 next_sample: 0,
                 samples: Vec::new(),
             };
             let gpu = setup.timing.gpu.name.clone();
-            let outcome = System::new(setup, &s.processes)
-                .and_then(|sys| sys.run_with(&mut |_| {}, Some(&mut stepper)))
-                .map(|record| {
-                    let report = Report::new(&s, &gpu, &record, None);
-                    (
-                        result_json(&report, &record, &stepper.samples),
-                        dumps(&record),
-                    )
-                })
-                .map_err(|e| e.to_string());
+            let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                System::new(setup, &s.processes)
+                    .and_then(|sys| sys.run_with(&mut |_| {}, Some(&mut stepper)))
+            }));
+            let outcome = match run {
+                Ok(r) => r
+                    .map(|record| {
+                        let report = Report::new(&s, &gpu, &record, None);
+                        (
+                            result_json(&report, &record, &stepper.samples),
+                            dumps(&record),
+                        )
+                    })
+                    .map_err(|e| e.to_string()),
+                Err(payload) if payload.is::<Cancelled>() => return,
+                Err(_) => Err("the stepped run panicked (internal)".to_string()),
+            };
             let _ = to_python.send(Said::Done(outcome));
         });
         Run {
@@ -735,6 +740,18 @@ impl Run {
         match self.result.as_ref().expect("finished") {
             Ok(f) => Ok(to_py(py, f.clone())),
             Err(e) => Err(run_error(e.clone()).raise(py)),
+        }
+    }
+
+    /// Stops the run where it is and waits for its thread to end (a dropped run stops the
+    /// same way, without waiting). Afterwards `run_until` returns None and `finish` raises.
+    fn close(&mut self, py: Python<'_>) {
+        self.to_run = None;
+        if let Some(t) = self.thread.take() {
+            let _ = py.allow_threads(|| t.join());
+        }
+        if self.result.is_none() {
+            self.result = Some(Err("the stepped run was closed before it finished".into()));
         }
     }
 

@@ -310,6 +310,12 @@ class SteppedRun:
             self._result = _result(self._native.finish())
         return self._result
 
+    def close(self) -> None:
+        """Stops the run where it is and frees its thread and machine (dropping the object
+        does the same, without waiting). Afterwards ``run_until`` returns None and
+        ``finish`` raises :class:`RunError`."""
+        self._native.close()
+
     @property
     def done(self) -> bool:
         """Whether the run has ended."""

@@ -5,6 +5,7 @@ own output)."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -213,6 +214,23 @@ def test_stepped_run_equals_the_whole_run(repo):
     assert per_sample.is_monotonic_increasing
     assert per_sample.iloc[-1] <= r.report["warp_instructions"]
     assert run.run_until(10**12) is None
+
+
+def _threads() -> int:
+    return len(os.listdir("/proc/self/task"))
+
+
+def test_closing_a_stepped_run_ends_its_thread(repo):
+    s = sy.Scenario.load(str(repo / "scenarios" / "priority.toml"))
+    before = _threads()
+    run = s.start()
+    assert _threads() == before + 1
+    assert run.run_until(1000) is not None
+    run.close()
+    assert _threads() == before
+    assert run.run_until(5000) is None
+    with pytest.raises(sy.RunError, match="closed"):
+        run.finish()
 
 
 def test_preemption_records(repo):
