@@ -827,11 +827,7 @@ impl<B: MemoryBackend> Machine<B> {
                 };
                 use rayon::prelude::*;
                 let counters: Vec<SmCounters<'_>> = self.counters.per_sm().collect();
-                let chunk = self
-                    .sms
-                    .len()
-                    .div_ceil(pool.current_num_threads() * 4)
-                    .max(1);
+                let chunk = self.sms.len().div_ceil(pool.current_num_threads()).max(1);
                 let results: Vec<Result<(), ExecError>> = pool.install(|| {
                     self.sms
                         .par_iter_mut()

@@ -82,35 +82,26 @@ impl WarpScheduler for Lrr {
 #[derive(Clone, Debug, Default)]
 pub struct Gto {
     last: Option<WarpSlotId>,
+    /// Scratch of `order`: the other warps' (age, slot), sorted.
+    by_age: Vec<(u64, WarpSlotId)>,
 }
 
 impl WarpScheduler for Gto {
     fn order(&mut self, warps: &[WarpInfo], order: &mut Vec<WarpSlotId>) {
         order.clear();
-        if let Some(l) = self.last {
-            if warps.iter().any(|w| w.slot == l) {
-                order.push(l);
-            }
-        }
-        let first = order.first().copied();
-        // Oldest first; slots break ties. At most a few dozen warps: a simple selection pass
-        // avoids allocating a sorted copy.
-        let mut prev: Option<(u64, WarpSlotId)> = None;
-        loop {
-            let next = warps
+        let first = self.last.filter(|&l| warps.iter().any(|w| w.slot == l));
+        order.extend(first);
+        // Oldest first; slots break ties (the keys are distinct: one per slot). A sort of
+        // a reused buffer, not a selection pass per warp: this runs whenever a warp issued.
+        self.by_age.clear();
+        self.by_age.extend(
+            warps
                 .iter()
                 .filter(|w| Some(w.slot) != first)
-                .map(|w| (w.age, w.slot))
-                .filter(|k| prev.is_none_or(|p| *k > p))
-                .min();
-            match next {
-                Some(k) => {
-                    order.push(k.1);
-                    prev = Some(k);
-                }
-                None => break,
-            }
-        }
+                .map(|w| (w.age, w.slot)),
+        );
+        self.by_age.sort_unstable();
+        order.extend(self.by_age.iter().map(|&(_, slot)| slot));
     }
 
     fn issued(&mut self, slot: WarpSlotId) {
