@@ -9,9 +9,12 @@
 //! scheduling framework, or the one-launch driver of [`super::run_timed`]) decides, through
 //! [`Machine::request`] and the control protocol of [`super::control`].
 //!
-//! **One cycle**, in a fixed order so results are deterministic (DESIGN.md §1.5): completed
-//! memory accesses release their registers; every SM, in index order, runs its schedulers
-//! (each issues at most one warp instruction); every SM completes barriers, retires finished
+//! **One cycle**, in a fixed order so results are deterministic (DESIGN.md §1.5): every SM
+//! takes its completed memory accesses (releasing their registers) and runs its schedulers
+//! (each issues at most one warp instruction), SMs independently and, with
+//! [`TimingOptions::threads`] above 1, on several threads (`Machine::step_sms`); every
+//! SM's global writes of the cycle are applied, in SM order (`Sm::commit`, ARCHITECTURE.md
+//! "Memory visibility"); every SM completes barriers, retires finished
 //! TBs and acknowledges what completed (events, per SM in the order of [`Event`]'s kinds:
 //! finished, drained, evicted, transfers, stopped, routines, checkpoints); the control acts;
 //! the occupancy is sampled; launches whose TBs are all done and whose accesses have all
@@ -22,7 +25,8 @@
 //! ([`super::SmLedger`]) and its accesses in flight per launch. The statistics are a probe,
 //! [`super::Counters`], which the machine always holds and every SM reports to (statically,
 //! beside any attached probe); a launch's [`TimedStats`] are its differences between
-//! snapshots. SMs share nothing mutable but device memory and the memory system.
+//! snapshots. While they issue, SMs share nothing mutable: each has its own memory port
+//! and counters, and reads device memory as the cycle began.
 //!
 //! **The memory hierarchy** is a [`MemoryBackend`]: the full `memsys` model by default, or,
 //! for tests of SMs alone, [`super::backend::FixedLatency`].

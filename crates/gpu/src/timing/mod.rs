@@ -6,7 +6,10 @@
 //! Values stay real: an instruction executes functionally ([`crate::exec::step`]) at the
 //! cycle it issues, so results are those of the functional core and the timing model only
 //! decides the order and the cycle of each issue (DESIGN.md §1.2). Atomics therefore happen
-//! in timing order, which may differ from the functional driver's order.
+//! in timing order, which may differ from the functional driver's order. Global writes
+//! (stores, atomics) take effect at the end of their cycle, SM by SM in index order, so
+//! every result is the same however many threads step the SMs (`machine`, ARCHITECTURE.md
+//! "Memory visibility").
 //!
 //! * [`machine`]: the [`Machine`] (SMs, memory system, device memory, clock, launches), its
 //!   [`Control`] hook and its [`Event`]s; one cycle's order is documented there.
