@@ -1045,22 +1045,24 @@ pub struct SmPort<'a> {
 /// See [`MemorySystem::issue_state`].
 #[inline]
 fn issue_state_of(st: &SmState, req_net: &Crossbar<ReqMsg>, sm: usize, now: u64) -> IssueState {
+    let room = |p| input_room(st, req_net, sm, p);
     IssueState {
         l1_busy: now < st.l1_free_at,
         free_slots: st.free_slots.len(),
         l1_version: st.l1.version(),
         cc_version: st.cc.version(),
-        icnt_free: [
-            req_net.input_free(sm, Priority::Normal)
-                - st.staged_per_class[Priority::Normal.class()],
-            req_net.input_free(sm, Priority::Context)
-                - st.staged_per_class[Priority::Context.class()],
-        ],
+        icnt_free: [room(Priority::Normal), room(Priority::Context)],
         tlb: match &st.tlb {
             None => 0,
             Some(t) => t.state(now),
         },
     }
+}
+
+/// Free slots of SM `sm`'s request-network input for `priority`, less what it staged.
+#[inline]
+fn input_room(st: &SmState, req_net: &Crossbar<ReqMsg>, sm: usize, priority: Priority) -> usize {
+    req_net.input_free(sm, priority) - st.staged_per_class[priority.class()]
 }
 
 impl SmPort<'_> {
@@ -1083,12 +1085,6 @@ impl SmPort<'_> {
     #[inline]
     pub fn pop_completed(&mut self) -> Option<Completion> {
         self.st.completed.pop_front()
-    }
-
-    /// Free slots of this SM's request-network input for `priority`, less what it staged.
-    #[inline]
-    fn input_free(&self, priority: Priority) -> usize {
-        self.req_net.input_free(self.sm, priority) - self.st.staged_per_class[priority.class()]
     }
 
     fn try_issue(&mut self, a: &MemAccess) -> Result<RequestId, Stall> {
@@ -1200,7 +1196,7 @@ impl SmPort<'_> {
             ));
             return Err(Stall::MshrFull);
         }
-        if packets > self.input_free(a.priority) {
+        if packets > input_room(self.st, self.req_net, self.sm, a.priority) {
             return Err(Stall::InterconnectFull);
         }
         Ok(())
@@ -1271,10 +1267,7 @@ impl SmPort<'_> {
                 };
                 // Staged: the network takes it before it next ticks, in SM order (space
                 // checked in pass 1, counting what is staged).
-                debug_assert!(
-                    self.req_net.input_free(sm, pkt.priority)
-                        > st.staged_per_class[pkt.priority.class()]
-                );
+                debug_assert!(input_room(st, self.req_net, sm, pkt.priority) > 0);
                 st.staged_per_class[pkt.priority.class()] += 1;
                 st.staged.push((icnt_now + 1, pkt));
             }
