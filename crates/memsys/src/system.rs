@@ -703,6 +703,10 @@ pub struct MemorySystem {
     translated: u64,
     translation_cycles: u64,
     translation_stalls: u64,
+    /// A port was handed out since the last merge, so packets may be staged: only then
+    /// does [`MemorySystem::merge_staged`] look at the SMs (it runs at every tick, several
+    /// per core cycle, and SMs stage only between core cycles).
+    ports_out: bool,
 }
 
 impl MemorySystem {
@@ -767,6 +771,7 @@ impl MemorySystem {
             translated: 0,
             translation_cycles: 0,
             translation_stalls: 0,
+            ports_out: false,
             cfg,
         })
     }
@@ -840,6 +845,7 @@ impl MemorySystem {
     /// SM `sm`'s port for the current core cycle.
     #[inline]
     fn port(&mut self, sm: usize) -> SmPort<'_> {
+        self.ports_out = true;
         SmPort {
             sm,
             now: self.clock.cycle(Domain::Core),
@@ -860,6 +866,7 @@ impl MemorySystem {
         if self.shared_tlb.is_some() {
             return None;
         }
+        self.ports_out = true;
         let now = self.clock.cycle(Domain::Core);
         let icnt_now = self.clock.cycle(Domain::Icnt);
         let (cfg, req_net) = (&self.cfg, &self.req_net);
@@ -883,6 +890,9 @@ impl MemorySystem {
     /// (each SM's in the order it sent them): the one point where SMs' traffic meets, in an
     /// order that does not depend on how the SMs were stepped.
     fn merge_staged(&mut self) {
+        if !std::mem::take(&mut self.ports_out) {
+            return;
+        }
         for (sm, st) in self.sms.iter_mut().enumerate() {
             if st.staged.is_empty() {
                 continue;

@@ -50,6 +50,12 @@ pub trait WarpScheduler {
     fn reads_long_wait(&self) -> bool {
         true
     }
+    /// Whether `issued(slot)`, called next, leaves what `order` writes for the same warps
+    /// unchanged (a greedy policy issuing its greedy warp again). Only a policy that does
+    /// not read long waits is asked; the SM then keeps its order. `false` is always right.
+    fn keeps_order(&self, _slot: WarpSlotId) -> bool {
+        false
+    }
 }
 
 /// Loose round robin.
@@ -75,6 +81,12 @@ impl WarpScheduler for Lrr {
 
     fn reads_long_wait(&self) -> bool {
         false
+    }
+
+    /// The rotation starts after the last warp that issued: the same warp again, the
+    /// same rotation.
+    fn keeps_order(&self, slot: WarpSlotId) -> bool {
+        self.last == Some(slot)
     }
 }
 
@@ -110,6 +122,11 @@ impl WarpScheduler for Gto {
 
     fn reads_long_wait(&self) -> bool {
         false
+    }
+
+    /// The greedy warp issuing again stays first; the rest is by age.
+    fn keeps_order(&self, slot: WarpSlotId) -> bool {
+        self.last == Some(slot)
     }
 }
 
@@ -245,6 +262,11 @@ impl<S: WarpScheduler> WarpScheduler for Quota<S> {
     fn reads_long_wait(&self) -> bool {
         self.inner.reads_long_wait()
     }
+
+    /// An issue under a quota counts against it, which may change who is eligible.
+    fn keeps_order(&self, slot: WarpSlotId) -> bool {
+        self.quotas.is_empty() && self.inner.keeps_order(slot)
+    }
 }
 
 /// The configured policies, dispatched without a virtual call on the issue path.
@@ -288,6 +310,14 @@ impl WarpScheduler for AnyScheduler {
             AnyScheduler::Lrr(s) => s.reads_long_wait(),
             AnyScheduler::Gto(s) => s.reads_long_wait(),
             AnyScheduler::TwoLevel(s) => s.reads_long_wait(),
+        }
+    }
+
+    fn keeps_order(&self, slot: WarpSlotId) -> bool {
+        match self {
+            AnyScheduler::Lrr(s) => s.keeps_order(slot),
+            AnyScheduler::Gto(s) => s.keeps_order(slot),
+            AnyScheduler::TwoLevel(s) => s.keeps_order(slot),
         }
     }
 }
@@ -373,6 +403,37 @@ mod tests {
         plain.issued(o[0]);
         plain.order(&w, &mut o);
         assert_eq!(o[0], WarpSlotId(0));
+    }
+
+    /// `keeps_order` is a promise the SM relies on to skip `order`: whenever a policy
+    /// makes it, the next order is the same. Issues drawn from a fixed sequence, over
+    /// every policy that does not read long waits, with and without a quota.
+    #[test]
+    fn keeps_order_only_when_the_order_holds() {
+        let w = warps(&[(1, 7, false), (3, 2, false), (4, 9, false), (6, 4, false)]);
+        let picks = [3u32, 3, 1, 1, 1, 6, 4, 4, 3, 6, 6, 6, 1, 4];
+        let mut policies: Vec<Quota<AnyScheduler>> = vec![
+            Quota::new(AnyScheduler::Lrr(Lrr::default())),
+            Quota::new(AnyScheduler::Gto(Gto::default())),
+            Quota::new(AnyScheduler::Gto(Gto::default())),
+        ];
+        policies[2].set(LaunchId(0), Some(2));
+        for p in &mut policies {
+            let mut kept = 0;
+            let (mut before, mut after) = (Vec::new(), Vec::new());
+            for &k in &picks {
+                p.order(&w, &mut before);
+                let keeps = p.keeps_order(WarpSlotId(k));
+                p.issued(WarpSlotId(k));
+                p.order(&w, &mut after);
+                if keeps {
+                    assert_eq!(before, after, "{p:?} kept its order after issuing {k}");
+                    kept += 1;
+                }
+            }
+            // The promise is made where it can be (not under a quota).
+            assert_eq!(kept > 0, p.quotas.is_empty(), "{p:?}");
+        }
     }
 
     #[test]

@@ -79,6 +79,23 @@ struct SleepCheck {
     /// refused for the cycle to repeat).
     ready: u32,
     attempted: u32,
+    /// Checks whose answer depends on more than the warp's own [`WarpHot`] (a finished
+    /// warp, or one that got as far as its unit and register banks): a scheduler's cycle
+    /// with any of them cannot be memoised (see [`Memo`]).
+    unit_bound: u32,
+}
+
+/// A lazy scheduler's stalled cycle that repeats: every warp it checked was blocked by
+/// its own [`WarpHot`] alone (a barrier, its fetch, a load, or its scoreboard), so until
+/// the earliest of their wake-up cycles, or until any of its warps' hot state or its
+/// view changes, each cycle finds the same stall and notes the same wake-up for sleeping.
+/// The scan is skipped then. This is what the SM's own sleep does for all schedulers at
+/// once, per scheduler: one scheduler waiting on loads while another issues every cycle
+/// is common.
+#[derive(Clone, Copy, Debug)]
+struct Memo {
+    until: u64,
+    reason: StallReason,
 }
 
 /// The warp schedulers of an SM and what they need each cycle.
@@ -93,6 +110,11 @@ pub(super) struct IssueStage {
     outcomes: Vec<SchedulerCycle>,
     units: Units,
     sleep: Option<Sleep>,
+    /// Per scheduler: its stalled cycle, while it repeats ([`Memo`]).
+    memos: Vec<Option<Memo>>,
+    /// Per scheduler: whether its policy ignores long waits and the shortcuts are on, so
+    /// its warps are checked lazily along its order (fixed for the SM's life).
+    lazy: Vec<bool>,
     /// Warps whose last issue left them without a next instruction: they are finished from
     /// the next cycle on (what a check of them would find then).
     pub finishing: Vec<WarpSlotId>,
@@ -102,6 +124,10 @@ pub(super) struct IssueStage {
 impl IssueStage {
     pub fn new(scheds: Vec<AnyScheduler>, warps: usize, shortcuts: Shortcuts) -> IssueStage {
         let n = scheds.len();
+        let lazy = scheds
+            .iter()
+            .map(|s| shortcuts == Shortcuts::On && !s.reads_long_wait())
+            .collect();
         IssueStage {
             views: (0..n)
                 .map(|_| SchedulerView {
@@ -120,6 +146,8 @@ impl IssueStage {
                 sfu: 0,
             },
             sleep: None,
+            memos: vec![None; n],
+            lazy,
             finishing: Vec::new(),
             shortcuts,
         }
@@ -131,12 +159,23 @@ impl IssueStage {
         for v in &mut self.views {
             v.stale = true;
         }
+        self.memos.fill(None);
     }
 
     /// Something changed that a sleeping SM's cycles would not repeat.
     #[inline]
     pub fn wake(&mut self) {
         self.sleep = None;
+        self.memos.fill(None);
+    }
+
+    /// The hot state of the warp in `slot` changed: a sleeping SM wakes, and the
+    /// scheduler of the slot checks its warps again.
+    #[inline]
+    pub fn touched(&mut self, slot: WarpSlotId) {
+        self.sleep = None;
+        let n = self.memos.len();
+        self.memos[slot.index() % n] = None;
     }
 
     /// Sets `launch`'s issue quota on every scheduler; their orders change.
@@ -199,13 +238,23 @@ impl Sm {
             wake: u64::MAX,
             ready: 0,
             attempted: 0,
+            unit_bound: 0,
         };
         self.issue.outcomes.clear();
         for s in 0..n {
             // A policy that ignores long waits gets its order first and the warps are checked
             // lazily along it; otherwise every warp is checked first.
-            let lazy =
-                self.issue.shortcuts == Shortcuts::On && !self.issue.scheds[s].reads_long_wait();
+            let lazy = self.issue.lazy[s];
+            if let Some(m) = self.issue.memos[s] {
+                if now < m.until {
+                    sleep.wake = sleep.wake.min(m.until);
+                    self.issue.outcomes.push(SchedulerCycle::Stalled(m.reason));
+                    continue;
+                }
+                self.issue.memos[s] = None;
+            }
+            let (wake_before, bound_before) = (sleep.wake, sleep.unit_bound);
+            sleep.wake = u64::MAX;
             let mut best: Option<StallReason> = None;
             // A lazy policy's view (live warps and ages) changes only when warps come and go.
             if !lazy || self.issue.views[s].stale {
@@ -268,8 +317,9 @@ impl Sm {
                         sleep.attempted += 1;
                         match self.try_issue(launches, specs, memsys, mem, watch, slot, s, now)? {
                             Ok(()) => {
+                                let keeps = self.issue.scheds[s].keeps_order(slot);
                                 self.issue.scheds[s].issued(slot);
-                                self.issue.views[s].order_valid = false;
+                                self.issue.views[s].order_valid &= keeps;
                                 issued = true;
                                 break;
                             }
@@ -278,11 +328,21 @@ impl Sm {
                     }
                 }
             }
+            // This scheduler's own earliest wake-up, then the SM's.
+            let wake = sleep.wake;
+            sleep.wake = wake_before.min(wake);
             let o = if issued {
                 sleep.possible = false;
                 SchedulerCycle::Issued
             } else {
-                SchedulerCycle::Stalled(best.unwrap_or(StallReason::NoWarp))
+                let reason = best.unwrap_or(StallReason::NoWarp);
+                if lazy && sleep.unit_bound == bound_before && wake > now + 1 {
+                    self.issue.memos[s] = Some(Memo {
+                        until: wake,
+                        reason,
+                    });
+                }
+                SchedulerCycle::Stalled(reason)
             };
             self.issue.outcomes.push(o);
         }
@@ -331,6 +391,7 @@ impl Sm {
             return Check::Blocked(StallReason::Barrier);
         }
         if h.next_pc == NO_PC {
+            sleep.unit_bound += 1;
             self.mark_done(launches, slot);
             return Check::Finished;
         }
@@ -345,6 +406,7 @@ impl Sm {
             sleep.wake = sleep.wake.min(h.ready);
             return Check::Blocked(StallReason::Scoreboard);
         }
+        sleep.unit_bound += 1;
         let free = match h.class.unit() {
             Unit::Sp => self.issue.units.sp[sched],
             Unit::Tensor => self.issue.units.tensor[sched],

@@ -360,7 +360,7 @@ impl Sm {
         if self.res.hot[slot].live() != was_live {
             self.issue.views_changed();
         }
-        self.issue.wake();
+        self.issue.touched(slot);
     }
 
     /// Something [`Sm::retire`] looks at changed.
