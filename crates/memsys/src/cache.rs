@@ -272,6 +272,10 @@ impl Hasher for LineHasher {
 pub struct Cache<W> {
     spec: CacheSpec,
     sets: u64,
+    /// With power-of-two lines and sets (every preset), the set of a line address is a
+    /// shift and a mask: `(shift, sets - 1)`. A probe happens for every line of every
+    /// access, and two divisions cost more than the rest of the lookup.
+    pow2: Option<(u32, u64)>,
     lines: Vec<Line>,
     stamp: u64,
     mshr: HashMap<u64, Mshr<W>, BuildHasherDefault<LineHasher>>,
@@ -286,9 +290,12 @@ impl<W> Cache<W> {
     pub fn new(spec: CacheSpec) -> Self {
         let sets = spec.sets().max(1);
         let lines = vec![Line::default(); (sets * u64::from(spec.assoc)) as usize];
+        let pow2 = (spec.line_bytes.is_power_of_two() && sets.is_power_of_two())
+            .then(|| (spec.line_bytes.trailing_zeros(), sets - 1));
         Self {
             spec,
             sets,
+            pow2,
             lines,
             stamp: 0,
             mshr: HashMap::default(),
@@ -358,7 +365,10 @@ impl<W> Cache<W> {
     }
 
     fn set_range(&self, line_addr: u64) -> std::ops::Range<usize> {
-        let set = (line_addr / self.spec.line_bytes) % self.sets;
+        let set = match self.pow2 {
+            Some((shift, mask)) => (line_addr >> shift) & mask,
+            None => (line_addr / self.spec.line_bytes) % self.sets,
+        };
         let a = self.spec.assoc as usize;
         let start = set as usize * a;
         start..start + a

@@ -276,8 +276,14 @@ impl<T> Crossbar<T> {
             return false;
         }
         let mut progressed = false;
+        // Outputs in turn from a rotating start (`now` modulo the outputs).
+        let start = (now % n_out as u64) as usize;
         for k in 0..n_out {
-            let o = (k + now as usize) % n_out;
+            let o = if start + k < n_out {
+                start + k
+            } else {
+                start + k - n_out
+            };
             if self.out_busy[o] > now || self.outputs[o].is_full() {
                 continue;
             }

@@ -1570,10 +1570,16 @@ impl MemorySystem {
         let spc = self.cfg.slices_per_channel();
         // Accept from the channel's slices, round-robin starting at a rotating slice.
         let mut accepted = true;
+        let start = (now % spc as u64) as usize;
         while accepted && self.channels[c].can_accept() {
             accepted = false;
             for k in 0..spc {
-                let s = c * spc + (k + now as usize) % spc;
+                let s = c * spc
+                    + if start + k < spc {
+                        start + k
+                    } else {
+                        start + k - spc
+                    };
                 if !self.channels[c].can_accept() {
                     break;
                 }
