@@ -192,6 +192,7 @@ impl IssueStage {
 
 impl Sm {
     /// One cycle of every warp scheduler.
+    #[inline(always)]
     pub(in crate::timing) fn issue<P: SmMemory>(
         &mut self,
         launches: &[Launch],
@@ -222,6 +223,33 @@ impl Sm {
             }
             self.issue.sleep = None;
         }
+        self.issue_awake(
+            launches,
+            specs,
+            memsys,
+            mem,
+            watch,
+            now,
+            active,
+            resident_warps,
+        )
+    }
+
+    /// [`Sm::issue`] of a cycle that is not slept through (kept out of line: most SMs
+    /// of a large GPU sleep through most cycles, and their check stays small).
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    fn issue_awake<P: SmMemory>(
+        &mut self,
+        launches: &[Launch],
+        specs: &Specs,
+        memsys: &mut P,
+        mem: &DeviceMemory,
+        watch: &mut Watch,
+        now: u64,
+        active: bool,
+        resident_warps: u32,
+    ) -> Result<(), ExecError> {
         for i in 0..self.issue.finishing.len() {
             let slot = self.issue.finishing[i];
             if self.res.warps[slot].is_some() {

@@ -27,6 +27,9 @@ pub(super) enum Resources {
 
 impl Sm {
     /// Completes barriers, retires finished TBs and acknowledges what completed into `out`.
+    /// Called for every SM every cycle; most cycles nothing is due, so only that check is
+    /// inlined into the caller.
+    #[inline(always)]
     pub(in crate::timing) fn retire(
         &mut self,
         launches: &[Launch],
@@ -36,6 +39,16 @@ impl Sm {
         if self.retire_due == RetireDue::No {
             return Ok(());
         }
+        self.retire_due_work(launches, now, out)
+    }
+
+    #[inline(never)]
+    fn retire_due_work(
+        &mut self,
+        launches: &[Launch],
+        now: u64,
+        out: &mut Retired,
+    ) -> Result<(), ExecError> {
         // A stopping TB is looked at every cycle: its in-flight work finishes with time.
         self.retire_due = if self.res.stopping > 0 {
             RetireDue::Yes
