@@ -77,7 +77,7 @@ pub fn run(
     sweep: &Sweep,
     path: &Path,
     options: Options,
-    kernels: &KernelRunner,
+    kernels: &KernelRunner<'_>,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Summary, SweepError> {
     let prepared: Vec<point::Prepared> = (0..sweep.points.len())

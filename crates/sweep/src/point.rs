@@ -34,14 +34,15 @@ pub struct KernelOutcome {
 
 /// Runs a suite kernel's host program on a timed GPU (the `switchyard` library provides it:
 /// the suite's device lives there).
-pub type KernelRunner = dyn Fn(
+pub type KernelRunner<'a> = dyn Fn(
         &'static dyn suite::Kernel,
         suite::Target,
         suite::Size,
         u64,
         &TimedGpu,
     ) -> Result<KernelOutcome, String>
-    + Sync;
+    + Sync
+    + 'a;
 
 /// What a prepared point runs.
 pub enum Job {
@@ -437,7 +438,7 @@ fn apply_overrides<'a>(
 }
 
 /// Runs a prepared point (its job must be `Ok`).
-pub fn run(job: &Job, kernels: &KernelRunner) -> Outcome {
+pub fn run(job: &Job, kernels: &KernelRunner<'_>) -> Outcome {
     let start = Instant::now();
     let mut o = match job {
         Job::Kernel {

@@ -198,11 +198,13 @@ pub fn parse(file: &str, text: &str) -> Result<Sweep, SpecError> {
             }
         }
     }
-    if raw.point.is_empty() && axes.is_empty() {
+    if raw.point.is_empty() && axes.is_empty() && raw.fixed.is_empty() {
         return Err(SpecError {
             location: file.to_string(),
             field: "grid".into(),
-            what: "the sweep has no point: give a [grid] of lists or [[point]] tables".into(),
+            what:
+                "the sweep has no point: give [fixed] fields, a [grid] of lists or [[point]] tables"
+                    .into(),
         });
     }
     let mut points = Vec::new();
