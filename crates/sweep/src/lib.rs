@@ -63,6 +63,8 @@ pub struct Summary {
     pub failed: usize,
     /// Wall-clock time spent writing the database (information only).
     pub database: Duration,
+    /// Each point's key, in the sweep's order (a key twice where two points are the same).
+    pub keys: Vec<String>,
 }
 
 /// A sweep that could not run (a point that failed is not this: it is recorded).
@@ -176,5 +178,6 @@ pub fn run(
         computed: state.computed,
         failed: state.failed,
         database,
+        keys: prepared.iter().map(|p| p.key.clone()).collect(),
     })
 }
