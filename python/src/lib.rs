@@ -824,8 +824,8 @@ fn version() -> &'static str {
 /// `switchyard sweep` does; JSON of the summary. A bad sweep file raises `SweepError` with
 /// its file, line and field.
 #[pyfunction]
-#[pyo3(signature = (file, db, text=None, jobs=None, retry_failed=false))]
-fn sweep(
+#[pyo3(name = "sweep", signature = (file, db, text=None, jobs=None, retry_failed=false))]
+fn run_sweep(
     py: Python<'_>,
     file: &str,
     db: &str,
@@ -881,7 +881,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_kernel, m)?)?;
     m.add_function(wrap_pyfunction!(study, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
-    m.add_function(wrap_pyfunction!(sweep, m)?)?;
+    m.add_function(wrap_pyfunction!(run_sweep, m)?)?;
     m.add_class::<ScenarioHandle>()?;
     m.add_class::<Run>()?;
     Ok(())

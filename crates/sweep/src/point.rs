@@ -227,7 +227,11 @@ pub fn prepare(sweep: &Sweep, index: usize) -> Prepared {
         };
         let gpu = match gpu {
             Some(g) => g,
-            None => GpuConfig::preset("gtx480").expect("a preset"),
+            // `run`'s default GPU, with the point's scheduler.
+            None => match load_gpu(sweep, p, "gtx480") {
+                Ok(g) => g,
+                Err(e) => return fail(hash_key(&[version, keyed.as_bytes()]), e),
+            },
         };
         let target = p
             .str("target")

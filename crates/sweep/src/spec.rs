@@ -8,19 +8,33 @@
 //! size = "small"
 //!
 //! [grid]                         # every combination of these lists
-//! kernel = ["reduce", "scan", "hist"]
 //! gpu = ["gtx480", "k20c", "a100"]
 //! seed = [1, 2]
 //!
-//! [[point]]                      # or (and) a list of points, each crossed with the grid
+//! [[point]]                      # a list of points, each crossed with the grid
+//! kernel = "reduce"
+//! [[point]]
+//! kernel = "scan"
+//! scheduler = "gto"
+//! ```
+//!
+//! A scenario sweep names `scenario` (a path from the sweep file's folder) instead:
+//!
+//! ```toml
+//! [fixed]
 //! scenario = "../scenarios/priority.toml"
-//! policy = "npq"
+//! [grid]
+//! policy = ["fcfs", "npq", "ppq"]
+//! mechanism = ["drain", "live"]
+//! "scenario.process.2.arrival_us" = [2.0, 20.0]
 //! ```
 //!
 //! A point runs a suite kernel's host program (`kernel`, as `switchyard run`) or a scenario
 //! (`scenario`, as `switchyard scenario`), never both. Its fields ([`FIELDS`]): `gpu` (a preset
-//! or a configuration file), `scheduler`, `size`, `seed`, `target` (kernels), `policy`,
-//! `mechanism`, `sharing`, `time_slice_us`, `alone` (scenarios), `max_cycles`, and
+//! or a configuration file), `scheduler`, `size`, `seed` (for a scenario: of each of its
+//! processes that runs a suite kernel), `target` (kernels), `policy`, `mechanism`,
+//! `sharing`, `time_slice_us`, `alone` (scenarios; `alone = false` skips the runs alone
+//! behind NTT, ANTT, STP and fairness), `max_cycles`, and
 //! `scenario.PATH = VALUE`, which sets any field of the scenario file (`PATH` dotted, a
 //! number indexing an array of tables: `scenario.process.1.arrival_us`).
 //!

@@ -267,3 +267,52 @@ fn a_point_that_cannot_be_prepared_is_recorded_as_failed() {
         errors[1]
     );
 }
+
+#[test]
+fn a_kernel_point_without_a_gpu_runs_on_the_gtx480_with_its_scheduler() {
+    let s = sweep::parse(
+        "s.toml",
+        "[fixed]\nkernel = \"reduce\"\nscheduler = \"two-level\"\n",
+    )
+    .unwrap();
+    let p = sweep::point::prepare(&s, 0);
+    let Ok(sweep::point::Job::Kernel { timing, .. }) = p.job else {
+        panic!("a kernel point")
+    };
+    assert_eq!(timing.gpu.name, "gtx480");
+    assert_eq!(
+        timing.gpu.sm.scheduler,
+        gpu::config::SchedulerPolicy::TwoLevel
+    );
+    assert_eq!(timing.options.threads, 1);
+}
+
+#[test]
+fn a_scenario_point_runs_and_keeps_its_report() {
+    let dir = scratch("scenario");
+    write_scenario(&dir, "");
+    let file = dir.join("s.toml").display().to_string();
+    let s = sweep::parse(
+        &file,
+        "[fixed]\nscenario = \"one.toml\"\n[grid]\npolicy = [\"fcfs\", \"npq\"]\n",
+    )
+    .unwrap();
+    let db = dir.join("s.db");
+    let fake = Fake::new();
+    let summary = run(&s, &db, &fake, false);
+    assert_eq!((summary.computed, summary.failed), (2, 0));
+    let conn = Connection::open(&db).unwrap();
+    let (policy, cycles, result): (String, i64, String) = conn
+        .query_row(
+            "SELECT policy, cycles, result FROM results WHERE point = 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .unwrap();
+    assert_eq!(policy, "npq");
+    assert!(cycles > 0);
+    let report: serde_json::Value = serde_json::from_str(&result).unwrap();
+    assert_eq!(report["all_verified"], true);
+    assert_eq!(report["processes"][0]["name"], "p");
+    assert_eq!(report["cycles"].as_i64(), Some(cycles));
+}
