@@ -15,7 +15,7 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 
 python3 -m venv "$VENV"
 "$VENV/bin/python" -m pip install --quiet --upgrade pip
-"$VENV/bin/python" -m pip install --quiet "maturin>=1.5,<2" pytest "pandas>=1.5" nbclient nbformat ipykernel
+"$VENV/bin/python" -m pip install --quiet "maturin>=1.5,<2" pytest "pandas>=1.5" pyarrow nbclient nbformat ipykernel
 
 # The command the tests compare the bindings with: `cargo test --workspace` (before this in
 # .ci/run) built it for its integration tests; building it with `cargo build` would resolve

@@ -820,6 +820,59 @@ fn version() -> &'static str {
     env!("CARGO_PKG_VERSION")
 }
 
+/// Runs a sweep (the sweep file `file`, or `text` named `file`) into the database `db`, as
+/// `switchyard sweep` does; JSON of the summary. A bad sweep file raises `SweepError` with
+/// its file, line and field.
+#[pyfunction]
+#[pyo3(name = "sweep", signature = (file, db, text=None, jobs=None, retry_failed=false))]
+fn run_sweep(
+    py: Python<'_>,
+    file: &str,
+    db: &str,
+    text: Option<String>,
+    jobs: Option<usize>,
+    retry_failed: bool,
+) -> PyResult<String> {
+    let text = match text {
+        Some(t) => t,
+        None => switchyard::input::read_text(Path::new(file), switchyard::input::Utf8::Strict)
+            .map_err(|e| value_error(e).raise(py))?,
+    };
+    let spec = ::sweep::parse(file, &text).map_err(|e| {
+        Fail {
+            class: "SweepError",
+            message: e.to_string(),
+            fields: Some((e.location, e.field, e.what)),
+        }
+        .raise(py)
+    })?;
+    let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let options = ::sweep::Options {
+        jobs: jobs.max(1),
+        retry_failed,
+    };
+    let summary = py
+        .allow_threads(|| {
+            ::sweep::run(
+                &spec,
+                Path::new(db),
+                options,
+                &switchyard::suite_run::sweep_kernel,
+                &mut |_| {},
+            )
+        })
+        .map_err(|e| run_error(e.to_string()).raise(py))?;
+    Ok(to_json(&json!({
+        "run": summary.run,
+        "points": summary.points,
+        "reused": summary.reused,
+        "computed": summary.computed,
+        "failed": summary.failed,
+        "database_s": summary.database.as_secs_f64(),
+        "keys": summary.keys,
+    })))
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(presets, m)?)?;
@@ -828,6 +881,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_kernel, m)?)?;
     m.add_function(wrap_pyfunction!(study, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
+    m.add_function(wrap_pyfunction!(run_sweep, m)?)?;
     m.add_class::<ScenarioHandle>()?;
     m.add_class::<Run>()?;
     Ok(())

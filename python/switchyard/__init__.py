@@ -31,6 +31,7 @@ from .errors import (
     ScenarioError,
     SwitchyardError,
     SwitchyardValueError,
+    SweepError,
 )
 
 __all__ = [
@@ -50,6 +51,11 @@ __all__ = [
     "presets",
     "run",
     "study",
+    "sweep",
+    "sweep_toml",
+    "query",
+    "export",
+    "SweepError",
     "suite_kernels",
     "__version__",
 ]
@@ -466,3 +472,128 @@ def study(
         rows=_flat(j["rows"]),
         raw=j,
     )
+
+
+# --- Sweeps -------------------------------------------------------------------------------
+
+
+def _toml_value(v: Any, where: str) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        return repr(v)
+    if isinstance(v, str):
+        return json.dumps(v)  # a JSON string is a TOML basic string
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_toml_value(x, where) for x in v) + "]"
+    if isinstance(v, dict):
+        items = ", ".join(f"{json.dumps(str(k))} = {_toml_value(x, where)}" for k, x in v.items())
+        return "{ " + items + " }"
+    raise SwitchyardValueError(f"{where}: {type(v).__name__} {v!r}: a sweep value is a bool, number, string, list or table")
+
+
+def _table(name: str, fields: Dict[str, Any]) -> str:
+    lines = [name]
+    for k, v in fields.items():
+        lines.append(f"{json.dumps(str(k))} = {_toml_value(v, k)}")
+    return "\n".join(lines) + "\n"
+
+
+def sweep_toml(
+    *,
+    fixed: Optional[Dict[str, Any]] = None,
+    grid: Optional[Dict[str, List[Any]]] = None,
+    points: Optional[List[Dict[str, Any]]] = None,
+    description: str = "",
+    threads: Optional[int] = None,
+) -> str:
+    """The sweep file (``SWEEP.toml``) for these fields: what :func:`sweep` runs."""
+    out = f"description = {json.dumps(description)}\n"
+    if threads is not None:
+        out += f"threads = {int(threads)}\n"
+    if fixed:
+        out += _table("[fixed]", fixed)
+    if grid:
+        out += _table("[grid]", grid)
+    for p in points or []:
+        out += _table("[[point]]", p)
+    return out
+
+
+def sweep(
+    file: Optional[PathLike] = None,
+    *,
+    database: PathLike,
+    fixed: Optional[Dict[str, Any]] = None,
+    grid: Optional[Dict[str, List[Any]]] = None,
+    points: Optional[List[Dict[str, Any]]] = None,
+    description: str = "",
+    threads: Optional[int] = None,
+    jobs: Optional[int] = None,
+    retry_failed: bool = False,
+) -> pd.DataFrame:
+    """Runs a sweep into the SQLite ``database`` (as ``switchyard sweep``) and returns its
+    points' rows, one per point in the sweep's order, each field a column.
+
+    The sweep is the file ``file`` or the fields given here: ``fixed`` (every point's
+    fields), ``grid`` (every combination of these lists) and ``points`` (a list of points,
+    each crossed with the grid); paths in them are taken from the file's folder, or from the
+    current directory. A point the database already has is not run again, so calling this
+    again after an interruption (or with more points) runs only what is missing. Failed
+    points are rows with ``status == "failed"`` and their ``error``; ``retry_failed`` runs
+    them again. ``jobs`` points run side by side (default: every core).
+
+    >>> df = sweep(database="s.db", grid={"kernel": ["reduce", "scan"], "seed": [1, 2]})
+    >>> list(df.status)
+    ['ok', 'ok', 'ok', 'ok']
+    """
+    if file is not None:
+        if fixed or grid or points:
+            raise SwitchyardValueError("give a sweep file or fixed/grid/points, not both")
+        name, text = os.fspath(file), None
+    else:
+        name = "<sweep>"
+        text = sweep_toml(fixed=fixed, grid=grid, points=points, description=description, threads=threads)
+    summary = json.loads(_native.sweep(name, os.fspath(database), text, jobs, retry_failed))
+    rows = query(database)
+    by_key = rows.drop_duplicates("key").set_index("key")
+    df = by_key.reindex(summary["keys"]).reset_index()
+    df["point"] = range(len(df))
+    df.attrs["summary"] = {k: v for k, v in summary.items() if k != "keys"}
+    return df
+
+
+def query(database: PathLike, sql: Optional[str] = None) -> pd.DataFrame:
+    """The rows of a results database as a DataFrame: ``sql``, or every point of the
+    ``results`` view (the fields of the last sweep as columns). The database is an ordinary
+    SQLite file: ``pd.read_sql(sql, sqlite3.connect(path))`` reads it as well."""
+    import sqlite3
+
+    path = os.fspath(database)
+    if not os.path.isfile(path):
+        raise SwitchyardValueError(f"{path}: no such results database")
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return pd.read_sql(sql or "SELECT * FROM results ORDER BY sweep, point", con)
+    finally:
+        con.close()
+
+
+def export(database: PathLike, path: PathLike, sql: Optional[str] = None) -> pd.DataFrame:
+    """Writes the rows of :func:`query` to ``path``: CSV for ``.csv``, Parquet for
+    ``.parquet`` (through pandas, with pyarrow or fastparquet; the command ``switchyard
+    query`` writes CSV only). Returns the rows."""
+    df = query(database, sql)
+    out = os.fspath(path)
+    if out.endswith(".csv"):
+        df.to_csv(out, index=False)
+    elif out.endswith(".parquet"):
+        try:
+            df.to_parquet(out, index=False)
+        except ImportError as e:
+            raise SwitchyardValueError(f"{out}: Parquet needs pyarrow or fastparquet ({e})") from e
+    else:
+        raise SwitchyardValueError(f"{out}: write .csv or .parquet")
+    return df

@@ -34,6 +34,14 @@ def study(
     instruction_limit: Optional[int] = None,
 ) -> str: ...
 
+def sweep(
+    file: str,
+    db: str,
+    text: Optional[str] = None,
+    jobs: Optional[int] = None,
+    retry_failed: bool = False,
+) -> str: ...
+
 class ScenarioHandle:
     @staticmethod
     def load(path: str) -> "ScenarioHandle": ...

@@ -40,6 +40,23 @@ class ScenarioError(SwitchyardError, ValueError):
         self.what = what
 
 
+class SweepError(SwitchyardError, ValueError):
+    """A sweep file that could not be read: ``file:line: `field`: what``, the parts also
+    attributes (``location``, ``field``, ``what``)."""
+
+    def __init__(
+        self,
+        message: str,
+        location: Optional[str] = None,
+        field: Optional[str] = None,
+        what: Optional[str] = None,
+    ) -> None:
+        super().__init__(message)
+        self.location = location
+        self.field = field
+        self.what = what
+
+
 class PtxError(SwitchyardError, ValueError):
     """PTX that did not parse or lower: every diagnostic, with file, line and column."""
 

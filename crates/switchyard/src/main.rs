@@ -49,6 +49,13 @@ enum Command {
     /// timed GPU under a scheduling policy; reports arrival, start and end of every process
     /// and kernel, and NTT, ANTT, STP and fairness against each process run alone.
     Scenario(ScenarioArgs),
+    /// Run a sweep: suite kernels or scenarios over a grid or a list of points (GPU,
+    /// scheduler, size, seed, policy, mechanism, any scenario field), side by side on every
+    /// core, each point's result in a SQLite database. A sweep run again (after a kill, or
+    /// with more points) runs only the points the database does not have.
+    Sweep(cmd_sweep::SweepArgs),
+    /// Print a results database's rows as CSV (every point by default, or `--sql`).
+    Query(cmd_sweep::QueryArgs),
     /// The papers' experiments, with tables, JSON, CSV and SVG plots.
     #[command(subcommand)]
     Experiment(ExperimentCommand),
@@ -817,6 +824,7 @@ mod cmd_experiment;
 mod cmd_hardware;
 mod cmd_run;
 mod cmd_scenario;
+mod cmd_sweep;
 use cmd_run::run;
 
 fn main() -> ExitCode {
@@ -843,6 +851,8 @@ fn main() -> ExitCode {
         Some(Command::Experiment(ExperimentCommand::Multiprogram(args))) => {
             cmd_experiment::multiprogram(args)
         }
+        Some(Command::Sweep(args)) => cmd_sweep::sweep(args),
+        Some(Command::Query(args)) => cmd_sweep::query(args),
         Some(Command::Hardware(args)) => cmd_hardware::hardware(args),
         Some(Command::Check { files, json }) => check(&files, json),
         Some(Command::Analyze(args)) => analyze(args),

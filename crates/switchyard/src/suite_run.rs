@@ -258,3 +258,27 @@ pub fn run_kernel_on<'p>(
         timed: dev.timed_stats,
     })
 }
+
+/// Runs one suite kernel on `timing` for a sweep point ([`sweep::KernelRunner`]): the same
+/// call as `switchyard run`, with strict memory checks.
+pub fn sweep_kernel(
+    k: &'static dyn Kernel,
+    target: Target,
+    size: Size,
+    seed: u64,
+    timing: &TimedGpu,
+) -> Result<sweep::KernelOutcome, String> {
+    let r = run_kernel_on(k, target, size, seed, Engine::on(timing), None)
+        .map_err(|e| e.to_string())?;
+    let (verified, detail) = match &r.verification {
+        Verification::Passed { checked } => (true, format!("{checked} values checked")),
+        Verification::Failed { mismatches, first } => {
+            (false, format!("{mismatches} mismatches; first: {first}"))
+        }
+    };
+    Ok(sweep::KernelOutcome {
+        verified,
+        detail,
+        launches: r.timed,
+    })
+}
