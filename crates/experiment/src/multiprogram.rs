@@ -398,24 +398,33 @@ fn run_jobs<J: Sync, R: Send>(
     one: &(dyn Fn(&J) -> Result<R, MultiprogramError> + Sync),
     done: &(dyn Fn(&J) + Sync),
 ) -> Result<Vec<R>, MultiprogramError> {
+    run_jobs_on(threads, &crate::worker_thread, jobs, one, done)
+}
+
+/// [`run_jobs`] on threads made by `builder`, through [`crate::on_workers`]: a thread the
+/// system refuses leaves its share of the jobs to the others (or to the caller when none
+/// starts), never a panic.
+fn run_jobs_on<J: Sync, R: Send>(
+    threads: usize,
+    builder: &dyn Fn() -> std::thread::Builder,
+    jobs: &[J],
+    one: &(dyn Fn(&J) -> Result<R, MultiprogramError> + Sync),
+    done: &(dyn Fn(&J) + Sync),
+) -> Result<Vec<R>, MultiprogramError> {
     let results: Vec<Mutex<Option<Result<R, MultiprogramError>>>> =
         jobs.iter().map(|_| Mutex::new(None)).collect();
     let next = AtomicUsize::new(0);
-    std::thread::scope(|s| {
-        for _ in 0..threads.clamp(1, jobs.len().max(1)) {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(job) = jobs.get(i) else {
-                    return;
-                };
-                let r = one(job);
-                let failed = r.is_err();
-                *results[i].lock().expect("no thread panics holding it") = Some(r);
-                done(job);
-                if failed {
-                    next.store(jobs.len(), Ordering::Relaxed);
-                }
-            });
+    crate::on_workers(threads.clamp(1, jobs.len().max(1)), builder, &|| loop {
+        let i = next.fetch_add(1, Ordering::Relaxed);
+        let Some(job) = jobs.get(i) else {
+            return;
+        };
+        let r = one(job);
+        let failed = r.is_err();
+        *results[i].lock().expect("no thread panics holding it") = Some(r);
+        done(job);
+        if failed {
+            next.store(jobs.len(), Ordering::Relaxed);
         }
     });
     let mut out = Vec::with_capacity(jobs.len());
@@ -905,6 +914,32 @@ mod tests {
         Class::Long,
         Class::Long,
     ];
+
+    #[test]
+    fn jobs_run_on_the_caller_when_every_spawn_is_refused() {
+        let jobs: Vec<u32> = (0..12).collect();
+        let ran = AtomicUsize::new(0);
+        let one = |&j: &u32| -> Result<u32, MultiprogramError> { Ok(j * j) };
+        let done = |_: &u32| {
+            ran.fetch_add(1, Ordering::Relaxed);
+        };
+        // A stack larger than the address space: every spawn fails (`Scope::spawn`
+        // panicked on it).
+        let refused = || std::thread::Builder::new().stack_size(1 << 60);
+        let out = run_jobs_on(4, &refused, &jobs, &one, &done).expect("no job fails");
+        assert_eq!(out, jobs.iter().map(|j| j * j).collect::<Vec<_>>());
+        assert_eq!(ran.load(Ordering::Relaxed), 12);
+        // The same on threads that start, and a failure still stops the queue.
+        assert_eq!(run_jobs(4, &jobs, &one, &done).expect("no job fails"), out);
+        let fail = |&j: &u32| -> Result<u32, MultiprogramError> {
+            if j == 0 {
+                Err(MultiprogramError::Config("job 0".into()))
+            } else {
+                Ok(j)
+            }
+        };
+        assert!(run_jobs_on(4, &refused, &jobs, &fail, &done).is_err());
+    }
 
     #[test]
     fn mixes_are_deterministic_per_seed_and_vary_with_it() {

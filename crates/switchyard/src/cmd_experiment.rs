@@ -628,6 +628,15 @@ pub(crate) fn multiprogram(args: MultiprogramArgs) -> Outcome {
     c.procs = args.procs.clone();
     c.mixes = args.mixes;
     inf.count = args.requests;
+    inf.sms = (args.inference_sms > 0).then_some(args.inference_sms);
+    inf.machine().map_err(|e| format!("--inference-sms: {e}"))?;
+    if !(args.mean_gap.is_finite() && args.mean_gap > 0.0) {
+        return Err(format!(
+            "--mean-gap {} must be a positive number of µs",
+            args.mean_gap
+        ));
+    }
+    inf.mean_gap_us = args.mean_gap;
     if args.quick {
         c.procs = vec![2, 4];
         c.mixes = 2;

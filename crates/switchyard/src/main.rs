@@ -393,9 +393,17 @@ struct MultiprogramArgs {
     /// The tensor-core GPU of the inference-tail table.
     #[arg(long, default_value = "v100")]
     inference_gpu: String,
-    /// Requests per latency-critical process in the inference-tail table.
+    /// Cut the inference GPU to this many SMs, so that the batch holds every SM for much
+    /// longer than a request (`0`: all of them).
+    #[arg(long, default_value_t = experiment::inference::DEFAULT_SMS)]
+    inference_sms: u32,
+    /// Requests per latency-critical process in the inference-tail table (two processes;
+    /// `--requests 500` gives 1,000 a run).
     #[arg(long, default_value_t = experiment::inference::DEFAULT_REQUESTS)]
     requests: u32,
+    /// The mean gap of each latency-critical process's Poisson requests, µs.
+    #[arg(long, default_value_t = experiment::inference::DEFAULT_MEAN_GAP_US)]
+    mean_gap: f64,
     /// A quick look: 2 and 4 processes, 2 mixes each, 4 requests a latency-critical
     /// process.
     #[arg(long)]

@@ -1196,7 +1196,7 @@ fn corun_experiment_tries_every_combination_and_scheme_deterministically() {
 }
 
 #[test]
-fn multiprogram_names_a_bad_run_or_request_count() {
+fn multiprogram_names_a_bad_run_request_count_or_inference_setting() {
     let o = switchyard(&["experiment", "multiprogram", "--runs", "fcfs,nope"]);
     assert!(!o.status.success());
     let t = text(&o);
@@ -1211,16 +1211,33 @@ fn multiprogram_names_a_bad_run_or_request_count() {
         "{}",
         text(&o)
     );
+    // The inference GPU cannot be cut to more SMs than it has, and the requests need a
+    // positive mean gap: both named before anything runs.
     let o = switchyard(&[
         "experiment",
         "multiprogram",
         "--inference-only",
-        "--inference-gpu",
-        "gtx480",
+        "--inference-sms",
+        "100",
     ]);
     assert!(!o.status.success());
     assert!(
-        text(&o).contains("needs tensor cores, which gtx480 has not"),
+        text(&o).contains(
+            "--inference-sms: the inference GPU's SMs: 100 is out of 1..=80 (v100 has 80)"
+        ),
+        "{}",
+        text(&o)
+    );
+    let o = switchyard(&[
+        "experiment",
+        "multiprogram",
+        "--inference-only",
+        "--mean-gap",
+        "0",
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        text(&o).contains("--mean-gap 0 must be a positive number of µs"),
         "{}",
         text(&o)
     );
