@@ -63,6 +63,16 @@ pub(super) struct SmCounters<'a> {
     launches: &'a mut IdVec<LaunchId, LaunchTally>,
 }
 
+impl SmCounters<'_> {
+    /// The same counters, borrowed again for a shorter while.
+    pub(super) fn reborrow(&mut self) -> SmCounters<'_> {
+        SmCounters {
+            stats: self.stats,
+            launches: self.launches,
+        }
+    }
+}
+
 impl Counters {
     /// Counters for `sms` SMs of `schedulers` warp schedulers each, all zero.
     pub fn new(sms: usize, schedulers: usize) -> Counters {

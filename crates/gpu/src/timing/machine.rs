@@ -32,6 +32,7 @@
 //! for tests of SMs alone, [`super::backend::FixedLatency`].
 
 use kir::Id;
+use lockstep::Team;
 use memsys::{MemConfig, MemorySystem};
 
 use super::backend::{MemoryBackend, Through};
@@ -305,7 +306,7 @@ pub struct Machine<B: MemoryBackend = MemorySystem> {
     probe: Option<Box<dyn Probe>>,
     shown: usize,
     /// The threads SMs are stepped on, with `TimingOptions::threads` above 1.
-    pool: Option<rayon::ThreadPool>,
+    team: Option<Team>,
 }
 
 impl Machine {
@@ -374,7 +375,7 @@ impl<B: MemoryBackend> Machine<B> {
             counters,
             probe: None,
             shown: 0,
-            pool: Machine::<B>::pool_of(opts_threads),
+            team: Team::new(opts_threads),
         }
     }
 
@@ -787,19 +788,6 @@ impl<B: MemoryBackend> Machine<B> {
         Ok(())
     }
 
-    /// A thread pool of `threads`, or none for one thread.
-    fn pool_of(threads: usize) -> Option<rayon::ThreadPool> {
-        if threads <= 1 {
-            return None;
-        }
-        // A pool that cannot be built (no threads left to the process) steps on one.
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .thread_name(|i| format!("switchyard-sm-{i}"))
-            .build()
-            .ok()
-    }
-
     /// Every SM's part of cycle `now`: it takes its completed accesses, then its schedulers
     /// issue (ARCHITECTURE.md, "Parallel stepping"). With the backend's ports, each SM
     /// touches only its own state, its own port and its own counters, and reads the
@@ -818,29 +806,25 @@ impl<B: MemoryBackend> Machine<B> {
             .is_some_and(|p| p.interests().hears_sms());
         if !probe_hears_sms {
             if let Some(ports) = self.memsys.ports() {
-                let one = |((sm, mut port), counters): ((&mut Sm, B::Port<'_>), SmCounters<'_>)| {
-                    let mut watch = Watch::new(counters, None);
-                    sm.complete(&mut port, launches, &mut watch, now);
-                    sm.issue(launches, &specs, &mut port, mem, &mut watch, now)
+                type Item<'m, P> = ((&'m mut Sm, P), SmCounters<'m>);
+                let one = |((sm, port), counters): &mut Item<'_, B::Port<'_>>| {
+                    let mut watch = Watch::new(counters.reborrow(), None);
+                    sm.complete(port, launches, &mut watch, now);
+                    sm.issue(launches, &specs, port, mem, &mut watch, now)
                 };
-                let Some(pool) = &self.pool else {
-                    for w in self.sms.iter_mut().zip(ports).zip(self.counters.per_sm()) {
-                        one(w)?;
-                    }
-                    return Ok(());
+                let mut items: Vec<Item<'_, B::Port<'_>>> = self
+                    .sms
+                    .iter_mut()
+                    .zip(ports)
+                    .zip(self.counters.per_sm())
+                    .collect();
+                let Some(team) = &self.team else {
+                    return items.iter_mut().try_for_each(one);
                 };
-                use rayon::prelude::*;
-                let counters: Vec<SmCounters<'_>> = self.counters.per_sm().collect();
-                let chunk = self.sms.len().div_ceil(pool.current_num_threads()).max(1);
-                let results: Vec<Result<(), ExecError>> = pool.install(|| {
-                    self.sms
-                        .par_iter_mut()
-                        .zip(ports)
-                        .zip(counters)
-                        .with_min_len(chunk)
-                        .map(one)
-                        .collect()
-                });
+                // Chunks in SM order, each stopping at its first error: the first error of
+                // the first failing chunk is the lowest SM's.
+                let results =
+                    team.for_chunks(&mut items, |chunk| chunk.iter_mut().try_for_each(one));
                 return results.into_iter().collect();
             }
         }
