@@ -257,8 +257,12 @@ impl Sm {
             }
         }
         self.issue.finishing.clear();
-        self.ldst
-            .drain_backlog(self.id, specs.memory, memsys, watch, now);
+        if let Some(tag) = self
+            .ldst
+            .drain_backlog(self.id, specs.memory, memsys, watch, now)
+        {
+            self.part_accepted(launches, specs, memsys, tag, now);
+        }
         let n = self.issue.scheds.len();
         // Whether this cycle can repeat unchanged (see `Sleep`), and until when.
         let mut sleep = SleepCheck {
@@ -517,7 +521,12 @@ impl Sm {
                 textures: mem.textures(),
             };
             match self.plan_memory(specs, memsys, &access, watch) {
-                Ok(p) => p,
+                Ok(p) => {
+                    if let Some((tag, until)) = self.ldst.disable.take() {
+                        self.disable(&mut ws, tag, until, now);
+                    }
+                    p
+                }
                 Err(r) => {
                     self.ldst.refused_at = now;
                     self.res.warps[slot] = Some(ws);
@@ -727,5 +736,68 @@ impl Sm {
             self.front.fill_buffer(&mut self.res.hot[slot], slot, now);
         }
         Ok(Ok(()))
+    }
+}
+
+/// Warp disable (papers/tanasic-thesis §6.3.1; `memsys::Pipeline::WdCommit`, `WdLastcheck`).
+impl Sm {
+    /// Disables warp `ws` after it issued access `tag`: until `until`, or while `until` is
+    /// [`MEM_PENDING`], until the access completes or its last part is translated.
+    fn disable(
+        &mut self,
+        ws: &mut super::warp::WarpSlot,
+        tag: crate::timing::ids::PendingId,
+        until: u64,
+        now: u64,
+    ) {
+        self.disables += 1;
+        ws.disabled_since = now;
+        ws.disabled_until = until;
+        if until == MEM_PENDING {
+            ws.disabled_by = Some(tag);
+        } else {
+            ws.disabled_by = None;
+            self.disabled_cycles += until.saturating_sub(now);
+        }
+    }
+
+    /// A further part of access `tag` was accepted: under WD-lastcheck, once its last part
+    /// is in and no part waits for a fault, its warp is enabled at its last translation.
+    fn part_accepted<P: SmMemory>(
+        &mut self,
+        launches: &[Launch],
+        specs: &Specs,
+        memsys: &P,
+        tag: crate::timing::ids::PendingId,
+        now: u64,
+    ) {
+        let Some(r) = memsys.last_translated() else {
+            return;
+        };
+        let lastcheck = specs
+            .memory
+            .translating()
+            .is_some_and(|t| t.pipeline == memsys::Pipeline::WdLastcheck);
+        let last = self.ldst.backlog.is_none();
+        let p = self.ldst.pending.get_mut(tag);
+        p.translated = p.translated.max(r);
+        let (translated, slot) = (p.translated, p.slot);
+        if !last || translated == MEM_PENDING {
+            return;
+        }
+        let Some(slot) = slot else {
+            return;
+        };
+        let Some(w) = self.res.warps[slot].as_deref_mut() else {
+            return;
+        };
+        if w.disabled_by != Some(tag) || !lastcheck {
+            return;
+        }
+        w.disabled_by = None;
+        w.disabled_until = translated;
+        self.disabled_cycles += translated.max(now) - w.disabled_since;
+        let launch = w.launch;
+        self.sync(&launches[launch.index()].decoded, slot);
     }
 }

@@ -44,6 +44,13 @@ pub(super) struct WarpSlot {
     /// context starts with every bit set, since where its registers were saved before is
     /// not known here.
     pub dirty: Vec<u64>,
+    /// Warp disable (`memsys::Pipeline::WdCommit`, `WdLastcheck`; papers/tanasic-thesis
+    /// §6.3.1): the first cycle the warp may issue again ([`MEM_PENDING`] until the access
+    /// that disabled it completes or its last page is translated; 0: not disabled), the
+    /// access that disabled it, and the cycle it did.
+    pub disabled_until: u64,
+    pub disabled_by: Option<crate::timing::ids::PendingId>,
+    pub disabled_since: u64,
 }
 
 impl WarpSlot {
@@ -66,6 +73,9 @@ impl WarpSlot {
             cp_async: CpAsyncGroups::default(),
             sleep_until: 0,
             dirty: vec![0; regs.div_ceil(64)],
+            disabled_until: 0,
+            disabled_by: None,
+            disabled_since: 0,
         }
     }
 
@@ -241,8 +251,9 @@ impl WarpHot {
                 break;
             }
         }
-        // A sleeping warp is ready again when its `nanosleep` ends.
-        self.ready = self.ready.max(w.sleep_until);
+        // A sleeping warp is ready again when its `nanosleep` ends, a disabled one when it
+        // is enabled again.
+        self.ready = self.ready.max(w.sleep_until).max(w.disabled_until);
         // `cp.async.wait_group` waits like a load for its groups' copies.
         if let Some((groups, all)) = decoded.cp_async_wait(top.pc) {
             if !w.cp_async.satisfied(groups, all) {
