@@ -13,7 +13,12 @@ use memsys::Pipeline;
 use suite::Size;
 use timing_common::{Device, Engine};
 
-const ORGANISATIONS: [Pipeline; 3] = [Pipeline::Stall, Pipeline::WdCommit, Pipeline::WdLastcheck];
+const ORGANISATIONS: [Pipeline; 4] = [
+    Pipeline::Stall,
+    Pipeline::WdCommit,
+    Pipeline::WdLastcheck,
+    Pipeline::ReplayQueue,
+];
 
 /// fault-study (translation on, Table 6.1) with `pipeline`.
 fn gpu(pipeline: Pipeline, shortcuts: bool) -> TimedGpu {
@@ -42,12 +47,40 @@ const ILP: &str = r#"
 "#;
 const ACCESSES: u64 = 5;
 
+/// [`ILP`] with the address register overwritten after each load (`%rd3 += 4096`): a WAR
+/// hazard on the previous load's source, which the replay queue holds until that load's
+/// last TLB check.
+const WAR: &str = r#"
+    mul.wide.u32 %rd2, %r1, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    ld.global.u32 %r10, [%rd3];
+    add.s64 %rd3, %rd3, 4096;
+    ld.global.u32 %r11, [%rd3];
+    add.s64 %rd3, %rd3, 4096;
+    ld.global.u32 %r12, [%rd3];
+    add.s64 %rd3, %rd3, 4096;
+    ld.global.u32 %r13, [%rd3];
+    add.u32 %r10, %r10, %r11;
+    add.u32 %r12, %r12, %r13;
+    add.u32 %r10, %r10, %r12;
+    add.s64 %rd4, %rd0, %rd2;
+    st.global.u32 [%rd4], %r10;
+"#;
+
 fn ilp(pipeline: Pipeline, shortcuts: bool) -> TimedStats {
+    run_body(ILP, pipeline, shortcuts)
+}
+
+fn run_body(body: &str, pipeline: Pipeline, shortcuts: bool) -> TimedStats {
     let aux: Vec<u8> = (0..4096u32)
         .flat_map(|i| (i * 3 + 1).to_le_bytes())
         .collect();
-    let engine = Engine::Timed(Box::new(gpu(pipeline, shortcuts)));
-    let (s, out) = timing_common::run_kernel(engine, "", ILP, 1, 32, 32, 128, &aux);
+    // Registers as written (no allocation), so the only WAR hazards are the body's own (an
+    // allocator may give a later value a dead source's register).
+    let mut timed = gpu(pipeline, shortcuts);
+    timed.options.allocate = false;
+    let engine = Engine::Timed(Box::new(timed));
+    let (s, out) = timing_common::run_kernel(engine, "", body, 1, 32, 32, 128, &aux);
     for t in 0..32u32 {
         let want: u32 = (0..4).map(|k| (t + 1024 * k) * 3 + 1).sum();
         let got = u32::from_le_bytes(out[4 * t as usize..4 * t as usize + 4].try_into().unwrap());
@@ -58,7 +91,7 @@ fn ilp(pipeline: Pipeline, shortcuts: bool) -> TimedStats {
 
 #[test]
 fn warp_disable_holds_a_warp_until_commit_or_its_last_tlb_check() {
-    let [stall, commit, lastcheck] = ORGANISATIONS.map(|p| ilp(p, true));
+    let [stall, commit, lastcheck, _] = ORGANISATIONS.map(|p| ilp(p, true));
     for (p, s) in ORGANISATIONS.iter().zip([&stall, &commit, &lastcheck]) {
         eprintln!(
             "{p:?}: {} cycles, {} disables, {} disabled cycles, {} loads of mean latency {}, translation {} cycles",
@@ -96,6 +129,27 @@ fn warp_disable_holds_a_warp_until_commit_or_its_last_tlb_check() {
 }
 
 #[test]
+fn the_replay_queue_holds_only_overwrites_of_a_memory_instructions_sources() {
+    // Without a WAR hazard on a memory instruction's sources nothing waits: stall's cycles.
+    let stall = ilp(Pipeline::Stall, true);
+    let rq = ilp(Pipeline::ReplayQueue, true);
+    assert_eq!(rq.frontend.source_holds, ACCESSES);
+    assert_eq!(rq.frontend.warp_disables, 0);
+    assert_eq!(rq.cycles, stall.cycles, "no WAR, no cost");
+    // Overwriting the address after each load waits for that load's translation (as the
+    // warp-disable variants would), but not for its data.
+    let [stall, commit, lastcheck, rq] = ORGANISATIONS.map(|p| run_body(WAR, p, true));
+    eprintln!(
+        "WAR: stall {}, WD-commit {}, WD-lastcheck {}, replay queue {} cycles",
+        stall.cycles, commit.cycles, lastcheck.cycles, rq.cycles
+    );
+    assert_eq!(rq.frontend.source_holds, ACCESSES);
+    assert!(rq.cycles > stall.cycles, "the WAR holds cost time");
+    assert!(rq.cycles <= lastcheck.cycles);
+    assert!(rq.cycles < commit.cycles);
+}
+
+#[test]
 fn warp_disable_is_exact_under_the_engine_shortcuts() {
     // A disabled warp waits on a completion or a known cycle, which the SM's sleep and the
     // schedulers' memos must honour: every statistic is the same with the shortcuts off.
@@ -126,7 +180,11 @@ fn suite_run(name: &str, pipeline: Pipeline) -> (TimedStats, Vec<Vec<u8>>) {
 fn suite_kernels_verify_with_the_same_memory_under_every_organisation() {
     for name in ["hist", "spmv"] {
         let (base, memory) = suite_run(name, Pipeline::Stall);
-        for p in [Pipeline::WdCommit, Pipeline::WdLastcheck] {
+        for p in [
+            Pipeline::WdCommit,
+            Pipeline::WdLastcheck,
+            Pipeline::ReplayQueue,
+        ] {
             let (s, m) = suite_run(name, p);
             assert!(
                 m == memory,
@@ -134,10 +192,12 @@ fn suite_kernels_verify_with_the_same_memory_under_every_organisation() {
             );
             // (Fewer cycles than stall's can happen: holding warps back changes the order
             // of their accesses, and with it contention, so cycles are not asserted.)
-            assert!(
-                s.frontend.warp_disables > 0,
-                "{name} under {p:?}: nothing disabled"
-            );
+            let (disables, holds) = (s.frontend.warp_disables, s.frontend.source_holds);
+            if p == Pipeline::ReplayQueue {
+                assert!(disables == 0 && holds > 0, "{name}: {:?}", s.frontend);
+            } else {
+                assert!(disables > 0 && holds == 0, "{name} {p:?}: {:?}", s.frontend);
+            }
             assert_eq!(base.frontend.warp_disables, 0);
         }
     }

@@ -119,6 +119,10 @@ pub enum Pipeline {
     /// again once the instruction's last part has been offered and its last page is
     /// translated without a fault.
     WdLastcheck,
+    /// Replay queue (§6.3.2): the warp goes on issuing, but a memory instruction's source
+    /// registers are released only at its last TLB check, so a younger instruction of the
+    /// warp that overwrites one of them (a WAR hazard) waits until then.
+    ReplayQueue,
 }
 
 impl Pipeline {
@@ -133,6 +137,7 @@ impl Pipeline {
             Pipeline::Stall => "stall",
             Pipeline::WdCommit => "wd-commit",
             Pipeline::WdLastcheck => "wd-lastcheck",
+            Pipeline::ReplayQueue => "replay-queue",
         }
     }
 }

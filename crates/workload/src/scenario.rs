@@ -279,10 +279,11 @@ pub const MAX_DUMP_DIMENSIONS: usize = 32;
 pub const MAX_REPLAY: u32 = 1000;
 
 /// The pipeline organisations a scenario may name (`pipeline = "..."`).
-const PIPELINES: [memsys::Pipeline; 3] = [
+const PIPELINES: [memsys::Pipeline; 4] = [
     memsys::Pipeline::Stall,
     memsys::Pipeline::WdCommit,
     memsys::Pipeline::WdLastcheck,
+    memsys::Pipeline::ReplayQueue,
 ];
 
 #[derive(Clone, Debug, Deserialize)]

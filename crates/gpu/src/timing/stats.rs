@@ -118,6 +118,11 @@ pub struct FrontendStats {
     pub warp_disables: u64,
     #[serde(skip_serializing_if = "is_zero")]
     pub disabled_cycles: u64,
+    /// With the replay queue (`memsys::Pipeline::ReplayQueue`): memory instructions whose
+    /// source registers were held against overwriting until their last TLB check. Written
+    /// out only when not zero.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub source_holds: u64,
 }
 
 fn is_zero(v: &u64) -> bool {
@@ -131,6 +136,7 @@ impl FrontendStats {
         self.operand_conflict_cycles += o.operand_conflict_cycles;
         self.warp_disables += o.warp_disables;
         self.disabled_cycles += o.disabled_cycles;
+        self.source_holds += o.source_holds;
     }
 
     /// The counts between the snapshot `e` and `self`.
@@ -141,6 +147,7 @@ impl FrontendStats {
             operand_conflict_cycles: self.operand_conflict_cycles - e.operand_conflict_cycles,
             warp_disables: self.warp_disables - e.warp_disables,
             disabled_cycles: self.disabled_cycles - e.disabled_cycles,
+            source_holds: self.source_holds - e.source_holds,
         }
     }
 }

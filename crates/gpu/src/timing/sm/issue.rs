@@ -523,7 +523,19 @@ impl Sm {
             match self.plan_memory(specs, memsys, &access, watch) {
                 Ok(p) => {
                     if let Some((tag, until)) = self.ldst.disable.take() {
-                        self.disable(&mut ws, tag, until, now);
+                        if specs.memory.translating().map(|t| t.pipeline)
+                            == Some(memsys::Pipeline::ReplayQueue)
+                        {
+                            self.hold_sources(
+                                &mut ws,
+                                launch.decoded.sources(top.pc),
+                                tag,
+                                until,
+                                now,
+                            );
+                        } else {
+                            self.disable(&mut ws, tag, until, now);
+                        }
                     }
                     p
                 }
@@ -761,6 +773,24 @@ impl Sm {
         }
     }
 
+    /// Replay queue: holds the sources `regs` of access `tag` against overwriting until
+    /// `until` (or, while that is [`MEM_PENDING`], until the access's last TLB check).
+    fn hold_sources(
+        &mut self,
+        ws: &mut super::warp::WarpSlot,
+        regs: &[u32],
+        tag: crate::timing::ids::PendingId,
+        until: u64,
+        now: u64,
+    ) {
+        self.source_holds += 1;
+        ws.held.retain(|&(_, u, _)| u > now);
+        let by = (until == MEM_PENDING).then_some(tag);
+        for &r in regs {
+            ws.held.push((r, until, by));
+        }
+    }
+
     /// A further part of access `tag` was accepted: under WD-lastcheck, once its last part
     /// is in and no part waits for a fault, its warp is enabled at its last translation.
     fn part_accepted<P: SmMemory>(
@@ -774,10 +804,7 @@ impl Sm {
         let Some(r) = memsys.last_translated() else {
             return;
         };
-        let lastcheck = specs
-            .memory
-            .translating()
-            .is_some_and(|t| t.pipeline == memsys::Pipeline::WdLastcheck);
+        let pipeline = specs.memory.translating().map(|t| t.pipeline);
         let last = self.ldst.backlog.is_none();
         let p = self.ldst.pending.get_mut(tag);
         p.translated = p.translated.max(r);
@@ -791,7 +818,16 @@ impl Sm {
         let Some(w) = self.res.warps[slot].as_deref_mut() else {
             return;
         };
-        if w.disabled_by != Some(tag) || !lastcheck {
+        if pipeline == Some(memsys::Pipeline::ReplayQueue) {
+            // Its sources are released at its last TLB check.
+            for h in w.held.iter_mut().filter(|h| h.2 == Some(tag)) {
+                (h.1, h.2) = (translated, None);
+            }
+            let launch = w.launch;
+            self.sync(&launches[launch.index()].decoded, slot);
+            return;
+        }
+        if w.disabled_by != Some(tag) || pipeline != Some(memsys::Pipeline::WdLastcheck) {
             return;
         }
         w.disabled_by = None;

@@ -290,7 +290,7 @@ impl Sm {
                 self.ldst.disable = match (pipeline, translated) {
                     (Pipeline::Stall, _) | (_, None) => None,
                     (Pipeline::WdCommit, Some(_)) => Some((tag, MEM_PENDING)),
-                    (Pipeline::WdLastcheck, Some(r)) => {
+                    (Pipeline::WdLastcheck | Pipeline::ReplayQueue, Some(r)) => {
                         Some((tag, if parts > 1 { MEM_PENDING } else { r }))
                     }
                 };

@@ -178,6 +178,8 @@ pub(super) struct Sm {
     /// cycles warps spent disabled.
     disables: u64,
     disabled_cycles: u64,
+    /// Replay queue: memory instructions whose sources were held.
+    source_holds: u64,
 }
 
 impl Sm {
@@ -203,6 +205,7 @@ impl Sm {
             writes: writes::WriteLog::default(),
             disables: 0,
             disabled_cycles: 0,
+            source_holds: 0,
         }
     }
 
@@ -300,6 +303,7 @@ impl Sm {
         FrontendStats {
             warp_disables: self.disables,
             disabled_cycles: self.disabled_cycles,
+            source_holds: self.source_holds,
             ..self.front.stats()
         }
     }
@@ -560,6 +564,15 @@ impl Sm {
             w.disabled_by = None;
             w.disabled_until = 0;
             self.disabled_cycles += now - w.disabled_since;
+            self.sync(decoded, slot);
+        }
+        let w = self.res.warp_mut(slot);
+        if w.held.iter().any(|h| h.2 == Some(tag)) {
+            // Replay queue: an access translated after a fault releases its sources (at
+            // its completion, the first the SM hears of it).
+            for h in w.held.iter_mut().filter(|h| h.2 == Some(tag)) {
+                (h.1, h.2) = (now, None);
+            }
             self.sync(decoded, slot);
         }
         let w = self.res.warp_mut(slot);

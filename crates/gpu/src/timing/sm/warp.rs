@@ -51,6 +51,10 @@ pub(super) struct WarpSlot {
     pub disabled_until: u64,
     pub disabled_by: Option<crate::timing::ids::PendingId>,
     pub disabled_since: u64,
+    /// Replay queue (`memsys::Pipeline::ReplayQueue`, §6.3.2): source registers of memory
+    /// instructions not yet past their last TLB check, each with the first cycle it may be
+    /// overwritten ([`MEM_PENDING`] while that is unknown, with the access that holds it).
+    pub held: Vec<(u32, u64, Option<crate::timing::ids::PendingId>)>,
 }
 
 impl WarpSlot {
@@ -76,6 +80,7 @@ impl WarpSlot {
             disabled_until: 0,
             disabled_by: None,
             disabled_since: 0,
+            held: Vec::new(),
         }
     }
 
@@ -254,6 +259,17 @@ impl WarpHot {
         // A sleeping warp is ready again when its `nanosleep` ends, a disabled one when it
         // is enabled again.
         self.ready = self.ready.max(w.sleep_until).max(w.disabled_until);
+        // Under the replay queue, an instruction that overwrites a held source waits for
+        // its release.
+        if !w.held.is_empty() {
+            for &r in decoded.destinations(top.pc) {
+                for &(h, until, _) in &w.held {
+                    if h == r {
+                        self.ready = self.ready.max(until);
+                    }
+                }
+            }
+        }
         // `cp.async.wait_group` waits like a load for its groups' copies.
         if let Some((groups, all)) = decoded.cp_async_wait(top.pc) {
             if !w.cp_async.satisfied(groups, all) {
