@@ -655,6 +655,9 @@ mod tests {
                 "memory.translation.faults.nvlink.transfer_us",
             ),
             ("link = \"pcie\"", "link = \"pci\"", "link"),
+            // Pipeline organisations (papers/tanasic-thesis §6.3).
+            ("pipeline = \"stall\"", "pipeline = \"replay\"", "pipeline"),
+            ("pipeline = \"stall\"", "pipeline = 3", "pipeline"),
             (
                 "batch_size = 256 ",
                 "batch_size = 256\nbatches = 1 ",

@@ -621,6 +621,9 @@ struct SmState {
     /// Accepted accesses whose translation is under way or whose L1 lookup waits: each
     /// holds its access slot.
     translating: Vec<Translating>,
+    /// The cycle the last access accepted with translation on has its last page translated
+    /// ([`PENDING`] while a page waits for a fault); see [`MemorySystem::last_translated`].
+    last_translated: u64,
     next_seq: u64,
     /// Packets this SM's accesses sent into the request network during the current core
     /// cycle, with the interconnect cycle from which each may be granted, and their count
@@ -726,6 +729,7 @@ impl MemorySystem {
                 completed: VecDeque::new(),
                 tlb: cfg.translating().map(|t| Tlb::new(t.l1_tlb.clone())),
                 translating: Vec::new(),
+                last_translated: 0,
                 next_seq: 0,
                 staged: Vec::new(),
                 staged_per_class: [0; 2],
@@ -832,6 +836,16 @@ impl MemorySystem {
             return r;
         }
         self.port(sm).offer(access)
+    }
+
+    /// With translation on: the cycle at which the last access SM `sm` had accepted has its
+    /// last page translated (its last TLB check passes), or [`PENDING`] while one of its
+    /// pages waits for a fault whose batch has not started. `None` without translation (no
+    /// access can fault). What an SM pipeline that disables a warp until the last TLB check
+    /// reads (`tlb::Pipeline::WdLastcheck`).
+    pub fn last_translated(&self, sm: usize) -> Option<u64> {
+        self.shared_tlb.as_ref()?;
+        Some(self.sms[sm].last_translated)
     }
 
     /// Everything the answer to an offer from SM `sm` at the current core cycle depends on
@@ -951,6 +965,7 @@ impl MemorySystem {
             issued: now,
             pending: a.lines.len() as u32,
         });
+        st.last_translated = ready;
         st.translating.push(Translating {
             ready,
             seq: st.next_seq,

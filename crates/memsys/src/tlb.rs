@@ -94,6 +94,52 @@ pub struct TranslationSpec {
     /// memory cannot be declared.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub faults: Option<FaultSpec>,
+    /// How the SM's pipeline holds a warp around an access that may fault
+    /// (papers/tanasic-thesis §6.3; [`Pipeline`]). Written out only when it is not the
+    /// baseline, so a preset without it serializes as before.
+    #[serde(default, skip_serializing_if = "Pipeline::is_stall")]
+    pub pipeline: Pipeline,
+}
+
+/// The SM pipeline organisation around accesses that may fault (papers/tanasic-thesis §6.3,
+/// Figure 6.11): what a warp may issue after a memory instruction whose translation is not
+/// known to succeed. Only timing changes; the SM executes at issue, so results do not.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Pipeline {
+    /// Stall on fault (today's GPUs, the baseline): a warp goes on issuing after a memory
+    /// instruction; a fault holds the access in the SM's front end until it is serviced.
+    #[default]
+    Stall,
+    /// Warp disable until commit (§6.3.1): after issuing a memory instruction the warp
+    /// issues nothing more until that instruction completes (every part's data or
+    /// acknowledgement back).
+    WdCommit,
+    /// Warp disable until the last TLB check (§6.3.1, Figure 6.5): the warp is enabled
+    /// again once the instruction's last part has been offered and its last page is
+    /// translated without a fault.
+    WdLastcheck,
+    /// Replay queue (§6.3.2): the warp goes on issuing, but a memory instruction's source
+    /// registers are released only at its last TLB check, so a younger instruction of the
+    /// warp that overwrites one of them (a WAR hazard) waits until then.
+    ReplayQueue,
+}
+
+impl Pipeline {
+    /// Whether this is the baseline (stall on fault).
+    pub fn is_stall(&self) -> bool {
+        *self == Pipeline::Stall
+    }
+
+    /// Its name in presets and scenarios.
+    pub fn name(self) -> &'static str {
+        match self {
+            Pipeline::Stall => "stall",
+            Pipeline::WdCommit => "wd-commit",
+            Pipeline::WdLastcheck => "wd-lastcheck",
+            Pipeline::ReplayQueue => "replay-queue",
+        }
+    }
 }
 
 impl TranslationSpec {
@@ -799,6 +845,7 @@ mod tests {
             walkers: 64,
             walk_latency: 500,
             faults: None,
+            pipeline: Pipeline::Stall,
         };
         assert!(good.validate().is_ok());
         let field = |f: &dyn Fn(&mut TranslationSpec)| {

@@ -477,6 +477,7 @@ fn translated(page_kb: u32) -> MemConfig {
         walkers: 64,
         walk_latency: 500,
         faults: None,
+        pipeline: memsys::Pipeline::Stall,
     });
     cfg
 }

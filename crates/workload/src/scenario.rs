@@ -5,6 +5,8 @@
 //! ```toml
 //! description = "BFS against a saxpy loop"
 //! gpu = "gtx480"                  # a preset or a GPU file (the command line may override)
+//! # pipeline = "wd-commit"        # stall | wd-commit | wd-lastcheck: the SM pipeline around
+//! #                               # accesses that may fault (with translation on; §6.3)
 //!
 //! [scheduler]
 //! policy = "fcfs"                 # fcfs | npq | ppq | time-slice | dss | mps | mig
@@ -259,6 +261,10 @@ pub struct ScenarioFile {
     /// Replay (papers/tanasic-thesis §5.3.1): every process's program starts again when it
     /// completes, until each has completed this many runs (1..=[`MAX_REPLAY`]).
     pub replay: Option<Spanned<u32>>,
+    /// The SM pipeline organisation around accesses that may fault (papers/tanasic-thesis
+    /// §6.3; `memsys::Pipeline`): overrides the GPU's `[memory.translation]` `pipeline`.
+    /// Without translation nothing can fault and it changes nothing.
+    pub pipeline: Option<Spanned<String>>,
     /// Named integers every process's expressions may use ([`crate::expr`]).
     #[serde(default)]
     pub constants: BTreeMap<String, Spanned<toml::Value>>,
@@ -271,6 +277,14 @@ pub const MAX_DUMP_DIMENSIONS: usize = 32;
 
 /// The most runs `replay` may ask of every process.
 pub const MAX_REPLAY: u32 = 1000;
+
+/// The pipeline organisations a scenario may name (`pipeline = "..."`).
+const PIPELINES: [memsys::Pipeline; 4] = [
+    memsys::Pipeline::Stall,
+    memsys::Pipeline::WdCommit,
+    memsys::Pipeline::WdLastcheck,
+    memsys::Pipeline::ReplayQueue,
+];
 
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -670,6 +684,8 @@ pub struct Scenario {
     pub max_cycles: Option<u64>,
     /// Runs every process completes under replay (`None`: each runs once).
     pub replay: Option<u32>,
+    /// The pipeline organisation the scenario asks for (`pipeline = "wd-commit"`), if any.
+    pub pipeline: Option<memsys::Pipeline>,
     pub processes: Vec<Process>,
     /// What loading accepted but warns about (`file:line:col: warning: what`): integer
     /// literals in a process's PTX wrapped to their type.
@@ -1227,6 +1243,24 @@ impl Cx<'_> {
                 );
             }
         }
+        let pipeline = match &raw.pipeline {
+            None => None,
+            Some(p) => match PIPELINES.iter().find(|o| o.name() == p.get_ref().as_str()) {
+                Some(&o) => Some(o),
+                None => {
+                    let names: Vec<&str> = PIPELINES.iter().map(|o| o.name()).collect();
+                    return self.err(
+                        Some(p.span()),
+                        "pipeline",
+                        format!(
+                            "no pipeline organisation `{}` (organisations: {})",
+                            p.get_ref(),
+                            names.join(", ")
+                        ),
+                    );
+                }
+            },
+        };
         if let Some(n) = &raw.replay {
             if !(1..=MAX_REPLAY).contains(n.get_ref()) {
                 return self.err(
@@ -1305,6 +1339,7 @@ impl Cx<'_> {
             host: raw.host,
             max_cycles: raw.limits.max_cycles,
             replay: raw.replay.map(Spanned::into_inner),
+            pipeline,
             processes,
             warnings: self.warnings.take(),
         })

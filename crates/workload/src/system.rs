@@ -133,7 +133,10 @@ pub struct Setup {
 
 impl Setup {
     /// The setup a scenario describes, on the timed GPU `timing`.
-    pub fn for_scenario(s: &crate::Scenario, timing: TimedGpu, max_cycles: u64) -> Setup {
+    pub fn for_scenario(s: &crate::Scenario, mut timing: TimedGpu, max_cycles: u64) -> Setup {
+        if let (Some(p), Some(t)) = (s.pipeline, timing.gpu.memory.translation.as_mut()) {
+            t.pipeline = p;
+        }
         Setup {
             host: s.host_spec(&timing.gpu.host),
             timing,

@@ -266,3 +266,98 @@ fn shortcuts_stay_exact_under_faults() {
         .sum();
     assert!(refused > 0, "no offer was refused for L1 TLB MSHRs");
 }
+
+/// The pipeline organisations of §6.3 (`[memory.translation]`'s `pipeline`) under demand
+/// paging: the same final memory and the same faults as stall on fault; a warp-disable
+/// variant holds the faulting warp (only) until the fault is serviced, so its warps spend
+/// at least one fault's transfer disabled; the replay queue holds sources instead; the
+/// shortcuts stay exact.
+#[test]
+fn every_pipeline_organisation_pages_to_the_same_memory() {
+    let text = scenario("managed = true", 1);
+    let run = |pipeline: memsys::Pipeline, shortcuts: bool| {
+        let mut gpu = small_tlbs();
+        gpu.memory.translation.as_mut().unwrap().pipeline = pipeline;
+        let s = parse("paging.toml", &text, &workload::Disk).unwrap();
+        let mut timed = TimedGpu::new(gpu);
+        timed.options.shortcuts = shortcuts;
+        let mut setup = Setup::for_scenario(&s, timed, 50_000_000);
+        setup.snapshot = true;
+        let r = System::new(setup, &s.processes)
+            .unwrap()
+            .run(&mut |_| {})
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(r.processes[0].verdict.as_ref().unwrap().verified);
+        r
+    };
+    let stall = run(memsys::Pipeline::Stall, true);
+    let (x, y) = regions();
+    let transfer = (25.0 * small_tlbs().sm.clock_mhz) as u64;
+    for p in [
+        memsys::Pipeline::WdCommit,
+        memsys::Pipeline::WdLastcheck,
+        memsys::Pipeline::ReplayQueue,
+    ] {
+        let r = run(p, true);
+        assert_eq!(r.memory, stall.memory, "{p:?}: final memory");
+        let f = faults(&r);
+        assert_eq!(f.far_faults, x.union(&y).count() as u64, "{p:?}: {f:?}");
+        let fe = &r.kernels[0].stats.as_ref().unwrap().frontend;
+        eprintln!(
+            "{p:?}: {} cycles (stall {}), {} disables, {} disabled cycles",
+            r.cycles, stall.cycles, fe.warp_disables, fe.disabled_cycles
+        );
+        if p == memsys::Pipeline::ReplayQueue {
+            // The warps go on; the faulting accesses' sources are held.
+            assert!(fe.source_holds > 0 && fe.warp_disables == 0, "{fe:?}");
+            continue;
+        }
+        assert!(fe.disabled_cycles >= transfer, "{p:?}: {fe:?}");
+        if p != memsys::Pipeline::WdLastcheck {
+            continue;
+        }
+        let exact = run(p, false);
+        assert_eq!(exact.cycles, r.cycles, "{p:?}: shortcuts");
+        assert_eq!(
+            format!("{:?}", exact.kernels[0].stats),
+            format!("{:?}", r.kernels[0].stats)
+        );
+    }
+    assert_eq!(
+        stall.kernels[0]
+            .stats
+            .as_ref()
+            .unwrap()
+            .frontend
+            .disabled_cycles,
+        0
+    );
+}
+
+/// A scenario's `pipeline` overrides the GPU's, and a bad one names the file, line and field.
+#[test]
+fn a_scenario_picks_the_pipeline_organisation() {
+    let text = format!("pipeline = \"wd-commit\"\n{}", scenario("", 1));
+    let r = run_on(small_tlbs(), &text);
+    let fe = &r.kernels[0].stats.as_ref().unwrap().frontend;
+    assert!(fe.warp_disables > 0, "{fe:?}");
+    let plain = run_on(small_tlbs(), &scenario("", 1));
+    assert_eq!(
+        plain.kernels[0]
+            .stats
+            .as_ref()
+            .unwrap()
+            .frontend
+            .warp_disables,
+        0
+    );
+    assert_eq!(r.memory, plain.memory);
+    let bad = format!("pipeline = \"replay\"\n{}", scenario("", 1));
+    let e = parse("paging.toml", &bad, &workload::Disk)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("paging.toml:1:") && e.contains("pipeline") && e.contains("wd-lastcheck"),
+        "{e}"
+    );
+}

@@ -43,6 +43,12 @@ pub trait MemoryBackend {
     /// Jumps an idle hierarchy to the first core edge at or after `t_fs`.
     fn skip_idle_to(&mut self, t_fs: u64);
     fn stats(&self) -> MemStats;
+    /// With address translation: the cycle at which the access SM `sm` last had accepted
+    /// has its last page translated (`memsys::fault::PENDING` while it waits for a fault);
+    /// `None` when nothing is translated, so no access can fault.
+    fn last_translated(&self, _sm: SmId) -> Option<u64> {
+        None
+    }
 }
 
 /// What one SM sees of the memory hierarchy during a cycle: the [`MemoryBackend`] calls
@@ -51,6 +57,10 @@ pub trait SmMemory {
     fn offer(&mut self, access: &MemAccess) -> Result<(), Stall>;
     fn pop_completed(&mut self) -> Option<Completion>;
     fn issue_state(&self) -> IssueState;
+    /// [`MemoryBackend::last_translated`] of this SM.
+    fn last_translated(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// SM `sm`'s view through the whole backend (SMs stepped one after another).
@@ -71,6 +81,10 @@ impl<B: MemoryBackend> SmMemory for Through<'_, B> {
     #[inline]
     fn issue_state(&self) -> IssueState {
         self.backend.issue_state(self.sm)
+    }
+    #[inline]
+    fn last_translated(&self) -> Option<u64> {
+        self.backend.last_translated(self.sm)
     }
 }
 
@@ -106,6 +120,9 @@ impl SmMemory for NoPort {
 
 impl MemoryBackend for MemorySystem {
     type Port<'a> = SmPort<'a>;
+    fn last_translated(&self, sm: SmId) -> Option<u64> {
+        MemorySystem::last_translated(self, sm.0 as usize)
+    }
     fn ports(&mut self) -> Option<Vec<SmPort<'_>>> {
         MemorySystem::ports(self)
     }

@@ -111,6 +111,22 @@ pub struct FrontendStats {
     /// Cycles instructions waited for register-bank ports beyond the conflict-free read,
     /// summed over instructions.
     pub operand_conflict_cycles: u64,
+    /// With a pipeline organisation that disables warps (`memsys::Pipeline::WdCommit`,
+    /// `WdLastcheck`): memory instructions that disabled their warp, and the cycles warps
+    /// spent disabled, summed over warps. Written out only when not zero.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub warp_disables: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub disabled_cycles: u64,
+    /// With the replay queue (`memsys::Pipeline::ReplayQueue`): memory instructions whose
+    /// source registers were held against overwriting until their last TLB check. Written
+    /// out only when not zero.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub source_holds: u64,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 impl FrontendStats {
@@ -118,6 +134,9 @@ impl FrontendStats {
         self.fetches += o.fetches;
         self.icache_misses += o.icache_misses;
         self.operand_conflict_cycles += o.operand_conflict_cycles;
+        self.warp_disables += o.warp_disables;
+        self.disabled_cycles += o.disabled_cycles;
+        self.source_holds += o.source_holds;
     }
 
     /// The counts between the snapshot `e` and `self`.
@@ -126,6 +145,9 @@ impl FrontendStats {
             fetches: self.fetches - e.fetches,
             icache_misses: self.icache_misses - e.icache_misses,
             operand_conflict_cycles: self.operand_conflict_cycles - e.operand_conflict_cycles,
+            warp_disables: self.warp_disables - e.warp_disables,
+            disabled_cycles: self.disabled_cycles - e.disabled_cycles,
+            source_holds: self.source_holds - e.source_holds,
         }
     }
 }

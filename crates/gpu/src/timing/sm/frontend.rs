@@ -93,6 +93,7 @@ impl FrontEnd {
             fetches: self.fetch.iter().map(|f| f.fetches).sum(),
             icache_misses: self.fetch.iter().map(|f| f.misses).sum(),
             operand_conflict_cycles: self.banks.iter().map(|b| b.conflict_cycles).sum(),
+            ..FrontendStats::default()
         }
     }
 }

@@ -257,8 +257,12 @@ impl Sm {
             }
         }
         self.issue.finishing.clear();
-        self.ldst
-            .drain_backlog(self.id, specs.memory, memsys, watch, now);
+        if let Some(tag) = self
+            .ldst
+            .drain_backlog(self.id, specs.memory, memsys, watch, now)
+        {
+            self.part_accepted(launches, specs, memsys, tag, now);
+        }
         let n = self.issue.scheds.len();
         // Whether this cycle can repeat unchanged (see `Sleep`), and until when.
         let mut sleep = SleepCheck {
@@ -517,7 +521,24 @@ impl Sm {
                 textures: mem.textures(),
             };
             match self.plan_memory(specs, memsys, &access, watch) {
-                Ok(p) => p,
+                Ok(p) => {
+                    if let Some((tag, until)) = self.ldst.disable.take() {
+                        if specs.memory.translating().map(|t| t.pipeline)
+                            == Some(memsys::Pipeline::ReplayQueue)
+                        {
+                            self.hold_sources(
+                                &mut ws,
+                                launch.decoded.sources(top.pc),
+                                tag,
+                                until,
+                                now,
+                            );
+                        } else {
+                            self.disable(&mut ws, tag, until, now);
+                        }
+                    }
+                    p
+                }
                 Err(r) => {
                     self.ldst.refused_at = now;
                     self.res.warps[slot] = Some(ws);
@@ -727,5 +748,92 @@ impl Sm {
             self.front.fill_buffer(&mut self.res.hot[slot], slot, now);
         }
         Ok(Ok(()))
+    }
+}
+
+/// Warp disable (papers/tanasic-thesis §6.3.1; `memsys::Pipeline::WdCommit`, `WdLastcheck`).
+impl Sm {
+    /// Disables warp `ws` after it issued access `tag`: until `until`, or while `until` is
+    /// [`MEM_PENDING`], until the access completes or its last part is translated.
+    fn disable(
+        &mut self,
+        ws: &mut super::warp::WarpSlot,
+        tag: crate::timing::ids::PendingId,
+        until: u64,
+        now: u64,
+    ) {
+        self.disables += 1;
+        ws.disabled_since = now;
+        ws.disabled_until = until;
+        if until == MEM_PENDING {
+            ws.disabled_by = Some(tag);
+        } else {
+            ws.disabled_by = None;
+            self.disabled_cycles += until.saturating_sub(now);
+        }
+    }
+
+    /// Replay queue: holds the sources `regs` of access `tag` against overwriting until
+    /// `until` (or, while that is [`MEM_PENDING`], until the access's last TLB check).
+    fn hold_sources(
+        &mut self,
+        ws: &mut super::warp::WarpSlot,
+        regs: &[u32],
+        tag: crate::timing::ids::PendingId,
+        until: u64,
+        now: u64,
+    ) {
+        self.source_holds += 1;
+        ws.held.retain(|&(_, u, _)| u > now);
+        let by = (until == MEM_PENDING).then_some(tag);
+        for &r in regs {
+            ws.held.push((r, until, by));
+        }
+    }
+
+    /// A further part of access `tag` was accepted: under WD-lastcheck, once its last part
+    /// is in and no part waits for a fault, its warp is enabled at its last translation.
+    fn part_accepted<P: SmMemory>(
+        &mut self,
+        launches: &[Launch],
+        specs: &Specs,
+        memsys: &P,
+        tag: crate::timing::ids::PendingId,
+        now: u64,
+    ) {
+        let Some(r) = memsys.last_translated() else {
+            return;
+        };
+        let pipeline = specs.memory.translating().map(|t| t.pipeline);
+        let last = self.ldst.backlog.is_none();
+        let p = self.ldst.pending.get_mut(tag);
+        p.translated = p.translated.max(r);
+        let (translated, slot) = (p.translated, p.slot);
+        if !last || translated == MEM_PENDING {
+            return;
+        }
+        let Some(slot) = slot else {
+            return;
+        };
+        let Some(w) = self.res.warps[slot].as_deref_mut() else {
+            return;
+        };
+        if pipeline == Some(memsys::Pipeline::ReplayQueue) {
+            // Its sources are released at its last TLB check.
+            for h in w.held.iter_mut().filter(|h| h.2 == Some(tag)) {
+                (h.1, h.2) = (translated, None);
+            }
+            let launch = w.launch;
+            self.sync(&launches[launch.index()].decoded, slot);
+            return;
+        }
+        if w.disabled_by != Some(tag) || pipeline != Some(memsys::Pipeline::WdLastcheck) {
+            return;
+        }
+        w.disabled_by = None;
+        w.disabled_until = translated;
+        self.disabled_cycles += translated.max(now) - w.disabled_since;
+        let launch = w.launch;
+        self.sync(&launches[launch.index()].decoded, slot);
     }
 }

@@ -40,6 +40,9 @@ pub(super) struct PendingAccess {
     pub transfer: Option<TransferId>,
     /// The warp's `cp.async` group it belongs to, if it is a `cp.async`.
     pub cp_async: Option<u64>,
+    /// With translation on: the latest cycle a part offered so far has its last page
+    /// translated (`memsys::fault::PENDING` once a part waits for a fault).
+    pub translated: u64,
 }
 
 /// Accesses in flight, by tag; freed tags are reused (lowest last freed first).
@@ -163,6 +166,10 @@ pub(super) struct LdSt {
     pub offer: MemAccess,
     pub pending: PendingTable,
     pub backlog: Option<Backlog>,
+    /// The warp disable the instruction just offered asks for (warp-disable pipelines,
+    /// `memsys::Pipeline`): its access and the first cycle its warp may issue again
+    /// (`MEM_PENDING` until the access completes or its last part is translated).
+    pub disable: Option<(PendingId, u64)>,
     /// Context transfers, oldest first (served in order), and the next transfer id.
     pub transfers: VecDeque<Transfer>,
     next_transfer: u32,
@@ -208,6 +215,7 @@ impl LdSt {
             },
             pending: PendingTable::default(),
             backlog: None,
+            disable: None,
             transfers: VecDeque::new(),
             next_transfer: 0,
             addrs: [None; WARP_SIZE],
@@ -300,6 +308,7 @@ impl LdSt {
             parts: 1,
             transfer: Some(t.id),
             cp_async: None,
+            translated: 0,
         };
         self.pending.add(p);
         self.free_at = now + 1;
@@ -322,7 +331,8 @@ impl LdSt {
         }
     }
 
-    /// Offers the next part of a split access to the memory system.
+    /// Offers the next part of a split access to the memory system; returns its access
+    /// when the part was accepted.
     pub fn drain_backlog<P: SmMemory>(
         &mut self,
         sm: SmId,
@@ -330,9 +340,9 @@ impl LdSt {
         memsys: &mut P,
         watch: &mut Watch,
         now: u64,
-    ) {
+    ) -> Option<PendingId> {
         let Some(b) = &mut self.backlog else {
-            return;
+            return None;
         };
         let chunk = chunk_lines(memcfg, b.space, b.kind);
         let end = (b.next + chunk).min(b.lines.len());
@@ -341,10 +351,13 @@ impl LdSt {
         if memsys.offer(&b.part).is_ok() {
             watch.memory(sm, &b.part, now);
             b.next = end;
+            let tag = b.tag;
             if end == b.lines.len() {
                 self.backlog = None;
             }
+            return Some(tag);
         }
+        None
     }
 
     /// Whether the memory system is still in the state in which it refused the last

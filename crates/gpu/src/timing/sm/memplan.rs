@@ -6,6 +6,7 @@
 
 use kir::inst::{Inst, Op, Operand, Space, Special, MAX_DSTS};
 use kir::Id;
+use memsys::Pipeline;
 use memsys::{
     coalesce::shared_bank_conflicts_with, coalesce_into, AccessKind, MemAccess, Priority,
 };
@@ -19,7 +20,7 @@ use crate::timing::probe::Watch;
 use crate::timing::stats::StallReason;
 
 use super::ldst::{chunk_lines, Backlog, PendingAccess, Refusal};
-use super::warp::WarpSlot;
+use super::warp::{WarpSlot, MEM_PENDING};
 use super::{Sm, Specs};
 
 /// A memory instruction being planned: its warp, TB and launch.
@@ -277,6 +278,22 @@ impl Sm {
                 if waits {
                     regs[..inst.dsts().len()].copy_from_slice(inst.dsts());
                 }
+                // Warp disable (papers/tanasic-thesis §6.3.1): with translation on every
+                // access may fault, so the warp issues nothing more until the instruction
+                // completes (WD-commit) or its last page is translated (WD-lastcheck; not
+                // known before its last part is offered).
+                let translated = memsys.last_translated();
+                let pipeline = specs
+                    .memory
+                    .translating()
+                    .map_or(Pipeline::Stall, |t| t.pipeline);
+                self.ldst.disable = match (pipeline, translated) {
+                    (Pipeline::Stall, _) | (_, None) => None,
+                    (Pipeline::WdCommit, Some(_)) => Some((tag, MEM_PENDING)),
+                    (Pipeline::WdLastcheck | Pipeline::ReplayQueue, Some(r)) => {
+                        Some((tag, if parts > 1 { MEM_PENDING } else { r }))
+                    }
+                };
                 let p = PendingAccess {
                     slot: Some(a.slot),
                     launch: a.ws.launch,
@@ -285,6 +302,7 @@ impl Sm {
                     parts,
                     transfer: None,
                     cp_async: matches!(inst.op, Op::CpAsync { .. }).then_some(a.ws.cp_async.open),
+                    translated: translated.unwrap_or(0),
                 };
                 self.ldst.pending.add(p);
                 self.in_flight[a.ws.launch] += 1;

@@ -174,6 +174,12 @@ pub(super) struct Sm {
     retire_due: RetireDue,
     /// This cycle's global writes, applied by [`Sm::commit`].
     writes: writes::WriteLog,
+    /// Warp disable (`memsys::Pipeline`): instructions that disabled their warp, and
+    /// cycles warps spent disabled.
+    disables: u64,
+    disabled_cycles: u64,
+    /// Replay queue: memory instructions whose sources were held.
+    source_holds: u64,
 }
 
 impl Sm {
@@ -197,6 +203,9 @@ impl Sm {
             in_flight: IdVec::new(),
             retire_due: RetireDue::No,
             writes: writes::WriteLog::default(),
+            disables: 0,
+            disabled_cycles: 0,
+            source_holds: 0,
         }
     }
 
@@ -291,7 +300,12 @@ impl Sm {
 
     /// Front-end counters so far.
     pub(super) fn frontend_stats(&self) -> FrontendStats {
-        self.front.stats()
+        FrontendStats {
+            warp_disables: self.disables,
+            disabled_cycles: self.disabled_cycles,
+            source_holds: self.source_holds,
+            ..self.front.stats()
+        }
     }
 
     /// What the SM's counters know of resident TB `tb`'s progress.
@@ -543,6 +557,24 @@ impl Sm {
             return;
         };
         let decoded = &launches[launch.index()].decoded;
+        let w = self.res.warp_mut(slot);
+        if w.disabled_by == Some(tag) {
+            // Warp disable: the access committed (or, under WD-lastcheck, was translated
+            // after a fault), so the warp may issue again.
+            w.disabled_by = None;
+            w.disabled_until = 0;
+            self.disabled_cycles += now - w.disabled_since;
+            self.sync(decoded, slot);
+        }
+        let w = self.res.warp_mut(slot);
+        if w.held.iter().any(|h| h.2 == Some(tag)) {
+            // Replay queue: an access translated after a fault releases its sources (at
+            // its completion, the first the SM hears of it).
+            for h in w.held.iter_mut().filter(|h| h.2 == Some(tag)) {
+                (h.1, h.2) = (now, None);
+            }
+            self.sync(decoded, slot);
+        }
         let w = self.res.warp_mut(slot);
         if !waits {
             w.stores -= 1;

@@ -44,6 +44,17 @@ pub(super) struct WarpSlot {
     /// context starts with every bit set, since where its registers were saved before is
     /// not known here.
     pub dirty: Vec<u64>,
+    /// Warp disable (`memsys::Pipeline::WdCommit`, `WdLastcheck`; papers/tanasic-thesis
+    /// §6.3.1): the first cycle the warp may issue again ([`MEM_PENDING`] until the access
+    /// that disabled it completes or its last page is translated; 0: not disabled), the
+    /// access that disabled it, and the cycle it did.
+    pub disabled_until: u64,
+    pub disabled_by: Option<crate::timing::ids::PendingId>,
+    pub disabled_since: u64,
+    /// Replay queue (`memsys::Pipeline::ReplayQueue`, §6.3.2): source registers of memory
+    /// instructions not yet past their last TLB check, each with the first cycle it may be
+    /// overwritten ([`MEM_PENDING`] while that is unknown, with the access that holds it).
+    pub held: Vec<(u32, u64, Option<crate::timing::ids::PendingId>)>,
 }
 
 impl WarpSlot {
@@ -66,6 +77,10 @@ impl WarpSlot {
             cp_async: CpAsyncGroups::default(),
             sleep_until: 0,
             dirty: vec![0; regs.div_ceil(64)],
+            disabled_until: 0,
+            disabled_by: None,
+            disabled_since: 0,
+            held: Vec::new(),
         }
     }
 
@@ -241,8 +256,20 @@ impl WarpHot {
                 break;
             }
         }
-        // A sleeping warp is ready again when its `nanosleep` ends.
-        self.ready = self.ready.max(w.sleep_until);
+        // A sleeping warp is ready again when its `nanosleep` ends, a disabled one when it
+        // is enabled again.
+        self.ready = self.ready.max(w.sleep_until).max(w.disabled_until);
+        // Under the replay queue, an instruction that overwrites a held source waits for
+        // its release.
+        if !w.held.is_empty() {
+            for &r in decoded.destinations(top.pc) {
+                for &(h, until, _) in &w.held {
+                    if h == r {
+                        self.ready = self.ready.max(until);
+                    }
+                }
+            }
+        }
         // `cp.async.wait_group` waits like a load for its groups' copies.
         if let Some((groups, all)) = decoded.cp_async_wait(top.pc) {
             if !w.cp_async.satisfied(groups, all) {
