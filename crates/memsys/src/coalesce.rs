@@ -94,9 +94,56 @@ pub fn shared_bank_conflicts_with(
     banks: u32,
     bank_bytes: u32,
 ) -> u32 {
-    let banks = u64::from(banks.max(1));
-    let word = u64::from(bank_bytes.max(1));
-    let size = u64::from(access_bytes.max(1));
+    let (banks, word, size) = (banks.max(1), bank_bytes.max(1), access_bytes.max(1));
+    // Every word an access can touch, bounded (a warp's 32 lanes of up to 16 bytes touch at
+    // most 160 words of 4 bytes).
+    let per_lane = size.div_ceil(word) as usize + 1;
+    if banks <= MAX_FAST_BANKS
+        && banks.is_power_of_two()
+        && word.is_power_of_two()
+        && lanes.len() * per_lane <= MAX_FAST_WORDS
+    {
+        bank_conflicts_pow2(lanes, size, banks, word)
+    } else {
+        bank_conflicts_any(lanes, u64::from(size), u64::from(banks), u64::from(word))
+    }
+}
+
+/// Banks the stack-only path of [`shared_bank_conflicts_with`] handles.
+const MAX_FAST_BANKS: u32 = 64;
+/// Words (lanes × words per lane) the stack-only path handles.
+const MAX_FAST_WORDS: usize = 256;
+
+/// [`shared_bank_conflicts_with`] for a power-of-two number of banks and word size, without
+/// allocating or dividing: it runs for every shared-memory warp access. Each bank remembers
+/// the first word seen in it; a different word is looked up among the other distinct words
+/// seen so far (few: only conflicting ones get there) and counted once.
+fn bank_conflicts_pow2(lanes: &[Option<u64>], size: u32, banks: u32, word: u32) -> u32 {
+    let shift = word.trailing_zeros();
+    let mask = u64::from(banks - 1);
+    let mut first = [0u64; MAX_FAST_BANKS as usize];
+    let mut count = [0u32; MAX_FAST_BANKS as usize];
+    let mut others = [0u64; MAX_FAST_WORDS];
+    let mut n_others = 0;
+    for &addr in lanes.iter().flatten() {
+        let last = addr.saturating_add(u64::from(size) - 1) >> shift;
+        for w in (addr >> shift)..=last {
+            let b = (w & mask) as usize;
+            if count[b] == 0 {
+                first[b] = w;
+                count[b] = 1;
+            } else if first[b] != w && !others[..n_others].contains(&w) {
+                others[n_others] = w;
+                n_others += 1;
+                count[b] += 1;
+            }
+        }
+    }
+    count[..banks as usize].iter().copied().max().unwrap_or(0)
+}
+
+/// [`shared_bank_conflicts_with`] for any number of banks and word size.
+fn bank_conflicts_any(lanes: &[Option<u64>], size: u64, banks: u64, word: u64) -> u32 {
     // At most 32 lanes × a few words each: a small linear set beats hashing here.
     let mut words: Vec<u64> = Vec::with_capacity(lanes.len() * 2);
     for addr in lanes.iter().flatten() {
@@ -116,6 +163,45 @@ pub fn shared_bank_conflicts_with(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The allocation-free path counts exactly what the general one counts: random warps of
+    /// every access size, strides, broadcasts, unaligned and inactive lanes.
+    #[test]
+    fn the_fast_bank_count_agrees_with_the_general_one() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut conflicted = 0;
+        for case in 0..20_000 {
+            let size = [1u32, 2, 4, 8, 12, 16][case % 6];
+            let (banks, word) = [(32u32, 4u32), (16, 4), (32, 8), (64, 4), (1, 4)][case / 6 % 5];
+            let stride = [0u64, 1, 2, 4, 8, 33, 128, 132, 4096][(next() % 9) as usize];
+            let base = next() % 65_536;
+            let lanes: Vec<Option<u64>> = (0..32u64)
+                .map(|i| match next() % 8 {
+                    0 => None,
+                    1 => Some(next() % 65_536),
+                    _ => Some(base + i * stride),
+                })
+                .collect();
+            let fast = bank_conflicts_pow2(&lanes, size, banks, word);
+            let any =
+                bank_conflicts_any(&lanes, u64::from(size), u64::from(banks), u64::from(word));
+            assert_eq!(
+                fast, any,
+                "size {size}, {banks} banks of {word} B, lanes {lanes:?}"
+            );
+            conflicted += usize::from(any > 1);
+        }
+        assert!(
+            conflicted > 1_000,
+            "the cases must include conflicts: {conflicted}"
+        );
+    }
 
     fn strided(base: u64, stride: u64) -> Vec<Option<u64>> {
         (0..32).map(|i| Some(base + i * stride)).collect()
