@@ -16,8 +16,8 @@
 //! No lock: a round is published by one atomic counter and finished by another. A waiting
 //! thread yields after a microsecond of busy spinning, and a worker parks as soon as a yield
 //! shows other threads want its core (it came back late), so on a machine with more runnable
-//! threads than cores the team behaves like a sleeping pool; when the team alone has more
-//! threads than the machine has cores, a worker parks at once.
+//! threads than cores the team behaves like a sleeping pool; when the teams of the process
+//! together have more threads than the machine has cores, a worker parks at once.
 //!
 //! This is the one crate of the workspace allowed `unsafe`, for the one thing the borrow
 //! checker cannot see:
@@ -61,8 +61,9 @@ struct Shared {
     quit: AtomicBool,
     /// Per worker: parked, or about to park, so the leader must unpark it.
     asleep: Vec<AtomicBool>,
-    /// Spin before parking (zero when the team has more threads than cores).
-    spin: Duration,
+    /// The machine's cores: workers wait actively only while the threads of every live
+    /// team of the process ([`LIVE_THREADS`]) fit them.
+    cores: usize,
 }
 
 // SAFETY: `job` and `panic` are accessed under the round protocol documented on each field
@@ -75,7 +76,15 @@ unsafe impl Send for Shared {}
 pub struct Team {
     shared: Arc<Shared>,
     workers: Vec<JoinHandle<()>>,
+    /// Its threads as counted in [`LIVE_THREADS`].
+    counted: usize,
 }
+
+/// Threads of every live team of the process, leaders included. Teams side by side (tests
+/// running at once, several simulations in one program) that together outnumber the cores
+/// must not wait actively: each spinning worker would take a core from another team's
+/// leader. Only waiting depends on it, never a result.
+static LIVE_THREADS: AtomicUsize = AtomicUsize::new(0);
 
 impl Team {
     /// A team of `threads` threads in all (the caller is one of them); `None` for one
@@ -94,15 +103,13 @@ impl Team {
             panicked: AtomicBool::new(false),
             quit: AtomicBool::new(false),
             asleep: (1..threads).map(|_| AtomicBool::new(false)).collect(),
-            spin: if threads <= cores {
-                SPIN
-            } else {
-                Duration::ZERO
-            },
+            cores,
         });
+        LIVE_THREADS.fetch_add(threads, Ordering::Relaxed);
         let mut team = Team {
             shared,
             workers: Vec::with_capacity(threads - 1),
+            counted: threads,
         };
         for index in 1..threads {
             let shared = Arc::clone(&team.shared);
@@ -206,6 +213,7 @@ impl Team {
 
 impl Drop for Team {
     fn drop(&mut self) {
+        LIVE_THREADS.fetch_sub(self.counted, Ordering::Relaxed);
         self.shared.quit.store(true, Ordering::SeqCst);
         for handle in &self.workers {
             handle.thread().unpark();
@@ -234,12 +242,13 @@ fn work(shared: &Shared, index: usize) {
             // a core that has nothing else to run little more than a spin, and gives the
             // core away when the machine is oversubscribed (tests side by side, other
             // programs), where a busy spin would starve the very thread it waits for.
+            let active = LIVE_THREADS.load(Ordering::Relaxed) <= shared.cores;
             spins = spins.saturating_add(1);
-            if spins < BUSY_SPINS {
+            if active && spins < BUSY_SPINS {
                 std::hint::spin_loop();
                 continue;
             }
-            if idle_since.elapsed() < shared.spin {
+            if active && idle_since.elapsed() < SPIN {
                 let before = Instant::now();
                 thread::yield_now();
                 // A yield that gave the core away for long says other threads want it:
