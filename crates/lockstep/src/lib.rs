@@ -32,9 +32,10 @@ use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-/// How long an idle worker spins for the next round before it parks, when every thread of
-/// the team has a core of its own. Longer than a cycle's serial part on the largest preset,
-/// far shorter than anything a user would notice.
+/// How long an idle worker waits actively (spins, then yields) for the next round before it
+/// parks, while the live teams of the process fit the cores ([`LIVE_THREADS`]). Longer than
+/// a cycle's serial part on the largest preset, far shorter than anything a user would
+/// notice.
 const SPIN: Duration = Duration::from_millis(2);
 
 /// Busy spins (`spin_loop`) before a waiting thread starts yielding instead.
