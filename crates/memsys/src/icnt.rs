@@ -143,6 +143,8 @@ pub struct Crossbar<T> {
     queued: usize,
     /// Scratch of `tick`: per output and class, the inputs requesting it.
     requests: Vec<Vec<u32>>,
+    /// Scratch of `tick`: the outputs some input requests this cycle, each once.
+    requested: Vec<u32>,
     stats: IcntStats,
 }
 
@@ -164,6 +166,7 @@ impl<T> Crossbar<T> {
             requests: (0..outputs * 2)
                 .map(|_| Vec::with_capacity(inputs))
                 .collect(),
+            requested: Vec::with_capacity(outputs),
             stats: IcntStats::default(),
             spec,
         }
@@ -254,36 +257,47 @@ impl<T> Crossbar<T> {
         let n_out = self.outputs.len();
         let n_in = self.inputs.len();
         // Requests: per output and class, the idle inputs whose ready head goes there, in
-        // ascending input order.
-        for r in &mut self.requests {
-            r.clear();
+        // ascending input order; `requested` lists the outputs that have any (the lists of
+        // the others stay empty from the last cycle).
+        for &o in &self.requested {
+            self.requests[o as usize * 2].clear();
+            self.requests[o as usize * 2 + 1].clear();
         }
-        let mut any = false;
+        self.requested.clear();
+        // Idle inputs with a ready head: each is granted once or counts as blocked.
+        let mut requesting = 0;
         for i in 0..n_in {
             if self.in_busy[i] > now {
                 continue;
             }
+            let mut ready_head = false;
             for class in 0..2 {
                 if let Some((ready, p)) = self.inputs[i][class].front() {
                     if *ready <= now {
-                        self.requests[p.dest * 2 + class].push(i as u32);
-                        any = true;
+                        let d = p.dest * 2;
+                        if self.requests[d].is_empty() && self.requests[d + 1].is_empty() {
+                            self.requested.push(p.dest as u32);
+                        }
+                        self.requests[d + class].push(i as u32);
+                        ready_head = true;
                     }
                 }
             }
+            requesting += u64::from(ready_head);
         }
-        if !any {
+        if requesting == 0 {
             return false;
         }
-        let mut progressed = false;
-        // Outputs in turn from a rotating start (`now` modulo the outputs).
+        let mut granted = 0;
+        // Outputs in turn from a rotating start (`now` modulo the outputs); only the
+        // requested ones can grant.
         let start = (now % n_out as u64) as usize;
-        for k in 0..n_out {
-            let o = if start + k < n_out {
-                start + k
-            } else {
-                start + k - n_out
-            };
+        let turn = |o: &u32| (*o as usize + n_out - start) % n_out;
+        if self.requested.len() > 1 {
+            self.requested.sort_unstable_by_key(turn);
+        }
+        for k in 0..self.requested.len() {
+            let o = self.requested[k] as usize;
             if self.out_busy[o] > now || self.outputs[o].is_full() {
                 continue;
             }
@@ -310,6 +324,8 @@ impl<T> Crossbar<T> {
             let (_, p) = self.inputs[i][class].pop_front().expect("chosen head");
             self.queued -= 1;
             let ser = self.spec.serialisation(p.flits);
+            // At least one cycle (a packet has a flit), so the input is granted once.
+            debug_assert!(ser > 0);
             self.in_busy[i] = now + ser;
             self.out_busy[o] = now + ser;
             self.rr[o] = (i + 1) % n_in;
@@ -323,21 +339,13 @@ impl<T> Crossbar<T> {
             if self.outputs[o].try_send_at(ready, p.payload).is_err() {
                 unreachable!("output buffer checked before the grant");
             }
-            progressed = true;
+            granted += 1;
         }
-        // Output contention: idle inputs still holding a ready head after arbitration.
-        for i in 0..n_in {
-            if self.in_busy[i] > now {
-                continue;
-            }
-            if self.inputs[i]
-                .iter()
-                .any(|q| q.front().is_some_and(|(r, _)| *r <= now))
-            {
-                self.stats.blocked_input_cycles += 1;
-            }
-        }
-        progressed
+        // Output contention: idle inputs still holding a ready head after arbitration — the
+        // requesting inputs not granted (a grant makes its input busy, so each input is
+        // granted at most once).
+        self.stats.blocked_input_cycles += requesting - granted;
+        granted > 0
     }
 }
 
