@@ -40,7 +40,7 @@ pub use dram::{DramSpec, DramStats};
 pub use fault::{FaultCosts, FaultSpec, FaultStats, Link, Populate};
 pub use icnt::{IcntSpec, IcntStats};
 pub use system::{
-    AccessKind, AddressHash, AddressMapping, Completion, IssueState, Location, MemAccess,
+    AccessKind, AddressHash, AddressMapping, Channels, Completion, IssueState, Location, MemAccess,
     MemConfig, MemStats, MemorySystem, RequestId, SharedMemSpec, SmPort, Space, Stall,
 };
 pub use tlb::{Pipeline, TlbSpec, TlbStats, TranslationSpec, TranslationStats};

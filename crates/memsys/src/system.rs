@@ -209,6 +209,26 @@ pub struct AddressMapping {
     pub hash: AddressHash,
 }
 
+/// The DRAM channels (and so the L2 slices) an SM's accesses may use: every one, or under
+/// MIG its instance's (`MemorySystem::partition`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Channels {
+    /// The first channel.
+    pub first: usize,
+    /// How many consecutive channels, from `first`.
+    pub count: usize,
+}
+
+impl Channels {
+    /// Every channel of `cfg`.
+    pub fn all(cfg: &MemConfig) -> Channels {
+        Channels {
+            first: 0,
+            count: cfg.dram_channels,
+        }
+    }
+}
+
 /// Where a line lives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Location {
@@ -411,8 +431,15 @@ impl MemConfig {
 
     /// Where the line holding `addr` lives.
     pub fn locate(&self, addr: u64) -> Location {
+        self.locate_in(addr, Channels::all(self))
+    }
+
+    /// Where the line holding `addr` lives when the memory is cut into partitions and the
+    /// access comes from partition `part` (its own channels and their slices): the mapping
+    /// of a GPU with only those channels, moved to them.
+    pub fn locate_in(&self, addr: u64, part: Channels) -> Location {
         let il = self.mapping.interleave_bytes;
-        let n = self.dram_channels as u64;
+        let n = part.count.max(1) as u64;
         let s = self.slices_per_channel() as u64;
         let (chunk, off) = (addr / il, addr % il);
         let group = chunk / n;
@@ -423,7 +450,7 @@ impl MemConfig {
                 g ^ (g >> 5) ^ (g >> 11) ^ (g >> 17)
             }
         };
-        let channel = ((chunk % n + h % n) % n) as usize;
+        let channel = part.first + ((chunk % n + h % n) % n) as usize;
         let sub = (group % s) as usize;
         let line_off = off & !(self.line_bytes - 1);
         Location {
@@ -616,6 +643,9 @@ struct SmState {
     /// same answer without probing every line again (an SM retries a refused access every
     /// cycle, so this is the hot path of a memory-bound kernel).
     refused: Option<(u64, u64, bool, Vec<LineRequest>, Stall)>,
+    /// The channels (and their slices) this SM's accesses go to: all of them, or its MIG
+    /// instance's ([`MemorySystem::partition`]).
+    channels: Channels,
     /// The L1 TLB, with translation on.
     tlb: Option<Tlb>,
     /// Accepted accesses whose translation is under way or whose L1 lookup waits: each
@@ -727,6 +757,7 @@ impl MemorySystem {
                 slots: vec![None; cfg.max_outstanding_accesses],
                 free_slots: (0..cfg.max_outstanding_accesses as u32).rev().collect(),
                 completed: VecDeque::new(),
+                channels: Channels::all(&cfg),
                 tlb: cfg.translating().map(|t| Tlb::new(t.l1_tlb.clone())),
                 translating: Vec::new(),
                 last_translated: 0,
@@ -868,6 +899,55 @@ impl MemorySystem {
             req_net: &self.req_net,
             st: &mut self.sms[sm],
         }
+    }
+
+    /// Cuts the memory into `instances` equal partitions, as NVIDIA's Multi-Instance GPU
+    /// does: partition `j` holds the DRAM channels `j × w` to `(j + 1) × w − 1`, `w = ⌊channels
+    /// / instances⌋`, with their L2 slices, and SM `sm` sends every access to the partition
+    /// `instance_of_sm[sm]` (`None`: an SM no instance holds keeps every channel). Each
+    /// partition maps its addresses as a GPU with only its channels would; the channels left
+    /// over are unused. SMs of different partitions then share no L2 slice, DRAM channel,
+    /// request-network output or reply-network input, so one instance's traffic cannot slow
+    /// another's. Only before any access.
+    pub fn partition(
+        &mut self,
+        instance_of_sm: &[Option<u32>],
+        instances: u32,
+    ) -> Result<(), ConfigError> {
+        let bad = |reason: String| {
+            Err(ConfigError::Invalid {
+                what: "mig instances",
+                reason,
+            })
+        };
+        let channels = self.cfg.dram_channels;
+        let width = channels / instances.max(1) as usize;
+        if width == 0 {
+            return bad(format!(
+                "{instances} instances need a DRAM channel each; the GPU has {channels}"
+            ));
+        }
+        if instance_of_sm.len() != self.sms.len() {
+            return bad(format!(
+                "an instance for {} SMs; the GPU has {}",
+                instance_of_sm.len(),
+                self.sms.len()
+            ));
+        }
+        if !self.is_idle() || self.sms.iter().any(|st| st.issued != 0) {
+            return bad("the memory has already been used".into());
+        }
+        for (st, j) in self.sms.iter_mut().zip(instance_of_sm) {
+            st.channels = match *j {
+                Some(j) if j < instances => Channels {
+                    first: j as usize * width,
+                    count: width,
+                },
+                Some(j) => return bad(format!("instance {j} of {instances}")),
+                None => Channels::all(&self.cfg),
+            };
+        }
+        Ok(())
     }
 
     /// Every SM's port for the current core cycle, in SM order, each borrowing only its own
@@ -1239,7 +1319,7 @@ impl SmPort<'_> {
         let per = u64::from(self.cfg.l1_lines_per_cycle);
         st.l1_free_at = now + n.div_ceil(per).max(1);
         for (j, l) in a.lines.iter().enumerate() {
-            let loc = self.cfg.locate(l.line_addr);
+            let loc = self.cfg.locate_in(l.line_addr, st.channels);
             let mut msg = ReqMsg {
                 sm: sm as u32,
                 slot,

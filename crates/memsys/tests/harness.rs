@@ -655,3 +655,102 @@ fn a_page_larger_than_the_granularity_faults_whole() {
     let f = m.stats().translation.unwrap().faults.unwrap();
     assert_eq!((f.far_faults, f.regions_migrated), (1, 1));
 }
+
+#[test]
+fn a_partition_maps_its_addresses_into_its_own_channels_one_to_one() {
+    let cfg = gtx480();
+    let spc = cfg.l2_slices / cfg.dram_channels;
+    let all = memsys::Channels::all(&cfg);
+    let part = memsys::Channels { first: 2, count: 2 };
+    let mut seen = std::collections::HashSet::new();
+    for line in 0..8192u64 {
+        let addr = line * cfg.line_bytes;
+        assert_eq!(cfg.locate_in(addr, all), cfg.locate(addr));
+        let loc = cfg.locate_in(addr, part);
+        assert!((2..4).contains(&loc.channel), "{addr:#x} went to {loc:?}");
+        assert_eq!(
+            loc.slice / spc,
+            loc.channel,
+            "a slice of the line's channel"
+        );
+        // No two lines share a slice's line or a channel's DRAM line.
+        assert!(
+            seen.insert((loc.slice, loc.slice_addr)),
+            "{addr:#x}: {loc:?}"
+        );
+        assert!(seen.insert((usize::MAX - loc.channel, loc.dram_addr)));
+    }
+}
+
+/// SM 0 loads `lines` lines one after another (the next when the last completes) while, if
+/// `aggressors`, SMs 8 and up stream loads of their own; returns SM 0's completion cycles.
+/// `mig`: the memory cut into two instances, SMs 0–7 and 8–14.
+fn victim_beside(mig: bool, aggressors: bool, lines: u64) -> Vec<u64> {
+    let cfg = dram_bound();
+    let n = cfg.num_sms;
+    let mut m = MemorySystem::new(cfg.clone()).unwrap();
+    if mig {
+        let instance: Vec<Option<u32>> = (0..n).map(|sm| Some(u32::from(sm >= 8))).collect();
+        m.partition(&instance, 2).unwrap();
+    }
+    let mut done = Vec::new();
+    let mut waiting = false;
+    let mut next_aggr = vec![0u64; n];
+    while (done.len() as u64) < lines {
+        core_step(&mut m);
+        if m.pop_completed(0).is_some() {
+            done.push(m.core_cycle());
+            waiting = false;
+        }
+        if !waiting && (done.len() as u64) < lines {
+            let k = done.len() as u64;
+            // Far apart, so every load misses to DRAM.
+            waiting = m.issue(0, load(k * 4096 * cfg.line_bytes, k)).is_ok();
+        }
+        if aggressors {
+            for (sm, k) in next_aggr.iter_mut().enumerate().skip(8) {
+                while m.pop_completed(sm).is_some() {}
+                let line = (1 << 24) + *k * n as u64 + sm as u64;
+                if m.issue(sm, load(line * cfg.line_bytes, line)).is_ok() {
+                    *k += 1;
+                }
+            }
+        }
+    }
+    done
+}
+
+#[test]
+fn mig_partitions_keep_one_instance_s_traffic_from_slowing_another() {
+    // Shared memory: the streams slow SM 0's loads (the test can see interference).
+    let shared_alone = victim_beside(false, false, 40);
+    let shared_beside = victim_beside(false, true, 40);
+    assert!(
+        shared_beside.last() > shared_alone.last(),
+        "shared: {shared_alone:?} against {shared_beside:?}"
+    );
+    // Partitioned: not a cycle of difference.
+    let mig_alone = victim_beside(true, false, 40);
+    let mig_beside = victim_beside(true, true, 40);
+    assert_eq!(mig_alone, mig_beside);
+}
+
+#[test]
+fn a_partition_needs_a_channel_an_instance_and_an_unused_memory() {
+    let cfg = gtx480();
+    let n = cfg.num_sms;
+    let mut m = MemorySystem::new(cfg.clone()).unwrap();
+    let every = vec![Some(0); n];
+    let e = m.partition(&every, 7).unwrap_err().to_string();
+    assert!(
+        e.contains("7 instances need a DRAM channel each; the GPU has 6"),
+        "{e}"
+    );
+    let e = m.partition(&every[1..], 2).unwrap_err().to_string();
+    assert!(e.contains("for 14 SMs"), "{e}");
+    let e = m.partition(&vec![Some(2); n], 2).unwrap_err().to_string();
+    assert!(e.contains("instance 2 of 2"), "{e}");
+    run_one(&mut m, 0, load(0, 0));
+    let e = m.partition(&every, 2).unwrap_err().to_string();
+    assert!(e.contains("already been used"), "{e}");
+}

@@ -9,16 +9,24 @@
 //! its processes with TBs to issue; nothing is ever preempted, and no kernel ever runs on
 //! another instance's SMs, even when they are idle.
 //!
-//! **Only the SMs are partitioned.** Real MIG also gives each instance its own L2 slices
-//! and DRAM channels, so that one instance's memory traffic cannot slow another's; here the
-//! memory system stays shared (partitioning it needs the timing engine to route each
-//! launch's accesses to its instance's slices, which it cannot yet), so instances do
-//! interfere through L2 and DRAM.
+//! **The memory is partitioned too.** As real MIG gives each instance its own L2 slices and
+//! DRAM channels, the run that uses this policy cuts the memory system the same way
+//! (`workload`, through `gpu::timing::Machine::partition_memory`): instance `j` gets the
+//! DRAM channels `j × c` to `(j + 1) × c − 1`, `c = ⌊channels / n⌋`, with their slices, and its
+//! SMs send every access there, so one instance's memory traffic cannot slow another's.
+//! What stays shared: the copy engines and the host link (as on a real GPU, where MIG
+//! instances share the PCIe link), and the interconnect's clock.
 
 use gpu::timing::SmId;
 
 use crate::policy::{pick_waiting, Policy};
 use crate::tables::{ContextId, KernelSlot, Tables, Waiting};
+
+/// The instances a run of `processes` processes gets: `instances` when given, otherwise one
+/// a process.
+pub fn instances_for(instances: Option<u32>, processes: usize) -> u32 {
+    instances.unwrap_or(processes.max(1) as u32)
+}
 
 /// The MIG policy.
 #[derive(Clone, Copy, Debug)]
@@ -36,6 +44,18 @@ impl Mig {
             instances,
             width: sm_count / instances,
         }
+    }
+
+    /// The number of instances.
+    pub fn instances(&self) -> u32 {
+        self.instances
+    }
+
+    /// The instance of each of `sm_count` SMs, in SM order (`None`: left over).
+    pub fn instance_of_each_sm(&self, sm_count: u32) -> Vec<Option<u32>> {
+        (0..sm_count)
+            .map(|s| self.instance_of_sm(SmId(s)))
+            .collect()
     }
 
     /// The instance `sm` belongs to, `None` for an SM left over.

@@ -446,7 +446,7 @@ impl PolicyKind {
             )),
             PolicyKind::Mig { instances } => Box::new(crate::mig::Mig::new(
                 env.sm_count,
-                instances.unwrap_or(env.priorities.len().max(1) as u32),
+                crate::mig::instances_for(instances, env.priorities.len()),
             )),
             PolicyKind::Spatial => Box::new(Corun::new(Scheme::Spatial)),
             PolicyKind::LeftOver => Box::new(Corun::new(Scheme::LeftOver)),

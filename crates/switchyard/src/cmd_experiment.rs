@@ -629,6 +629,24 @@ pub(crate) fn multiprogram(args: MultiprogramArgs) -> Outcome {
     c.mixes = args.mixes;
     inf.count = args.requests;
     inf.sms = (args.inference_sms > 0).then_some(args.inference_sms);
+    if let Some(list) = &args.inference_runs {
+        inf.runs = list
+            .split(',')
+            .map(|name| {
+                let name = name.trim();
+                experiment::inference::RUNS
+                    .iter()
+                    .find(|r| **r == name)
+                    .copied()
+                    .ok_or_else(|| {
+                        format!(
+                            "--inference-runs: unknown run `{name}` (one of {})",
+                            experiment::inference::RUNS.join(", ")
+                        )
+                    })
+            })
+            .collect::<Result<_, _>>()?;
+    }
     inf.machine().map_err(|e| format!("--inference-sms: {e}"))?;
     if !(args.mean_gap.is_finite() && args.mean_gap > 0.0) {
         return Err(format!(

@@ -397,6 +397,12 @@ struct MultiprogramArgs {
     /// longer than a request (`0`: all of them).
     #[arg(long, default_value_t = experiment::inference::DEFAULT_SMS)]
     inference_sms: u32,
+    /// The runs of the inference-tail table, comma-separated (default: all of them, in the
+    /// table's order: fcfs, npq, ppq-exclusive/cs, ppq-exclusive/drain, ppq-shared/cs,
+    /// ppq-shared/drain, dss/cs, dss/drain, time-slice/cs, mps, mps-50, mig,
+    /// stream-priority, alone).
+    #[arg(long, value_name = "RUNS")]
+    inference_runs: Option<String>,
     /// Requests per latency-critical process in the inference-tail table (two processes;
     /// `--requests 500` gives 1,000 a run).
     #[arg(long, default_value_t = experiment::inference::DEFAULT_REQUESTS)]

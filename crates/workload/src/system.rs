@@ -490,6 +490,15 @@ impl System {
         )?;
         // The timelines' TB moves come from the machine's events, not from copies of them.
         machine.attach(Box::new(ResidencyLog::default()));
+        // MIG's instances own their memory as well as their SMs (`sched::mig`).
+        if let PolicyKind::Mig { instances } = setup.policy {
+            let n = sched::mig::instances_for(instances, processes.len());
+            let mig = sched::mig::Mig::new(machine.sm_count(), n);
+            let of_sm = mig.instance_of_each_sm(machine.sm_count());
+            machine
+                .partition_memory(&of_sm, mig.instances())
+                .map_err(|e| RunError::Timing(Box::new(e)))?;
+        }
         let framework = Framework::with_mechanism(
             setup.framework.clone(),
             setup.policy.build(&PolicyEnv {

@@ -49,6 +49,16 @@ pub trait MemoryBackend {
     fn last_translated(&self, _sm: SmId) -> Option<u64> {
         None
     }
+    /// Cuts the memory into `instances` partitions, SM `sm` using partition
+    /// `instance_of_sm[sm]` only (NVIDIA's MIG; `memsys::MemorySystem::partition`). A
+    /// hierarchy with nothing shared between SMs has nothing to cut.
+    fn partition(
+        &mut self,
+        _instance_of_sm: &[Option<u32>],
+        _instances: u32,
+    ) -> Result<(), memsys::ConfigError> {
+        Ok(())
+    }
 }
 
 /// What one SM sees of the memory hierarchy during a cycle: the [`MemoryBackend`] calls
@@ -122,6 +132,13 @@ impl MemoryBackend for MemorySystem {
     type Port<'a> = SmPort<'a>;
     fn last_translated(&self, sm: SmId) -> Option<u64> {
         MemorySystem::last_translated(self, sm.0 as usize)
+    }
+    fn partition(
+        &mut self,
+        instance_of_sm: &[Option<u32>],
+        instances: u32,
+    ) -> Result<(), memsys::ConfigError> {
+        MemorySystem::partition(self, instance_of_sm, instances)
     }
     fn ports(&mut self) -> Option<Vec<SmPort<'_>>> {
         MemorySystem::ports(self)

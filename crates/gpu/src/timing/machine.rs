@@ -467,6 +467,17 @@ impl<B: MemoryBackend> Machine<B> {
         self.sms.len() as u32
     }
 
+    /// Cuts the memory system into `instances` partitions, SM `sm` sending its accesses to
+    /// partition `instance_of_sm[sm]` only (NVIDIA's MIG: each instance its own L2 slices
+    /// and DRAM channels). Before anything has run.
+    pub fn partition_memory(
+        &mut self,
+        instance_of_sm: &[Option<u32>],
+        instances: u32,
+    ) -> Result<(), TimingError> {
+        Ok(self.memsys.partition(instance_of_sm, instances)?)
+    }
+
     pub fn sm_ids(&self) -> impl Iterator<Item = SmId> {
         (0..self.sms.len() as u32).map(SmId)
     }
