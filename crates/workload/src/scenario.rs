@@ -5,8 +5,8 @@
 //! ```toml
 //! description = "BFS against a saxpy loop"
 //! gpu = "gtx480"                  # a preset or a GPU file (the command line may override)
-//! # pipeline = "wd-commit"        # stall | wd-commit | wd-lastcheck: the SM pipeline around
-//! #                               # accesses that may fault (with translation on; §6.3)
+//! # pipeline = "wd-commit"        # stall | wd-commit | wd-lastcheck | replay-queue | operand-log:
+//! #                               # the SM pipeline around accesses that may fault (§6.3)
 //!
 //! [scheduler]
 //! policy = "fcfs"                 # fcfs | npq | ppq | time-slice | dss | mps | mig
@@ -279,11 +279,12 @@ pub const MAX_DUMP_DIMENSIONS: usize = 32;
 pub const MAX_REPLAY: u32 = 1000;
 
 /// The pipeline organisations a scenario may name (`pipeline = "..."`).
-const PIPELINES: [memsys::Pipeline; 4] = [
+const PIPELINES: [memsys::Pipeline; 5] = [
     memsys::Pipeline::Stall,
     memsys::Pipeline::WdCommit,
     memsys::Pipeline::WdLastcheck,
     memsys::Pipeline::ReplayQueue,
+    memsys::Pipeline::OperandLog,
 ];
 
 #[derive(Clone, Debug, Deserialize)]
