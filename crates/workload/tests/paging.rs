@@ -365,4 +365,29 @@ fn a_scenario_picks_the_pipeline_organisation() {
         e.contains("paging.toml:1:") && e.contains("pipeline") && e.contains("wd-lastcheck"),
         "{e}"
     );
+    // The operand log and its size; a size out of 8..=32 KiB names the file, line and field.
+    let text = format!(
+        "pipeline = \"operand-log\"\noperand_log_bytes = 8192\n{}",
+        scenario("", 1)
+    );
+    let s = parse("paging.toml", &text, &workload::Disk).unwrap();
+    assert_eq!(
+        (s.pipeline, s.operand_log_bytes),
+        (Some(memsys::Pipeline::OperandLog), Some(8192))
+    );
+    let r = run_on(small_tlbs(), &text);
+    let fe = &r.kernels[0].stats.as_ref().unwrap().frontend;
+    assert!(fe.log_peak_bytes > 0 && fe.log_peak_bytes <= 8192, "{fe:?}");
+    assert_eq!(r.memory, plain.memory);
+    let bad = format!(
+        "pipeline = \"operand-log\"\noperand_log_bytes = 4096\n{}",
+        scenario("", 1)
+    );
+    let e = parse("paging.toml", &bad, &workload::Disk)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("paging.toml:2:") && e.contains("operand_log_bytes"),
+        "{e}"
+    );
 }
