@@ -627,9 +627,10 @@ struct SmState {
     /// The cycle the last access accepted with translation on has its last page translated
     /// ([`PENDING`] while a page waits for a fault); see [`MemorySystem::last_translated`].
     last_translated: u64,
-    /// Squashed accesses (a pipeline that replays, [`crate::Pipeline::squashes`]): each
-    /// faulted and left the front end at once, freeing its access slot; it waits here,
-    /// holding nothing, until its fault is serviced, then its tag moves to `serviced`.
+    /// Faulting accesses under a pipeline that replays ([`crate::Pipeline::squashes`]):
+    /// each holds its access slot until its fault is detected, is then squashed (the slot
+    /// freed, the access moved to `faulted`) and waits here, holding nothing, until its
+    /// fault is serviced, when its tag moves to `serviced`.
     squashed: Vec<Squashed>,
     /// Squashed accesses not yet popped by the SM ([`MemorySystem::pop_squashed`]), and
     /// tags of squashed accesses whose faults have been serviced, in the order they were
