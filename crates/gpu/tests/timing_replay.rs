@@ -342,10 +342,10 @@ fn a_faulting_warp_does_not_block_the_other_warps_of_its_sm() {
     }
 }
 
-/// Eight warps, each thread loading three words 4 KiB apart from the managed buffer and
-/// one from resident memory, and storing their sum.
+/// Eight warps, each thread loading three words 4 KiB apart from the managed buffer (1 KiB
+/// apart from its neighbours') and one from resident memory, and storing their sum.
 const SPREAD: &str = r#"
-    mul.wide.u32 %rd8, %r1, 256;
+    mul.wide.u32 %rd8, %r1, 1024;
     add.s64 %rd6, %rd5, %rd8;
     add.s64 %rd3, %rd1, %rd2;
     ld.global.u32 %r10, [%rd6];
@@ -378,13 +378,20 @@ fn seeded(seed: u64, n: u64, k: usize) -> Vec<u64> {
 
 #[test]
 fn final_memory_is_bit_exact_with_faults_at_seeded_points() {
-    // 256 threads x 256 B strides span 64 KiB + 8 KiB: two regions. Each seed leaves a
-    // different region resident, so the faults fall on different loads and warps.
+    // 256 threads x 1 KiB strides (+ 8 KiB) span five 64 KiB regions. Each seed leaves two
+    // of them resident, so the faults fall on different loads, warps and parts.
+    let mut sets = Vec::new();
     for seed in 1..=3u64 {
-        let resident = seeded(seed, 2, 1);
-        let go = |p| run(SPREAD, 256, p, WrongReplay::None, 2, &resident, |_| {});
+        let mut resident = seeded(seed, 5, 2);
+        resident.sort_unstable();
+        let go = |p| run(SPREAD, 256, p, WrongReplay::None, 5, &resident, |_| {});
         let stall = go(Pipeline::Stall);
-        stall.stats.as_ref().expect("stall runs");
+        let t = &stall.stats.as_ref().expect("stall runs").memory.translation;
+        let f = t.as_ref().unwrap().faults.unwrap();
+        assert_eq!(
+            f.far_faults, 3,
+            "seed {seed}: three managed regions touched"
+        );
         for p in SQUASHING {
             let r = go(p);
             let s = r.stats.as_ref().unwrap_or_else(|e| panic!("{p:?}: {e}"));
@@ -400,5 +407,8 @@ fn final_memory_is_bit_exact_with_faults_at_seeded_points() {
                 "seed {seed} {p:?}"
             );
         }
+        sets.push(resident);
     }
+    sets.dedup();
+    assert!(sets.len() > 1, "the seeds pick different points: {sets:?}");
 }
