@@ -659,6 +659,16 @@ mod tests {
             ("pipeline = \"stall\"", "pipeline = \"replay\"", "pipeline"),
             ("pipeline = \"stall\"", "pipeline = 3", "pipeline"),
             (
+                "pipeline = \"stall\"",
+                "pipeline = \"operand-log\"\noperand_log_bytes = 4096",
+                "memory.translation.operand_log_bytes",
+            ),
+            (
+                "pipeline = \"stall\"",
+                "pipeline = \"operand-log\"\noperand_log_bytes = 65536",
+                "memory.translation.operand_log_bytes",
+            ),
+            (
                 "batch_size = 256 ",
                 "batch_size = 256\nbatches = 1 ",
                 "batches",

@@ -153,7 +153,7 @@ fn the_replay_queue_holds_only_overwrites_of_a_memory_instructions_sources() {
 fn warp_disable_is_exact_under_the_engine_shortcuts() {
     // A disabled warp waits on a completion or a known cycle, which the SM's sleep and the
     // schedulers' memos must honour: every statistic is the same with the shortcuts off.
-    for p in ORGANISATIONS {
+    for p in ORGANISATIONS.into_iter().chain([Pipeline::OperandLog]) {
         let on = serde_json::to_string(&ilp(p, true)).unwrap();
         let off = serde_json::to_string(&ilp(p, false)).unwrap();
         assert!(on == off, "{p:?}: statistics differ without the shortcuts");
@@ -184,6 +184,7 @@ fn suite_kernels_verify_with_the_same_memory_under_every_organisation() {
             Pipeline::WdCommit,
             Pipeline::WdLastcheck,
             Pipeline::ReplayQueue,
+            Pipeline::OperandLog,
         ] {
             let (s, m) = suite_run(name, p);
             assert!(
@@ -195,10 +196,65 @@ fn suite_kernels_verify_with_the_same_memory_under_every_organisation() {
             let (disables, holds) = (s.frontend.warp_disables, s.frontend.source_holds);
             if p == Pipeline::ReplayQueue {
                 assert!(disables == 0 && holds > 0, "{name}: {:?}", s.frontend);
+            } else if p == Pipeline::OperandLog {
+                assert!(disables == 0 && holds == 0, "{name}: {:?}", s.frontend);
+                assert!(s.frontend.log_peak_bytes > 0, "{name}: {:?}", s.frontend);
             } else {
                 assert!(disables > 0 && holds == 0, "{name} {p:?}: {:?}", s.frontend);
             }
             assert_eq!(base.frontend.warp_disables, 0);
         }
     }
+}
+
+/// [`ILP`] for a whole TB of 1024 threads (32 warps, 4 loads each), under the operand log
+/// of `log` bytes: its statistics (every result checked).
+fn ilp_tb(pipeline: Pipeline, log: u32) -> TimedStats {
+    let aux: Vec<u8> = (0..4096u32)
+        .flat_map(|i| (i * 3 + 1).to_le_bytes())
+        .collect();
+    let mut cfg = GpuConfig::preset("fault-study").unwrap();
+    let t = cfg.memory.translation.as_mut().unwrap();
+    (t.pipeline, t.operand_log_bytes) = (pipeline, log);
+    let mut timed = TimedGpu::new(cfg);
+    timed.options.allocate = false;
+    let engine = Engine::Timed(Box::new(timed));
+    let (s, out) = timing_common::run_kernel(engine, "", ILP, 1, 1024, 1024, 4096, &aux);
+    for t in 0..1024u32 {
+        let want: u32 = (0..4).map(|k| (t + 1024 * k) * 3 + 1).sum();
+        let got = u32::from_le_bytes(out[4 * t as usize..4 * t as usize + 4].try_into().unwrap());
+        assert_eq!(got, want, "{pipeline:?}: thread {t}");
+    }
+    s.expect("timed")
+}
+
+#[test]
+fn the_operand_log_holds_nothing_and_stalls_only_when_full() {
+    // Each load takes one 128-byte entry (its address, a 32-bit value per lane) and the
+    // store two, from issue to its last TLB check (a 610-cycle miss path for the first
+    // touch of a page): 32 warps issuing their loads back to back hold up to 8 KiB.
+    let stall = ilp_tb(Pipeline::Stall, 16 * 1024);
+    let big = ilp_tb(Pipeline::OperandLog, 32 * 1024);
+    let small = ilp_tb(Pipeline::OperandLog, 8 * 1024);
+    eprintln!(
+        "stall {} cycles; log 32 KiB {} cycles {:?}; 8 KiB {} cycles {:?}",
+        stall.cycles, big.cycles, big.frontend, small.cycles, small.frontend
+    );
+    // Large enough, the log costs nothing: no hold, no disable, stall's cycles.
+    assert_eq!(big.frontend.log_full_stalls, 0);
+    assert_eq!(big.frontend.source_holds + big.frontend.warp_disables, 0);
+    assert_eq!(big.cycles, stall.cycles);
+    assert!(
+        big.frontend.log_peak_bytes >= 4 * 1024,
+        "{:?}",
+        big.frontend
+    );
+    assert!(big.frontend.log_peak_bytes <= 32 * 1024);
+    // At 8 KiB it fills: memory instructions wait for entries, and it never overflows.
+    // (Here the wait is hidden: the warps wait for their loads' data anyway.)
+    assert!(small.frontend.log_full_stalls > 0, "{:?}", small.frontend);
+    assert!(small.frontend.log_peak_bytes <= 8 * 1024);
+    assert!(small.cycles >= stall.cycles);
+    // Nothing faults, so nothing replays.
+    assert_eq!(small.frontend.replays + big.frontend.replays, 0);
 }

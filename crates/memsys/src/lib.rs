@@ -43,7 +43,10 @@ pub use system::{
     AccessKind, AddressHash, AddressMapping, Channels, Completion, IssueState, Location, MemAccess,
     MemConfig, MemStats, MemorySystem, RequestId, SharedMemSpec, SmPort, Space, Stall,
 };
-pub use tlb::{Pipeline, TlbSpec, TlbStats, TranslationSpec, TranslationStats};
+pub use tlb::{
+    Pipeline, TlbSpec, TlbStats, TranslationSpec, TranslationStats, OPERAND_LOG_BYTES,
+    OPERAND_LOG_RANGE,
+};
 
 /// Scheduling class of a request. Context-save/restore traffic is `Context`: it competes for
 /// the same interconnect and DRAM bandwidth but loses every tie against `Normal` traffic

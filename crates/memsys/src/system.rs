@@ -30,7 +30,10 @@
 //!    from its acceptance, translation included. With demand paging
 //!    (`translation.faults`, [`crate::fault`]) a page of managed memory
 //!    ([`MemorySystem::manage`]) not yet on the GPU faults at its walk, and the access waits
-//!    in the front end until the fault's batch has been serviced (stall on fault).
+//!    in the front end until the fault's batch has been serviced (stall on fault). With a
+//!    pipeline that replays ([`crate::Pipeline::squashes`]) it is squashed instead once its
+//!    fault is detected, freeing its access slot ([`MemorySystem::pop_squashed`]), and the
+//!    SM replays it after the fault is serviced ([`MemorySystem::pop_serviced`]).
 //! 2. **SM→L2 network (interconnect domain).** See [`crate::icnt`]. A read request is a header;
 //!    a store or atomic carries its sectors.
 //! 3. **L2 slice (L2 domain).** A request accepted from the network spends `hit_latency` L2
@@ -71,7 +74,7 @@ use crate::dram::{DramChannel, DramRequest, DramSpec, DramStats};
 use crate::fault::{FarFaults, Populate, PENDING};
 use crate::icnt::{Crossbar, IcntSpec, IcntStats, Packet};
 use crate::port::DelayQueue;
-use crate::tlb::{SharedTlb, Tlb, TranslationSpec, TranslationStats, Vpn};
+use crate::tlb::{Lookup, SharedTlb, Tlb, TranslationSpec, TranslationStats, Vpn};
 use crate::{ConfigError, Priority};
 
 /// What a warp memory instruction does.
@@ -654,6 +657,16 @@ struct SmState {
     /// The cycle the last access accepted with translation on has its last page translated
     /// ([`PENDING`] while a page waits for a fault); see [`MemorySystem::last_translated`].
     last_translated: u64,
+    /// Faulting accesses under a pipeline that replays ([`crate::Pipeline::squashes`]):
+    /// each holds its access slot until its fault is detected, is then squashed (the slot
+    /// freed, the access moved to `faulted`) and waits here, holding nothing, until its
+    /// fault is serviced, when its tag moves to `serviced`.
+    squashed: Vec<Squashed>,
+    /// Squashed accesses not yet popped by the SM ([`MemorySystem::pop_squashed`]), and
+    /// tags of squashed accesses whose faults have been serviced, in the order they were
+    /// ([`MemorySystem::pop_serviced`]).
+    faulted: VecDeque<MemAccess>,
+    serviced: VecDeque<u64>,
     next_seq: u64,
     /// Packets this SM's accesses sent into the request network during the current core
     /// cycle, with the interconnect cycle from which each may be granted, and their count
@@ -691,6 +704,16 @@ struct Translating {
     known: u64,
     slot: u32,
     access: MemAccess,
+}
+
+/// An accepted access that faults, under a pipeline that replays: it holds its access
+/// slot until its fault is detected (`detect`), then is squashed (`reported` to the SM)
+/// and waits, holding nothing, for its fault's service (`t.ready`).
+#[derive(Debug)]
+struct Squashed {
+    t: Translating,
+    detect: u64,
+    reported: bool,
 }
 
 #[derive(Debug)]
@@ -759,6 +782,9 @@ impl MemorySystem {
                 completed: VecDeque::new(),
                 channels: Channels::all(&cfg),
                 tlb: cfg.translating().map(|t| Tlb::new(t.l1_tlb.clone())),
+                squashed: Vec::new(),
+                faulted: VecDeque::new(),
+                serviced: VecDeque::new(),
                 translating: Vec::new(),
                 last_translated: 0,
                 next_seq: 0,
@@ -1015,12 +1041,26 @@ impl MemorySystem {
         let l2 = self.shared_tlb.as_mut().expect("translation on");
         let pages = a.lines.iter().map(|l| Vpn(l.line_addr / page));
         let (mut known, mut pending) = (now, false);
-        let translated = l1.translate(pages, now, l2, |_, o| {
-            if o.ready() == PENDING {
+        // When the SM learns that a page faults: at its walk's end for a miss (the
+        // fault's raise, walker queueing aside), after the L1 lookup for a page whose
+        // fault is already being waited for.
+        let t = self.cfg.translation.as_ref().expect("translation on");
+        let squashes = t.pipeline.squashes();
+        let (l1_latency, miss_latency) = (
+            t.l1_tlb.latency,
+            t.l1_tlb.latency + t.l2_tlb.latency + t.walk_latency,
+        );
+        let mut detect = now;
+        let translated = l1.translate(pages, now, l2, |_, o| match o {
+            Lookup::Miss { ready: PENDING } => {
                 pending = true;
-            } else {
-                known = known.max(o.ready());
+                detect = detect.max(now + miss_latency);
             }
+            Lookup::Merged { ready: PENDING } => {
+                pending = true;
+                detect = detect.max(now + l1_latency);
+            }
+            o => known = known.max(o.ready()),
         });
         let Ok(ready) = translated else {
             self.translation_stalls += 1;
@@ -1046,14 +1086,26 @@ impl MemorySystem {
             pending: a.lines.len() as u32,
         });
         st.last_translated = ready;
-        st.translating.push(Translating {
+        let t = Translating {
             ready,
             seq: st.next_seq,
             accepted: now,
             known,
             slot,
             access: a.clone(),
-        });
+        };
+        if pending && squashes {
+            // Squashed once its fault is detected (papers/tanasic-thesis §6.3): it leaves
+            // the front end then, freeing its access slot, and the SM replays it once the
+            // fault is serviced ([`MemorySystem::release_squashed`]).
+            st.squashed.push(Squashed {
+                t,
+                detect,
+                reported: false,
+            });
+        } else {
+            st.translating.push(t);
+        }
         st.next_seq += 1;
         Ok(id)
     }
@@ -1067,7 +1119,56 @@ impl MemorySystem {
             if !self.sms[sm].translating.is_empty() {
                 self.start_translated(sm, now);
             }
+            if !self.sms[sm].squashed.is_empty() {
+                self.release_squashed(sm, now);
+            }
         }
+    }
+
+    /// Squashes SM `sm`'s faulting accesses whose faults are detected by `now` (their
+    /// access slots are freed; the SM hears of each through
+    /// [`MemorySystem::pop_squashed`]), then hands the SM those whose faults are serviced
+    /// ([`MemorySystem::pop_serviced`]), in (cycle, acceptance) order: they leave the
+    /// memory system, and their replays are new accesses.
+    fn release_squashed(&mut self, sm: usize, now: u64) {
+        let st = &mut self.sms[sm];
+        st.squashed.sort_by_key(|s| (s.detect, s.t.seq));
+        for s in st.squashed.iter_mut() {
+            if s.detect > now {
+                break;
+            }
+            if !s.reported {
+                s.reported = true;
+                st.slots[s.t.slot as usize] = None;
+                st.free_slots.push(s.t.slot);
+                st.faulted.push_back(s.t.access.clone());
+            }
+        }
+        st.squashed
+            .sort_by_key(|s| (!s.reported, s.t.ready, s.t.seq));
+        let n = st
+            .squashed
+            .partition_point(|s| s.reported && s.t.ready <= now);
+        for s in st.squashed.drain(..n) {
+            st.serviced.push_back(s.t.access.tag);
+        }
+    }
+
+    /// Takes the oldest access of SM `sm` squashed because it faulted (with a pipeline
+    /// that replays, [`crate::Pipeline::squashes`]): it is out of the memory system, and
+    /// its lines wait for the SM to replay them.
+    pub fn pop_squashed(&mut self, sm: usize) -> Option<MemAccess> {
+        self.sms.get_mut(sm)?.faulted.pop_front()
+    }
+
+    /// Takes the tag of the oldest squashed access of SM `sm` whose fault has been
+    /// serviced: the SM may replay it now.
+    pub fn pop_serviced(&mut self, sm: usize) -> Option<u64> {
+        let st = self.sms.get_mut(sm)?;
+        let tag = st.serviced.pop_front()?;
+        // In flight (the memory system not idle) until the SM has heard of it.
+        st.in_flight -= 1;
+        Some(tag)
     }
 
     /// Starts the fault batches due by `now` ([`crate::fault`]) and gives their regions'
@@ -1090,7 +1191,9 @@ impl MemorySystem {
             }
             // An access waiting for faults ends its translation when its last page
             // arrives: its L1 TLB MSHRs say when, once no page of it is pending.
-            for t in st.translating.iter_mut().filter(|t| t.ready == PENDING) {
+            let squashed = st.squashed.iter_mut().map(|s| &mut s.t);
+            let waiting = st.translating.iter_mut().chain(squashed);
+            for t in waiting.filter(|t| t.ready == PENDING) {
                 let mut ready = t.known;
                 for l in &t.access.lines {
                     match l1.fetch_ready(Vpn(l.line_addr / page)) {

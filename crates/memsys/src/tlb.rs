@@ -99,11 +99,17 @@ pub struct TranslationSpec {
     /// baseline, so a preset without it serializes as before.
     #[serde(default, skip_serializing_if = "Pipeline::is_stall")]
     pub pipeline: Pipeline,
+    /// The operand log's bytes per SM under [`Pipeline::OperandLog`] (8–32 KiB; written
+    /// out only when not the default, 16 KiB).
+    #[serde(default = "default_log", skip_serializing_if = "is_default_log")]
+    pub operand_log_bytes: u32,
 }
 
 /// The SM pipeline organisation around accesses that may fault (papers/tanasic-thesis §6.3,
-/// Figure 6.11): what a warp may issue after a memory instruction whose translation is not
-/// known to succeed. Only timing changes; the SM executes at issue, so results do not.
+/// Figures 6.11–6.12): what a warp may issue after a memory instruction whose translation
+/// is not known to succeed, and (all but stall) the squash and replay of a faulting access.
+/// The SM executes at issue, so results do not change; a replay is checked against the
+/// operands its instruction read at issue.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Pipeline {
@@ -123,6 +129,11 @@ pub enum Pipeline {
     /// registers are released only at its last TLB check, so a younger instruction of the
     /// warp that overwrites one of them (a WAR hazard) waits until then.
     ReplayQueue,
+    /// Operand log (§6.3.3): the replay queue without the source hold: a memory
+    /// instruction's source operands are copied into a per-SM log (`operand_log_bytes`)
+    /// at issue and a replay reads them from it; a full log stalls the issue of memory
+    /// instructions.
+    OperandLog,
 }
 
 impl Pipeline {
@@ -138,8 +149,30 @@ impl Pipeline {
             Pipeline::WdCommit => "wd-commit",
             Pipeline::WdLastcheck => "wd-lastcheck",
             Pipeline::ReplayQueue => "replay-queue",
+            Pipeline::OperandLog => "operand-log",
         }
     }
+
+    /// Whether a faulting access is squashed and replayed once its fault is serviced
+    /// (every organisation but stall on fault, which holds it in the SM's front end).
+    pub fn squashes(self) -> bool {
+        self != Pipeline::Stall
+    }
+}
+
+/// The operand log's default size (papers/tanasic-thesis §6.5.2, Figure 6.12: 16 KB gives
+/// 99.8% of the baseline).
+pub const OPERAND_LOG_BYTES: u32 = 16 * 1024;
+/// The sizes Figure 6.12 explores: 8 KB (the least that holds an entry for every warp of
+/// a full SM) to 32 KB.
+pub const OPERAND_LOG_RANGE: std::ops::RangeInclusive<u32> = 8 * 1024..=32 * 1024;
+
+fn is_default_log(b: &u32) -> bool {
+    *b == OPERAND_LOG_BYTES
+}
+
+fn default_log() -> u32 {
+    OPERAND_LOG_BYTES
 }
 
 impl TranslationSpec {
@@ -203,6 +236,15 @@ impl TranslationSpec {
             return bad(
                 "translation.walk_latency",
                 "must be at least 1 cycle".into(),
+            );
+        }
+        if !OPERAND_LOG_RANGE.contains(&self.operand_log_bytes) {
+            return bad(
+                "translation.operand_log_bytes",
+                format!(
+                    "{} bytes is not in 8192..=32768 (8 to 32 KiB)",
+                    self.operand_log_bytes
+                ),
             );
         }
         if let Some(f) = &self.faults {
@@ -846,6 +888,7 @@ mod tests {
             walk_latency: 500,
             faults: None,
             pipeline: Pipeline::Stall,
+            operand_log_bytes: crate::OPERAND_LOG_BYTES,
         };
         assert!(good.validate().is_ok());
         let field = |f: &dyn Fn(&mut TranslationSpec)| {
@@ -867,6 +910,14 @@ mod tests {
             "translation.l1_tlb.latency"
         );
         assert_eq!(field(&|s| s.walkers = 0), "translation.walkers");
+        assert_eq!(
+            field(&|s| s.operand_log_bytes = 4096),
+            "translation.operand_log_bytes"
+        );
+        assert_eq!(
+            field(&|s| s.operand_log_bytes = 33 * 1024),
+            "translation.operand_log_bytes"
+        );
         assert_eq!(field(&|s| s.walk_latency = 0), "translation.walk_latency");
     }
 }

@@ -478,6 +478,7 @@ fn translated(page_kb: u32) -> MemConfig {
         walk_latency: 500,
         faults: None,
         pipeline: memsys::Pipeline::Stall,
+        operand_log_bytes: memsys::OPERAND_LOG_BYTES,
     });
     cfg
 }
@@ -753,4 +754,62 @@ fn a_partition_needs_a_channel_an_instance_and_an_unused_memory() {
     run_one(&mut m, 0, load(0, 0));
     let e = m.partition(&every, 2).unwrap_err().to_string();
     assert!(e.contains("already been used"), "{e}");
+}
+
+/// With a pipeline that replays (papers/tanasic-thesis §6.3), a faulting access leaves the
+/// SM's front end when its fault is detected (its walk's end) and frees its access slot:
+/// with one slot per SM, the SM's next access is accepted and completes while the fault is
+/// outstanding, where stall on fault refuses it until the fault is serviced. The squashed
+/// access comes back to the SM once (`pop_squashed`), and its tag once more when the fault
+/// has been serviced (`pop_serviced`); it never completes itself.
+#[test]
+fn a_squashed_access_frees_its_slot_until_its_fault_is_serviced() {
+    let base = 0x100_0000;
+    let resident = 0x800_0000;
+    for pipeline in [memsys::Pipeline::Stall, memsys::Pipeline::WdCommit] {
+        let (mut cfg, transfer) = paging();
+        cfg.max_outstanding_accesses = 1;
+        cfg.translation.as_mut().unwrap().pipeline = pipeline;
+        let walk = 40 + 70 + 500;
+        let mut m = MemorySystem::new(cfg).unwrap();
+        m.manage(base, 64 << 10, memsys::Populate::HostData);
+        assert!(m.issue(0, load(base, 1)).is_ok());
+        let start = m.core_cycle();
+        // The second access, offered every cycle until taken.
+        let mut taken = None;
+        let (mut squashed, mut serviced, mut done) = (vec![], vec![], vec![]);
+        while m.core_cycle() < start + 2 * transfer {
+            if taken.is_none() && m.issue(0, load(resident, 2)).is_ok() {
+                taken = Some(m.core_cycle() - start);
+            }
+            while let Some(a) = m.pop_squashed(0) {
+                squashed.push((m.core_cycle() - start, a.tag));
+            }
+            while let Some(t) = m.pop_serviced(0) {
+                serviced.push((m.core_cycle() - start, t));
+            }
+            while let Some(c) = m.pop_completed(0) {
+                done.push((m.core_cycle() - start, c.tag));
+            }
+            core_step(&mut m);
+        }
+        let taken = taken.expect("the second access is taken");
+        if pipeline == memsys::Pipeline::Stall {
+            assert!(squashed.is_empty() && serviced.is_empty());
+            assert!(taken > transfer, "stall: taken at {taken}");
+            assert_eq!(done.iter().map(|d| d.1).collect::<Vec<_>>(), [1, 2]);
+            continue;
+        }
+        // Squashed at the walk's end (a cycle after, as the front end looks each cycle).
+        assert_eq!(squashed.len(), 1);
+        assert_eq!(squashed[0].1, 1);
+        assert!(squashed[0].0.abs_diff(walk) <= 2, "{squashed:?}");
+        assert!(taken.abs_diff(walk) <= 2, "taken at {taken}");
+        assert_eq!(done.len(), 1, "only the second access completes: {done:?}");
+        assert_eq!(done[0].1, 2);
+        assert!(done[0].0 < transfer, "{done:?}");
+        assert_eq!(serviced.len(), 1);
+        assert_eq!(serviced[0].1, 1);
+        assert!(serviced[0].0 > transfer, "{serviced:?}");
+    }
 }

@@ -5,8 +5,9 @@
 //! ```toml
 //! description = "BFS against a saxpy loop"
 //! gpu = "gtx480"                  # a preset or a GPU file (the command line may override)
-//! # pipeline = "wd-commit"        # stall | wd-commit | wd-lastcheck: the SM pipeline around
-//! #                               # accesses that may fault (with translation on; §6.3)
+//! # pipeline = "wd-commit"        # stall | wd-commit | wd-lastcheck | replay-queue | operand-log:
+//! #                               # the SM pipeline around accesses that may fault (§6.3)
+//! # operand_log_bytes = 16384     # with "operand-log": its bytes per SM (8192..=32768)
 //!
 //! [scheduler]
 //! policy = "fcfs"                 # fcfs | npq | ppq | time-slice | dss | mps | mig
@@ -265,6 +266,10 @@ pub struct ScenarioFile {
     /// §6.3; `memsys::Pipeline`): overrides the GPU's `[memory.translation]` `pipeline`.
     /// Without translation nothing can fault and it changes nothing.
     pub pipeline: Option<Spanned<String>>,
+    /// The operand log's bytes per SM (`pipeline = "operand-log"`, papers/tanasic-thesis
+    /// §6.3.3): overrides the GPU's `[memory.translation]` `operand_log_bytes` (8192 to
+    /// 32768).
+    pub operand_log_bytes: Option<Spanned<u32>>,
     /// Named integers every process's expressions may use ([`crate::expr`]).
     #[serde(default)]
     pub constants: BTreeMap<String, Spanned<toml::Value>>,
@@ -279,11 +284,12 @@ pub const MAX_DUMP_DIMENSIONS: usize = 32;
 pub const MAX_REPLAY: u32 = 1000;
 
 /// The pipeline organisations a scenario may name (`pipeline = "..."`).
-const PIPELINES: [memsys::Pipeline; 4] = [
+const PIPELINES: [memsys::Pipeline; 5] = [
     memsys::Pipeline::Stall,
     memsys::Pipeline::WdCommit,
     memsys::Pipeline::WdLastcheck,
     memsys::Pipeline::ReplayQueue,
+    memsys::Pipeline::OperandLog,
 ];
 
 #[derive(Clone, Debug, Deserialize)]
@@ -686,6 +692,8 @@ pub struct Scenario {
     pub replay: Option<u32>,
     /// The pipeline organisation the scenario asks for (`pipeline = "wd-commit"`), if any.
     pub pipeline: Option<memsys::Pipeline>,
+    /// The operand log's size the scenario asks for (`operand_log_bytes = 8192`), if any.
+    pub operand_log_bytes: Option<u32>,
     pub processes: Vec<Process>,
     /// What loading accepted but warns about (`file:line:col: warning: what`): integer
     /// literals in a process's PTX wrapped to their type.
@@ -1261,6 +1269,15 @@ impl Cx<'_> {
                 }
             },
         };
+        if let Some(n) = &raw.operand_log_bytes {
+            if !memsys::OPERAND_LOG_RANGE.contains(n.get_ref()) {
+                return self.err(
+                    Some(n.span()),
+                    "operand_log_bytes",
+                    format!("{} bytes is not in 8192..=32768 (8 to 32 KiB)", n.get_ref()),
+                );
+            }
+        }
         if let Some(n) = &raw.replay {
             if !(1..=MAX_REPLAY).contains(n.get_ref()) {
                 return self.err(
@@ -1340,6 +1357,7 @@ impl Cx<'_> {
             max_cycles: raw.limits.max_cycles,
             replay: raw.replay.map(Spanned::into_inner),
             pipeline,
+            operand_log_bytes: raw.operand_log_bytes.map(Spanned::into_inner),
             processes,
             warnings: self.warnings.take(),
         })

@@ -134,8 +134,13 @@ pub struct Setup {
 impl Setup {
     /// The setup a scenario describes, on the timed GPU `timing`.
     pub fn for_scenario(s: &crate::Scenario, mut timing: TimedGpu, max_cycles: u64) -> Setup {
-        if let (Some(p), Some(t)) = (s.pipeline, timing.gpu.memory.translation.as_mut()) {
-            t.pipeline = p;
+        if let Some(t) = timing.gpu.memory.translation.as_mut() {
+            if let Some(p) = s.pipeline {
+                t.pipeline = p;
+            }
+            if let Some(b) = s.operand_log_bytes {
+                t.operand_log_bytes = b;
+            }
         }
         Setup {
             host: s.host_spec(&timing.gpu.host),

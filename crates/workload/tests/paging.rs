@@ -268,10 +268,11 @@ fn shortcuts_stay_exact_under_faults() {
 }
 
 /// The pipeline organisations of §6.3 (`[memory.translation]`'s `pipeline`) under demand
-/// paging: the same final memory and the same faults as stall on fault; a warp-disable
-/// variant holds the faulting warp (only) until the fault is serviced, so its warps spend
-/// at least one fault's transfer disabled; the replay queue holds sources instead; the
-/// shortcuts stay exact.
+/// paging: the same final memory and the same faults as stall on fault; every faulting
+/// access squashed and replayed; a warp-disable variant holds the faulting warp (only)
+/// until the fault is serviced, so its warps spend at least one fault's transfer
+/// disabled; the replay queue holds sources instead; the shortcuts stay exact. (The
+/// operand log's faults: `gpu/tests/timing_replay.rs`.)
 #[test]
 fn every_pipeline_organisation_pages_to_the_same_memory() {
     let text = scenario("managed = true", 1);
@@ -304,9 +305,13 @@ fn every_pipeline_organisation_pages_to_the_same_memory() {
         assert_eq!(f.far_faults, x.union(&y).count() as u64, "{p:?}: {f:?}");
         let fe = &r.kernels[0].stats.as_ref().unwrap().frontend;
         eprintln!(
-            "{p:?}: {} cycles (stall {}), {} disables, {} disabled cycles",
-            r.cycles, stall.cycles, fe.warp_disables, fe.disabled_cycles
+            "{p:?}: {} cycles (stall {}), {fe:?}",
+            r.cycles, stall.cycles
         );
+        // Every faulting access was squashed and replayed (an instruction may fault in
+        // more than one part: at least one replay per region's first touch).
+        assert!(fe.replays > 0, "{p:?}: {fe:?}");
+        assert!(fe.replayed_instructions >= f.far_faults, "{p:?}: {fe:?}");
         if p == memsys::Pipeline::ReplayQueue {
             // The warps go on; the faulting accesses' sources are held.
             assert!(fe.source_holds > 0 && fe.warp_disables == 0, "{fe:?}");
@@ -358,6 +363,31 @@ fn a_scenario_picks_the_pipeline_organisation() {
         .to_string();
     assert!(
         e.contains("paging.toml:1:") && e.contains("pipeline") && e.contains("wd-lastcheck"),
+        "{e}"
+    );
+    // The operand log and its size; a size out of 8..=32 KiB names the file, line and field.
+    let text = format!(
+        "pipeline = \"operand-log\"\noperand_log_bytes = 8192\n{}",
+        scenario("", 1)
+    );
+    let s = parse("paging.toml", &text, &workload::Disk).unwrap();
+    assert_eq!(
+        (s.pipeline, s.operand_log_bytes),
+        (Some(memsys::Pipeline::OperandLog), Some(8192))
+    );
+    let r = run_on(small_tlbs(), &text);
+    let fe = &r.kernels[0].stats.as_ref().unwrap().frontend;
+    assert!(fe.log_peak_bytes > 0 && fe.log_peak_bytes <= 8192, "{fe:?}");
+    assert_eq!(r.memory, plain.memory);
+    let bad = format!(
+        "pipeline = \"operand-log\"\noperand_log_bytes = 4096\n{}",
+        scenario("", 1)
+    );
+    let e = parse("paging.toml", &bad, &workload::Disk)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("paging.toml:2:") && e.contains("operand_log_bytes"),
         "{e}"
     );
 }

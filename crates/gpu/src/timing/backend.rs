@@ -59,6 +59,16 @@ pub trait MemoryBackend {
     ) -> Result<(), memsys::ConfigError> {
         Ok(())
     }
+    /// With a pipeline that replays (`memsys::Pipeline::squashes`): the oldest access of
+    /// SM `sm` squashed because it faulted (it left the memory system; the SM replays it).
+    fn pop_squashed(&mut self, _sm: SmId) -> Option<MemAccess> {
+        None
+    }
+    /// With a pipeline that replays (`memsys::Pipeline::squashes`): the tag of the oldest
+    /// squashed access of SM `sm` whose fault has been serviced, which the SM replays.
+    fn pop_serviced(&mut self, _sm: SmId) -> Option<u64> {
+        None
+    }
 }
 
 /// What one SM sees of the memory hierarchy during a cycle: the [`MemoryBackend`] calls
@@ -69,6 +79,14 @@ pub trait SmMemory {
     fn issue_state(&self) -> IssueState;
     /// [`MemoryBackend::last_translated`] of this SM.
     fn last_translated(&self) -> Option<u64> {
+        None
+    }
+    /// [`MemoryBackend::pop_squashed`] of this SM.
+    fn pop_squashed(&mut self) -> Option<MemAccess> {
+        None
+    }
+    /// [`MemoryBackend::pop_serviced`] of this SM.
+    fn pop_serviced(&mut self) -> Option<u64> {
         None
     }
 }
@@ -95,6 +113,14 @@ impl<B: MemoryBackend> SmMemory for Through<'_, B> {
     #[inline]
     fn last_translated(&self) -> Option<u64> {
         self.backend.last_translated(self.sm)
+    }
+    #[inline]
+    fn pop_squashed(&mut self) -> Option<MemAccess> {
+        self.backend.pop_squashed(self.sm)
+    }
+    #[inline]
+    fn pop_serviced(&mut self) -> Option<u64> {
+        self.backend.pop_serviced(self.sm)
     }
 }
 
@@ -139,6 +165,12 @@ impl MemoryBackend for MemorySystem {
         instances: u32,
     ) -> Result<(), memsys::ConfigError> {
         MemorySystem::partition(self, instance_of_sm, instances)
+    }
+    fn pop_squashed(&mut self, sm: SmId) -> Option<MemAccess> {
+        MemorySystem::pop_squashed(self, sm.0 as usize)
+    }
+    fn pop_serviced(&mut self, sm: SmId) -> Option<u64> {
+        MemorySystem::pop_serviced(self, sm.0 as usize)
     }
     fn ports(&mut self) -> Option<Vec<SmPort<'_>>> {
         MemorySystem::ports(self)

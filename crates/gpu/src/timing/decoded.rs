@@ -17,6 +17,9 @@ pub(crate) struct Decoded {
     /// many of them are sources (they come first).
     spans: Vec<(u32, u32, u32)>,
     regs: Vec<u32>,
+    /// Per instruction: whether it may end the warp or make it wait at a barrier (`exit`,
+    /// `bar`): a warp with memory instructions it may still replay issues none.
+    leaves: Vec<bool>,
 }
 
 impl Decoded {
@@ -35,6 +38,10 @@ impl Decoded {
             class: Vec::with_capacity(insts.len()),
             spans: Vec::with_capacity(insts.len()),
             regs: Vec::new(),
+            leaves: insts
+                .iter()
+                .map(|i| matches!(i.op, Op::Exit | Op::Bar { .. }))
+                .collect(),
         };
         for inst in insts {
             d.class.push(OpClass::of(inst));
@@ -51,6 +58,12 @@ impl Decoded {
     #[inline]
     pub(crate) fn class(&self, pc: u32) -> OpClass {
         self.class[pc as usize]
+    }
+
+    /// Whether instruction `pc` may end its warp or make it wait at a barrier.
+    #[inline]
+    pub(crate) fn leaves(&self, pc: u32) -> bool {
+        self.leaves[pc as usize]
     }
 
     /// The `(groups, all)` of instruction `pc` if it is a `cp.async` wait.

@@ -356,6 +356,7 @@ impl<B: MemoryBackend> Machine<B> {
                         Shortcuts::Off
                     },
                 )
+                .with_wrong_replay(opts.wrong_replay)
             })
             .collect();
         let counters = Counters::new(gpu.sm.count as usize, gpu.sm.warp_schedulers as usize);

@@ -93,7 +93,10 @@ pub use ids::{
 pub use launch::{Launch, TimedKernel};
 pub use ledger::{KernelLimits, Share, SmLedger, Usage};
 pub use machine::{Control, Event, Idle, Machine};
-pub use probe::{Interests, Issue, Move, Probe, Residency, ResidencyLog, SmCycle, StallTimeline};
+pub use probe::{
+    Interests, Issue, Move, Probe, Replay, ReplayReason, Residency, ResidencyLog, SmCycle,
+    StallTimeline,
+};
 pub use view::{TbProgress, WarpView};
 
 pub use crate::pipeline::{FetchSpec, OpClass, OpTiming, PipelineSpec, TensorSpec, Unit};
@@ -144,6 +147,25 @@ pub struct TimingOptions {
     /// description and is not written out.
     #[serde(skip)]
     pub threads: usize,
+    /// For tests only: a deliberately wrong replay ([`WrongReplay`]), which the check every
+    /// replay makes must catch. Not written out.
+    #[serde(skip)]
+    pub wrong_replay: WrongReplay,
+}
+
+/// A deliberately wrong replay of a faulting memory instruction (papers/tanasic-thesis
+/// §6.2's two problems), for the tests that show the replay check catches each.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum WrongReplay {
+    /// The replay is right.
+    #[default]
+    None,
+    /// A replay reads its operands from the register file as it is now, not from its
+    /// replay-queue or operand-log entry (RAW on replay).
+    RegisterFile,
+    /// A warp's replay also replays its most recent memory instruction that passed its
+    /// last TLB check (sparse replay: a committed instruction replayed).
+    Committed,
 }
 
 /// A compile-time rewrite of a kernel after register allocation and before it is timed
@@ -192,6 +214,7 @@ impl Default for TimingOptions {
             allocate: true,
             pass: None,
             threads: 1,
+            wrong_replay: WrongReplay::None,
         }
     }
 }

@@ -36,6 +36,31 @@ pub struct Issue {
     pub lanes: u32,
 }
 
+/// Why an instruction replays.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReplayReason {
+    /// A part of its access faulted and was squashed; the fault has been serviced.
+    Fault,
+}
+
+/// A memory instruction replayed (papers/tanasic-thesis §6.3; pipelines that replay,
+/// `memsys::Pipeline::squashes`): it re-issued and re-sent the parts of its access that
+/// faulted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct Replay {
+    pub cycle: u64,
+    pub sm: SmId,
+    pub launch: LaunchId,
+    pub warp: WarpSlotId,
+    /// The PC of the timed kernel it executes.
+    pub pc: u32,
+    /// Its place in its warp's instruction stream: the warp instructions the warp had
+    /// issued before it (replays not counted).
+    pub seq: u64,
+    pub reason: ReplayReason,
+}
+
 /// One SM's cycle, as its warp schedulers end it.
 #[derive(Clone, Copy, Debug)]
 pub struct SmCycle<'a> {
@@ -59,6 +84,8 @@ pub trait Probe: Any {
     }
     /// A warp instruction issued.
     fn on_issue(&mut self, _issue: &Issue) {}
+    /// A memory instruction replayed (with [`Interests::ISSUES`]).
+    fn on_replay(&mut self, _replay: &Replay) {}
     /// The memory system accepted `access` (a warp's access, or a part of a split one, or a
     /// chunk of a context transfer) from `sm` at `cycle`.
     fn on_memory_request(&mut self, _sm: SmId, _access: &MemAccess, _cycle: u64) {}
@@ -260,6 +287,13 @@ impl<'a> Watch<'a> {
         self.counters.on_issue(&issue);
         if let Some(p) = self.wants(Interests::ISSUES) {
             p.on_issue(&issue);
+        }
+    }
+
+    #[inline]
+    pub(super) fn replay(&mut self, replay: Replay) {
+        if let Some(p) = self.wants(Interests::ISSUES) {
+            p.on_replay(&replay);
         }
     }
 

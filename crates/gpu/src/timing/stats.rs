@@ -123,6 +123,20 @@ pub struct FrontendStats {
     /// out only when not zero.
     #[serde(skip_serializing_if = "is_zero")]
     pub source_holds: u64,
+    /// With a pipeline that replays (`memsys::Pipeline::squashes`): warps that replayed
+    /// after their faults were serviced, and the memory instructions they replayed.
+    /// Written out only when not zero.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub replays: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub replayed_instructions: u64,
+    /// With the operand log (`memsys::Pipeline::OperandLog`): memory instructions that
+    /// could not issue for want of log space (one per try), and the log's peak occupancy
+    /// in bytes (the largest of any SM). Written out only when not zero.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub log_full_stalls: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub log_peak_bytes: u64,
 }
 
 fn is_zero(v: &u64) -> bool {
@@ -137,6 +151,10 @@ impl FrontendStats {
         self.warp_disables += o.warp_disables;
         self.disabled_cycles += o.disabled_cycles;
         self.source_holds += o.source_holds;
+        self.replays += o.replays;
+        self.replayed_instructions += o.replayed_instructions;
+        self.log_full_stalls += o.log_full_stalls;
+        self.log_peak_bytes = self.log_peak_bytes.max(o.log_peak_bytes);
     }
 
     /// The counts between the snapshot `e` and `self`.
@@ -148,6 +166,11 @@ impl FrontendStats {
             warp_disables: self.warp_disables - e.warp_disables,
             disabled_cycles: self.disabled_cycles - e.disabled_cycles,
             source_holds: self.source_holds - e.source_holds,
+            replays: self.replays - e.replays,
+            replayed_instructions: self.replayed_instructions - e.replayed_instructions,
+            log_full_stalls: self.log_full_stalls - e.log_full_stalls,
+            // A peak is not a difference: the peak so far.
+            log_peak_bytes: self.log_peak_bytes,
         }
     }
 }

@@ -482,6 +482,9 @@ impl Sm {
         sched: usize,
         now: u64,
     ) -> Result<Result<(), StallReason>, ExecError> {
+        if self.replays_next(slot) {
+            return self.try_replay(launches, specs, memsys, mem, watch, slot, now);
+        }
         let same_offer = self
             .ldst
             .refused
@@ -508,6 +511,13 @@ impl Sm {
             self.res.warps[slot] = Some(ws);
             return Ok(Err(StallReason::Memory));
         }
+        if class == OpClass::Mem && exec != 0 && !self.log_has_room(specs, &ws, inst, now) {
+            // The operand log is full: the instruction waits, and the LD/ST unit with it.
+            self.ldst.refused_at = now;
+            self.ldst.refused = None;
+            self.res.warps[slot] = Some(ws);
+            return Ok(Err(StallReason::Memory));
+        }
         let plan = if class == OpClass::Mem && exec != 0 {
             let access = Access {
                 launch,
@@ -523,19 +533,19 @@ impl Sm {
             match self.plan_memory(specs, memsys, &access, watch) {
                 Ok(p) => {
                     if let Some((tag, until)) = self.ldst.disable.take() {
-                        if specs.memory.translating().map(|t| t.pipeline)
-                            == Some(memsys::Pipeline::ReplayQueue)
-                        {
-                            self.hold_sources(
+                        match specs.memory.translating().map(|t| t.pipeline) {
+                            Some(memsys::Pipeline::ReplayQueue) => self.hold_sources(
                                 &mut ws,
                                 launch.decoded.sources(top.pc),
                                 tag,
                                 until,
                                 now,
-                            );
-                        } else {
-                            self.disable(&mut ws, tag, until, now);
+                            ),
+                            // The log holds a copy of the sources: nothing waits.
+                            Some(memsys::Pipeline::OperandLog) => {}
+                            _ => self.disable(&mut ws, tag, until, now),
                         }
+                        self.log_entry(specs, &mut ws, launch, inst, top.pc, exec, tag, now);
                     }
                     p
                 }
@@ -815,6 +825,16 @@ impl Sm {
         let Some(slot) = slot else {
             return;
         };
+        let Some(w) = self.res.warps[slot].as_deref_mut() else {
+            return;
+        };
+        if let Some(e) = Sm::entry_of(w, tag) {
+            // Its last TLB check: the entry leaves the replay queue (or the log) then,
+            // and an `exit` or barrier waiting for it may issue.
+            e.release = translated;
+            let launch = w.launch;
+            self.sync(&launches[launch.index()].decoded, slot);
+        }
         let Some(w) = self.res.warps[slot].as_deref_mut() else {
             return;
         };

@@ -43,6 +43,9 @@ pub(super) struct PendingAccess {
     /// With translation on: the latest cycle a part offered so far has its last page
     /// translated (`memsys::fault::PENDING` once a part waits for a fault).
     pub translated: u64,
+    /// Parts squashed for a fault and not yet replayed (pipelines that replay): the
+    /// access is not complete while any is.
+    pub squashed: u32,
 }
 
 /// Accesses in flight, by tag; freed tags are reused (lowest last freed first).
@@ -309,6 +312,7 @@ impl LdSt {
             transfer: Some(t.id),
             cp_async: None,
             translated: 0,
+            squashed: 0,
         };
         self.pending.add(p);
         self.free_at = now + 1;

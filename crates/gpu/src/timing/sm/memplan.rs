@@ -290,9 +290,10 @@ impl Sm {
                 self.ldst.disable = match (pipeline, translated) {
                     (Pipeline::Stall, _) | (_, None) => None,
                     (Pipeline::WdCommit, Some(_)) => Some((tag, MEM_PENDING)),
-                    (Pipeline::WdLastcheck | Pipeline::ReplayQueue, Some(r)) => {
-                        Some((tag, if parts > 1 { MEM_PENDING } else { r }))
-                    }
+                    (
+                        Pipeline::WdLastcheck | Pipeline::ReplayQueue | Pipeline::OperandLog,
+                        Some(r),
+                    ) => Some((tag, if parts > 1 { MEM_PENDING } else { r })),
                 };
                 let p = PendingAccess {
                     slot: Some(a.slot),
@@ -303,6 +304,7 @@ impl Sm {
                     transfer: None,
                     cp_async: matches!(inst.op, Op::CpAsync { .. }).then_some(a.ws.cp_async.open),
                     translated: translated.unwrap_or(0),
+                    squashed: 0,
                 };
                 self.ldst.pending.add(p);
                 self.in_flight[a.ws.launch] += 1;

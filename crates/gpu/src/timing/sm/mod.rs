@@ -71,6 +71,7 @@ mod frontend;
 mod issue;
 mod ldst;
 mod memplan;
+mod replay;
 mod residency;
 mod retire;
 mod warp;
@@ -180,6 +181,14 @@ pub(super) struct Sm {
     disabled_cycles: u64,
     /// Replay queue: memory instructions whose sources were held.
     source_holds: u64,
+    /// Pipelines that replay (`replay`): warps that replayed, instructions replayed,
+    /// memory instructions refused for want of operand-log space, the log's peak bytes,
+    /// and the deliberate mistake a test asks for.
+    replays: u64,
+    replayed_instructions: u64,
+    log_full_stalls: u64,
+    log_peak_bytes: u64,
+    wrong_replay: crate::timing::WrongReplay,
 }
 
 impl Sm {
@@ -206,7 +215,18 @@ impl Sm {
             disables: 0,
             disabled_cycles: 0,
             source_holds: 0,
+            replays: 0,
+            replayed_instructions: 0,
+            log_full_stalls: 0,
+            log_peak_bytes: 0,
+            wrong_replay: crate::timing::WrongReplay::None,
         }
+    }
+
+    /// The same SM, making the deliberate replay mistake `w` (tests only).
+    pub(super) fn with_wrong_replay(mut self, w: crate::timing::WrongReplay) -> Sm {
+        self.wrong_replay = w;
+        self
     }
 
     /// Applies the cycle's global writes to `mem`, in the order they issued (see
@@ -304,6 +324,10 @@ impl Sm {
             warp_disables: self.disables,
             disabled_cycles: self.disabled_cycles,
             source_holds: self.source_holds,
+            replays: self.replays,
+            replayed_instructions: self.replayed_instructions,
+            log_full_stalls: self.log_full_stalls,
+            log_peak_bytes: self.log_peak_bytes,
             ..self.front.stats()
         }
     }
@@ -532,6 +556,12 @@ impl Sm {
         while let Some(c) = memsys.pop_completed() {
             self.completed(&c, launches, watch, now);
         }
+        while let Some(a) = memsys.pop_squashed() {
+            self.squashed(launches, &a);
+        }
+        while let Some(tag) = memsys.pop_serviced() {
+            self.serviced(launches, PendingId(tag as u32));
+        }
     }
 
     #[inline(never)]
@@ -543,7 +573,7 @@ impl Sm {
             watch.load_done(self.id, launch, c.latency(), now);
         }
         p.parts -= 1;
-        if p.parts > 0 {
+        if p.parts > 0 || p.squashed > 0 {
             return;
         }
         let p = self.ldst.pending.remove(tag);

@@ -55,6 +55,12 @@ pub(super) struct WarpSlot {
     /// instructions not yet past their last TLB check, each with the first cycle it may be
     /// overwritten ([`MEM_PENDING`] while that is unknown, with the access that holds it).
     pub held: Vec<(u32, u64, Option<crate::timing::ids::PendingId>)>,
+    /// Pipelines that replay (`memsys::Pipeline::squashes`; papers/tanasic-thesis §6.3):
+    /// the warp's memory instructions not yet past their last TLB check, oldest first
+    /// (the replay queue; under the operand log, its entries), and the squashed parts of
+    /// them whose faults are not yet serviced (while any is, the warp issues nothing).
+    pub replay: Vec<super::replay::ReplayEntry>,
+    pub faults: u32,
 }
 
 impl WarpSlot {
@@ -81,6 +87,8 @@ impl WarpSlot {
             disabled_by: None,
             disabled_since: 0,
             held: Vec::new(),
+            replay: Vec::new(),
+            faults: 0,
         }
     }
 
@@ -198,6 +206,27 @@ pub(super) struct WarpHot {
 }
 
 impl WarpHot {
+    /// [`WarpHot::derive`] of a warp with memory instructions it may replay: while a
+    /// squashed part of one waits for its fault it issues nothing; once every fault is
+    /// serviced its next instruction is the replay of the oldest squashed one (a memory
+    /// instruction, ready at once, whatever holds its next instruction); an instruction
+    /// that may end the warp or make it wait at a barrier waits until no memory
+    /// instruction of it can fault any more.
+    #[cold]
+    fn derive_replay(&mut self, w: &WarpSlot, leaves: bool) {
+        if w.faults > 0 {
+            self.ready = MEM_PENDING;
+        } else if w.replay.iter().any(|e| e.due) {
+            self.ready = 0;
+            self.class = OpClass::Mem;
+            self.src_banks = 0;
+        } else if leaves {
+            for e in &w.replay {
+                self.ready = self.ready.max(e.release);
+            }
+        }
+    }
+
     pub const EMPTY: WarpHot = WarpHot {
         state: HotState::Empty,
         next_pc: NO_PC,
@@ -275,6 +304,9 @@ impl WarpHot {
             if !w.cp_async.satisfied(groups, all) {
                 self.ready = MEM_PENDING;
             }
+        }
+        if !w.replay.is_empty() {
+            self.derive_replay(w, decoded.leaves(top.pc));
         }
     }
 }
