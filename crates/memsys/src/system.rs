@@ -927,6 +927,11 @@ impl MemorySystem {
         }
     }
 
+    /// The channels SM `sm`'s accesses go to ([`MemorySystem::partition`]).
+    pub fn channels_of(&self, sm: usize) -> Channels {
+        self.sms[sm].channels
+    }
+
     /// Cuts the memory into `instances` equal partitions, as NVIDIA's Multi-Instance GPU
     /// does: partition `j` holds the DRAM channels `j × w` to `(j + 1) × w − 1`, `w = ⌊channels
     /// / instances⌋`, with their L2 slices, and SM `sm` sends every access to the partition
@@ -934,7 +939,10 @@ impl MemorySystem {
     /// partition maps its addresses as a GPU with only its channels would; the channels left
     /// over are unused. SMs of different partitions then share no L2 slice, DRAM channel,
     /// request-network output or reply-network input, so one instance's traffic cannot slow
-    /// another's. Only before any access.
+    /// another's. With more instances than channels (no MIG GPU has that: its instances are
+    /// at most its memory slices) partition `j` gets channel `⌊j × channels / instances⌋`
+    /// alone, so neighbouring instances share a channel and its slices. Only before any
+    /// access.
     pub fn partition(
         &mut self,
         instance_of_sm: &[Option<u32>],
@@ -947,12 +955,8 @@ impl MemorySystem {
             })
         };
         let channels = self.cfg.dram_channels;
-        let width = channels / instances.max(1) as usize;
-        if width == 0 {
-            return bad(format!(
-                "{instances} instances need a DRAM channel each; the GPU has {channels}"
-            ));
-        }
+        let n = instances.max(1) as usize;
+        let width = channels / n;
         if instance_of_sm.len() != self.sms.len() {
             return bad(format!(
                 "an instance for {} SMs; the GPU has {}",
@@ -965,9 +969,13 @@ impl MemorySystem {
         }
         for (st, j) in self.sms.iter_mut().zip(instance_of_sm) {
             st.channels = match *j {
-                Some(j) if j < instances => Channels {
+                Some(j) if j < instances && width > 0 => Channels {
                     first: j as usize * width,
                     count: width,
+                },
+                Some(j) if j < instances => Channels {
+                    first: j as usize * channels / n,
+                    count: 1,
                 },
                 Some(j) => return bad(format!("instance {j} of {instances}")),
                 None => Channels::all(&self.cfg),

@@ -737,16 +737,23 @@ fn mig_partitions_keep_one_instance_s_traffic_from_slowing_another() {
 }
 
 #[test]
-fn a_partition_needs_a_channel_an_instance_and_an_unused_memory() {
+fn a_partition_needs_an_instance_and_an_unused_memory() {
     let cfg = gtx480();
     let n = cfg.num_sms;
     let mut m = MemorySystem::new(cfg.clone()).unwrap();
     let every = vec![Some(0); n];
-    let e = m.partition(&every, 7).unwrap_err().to_string();
-    assert!(
-        e.contains("7 instances need a DRAM channel each; the GPU has 6"),
-        "{e}"
-    );
+    // Two instances of the 6 channels: 3 each, in order; an SM of no instance keeps all.
+    let mut two: Vec<Option<u32>> = (0..n).map(|sm| Some(u32::from(sm >= 7))).collect();
+    two[14] = None;
+    m.partition(&two, 2).unwrap();
+    let of = |m: &MemorySystem, sm| (m.channels_of(sm).first, m.channels_of(sm).count);
+    assert_eq!((of(&m, 0), of(&m, 7), of(&m, 14)), ((0, 3), (3, 3), (0, 6)));
+    // More instances than channels: one channel each, neighbours sharing (⌊j × 6 / 7⌋).
+    let seven: Vec<Option<u32>> = (0..n).map(|sm| Some((sm % 7) as u32)).collect();
+    m.partition(&seven, 7).unwrap();
+    let firsts: Vec<usize> = (0..7).map(|sm| m.channels_of(sm).first).collect();
+    assert_eq!(firsts, [0, 0, 1, 2, 3, 4, 5]);
+    assert!((0..7).all(|sm| m.channels_of(sm).count == 1));
     let e = m.partition(&every[1..], 2).unwrap_err().to_string();
     assert!(e.contains("for 14 SMs"), "{e}");
     let e = m.partition(&vec![Some(2); n], 2).unwrap_err().to_string();

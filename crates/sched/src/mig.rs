@@ -14,6 +14,9 @@
 //! (`workload`, through `gpu::timing::Machine::partition_memory`): instance `j` gets the
 //! DRAM channels `j × c` to `(j + 1) × c − 1`, `c = ⌊channels / n⌋`, with their slices, and its
 //! SMs send every access there, so one instance's memory traffic cannot slow another's.
+//! With more instances than channels (8 processes on the 5 channels of `k20c`; no MIG GPU
+//! allows it) instance `j` gets channel `⌊j × channels / n⌋` alone, shared with its
+//! neighbours.
 //! What stays shared: the copy engines and the host link (as on a real GPU, where MIG
 //! instances share the PCIe link), and the interconnect's clock.
 
