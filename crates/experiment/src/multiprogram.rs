@@ -208,7 +208,8 @@ pub fn prioritized(name: &str) -> bool {
 }
 
 /// The mix runs named by a comma-separated list (`default`: [`RUNS`]; `nvidia`:
-/// [`NVIDIA_RUNS`]; `all`: both), each once, in the order of [`known_runs`].
+/// [`NVIDIA_RUNS`]; `all`: both), each once, in the order of [`known_runs`]. FCFS is always
+/// among them: every figure compares a run with it (without it they would read 0).
 pub fn parse_runs(list: &str) -> Result<Vec<&'static str>, String> {
     let mut want = Vec::new();
     for w in list.split(',').map(str::trim).filter(|w| !w.is_empty()) {
@@ -230,6 +231,7 @@ pub fn parse_runs(list: &str) -> Result<Vec<&'static str>, String> {
     if want.is_empty() {
         return Err("no run named".into());
     }
+    want.push("fcfs");
     Ok(known_runs().filter(|r| want.contains(r)).collect())
 }
 
@@ -970,7 +972,10 @@ mod tests {
     #[test]
     fn runs_are_named_on_the_command_line() {
         assert_eq!(parse_runs("default").unwrap(), RUNS.to_vec());
-        assert_eq!(parse_runs("nvidia").unwrap(), NVIDIA_RUNS.to_vec());
+        // FCFS, the figures' baseline, comes with every list.
+        let nvidia: Vec<&str> = std::iter::once("fcfs").chain(NVIDIA_RUNS).collect();
+        assert_eq!(parse_runs("nvidia").unwrap(), nvidia);
+        assert_eq!(parse_runs("mig").unwrap(), vec!["fcfs", "mig"]);
         assert_eq!(
             parse_runs("all").unwrap().len(),
             RUNS.len() + NVIDIA_RUNS.len()

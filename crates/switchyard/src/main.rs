@@ -381,7 +381,8 @@ struct MultiprogramArgs {
     switch: String,
     /// The runs of every mix, comma-separated: `default` (the thesis's eight: fcfs, npq,
     /// ppq-exclusive/{cs,drain}, ppq-shared/{cs,drain}, dss/{cs,drain}), `nvidia`
-    /// (time-slice/cs, mps, mig, stream-priority), `all`, or run names.
+    /// (time-slice/cs, mps, mig, stream-priority), `all`, or run names; fcfs, every
+    /// figure's baseline, always runs.
     #[arg(long, default_value = "default")]
     runs: String,
     /// Skip the inference-tail table (latency-critical requests beside a batch kernel).
