@@ -43,12 +43,13 @@ wait
 printf '%-12s %6s %12s %8s %8s %10s\n' target jobs executions corpus crashes cpu_s
 for t in $targets; do
     d=$work/$t
-    # Each job's log ends with "Done N runs in T second(s)".
-    execs=$(cat "$d"/fuzz-*.log "$d"/run.log 2>/dev/null | sed -n 's/^Done \([0-9]*\) runs.*/\1/p' |
+    # Each job's final statistics (printed on a crash too).
+    execs=$(cat "$d"/fuzz-*.log 2>/dev/null | sed -n 's/^stat::number_of_executed_units: *\([0-9]*\).*/\1/p' |
         awk '{s += $1} END {print s + 0}')
     corpus=$(ls "$d/corpus" | wc -l)
     crashes=$(ls "$d/artifacts" | wc -l)
     # The jobs are children of the first process: its CPU time counts them all.
-    cpu=$(awk '{printf "%.0f", $1 + $2}' "$d/cpu" 2>/dev/null)
+    # The last line (time writes "Command exited with non-zero status" first on a crash).
+    cpu=$(tail -n 1 "$d/cpu" 2>/dev/null | awk '{printf "%.0f", $1 + $2}')
     printf '%-12s %6s %12s %8s %8s %10s\n' "$t" "$jobs" "$execs" "$corpus" "$crashes" "$cpu"
 done
