@@ -116,3 +116,19 @@ fn odd_kernels_end_alike_on_both_engines() {
     );
     assert!(failed.len() >= 3, "{} of 200 failed", failed.len());
 }
+
+/// The `functional` target's finding of 2026-11-27 (fuzz/regressions/functional-divergent-shfl):
+/// a loop steered by a shuffle from lanes that left it. The PTX ISA leaves such a shuffle
+/// undefined, and register allocation changes what it reads, so the timed engine runs the
+/// kernel as written to compare with the functional core: both end it, with the same
+/// memory.
+#[test]
+fn a_shuffle_from_an_inactive_lane_is_compared_as_written() {
+    let dir = root().join("fuzz/regressions/functional-divergent-shfl");
+    let data = std::fs::read(dir.join("crash-9cf646b06ce95d6d1244efb885418cc01711f6ce")).unwrap();
+    let memory = fuzz::engines_agree(&data).expect("both engines end the kernel");
+    assert!(
+        memory.iter().any(|&b| b != 0),
+        "the kernel wrote its output"
+    );
+}
