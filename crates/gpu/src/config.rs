@@ -579,6 +579,7 @@ mod tests {
         assert_eq!((f.granularity_kb, f.batch_size), (64, 256));
         assert_eq!((f.pcie.transfer_us, f.pcie.alloc_us), (25.0, 12.0));
         assert_eq!((f.nvlink.transfer_us, f.nvlink.alloc_us), (12.0, 10.0));
+        assert_eq!((f.handler, f.gpu_handler_us), (memsys::Handler::Cpu, 20.0));
         for (name, _) in PRESETS {
             let c = GpuConfig::preset(name).unwrap();
             assert!(c.memory.translation.is_some(), "{name} describes its TLBs");
@@ -655,6 +656,12 @@ mod tests {
                 "memory.translation.faults.nvlink.transfer_us",
             ),
             ("link = \"pcie\"", "link = \"pci\"", "link"),
+            ("handler = \"cpu\"", "handler = \"host\"", "handler"),
+            (
+                "gpu_handler_us = 20.0",
+                "gpu_handler_us = 0.0",
+                "memory.translation.faults.gpu_handler_us",
+            ),
             // Pipeline organisations (papers/tanasic-thesis §6.3).
             ("pipeline = \"stall\"", "pipeline = \"replay\"", "pipeline"),
             ("pipeline = \"stall\"", "pipeline = 3", "pipeline"),

@@ -202,6 +202,14 @@ impl DeviceMemory {
         base
     }
 
+    /// [`DeviceMemory::alloc`] starting at a multiple of `align` (a power of two, at least
+    /// [`ALLOC_ALIGN`]; smaller ones are raised to it).
+    pub fn alloc_aligned(&mut self, size: u64, align: u64) -> u64 {
+        let align = align.max(ALLOC_ALIGN).next_power_of_two();
+        self.next = self.next.div_ceil(align) * align;
+        self.alloc(size)
+    }
+
     /// Frees the allocation starting at `base`; false if there is none.
     pub fn free(&mut self, base: u64) -> bool {
         match self.allocs.binary_search_by_key(&base, |a| a.base) {

@@ -34,6 +34,17 @@
 //!   of its faults' costs, and every one of them completes (is replayed) at its end;
 //! * faults raised while a batch is in service wait for the next one.
 //!
+//! **Local handling** (§6.4.2, `handler = "gpu"`, Figures 6.14–6.15). A fault that needs no
+//! data transfer — a region with no host data ([`Populate::Unpopulated`]: the kernel's own
+//! allocations, output pages the host never wrote) — can be handled on the GPU itself: the
+//! faulting SM runs the handler (allocate a frame, update the GPU page table) in system
+//! mode, which preemptible faults make possible. It takes `gpu_handler_us` (§6.5.4: 20 µs,
+//! "an order of magnitude more" than the CPU's) from the fault's raise, and handlers run
+//! side by side (§6.4.2: "this lazy physical memory allocation scheme allows many GPU
+//! threads to allocate physical memory in parallel"): they neither wait for nor join the
+//! CPU's batches. Faults with host data still go to the CPU. Assumption: a handler costs
+//! latency only (the thesis gives no per-SM limit or the handler's footprint).
+//!
 //! **Time.** A fault's completion is unknown when it is raised (its batch has not started),
 //! so the walk answers [`PENDING`], and [`FarFaults::service`], called every core cycle,
 //! forms batches and reports each faulted region's completion cycle, which the TLBs write
@@ -93,6 +104,44 @@ pub struct FaultSpec {
     pub pcie: FaultCosts,
     /// Costs over NVLink.
     pub nvlink: FaultCosts,
+    /// Who handles faults that need no transfer (§6.4.2): the CPU (the default, written
+    /// out only when not it) or the GPU itself.
+    #[serde(default, skip_serializing_if = "Handler::is_cpu")]
+    pub handler: Handler,
+    /// The GPU handler's latency per fault, µs (§6.5.4: 20; written out only when not it).
+    #[serde(
+        default = "default_gpu_handler_us",
+        skip_serializing_if = "is_default_gpu_handler_us"
+    )]
+    pub gpu_handler_us: f64,
+}
+
+/// Who handles a fault that needs no data transfer (papers/tanasic-thesis §6.4.2).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Handler {
+    /// The host's driver, in its batches (today's GPUs).
+    #[default]
+    Cpu,
+    /// The faulting SM, in system mode, without the CPU (local handling).
+    Gpu,
+}
+
+impl Handler {
+    fn is_cpu(&self) -> bool {
+        *self == Handler::Cpu
+    }
+}
+
+/// §6.5.4: "We estimate the latency of the GPU handler to be 20µs".
+pub const GPU_HANDLER_US: f64 = 20.0;
+
+fn default_gpu_handler_us() -> f64 {
+    GPU_HANDLER_US
+}
+
+fn is_default_gpu_handler_us(us: &f64) -> bool {
+    *us == GPU_HANDLER_US
 }
 
 impl FaultSpec {
@@ -118,6 +167,13 @@ impl FaultSpec {
             return bad(
                 "translation.faults.batch_size",
                 format!("{} is not in 1..={MAX_BATCH}", self.batch_size),
+            );
+        }
+        let h = self.gpu_handler_us;
+        if !(h.is_finite() && h > 0.0 && h <= MAX_FAULT_US) {
+            return bad(
+                "translation.faults.gpu_handler_us",
+                format!("{h} µs is not more than 0 and at most {MAX_FAULT_US}"),
             );
         }
         for (names, c) in [
@@ -179,6 +235,14 @@ pub struct FaultStats {
     /// Accesses accepted while a page of theirs waited for a fault whose batch had not
     /// started (those merging into a fault already in service are not counted).
     pub faulted_accesses: u64,
+    /// Regions allocated by the GPU's own handler (`handler = "gpu"`; not in
+    /// `regions_allocated`, which counts the CPU's). Written out only when some were.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub regions_allocated_locally: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl FaultStats {
@@ -193,6 +257,7 @@ impl FaultStats {
             fault_cycles: self.fault_cycles - e.fault_cycles,
             busy_cycles: self.busy_cycles - e.busy_cycles,
             faulted_accesses: self.faulted_accesses - e.faulted_accesses,
+            regions_allocated_locally: self.regions_allocated_locally - e.regions_allocated_locally,
         }
     }
 }
@@ -232,6 +297,11 @@ pub struct FarFaults {
     transfer: u64,
     alloc: u64,
     batch_size: usize,
+    /// Core cycles of the GPU's own handler per fault with no host data, when it handles
+    /// them (`handler = "gpu"`).
+    local: Option<u64>,
+    /// Faults the GPU handles (`local`), in raise order: (raise, region).
+    local_faults: std::collections::VecDeque<(u64, u64)>,
     /// Sorted by start, disjoint.
     managed: Vec<Managed>,
     regions: BTreeMap<u64, Region>,
@@ -253,6 +323,8 @@ impl FarFaults {
             transfer: cycles(c.transfer_us),
             alloc: cycles(c.alloc_us),
             batch_size: spec.batch_size.max(1) as usize,
+            local: (spec.handler == Handler::Gpu).then(|| cycles(spec.gpu_handler_us)),
+            local_faults: Default::default(),
             managed: Vec::new(),
             regions: BTreeMap::new(),
             buffer: Vec::new(),
@@ -268,12 +340,20 @@ impl FarFaults {
             transfer: transfer.max(1),
             alloc: alloc.max(1),
             batch_size: batch_size.max(1),
+            local: None,
+            local_faults: Default::default(),
             managed: Vec::new(),
             regions: BTreeMap::new(),
             buffer: Vec::new(),
             busy_until: 0,
             stats: FaultStats::default(),
         }
+    }
+
+    /// Faults with no host data are handled on the GPU in `cycles` each (tests).
+    pub fn with_local_handler(mut self, cycles: u64) -> Self {
+        self.local = Some(cycles.max(1));
+        self
     }
 
     /// Bytes a fault migrates.
@@ -307,6 +387,20 @@ impl FarFaults {
                 populate,
             },
         );
+    }
+
+    /// The host wrote `[start, start + bytes)`: every managed allocation it overlaps holds
+    /// host data from now on (faults raised later migrate its regions; a region already
+    /// faulted or resident is not moved back).
+    pub fn populate(&mut self, start: u64, bytes: u64) {
+        let end = start.saturating_add(bytes);
+        let first = self.managed.partition_point(|m| m.end <= start);
+        for m in self.managed[first..]
+            .iter_mut()
+            .take_while(|m| m.start < end)
+        {
+            m.populate = Populate::HostData;
+        }
     }
 
     /// The managed allocations overlapping `[lo, hi)`.
@@ -352,6 +446,13 @@ impl FarFaults {
             .unwrap_or(Populate::HostData);
         self.stats.far_faults += 1;
         self.regions.insert(region, Region::Waiting);
+        if populate == Populate::Unpopulated && self.local.is_some() {
+            // Handled by the faulting SM from its raise, beside any other handler
+            // (§6.4.2); like a CPU fault it is pending until then, so the SM squashes the
+            // access as it would any fault.
+            self.local_faults.push_back((raised, region));
+            return Some(PENDING);
+        }
         let f = Fault {
             raised,
             region,
@@ -364,12 +465,24 @@ impl FarFaults {
 
     /// Whether faults wait for a batch.
     pub fn has_waiting(&self) -> bool {
-        !self.buffer.is_empty()
+        !self.buffer.is_empty() || !self.local_faults.is_empty()
     }
 
     /// Starts every batch that starts by core cycle `now`, pushing each of its regions with
     /// the cycle it is on the GPU to `done`.
     pub fn service(&mut self, now: u64, done: &mut Vec<(u64, u64)>) {
+        let local = self.local.unwrap_or(0);
+        while let Some(&(raised, region)) = self.local_faults.front() {
+            if raised > now {
+                break;
+            }
+            self.local_faults.pop_front();
+            let ready = raised + local;
+            self.stats.regions_allocated_locally += 1;
+            self.stats.fault_cycles += local;
+            self.regions.insert(region, Region::Migrating { ready });
+            done.push((region, ready));
+        }
         while let Some(first) = self.buffer.first() {
             let start = self.busy_until.max(first.raised);
             if start > now {
@@ -477,6 +590,69 @@ mod tests {
     }
 
     #[test]
+    fn the_gpu_handles_faults_without_host_data_itself_side_by_side() {
+        // Two regions without host data and one with: under the GPU handler (300 cycles,
+        // slower than the CPU's 40) the first two complete 300 cycles after each raise,
+        // in parallel and without a batch; the third still goes to the CPU.
+        let mut f = FarFaults::with_cycles(KB64, 100, 40, 256).with_local_handler(300);
+        f.manage(0, 2 * KB64, Populate::Unpopulated);
+        f.manage(2 * KB64, KB64, Populate::HostData);
+        assert_eq!(f.walk(0, 4096, 10), Some(PENDING));
+        assert_eq!(f.walk(KB64, 4096, 12), Some(PENDING));
+        assert_eq!(f.walk(2 * KB64, 4096, 12), Some(PENDING));
+        let mut done = Vec::new();
+        f.service(10, &mut done);
+        assert_eq!(done, vec![(0, 310)]);
+        // A later page of a locally handled region merges into its handler.
+        assert_eq!(f.walk(8192, 4096, 20), Some(310));
+        done.clear();
+        f.service(12, &mut done);
+        assert_eq!(
+            done,
+            vec![(1, 312), (2, 112)],
+            "the second handler runs beside the first; only the host data goes to the CPU"
+        );
+        let s = f.stats();
+        assert_eq!(
+            (
+                s.far_faults,
+                s.regions_allocated_locally,
+                s.regions_allocated
+            ),
+            (3, 2, 0)
+        );
+        assert_eq!((s.regions_migrated, s.batches, s.merged), (1, 1, 1));
+        assert_eq!(s.fault_cycles, 300 + 300 + 100);
+        assert_eq!(f.walk(0, 4096, 310), None, "resident once handled");
+        // Under the CPU handler the same two regions wait for one batch, serialised.
+        let mut cpu = FarFaults::with_cycles(KB64, 100, 40, 256);
+        cpu.manage(0, 2 * KB64, Populate::Unpopulated);
+        assert_eq!(cpu.walk(0, 4096, 10), Some(PENDING));
+        assert_eq!(cpu.walk(KB64, 4096, 10), Some(PENDING));
+        done.clear();
+        cpu.service(10, &mut done);
+        assert_eq!(done, vec![(0, 90), (1, 90)]);
+    }
+
+    #[test]
+    fn what_the_host_writes_migrates_and_the_rest_is_only_allocated() {
+        let mut f = FarFaults::with_cycles(KB64, 100, 40, 256);
+        f.manage(0, KB64, Populate::Unpopulated);
+        f.manage(KB64, KB64, Populate::Unpopulated);
+        // The host writes 8 bytes of the second allocation only (and bytes of no
+        // managed allocation, which changes nothing).
+        f.populate(KB64 + 16, 8);
+        f.populate(4 * KB64, 8);
+        f.walk(0, 4096, 0);
+        f.walk(KB64, 4096, 0);
+        let mut done = Vec::new();
+        f.service(0, &mut done);
+        assert_eq!(done, vec![(0, 140), (1, 140)]);
+        let s = f.stats();
+        assert_eq!((s.regions_allocated, s.regions_migrated), (1, 1));
+    }
+
+    #[test]
     fn a_batch_takes_at_most_batch_size_faults() {
         let mut f = FarFaults::with_cycles(KB64, 100, 40, 2);
         f.manage(0, 8 * KB64, Populate::HostData);
@@ -506,6 +682,8 @@ mod tests {
                 transfer_us: 12.0,
                 alloc_us: 10.0,
             },
+            handler: Handler::Cpu,
+            gpu_handler_us: GPU_HANDLER_US,
         };
         assert!(good.validate().is_ok());
         let field = |f: &dyn Fn(&mut FaultSpec)| {
@@ -533,6 +711,10 @@ mod tests {
         assert_eq!(
             field(&|s| s.nvlink.alloc_us = 0.0),
             "translation.faults.nvlink.alloc_us"
+        );
+        assert_eq!(
+            field(&|s| s.gpu_handler_us = -1.0),
+            "translation.faults.gpu_handler_us"
         );
         // 25 µs at 1 GHz is 25,000 core cycles; a 2 MiB page migrates whole.
         let f = FarFaults::new(&good, 1000.0, 4096);

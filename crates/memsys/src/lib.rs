@@ -37,7 +37,7 @@ pub use cache::{CacheSpec, CacheStats, WritePolicy};
 pub use clock::{ClockSpec, Domain, DomainSet};
 pub use coalesce::{coalesce, coalesce_into, shared_bank_conflicts, LineRequest};
 pub use dram::{DramSpec, DramStats};
-pub use fault::{FaultCosts, FaultSpec, FaultStats, Link, Populate};
+pub use fault::{FaultCosts, FaultSpec, FaultStats, Handler, Link, Populate};
 pub use icnt::{IcntSpec, IcntStats};
 pub use system::{
     AccessKind, AddressHash, AddressMapping, Channels, Completion, IssueState, Location, MemAccess,

@@ -872,6 +872,23 @@ impl MemorySystem {
         }
     }
 
+    /// Bytes a far fault migrates (its *region*), when the memory system pages on demand.
+    pub fn fault_region_bytes(&self) -> Option<u64> {
+        self.shared_tlb
+            .as_ref()
+            .and_then(SharedTlb::faults)
+            .map(FarFaults::region_bytes)
+    }
+
+    /// The host wrote `[start, start + bytes)`: every managed allocation it touches holds
+    /// host data from now on, so a fault on a region of it not yet on the GPU migrates it
+    /// ([`crate::fault::FarFaults::populate`]). Nothing without demand paging.
+    pub fn populate(&mut self, start: u64, bytes: u64) {
+        if let Some(f) = self.shared_tlb.as_mut().and_then(SharedTlb::faults_mut) {
+            f.populate(start, bytes);
+        }
+    }
+
     /// Offers one warp access from SM `sm` at the current core cycle. Accepted whole, or
     /// refused whole with the reason (and nothing changed but the stall counters).
     pub fn issue(&mut self, sm: usize, access: MemAccess) -> Result<RequestId, Stall> {

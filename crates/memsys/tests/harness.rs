@@ -560,6 +560,8 @@ fn paging() -> (MemConfig, u64) {
             transfer_us: 12.0,
             alloc_us: 10.0,
         },
+        handler: memsys::Handler::Cpu,
+        gpu_handler_us: memsys::fault::GPU_HANDLER_US,
     });
     let transfer = (25.0 * cfg.clocks.core_mhz).round() as u64;
     (cfg, transfer)

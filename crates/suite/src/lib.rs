@@ -85,6 +85,16 @@ pub trait Device {
     fn write(&mut self, dst: DevPtr, data: &[u8]) -> Result<(), DeviceError>;
     fn read(&mut self, src: DevPtr, len: u64) -> Result<Vec<u8>, DeviceError>;
     fn launch(&mut self, launch: &Launch<'_>) -> Result<(), DeviceError>;
+
+    /// `bytes` of zeros: by default an allocation and a write of zeros (`cudaMalloc` and a
+    /// copy; the contract does not promise zeroed allocations). An engine whose memory is
+    /// managed may instead leave the pages unwritten by the host (`cudaMallocManaged`
+    /// memory reads as zeros), so that they need no migration.
+    fn alloc_zeroed(&mut self, bytes: u64) -> Result<DevPtr, DeviceError> {
+        let ptr = self.alloc(bytes)?;
+        self.write(ptr, &vec![0u8; bytes as usize])?;
+        Ok(ptr)
+    }
 }
 
 /// Problem size. Inputs are seeded, so a size and a seed always give the same problem.

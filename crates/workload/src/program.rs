@@ -607,6 +607,9 @@ enum ToThread {
 struct Proxy {
     tx: Sender<FromThread>,
     rx: Receiver<ToThread>,
+    /// [`SuiteHost::managed`]: a zeroed allocation is managed memory the host never
+    /// writes.
+    managed: bool,
 }
 
 impl Proxy {
@@ -627,6 +630,16 @@ impl suite::Device for Proxy {
             ToThread::Ptr(p) => Ok(suite::DevPtr(p)),
             _ => Err(unexpected()),
         }
+    }
+
+    fn alloc_zeroed(&mut self, bytes: u64) -> Result<suite::DevPtr, suite::DeviceError> {
+        let ptr = self.alloc(bytes)?;
+        // Managed memory the host never writes reads as zeros (the UVM driver zeroes the
+        // pages it populates): no copy, so its faults allocate without migrating.
+        if !self.managed {
+            self.write(ptr, &vec![0u8; bytes as usize])?;
+        }
+        Ok(ptr)
     }
 
     fn write(&mut self, dst: suite::DevPtr, data: &[u8]) -> Result<(), suite::DeviceError> {
@@ -675,6 +688,9 @@ impl suite::Device for Proxy {
 pub struct SuiteHost {
     /// What to start; `None` once started.
     start: Option<(&'static dyn suite::Kernel, suite::Size, u64)>,
+    /// Every allocation is managed (`cudaMallocManaged`), starting unpopulated: the
+    /// system marks what the host then writes as host data.
+    managed: bool,
     tx: Option<Sender<ToThread>>,
     rx: Option<Receiver<FromThread>>,
     /// What the thread waits for: the kind of answer its last request needs.
@@ -694,6 +710,7 @@ impl SuiteHost {
     pub fn start(kernel: &'static dyn suite::Kernel, size: suite::Size, seed: u64) -> SuiteHost {
         SuiteHost {
             start: Some((kernel, size, seed)),
+            managed: false,
             tx: None,
             rx: None,
             waiting: None,
@@ -701,6 +718,15 @@ impl SuiteHost {
             outcome: None,
             thread: None,
         }
+    }
+
+    /// The program with every allocation managed (`cudaMallocManaged`): each starts
+    /// unpopulated, and what the host writes into it becomes host data that a GPU fault
+    /// migrates (papers/tanasic-thesis §6.4.2: pages the host never wrote — the kernel's
+    /// outputs — are only allocated and mapped).
+    pub fn managed(mut self) -> SuiteHost {
+        self.managed = true;
+        self
     }
 
     /// Starts the thread; the system refusing one (too many threads, no address space) is
@@ -711,12 +737,14 @@ impl SuiteHost {
         };
         let (to_model, from_thread) = channel();
         let (to_thread, from_model) = channel();
+        let managed = self.managed;
         let thread = std::thread::Builder::new()
             .name(format!("host:{}", kernel.name()))
             .spawn(move || {
                 let mut proxy = Proxy {
                     tx: to_model,
                     rx: from_model,
+                    managed,
                 };
                 let r = kernel.run(&mut proxy, size, seed);
                 let _ = proxy.tx.send(FromThread::Finished(r));
@@ -754,7 +782,7 @@ impl HostProgram for SuiteHost {
                 Request::Alloc {
                     bytes,
                     init: None,
-                    managed: None,
+                    managed: self.managed.then_some(memsys::Populate::Unpopulated),
                 }
             }
             FromThread::Write(dev, data) => {
@@ -872,8 +900,13 @@ struct Replay {
 
 impl ServedSuite {
     pub fn start(kernel: &'static dyn suite::Kernel, size: suite::Size, seed: u64) -> ServedSuite {
+        ServedSuite::with_host(SuiteHost::start(kernel, size, seed))
+    }
+
+    /// Serves requests with `host` as its setup.
+    pub fn with_host(host: SuiteHost) -> ServedSuite {
         ServedSuite {
-            host: SuiteHost::start(kernel, size, seed),
+            host,
             launches: Vec::new(),
             allocs: Vec::new(),
             expected: Vec::new(),

@@ -48,6 +48,9 @@
 //! priority = 0                    # larger is more important (NPQ)
 //! # requests = { kind = "poisson", mean_us = 40.0, count = 8, seed = 1 }
 //!                                 # serve requests: one run of the program each (below)
+//! # managed = true                # every allocation cudaMallocManaged: what the host
+//!                                 # writes migrates on the GPU's first touch, the rest
+//!                                 # (outputs) is only allocated (demand paging)
 //!
 //! [[process]]
 //! name = "saxpy"
@@ -431,6 +434,9 @@ pub struct ProcessSpec {
     /// setup: inputs copied, launches run, results checked), and each request runs its
     /// launches again on the same buffers ([`Program::Suite`]'s `warm_up`).
     pub warm_up: Option<Spanned<bool>>,
+    /// A suite process's memory is managed (`cudaMallocManaged`): [`Program::Suite`]'s
+    /// `managed`.
+    pub managed: Option<Spanned<bool>>,
 }
 
 /// A stream with a priority: `[[process.stream]]` with `id` and `priority`.
@@ -726,6 +732,11 @@ pub enum Program {
         /// request replays its launches on the same buffers, checked to leave them as the
         /// setup left them ([`crate::program::ServedSuite`]).
         warm_up: bool,
+        /// Every allocation of the program is managed (`cudaMallocManaged`,
+        /// [`crate::program::SuiteHost::managed`]): where the GPU pages on demand, what the
+        /// host wrote migrates on the GPU's first touch and the rest (its outputs) is only
+        /// allocated; elsewhere it is ordinary device memory.
+        managed: bool,
     },
     /// Commands over buffers, on a PTX module. Shared: the run, each replay and the run
     /// alone start from the same initial contents, never a copy of them.
@@ -741,6 +752,7 @@ impl std::fmt::Debug for Program {
                 seed,
                 target,
                 warm_up,
+                managed,
             } => f
                 .debug_struct("Suite")
                 .field("kernel", &kernel.name())
@@ -748,6 +760,7 @@ impl std::fmt::Debug for Program {
                 .field("seed", seed)
                 .field("target", target)
                 .field("warm_up", warm_up)
+                .field("managed", managed)
                 .finish(),
             Program::Commands(c) => f.debug_tuple("Commands").field(c).finish(),
         }
@@ -1452,9 +1465,17 @@ impl Cx<'_> {
                     seed: p.seed,
                     target: self.target(kernel, p.target, field, s.span())?,
                     warm_up: p.warm_up.as_ref().is_some_and(|w| *w.get_ref()),
+                    managed: p.managed.as_ref().is_some_and(|m| *m.get_ref()),
                 }
             }
             (None, Some(ptx)) => {
+                if let Some(m) = &p.managed {
+                    return self.err(
+                        Some(m.span()),
+                        &format!("{field}.managed"),
+                        "`managed` on a process is for a suite process: a `ptx` process marks each managed buffer (`managed = true` in its [[process.buffer]])".into(),
+                    );
+                }
                 if let Some(w) = &p.warm_up {
                     return self.err(
                         Some(w.span()),

@@ -341,19 +341,25 @@ struct Proc {
 
 /// A program to start (again).
 enum Source {
-    /// A suite kernel, size, seed, and whether it warms up ([`ServedSuite`]).
-    Suite(&'static dyn suite::Kernel, suite::Size, u64, bool),
+    /// A suite kernel, size, seed, whether it warms up ([`ServedSuite`]) and whether its
+    /// memory is managed ([`SuiteHost::managed`]).
+    Suite(&'static dyn suite::Kernel, suite::Size, u64, bool, bool),
     Commands(Arc<crate::scenario::CommandProgram>),
 }
 
 impl Source {
     fn start(&self) -> Box<dyn HostProgram> {
         match self {
-            Source::Suite(kernel, size, seed, false) => {
-                Box::new(SuiteHost::start(*kernel, *size, *seed))
-            }
-            Source::Suite(kernel, size, seed, true) => {
-                Box::new(ServedSuite::start(*kernel, *size, *seed))
+            Source::Suite(kernel, size, seed, warm_up, managed) => {
+                let mut host = SuiteHost::start(*kernel, *size, *seed);
+                if *managed {
+                    host = host.managed();
+                }
+                if *warm_up {
+                    Box::new(ServedSuite::with_host(host))
+                } else {
+                    Box::new(host)
+                }
             }
             Source::Commands(c) => Box::new(Commands::new(c.clone())),
         }
@@ -532,6 +538,7 @@ impl System {
                     seed,
                     target,
                     warm_up,
+                    managed,
                 } => {
                     let file = format!("kernels/{0}/{0}.{1}.ptx", kernel.name(), target.name());
                     let text = kernel.ptx(*target).unwrap_or_default();
@@ -541,7 +548,10 @@ impl System {
                             error: Box::new(e),
                         }
                     })?;
-                    (Source::Suite(*kernel, *size, *seed, *warm_up), Some(m))
+                    (
+                        Source::Suite(*kernel, *size, *seed, *warm_up, *managed),
+                        Some(m),
+                    )
                 }
                 Program::Commands(c) => {
                     let m = LoadedModule::load(machine.memory_mut(), &c.ptx_file, &c.ptx).map_err(
@@ -876,8 +886,16 @@ impl System {
                             ),
                         });
                     }
+                    // A managed allocation starts at a fault region's boundary, so that no
+                    // other allocation shares its regions (one buffer's host data would
+                    // decide what a fault on its neighbour costs). An assumption: CUDA
+                    // aligns allocations to at least a page, the UVM driver manages them in
+                    // 2 MiB blocks.
+                    let region = managed
+                        .and(self.machine.hierarchy_mut().fault_region_bytes())
+                        .unwrap_or(1);
                     let mem = self.machine.memory_mut();
-                    let ptr = mem.alloc(bytes);
+                    let ptr = mem.alloc_aligned(bytes, region);
                     if let Some(data) = init {
                         mem.write_bytes(ptr, &data).expect("fresh allocation");
                     }
@@ -931,6 +949,11 @@ impl System {
                                 "a copy of {len} bytes at {dev:#x} does not fit its allocation"
                             ),
                         });
+                    }
+                    if to_device {
+                        // The host wrote a managed allocation: its data is on the host,
+                        // so a GPU fault on it migrates it (nothing moves now).
+                        self.machine.hierarchy_mut().populate(dev, len);
                     }
                     let op = self.push_op(
                         p,

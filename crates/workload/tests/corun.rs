@@ -26,6 +26,7 @@ fn process(name: &str) -> Process {
             seed: 5,
             target: k.default_target(),
             warm_up: false,
+            managed: false,
         },
         stream_priorities: Vec::new(),
         requests: None,

@@ -97,13 +97,14 @@ fn faults(r: &RunRecord) -> FaultStats {
 }
 
 /// The 64 KiB regions `x` and `y` lie in: the process allocates them first, in order, on a
-/// fresh device memory.
+/// fresh device memory, each managed allocation at a region's start (so they share none).
 fn regions() -> (BTreeSet<u64>, BTreeSet<u64>) {
     let mut m = DeviceMemory::new();
     let bytes = N * 4;
     let span = |base: u64| (base >> 16..=(base + bytes - 1) >> 16).collect::<BTreeSet<u64>>();
-    let x = span(m.alloc(bytes));
-    let y = span(m.alloc(bytes));
+    let x = span(m.alloc_aligned(bytes, 1 << 16));
+    let y = span(m.alloc_aligned(bytes, 1 << 16));
+    assert!(x.is_disjoint(&y));
     (x, y)
 }
 
@@ -390,4 +391,142 @@ fn a_scenario_picks_the_pipeline_organisation() {
         e.contains("paging.toml:2:") && e.contains("operand_log_bytes"),
         "{e}"
     );
+}
+
+/// A suite process's `managed = true` scenario text (`suite` at small inputs).
+fn managed_suite(suite: &str, pipeline: &str) -> String {
+    format!(
+        r#"
+pipeline = "{pipeline}"
+[limits]
+max_cycles = 20_000_000
+[[process]]
+name = "{suite}"
+suite = "{suite}"
+size = "small"
+managed = true
+"#
+    )
+}
+
+/// fault-study with `link` and `handler` for its faults.
+fn fault_study_with(link: memsys::Link, handler: memsys::Handler) -> GpuConfig {
+    let mut gpu = preset("fault-study");
+    let f = gpu
+        .memory
+        .translation
+        .as_mut()
+        .unwrap()
+        .faults
+        .as_mut()
+        .unwrap();
+    f.link = link;
+    f.handler = handler;
+    gpu
+}
+
+/// A managed suite program (every allocation `cudaMallocManaged`): what its host wrote
+/// (hist's input) migrates on the first touch, what it only zeroed (hist's bins) is
+/// allocated without a transfer; each managed allocation starts a region of its own; the
+/// results equal the unmanaged run's.
+#[test]
+fn a_managed_suite_program_migrates_what_its_host_wrote_and_allocates_the_rest() {
+    let gpu = || fault_study_with(memsys::Link::Pcie, memsys::Handler::Cpu);
+    let managed = run_on(gpu(), &managed_suite("hist", "stall"));
+    let plain = run_on(
+        gpu(),
+        &managed_suite("hist", "stall").replace("managed = true", ""),
+    );
+    assert_eq!(managed.memory, plain.memory);
+    assert_eq!(faults(&plain).far_faults, 0);
+    let f = faults(&managed);
+    assert!(f.regions_migrated > 0 && f.regions_allocated > 0, "{f:?}");
+    assert_eq!(
+        f.far_faults,
+        f.regions_migrated + f.regions_allocated,
+        "{f:?}"
+    );
+    assert!(managed.cycles > plain.cycles);
+}
+
+/// Local handling (papers/tanasic-thesis §6.4.2): under `handler = "gpu"` the faults to
+/// pages the host never wrote are handled on the GPU, none by the CPU, and those with host
+/// data still by the CPU; the final memory is the same.
+#[test]
+fn the_gpu_handles_the_faults_to_pages_the_host_never_wrote() {
+    let text = managed_suite("hist", "operand-log");
+    let cpu = run_on(
+        fault_study_with(memsys::Link::Nvlink, memsys::Handler::Cpu),
+        &text,
+    );
+    let gpu = run_on(
+        fault_study_with(memsys::Link::Nvlink, memsys::Handler::Gpu),
+        &text,
+    );
+    assert_eq!(cpu.memory, gpu.memory);
+    let kernel = |r: &RunRecord| {
+        r.kernels
+            .iter()
+            .map(|k| {
+                let t = k.stats.as_ref().unwrap().memory.translation.clone();
+                t.and_then(|t| t.faults).unwrap_or_default()
+            })
+            .fold((0, 0, 0), |(m, a, l), f| {
+                (
+                    m + f.regions_migrated,
+                    a + f.regions_allocated,
+                    l + f.regions_allocated_locally,
+                )
+            })
+    };
+    let (cm, ca, cl) = kernel(&cpu);
+    let (gm, ga, gl) = kernel(&gpu);
+    assert!(
+        ca > 0 && cl == 0,
+        "CPU handler: {ca} allocated, {cl} locally"
+    );
+    assert_eq!((gm, ga, gl), (cm, 0, ca), "GPU handler");
+}
+
+/// Under the operand log a memory instruction that finds the log full waits at issue; the
+/// replays of squashed accesses, which free the log, must still reach the LD/ST unit, and
+/// the SM must wake when an entry frees. mulword's stores at an 8 KiB log over NVLink once
+/// starved the replays forever (the log-full warp blocked the LD/ST unit every cycle), and
+/// then slept through the log's release.
+#[test]
+fn a_full_operand_log_never_starves_the_replays_that_free_it() {
+    let text = managed_suite("mulword", "operand-log").replace(
+        "pipeline = \"operand-log\"",
+        "pipeline = \"operand-log\"\noperand_log_bytes = 8192",
+    );
+    let run = |shortcuts: bool| {
+        let s = parse("paging.toml", &text, &workload::Disk).unwrap();
+        let mut timed = TimedGpu::new(fault_study_with(memsys::Link::Nvlink, memsys::Handler::Cpu));
+        timed.options.shortcuts = shortcuts;
+        let mut setup = Setup::for_scenario(&s, timed, s.max_cycles.unwrap());
+        setup.snapshot = true;
+        let r = System::new(setup, &s.processes)
+            .unwrap()
+            .run(&mut |_| {})
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(r.processes[0].verdict.as_ref().unwrap().verified);
+        r
+    };
+    let r = run(true);
+    let stalls: u64 = r
+        .kernels
+        .iter()
+        .map(|k| k.stats.as_ref().unwrap().frontend.log_full_stalls)
+        .sum();
+    let replays: u64 = r
+        .kernels
+        .iter()
+        .map(|k| k.stats.as_ref().unwrap().frontend.replays)
+        .sum();
+    assert!(
+        stalls > 0 && replays > 0,
+        "{stalls} log-full stalls, {replays} replays"
+    );
+    let exact = run(false);
+    assert_eq!(exact.cycles, r.cycles, "shortcuts");
 }

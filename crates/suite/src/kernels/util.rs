@@ -119,13 +119,10 @@ pub fn upload<T: Elem>(dev: &mut dyn Device, data: &[T]) -> Result<DevPtr, Devic
     Ok(ptr)
 }
 
-/// Allocates `count` zeroed elements. The zeros are written explicitly: the [`Device`]
-/// contract does not promise zeroed allocations.
+/// Allocates `count` zeroed elements ([`Device::alloc_zeroed`]: the zeros are written
+/// explicitly unless the engine's memory is managed).
 pub fn alloc_zeroed<T: Elem>(dev: &mut dyn Device, count: usize) -> Result<DevPtr, DeviceError> {
-    let bytes = vec![0u8; count.max(1) * T::SIZE];
-    let ptr = dev.alloc(bytes.len() as u64)?;
-    dev.write(ptr, &bytes)?;
-    Ok(ptr)
+    dev.alloc_zeroed((count.max(1) * T::SIZE) as u64)
 }
 
 /// Reads `count` elements back; a short read is a device error.

@@ -347,7 +347,14 @@ impl Sm {
                     }
                     Check::Ready => {
                         sleep.attempted += 1;
-                        match self.try_issue(launches, specs, memsys, mem, watch, slot, s, now)? {
+                        let r =
+                            self.try_issue(launches, specs, memsys, mem, watch, slot, s, now)?;
+                        if self.log_full_at == now {
+                            // Refused for want of operand-log space: the log frees at its
+                            // entries' last TLB checks, which no completion announces.
+                            sleep.wake = sleep.wake.min(self.log_frees_at);
+                        }
+                        match r {
                             Ok(()) => {
                                 let keeps = self.issue.scheds[s].keeps_order(slot);
                                 self.issue.scheds[s].issued(slot);
@@ -512,9 +519,10 @@ impl Sm {
             return Ok(Err(StallReason::Memory));
         }
         if class == OpClass::Mem && exec != 0 && !self.log_has_room(specs, &ws, inst, now) {
-            // The operand log is full: the instruction waits, and the LD/ST unit with it.
-            self.ldst.refused_at = now;
-            self.ldst.refused = None;
+            // The operand log is full: the instruction waits at issue. The LD/ST unit does
+            // not: it never received the instruction, and a warp replaying a squashed
+            // access through it is what frees log entries (blocking the unit here let a
+            // log-full warp, checked first every cycle, starve the replays forever).
             self.res.warps[slot] = Some(ws);
             return Ok(Err(StallReason::Memory));
         }

@@ -187,6 +187,11 @@ pub(super) struct Sm {
     replays: u64,
     replayed_instructions: u64,
     log_full_stalls: u64,
+    /// The last cycle an instruction found the operand log full, and the earliest cycle
+    /// an entry of it frees then (`u64::MAX` when none has a known one: those wait for a
+    /// completion, which wakes the SM).
+    log_full_at: u64,
+    log_frees_at: u64,
     log_peak_bytes: u64,
     wrong_replay: crate::timing::WrongReplay,
 }
@@ -218,6 +223,8 @@ impl Sm {
             replays: 0,
             replayed_instructions: 0,
             log_full_stalls: 0,
+            log_full_at: u64::MAX,
+            log_frees_at: u64::MAX,
             log_peak_bytes: 0,
             wrong_replay: crate::timing::WrongReplay::None,
         }

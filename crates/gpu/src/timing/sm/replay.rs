@@ -168,6 +168,20 @@ impl Sm {
             return true;
         }
         self.log_full_stalls += 1;
+        // When an entry frees next (for the SM's sleep: nothing else announces it).
+        self.log_full_at = now;
+        self.log_frees_at = self
+            .res
+            .warps
+            .values()
+            .flatten()
+            .map(|w| &**w)
+            .chain([ws])
+            .flat_map(|w| w.replay.iter())
+            .filter(|e| e.release > now && !e.committed && e.log_bytes > 0)
+            .map(|e| e.release)
+            .min()
+            .unwrap_or(u64::MAX);
         false
     }
 
