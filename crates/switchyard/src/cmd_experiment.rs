@@ -11,7 +11,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use switchyard::output::write_atomic;
 
 use super::{
-    BalanceArg, BenchmarksArgs, CopyArg, CorunArgs, MultiprogramArgs, Outcome, PepArgs,
+    BalanceArg, BenchmarksArgs, CopyArg, CorunArgs, FaultsArgs, MultiprogramArgs, Outcome, PepArgs,
     PerInstructionArgs, PeriodicArgs, StudyArgs,
 };
 use crate::cmd_run::load_gpu;
@@ -1204,6 +1204,146 @@ fn print_pep(r: &PepResults) {
     println!("\npapers/li-pep §4 (GPGPU-Sim GTX980): latency Chimera 8.9 µs, PEP 4.5 µs,");
     println!("PEP+in-place 3.6 µs, Chimera+dirty -31.8%; context Chimera+dirty -34.4%, PEP about");
     println!("Chimera's; saving overhead PEP -6.3% from Chimera.");
+}
+
+/// `switchyard experiment faults`: papers/tanasic-thesis §6.5, Figures 6.11, 6.12, 6.15.
+pub(crate) fn faults(args: FaultsArgs) -> Outcome {
+    use experiment::faults::{self, FaultFigure, FaultsConfig};
+    let gpu = load_gpu(&args.gpu, None)?;
+    let mut c = FaultsConfig::default_on(gpu);
+    if !args.kernels.is_empty() {
+        c.kernels = args
+            .kernels
+            .iter()
+            .map(|n| kernel(n))
+            .collect::<Result<_, _>>()?;
+    }
+    if let Some(k) = c
+        .kernels
+        .iter()
+        .find(|k| k.needs_tensor_cores())
+        .filter(|_| c.gpu.pipeline.tensor.is_none())
+    {
+        return Err(format!(
+            "{} needs tensor cores, which {} has not",
+            k.name(),
+            c.gpu.name
+        ));
+    }
+    if !args.figures.is_empty() {
+        c.figures = args
+            .figures
+            .iter()
+            .map(|f| {
+                FaultFigure::parse(f.trim()).ok_or_else(|| {
+                    let known: Vec<String> = FaultFigure::ALL
+                        .iter()
+                        .map(|f| format!("{} ({})", f.number(), f.name()))
+                        .collect();
+                    format!(
+                        "--figures: no figure `{f}` (there are: {})",
+                        known.join(", ")
+                    )
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        c.figures.sort();
+        c.figures.dedup();
+    }
+    c.size = args.size.size();
+    c.seed = args.seed;
+    if let Some(t) = args.threads {
+        c.threads = t.max(1);
+    }
+    c.max_cycles = args.max_cycles;
+    c.instruction_limit = args.instruction_limit;
+    let bar = runs_bar("preemptible faults", 1);
+    let r = faults::run(&c, &|done, total, what| {
+        bar.set_length(total as u64);
+        bar.set_position(done as u64);
+        bar.set_message(what.to_string());
+    });
+    bar.finish_and_clear();
+    let r = r.map_err(|e| e.to_string())?;
+    let figs = r.bar_figures();
+    if let Some(dir) = &args.csv {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        write_atomic(&dir.join("runs.csv"), r.to_csv().as_bytes())?;
+    }
+    write_figures(&figs, args.csv.as_deref(), args.plots.as_deref())?;
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&r).expect("serializable")
+        );
+    } else {
+        println!(
+            "Preemptible faults (papers/tanasic-thesis §6.5) on {}, {} inputs, {} programs",
+            r.gpu,
+            r.size,
+            c.kernels.len()
+        );
+        for f in &r.figures {
+            println!("\n{}", f.title);
+            let mut head = format!("{:<14}", "kernel");
+            for s in &f.series {
+                head.push_str(&format!(" {:>13}", s.label));
+            }
+            println!("{head}");
+            let kernels = f.series.first().map_or(0, |s| s.ratios.len());
+            for i in 0..kernels {
+                let mut line = format!("{:<14}", f.series[0].ratios[i].0);
+                for s in &f.series {
+                    line.push_str(&format!(" {:>12.1}%", 100.0 * s.ratios[i].1));
+                }
+                println!("{line}");
+            }
+            let mut line = format!("{:<14}", "geomean");
+            for s in &f.series {
+                line.push_str(&format!(" {:>12.1}%", 100.0 * s.geomean));
+            }
+            println!("{line}");
+            let mut line = format!("{:<14}", "thesis");
+            for s in &f.series {
+                match s.thesis {
+                    Some(t) => line.push_str(&format!(" {:>12.1}%", 100.0 * t)),
+                    None => line.push_str(&format!(" {:>13}", "-")),
+                }
+            }
+            println!("{line}");
+        }
+        let faulted: Vec<&faults::Run> = r.runs.iter().filter(|r| r.far_faults > 0).collect();
+        if !faulted.is_empty() {
+            println!("\nDemand paging (runs with managed memory):");
+            println!(
+                "{:<14} {:<44} {:>7} {:>9} {:>9} {:>9} {:>8}",
+                "kernel", "setting", "faults", "migrated", "alloc cpu", "alloc gpu", "replays"
+            );
+            for run in faulted {
+                println!(
+                    "{:<14} {:<44} {:>7} {:>9} {:>9} {:>9} {:>8}",
+                    run.kernel,
+                    run.setting,
+                    run.far_faults,
+                    run.regions_migrated,
+                    run.regions_allocated,
+                    run.regions_allocated_locally,
+                    run.replays
+                );
+            }
+        }
+        if let Some(dir) = &args.csv {
+            println!("\nCSV: {}/runs.csv and one per figure", dir.display());
+        }
+        if let Some(dir) = &args.plots {
+            println!("plots: {}/figure-6-*.svg", dir.display());
+        }
+    }
+    let ok = r.all_verified();
+    if !ok {
+        eprintln!("error: some runs did not verify against their CPU references");
+    }
+    Ok(ok)
 }
 
 /// Writes each figure as `ID.csv` into `csv` and as `ID.svg` into `plots`, when given.

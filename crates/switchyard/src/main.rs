@@ -177,6 +177,13 @@ enum ExperimentCommand {
     /// its slowdown against the program alone, weighted and harmonic speedup, and the best
     /// combination (the oracle over those tried).
     Corun(CorunArgs),
+    /// Preemptible faults (papers/tanasic-thesis §6.5) on the fault-study GPU: pipeline
+    /// organisations with nothing faulting (Figure 6.11), the operand log's size (Figure
+    /// 6.12) and faults to output pages handled on the GPU instead of the CPU over NVLink
+    /// and PCIe (Figure 6.15); each suite program's kernel time normalised to the figure's
+    /// baseline, per kernel and as a geometric mean beside the thesis's, every run
+    /// verified against its CPU reference.
+    Faults(FaultsArgs),
     /// Every preemption experiment at its defaults, one after the other, each using every
     /// core: periodic-preemption (papers/lin-lightweight §V), per-instruction
     /// (papers/ji-ctxback §V) and pep (papers/li-pep §4). Tables go to the terminal; each
@@ -477,6 +484,45 @@ struct CorunArgs {
     csv: Option<PathBuf>,
     /// Write corun.svg (weighted and harmonic speedup per combination and scheme) into this
     /// directory.
+    #[arg(long)]
+    plots: Option<PathBuf>,
+}
+
+#[derive(clap::Args)]
+struct FaultsArgs {
+    /// Suite kernels to run. Default: the whole suite (those the GPU can run).
+    kernels: Vec<String>,
+    /// The figures, comma-separated, by number or name: 6.11 (organisations), 6.12
+    /// (operand-log), 6.15 (local-outputs). Default: all.
+    #[arg(long, value_delimiter = ',')]
+    figures: Vec<String>,
+    /// Problem size.
+    #[arg(long, value_enum, default_value_t = SizeArg::Small)]
+    size: SizeArg,
+    /// Seed of the input generators.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// GPU preset or configuration file; it must translate addresses and page on demand
+    /// (default: papers/tanasic-thesis Table 6.1's).
+    #[arg(long, default_value = "fault-study")]
+    gpu: String,
+    /// Runs at once (default: one per core; results do not depend on it).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Core cycles one run may take.
+    #[arg(long, default_value_t = 1 << 34)]
+    max_cycles: u64,
+    /// Stop a launch after this many warp instructions in all, as a runaway (default: when
+    /// 2^27 pass without any of its TBs finishing).
+    #[arg(long, value_name = "WARP_INSTRUCTIONS")]
+    instruction_limit: Option<u64>,
+    /// Print the results as JSON (every run and ratio).
+    #[arg(long)]
+    json: bool,
+    /// Write runs.csv (every run and ratio) and one CSV per figure into this directory.
+    #[arg(long)]
+    csv: Option<PathBuf>,
+    /// Write one SVG bar chart per figure into this directory.
     #[arg(long)]
     plots: Option<PathBuf>,
 }
@@ -863,6 +909,7 @@ fn main() -> ExitCode {
         Some(Command::Experiment(ExperimentCommand::Pep(args))) => cmd_experiment::pep(args),
         Some(Command::Experiment(ExperimentCommand::Preemption(args))) => all_preemption(args),
         Some(Command::Experiment(ExperimentCommand::Corun(args))) => cmd_experiment::corun(args),
+        Some(Command::Experiment(ExperimentCommand::Faults(args))) => cmd_experiment::faults(args),
         Some(Command::Experiment(ExperimentCommand::Multiprogram(args))) => {
             cmd_experiment::multiprogram(args)
         }
