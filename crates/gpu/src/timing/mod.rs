@@ -80,7 +80,7 @@ use crate::exec::LaunchCtx;
 use crate::memory::DeviceMemory;
 
 pub use backend::{FixedLatency, MemoryBackend};
-pub use context::{ContextSizes, TbContext, WarpContext};
+pub use context::{ContextSizes, SquashedAccess, TbContext, WarpContext};
 pub use control::{
     AfterStop, ControlError, Direction, HoldState, Keep, Refused, Request, Routine, RoutineEnd,
     Scope, Start, StopAt, TbCheckpoint, TbControl, Ticket, WarpCheckpoint, WarpControl,

@@ -189,6 +189,9 @@ pub(super) struct Sm {
     log_full_stalls: u64,
     log_peak_bytes: u64,
     wrong_replay: crate::timing::WrongReplay,
+    /// Old tags of squashed accesses whose TBs left the SM with them, each with its TB,
+    /// until their faults are serviced (`replay`).
+    carried: Vec<(PendingId, TbRef)>,
 }
 
 impl Sm {
@@ -220,6 +223,7 @@ impl Sm {
             log_full_stalls: 0,
             log_peak_bytes: 0,
             wrong_replay: crate::timing::WrongReplay::None,
+            carried: Vec::new(),
         }
     }
 
@@ -499,6 +503,7 @@ impl Sm {
             _ => WarpControl::Running,
         };
         let mut warps = warps.into_iter();
+        let mut carried = Vec::new();
         let k = self.place(
             launch,
             tb,
@@ -510,9 +515,15 @@ impl Sm {
             control,
             |_| {
                 let w = warps.next().expect("one context per warp");
+                carried.push(w.replays);
                 (w.warp, w.status, warp_control.clone())
             },
         );
+        // Its squashed instructions wait for it again (`replay`).
+        for (i, c) in carried.into_iter().enumerate() {
+            let s = self.res.slots_of(k)[i];
+            self.reinstate(launch, s, c, now);
+        }
         // Where its registers were saved before is the mechanism's business: to the next
         // checkpoint or save, every one of them is dirty.
         for i in 0..self.res.slots_of(k).len() {

@@ -178,14 +178,16 @@ impl Sm {
     }
 
     /// Whether the TB in slot `k` has nothing left in flight: every warp halted, held or
-    /// finished (none in a routine), every access it issued complete (stores acknowledged),
-    /// no part of one still waiting to be offered, and every result written.
+    /// finished (none in a routine), every access it issued complete (stores acknowledged)
+    /// or wholly squashed for a fault (its replay goes with the TB: `replay`), no part of
+    /// one still waiting to be offered, and every result written but those the squashed
+    /// accesses will write.
     pub(super) fn quiesced(&self, k: TbSlotId, now: u64) -> bool {
         let slots = self.res.slots_of(k);
         !self.ldst.backlog_of(slots)
             && slots.iter().all(|&s| {
                 let w = self.res.warp(s);
-                w.idle() && w.drained(now)
+                w.idle() && self.drained_but_squashed(w, now)
             })
     }
 
@@ -216,14 +218,17 @@ impl Sm {
     /// Captures the quiesced TB in slot `k` and takes it off the SM.
     pub(super) fn capture(&mut self, k: TbSlotId, now: u64, resources: Resources) -> TbContext {
         let slots = self.res.slots_of(k).to_vec();
+        let tbref = self.res.tb(k).tb;
         let warps = slots
             .iter()
             .map(|&s| {
-                let w = self.res.warps[s].take().expect("resident warp");
+                let mut w = self.res.warps[s].take().expect("resident warp");
+                let replays = self.carry(&mut w, tbref);
                 WarpContext {
                     warp: w.warp,
                     status: w.status,
                     dirty: w.dirty,
+                    replays,
                 }
             })
             .collect();
