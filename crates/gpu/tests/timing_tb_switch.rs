@@ -1,8 +1,9 @@
-//! TBs stopped while one of their accesses is squashed for a fault (issue 26 item 4,
-//! before TB switching on fault, papers/tanasic-thesis §6.4.1): under every pipeline
-//! organisation that squashes, a TB may leave its SM with its squashed instructions (they
-//! travel in its context and replay wherever it is installed). Final memory is compared
-//! with the functional core's.
+//! TB switching on fault (papers/tanasic-thesis §6.4.1, §6.5.3, Figure 6.13; issue 26 item
+//! 4), and TBs stopped while one of their accesses is squashed for a fault: under every
+//! pipeline organisation that squashes, a TB may leave its SM with its squashed
+//! instructions (they travel in its context and replay wherever it is installed), and the
+//! SM's local scheduler switches out a TB whose warps are all blocked, faulted or at a
+//! barrier. Final memory is compared with the functional core's.
 
 use gpu::config::GpuConfig;
 use gpu::exec::LaunchCtx;
@@ -13,7 +14,7 @@ use gpu::timing::{
     TimedGpu, TimedKernel, TimedStats, TimingError, WarpReports,
 };
 use gpu::{DeviceLimits, KernelArg, LoadedModule};
-use memsys::{Pipeline, Populate};
+use memsys::{Pipeline, Populate, TbSwitch};
 
 const SQUASHING: [Pipeline; 4] = [
     Pipeline::WdCommit,
@@ -181,12 +182,14 @@ fn prepare(timing: &TimedGpu, shape: &Shape) -> Prepared {
     }
 }
 
-/// fault-study with `sms` SMs of `tbs` TB slots each and `pipeline`.
-fn gpu(sms: u32, tbs: u32, pipeline: Pipeline) -> TimedGpu {
+/// fault-study with `sms` SMs of `tbs` TB slots each, `pipeline`, and TB switching `mode`
+/// with at most `extra` extra TBs per SM.
+fn gpu(sms: u32, tbs: u32, pipeline: Pipeline, mode: TbSwitch, extra: u32) -> TimedGpu {
     let mut g = GpuConfig::preset("fault-study").unwrap();
     g.sm.count = sms;
     g.sm.resources.max_tbs = tbs;
-    g.memory.translation.as_mut().unwrap().pipeline = pipeline;
+    let t = g.memory.translation.as_mut().unwrap();
+    (t.pipeline, t.tb_switch, t.tb_switch_extra) = (pipeline, mode, extra);
     let mut timing = TimedGpu::new(g);
     timing.options.allocate = false;
     timing
@@ -227,6 +230,43 @@ fn run_with(p: &mut Prepared, ctl: &mut dyn Driver) -> Result<(TimedStats, Vec<V
 trait Driver {
     fn set_launch(&mut self, id: LaunchId);
     fn control(&mut self) -> &mut dyn Control;
+}
+
+/// Places new TBs where they fit, SMs in order (as `GridDriver` does).
+#[derive(Default)]
+struct Grid {
+    launch: Option<LaunchId>,
+}
+
+impl Control for Grid {
+    fn on_cycle(&mut self, m: &mut Machine) -> Result<(), TimingError> {
+        m.clear_events();
+        let launch = self.launch.expect("submitted");
+        for sm in m.sm_ids().collect::<Vec<_>>() {
+            if m.launch(launch).undispatched() > 0 && m.fits(sm, launch) {
+                m.request(Request::Dispatch { sm, launch })?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Driver for Grid {
+    fn set_launch(&mut self, id: LaunchId) {
+        self.launch = Some(id);
+    }
+    fn control(&mut self) -> &mut dyn Control {
+        self
+    }
+}
+
+fn run(timing: &TimedGpu, shape: &Shape) -> (TimedStats, Vec<Vec<u8>>, Vec<Vec<u8>>) {
+    let mut p = prepare(timing, shape);
+    let (stats, memory) = run_with(&mut p, &mut Grid::default()).unwrap_or_else(|e| {
+        let t = timing.gpu.memory.translation.as_ref().unwrap();
+        panic!("{:?} {:?}: {e}", t.pipeline, t.tb_switch)
+    });
+    (stats, memory, p.reference)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -351,7 +391,7 @@ fn a_tb_stopped_while_squashed_leaves_with_its_replays_and_ends_bit_exact() {
     ];
     for p in SQUASHING {
         for &(then, back_at, to) in &cases {
-            let timing = gpu(2, 16, p);
+            let timing = gpu(2, 16, p, TbSwitch::Off, 4);
             let mut prep = prepare(&timing, &one_tb());
             let mut ctl = StopWhileSquashed::new(then, 3_000, back_at, to);
             let (stats, memory) = run_with(&mut prep, &mut ctl)
@@ -368,4 +408,151 @@ fn a_tb_stopped_while_squashed_leaves_with_its_replays_and_ends_bit_exact() {
             assert_eq!(f.far_faults, 1, "{p:?} {then:?}");
         }
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// TB switching on fault.
+
+/// 2 SMs of 4 TB slots; 24 TBs, the first 8 (the first wave) fault on one region, their
+/// second warps waiting at the barrier meanwhile; every TB then computes.
+fn waves() -> Shape {
+    Shape {
+        grid: 24,
+        nf: 8,
+        iters: 1_500,
+        stride: 4096,
+        regions: 1,
+        resident: vec![],
+    }
+}
+
+#[test]
+fn switching_on_fault_is_bit_exact_under_every_squashing_organisation() {
+    for p in SQUASHING {
+        for mode in [TbSwitch::Save, TbSwitch::Ideal] {
+            let (stats, memory, reference) = run(&gpu(2, 4, p, mode, 4), &waves());
+            assert!(memory == reference, "{p:?} {mode:?}: final memory differs");
+            let fe = &stats.frontend;
+            assert!(fe.tbs_switched_out > 0, "{p:?} {mode:?}: {fe:?}");
+            assert_eq!(fe.tbs_switched_in, fe.tbs_switched_out, "{p:?} {mode:?}");
+            assert!(
+                fe.switch_cycles >= 2 * fe.tbs_switched_out,
+                "{p:?} {mode:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn switching_is_bit_exact_with_faults_at_seeded_points() {
+    // 32 TBs, the first 24 of them reading the managed buffer 32 KiB apart (two TBs a
+    // region, over five regions); each seed leaves two regions resident, so the faults
+    // fall on different TBs and SMs.
+    for seed in 1..=3u64 {
+        let resident = seeded(seed, 5, 2);
+        let shape = Shape {
+            grid: 32,
+            nf: 24,
+            iters: 200,
+            stride: 32 * 1024,
+            regions: 5,
+            resident,
+        };
+        for p in SQUASHING {
+            for mode in [TbSwitch::Save, TbSwitch::Ideal] {
+                let (stats, memory, reference) = run(&gpu(2, 4, p, mode, 2), &shape);
+                assert!(memory == reference, "seed {seed} {p:?} {mode:?}");
+                let peak = stats.sms.iter().map(|s| s.frontend.switched_out_peak);
+                assert!(peak.max().unwrap() <= 2, "seed {seed} {p:?} {mode:?}");
+            }
+        }
+    }
+}
+
+/// A small deterministic generator (xorshift), for the seeded fault points.
+fn seeded(seed: u64, n: u64, k: usize) -> Vec<u64> {
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    let mut out = Vec::new();
+    while out.len() < k {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let r = x % n;
+        if !out.contains(&r) {
+            out.push(r);
+        }
+    }
+    out
+}
+
+#[test]
+fn switching_out_faulted_tbs_finishes_sooner_and_keeps_the_extra_limit() {
+    // §6.5.3: with TBs waiting for a fault switched out, the TBs behind them run during
+    // the fault. Without switching the first wave holds every slot for the fault's 25,000
+    // cycles.
+    let p = Pipeline::ReplayQueue;
+    let (off, off_memory, reference) = run(&gpu(2, 4, p, TbSwitch::Off, 4), &waves());
+    assert!(off_memory == reference);
+    assert_eq!(off.frontend.tbs_switched_out, 0);
+    let mut cycles = vec![("off", off.cycles)];
+    for (mode, extra) in [
+        (TbSwitch::Ideal, 4),
+        (TbSwitch::Save, 4),
+        (TbSwitch::Ideal, 2),
+        (TbSwitch::Ideal, 1),
+    ] {
+        let (s, memory, _) = run(&gpu(2, 4, p, mode, extra), &waves());
+        assert!(memory == reference, "{mode:?} {extra}");
+        let peak = s
+            .sms
+            .iter()
+            .map(|x| x.frontend.switched_out_peak)
+            .max()
+            .unwrap();
+        assert!(s.frontend.tbs_switched_out > 0, "{mode:?} {extra}");
+        // A TB comes back only once its faults are serviced: its replays are never
+        // squashed again, so each faulted load replays once, as without switching.
+        assert_eq!(
+            s.frontend.replayed_instructions, off.frontend.replayed_instructions,
+            "{mode:?} {extra}"
+        );
+        assert!(
+            peak > 0 && peak <= u64::from(extra),
+            "{mode:?} {extra}: peak {peak}"
+        );
+        if extra == 4 {
+            // Each SM's first wave (4 TBs) goes out whole.
+            assert_eq!(peak, 4, "{mode:?}");
+            assert!(
+                s.cycles < off.cycles,
+                "{mode:?}: {} vs {}",
+                s.cycles,
+                off.cycles
+            );
+        }
+        cycles.push((mode.name(), s.cycles));
+    }
+    eprintln!("cycles (off, ideal/4, save/4, ideal/2, ideal/1): {cycles:?}");
+    // Moving contexts costs time: ideal switching is at least as fast as saving.
+    assert!(cycles[1].1 <= cycles[2].1, "{cycles:?}");
+}
+
+#[test]
+fn with_switching_off_nothing_is_switched_and_stats_do_not_mention_it() {
+    let (s, _, _) = run(
+        &gpu(2, 4, Pipeline::ReplayQueue, TbSwitch::Off, 4),
+        &waves(),
+    );
+    let json = serde_json::to_string(&s).unwrap();
+    for key in [
+        "tbs_switched_out",
+        "tbs_switched_in",
+        "switch_cycles",
+        "switched_out_peak",
+    ] {
+        assert!(!json.contains(key), "{key} written with switching off");
+    }
+    let g = GpuConfig::preset("fault-study").unwrap();
+    let text = toml::to_string(&g).unwrap();
+    assert!(!text.contains("tb_switch"), "{text}");
 }

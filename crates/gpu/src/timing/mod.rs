@@ -57,6 +57,7 @@ mod decoded;
 pub mod ids;
 mod launch;
 pub mod ledger;
+mod local;
 pub mod machine;
 pub mod probe;
 mod request;

@@ -38,7 +38,8 @@
 //! (`operand_log_bytes`) does not issue (`log_full_stalls`). Unlike §6.3.3 the log is one
 //! pool per SM, not partitioned per TB.
 //!
-//! **A TB that leaves with squashed instructions** (a stop). A squashed instruction is already issued: its replay belongs to it, not to the
+//! **A TB that leaves with squashed instructions** (a stop, or TB switching on fault,
+//! §6.4.1). A squashed instruction is already issued: its replay belongs to it, not to the
 //! warp's next instructions. A stopping TB therefore does not wait for its faults: it has
 //! quiesced once everything else it issued has completed ([`Sm::drained_but_squashed`]).
 //! A TB that stays (`AfterStop::Stay`) keeps its entries and replays them once resumed;
@@ -46,8 +47,8 @@
 //! list per warp), and its warps replay them first wherever it is installed: the lines are
 //! re-sent under a new tag and, should a fault still be outstanding, squashed again and
 //! replayed once it is serviced. The squashed access's old tag stays on the SM it left
-//! until its faults are serviced (the memory system reports them there), and is freed
-//! then.
+//! until its faults are serviced (the memory system reports them there; the SM's local
+//! TB scheduler reads [`Sm::unserviced`]), and is freed then.
 
 use kir::inst::{Inst, Op, Space};
 use kir::Id;
@@ -319,6 +320,12 @@ impl Sm {
             self.in_flight[p.launch] -= 1;
             self.carried.swap_remove(i);
         }
+    }
+
+    /// Whether TB `tb`, which left this SM, still has a squashed access whose fault is not
+    /// serviced (§6.4.1: a switched-out TB is switched back in once all its faults are).
+    pub(in crate::timing) fn unserviced(&self, tb: TbRef) -> bool {
+        self.carried.iter().any(|c| c.1 == tb)
     }
 
     /// Whether entry `e` is a squashed instruction still to replay (it leaves with its TB).

@@ -141,10 +141,17 @@ impl Sm {
                     out.evicted.push((context, None));
                 }
                 AfterStop::LeaveHolding => {
-                    let demand = self.res.tb(k).demand;
+                    let (demand, switching) = {
+                        let t = self.res.tb(k);
+                        (t.demand, t.switch_out)
+                    };
                     let context = self.capture(k, now, Resources::Keep);
                     let hold = self.res.new_hold(tbref.launch, demand, HoldState::Saving);
-                    out.evicted.push((context, Some(hold)));
+                    if switching {
+                        out.switched.push((context, hold));
+                    } else {
+                        out.evicted.push((context, Some(hold)));
+                    }
                 }
                 AfterStop::Stay => {
                     self.res.tb_mut(k).control = TbControl::Stopped;
