@@ -104,6 +104,14 @@ impl LocalScheduler {
         }
     }
 
+    /// Whether no TB is switched out, stopping to be or moving (a machine with one is not
+    /// idle: the TB comes back).
+    pub(super) fn idle(&self) -> bool {
+        self.sms
+            .iter()
+            .all(|s| s.out.is_empty() && s.stopping.is_none() && s.moving.is_none())
+    }
+
     /// TBs switched out on `sm` and not yet resumed: at rest off-chip, or being saved
     /// (less the one a swap brings back); a TB being restored counts as resumed.
     fn off_chip(&self, sm: usize) -> u64 {

@@ -690,7 +690,9 @@ impl<B: MemoryBackend> Machine<B> {
 
     /// Whether nothing is running: no TB resident and the memory system idle.
     pub fn is_idle(&self) -> bool {
-        self.sms.iter().all(|s| s.is_empty() && !s.has_backlog()) && self.memsys.is_idle()
+        self.sms.iter().all(|s| s.is_empty() && !s.has_backlog())
+            && self.memsys.is_idle()
+            && self.local.as_ref().is_none_or(|l| l.idle())
     }
 
     /// Jumps an idle machine ([`Machine::is_idle`]) to the first core cycle at or after time
