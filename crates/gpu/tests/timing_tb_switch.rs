@@ -410,6 +410,85 @@ fn a_tb_stopped_while_squashed_leaves_with_its_replays_and_ends_bit_exact() {
     }
 }
 
+/// Checkpoints the one TB on SM 0 at cycle 100 (before its load faults), stops it with
+/// `Stay` at 3,000 (its load squashed), and asks to roll it back to the checkpoint.
+#[derive(Default)]
+struct RollbackWhileSquashed {
+    launch: Option<LaunchId>,
+    checkpoint: Option<gpu::timing::TbCheckpoint>,
+    refusal: Option<String>,
+    step: u32,
+}
+
+impl Control for RollbackWhileSquashed {
+    fn on_cycle(&mut self, m: &mut Machine) -> Result<(), TimingError> {
+        let launch = self.launch.expect("submitted");
+        let sm = SmId(0);
+        for e in m.take_events() {
+            match e {
+                Event::CheckpointDone { checkpoint, .. } => self.checkpoint = Some(*checkpoint),
+                Event::TbStopped { tb, .. } => {
+                    let chain = vec![self.checkpoint.take().expect("checkpointed")];
+                    let r = m.request(Request::Rollback { sm, tb, chain });
+                    self.refusal = Some(format!("{:?}", r.map(|_| ()).map_err(|r| r.error)));
+                    m.request(Request::Resume { sm, tb })?;
+                }
+                _ => {}
+            }
+        }
+        let now = m.cycle();
+        let tb = m.resident(sm).next().map(|t| t.0);
+        match (self.step, tb) {
+            (0, _) => m.request(Request::Dispatch { sm, launch }).map(|_| ())?,
+            (1, Some(tb)) if now >= 100 => m
+                .request(Request::Checkpoint {
+                    sm,
+                    tb,
+                    scope: gpu::timing::Scope::Full,
+                    base: 0x6000_0000_0000,
+                })
+                .map(|_| ())?,
+            (2, Some(tb)) if now >= 3_000 => m
+                .request(Request::Stop {
+                    sm,
+                    tb,
+                    at: StopAt::Boundary,
+                    then: AfterStop::Stay,
+                    reports: WarpReports::None,
+                })
+                .map(|_| ())?,
+            _ => return Ok(()),
+        }
+        self.step += 1;
+        Ok(())
+    }
+}
+
+impl Driver for RollbackWhileSquashed {
+    fn set_launch(&mut self, id: LaunchId) {
+        self.launch = Some(id);
+    }
+    fn control(&mut self) -> &mut dyn Control {
+        self
+    }
+}
+
+#[test]
+fn a_tb_with_a_squashed_access_is_not_rolled_back() {
+    // Its replay is still to come: re-executing from the checkpoint would issue the load
+    // again.
+    let timing = gpu(2, 16, Pipeline::ReplayQueue, TbSwitch::Off, 4);
+    let mut prep = prepare(&timing, &one_tb());
+    let mut ctl = RollbackWhileSquashed::default();
+    let (_, memory) = run_with(&mut prep, &mut ctl).unwrap();
+    assert!(memory == prep.reference);
+    let refusal = ctl.refusal.expect("stopped");
+    assert!(
+        refusal.contains("NoRollback") && refusal.contains("replayed after a fault"),
+        "{refusal}"
+    );
+}
+
 // ---------------------------------------------------------------------------------------
 // TB switching on fault.
 
