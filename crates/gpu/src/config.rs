@@ -680,6 +680,27 @@ mod tests {
                 "batch_size = 256\nbatches = 1 ",
                 "batches",
             ),
+            // TB switching on fault (papers/tanasic-thesis §6.4.1).
+            (
+                "pipeline = \"stall\"",
+                "pipeline = \"stall\"\ntb_switch = \"ideal\"",
+                "memory.translation.tb_switch",
+            ),
+            (
+                "pipeline = \"stall\"",
+                "pipeline = \"replay-queue\"\ntb_switch = \"fast\"",
+                "tb_switch",
+            ),
+            (
+                "pipeline = \"stall\"",
+                "pipeline = \"replay-queue\"\ntb_switch = \"save\"\ntb_switch_extra = 0",
+                "memory.translation.tb_switch_extra",
+            ),
+            (
+                "pipeline = \"stall\"",
+                "pipeline = \"replay-queue\"\ntb_switch = \"save\"\ntb_switch_extra = 65",
+                "memory.translation.tb_switch_extra",
+            ),
         ] {
             let bad = text.replace(from, to);
             assert_ne!(bad, text, "{from}");
@@ -702,6 +723,15 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("memory.translation.walkers"), "{e}");
+        // TB switching needs translation on.
+        let switching = off.replace(
+            "pipeline = \"stall\"",
+            "pipeline = \"wd-commit\"\ntb_switch = \"ideal\"",
+        );
+        let e = GpuConfig::from_toml("mine.toml", &switching)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("memory.translation.tb_switch"), "{e}");
     }
 
     /// Each value in range, but together unable to run anything, or a field that would be

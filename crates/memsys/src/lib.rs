@@ -44,8 +44,8 @@ pub use system::{
     MemConfig, MemStats, MemorySystem, RequestId, SharedMemSpec, SmPort, Space, Stall,
 };
 pub use tlb::{
-    Pipeline, TlbSpec, TlbStats, TranslationSpec, TranslationStats, OPERAND_LOG_BYTES,
-    OPERAND_LOG_RANGE,
+    Pipeline, TbSwitch, TlbSpec, TlbStats, TranslationSpec, TranslationStats, OPERAND_LOG_BYTES,
+    OPERAND_LOG_RANGE, TB_SWITCH_EXTRA, TB_SWITCH_EXTRA_RANGE,
 };
 
 /// Scheduling class of a request. Context-save/restore traffic is `Context`: it competes for

@@ -103,6 +103,63 @@ pub struct TranslationSpec {
     /// out only when not the default, 16 KiB).
     #[serde(default = "default_log", skip_serializing_if = "is_default_log")]
     pub operand_log_bytes: u32,
+    /// TB switching on fault (papers/tanasic-thesis §6.4.1; [`TbSwitch`]): off by default
+    /// and then not written out. Needs a pipeline that squashes
+    /// ([`Pipeline::squashes`]): a TB can leave its SM only if its faults are preemptible.
+    #[serde(default, skip_serializing_if = "TbSwitch::is_off")]
+    pub tb_switch: TbSwitch,
+    /// At most this many extra TBs per SM under TB switching: TBs switched out on the SM
+    /// and not yet resumed (§6.5.3: "a maximum of 4 extra thread blocks per SM"; 1 to 64,
+    /// written out only when not the default, 4).
+    #[serde(default = "default_extra", skip_serializing_if = "is_default_extra")]
+    pub tb_switch_extra: u32,
+}
+
+/// TB switching on fault (papers/tanasic-thesis §6.4.1, §6.5.3, Figure 6.13): a per-SM
+/// local scheduler switches out a TB whose every warp is blocked (waiting for a fault or
+/// at a barrier) and switches in a switched-out TB whose faults are serviced, or else a
+/// new TB of the kernel.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TbSwitch {
+    /// No switching (the baseline: a faulted TB keeps its SM resources).
+    #[default]
+    Off,
+    /// The context moves through the save/restore path at its real cost: its bytes are
+    /// stored to (and loaded back from) a context area in device memory at context
+    /// priority through the SM's LD/ST unit.
+    Save,
+    /// Ideal switching: 1 cycle to save and 1 to restore (Figure 6.13's "ideal 1 cycle
+    /// context switching").
+    Ideal,
+}
+
+impl TbSwitch {
+    /// Whether switching is off (the default).
+    pub fn is_off(&self) -> bool {
+        *self == TbSwitch::Off
+    }
+
+    /// Its name in GPU files.
+    pub fn name(self) -> &'static str {
+        match self {
+            TbSwitch::Off => "off",
+            TbSwitch::Save => "save",
+            TbSwitch::Ideal => "ideal",
+        }
+    }
+}
+
+/// The default of `tb_switch_extra` (§6.5.3) and its bounds.
+pub const TB_SWITCH_EXTRA: u32 = 4;
+pub const TB_SWITCH_EXTRA_RANGE: std::ops::RangeInclusive<u32> = 1..=64;
+
+fn default_extra() -> u32 {
+    TB_SWITCH_EXTRA
+}
+
+fn is_default_extra(n: &u32) -> bool {
+    *n == TB_SWITCH_EXTRA
 }
 
 /// The SM pipeline organisation around accesses that may fault (papers/tanasic-thesis §6.3,
@@ -246,6 +303,34 @@ impl TranslationSpec {
                     self.operand_log_bytes
                 ),
             );
+        }
+        if !TB_SWITCH_EXTRA_RANGE.contains(&self.tb_switch_extra) {
+            return bad(
+                "translation.tb_switch_extra",
+                format!("{} TBs is not in 1..=64", self.tb_switch_extra),
+            );
+        }
+        if !self.tb_switch.is_off() {
+            // §6.4.1: switching needs preemptible faults.
+            if !self.pipeline.squashes() {
+                return bad(
+                    "translation.tb_switch",
+                    format!(
+                        "\"{}\" needs a pipeline that squashes faulting accesses \
+                         (wd-commit, wd-lastcheck, replay-queue or operand-log), not \"stall\"",
+                        self.tb_switch.name()
+                    ),
+                );
+            }
+            if !self.enabled {
+                return bad(
+                    "translation.tb_switch",
+                    format!(
+                        "\"{}\" needs address translation (enabled = true)",
+                        self.tb_switch.name()
+                    ),
+                );
+            }
         }
         if let Some(f) = &self.faults {
             f.validate()?;
@@ -889,6 +974,8 @@ mod tests {
             faults: None,
             pipeline: Pipeline::Stall,
             operand_log_bytes: crate::OPERAND_LOG_BYTES,
+            tb_switch: TbSwitch::Off,
+            tb_switch_extra: TB_SWITCH_EXTRA,
         };
         assert!(good.validate().is_ok());
         let field = |f: &dyn Fn(&mut TranslationSpec)| {
@@ -898,6 +985,28 @@ mod tests {
             what
         };
         assert_eq!(field(&|s| s.page_kb = 8), "translation.page_kb");
+        // TB switching (§6.4.1): bounded extra TBs, and only with preemptible faults.
+        for n in [0, 65] {
+            assert_eq!(
+                field(&|s| s.tb_switch_extra = n),
+                "translation.tb_switch_extra"
+            );
+        }
+        assert_eq!(
+            field(&|s| s.tb_switch = TbSwitch::Ideal),
+            "translation.tb_switch"
+        );
+        assert_eq!(
+            field(&|s| {
+                s.tb_switch = TbSwitch::Save;
+                s.pipeline = Pipeline::ReplayQueue;
+                s.enabled = false;
+            }),
+            "translation.tb_switch"
+        );
+        let mut on = good.clone();
+        (on.tb_switch, on.pipeline) = (TbSwitch::Save, Pipeline::OperandLog);
+        assert!(on.validate().is_ok());
         assert_eq!(
             field(&|s| s.l1_tlb.entries = 0),
             "translation.l1_tlb.entries"

@@ -479,6 +479,8 @@ fn translated(page_kb: u32) -> MemConfig {
         faults: None,
         pipeline: memsys::Pipeline::Stall,
         operand_log_bytes: memsys::OPERAND_LOG_BYTES,
+        tb_switch: memsys::TbSwitch::Off,
+        tb_switch_extra: memsys::TB_SWITCH_EXTRA,
     });
     cfg
 }

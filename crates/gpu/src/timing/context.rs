@@ -40,6 +40,40 @@ pub struct WarpContext {
     /// (papers/li-pep §3.1). A mechanism that saves only these must have saved the others
     /// before (a checkpoint), or they were never written.
     pub dirty: Vec<u64>,
+    /// Its memory instructions squashed for a fault and not yet replayed, oldest first
+    /// (pipelines that replay, papers/tanasic-thesis §6.2–6.3): they travel with the
+    /// context, and the warp replays them first once installed (ARCHITECTURE.md, "Squash
+    /// and replay").
+    pub replays: Vec<SquashedAccess>,
+}
+
+/// A memory instruction squashed for a fault that leaves its SM with its TB's context: its
+/// replay-queue (or operand-log) entry and what its warp waits for.
+#[derive(Clone, Debug)]
+pub struct SquashedAccess {
+    pub pc: u32,
+    /// Warp instructions the warp had issued before it.
+    pub seq: u64,
+    /// Its active lanes.
+    pub exec: u32,
+    /// Its source registers' values at issue, register by register, every lane.
+    pub operands: Vec<u64>,
+    /// The lines it sent at issue, and those still to send (its squashed parts).
+    pub lines: Vec<memsys::LineRequest>,
+    pub resend: Vec<memsys::LineRequest>,
+    pub kind: memsys::AccessKind,
+    pub space: memsys::Space,
+    /// Its destination registers (a load's or atomic's, which wait for it), whether the
+    /// warp waits for it at all, and whether it disabled its warp (warp disable).
+    pub regs: [Option<kir::Reg>; kir::inst::MAX_DSTS],
+    pub waits: bool,
+    pub disabled: bool,
+    /// Whether the replay queue held its source registers against overwriting.
+    pub holds_sources: bool,
+    /// Operand-log bytes it holds (operand log).
+    pub log_bytes: u32,
+    /// Its squashed parts whose faults were not serviced when it left.
+    pub faults: u32,
 }
 
 impl WarpContext {

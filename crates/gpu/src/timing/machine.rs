@@ -307,6 +307,8 @@ pub struct Machine<B: MemoryBackend = MemorySystem> {
     shown: usize,
     /// The threads SMs are stepped on, with `TimingOptions::threads` above 1.
     team: Option<Team>,
+    /// TB switching on fault, when the GPU has it (`memsys::TbSwitch`).
+    pub(super) local: Option<super::local::LocalScheduler>,
 }
 
 impl Machine {
@@ -361,6 +363,9 @@ impl<B: MemoryBackend> Machine<B> {
             .collect();
         let counters = Counters::new(gpu.sm.count as usize, gpu.sm.warp_schedulers as usize);
         let opts_threads = opts.threads.min(gpu.sm.count as usize);
+        let local = memcfg.translating().and_then(|t| {
+            super::local::LocalScheduler::new(t.tb_switch, t.tb_switch_extra, gpu.sm.count as usize)
+        });
         Machine {
             gpu,
             opts,
@@ -377,6 +382,7 @@ impl<B: MemoryBackend> Machine<B> {
             probe: None,
             shown: 0,
             team: Team::new(opts_threads),
+            local,
         }
     }
 
@@ -684,7 +690,9 @@ impl<B: MemoryBackend> Machine<B> {
 
     /// Whether nothing is running: no TB resident and the memory system idle.
     pub fn is_idle(&self) -> bool {
-        self.sms.iter().all(|s| s.is_empty() && !s.has_backlog()) && self.memsys.is_idle()
+        self.sms.iter().all(|s| s.is_empty() && !s.has_backlog())
+            && self.memsys.is_idle()
+            && self.local.as_ref().is_none_or(|l| l.idle())
     }
 
     /// Jumps an idle machine ([`Machine::is_idle`]) to the first core cycle at or after time
@@ -754,8 +762,13 @@ impl<B: MemoryBackend> Machine<B> {
             for (context, hold) in evicted {
                 self.left(sm, context, hold, now);
             }
-            for id in self.retired.transfers.drain(..) {
-                self.events.push(Event::TransferDone { cycle: now, sm, id });
+            for id in std::mem::take(&mut self.retired.transfers) {
+                if !self.local.as_mut().is_some_and(|l| l.transfer_done(sm, id)) {
+                    self.events.push(Event::TransferDone { cycle: now, sm, id });
+                }
+            }
+            for (context, hold) in std::mem::take(&mut self.retired.switched) {
+                self.switched_out(sm, context, hold, now);
             }
             for tb in self.retired.stopped.drain(..) {
                 self.events.push(Event::TbStopped { cycle: now, sm, tb });
@@ -787,6 +800,9 @@ impl<B: MemoryBackend> Machine<B> {
                 self.launches[l.index()].at_last_tb = Some(sms.clone());
             }
         }
+        // TB switching on fault: the SMs' local schedulers go before the control, so
+        // that a switched-out TB ready to resume takes the room before a new TB.
+        self.local_schedule(now)?;
         self.show_events();
         ctl.on_cycle(self)?;
         self.show_events();

@@ -57,6 +57,7 @@ mod decoded;
 pub mod ids;
 mod launch;
 pub mod ledger;
+mod local;
 pub mod machine;
 pub mod probe;
 mod request;
@@ -80,7 +81,7 @@ use crate::exec::LaunchCtx;
 use crate::memory::DeviceMemory;
 
 pub use backend::{FixedLatency, MemoryBackend};
-pub use context::{ContextSizes, TbContext, WarpContext};
+pub use context::{ContextSizes, SquashedAccess, TbContext, WarpContext};
 pub use control::{
     AfterStop, ControlError, Direction, HoldState, Keep, Refused, Request, Routine, RoutineEnd,
     Scope, Start, StopAt, TbCheckpoint, TbControl, Ticket, WarpCheckpoint, WarpControl,

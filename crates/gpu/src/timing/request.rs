@@ -302,7 +302,7 @@ impl<B: MemoryBackend> Machine<B> {
     }
 
     /// Queues a context transfer on `sm` (see [`Request::Transfer`]).
-    fn transfer(
+    pub(super) fn transfer(
         &mut self,
         sm: SmId,
         direction: Direction,

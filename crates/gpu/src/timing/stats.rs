@@ -137,6 +137,19 @@ pub struct FrontendStats {
     pub log_full_stalls: u64,
     #[serde(skip_serializing_if = "is_zero")]
     pub log_peak_bytes: u64,
+    /// TB switching on fault (`memsys::TbSwitch`, papers/tanasic-thesis §6.4.1): TBs
+    /// switched out, switched-out TBs switched back in, the cycles contexts spent moving
+    /// (saves and restores, summed), and the most TBs switched out and not yet resumed on
+    /// one SM at once (the largest of any SM). Written out only when not zero, so only
+    /// with switching on.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub tbs_switched_out: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub tbs_switched_in: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub switch_cycles: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub switched_out_peak: u64,
 }
 
 fn is_zero(v: &u64) -> bool {
@@ -155,6 +168,10 @@ impl FrontendStats {
         self.replayed_instructions += o.replayed_instructions;
         self.log_full_stalls += o.log_full_stalls;
         self.log_peak_bytes = self.log_peak_bytes.max(o.log_peak_bytes);
+        self.tbs_switched_out += o.tbs_switched_out;
+        self.tbs_switched_in += o.tbs_switched_in;
+        self.switch_cycles += o.switch_cycles;
+        self.switched_out_peak = self.switched_out_peak.max(o.switched_out_peak);
     }
 
     /// The counts between the snapshot `e` and `self`.
@@ -171,6 +188,10 @@ impl FrontendStats {
             log_full_stalls: self.log_full_stalls - e.log_full_stalls,
             // A peak is not a difference: the peak so far.
             log_peak_bytes: self.log_peak_bytes,
+            tbs_switched_out: self.tbs_switched_out - e.tbs_switched_out,
+            tbs_switched_in: self.tbs_switched_in - e.tbs_switched_in,
+            switch_cycles: self.switch_cycles - e.switch_cycles,
+            switched_out_peak: self.switched_out_peak,
         }
     }
 }

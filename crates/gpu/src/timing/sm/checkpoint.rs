@@ -220,6 +220,18 @@ impl Sm {
                     .map_or(String::new(), |l| format!(" ({l} is)"))
             ));
         }
+        // A stop does not wait for a squashed access (`replay`): its replay is still to
+        // come, and re-executing from a checkpoint would issue the instruction again.
+        let squashed = t.slots.iter().any(|&s| {
+            self.res
+                .warp(s)
+                .replay
+                .iter()
+                .any(|e| !e.resend.is_empty() && !e.committed)
+        });
+        if squashed {
+            return refuse("a memory instruction of it waits to be replayed after a fault".into());
+        }
         if let Some(pc) = t.checkpoints.hazard {
             let origin = launches[tb.launch.index()]
                 .origins

@@ -74,6 +74,7 @@ mod memplan;
 mod replay;
 mod residency;
 mod retire;
+mod switch;
 mod warp;
 mod writes;
 
@@ -133,6 +134,9 @@ pub(super) struct Retired {
     pub checkpoints: Vec<TbCheckpoint>,
     /// TBs whose block counts call for a checkpoint.
     pub due: Vec<TbRef>,
+    /// TBs switched out on fault by the SM's local scheduler (`switch`), each with the
+    /// hold that keeps its resources while its context is saved.
+    pub switched: Vec<(TbContext, HoldId)>,
 }
 
 impl Retired {
@@ -146,6 +150,7 @@ impl Retired {
             && self.routines.is_empty()
             && self.checkpoints.is_empty()
             && self.due.is_empty()
+            && self.switched.is_empty()
     }
 }
 
@@ -194,6 +199,11 @@ pub(super) struct Sm {
     log_frees_at: u64,
     log_peak_bytes: u64,
     wrong_replay: crate::timing::WrongReplay,
+    /// Old tags of squashed accesses whose TBs left the SM with them, each with its TB,
+    /// until their faults are serviced (`replay`).
+    carried: Vec<(PendingId, TbRef)>,
+    /// TB switching on fault (`switch`; papers/tanasic-thesis §6.4.1).
+    pub(super) switching: switch::SwitchCounters,
 }
 
 impl Sm {
@@ -227,6 +237,8 @@ impl Sm {
             log_frees_at: u64::MAX,
             log_peak_bytes: 0,
             wrong_replay: crate::timing::WrongReplay::None,
+            carried: Vec::new(),
+            switching: switch::SwitchCounters::default(),
         }
     }
 
@@ -335,6 +347,10 @@ impl Sm {
             replayed_instructions: self.replayed_instructions,
             log_full_stalls: self.log_full_stalls,
             log_peak_bytes: self.log_peak_bytes,
+            tbs_switched_out: self.switching.out,
+            tbs_switched_in: self.switching.resumed,
+            switch_cycles: self.switching.cycles,
+            switched_out_peak: self.switching.peak,
             ..self.front.stats()
         }
     }
@@ -456,6 +472,7 @@ impl Sm {
             executed_at_placement,
             checkpoints: Checkpoints::default(),
             blocks: BlockCount::default(),
+            switch_out: false,
         });
         while self.in_flight.len() <= tb.launch.index() {
             self.in_flight.push(0);
@@ -506,6 +523,7 @@ impl Sm {
             _ => WarpControl::Running,
         };
         let mut warps = warps.into_iter();
+        let mut carried = Vec::new();
         let k = self.place(
             launch,
             tb,
@@ -517,9 +535,15 @@ impl Sm {
             control,
             |_| {
                 let w = warps.next().expect("one context per warp");
+                carried.push(w.replays);
                 (w.warp, w.status, warp_control.clone())
             },
         );
+        // Its squashed instructions wait for it again (`replay`).
+        for (i, c) in carried.into_iter().enumerate() {
+            let s = self.res.slots_of(k)[i];
+            self.reinstate(launch, s, c, now);
+        }
         // Where its registers were saved before is the mechanism's business: to the next
         // checkpoint or save, every one of them is dirty.
         for i in 0..self.res.slots_of(k).len() {

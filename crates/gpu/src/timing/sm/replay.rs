@@ -37,6 +37,18 @@
 //! its last TLB check. A memory instruction that does not fit in the SM's log
 //! (`operand_log_bytes`) does not issue (`log_full_stalls`). Unlike §6.3.3 the log is one
 //! pool per SM, not partitioned per TB.
+//!
+//! **A TB that leaves with squashed instructions** (a stop, or TB switching on fault,
+//! §6.4.1). A squashed instruction is already issued: its replay belongs to it, not to the
+//! warp's next instructions. A stopping TB therefore does not wait for its faults: it has
+//! quiesced once everything else it issued has completed ([`Sm::drained_but_squashed`]).
+//! A TB that stays (`AfterStop::Stay`) keeps its entries and replays them once resumed;
+//! one that leaves takes them in its context ([`crate::timing::SquashedAccess`], one
+//! list per warp), and its warps replay them first wherever it is installed: the lines are
+//! re-sent under a new tag and, should a fault still be outstanding, squashed again and
+//! replayed once it is serviced. The squashed access's old tag stays on the SM it left
+//! until its faults are serviced (the memory system reports them there; the SM's local
+//! TB scheduler reads [`Sm::unserviced`]), and is freed then.
 
 use kir::inst::{Inst, Op, Space};
 use kir::Id;
@@ -46,13 +58,14 @@ use crate::error::ExecError;
 use crate::exec::WARP_SIZE;
 use crate::memory::DeviceMemory;
 use crate::timing::backend::SmMemory;
-use crate::timing::ids::{PendingId, WarpSlotId};
+use crate::timing::context::SquashedAccess;
+use crate::timing::ids::{PendingId, TbRef, WarpSlotId};
 use crate::timing::launch::Launch;
 use crate::timing::probe::{Replay, ReplayReason, Watch};
 use crate::timing::stats::StallReason;
 use crate::timing::WrongReplay;
 
-use super::ldst::{chunk_lines, Backlog};
+use super::ldst::{chunk_lines, Backlog, PendingAccess};
 use super::memplan::Access;
 use super::warp::{WarpSlot, MEM_PENDING};
 use super::{Sm, Specs};
@@ -293,6 +306,7 @@ impl Sm {
         let p = self.ldst.pending.get_mut(tag);
         let (slot, launch) = (p.slot, p.launch);
         let Some(slot) = slot else {
+            self.serviced_carried(tag);
             return;
         };
         let w = self.res.warp_mut(slot);
@@ -304,6 +318,177 @@ impl Sm {
             self.replays += 1;
         }
         self.sync(&launches[launch.index()].decoded, slot);
+    }
+
+    /// A fault of access `tag`, whose TB left the SM, was serviced: once all of them are,
+    /// its old tag is free (the TB took the access in its context).
+    fn serviced_carried(&mut self, tag: PendingId) {
+        let Some(i) = self.carried.iter().position(|c| c.0 == tag) else {
+            // A discarded TB's access: nothing waits for it.
+            return;
+        };
+        let p = self.ldst.pending.get_mut(tag);
+        p.squashed = p.squashed.saturating_sub(1);
+        if p.squashed == 0 && p.parts == 0 {
+            let p = self.ldst.pending.remove(tag);
+            self.in_flight[p.launch] -= 1;
+            self.carried.swap_remove(i);
+        }
+    }
+
+    /// Whether TB `tb`, which left this SM, still has a squashed access whose fault is not
+    /// serviced (§6.4.1: a switched-out TB is switched back in once all its faults are).
+    pub(in crate::timing) fn unserviced(&self, tb: TbRef) -> bool {
+        self.carried.iter().any(|c| c.1 == tb)
+    }
+
+    /// Whether entry `e` is a squashed instruction still to replay (it leaves with its TB).
+    fn carries(e: &ReplayEntry) -> bool {
+        !e.resend.is_empty() && !e.committed
+    }
+
+    /// Whether `w` has nothing in flight but wholly squashed memory instructions (every
+    /// part either complete or squashed): a stopping TB need not wait for their faults
+    /// (see the module documentation).
+    pub(super) fn drained_but_squashed(&self, w: &WarpSlot, now: u64) -> bool {
+        if w.drained(now) {
+            return true;
+        }
+        let (mut loads, mut stores) = (0u32, 0u32);
+        for e in w.replay.iter().filter(|e| Sm::carries(e)) {
+            let Some(p) = self.ldst.pending.get(e.tag) else {
+                return false;
+            };
+            if p.parts > 0 {
+                return false;
+            }
+            if p.waits {
+                loads += 1;
+            } else {
+                stores += 1;
+            }
+        }
+        if loads + stores == 0 || w.outstanding != loads || w.stores != stores {
+            return false;
+        }
+        let waited = |r: usize| {
+            w.replay.iter().filter(|e| Sm::carries(e)).any(|e| {
+                self.ldst
+                    .pending
+                    .get(e.tag)
+                    .is_some_and(|p| p.waits && p.regs.iter().flatten().any(|x| x.index() == r))
+            })
+        };
+        w.ready_at
+            .iter()
+            .enumerate()
+            .all(|(r, &t)| t <= now || (t == MEM_PENDING && waited(r)))
+    }
+
+    /// Takes the squashed instructions of `ws`, whose TB `tb` leaves the SM, into its
+    /// context: their old tags stay here until their faults are serviced.
+    pub(super) fn carry(&mut self, ws: &mut WarpSlot, tb: TbRef) -> Vec<SquashedAccess> {
+        let mut out = Vec::new();
+        for e in std::mem::take(&mut ws.replay) {
+            if !Sm::carries(&e) {
+                continue;
+            }
+            let p = self.ldst.pending.get_mut(e.tag);
+            debug_assert_eq!(p.parts, 0, "a TB leaves once only squashed parts remain");
+            // Notices still to come: one per squashed part not yet serviced.
+            p.squashed = e.faults;
+            let (regs, waits) = (p.regs, p.waits);
+            if e.faults == 0 {
+                let p = self.ldst.pending.remove(e.tag);
+                self.in_flight[p.launch] -= 1;
+            } else {
+                p.slot = None;
+                self.carried.push((e.tag, tb));
+            }
+            out.push(SquashedAccess {
+                pc: e.pc,
+                seq: e.seq,
+                exec: e.exec,
+                operands: e.operands,
+                lines: e.lines,
+                resend: e.resend,
+                kind: e.kind,
+                space: e.space,
+                regs,
+                waits,
+                disabled: ws.disabled_by == Some(e.tag),
+                holds_sources: ws.held.iter().any(|h| h.2 == Some(e.tag)),
+                log_bytes: e.log_bytes,
+                faults: e.faults,
+            });
+        }
+        out
+    }
+
+    /// The squashed instructions `carried` of the warp just installed in `slot` wait for
+    /// it again, each under a new tag, due to replay first (see the module documentation).
+    pub(super) fn reinstate(
+        &mut self,
+        launch: &Launch,
+        slot: WarpSlotId,
+        carried: Vec<SquashedAccess>,
+        now: u64,
+    ) {
+        if carried.is_empty() {
+            return;
+        }
+        let mut ws = self.res.warps[slot].take().expect("just placed");
+        for a in carried {
+            let tag = self.ldst.pending.add(PendingAccess {
+                slot: Some(slot),
+                launch: ws.launch,
+                regs: a.regs,
+                waits: a.waits,
+                parts: 0,
+                transfer: None,
+                cp_async: None,
+                translated: 0,
+                squashed: 1,
+            });
+            self.in_flight[ws.launch] += 1;
+            if a.waits {
+                ws.outstanding += 1;
+                for r in a.regs.iter().flatten() {
+                    ws.ready_at[r.index()] = MEM_PENDING;
+                }
+            } else {
+                ws.stores += 1;
+            }
+            if a.disabled {
+                ws.disabled_by = Some(tag);
+                ws.disabled_until = MEM_PENDING;
+                ws.disabled_since = now;
+            }
+            if a.holds_sources {
+                for &r in launch.decoded.sources(a.pc) {
+                    ws.held.push((r, MEM_PENDING, Some(tag)));
+                }
+            }
+            ws.replay.push(ReplayEntry {
+                tag,
+                pc: a.pc,
+                seq: a.seq,
+                exec: a.exec,
+                operands: a.operands,
+                lines: a.lines,
+                kind: a.kind,
+                space: a.space,
+                resend: a.resend,
+                faults: 0,
+                due: true,
+                release: MEM_PENDING,
+                log_bytes: a.log_bytes,
+                committed: false,
+            });
+        }
+        self.replays += 1;
+        self.res.warps[slot] = Some(ws);
+        self.sync(&launch.decoded, slot);
     }
 
     /// Whether the warp in `slot` issues a replay next.

@@ -37,6 +37,9 @@ pub(super) struct TbSlot {
     pub checkpoints: Checkpoints,
     /// Its basic-block entries since its last checkpoint, when its launch counts them.
     pub blocks: BlockCount,
+    /// Whether it is stopping to be switched out on fault by the SM's local scheduler
+    /// (papers/tanasic-thesis §6.4.1).
+    pub switch_out: bool,
 }
 
 /// How often each warp of a TB entered each basic block since the TB's last checkpoint (or

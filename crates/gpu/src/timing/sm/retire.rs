@@ -141,10 +141,17 @@ impl Sm {
                     out.evicted.push((context, None));
                 }
                 AfterStop::LeaveHolding => {
-                    let demand = self.res.tb(k).demand;
+                    let (demand, switching) = {
+                        let t = self.res.tb(k);
+                        (t.demand, t.switch_out)
+                    };
                     let context = self.capture(k, now, Resources::Keep);
                     let hold = self.res.new_hold(tbref.launch, demand, HoldState::Saving);
-                    out.evicted.push((context, Some(hold)));
+                    if switching {
+                        out.switched.push((context, hold));
+                    } else {
+                        out.evicted.push((context, Some(hold)));
+                    }
                 }
                 AfterStop::Stay => {
                     self.res.tb_mut(k).control = TbControl::Stopped;
@@ -178,14 +185,16 @@ impl Sm {
     }
 
     /// Whether the TB in slot `k` has nothing left in flight: every warp halted, held or
-    /// finished (none in a routine), every access it issued complete (stores acknowledged),
-    /// no part of one still waiting to be offered, and every result written.
+    /// finished (none in a routine), every access it issued complete (stores acknowledged)
+    /// or wholly squashed for a fault (its replay goes with the TB: `replay`), no part of
+    /// one still waiting to be offered, and every result written but those the squashed
+    /// accesses will write.
     pub(super) fn quiesced(&self, k: TbSlotId, now: u64) -> bool {
         let slots = self.res.slots_of(k);
         !self.ldst.backlog_of(slots)
             && slots.iter().all(|&s| {
                 let w = self.res.warp(s);
-                w.idle() && w.drained(now)
+                w.idle() && self.drained_but_squashed(w, now)
             })
     }
 
@@ -216,14 +225,17 @@ impl Sm {
     /// Captures the quiesced TB in slot `k` and takes it off the SM.
     pub(super) fn capture(&mut self, k: TbSlotId, now: u64, resources: Resources) -> TbContext {
         let slots = self.res.slots_of(k).to_vec();
+        let tbref = self.res.tb(k).tb;
         let warps = slots
             .iter()
             .map(|&s| {
-                let w = self.res.warps[s].take().expect("resident warp");
+                let mut w = self.res.warps[s].take().expect("resident warp");
+                let replays = self.carry(&mut w, tbref);
                 WarpContext {
                     warp: w.warp,
                     status: w.status,
                     dirty: w.dirty,
+                    replays,
                 }
             })
             .collect();
