@@ -6,6 +6,11 @@
 //!   normalised to stall on fault.
 //! * **Figure 6.12** — the operand log at 8, 16 and 32 KiB per SM, nothing faulting,
 //!   normalised to stall on fault.
+//! * **Figure 6.13** — TB switching on fault (§6.4.1): every allocation of the program
+//!   managed (below), over NVLink and over PCIe; the local TB scheduler (`tb_switch`,
+//!   normal context switching through memory and the ideal 1-cycle switch, at most 4 extra
+//!   TBs per SM) under the operand log at 16 KiB (the design §6.5.2 settles on; switching
+//!   needs preemptible faults), normalised to stall on fault with the same faults.
 //! * **Figure 6.15** — local handling of faults to output pages (§6.4.2): every allocation of
 //!   the program is managed ([`workload::scenario::Program::Suite`]'s `managed`), so what
 //!   the host wrote migrates on the GPU's first touch and the pages it never wrote (the
@@ -28,7 +33,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::AtomicUsize;
 
 use gpu::config::GpuConfig;
-use memsys::{Handler, Link, Pipeline};
+use memsys::{Handler, Link, Pipeline, TbSwitch};
 use serde::Serialize;
 use suite::Size;
 
@@ -41,14 +46,17 @@ pub enum FaultFigure {
     Organisations,
     /// Figure 6.12: operand-log sizes, nothing faulting.
     OperandLog,
+    /// Figure 6.13: TB switching on fault.
+    TbSwitching,
     /// Figure 6.15: local handling of faults to output pages.
     LocalOutputs,
 }
 
 impl FaultFigure {
-    pub const ALL: [FaultFigure; 3] = [
+    pub const ALL: [FaultFigure; 4] = [
         FaultFigure::Organisations,
         FaultFigure::OperandLog,
+        FaultFigure::TbSwitching,
         FaultFigure::LocalOutputs,
     ];
 
@@ -57,6 +65,7 @@ impl FaultFigure {
         match self {
             FaultFigure::Organisations => "6.11",
             FaultFigure::OperandLog => "6.12",
+            FaultFigure::TbSwitching => "6.13",
             FaultFigure::LocalOutputs => "6.15",
         }
     }
@@ -73,6 +82,7 @@ impl FaultFigure {
         match self {
             FaultFigure::Organisations => "organisations",
             FaultFigure::OperandLog => "operand-log",
+            FaultFigure::TbSwitching => "tb-switching",
             FaultFigure::LocalOutputs => "local-outputs",
         }
     }
@@ -84,6 +94,9 @@ impl FaultFigure {
             }
             FaultFigure::OperandLog => {
                 "Figure 6.12: operand-log sizes, nothing faulting, normalised to stall on fault"
+            }
+            FaultFigure::TbSwitching => {
+                "Figure 6.13: TB switching on fault, normalised to stall on fault with the same faults"
             }
             FaultFigure::LocalOutputs => {
                 "Figure 6.15: faults to output pages handled on the GPU, normalised to the CPU's handling"
@@ -125,6 +138,34 @@ impl FaultFigure {
                 Series::new("16 KiB", stall, log(16), Some(0.998)),
                 Series::new("32 KiB", stall, log(32), None),
             ],
+            FaultFigure::TbSwitching => [Link::Nvlink, Link::Pcie]
+                .into_iter()
+                .flat_map(|link| {
+                    let stall = Setting {
+                        managed: true,
+                        link,
+                        ..Setting::default()
+                    };
+                    let switching = |tb_switch| Setting {
+                        tb_switch,
+                        ..Setting {
+                            managed: true,
+                            link,
+                            ..log(16)
+                        }
+                    };
+                    let name = link_name(link);
+                    [
+                        Series::new(name, stall, switching(TbSwitch::Save), None),
+                        Series::new(
+                            &format!("{name} ideal"),
+                            stall,
+                            switching(TbSwitch::Ideal),
+                            None,
+                        ),
+                    ]
+                })
+                .collect(),
             FaultFigure::LocalOutputs => [(Link::Nvlink, 1.04), (Link::Pcie, 1.08)]
                 .into_iter()
                 .map(|(link, thesis)| {
@@ -137,14 +178,17 @@ impl FaultFigure {
                         handler: Handler::Gpu,
                         ..cpu
                     };
-                    let name = match link {
-                        Link::Nvlink => "NVLink",
-                        Link::Pcie => "PCIe",
-                    };
-                    Series::new(name, cpu, gpu, Some(thesis))
+                    Series::new(link_name(link), cpu, gpu, Some(thesis))
                 })
                 .collect(),
         }
+    }
+}
+
+fn link_name(link: Link) -> &'static str {
+    match link {
+        Link::Nvlink => "NVLink",
+        Link::Pcie => "PCIe",
     }
 }
 
@@ -157,6 +201,7 @@ pub struct Setting {
     pub managed: bool,
     pub link: Link,
     pub handler: Handler,
+    pub tb_switch: TbSwitch,
 }
 
 impl Default for Setting {
@@ -168,6 +213,7 @@ impl Default for Setting {
             managed: false,
             link: Link::Pcie,
             handler: Handler::Cpu,
+            tb_switch: TbSwitch::Off,
         }
     }
 }
@@ -188,6 +234,9 @@ impl Setting {
             if self.handler == Handler::Gpu {
                 s.push_str(", gpu handler");
             }
+            if !self.tb_switch.is_off() {
+                s.push_str(&format!(", tb switch {}", self.tb_switch.name()));
+            }
         }
         s
     }
@@ -203,6 +252,7 @@ impl Setting {
             .ok_or_else(|| format!("{} does not translate addresses", gpu.name))?;
         t.pipeline = self.pipeline;
         t.operand_log_bytes = self.operand_log_bytes;
+        t.tb_switch = self.tb_switch;
         if self.managed {
             let f = t
                 .faults
@@ -282,6 +332,9 @@ pub struct Run {
     pub regions_allocated: u64,
     pub regions_allocated_locally: u64,
     pub replays: u64,
+    /// TB switching on fault: TBs switched out, and the most off-chip on one SM at once.
+    pub tbs_switched_out: u64,
+    pub switched_out_peak: u64,
 }
 
 /// One figure's results: per series, each kernel's ratio and their geometric mean.
@@ -373,11 +426,11 @@ impl FaultsResults {
     /// The runs and every figure's ratios as CSV (`kind` = run or ratio).
     pub fn to_csv(&self) -> String {
         let mut o = String::from(
-            "kind,figure,series,kernel,setting,kernel_cycles,ratio,verified,far_faults,regions_migrated,regions_allocated,regions_allocated_locally,replays\n",
+            "kind,figure,series,kernel,setting,kernel_cycles,ratio,verified,far_faults,regions_migrated,regions_allocated,regions_allocated_locally,replays,tbs_switched_out,switched_out_peak\n",
         );
         for r in &self.runs {
             o.push_str(&format!(
-                "run,,,{},\"{}\",{},,{},{},{},{},{},{}\n",
+                "run,,,{},\"{}\",{},,{},{},{},{},{},{},{},{}\n",
                 r.kernel,
                 r.setting,
                 r.kernel_cycles,
@@ -386,14 +439,16 @@ impl FaultsResults {
                 r.regions_migrated,
                 r.regions_allocated,
                 r.regions_allocated_locally,
-                r.replays
+                r.replays,
+                r.tbs_switched_out,
+                r.switched_out_peak
             ));
         }
         for f in &self.figures {
             for s in &f.series {
                 for (k, v) in s.ratios.iter().chain([&("geomean".to_string(), s.geomean)]) {
                     o.push_str(&format!(
-                        "ratio,{},{},{},\"{}\",,{v:.6},,,,,,\n",
+                        "ratio,{},{},{},\"{}\",,{v:.6},,,,,,,,\n",
                         f.number, s.label, k, s.variant
                     ));
                 }
@@ -541,6 +596,8 @@ fn run_one(
         regions_allocated: 0,
         regions_allocated_locally: 0,
         replays: 0,
+        tbs_switched_out: 0,
+        switched_out_peak: 0,
     };
     for k in &r.kernels {
         if let (Some(s), Some(f)) = (k.started_fs, k.finished_fs) {
@@ -548,6 +605,8 @@ fn run_one(
         }
         if let Some(st) = &k.stats {
             run.replays += st.frontend.replays;
+            run.tbs_switched_out += st.frontend.tbs_switched_out;
+            run.switched_out_peak = run.switched_out_peak.max(st.frontend.switched_out_peak);
             if let Some(f) = st.memory.translation.as_ref().and_then(|t| t.faults) {
                 run.far_faults += f.far_faults;
                 run.regions_migrated += f.regions_migrated;

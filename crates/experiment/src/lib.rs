@@ -23,8 +23,9 @@
 //!   SMs at every TB combination (Figure 4.2) and under every co-running scheme (spatial,
 //!   left-over, SMK); slowdowns, weighted and harmonic speedup.
 //! * [`faults`]: papers/tanasic-thesis §6.5 — pipeline organisations (Figure 6.11), the
-//!   operand log's size (Figure 6.12) and local handling of faults to output pages (Figure
-//!   6.15) on the `fault-study` GPU, each normalised to its baseline.
+//!   operand log's size (Figure 6.12), TB switching on fault (Figure 6.13) and local
+//!   handling of faults to output pages (Figure 6.15) on the `fault-study` GPU, each
+//!   normalised to its baseline.
 //! * [`study`]: the default job — a high-priority process preempts a long-running kernel
 //!   under every mechanism.
 

@@ -16,11 +16,11 @@ fn each_figure_is_its_baselines_time_over_its_variants_and_local_handling_takes_
     c.threads = 2;
     let r = faults::run(&c, &|_, _, _| {}).unwrap();
     assert!(r.all_verified());
-    // Stall, three organisations, three log sizes, and the CPU's and the GPU's handler
-    // over each link: 11 settings, each run once per kernel though two figures share
-    // stall.
-    assert_eq!(r.runs.len(), 2 * 11);
-    assert_eq!(r.figures.len(), 3);
+    // Stall, three organisations, three log sizes; over each link, stall and the two
+    // switching modes, and the CPU's and the GPU's handler: 17 settings, each run once per
+    // kernel though two figures share stall.
+    assert_eq!(r.runs.len(), 2 * 17);
+    assert_eq!(r.figures.len(), 4);
     for f in &r.figures {
         for s in &f.series {
             let mut product = 1.0;
@@ -70,8 +70,14 @@ fn each_figure_is_its_baselines_time_over_its_variants_and_local_handling_takes_
         }
     }
     // The figures as bars: one row per kernel and the geomean row.
+    // Switching switches TBs out only where it is on, and never more than 4 per SM.
+    for run in &r.runs {
+        let on = run.setting.contains("tb switch");
+        assert!(on || run.tbs_switched_out == 0, "{run:?}");
+        assert!(run.switched_out_peak <= 4, "{run:?}");
+    }
     let bars = r.bar_figures();
-    assert_eq!(bars.len(), 3);
+    assert_eq!(bars.len(), 4);
     assert!(bars.iter().all(|b| b.rows.len() == 3));
     assert!(r.to_csv().lines().count() > r.runs.len());
 }

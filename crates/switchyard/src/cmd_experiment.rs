@@ -1206,7 +1206,7 @@ fn print_pep(r: &PepResults) {
     println!("Chimera's; saving overhead PEP -6.3% from Chimera.");
 }
 
-/// `switchyard experiment faults`: papers/tanasic-thesis §6.5, Figures 6.11, 6.12, 6.15.
+/// `switchyard experiment faults`: papers/tanasic-thesis §6.5, Figures 6.11-6.13, 6.15.
 pub(crate) fn faults(args: FaultsArgs) -> Outcome {
     use experiment::faults::{self, FaultFigure, FaultsConfig};
     let gpu = load_gpu(&args.gpu, None)?;
@@ -1316,19 +1316,27 @@ pub(crate) fn faults(args: FaultsArgs) -> Outcome {
         if !faulted.is_empty() {
             println!("\nDemand paging (runs with managed memory):");
             println!(
-                "{:<14} {:<44} {:>7} {:>9} {:>9} {:>9} {:>8}",
-                "kernel", "setting", "faults", "migrated", "alloc cpu", "alloc gpu", "replays"
+                "{:<14} {:<58} {:>7} {:>9} {:>9} {:>9} {:>8} {:>9}",
+                "kernel",
+                "setting",
+                "faults",
+                "migrated",
+                "alloc cpu",
+                "alloc gpu",
+                "replays",
+                "switched"
             );
             for run in faulted {
                 println!(
-                    "{:<14} {:<44} {:>7} {:>9} {:>9} {:>9} {:>8}",
+                    "{:<14} {:<58} {:>7} {:>9} {:>9} {:>9} {:>8} {:>9}",
                     run.kernel,
                     run.setting,
                     run.far_faults,
                     run.regions_migrated,
                     run.regions_allocated,
                     run.regions_allocated_locally,
-                    run.replays
+                    run.replays,
+                    run.tbs_switched_out
                 );
             }
         }
