@@ -5,6 +5,8 @@
 //! from the operands it read at issue. The expected replay sets come from the thesis's
 //! definitions applied to the kernels below by hand, not from the simulator.
 
+mod timing_common;
+
 use gpu::config::GpuConfig;
 use gpu::memory::DeviceMemory;
 use gpu::timing::{
@@ -360,29 +362,13 @@ const SPREAD: &str = r#"
     st.global.u32 [%rd4], %r10;
 "#;
 
-/// A small deterministic generator (xorshift), for the seeded fault points.
-fn seeded(seed: u64, n: u64, k: usize) -> Vec<u64> {
-    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    let mut out = Vec::new();
-    while out.len() < k {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        let r = x % n;
-        if !out.contains(&r) {
-            out.push(r);
-        }
-    }
-    out
-}
-
 #[test]
 fn final_memory_is_bit_exact_with_faults_at_seeded_points() {
     // 256 threads x 1 KiB strides (+ 8 KiB) span five 64 KiB regions. Each seed leaves two
     // of them resident, so the faults fall on different loads, warps and parts.
     let mut sets = Vec::new();
     for seed in 1..=3u64 {
-        let mut resident = seeded(seed, 5, 2);
+        let mut resident = timing_common::seeded(seed, 5, 2);
         resident.sort_unstable();
         let go = |p| run(SPREAD, 256, p, WrongReplay::None, 5, &resident, |_| {});
         let stall = go(Pipeline::Stall);

@@ -5,6 +5,8 @@
 //! SM's local scheduler switches out a TB whose warps are all blocked, faulted or at a
 //! barrier. Final memory is compared with the functional core's.
 
+mod timing_common;
+
 use gpu::config::GpuConfig;
 use gpu::exec::LaunchCtx;
 use gpu::func;
@@ -528,7 +530,7 @@ fn switching_is_bit_exact_with_faults_at_seeded_points() {
     // region, over five regions); each seed leaves two regions resident, so the faults
     // fall on different TBs and SMs.
     for seed in 1..=3u64 {
-        let resident = seeded(seed, 5, 2);
+        let resident = timing_common::seeded(seed, 5, 2);
         let shape = Shape {
             grid: 32,
             nf: 24,
@@ -546,22 +548,6 @@ fn switching_is_bit_exact_with_faults_at_seeded_points() {
             }
         }
     }
-}
-
-/// A small deterministic generator (xorshift), for the seeded fault points.
-fn seeded(seed: u64, n: u64, k: usize) -> Vec<u64> {
-    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    let mut out = Vec::new();
-    while out.len() < k {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        let r = x % n;
-        if !out.contains(&r) {
-            out.push(r);
-        }
-    }
-    out
 }
 
 #[test]

@@ -16,6 +16,35 @@ use super::{
 };
 use crate::cmd_run::load_gpu;
 
+/// The suite kernels `names`, each one `gpu` can run (the tensor-core kernels need tensor
+/// cores), or an error naming the first that is not.
+fn kernels_on(
+    names: &[String],
+    gpu: &gpu::config::GpuConfig,
+) -> Result<Vec<&'static dyn suite::Kernel>, String> {
+    let kernels: Vec<_> = names.iter().map(|n| kernel(n)).collect::<Result<_, _>>()?;
+    runnable_on(&kernels, gpu)?;
+    Ok(kernels)
+}
+
+/// An error naming the first of `kernels` that `gpu` cannot run (it needs tensor cores).
+fn runnable_on(
+    kernels: &[&'static dyn suite::Kernel],
+    gpu: &gpu::config::GpuConfig,
+) -> Result<(), String> {
+    match kernels
+        .iter()
+        .find(|k| k.needs_tensor_cores() && gpu.pipeline.tensor.is_none())
+    {
+        Some(k) => Err(format!(
+            "{} needs tensor cores, which {} has not",
+            k.name(),
+            gpu.name
+        )),
+        None => Ok(()),
+    }
+}
+
 /// A suite kernel by name, or an error listing the suite.
 fn kernel(name: &str) -> Result<&'static dyn suite::Kernel, String> {
     suite::by_name(name).ok_or_else(|| {
@@ -606,24 +635,9 @@ pub(crate) fn multiprogram(args: MultiprogramArgs) -> Outcome {
         experiment::inference::InferenceConfig::default_on(load_gpu(&args.inference_gpu, None)?);
     let mut c = MultiprogramConfig::default_on(gpu);
     if !args.benchmarks.is_empty() {
-        c.benchmarks = args
-            .benchmarks
-            .iter()
-            .map(|n| kernel(n))
-            .collect::<Result<_, _>>()?;
+        c.benchmarks = kernels_on(&args.benchmarks, &c.gpu)?;
     }
-    if let Some(k) = c
-        .benchmarks
-        .iter()
-        .find(|k| k.needs_tensor_cores())
-        .filter(|_| c.gpu.pipeline.tensor.is_none())
-    {
-        return Err(format!(
-            "{} needs tensor cores, which {} has not",
-            k.name(),
-            c.gpu.name
-        ));
-    }
+    runnable_on(&c.benchmarks, &c.gpu)?;
     c.size = args.size.size();
     c.procs = args.procs.clone();
     c.mixes = args.mixes;
@@ -1212,23 +1226,7 @@ pub(crate) fn faults(args: FaultsArgs) -> Outcome {
     let gpu = load_gpu(&args.gpu, None)?;
     let mut c = FaultsConfig::default_on(gpu);
     if !args.kernels.is_empty() {
-        c.kernels = args
-            .kernels
-            .iter()
-            .map(|n| kernel(n))
-            .collect::<Result<_, _>>()?;
-    }
-    if let Some(k) = c
-        .kernels
-        .iter()
-        .find(|k| k.needs_tensor_cores())
-        .filter(|_| c.gpu.pipeline.tensor.is_none())
-    {
-        return Err(format!(
-            "{} needs tensor cores, which {} has not",
-            k.name(),
-            c.gpu.name
-        ));
+        c.kernels = kernels_on(&args.kernels, &c.gpu)?;
     }
     if !args.figures.is_empty() {
         c.figures = args

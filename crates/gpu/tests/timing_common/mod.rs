@@ -260,3 +260,20 @@ pub fn dependent_chain(rounds: u32, operand: &str) -> String {
     b += "    @%p1 bra L;\n    st.global.u32 [%rd0], %r10;\n";
     b
 }
+
+/// `k` distinct values below `n` from a small deterministic generator (xorshift): the
+/// seeded fault points of the fault tests.
+pub fn seeded(seed: u64, n: u64, k: usize) -> Vec<u64> {
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    let mut out = Vec::new();
+    while out.len() < k {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let r = x % n;
+        if !out.contains(&r) {
+            out.push(r);
+        }
+    }
+    out
+}
