@@ -1242,3 +1242,43 @@ fn multiprogram_names_a_bad_run_request_count_or_inference_setting() {
         text(&o)
     );
 }
+
+/// `experiment faults`: a figure it does not know, a GPU without translation and a kernel the
+/// GPU cannot run are clean errors naming what is wrong; one figure on one kernel runs and
+/// prints its table beside the thesis's geomean.
+#[test]
+fn experiment_faults_runs_a_figure_and_refuses_bad_input() {
+    let o = switchyard(&["experiment", "faults", "--figures", "6.99"]);
+    assert_clean_failure(&o);
+    assert!(
+        text(&o).contains("--figures") && text(&o).contains("6.13 (tb-switching)"),
+        "{}",
+        text(&o)
+    );
+    let o = switchyard(&["experiment", "faults", "hist", "--gpu", "gtx480"]);
+    assert_clean_failure(&o);
+    assert!(
+        text(&o).contains("does not translate addresses"),
+        "{}",
+        text(&o)
+    );
+    let o = switchyard(&["experiment", "faults", "wgemm"]);
+    assert_clean_failure(&o);
+    assert!(text(&o).contains("needs tensor cores"), "{}", text(&o));
+    let o = switchyard(&[
+        "experiment",
+        "faults",
+        "hist",
+        "--figures",
+        "organisations",
+        "--threads",
+        "1",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = text(&o);
+    assert!(
+        out.contains("Figure 6.11") && !out.contains("Figure 6.12"),
+        "{out}"
+    );
+    assert!(out.contains("hist") && out.contains("thesis"), "{out}");
+}
