@@ -371,12 +371,12 @@ impl FaultsResults {
         self.runs.iter().all(|r| r.verified)
     }
 
-    /// The run of `kernel` under `setting`.
-    pub fn run(&self, kernel: &str, setting: &Setting) -> Option<&Run> {
-        let label = setting.label();
+    /// The run of `kernel` under the setting labelled `setting` ([`Setting::label`], as a
+    /// series names its baseline and variant).
+    pub fn run(&self, kernel: &str, setting: &str) -> Option<&Run> {
         self.runs
             .iter()
-            .find(|r| r.kernel == kernel && r.setting == label)
+            .find(|r| r.kernel == kernel && r.setting == setting)
     }
 
     /// Each figure as bars: one row per kernel and a geomean row, one value per series.

@@ -25,13 +25,7 @@ fn each_figure_is_its_baselines_time_over_its_variants_and_local_handling_takes_
         for s in &f.series {
             let mut product = 1.0;
             for (kernel, ratio) in &s.ratios {
-                let cycles = |label: &str| {
-                    r.runs
-                        .iter()
-                        .find(|x| &x.kernel == kernel && x.setting == label)
-                        .unwrap()
-                        .kernel_cycles as f64
-                };
+                let cycles = |label: &str| r.run(kernel, label).unwrap().kernel_cycles as f64;
                 let expected = cycles(&s.baseline) / cycles(&s.variant);
                 assert!((ratio - expected).abs() < 1e-12, "{} {kernel}", s.label);
                 product *= ratio;
@@ -50,12 +44,7 @@ fn each_figure_is_its_baselines_time_over_its_variants_and_local_handling_takes_
         .unwrap();
     for s in &local.series {
         for k in ["hist", "scan"] {
-            let run = |label: &str| {
-                r.runs
-                    .iter()
-                    .find(|x| x.kernel == k && x.setting == label)
-                    .unwrap()
-            };
+            let run = |label: &str| r.run(k, label).unwrap();
             let (cpu, gpu) = (run(&s.baseline), run(&s.variant));
             // What the host never wrote (hist's bins, scan's outputs) is allocated
             // without a transfer: by the CPU, or all of it by the GPU instead.

@@ -102,10 +102,7 @@ fn run(
     mem.write_bytes(aux, &aux_data).unwrap();
     let man_bytes = man_regions * REGION;
     // Aligned to a region, so that its regions are the ones counted here.
-    let man = {
-        let p = mem.alloc(man_bytes + REGION);
-        p.div_ceil(REGION) * REGION
-    };
+    let man = mem.alloc_aligned(man_bytes, REGION);
     let man_data: Vec<u8> = (0..(man_bytes / 4) as u32)
         .flat_map(|i| (i ^ 0x5a5a).to_le_bytes())
         .collect();

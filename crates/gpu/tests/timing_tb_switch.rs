@@ -127,10 +127,7 @@ fn prepare(timing: &TimedGpu, shape: &Shape) -> Prepared {
         .collect();
     mem.write_bytes(aux, &aux_data).unwrap();
     let man_bytes = shape.regions * REGION;
-    let man = {
-        let p = mem.alloc(man_bytes + REGION);
-        p.div_ceil(REGION) * REGION
-    };
+    let man = mem.alloc_aligned(man_bytes, REGION);
     let man_data: Vec<u8> = (0..(man_bytes / 4) as u32)
         .flat_map(|i| (i ^ 0x5a5a).to_le_bytes())
         .collect();
