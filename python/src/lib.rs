@@ -321,7 +321,7 @@ fn prepare(base: &Scenario, o: &Overrides) -> Result<(Scenario, Setup), Fail> {
     let max_cycles = o.max_cycles.or(s.max_cycles).unwrap_or(DEFAULT_MAX_CYCLES);
     let mut timing = TimedGpu::new(gpu);
     timing.options.instruction_limit = o.instruction_limit;
-    let setup = Setup::for_scenario(&s, timing, max_cycles);
+    let setup = Setup::for_scenario(&s, timing, max_cycles).map_err(scenario_error)?;
     Ok((s, setup))
 }
 

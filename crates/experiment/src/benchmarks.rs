@@ -83,7 +83,7 @@ pub fn table(
                 seed: 1,
                 target: k.default_target(),
                 warm_up: false,
-                managed: false,
+                managed: workload::scenario::Managed::Off,
             },
         };
         let setup = crate::suite_setup(

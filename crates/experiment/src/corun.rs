@@ -180,7 +180,7 @@ fn process(i: usize, k: &'static dyn suite::Kernel, c: &CorunConfig) -> Process 
             seed: c.seed,
             target: k.default_target(),
             warm_up: false,
-            managed: false,
+            managed: workload::scenario::Managed::Off,
         },
         stream_priorities: Vec::new(),
         requests: None,

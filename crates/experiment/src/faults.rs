@@ -1,6 +1,8 @@
 //! Preemptible faults (papers/tanasic-thesis §6.5, Figures 6.11–6.15): suite programs run
 //! alone on the `fault-study` GPU (Table 6.1) under the pipeline organisations of §6.3 and
 //! the use cases of §6.4, each figure a ratio of kernel times against its baseline.
+//! Figure 6.14 runs the kernels with a device heap, Figure 6.15 the others, and the rest
+//! every kernel.
 //!
 //! * **Figure 6.11** — WD-commit, WD-lastcheck and the replay queue with nothing faulting,
 //!   normalised to stall on fault.
@@ -11,6 +13,12 @@
 //!   normal context switching through memory and the ideal 1-cycle switch, at most 4 extra
 //!   TBs per SM) under the operand log at 16 KiB (the design §6.5.2 settles on; switching
 //!   needs preemptible faults), normalised to stall on fault with the same faults.
+//! * **Figure 6.14** — local handling of faults to the pages backing a kernel's own heap
+//!   (§6.4.2, §6.5.4): the suite's kernels with a device heap ([`suite::Kernel::device_heap`],
+//!   the Halloc-style `heap`), only their unwritten allocations managed
+//!   ([`workload::scenario::Managed::Unwritten`]: "There is no page migrations in this
+//!   experiment"), the GPU's handler against the CPU's over NVLink and over PCIe, under the
+//!   operand log at 16 KiB.
 //! * **Figure 6.15** — local handling of faults to output pages (§6.4.2): every allocation of
 //!   the program is managed ([`workload::scenario::Program::Suite`]'s `managed`), so what
 //!   the host wrote migrates on the GPU's first touch and the pages it never wrote (the
@@ -36,6 +44,7 @@ use gpu::config::GpuConfig;
 use memsys::{Handler, Link, Pipeline, TbSwitch};
 use serde::Serialize;
 use suite::Size;
+use workload::scenario::Managed;
 
 use crate::figures::{Figure, Row};
 
@@ -48,15 +57,18 @@ pub enum FaultFigure {
     OperandLog,
     /// Figure 6.13: TB switching on fault.
     TbSwitching,
+    /// Figure 6.14: local handling of faults to a kernel's own heap.
+    LocalHeap,
     /// Figure 6.15: local handling of faults to output pages.
     LocalOutputs,
 }
 
 impl FaultFigure {
-    pub const ALL: [FaultFigure; 4] = [
+    pub const ALL: [FaultFigure; 5] = [
         FaultFigure::Organisations,
         FaultFigure::OperandLog,
         FaultFigure::TbSwitching,
+        FaultFigure::LocalHeap,
         FaultFigure::LocalOutputs,
     ];
 
@@ -66,6 +78,7 @@ impl FaultFigure {
             FaultFigure::Organisations => "6.11",
             FaultFigure::OperandLog => "6.12",
             FaultFigure::TbSwitching => "6.13",
+            FaultFigure::LocalHeap => "6.14",
             FaultFigure::LocalOutputs => "6.15",
         }
     }
@@ -83,6 +96,7 @@ impl FaultFigure {
             FaultFigure::Organisations => "organisations",
             FaultFigure::OperandLog => "operand-log",
             FaultFigure::TbSwitching => "tb-switching",
+            FaultFigure::LocalHeap => "local-heap",
             FaultFigure::LocalOutputs => "local-outputs",
         }
     }
@@ -98,9 +112,22 @@ impl FaultFigure {
             FaultFigure::TbSwitching => {
                 "Figure 6.13: TB switching on fault, normalised to stall on fault with the same faults"
             }
+            FaultFigure::LocalHeap => {
+                "Figure 6.14: faults to a kernel's own heap handled on the GPU, normalised to the CPU's handling"
+            }
             FaultFigure::LocalOutputs => {
                 "Figure 6.15: faults to output pages handled on the GPU, normalised to the CPU's handling"
             }
+        }
+    }
+
+    /// Whether the figure runs `kernel`: Figure 6.14 the kernels with a device heap,
+    /// Figure 6.15 the others (the thesis's Parboil kernels have none), the rest all.
+    pub fn runs(self, kernel: &dyn suite::Kernel) -> bool {
+        match self {
+            FaultFigure::LocalHeap => kernel.device_heap(),
+            FaultFigure::LocalOutputs => !kernel.device_heap(),
+            _ => true,
         }
     }
 
@@ -142,14 +169,14 @@ impl FaultFigure {
                 .into_iter()
                 .flat_map(|link| {
                     let stall = Setting {
-                        managed: true,
+                        managed: Managed::All,
                         link,
                         ..Setting::default()
                     };
                     let switching = |tb_switch| Setting {
                         tb_switch,
                         ..Setting {
-                            managed: true,
+                            managed: Managed::All,
                             link,
                             ..log(16)
                         }
@@ -166,11 +193,26 @@ impl FaultFigure {
                     ]
                 })
                 .collect(),
+            FaultFigure::LocalHeap => [(Link::Nvlink, 1.80), (Link::Pcie, 1.98)]
+                .into_iter()
+                .map(|(link, thesis)| {
+                    let cpu = Setting {
+                        managed: Managed::Unwritten,
+                        link,
+                        ..log(16)
+                    };
+                    let gpu = Setting {
+                        handler: Handler::Gpu,
+                        ..cpu
+                    };
+                    Series::new(link_name(link), cpu, gpu, Some(thesis))
+                })
+                .collect(),
             FaultFigure::LocalOutputs => [(Link::Nvlink, 1.04), (Link::Pcie, 1.08)]
                 .into_iter()
                 .map(|(link, thesis)| {
                     let cpu = Setting {
-                        managed: true,
+                        managed: Managed::All,
                         link,
                         ..log(16)
                     };
@@ -197,8 +239,8 @@ fn link_name(link: Link) -> &'static str {
 pub struct Setting {
     pub pipeline: Pipeline,
     pub operand_log_bytes: u32,
-    /// Every allocation of the program managed (demand paging).
-    pub managed: bool,
+    /// Which allocations of the program are managed (demand paging).
+    pub managed: Managed,
     pub link: Link,
     pub handler: Handler,
     pub tb_switch: TbSwitch,
@@ -210,7 +252,7 @@ impl Default for Setting {
         Setting {
             pipeline: Pipeline::Stall,
             operand_log_bytes: memsys::OPERAND_LOG_BYTES,
-            managed: false,
+            managed: Managed::Off,
             link: Link::Pcie,
             handler: Handler::Cpu,
             tb_switch: TbSwitch::Off,
@@ -219,18 +261,22 @@ impl Default for Setting {
 }
 
 impl Setting {
-    /// A short label ("operand-log 16 KiB, managed, nvlink, gpu handler").
+    /// A short label ("operand-log 16 KiB, managed over nvlink, gpu handler").
     pub fn label(&self) -> String {
         let mut s = self.pipeline.name().to_string();
         if self.pipeline == Pipeline::OperandLog {
             s.push_str(&format!(" {} KiB", self.operand_log_bytes / 1024));
         }
-        if self.managed {
+        if !self.managed.is_off() {
             let link = match self.link {
                 Link::Nvlink => "nvlink",
                 Link::Pcie => "pcie",
             };
-            s.push_str(&format!(", managed over {link}"));
+            let what = match self.managed {
+                Managed::Unwritten => "unwritten managed",
+                _ => "managed",
+            };
+            s.push_str(&format!(", {what} over {link}"));
             if self.handler == Handler::Gpu {
                 s.push_str(", gpu handler");
             }
@@ -253,7 +299,7 @@ impl Setting {
         t.pipeline = self.pipeline;
         t.operand_log_bytes = self.operand_log_bytes;
         t.tb_switch = self.tb_switch;
-        if self.managed {
+        if !self.managed.is_off() {
             let f = t
                 .faults
                 .as_mut()
@@ -479,24 +525,33 @@ pub fn run(
 ) -> Result<FaultsResults, FaultsError> {
     let series: Vec<(FaultFigure, Vec<Series>)> =
         c.figures.iter().map(|&f| (f, f.series())).collect();
-    // Every setting once, in a fixed order.
+    // Every setting once, in a fixed order, and every (setting, kernel) a figure needs once.
     let mut settings: Vec<Setting> = Vec::new();
-    for s in series
-        .iter()
-        .flat_map(|(_, s)| s.iter().flat_map(|s| [s.baseline, s.variant]))
-    {
-        if !settings.contains(&s) {
-            settings.push(s);
+    let mut pairs: Vec<(usize, usize)> = Vec::new();
+    for (f, series) in &series {
+        for s in series.iter().flat_map(|s| [s.baseline, s.variant]) {
+            let at = match settings.iter().position(|&x| x == s) {
+                Some(at) => at,
+                None => {
+                    settings.push(s);
+                    settings.len() - 1
+                }
+            };
+            for (k, kernel) in c.kernels.iter().enumerate() {
+                if f.runs(*kernel) && !pairs.contains(&(at, k)) {
+                    pairs.push((at, k));
+                }
+            }
         }
     }
+    pairs.sort_unstable();
     let gpus: Vec<GpuConfig> = settings
         .iter()
         .map(|s| s.apply(&c.gpu))
         .collect::<Result<_, _>>()
         .map_err(FaultsError::Gpu)?;
-    let jobs: Vec<(usize, &'static dyn suite::Kernel)> = (0..settings.len())
-        .flat_map(|s| c.kernels.iter().map(move |&k| (s, k)))
-        .collect();
+    let jobs: Vec<(usize, &'static dyn suite::Kernel)> =
+        pairs.iter().map(|&(s, k)| (s, c.kernels[k])).collect();
     let done = AtomicUsize::new(0);
     let results = crate::run_indexed(
         c.threads,
@@ -532,6 +587,7 @@ pub fn run(
                     let ratios: Vec<(String, f64)> = c
                         .kernels
                         .iter()
+                        .filter(|k| f.runs(**k))
                         .map(|k| {
                             let of = |l: &String| cycles[&(k.name().to_string(), l.clone())];
                             (k.name().to_string(), of(&b) as f64 / of(&v).max(1) as f64)

@@ -262,7 +262,7 @@ fn suite_process(
             seed: 1,
             target: kernel.default_target(),
             warm_up: requests.is_some(),
-            managed: false,
+            managed: workload::scenario::Managed::Off,
         },
         requests,
     }

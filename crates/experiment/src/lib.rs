@@ -85,7 +85,7 @@ pub(crate) fn suite_process(
             seed,
             target: target.unwrap_or(kernel.default_target()),
             warm_up: false,
-            managed: false,
+            managed: workload::scenario::Managed::Off,
         },
     }
 }

@@ -460,7 +460,7 @@ fn suite_process(
             seed: 1,
             target: kernel.default_target(),
             warm_up: false,
-            managed: false,
+            managed: workload::scenario::Managed::Off,
         },
     }
 }

@@ -129,7 +129,7 @@ fn processes(c: &StudyConfig, high_arrival_us: f64) -> Vec<Process> {
         seed: 1,
         target: kernel.default_target(),
         warm_up: false,
-        managed: false,
+        managed: workload::scenario::Managed::Off,
     };
     vec![
         Process {

@@ -1,6 +1,7 @@
 //! papers/tanasic-thesis §6.5 (`experiment faults`): every figure's series is its baseline's
 //! kernel time over its variant's, from runs that verified; the no-fault figures fault
-//! nothing, and Figure 6.15's GPU handler takes exactly the faults the CPU allocated.
+//! nothing, Figure 6.14 runs only the kernel with a device heap and migrates nothing, and
+//! Figures 6.14–6.15's GPU handler takes exactly the faults the CPU allocated.
 
 use experiment::faults::{self, FaultFigure, FaultsConfig};
 use gpu::config::GpuConfig;
@@ -9,7 +10,7 @@ use gpu::config::GpuConfig;
 fn each_figure_is_its_baselines_time_over_its_variants_and_local_handling_takes_the_cpus_allocations(
 ) {
     let mut c = FaultsConfig::default_on(GpuConfig::preset("fault-study").unwrap());
-    c.kernels = ["hist", "scan"]
+    c.kernels = ["hist", "scan", "heap"]
         .iter()
         .map(|n| suite::by_name(n).unwrap())
         .collect();
@@ -17,12 +18,20 @@ fn each_figure_is_its_baselines_time_over_its_variants_and_local_handling_takes_
     let r = faults::run(&c, &|_, _, _| {}).unwrap();
     assert!(r.all_verified());
     // Stall, three organisations, three log sizes; over each link, stall and the two
-    // switching modes, and the CPU's and the GPU's handler: 17 settings, each run once per
-    // kernel though two figures share stall.
-    assert_eq!(r.runs.len(), 2 * 17);
-    assert_eq!(r.figures.len(), 4);
+    // switching modes, and the CPU's and the GPU's handler: 17 settings per kernel, each
+    // run once though two figures share stall. The handler's pair is Figure 6.14's (only
+    // the unwritten allocations managed) for heap, and Figure 6.15's for the others.
+    assert_eq!(r.runs.len(), 3 * 17);
+    assert_eq!(r.figures.len(), 5);
     for f in &r.figures {
+        let want: &[&str] = match f.figure {
+            FaultFigure::LocalHeap => &["heap"],
+            FaultFigure::LocalOutputs => &["hist", "scan"],
+            _ => &["hist", "scan", "heap"],
+        };
         for s in &f.series {
+            let kernels: Vec<&str> = s.ratios.iter().map(|(k, _)| k.as_str()).collect();
+            assert_eq!(kernels, want, "{}", f.number);
             let mut product = 1.0;
             for (kernel, ratio) in &s.ratios {
                 let cycles = |label: &str| r.run(kernel, label).unwrap().kernel_cycles as f64;
@@ -30,19 +39,36 @@ fn each_figure_is_its_baselines_time_over_its_variants_and_local_handling_takes_
                 assert!((ratio - expected).abs() < 1e-12, "{} {kernel}", s.label);
                 product *= ratio;
             }
-            assert!((s.geomean - product.sqrt()).abs() < 1e-9, "{}", s.label);
+            let n = s.ratios.len() as f64;
+            assert!(
+                (s.geomean - product.powf(1.0 / n)).abs() < 1e-9,
+                "{}",
+                s.label
+            );
         }
     }
     for run in &r.runs {
         let managed = run.setting.contains("managed");
         assert_eq!(run.far_faults > 0, managed, "{run:?}");
     }
-    let local = r
-        .figures
-        .iter()
-        .find(|f| f.figure == FaultFigure::LocalOutputs)
-        .unwrap();
-    for s in &local.series {
+    let figure = |n: FaultFigure| r.figures.iter().find(|f| f.figure == n).unwrap();
+    for s in &figure(FaultFigure::LocalHeap).series {
+        let run = |label: &str| r.run("heap", label).unwrap();
+        let (cpu, gpu) = (run(&s.baseline), run(&s.variant));
+        // Only what the host never wrote is managed: every slab of the heap (and the
+        // outputs) is allocated, nothing migrates; the GPU's handler takes all of it.
+        assert_eq!(cpu.regions_migrated + gpu.regions_migrated, 0, "{cpu:?}");
+        assert!(cpu.regions_allocated >= 32, "{cpu:?}");
+        assert_eq!(
+            (gpu.regions_allocated, gpu.regions_allocated_locally),
+            (0, cpu.regions_allocated),
+            "{gpu:?}"
+        );
+        // §6.5.4: handlers side by side on the GPU beat the CPU's one by one when the
+        // faults come together, as the TBs' first allocations do.
+        assert!(s.ratios[0].1 > 1.0, "{}: {:?}", s.label, s.ratios);
+    }
+    for s in &figure(FaultFigure::LocalOutputs).series {
         for k in ["hist", "scan"] {
             let run = |label: &str| r.run(k, label).unwrap();
             let (cpu, gpu) = (run(&s.baseline), run(&s.variant));
@@ -66,7 +92,9 @@ fn each_figure_is_its_baselines_time_over_its_variants_and_local_handling_takes_
         assert!(run.switched_out_peak <= 4, "{run:?}");
     }
     let bars = r.bar_figures();
-    assert_eq!(bars.len(), 4);
-    assert!(bars.iter().all(|b| b.rows.len() == 3));
+    assert_eq!(bars.len(), 5);
+    for (b, f) in bars.iter().zip(&r.figures) {
+        assert_eq!(b.rows.len(), f.series[0].ratios.len() + 1, "{}", f.number);
+    }
     assert!(r.to_csv().lines().count() > r.runs.len());
 }

@@ -203,6 +203,13 @@ pub trait Kernel: Sync {
     fn needs_tensor_cores(&self) -> bool {
         false
     }
+    /// Whether the kernel allocates memory per thread from a heap it manages itself (device
+    /// `malloc`, or an allocator like Halloc): its heap is allocated and never written by the
+    /// host, so with demand paging the GPU touches those pages first and their faults need
+    /// no transfer (papers/tanasic-thesis §6.5.4, Figure 6.14).
+    fn device_heap(&self) -> bool {
+        false
+    }
     /// What the kernel exercises: `["2-D TB", "barrier in loop", "memory-bound"]`.
     fn traits(&self) -> &'static [&'static str];
     fn stress(&self) -> Stress;

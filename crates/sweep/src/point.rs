@@ -386,7 +386,10 @@ pub fn prepare(sweep: &Sweep, index: usize) -> Prepared {
     let cycles = max_cycles(p).or(s.max_cycles).unwrap_or(DEFAULT_MAX_CYCLES);
     let mut timing = TimedGpu::new(gpu);
     timing.options.threads = threads;
-    let setup = Setup::for_scenario(&s, timing, cycles);
+    let setup = match Setup::for_scenario(&s, timing, cycles) {
+        Ok(setup) => setup,
+        Err(e) => return fail(key, e.to_string()),
+    };
     Prepared {
         index,
         key,

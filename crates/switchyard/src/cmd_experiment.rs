@@ -1220,7 +1220,7 @@ fn print_pep(r: &PepResults) {
     println!("Chimera's; saving overhead PEP -6.3% from Chimera.");
 }
 
-/// `switchyard experiment faults`: papers/tanasic-thesis §6.5, Figures 6.11-6.13, 6.15.
+/// `switchyard experiment faults`: papers/tanasic-thesis §6.5, Figures 6.11-6.15.
 pub(crate) fn faults(args: FaultsArgs) -> Outcome {
     use experiment::faults::{self, FaultFigure, FaultsConfig};
     let gpu = load_gpu(&args.gpu, None)?;
@@ -1313,8 +1313,9 @@ pub(crate) fn faults(args: FaultsArgs) -> Outcome {
         let faulted: Vec<&faults::Run> = r.runs.iter().filter(|r| r.far_faults > 0).collect();
         if !faulted.is_empty() {
             println!("\nDemand paging (runs with managed memory):");
+            let w = faulted.iter().map(|r| r.setting.len()).max().unwrap_or(0);
             println!(
-                "{:<14} {:<58} {:>7} {:>9} {:>9} {:>9} {:>8} {:>9}",
+                "{:<14} {:<w$} {:>7} {:>9} {:>9} {:>9} {:>8} {:>9}",
                 "kernel",
                 "setting",
                 "faults",
@@ -1326,7 +1327,7 @@ pub(crate) fn faults(args: FaultsArgs) -> Outcome {
             );
             for run in faulted {
                 println!(
-                    "{:<14} {:<58} {:>7} {:>9} {:>9} {:>9} {:>8} {:>9}",
+                    "{:<14} {:<w$} {:>7} {:>9} {:>9} {:>9} {:>8} {:>9}",
                     run.kernel,
                     run.setting,
                     run.far_faults,

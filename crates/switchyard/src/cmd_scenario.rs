@@ -82,7 +82,7 @@ pub(crate) fn scenario(args: ScenarioArgs) -> Outcome {
     // the shared run steps its SMs on all of them.
     let threads = super::sm_threads(args.threads);
     timing.options.threads = if args.no_alone { threads } else { 1 };
-    let setup = Setup::for_scenario(&s, timing, max_cycles);
+    let setup = Setup::for_scenario(&s, timing, max_cycles).map_err(|e| e.to_string())?;
     let start = Instant::now();
     let mut bar = Bar::new();
     let result = workload::run(&s, &setup, !args.no_alone, threads, &mut |p| bar.update(p));

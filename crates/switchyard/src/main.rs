@@ -180,8 +180,9 @@ enum ExperimentCommand {
     /// Preemptible faults (papers/tanasic-thesis §6.5) on the fault-study GPU: pipeline
     /// organisations with nothing faulting (Figure 6.11), the operand log's size (Figure
     /// 6.12), TB switching on fault with managed memory over NVLink and PCIe, normal and
-    /// ideal (Figure 6.13), and faults to output pages handled on the GPU instead of the
-    /// CPU (Figure 6.15); each suite program's kernel time normalised to the figure's
+    /// ideal (Figure 6.13), and faults handled on the GPU instead of the CPU: to the pages
+    /// of a kernel's own heap (Figure 6.14, the suite's `heap`) and to output pages (Figure
+    /// 6.15, the other kernels); each suite program's kernel time normalised to the figure's
     /// baseline, per kernel and as a geometric mean beside the thesis's, every run
     /// verified against its CPU reference.
     Faults(FaultsArgs),
@@ -494,7 +495,8 @@ struct FaultsArgs {
     /// Suite kernels to run. Default: the whole suite (those the GPU can run).
     kernels: Vec<String>,
     /// The figures, comma-separated, by number or name: 6.11 (organisations), 6.12
-    /// (operand-log), 6.13 (tb-switching), 6.15 (local-outputs). Default: all.
+    /// (operand-log), 6.13 (tb-switching), 6.14 (local-heap), 6.15 (local-outputs).
+    /// Default: all.
     #[arg(long, value_delimiter = ',')]
     figures: Vec<String>,
     /// Problem size.

@@ -21,6 +21,7 @@ pub mod expr;
 pub mod program;
 pub mod scenario;
 pub mod system;
+pub mod translation;
 
 pub use scenario::{parse, Disk, Files, Scenario, ScenarioError};
 pub use system::{CompletedRun, Dumped, KernelRecord, RunError, RunRecord, Setup, System};

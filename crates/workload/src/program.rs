@@ -13,7 +13,7 @@ use std::sync::Arc;
 use gpu::memory::DeviceMemory;
 use gpu::{DevPtr, KernelArg};
 
-use crate::scenario::{Check, Cmd, CmdKind, CommandProgram, Expect, ValueError};
+use crate::scenario::{Check, Cmd, CmdKind, CommandProgram, Expect, Managed, ValueError};
 
 /// What a program asks of the host model.
 #[derive(Debug)]
@@ -583,7 +583,9 @@ fn check(
 
 /// What the host program's thread asks for.
 enum FromThread {
-    Alloc(u64),
+    /// Bytes, and whether the program zeroes the allocation and never writes it
+    /// (`suite::Device::alloc_zeroed`).
+    Alloc(u64, bool),
     Write(u64, Vec<u8>),
     Read(u64, u64),
     Launch {
@@ -608,8 +610,8 @@ struct Proxy {
     tx: Sender<FromThread>,
     rx: Receiver<ToThread>,
     /// [`SuiteHost::managed`]: a zeroed allocation is managed memory the host never
-    /// writes.
-    managed: bool,
+    /// writes (under [`Managed::All`] and [`Managed::Unwritten`]).
+    managed: Managed,
 }
 
 impl Proxy {
@@ -626,17 +628,20 @@ fn unexpected() -> suite::DeviceError {
 
 impl suite::Device for Proxy {
     fn alloc(&mut self, bytes: u64) -> Result<suite::DevPtr, suite::DeviceError> {
-        match self.ask(FromThread::Alloc(bytes))? {
+        match self.ask(FromThread::Alloc(bytes, false))? {
             ToThread::Ptr(p) => Ok(suite::DevPtr(p)),
             _ => Err(unexpected()),
         }
     }
 
     fn alloc_zeroed(&mut self, bytes: u64) -> Result<suite::DevPtr, suite::DeviceError> {
-        let ptr = self.alloc(bytes)?;
+        let ptr = match self.ask(FromThread::Alloc(bytes, true))? {
+            ToThread::Ptr(p) => suite::DevPtr(p),
+            _ => return Err(unexpected()),
+        };
         // Managed memory the host never writes reads as zeros (the UVM driver zeroes the
         // pages it populates): no copy, so its faults allocate without migrating.
-        if !self.managed {
+        if self.managed == Managed::Off {
             self.write(ptr, &vec![0u8; bytes as usize])?;
         }
         Ok(ptr)
@@ -688,9 +693,9 @@ impl suite::Device for Proxy {
 pub struct SuiteHost {
     /// What to start; `None` once started.
     start: Option<(&'static dyn suite::Kernel, suite::Size, u64)>,
-    /// Every allocation is managed (`cudaMallocManaged`), starting unpopulated: the
+    /// Which allocations are managed (`cudaMallocManaged`), each starting unpopulated: the
     /// system marks what the host then writes as host data.
-    managed: bool,
+    managed: Managed,
     tx: Option<Sender<ToThread>>,
     rx: Option<Receiver<FromThread>>,
     /// What the thread waits for: the kind of answer its last request needs.
@@ -710,7 +715,7 @@ impl SuiteHost {
     pub fn start(kernel: &'static dyn suite::Kernel, size: suite::Size, seed: u64) -> SuiteHost {
         SuiteHost {
             start: Some((kernel, size, seed)),
-            managed: false,
+            managed: Managed::Off,
             tx: None,
             rx: None,
             waiting: None,
@@ -720,12 +725,12 @@ impl SuiteHost {
         }
     }
 
-    /// The program with every allocation managed (`cudaMallocManaged`): each starts
-    /// unpopulated, and what the host writes into it becomes host data that a GPU fault
-    /// migrates (papers/tanasic-thesis §6.4.2: pages the host never wrote — the kernel's
-    /// outputs — are only allocated and mapped).
-    pub fn managed(mut self) -> SuiteHost {
-        self.managed = true;
+    /// The program with its allocations managed (`cudaMallocManaged`) as `managed` says:
+    /// each starts unpopulated, and what the host writes into it becomes host data that a
+    /// GPU fault migrates (papers/tanasic-thesis §6.4.2: pages the host never wrote — the
+    /// kernel's outputs, its own heap — are only allocated and mapped).
+    pub fn managed(mut self, managed: Managed) -> SuiteHost {
+        self.managed = managed;
         self
     }
 
@@ -777,12 +782,17 @@ impl HostProgram for SuiteHost {
             .recv()
             .map_err(|_| "the host program's thread stopped (it panicked?)".to_string())?;
         Ok(match r {
-            FromThread::Alloc(bytes) => {
+            FromThread::Alloc(bytes, zeroed) => {
                 self.waiting = Some(Pending::Ptr);
+                let managed = match self.managed {
+                    Managed::Off => false,
+                    Managed::All => true,
+                    Managed::Unwritten => zeroed,
+                };
                 Request::Alloc {
                     bytes,
                     init: None,
-                    managed: self.managed.then_some(memsys::Populate::Unpopulated),
+                    managed: managed.then_some(memsys::Populate::Unpopulated),
                 }
             }
             FromThread::Write(dev, data) => {

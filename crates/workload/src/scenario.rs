@@ -8,6 +8,8 @@
 //! # pipeline = "wd-commit"        # stall | wd-commit | wd-lastcheck | replay-queue | operand-log:
 //! #                               # the SM pipeline around accesses that may fault (§6.3)
 //! # operand_log_bytes = 16384     # with "operand-log": its bytes per SM (8192..=32768)
+//! # (both also in [translation], with TB switching and demand paging's link, costs and
+//! # handler: see `crate::translation`)
 //!
 //! [scheduler]
 //! policy = "fcfs"                 # fcfs | npq | ppq | time-slice | dss | mps | mig
@@ -50,7 +52,9 @@
 //!                                 # serve requests: one run of the program each (below)
 //! # managed = true                # every allocation cudaMallocManaged: what the host
 //!                                 # writes migrates on the GPU's first touch, the rest
-//!                                 # (outputs) is only allocated (demand paging)
+//!                                 # (outputs) is only allocated (demand paging);
+//!                                 # "unwritten": only what the host never writes (its
+//!                                 # outputs, a kernel's own heap), nothing migrates
 //!
 //! [[process]]
 //! name = "saxpy"
@@ -273,6 +277,11 @@ pub struct ScenarioFile {
     /// §6.3.3): overrides the GPU's `[memory.translation]` `operand_log_bytes` (8192 to
     /// 32768).
     pub operand_log_bytes: Option<Spanned<u32>>,
+    /// `[translation]`: the fields of the GPU's `[memory.translation]` the scenario changes
+    /// ([`crate::translation`]); `pipeline` and `operand_log_bytes` may be given here or
+    /// at the top level, not both.
+    #[serde(default)]
+    pub translation: crate::translation::TranslationSection,
     /// Named integers every process's expressions may use ([`crate::expr`]).
     #[serde(default)]
     pub constants: BTreeMap<String, Spanned<toml::Value>>,
@@ -434,9 +443,9 @@ pub struct ProcessSpec {
     /// setup: inputs copied, launches run, results checked), and each request runs its
     /// launches again on the same buffers ([`Program::Suite`]'s `warm_up`).
     pub warm_up: Option<Spanned<bool>>,
-    /// A suite process's memory is managed (`cudaMallocManaged`): [`Program::Suite`]'s
-    /// `managed`.
-    pub managed: Option<Spanned<bool>>,
+    /// Which of a suite process's memory is managed (`cudaMallocManaged`): `true`,
+    /// `false`, `"all"` or `"unwritten"` ([`Program::Suite`]'s `managed`, [`Managed`]).
+    pub managed: Option<Spanned<toml::Value>>,
 }
 
 /// A stream with a priority: `[[process.stream]]` with `id` and `priority`.
@@ -696,10 +705,9 @@ pub struct Scenario {
     pub max_cycles: Option<u64>,
     /// Runs every process completes under replay (`None`: each runs once).
     pub replay: Option<u32>,
-    /// The pipeline organisation the scenario asks for (`pipeline = "wd-commit"`), if any.
-    pub pipeline: Option<memsys::Pipeline>,
-    /// The operand log's size the scenario asks for (`operand_log_bytes = 8192`), if any.
-    pub operand_log_bytes: Option<u32>,
+    /// What the scenario changes in the GPU's `[memory.translation]` (its `[translation]`
+    /// table and the top-level `pipeline` and `operand_log_bytes`).
+    pub translation: crate::translation::TranslationOverrides,
     pub processes: Vec<Process>,
     /// What loading accepted but warns about (`file:line:col: warning: what`): integer
     /// literals in a process's PTX wrapped to their type.
@@ -732,11 +740,11 @@ pub enum Program {
         /// request replays its launches on the same buffers, checked to leave them as the
         /// setup left them ([`crate::program::ServedSuite`]).
         warm_up: bool,
-        /// Every allocation of the program is managed (`cudaMallocManaged`,
+        /// Which allocations of the program are managed (`cudaMallocManaged`,
         /// [`crate::program::SuiteHost::managed`]): where the GPU pages on demand, what the
-        /// host wrote migrates on the GPU's first touch and the rest (its outputs) is only
-        /// allocated; elsewhere it is ordinary device memory.
-        managed: bool,
+        /// host wrote migrates on the GPU's first touch and the rest (its outputs, its own
+        /// heap) is only allocated; elsewhere it is ordinary device memory.
+        managed: Managed,
     },
     /// Commands over buffers, on a PTX module. Shared: the run, each replay and the run
     /// alone start from the same initial contents, never a copy of them.
@@ -764,6 +772,40 @@ impl std::fmt::Debug for Program {
                 .finish(),
             Program::Commands(c) => f.debug_tuple("Commands").field(c).finish(),
         }
+    }
+}
+
+/// Which allocations of a suite process's host program are managed memory
+/// (`cudaMallocManaged`); a scenario's `managed = true | false | "all" | "unwritten"`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Managed {
+    /// Ordinary device memory (`managed = false`, the default).
+    #[default]
+    Off,
+    /// Every allocation (`managed = true` or `"all"`): what the host writes migrates on
+    /// the GPU's first touch.
+    All,
+    /// Only what the program allocates zeroed and never writes (`suite::Device::
+    /// alloc_zeroed`: its outputs and its own heap); its inputs are copied to device memory
+    /// as usual, so nothing migrates (papers/tanasic-thesis §6.5.4's setup for Figure 6.14:
+    /// "There is no page migrations in this experiment").
+    Unwritten,
+}
+
+impl Managed {
+    pub const ALL: [Managed; 3] = [Managed::Off, Managed::All, Managed::Unwritten];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Managed::Off => "off",
+            Managed::All => "all",
+            Managed::Unwritten => "unwritten",
+        }
+    }
+
+    pub fn is_off(self) -> bool {
+        self == Managed::Off
     }
 }
 
@@ -1221,7 +1263,7 @@ impl Cx<'_> {
         })
     }
 
-    fn resolve(&self, raw: ScenarioFile) -> Result<Scenario, ScenarioError> {
+    fn resolve(&self, mut raw: ScenarioFile) -> Result<Scenario, ScenarioError> {
         if raw.processes.is_empty() {
             return self.err(
                 None,
@@ -1291,6 +1333,32 @@ impl Cx<'_> {
                 );
             }
         }
+        // The top-level `pipeline` and `operand_log_bytes` are `[translation]`'s own.
+        let mut section = std::mem::take(&mut raw.translation);
+        if let (Some(p), Some(pipeline)) = (&raw.pipeline, pipeline) {
+            if let Some(q) = &section.pipeline {
+                return self.err(
+                    Some(q.span()),
+                    "translation.pipeline",
+                    "also given at the top level (`pipeline`): give it once".into(),
+                );
+            }
+            section.pipeline = Some(Spanned::new(p.span(), pipeline));
+        }
+        if let Some(n) = &raw.operand_log_bytes {
+            if let Some(q) = &section.operand_log_bytes {
+                return self.err(
+                    Some(q.span()),
+                    "translation.operand_log_bytes",
+                    "also given at the top level (`operand_log_bytes`): give it once".into(),
+                );
+            }
+            section.operand_log_bytes = Some(n.clone());
+        }
+        let translation = crate::translation::TranslationOverrides::from_section(section, &|at| {
+            self.lines.at(self.file, at)
+        });
+        translation.check(self.file)?;
         if let Some(n) = &raw.replay {
             if !(1..=MAX_REPLAY).contains(n.get_ref()) {
                 return self.err(
@@ -1369,8 +1437,7 @@ impl Cx<'_> {
             host: raw.host,
             max_cycles: raw.limits.max_cycles,
             replay: raw.replay.map(Spanned::into_inner),
-            pipeline,
-            operand_log_bytes: raw.operand_log_bytes.map(Spanned::into_inner),
+            translation,
             processes,
             warnings: self.warnings.take(),
         })
@@ -1465,7 +1532,33 @@ impl Cx<'_> {
                     seed: p.seed,
                     target: self.target(kernel, p.target, field, s.span())?,
                     warm_up: p.warm_up.as_ref().is_some_and(|w| *w.get_ref()),
-                    managed: p.managed.as_ref().is_some_and(|m| *m.get_ref()),
+                    managed: match p.managed.as_ref().map(|m| (m.get_ref(), m.span())) {
+                        None | Some((toml::Value::Boolean(false), _)) => Managed::Off,
+                        Some((toml::Value::Boolean(true), _)) => Managed::All,
+                        Some((toml::Value::String(s), span)) => {
+                            match Managed::ALL.iter().find(|m| m.name() == s) {
+                                Some(&m) => m,
+                                None => {
+                                    return self.err(
+                                        Some(span),
+                                        &format!("{field}.managed"),
+                                        format!(
+                                            "no managed setting `{s}` (true, false, \"all\" or \"unwritten\")"
+                                        ),
+                                    )
+                                }
+                            }
+                        }
+                        Some((v, span)) => {
+                            return self.err(
+                                Some(span),
+                                &format!("{field}.managed"),
+                                format!(
+                                    "{v} is not true, false, \"all\" or \"unwritten\""
+                                ),
+                            )
+                        }
+                    },
                 }
             }
             (None, Some(ptx)) => {

@@ -132,17 +132,16 @@ pub struct Setup {
 }
 
 impl Setup {
-    /// The setup a scenario describes, on the timed GPU `timing`.
-    pub fn for_scenario(s: &crate::Scenario, mut timing: TimedGpu, max_cycles: u64) -> Setup {
-        if let Some(t) = timing.gpu.memory.translation.as_mut() {
-            if let Some(p) = s.pipeline {
-                t.pipeline = p;
-            }
-            if let Some(b) = s.operand_log_bytes {
-                t.operand_log_bytes = b;
-            }
-        }
-        Setup {
+    /// The setup a scenario describes, on the timed GPU `timing`: the scenario's
+    /// `[translation]` applied to the GPU's, an error (at the scenario's line) where the
+    /// two together are not a valid GPU.
+    pub fn for_scenario(
+        s: &crate::Scenario,
+        mut timing: TimedGpu,
+        max_cycles: u64,
+    ) -> Result<Setup, crate::scenario::ScenarioError> {
+        s.translation.apply(&mut timing.gpu, &s.file)?;
+        Ok(Setup {
             host: s.host_spec(&timing.gpu.host),
             timing,
             framework: s.framework.clone(),
@@ -154,7 +153,7 @@ impl Setup {
             snapshot: false,
             replay: s.replay,
             one_context: false,
-        }
+        })
     }
 }
 
@@ -341,9 +340,15 @@ struct Proc {
 
 /// A program to start (again).
 enum Source {
-    /// A suite kernel, size, seed, whether it warms up ([`ServedSuite`]) and whether its
+    /// A suite kernel, size, seed, whether it warms up ([`ServedSuite`]) and which of its
     /// memory is managed ([`SuiteHost::managed`]).
-    Suite(&'static dyn suite::Kernel, suite::Size, u64, bool, bool),
+    Suite(
+        &'static dyn suite::Kernel,
+        suite::Size,
+        u64,
+        bool,
+        crate::scenario::Managed,
+    ),
     Commands(Arc<crate::scenario::CommandProgram>),
 }
 
@@ -351,10 +356,7 @@ impl Source {
     fn start(&self) -> Box<dyn HostProgram> {
         match self {
             Source::Suite(kernel, size, seed, warm_up, managed) => {
-                let mut host = SuiteHost::start(*kernel, *size, *seed);
-                if *managed {
-                    host = host.managed();
-                }
+                let host = SuiteHost::start(*kernel, *size, *seed).managed(*managed);
                 if *warm_up {
                     Box::new(ServedSuite::with_host(host))
                 } else {

@@ -68,7 +68,7 @@ fn error(text: &str) -> String {
 fn run(text: &str) -> Result<workload::RunRecord, RunError> {
     let s = parse("s.toml", text, &Mem).unwrap_or_else(|e| panic!("{e}"));
     let gpu = GpuConfig::preset("gtx480").unwrap();
-    let setup = Setup::for_scenario(&s, TimedGpu::new(gpu), 1 << 28);
+    let setup = Setup::for_scenario(&s, TimedGpu::new(gpu), 1 << 28).unwrap();
     System::new(setup, &s.processes)?.run(&mut |_| {})
 }
 
@@ -225,7 +225,7 @@ fn an_endless_loop_of_launches_stops_at_the_cycle_limit() {
     );
     let s = parse("s.toml", &text, &Mem).unwrap();
     let gpu = GpuConfig::preset("gtx480").unwrap();
-    let setup = Setup::for_scenario(&s, TimedGpu::new(gpu), 200_000);
+    let setup = Setup::for_scenario(&s, TimedGpu::new(gpu), 200_000).unwrap();
     match System::new(setup, &s.processes).unwrap().run(&mut |_| {}) {
         Err(e @ RunError::CycleLimit { .. }) => {
             assert!(

@@ -407,7 +407,7 @@ priority = 10
     let gpu = GpuConfig::preset("gtx480").unwrap();
     let clock_mhz = gpu.sm.clock_mhz;
     let r = System::new(
-        Setup::for_scenario(&s, TimedGpu::new(gpu), 1 << 30),
+        Setup::for_scenario(&s, TimedGpu::new(gpu), 1 << 30).unwrap(),
         &s.processes,
     )
     .unwrap()

@@ -26,7 +26,7 @@ fn process(name: &str) -> Process {
             seed: 5,
             target: k.default_target(),
             warm_up: false,
-            managed: false,
+            managed: workload::scenario::Managed::Off,
         },
         stream_priorities: Vec::new(),
         requests: None,

@@ -101,7 +101,7 @@ fn a_dump_holds_the_buffer_as_it_is_at_that_point_of_the_program() {
     );
 
     let gpu = GpuConfig::preset("gtx480").unwrap();
-    let setup = Setup::for_scenario(&s, TimedGpu::new(gpu), 1 << 30);
+    let setup = Setup::for_scenario(&s, TimedGpu::new(gpu), 1 << 30).unwrap();
     let r = System::new(setup, &s.processes)
         .unwrap()
         .run(&mut |_| {})
@@ -191,7 +191,7 @@ fill = 1.0
 "#;
     let s = parse("s.toml", text, &Mem).unwrap_or_else(|e| panic!("{e}"));
     let gpu = GpuConfig::preset("gtx480").unwrap();
-    let setup = Setup::for_scenario(&s, TimedGpu::new(gpu), 1 << 30);
+    let setup = Setup::for_scenario(&s, TimedGpu::new(gpu), 1 << 30).unwrap();
     let r = System::new(setup, &s.processes)
         .unwrap()
         .run(&mut |_| {})

@@ -55,7 +55,7 @@ fn load(text: &str) -> Scenario {
 
 fn run(s: &Scenario) -> (Report, RunRecord) {
     let gpu = GpuConfig::preset("gtx480").unwrap();
-    let setup = Setup::for_scenario(s, TimedGpu::new(gpu), s.max_cycles.unwrap());
+    let setup = Setup::for_scenario(s, TimedGpu::new(gpu), s.max_cycles.unwrap()).unwrap();
     let r = System::new(setup.clone(), &s.processes)
         .unwrap()
         .run(&mut |_| {})
@@ -329,7 +329,7 @@ fn warm(kernel: &str, count: u32) -> String {
 fn a_warmed_up_suite_program_serves_its_launches_again() {
     let s = load(&warm("softmax", 3));
     let gpu = GpuConfig::preset("gtx480").unwrap();
-    let setup = Setup::for_scenario(&s, TimedGpu::new(gpu), s.max_cycles.unwrap());
+    let setup = Setup::for_scenario(&s, TimedGpu::new(gpu), s.max_cycles.unwrap()).unwrap();
     let r = System::new(setup, &s.processes)
         .unwrap()
         .run(&mut |_| {})
@@ -362,7 +362,7 @@ fn a_program_whose_launches_do_not_repeat_fails_its_requests() {
     // the launch adds to the warm-up's counts, and the request's check must say so.
     let s = load(&warm("hist", 1));
     let gpu = GpuConfig::preset("gtx480").unwrap();
-    let setup = Setup::for_scenario(&s, TimedGpu::new(gpu), s.max_cycles.unwrap());
+    let setup = Setup::for_scenario(&s, TimedGpu::new(gpu), s.max_cycles.unwrap()).unwrap();
     let r = System::new(setup, &s.processes)
         .unwrap()
         .run(&mut |_| {})
@@ -384,7 +384,8 @@ fn one_context_orders_the_processes_by_stream_priority() {
     let s = load(&beside_batch("fcfs", "drain"));
     let gpu = GpuConfig::preset("gtx480").unwrap();
     let latency = |one_context: bool| {
-        let mut setup = Setup::for_scenario(&s, TimedGpu::new(gpu.clone()), s.max_cycles.unwrap());
+        let mut setup =
+            Setup::for_scenario(&s, TimedGpu::new(gpu.clone()), s.max_cycles.unwrap()).unwrap();
         setup.one_context = one_context;
         let r = System::new(setup, &s.processes)
             .unwrap()

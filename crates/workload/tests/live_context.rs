@@ -174,7 +174,7 @@ fn live_saves_exactly_the_registers_the_analysis_calls_live() {
                 seed: 1,
                 target: k.default_target(),
                 warm_up: false,
-                managed: false,
+                managed: workload::scenario::Managed::Off,
             },
         };
         let mut every = Every {

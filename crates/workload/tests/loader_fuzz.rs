@@ -182,7 +182,10 @@ fn hostile_scenarios_are_refused_where_they_are_wrong_or_run_within_bounds() {
                 }
                 Some(g) => GpuConfig::preset(g).unwrap(),
             };
-            let setup = Setup::for_scenario(&s, TimedGpu::new(gpu), 50_000);
+            // A scenario's `[translation]` may conflict with its GPU's own fields: an error.
+            let Ok(setup) = Setup::for_scenario(&s, TimedGpu::new(gpu), 50_000) else {
+                return 2;
+            };
             match System::new(setup, &s.processes).and_then(|sys| sys.run(&mut |_| {})) {
                 Ok(_) => 1,
                 Err(_) => 2,

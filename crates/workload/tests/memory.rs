@@ -80,7 +80,7 @@ values = [1.0, 3.0, 5.0, 7.0]
     };
     let s = parse("t.toml", &text, &Mem).unwrap_or_else(|e| panic!("{e}"));
     let gpu = GpuConfig::preset("gtx480").unwrap();
-    let setup = Setup::for_scenario(&s, TimedGpu::new(gpu), 1 << 30);
+    let setup = Setup::for_scenario(&s, TimedGpu::new(gpu), 1 << 30).unwrap();
     let r = System::new(setup, &s.processes)
         .unwrap()
         .run(&mut |_| {})

@@ -82,7 +82,7 @@ impl Injector for Requests {
 fn run(mechanism: &str, uniform_registers: u32, requests: Option<&mut Requests>) -> RunRecord {
     let text = scenario(mechanism);
     let s = parse("osrb.toml", &text, &workload::Disk).unwrap_or_else(|e| panic!("{e}"));
-    let mut setup = workload::Setup::for_scenario(&s, gpu(uniform_registers), 50_000_000);
+    let mut setup = workload::Setup::for_scenario(&s, gpu(uniform_registers), 50_000_000).unwrap();
     setup.snapshot = true;
     System::new(setup, &s.processes)
         .unwrap()

@@ -63,7 +63,7 @@ fill = {expected:?}
 
 fn run_on(gpu: GpuConfig, text: &str) -> RunRecord {
     let s = parse("paging.toml", text, &workload::Disk).unwrap_or_else(|e| panic!("{e}"));
-    let mut setup = Setup::for_scenario(&s, TimedGpu::new(gpu), s.max_cycles.unwrap());
+    let mut setup = Setup::for_scenario(&s, TimedGpu::new(gpu), s.max_cycles.unwrap()).unwrap();
     setup.snapshot = true;
     let r = System::new(setup, &s.processes)
         .unwrap()
@@ -192,7 +192,7 @@ fn bad_managed_values_name_file_line_and_field() {
         &workload::Disk,
     )
     .unwrap();
-    let setup = Setup::for_scenario(&s, TimedGpu::new(no_paging), s.max_cycles.unwrap());
+    let setup = Setup::for_scenario(&s, TimedGpu::new(no_paging), s.max_cycles.unwrap()).unwrap();
     let e = System::new(setup, &s.processes)
         .unwrap()
         .run(&mut |_| {})
@@ -212,7 +212,7 @@ fn the_example_scenario_pages_on_demand() {
     let s = parse(&path.display().to_string(), &text, &workload::Disk)
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(s.gpu.as_deref(), Some("fault-study"));
-    let setup = Setup::for_scenario(&s, TimedGpu::new(preset("fault-study")), 50_000_000);
+    let setup = Setup::for_scenario(&s, TimedGpu::new(preset("fault-study")), 50_000_000).unwrap();
     let r = System::new(setup, &s.processes)
         .unwrap()
         .run(&mut |_| {})
@@ -236,10 +236,13 @@ fn shortcuts_stay_exact_under_faults() {
         let s = parse("paging.toml", &text, &workload::Disk).unwrap();
         let mut timed = TimedGpu::new(gpu.clone());
         timed.options.shortcuts = shortcuts;
-        let r = System::new(Setup::for_scenario(&s, timed, 50_000_000), &s.processes)
-            .unwrap()
-            .run(&mut |_| {})
-            .unwrap_or_else(|e| panic!("{e}"));
+        let r = System::new(
+            Setup::for_scenario(&s, timed, 50_000_000).unwrap(),
+            &s.processes,
+        )
+        .unwrap()
+        .run(&mut |_| {})
+        .unwrap_or_else(|e| panic!("{e}"));
         assert!(r.processes[0].verdict.as_ref().unwrap().verified);
         r
     };
@@ -283,7 +286,7 @@ fn every_pipeline_organisation_pages_to_the_same_memory() {
         let s = parse("paging.toml", &text, &workload::Disk).unwrap();
         let mut timed = TimedGpu::new(gpu);
         timed.options.shortcuts = shortcuts;
-        let mut setup = Setup::for_scenario(&s, timed, 50_000_000);
+        let mut setup = Setup::for_scenario(&s, timed, 50_000_000).unwrap();
         setup.snapshot = true;
         let r = System::new(setup, &s.processes)
             .unwrap()
@@ -373,7 +376,7 @@ fn a_scenario_picks_the_pipeline_organisation() {
     );
     let s = parse("paging.toml", &text, &workload::Disk).unwrap();
     assert_eq!(
-        (s.pipeline, s.operand_log_bytes),
+        (s.translation.pipeline, s.translation.operand_log_bytes),
         (Some(memsys::Pipeline::OperandLog), Some(8192))
     );
     let r = run_on(small_tlbs(), &text);
@@ -449,6 +452,37 @@ fn a_managed_suite_program_migrates_what_its_host_wrote_and_allocates_the_rest()
     assert!(managed.cycles > plain.cycles);
 }
 
+/// `managed = "unwritten"` makes only what the host never writes managed: hist's input is
+/// copied to device memory and nothing migrates, its bins are allocated on the first touch
+/// as under `managed = true`; the results equal the unmanaged run's. A value that is not
+/// a setting names the file, line and field.
+#[test]
+fn a_suite_program_may_manage_only_what_its_host_never_writes() {
+    let gpu = || fault_study_with(memsys::Link::Pcie, memsys::Handler::Cpu);
+    let text = managed_suite("hist", "stall");
+    let all = run_on(gpu(), &text.replace("managed = true", "managed = \"all\""));
+    let unwritten = run_on(
+        gpu(),
+        &text.replace("managed = true", "managed = \"unwritten\""),
+    );
+    let plain = run_on(gpu(), &text.replace("managed = true", ""));
+    assert_eq!(unwritten.memory, plain.memory);
+    let (a, u) = (faults(&all), faults(&unwritten));
+    assert!(a.regions_migrated > 0, "{a:?}");
+    assert_eq!(u.regions_migrated, 0, "{u:?}");
+    assert_eq!(u.regions_allocated, a.regions_allocated, "{u:?}");
+    assert_eq!(u.far_faults, u.regions_allocated, "{u:?}");
+
+    let bad = text.replace("managed = true", "managed = \"some\"");
+    let e = parse("suite.toml", &bad, &workload::Disk)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("suite.toml:9:") && e.contains("process[0].managed") && e.contains("unwritten"),
+        "{e}"
+    );
+}
+
 /// Local handling (papers/tanasic-thesis §6.4.2): under `handler = "gpu"` the faults to
 /// pages the host never wrote are handled on the GPU, none by the CPU, and those with host
 /// data still by the CPU; the final memory is the same.
@@ -503,7 +537,7 @@ fn a_full_operand_log_never_starves_the_replays_that_free_it() {
         let s = parse("paging.toml", &text, &workload::Disk).unwrap();
         let mut timed = TimedGpu::new(fault_study_with(memsys::Link::Nvlink, memsys::Handler::Cpu));
         timed.options.shortcuts = shortcuts;
-        let mut setup = Setup::for_scenario(&s, timed, s.max_cycles.unwrap());
+        let mut setup = Setup::for_scenario(&s, timed, s.max_cycles.unwrap()).unwrap();
         setup.snapshot = true;
         let r = System::new(setup, &s.processes)
             .unwrap()

@@ -14,7 +14,7 @@ fn run(policy: Option<(PolicyKind, MechanismKind)>, threads: usize) -> String {
     let s = parse(path, &text, &Disk).unwrap_or_else(|e| panic!("{e}"));
     let mut timing = TimedGpu::new(GpuConfig::preset("gtx480").expect("preset"));
     timing.options.threads = threads;
-    let mut setup = Setup::for_scenario(&s, timing, s.max_cycles.unwrap_or(1 << 32));
+    let mut setup = Setup::for_scenario(&s, timing, s.max_cycles.unwrap_or(1 << 32)).unwrap();
     setup.snapshot = true;
     let preempts = policy.is_some();
     if let Some((p, m)) = policy {

@@ -28,7 +28,7 @@ fn process(name: &str, arrival_us: f64) -> Process {
             seed: 3,
             target: k.default_target(),
             warm_up: false,
-            managed: false,
+            managed: workload::scenario::Managed::Off,
         },
     }
 }

@@ -25,7 +25,7 @@ fn process(name: &str, kernel: &str, size: Size, priority: i32, arrival_us: f64)
             seed: 1,
             target: k.default_target(),
             warm_up: false,
-            managed: false,
+            managed: workload::scenario::Managed::Off,
         },
     }
 }

@@ -26,7 +26,7 @@ fn process(k: &'static dyn suite::Kernel) -> Process {
             seed: 1,
             target: k.default_target(),
             warm_up: false,
-            managed: false,
+            managed: workload::scenario::Managed::Off,
         },
     }
 }

@@ -77,7 +77,7 @@ values = [{}]
 fn run(text: &str) -> workload::RunRecord {
     let s = parse("replay.toml", text, &Mem).unwrap_or_else(|e| panic!("{e}"));
     let gpu = GpuConfig::preset("gtx480").unwrap();
-    let setup = Setup::for_scenario(&s, TimedGpu::new(gpu), 1 << 30);
+    let setup = Setup::for_scenario(&s, TimedGpu::new(gpu), 1 << 30).unwrap();
     System::new(setup, &s.processes)
         .unwrap()
         .run(&mut |_| {})

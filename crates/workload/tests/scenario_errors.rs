@@ -154,7 +154,7 @@ fn suite_sizes_are_named() {
 
 fn setup(s: &workload::Scenario, max_cycles: u64) -> Setup {
     let gpu = GpuConfig::preset("gtx480").unwrap();
-    Setup::for_scenario(s, TimedGpu::new(gpu), max_cycles)
+    Setup::for_scenario(s, TimedGpu::new(gpu), max_cycles).unwrap()
 }
 
 fn run_error(text: &str, max_cycles: u64) -> String {

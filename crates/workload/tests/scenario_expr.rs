@@ -104,7 +104,7 @@ fn assert_error(text: &str, at: &str, field: &str, what: &[&str]) {
 fn run(text: &str) -> Result<workload::program::Verdict, String> {
     let s = parse("s.toml", text, &Mem).unwrap_or_else(|e| panic!("{e}"));
     let gpu = GpuConfig::preset("gtx480").unwrap();
-    let setup = Setup::for_scenario(&s, TimedGpu::new(gpu), 1 << 30);
+    let setup = Setup::for_scenario(&s, TimedGpu::new(gpu), 1 << 30).unwrap();
     let r = System::new(setup, &s.processes)
         .unwrap()
         .run(&mut |_| {})
@@ -731,7 +731,7 @@ fn the_lud_nw_and_bfs_programs_run_their_grids_and_verify() {
         let s = parse(&path, &text, &workload::Disk).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(s.processes.len(), 1);
         let gpu = GpuConfig::preset("gtx480").unwrap();
-        let setup = Setup::for_scenario(&s, TimedGpu::new(gpu), 1 << 30);
+        let setup = Setup::for_scenario(&s, TimedGpu::new(gpu), 1 << 30).unwrap();
         let r = System::new(setup, &s.processes)
             .unwrap()
             .run(&mut |_| {})

@@ -22,7 +22,7 @@ impl Files for Mem {
 
 fn setup(s: &workload::Scenario) -> Setup {
     let gpu = GpuConfig::preset("gtx480").unwrap();
-    Setup::for_scenario(s, TimedGpu::new(gpu), s.max_cycles.unwrap_or(1 << 30))
+    Setup::for_scenario(s, TimedGpu::new(gpu), s.max_cycles.unwrap_or(1 << 30)).unwrap()
 }
 
 const MIX: &str = r#"

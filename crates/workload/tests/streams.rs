@@ -81,7 +81,7 @@ fn run(policy: &str, mechanism: &str, streams: &str) -> RunRecord {
     let text = scenario(policy, mechanism, streams);
     let s = parse("streams.toml", &text, &workload::Disk).unwrap_or_else(|e| panic!("{e}"));
     let gpu = GpuConfig::preset("gtx480").unwrap();
-    let setup = Setup::for_scenario(&s, TimedGpu::new(gpu), s.max_cycles.unwrap());
+    let setup = Setup::for_scenario(&s, TimedGpu::new(gpu), s.max_cycles.unwrap()).unwrap();
     let r = System::new(setup, &s.processes)
         .unwrap()
         .run(&mut |_| {})

@@ -31,7 +31,7 @@ fn suite_processes_start_their_threads_when_they_run() {
     let gpu = GpuConfig::preset("gtx480").unwrap();
     let before = threads();
     let system = System::new(
-        Setup::for_scenario(&s, TimedGpu::new(gpu), 1 << 20),
+        Setup::for_scenario(&s, TimedGpu::new(gpu), 1 << 20).unwrap(),
         &s.processes,
     )
     .unwrap();

@@ -42,6 +42,7 @@ mod conv2d;
 mod dct8;
 mod dgemv;
 mod gemm;
+mod heap;
 mod hist;
 mod hotspot;
 mod igemv;
@@ -87,6 +88,7 @@ pub fn all() -> &'static [&'static dyn Kernel] {
         &wgemm::Wgemm,
         &mgemm::Mgemm,
         &attention::Attention,
+        &heap::Heap,
     ]
 }
 
