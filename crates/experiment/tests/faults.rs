@@ -58,7 +58,8 @@ fn each_figure_is_its_baselines_time_over_its_variants_and_local_handling_takes_
         // Only what the host never wrote is managed: every slab of the heap (and the
         // outputs) is allocated, nothing migrates; the GPU's handler takes all of it.
         assert_eq!(cpu.regions_migrated + gpu.regions_migrated, 0, "{cpu:?}");
-        assert!(cpu.regions_allocated >= 32, "{cpu:?}");
+        // 32 TBs' 16 KiB slabs fill eight 64 KiB regions; the outputs take more.
+        assert!(cpu.regions_allocated > 8, "{cpu:?}");
         assert_eq!(
             (gpu.regions_allocated, gpu.regions_allocated_locally),
             (0, cpu.regions_allocated),
