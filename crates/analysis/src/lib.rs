@@ -24,8 +24,8 @@ pub use idempotence::{AliasModel, Idempotence, IdempotenceConfig};
 pub use liveness::{DivergentBranch, Enclosing, Liveness};
 pub use loops::{Loop, LoopForest, LoopId};
 pub use preemption_points::{
-    insert_points, select_points, InsertError, PointOrigin, PpConfig, PpKind, PreemptionPlan,
-    PreemptionPoint, WithPoints,
+    insert_markers, insert_points, least_live_per_block, select_points, InsertError, PointOrigin,
+    PpConfig, PpKind, PreemptionPlan, PreemptionPoint, WithPoints,
 };
 pub use regset::RegSet;
 

@@ -88,6 +88,9 @@ pub enum PointOrigin {
     /// The point of the window `[index·K, (index+1)·K)` of the instructions outside loops
     /// (`index ≥ 1`).
     StraightLine { index: usize },
+    /// The least-live instruction of a basic block ([`least_live_per_block`]: CKPT's
+    /// checkpoint places, papers/ji-ctxback §V).
+    Block(kir::BlockId),
 }
 
 /// One selected preemption point.
@@ -181,6 +184,47 @@ pub fn select_points(
     points
 }
 
+/// One point per reachable basic block, before its instruction with the fewest live-in
+/// registers (ties: the smaller divergent set, then the lower PC; an unguarded `exit` is
+/// never chosen): where CKPT takes its checkpoints, since "CKPT can always save the context
+/// of the instructions with the least live registers" (papers/ji-ctxback §V). All are
+/// `pp` points, barriers included: a warp stopping for a checkpoint also stops at any
+/// barrier it waits at, so no `bar.pp` is needed to avoid a deadlock. Points are returned
+/// in increasing PC order.
+pub fn least_live_per_block(kernel: &Kernel, liveness: &Liveness) -> Vec<PreemptionPoint> {
+    let key = |pc: &InstId| {
+        (
+            liveness.live_in(*pc).len(),
+            liveness.divergent_live(*pc).len(),
+            *pc,
+        )
+    };
+    let mut points = Vec::new();
+    for (b, block) in kernel.cfg.blocks.iter() {
+        if !reachable(kernel, b) {
+            continue;
+        }
+        let best = (block.start.index()..block.end.index())
+            .map(InstId::new)
+            .filter(|&pc| {
+                let i = &kernel.insts[pc];
+                !(matches!(i.op, Op::Exit) && i.guard.is_none())
+            })
+            .min_by_key(key);
+        if let Some(pc) = best {
+            points.push(PreemptionPoint {
+                pc,
+                kind: PpKind::Pp,
+                origin: PointOrigin::Block(b),
+                live: liveness.live_in(pc).clone(),
+                divergent_live: liveness.divergent_live(pc).clone(),
+            });
+        }
+    }
+    points.sort_by_key(|p| p.pc);
+    points
+}
+
 /// Liveness, loops and points of one kernel.
 #[derive(Clone, Debug, Default)]
 pub struct PreemptionPlan {
@@ -222,6 +266,7 @@ impl PreemptionPlan {
             let origin = match p.origin {
                 PointOrigin::InnermostLoop(l) => format!("{l}"),
                 PointOrigin::StraightLine { index } => format!("line{index}"),
+                PointOrigin::Block(b) => format!("{b}"),
             };
             let _ = writeln!(
                 out,
@@ -261,11 +306,46 @@ pub struct WithPoints {
     pub point_pcs: Vec<InstId>,
 }
 
+impl WithPoints {
+    /// For each instruction of the new kernel, the old instruction it serves: an inserted
+    /// one serves the instruction it was inserted before (what a
+    /// `gpu::timing::KernelPass` returns beside the kernel).
+    pub fn served(&self) -> Vec<InstId> {
+        let old_len = self.new_pc.len() - 1;
+        let mut from = vec![InstId::new(0); self.kernel.len()];
+        for old in 0..old_len {
+            let (start, end) = (self.group_start[old].index(), self.new_pc[old].index());
+            for f in &mut from[start..=end] {
+                *f = InstId::new(old);
+            }
+        }
+        from
+    }
+}
+
 /// Rewrites `kernel` with `points` (selected on this kernel) inserted, as described in the
 /// module documentation, and rebuilds its CFG.
 pub fn insert_points(
     kernel: &Kernel,
     points: &[PreemptionPoint],
+) -> Result<WithPoints, InsertError> {
+    insert(kernel, points, true)
+}
+
+/// Like [`insert_points`], but a `pp` point gets no divergent dummy: one instruction per
+/// point, for a pass whose stops save no divergent set (CKPT's checkpoint places: a
+/// checkpoint captures the registers live at each warp's PC).
+pub fn insert_markers(
+    kernel: &Kernel,
+    points: &[PreemptionPoint],
+) -> Result<WithPoints, InsertError> {
+    insert(kernel, points, false)
+}
+
+fn insert(
+    kernel: &Kernel,
+    points: &[PreemptionPoint],
+    divergent_dummies: bool,
 ) -> Result<WithPoints, InsertError> {
     let n = kernel.insts.len();
     let mut at: Vec<Option<usize>> = vec![None; n];
@@ -297,15 +377,17 @@ pub fn insert_points(
                         inst.span,
                     ),
                 ));
-                inserts.push((
-                    p.pc,
-                    Inst::new(
-                        Op::PpDivergent {
-                            live: p.divergent_live.to_live_vector(),
-                        },
-                        inst.span,
-                    ),
-                ));
+                if divergent_dummies {
+                    inserts.push((
+                        p.pc,
+                        Inst::new(
+                            Op::PpDivergent {
+                                live: p.divergent_live.to_live_vector(),
+                            },
+                            inst.span,
+                        ),
+                    ));
+                }
             }
             PpKind::BarPp => {
                 if let Op::Bar { ref mut pp, .. } = inst.op {

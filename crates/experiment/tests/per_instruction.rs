@@ -20,7 +20,7 @@ fn config(threads: usize) -> PerInstructionConfig {
     // These kernels' loops run a few iterations at `small`: CKPT checkpoints every second
     // entry of a block, so that it checkpoints and rolls back here.
     for m in &mut c.mechanisms {
-        if let MechanismKind::Ckpt { every } = m {
+        if let MechanismKind::Ckpt { every, .. } = m {
             *every = 2;
         }
     }

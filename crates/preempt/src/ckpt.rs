@@ -6,11 +6,21 @@
 //! **Interval.** Each TB counts how often each of its warps enters each basic block; when
 //! one warp has entered the same block `every` times since the TB's last checkpoint (16 in
 //! the paper's evaluation), the machine says a checkpoint is due
-//! ([`gpu::timing::Request::CountBlocks`]). The TB pauses — its warps issue nothing more and
-//! what they issued completes, as the checkpoint code inserted in a kernel would hold them
-//! — its live registers, SIMT stacks and barrier state, and its shared memory if it changed
-//! since the last checkpoint, are written to memory ([`Scope::Live`]), and it runs on. The
-//! paused time and the checkpoints' traffic are CKPT's runtime overhead (Figure 10).
+//! ([`gpu::timing::Request::CountBlocks`]).
+//!
+//! **Placement.** "CKPT can always save the context of the instructions with the least
+//! live registers" (§V): the mechanism's kernel pass ([`CkptPass`]) marks, in every basic
+//! block, the instruction with the fewest live registers
+//! ([`analysis::least_live_per_block`]) with a `pp` just before it, one instruction that
+//! does nothing in normal execution (the checkpoint code's place). When a checkpoint is
+//! due the TB stops at those marks ([`StopAt::AtPoint`]): each warp runs on to its next
+//! mark (or a barrier it waits at, or its end) and halts there — at once if it has just
+//! passed one, as a warp entering a block through its mark has — so each warp is captured
+//! where its block has the least to save. Then — what the warps issued having
+//! completed — its live registers, SIMT stacks and barrier state, and its shared memory if
+//! it changed since the last checkpoint, are written to memory ([`Scope::Live`]), and it
+//! runs on. The marks' issue slots, the pauses and the checkpoints' traffic are CKPT's
+//! runtime overhead (Figure 10).
 //!
 //! **Preemption.** A TB with a checkpoint whose code since then can be re-executed
 //! harmlessly stops at once and is rolled back to it ([`gpu::timing::Request::Rollback`]):
@@ -27,12 +37,16 @@
 //! the cycles it took the first time) is part of CKPT's resume cost.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
+use analysis::{insert_markers, least_live_per_block, Liveness};
 use gpu::exec::WARP_SIZE;
+use gpu::occupancy::SmResources;
 use gpu::timing::{
-    AfterStop, Event, HoldId, LaunchId, Machine, Request, Scope, SmId, StopAt, TbCheckpoint,
-    TbContext, TbRef, TimingError, TransferId, WarpReports,
+    AfterStop, Event, HoldId, KernelPass, LaunchId, Machine, Pass, Request, Scope, SmId, StopAt,
+    TbCheckpoint, TbContext, TbRef, TimingError, TransferId, WarpReports,
 };
+use kir::{InstId, Kernel};
 
 use crate::chimera::{Estimates, Technique};
 use crate::switch::{stack_barrier_bytes, Switch, SwitchConfig};
@@ -41,6 +55,26 @@ use crate::{ContextBytes, Cx, How, Mechanism, Preempted, Record, RegisterCensus,
 /// The checkpoint interval unless told otherwise: executions of the same basic block
 /// (papers/ji-ctxback §V, "every 16 times executing the same basic block").
 pub const CKPT_EVERY: u32 = 16;
+
+/// CKPT's kernel pass: a `pp` before the least-live instruction of every basic block, where
+/// a TB pausing for a checkpoint stops each warp (papers/ji-ctxback §V). Run after register
+/// allocation, like every timed kernel pass.
+pub struct CkptPass;
+
+impl KernelPass for CkptPass {
+    fn name(&self) -> &str {
+        "ckpt-places"
+    }
+
+    fn run(&self, kernel: &Kernel, _sm: &SmResources) -> Option<(Kernel, Vec<InstId>)> {
+        let mut liveness = Liveness::default();
+        liveness.compute(kernel);
+        let points = least_live_per_block(kernel, &liveness);
+        let with = insert_markers(kernel, &points).ok()?;
+        let served = with.served();
+        Some((with.kernel, served))
+    }
+}
 
 /// Where a TB with checkpoints stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -78,15 +112,18 @@ struct TbCkpt {
 /// The CKPT mechanism.
 pub struct Ckpt {
     every: u32,
+    /// Checkpoints at each block's least-live instruction ([`CkptPass`]), or at once.
+    least_live: bool,
     /// TBs that could not be rolled back: saved as LIVE saves them.
     switch: Switch,
     tbs: BTreeMap<TbRef, TbCkpt>,
 }
 
 impl Ckpt {
-    pub fn new(every: u32) -> Ckpt {
+    pub fn new(every: u32, least_live: bool) -> Ckpt {
         Ckpt {
             every,
+            least_live,
             switch: Switch::new("ckpt-switch", SwitchConfig::LIVE),
             tbs: BTreeMap::new(),
         }
@@ -130,6 +167,11 @@ pub(crate) fn scramble_unheld(context: &mut TbContext, chain: &[TbCheckpoint]) {
 impl Mechanism for Ckpt {
     fn name(&self) -> String {
         "ckpt".into()
+    }
+
+    /// The checkpoint places ([`CkptPass`]); the LIVE switch it falls back on needs none.
+    fn kernel_pass(&self) -> Option<Pass> {
+        self.least_live.then(|| Pass(Arc::new(CkptPass)))
     }
 
     fn preempt(&mut self, sm: SmId, want: Want, cx: &mut Cx) -> Result<(), TimingError> {
@@ -216,10 +258,15 @@ impl Mechanism for Ckpt {
                 }
                 t.state = State::Pausing;
                 t.asked_at = now;
+                // Each warp halts at its next checkpoint place (CkptPass), or at once.
                 cx.ask(Request::Stop {
                     sm,
                     tb,
-                    at: StopAt::Boundary,
+                    at: if self.least_live {
+                        StopAt::AtPoint
+                    } else {
+                        StopAt::Boundary
+                    },
                     then: AfterStop::Stay,
                     reports: WarpReports::None,
                 })?;

@@ -87,8 +87,10 @@ pub enum MechanismKind {
     PepInPlace { predicted_launch_us: f64 },
     /// CKPT (papers/ji-ctxback §V): a checkpoint of the live registers each time a warp has
     /// entered the same basic block `every` times (default [`CKPT_EVERY`]); a preemption
-    /// rolls the TB back to it.
-    Ckpt { every: u32 },
+    /// rolls the TB back to it. `least_live` (the default, the paper's): each warp is
+    /// captured at its block's least-live instruction ([`crate::ckpt::CkptPass`]);
+    /// `false`: wherever it stands when the checkpoint is due (for comparison).
+    Ckpt { every: u32, least_live: bool },
 }
 
 /// How a mechanism is written: [`MechanismKind`] with every variant a struct, so that a
@@ -161,6 +163,8 @@ enum Written {
     Ckpt {
         #[serde(default = "ckpt_every", deserialize_with = "de_ckpt_every")]
         every: u32,
+        #[serde(default = "least_live")]
+        least_live: bool,
     },
 }
 
@@ -197,9 +201,13 @@ impl From<Written> for MechanismKind {
             } => MechanismKind::PepInPlace {
                 predicted_launch_us,
             },
-            Written::Ckpt { every } => MechanismKind::Ckpt { every },
+            Written::Ckpt { every, least_live } => MechanismKind::Ckpt { every, least_live },
         }
     }
+}
+
+fn least_live() -> bool {
+    true
 }
 
 fn compressor_latency() -> u64 {
@@ -301,7 +309,10 @@ impl MechanismKind {
         MechanismKind::PepInPlace {
             predicted_launch_us: PEP_PREDICTED_LAUNCH_US,
         },
-        MechanismKind::Ckpt { every: CKPT_EVERY },
+        MechanismKind::Ckpt {
+            every: CKPT_EVERY,
+            least_live: true,
+        },
     ];
 
     /// [`MechanismKind::Lightweight`] with its defaults.
@@ -377,7 +388,7 @@ impl MechanismKind {
                 predicted_launch_us,
                 in_place: true,
             })),
-            MechanismKind::Ckpt { every } => Box::new(Ckpt::new(every)),
+            MechanismKind::Ckpt { every, least_live } => Box::new(Ckpt::new(every, least_live)),
         }
     }
 
@@ -433,7 +444,16 @@ impl fmt::Display for MechanismKind {
             } if predicted_launch_us != PEP_PREDICTED_LAUNCH_US => {
                 write!(f, ":predicted_launch_us={predicted_launch_us}")
             }
-            MechanismKind::Ckpt { every } if every != CKPT_EVERY => write!(f, ":every={every}"),
+            MechanismKind::Ckpt { every, least_live } if every != CKPT_EVERY || !least_live => {
+                let mut params = Vec::new();
+                if every != CKPT_EVERY {
+                    params.push(format!("every={every}"));
+                }
+                if !least_live {
+                    params.push("least_live=false".to_string());
+                }
+                write!(f, ":{}", params.join(","))
+            }
             _ => Ok(()),
         }
     }
@@ -457,6 +477,9 @@ mod tests {
                 MechanismKind::CsDefer => Some("cs-defer-routines"),
                 MechanismKind::CtxBack => Some("ctxback-routines"),
                 MechanismKind::CtxBackCsDefer => Some("ctxback-cs-defer-routines"),
+                MechanismKind::Ckpt {
+                    least_live: true, ..
+                } => Some("ckpt-places"),
                 _ => None,
             };
             assert_eq!(
@@ -465,5 +488,21 @@ mod tests {
                 "{m}"
             );
         }
+        // CKPT taking its checkpoints wherever the warps stand needs no marks.
+        let anywhere = MechanismKind::Ckpt {
+            every: CKPT_EVERY,
+            least_live: false,
+        };
+        assert!(anywhere.build().kernel_pass().is_none());
+    }
+
+    /// CKPT's parameters are written back only where they differ from the defaults.
+    #[test]
+    fn ckpt_writes_the_parameters_it_changes() {
+        let ckpt = |every, least_live| MechanismKind::Ckpt { every, least_live }.to_string();
+        assert_eq!(ckpt(CKPT_EVERY, true), "ckpt");
+        assert_eq!(ckpt(4, true), "ckpt:every=4");
+        assert_eq!(ckpt(CKPT_EVERY, false), "ckpt:least_live=false");
+        assert_eq!(ckpt(4, false), "ckpt:every=4,least_live=false");
     }
 }

@@ -205,14 +205,8 @@ impl KernelPass for PointPass {
         let plan = PreemptionPlan::compute(kernel, &self.config);
         let with = insert_points(kernel, &plan.points).ok()?;
         // Each new instruction serves the old one whose group it starts or belongs to.
-        let mut from = vec![InstId::new(0); with.kernel.len()];
-        for old in 0..kernel.len() {
-            let (start, end) = (with.group_start[old].index(), with.new_pc[old].index());
-            for f in &mut from[start..=end] {
-                *f = InstId::new(old);
-            }
-        }
-        Some((with.kernel, from))
+        let served = with.served();
+        Some((with.kernel, served))
     }
 }
 

@@ -54,6 +54,8 @@ pub fn parse<T: DeserializeOwned>(spec: &str) -> Result<T, ChoiceError> {
             toml::Value::Integer(i)
         } else if let Ok(x) = value.parse::<f64>() {
             toml::Value::Float(x)
+        } else if let Ok(b) = value.parse::<bool>() {
+            toml::Value::Boolean(b)
         } else {
             toml::Value::String(value.into())
         };

@@ -54,6 +54,10 @@ fn mechanisms() -> Vec<MechanismKind> {
         MechanismKind::PepInPlace {
             predicted_launch_us: 0.0,
         },
+        MechanismKind::Ckpt {
+            every: 4,
+            least_live: false,
+        },
     ]);
     all
 }
@@ -94,8 +98,8 @@ fn table(spec: &str) -> String {
     let mut t = format!("{{ kind = \"{name}\"");
     for p in params.split(',').filter(|p| !p.is_empty()) {
         let (k, v) = p.split_once('=').unwrap();
-        // Numbers as they are, names (`access=exclusive`) as strings.
-        if v.parse::<f64>().is_ok() {
+        // Numbers and booleans as they are, names (`access=exclusive`) as strings.
+        if v.parse::<f64>().is_ok() || v.parse::<bool>().is_ok() {
             t += &format!(", {k} = {v}");
         } else {
             t += &format!(", {k} = \"{v}\"");

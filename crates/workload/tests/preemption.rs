@@ -233,7 +233,10 @@ fn every_mechanism_resumes_every_suite_kernel_bit_exactly() {
                 },
                 // The suite's loops at `small` run a few iterations: CKPT checkpoints at
                 // every second entry of a block, so that rollbacks are common.
-                MechanismKind::Ckpt { .. } => MechanismKind::Ckpt { every: 2 },
+                MechanismKind::Ckpt { least_live, .. } => MechanismKind::Ckpt {
+                    every: 2,
+                    least_live,
+                },
                 m => m,
             };
             let mut requests = Requests {

@@ -34,6 +34,19 @@ pub enum StopAt {
     /// or barriers therefore stops only when its warps finish (draining, as
     /// papers/lin-lightweight §IV-A notes).
     PreemptionPoint,
+    /// As [`StopAt::PreemptionPoint`], but a warp whose next instruction follows a `pp` has
+    /// just executed it (branches into the instruction after a `pp` target the `pp`), so it
+    /// stands at the point and halts at once instead of running on to its next one (CKPT's
+    /// checkpoint places: a checkpoint falls due as a warp enters a block, often through the
+    /// block's own `pp`, papers/ji-ctxback §V).
+    AtPoint,
+}
+
+impl StopAt {
+    /// Whether warps run on to a preemption point.
+    pub fn at_points(self) -> bool {
+        matches!(self, StopAt::PreemptionPoint | StopAt::AtPoint)
+    }
 }
 
 /// What happens to a TB once its stop is complete (every warp halted or finished, every

@@ -3,7 +3,8 @@
 //! SM re-derive what its issue stage reads ([`Sm::sync`]). The machine keeps the launches'
 //! books and turns the results into acknowledgements.
 
-use kir::Id;
+use kir::inst::Op;
+use kir::{Id, InstId};
 
 use crate::barrier::WarpStatus;
 use crate::exec::StackEntry;
@@ -83,14 +84,20 @@ impl Sm {
             WarpReports::EachWarp => WarpControl::HaltedReporting,
             WarpReports::None => WarpControl::Halted,
         };
-        let decoded = &launches[tb.launch.index()].decoded;
+        let launch = &launches[tb.launch.index()];
+        let decoded = &launch.decoded;
+        let insts = &launch.ctx.kernel.insts;
         for i in 0..self.res.slots_of(k).len() {
             let s = self.res.slots_of(k)[i];
             let w = self.res.warp_mut(s);
             let waiting = matches!(w.status, WarpStatus::Waiting(_));
+            let past_point = at == StopAt::AtPoint
+                && w.warp.pc().is_some_and(|pc| {
+                    pc.index() > 0 && matches!(insts[InstId::new(pc.index() - 1)].op, Op::Pp { .. })
+                });
             if w.status != WarpStatus::Done
                 && w.control == WarpControl::Running
-                && (at == StopAt::Boundary || waiting)
+                && (at == StopAt::Boundary || waiting || past_point)
             {
                 w.control = halted.clone();
                 self.sync(decoded, s);
@@ -319,11 +326,8 @@ impl Sm {
             ));
         }
         w.control = match control {
-            TbControl::Running
-            | TbControl::Stopping {
-                at: StopAt::PreemptionPoint,
-                ..
-            } => WarpControl::Running,
+            TbControl::Running => WarpControl::Running,
+            TbControl::Stopping { at, .. } if at.at_points() => WarpControl::Running,
             TbControl::Stopping {
                 reports: WarpReports::EachWarp,
                 ..

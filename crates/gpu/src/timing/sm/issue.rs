@@ -10,7 +10,7 @@ use crate::exec::{guard_mask, lanes, step, Step, TbView, WARP_SIZE};
 use crate::memory::DeviceMemory;
 use crate::pipeline::{OpClass, Unit};
 use crate::timing::backend::SmMemory;
-use crate::timing::control::{StopAt, TbControl, WarpControl};
+use crate::timing::control::{TbControl, WarpControl};
 use crate::timing::ids::LaunchId;
 use crate::timing::ids::WarpSlotId;
 use crate::timing::launch::Launch;
@@ -633,13 +633,7 @@ impl Sm {
         // wait at any other barrier stops there too, or the TB could never stop.
         let running = matches!(ws.control, WarpControl::Running);
         let halts = running
-            && matches!(
-                tb.control,
-                TbControl::Stopping {
-                    at: StopAt::PreemptionPoint,
-                    ..
-                }
-            )
+            && matches!(tb.control, TbControl::Stopping { at, .. } if at.at_points())
             && (matches!(inst.op, Op::Pp { .. } | Op::Bar { pp: Some(_), .. })
                 || matches!(result, Step::Barrier(a) if a.wait));
         let routine_ended = !running
