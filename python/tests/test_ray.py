@@ -239,3 +239,28 @@ def test_a_result_recorded_twice_is_one_row(tmp_path):
         driver.record(0, "{}")
     with pytest.raises(sy.SwitchyardValueError, match="the sweep has 2 points"):
         _native.sweep_point("<sweep>", driver.text, driver.dir, 2)
+
+
+def test_a_worker_finds_a_scenario_sweeps_files_from_another_folder(repo, tmp_path, monkeypatch):
+    """A Ray worker's current folder is not the driver's: the driver sends the sweep's folder
+    made absolute, and the worker's point has the driver's key."""
+    here = tmp_path / "sweep"
+    here.mkdir()
+    shutil.copy(repo / "crates/sweep/tests/data/one.toml", here / "one.toml")
+    shutil.copy(repo / "examples/saxpy/saxpy.ptx", here / "saxpy.ptx")
+    (here / "s.toml").write_text('[fixed]\nscenario = "one.toml"\n[grid]\npolicy = ["fcfs", "npq"]\n')
+    monkeypatch.chdir(here)
+    driver = _native.sweep_start("s.toml", str(tmp_path / "s.db"))
+    assert driver.dir == str(here)
+    pending = json.loads(driver.pending())
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    for p in pending:
+        result = json.loads(_native.sweep_point("s.toml", driver.text, driver.dir, p["index"]))
+        assert result["key"] == p["key"]
+        assert result["outcome"]["ok"], result["outcome"]["error"]
+        assert driver.record(p["index"], json.dumps(result))
+    # Without the folder, the worker cannot read the scenario: a failed outcome, not a crash.
+    lost = json.loads(_native.sweep_point("s.toml", driver.text, str(elsewhere), 0))
+    assert not lost["outcome"]["ok"] and "one.toml" in lost["outcome"]["error"]
