@@ -2,11 +2,13 @@
 # CI for the Python package: a fresh virtual environment with maturin, pytest, pandas and
 # the notebook runner from PyPI; the wheel built from this repository (the dev profile,
 # opt-level 1 for the simulator's crates and 2 for the rest, as the workspace's); then
-# pytest, which also executes the example notebook. Any missing piece fails: nothing here
-# is optional or skipped.
+# the `ray` extra; then pytest, which also executes the example notebooks and runs a sweep on
+# a Ray cluster of two nodes started on 127.0.0.1. Any missing piece fails: nothing here is
+# optional or skipped.
 # Cost: the wheel compiles the simulator once more (nothing is shared with `cargo test
-# --workspace`: features resolve differently), about 9 CPU-minutes; the tests take under a
-# minute.
+# --workspace`: features resolve differently), about 9 CPU-minutes; Ray's wheel and its
+# dependencies download in about 12 s; the tests take under a minute (the Ray ones about 16 s
+# of it, the cluster's start and stop included).
 set -euo pipefail
 cd "$(dirname "$0")"
 ROOT="$(cd .. && pwd)"
@@ -27,7 +29,11 @@ fi
 
 rm -rf "$CARGO_TARGET_DIR/wheels-ci"
 "$VENV/bin/maturin" build --locked --profile dev --out "$CARGO_TARGET_DIR/wheels-ci"
-"$VENV/bin/python" -m pip install --quiet --force-reinstall --no-deps "$CARGO_TARGET_DIR"/wheels-ci/switchyard-*.whl
+WHEEL="$(ls "$CARGO_TARGET_DIR"/wheels-ci/switchyard-*.whl)"
+"$VENV/bin/python" -m pip install --quiet --force-reinstall --no-deps "$WHEEL"
+# The `ray` extra (pyproject.toml), as a user installs it: tests/test_ray.py starts a Ray
+# cluster on 127.0.0.1 and fails without it.
+"$VENV/bin/python" -m pip install --quiet "$WHEEL[ray]"
 
 # From the tests' folder, so `import switchyard` is the installed wheel, not the source.
 cd tests

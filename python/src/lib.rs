@@ -820,6 +820,36 @@ fn version() -> &'static str {
     env!("CARGO_PKG_VERSION")
 }
 
+/// Reads the sweep file `file` (or parses `text` named `file`); a bad one is a `SweepError`
+/// with its file, line and field.
+fn read_sweep(file: &str, text: Option<String>) -> Result<(String, ::sweep::Sweep), Fail> {
+    let text = match text {
+        Some(t) => t,
+        None => switchyard::input::read_text(Path::new(file), switchyard::input::Utf8::Strict)
+            .map_err(value_error)?,
+    };
+    let spec = ::sweep::parse(file, &text).map_err(|e| Fail {
+        class: "SweepError",
+        message: e.to_string(),
+        fields: Some((e.location, e.field, e.what)),
+    })?;
+    Ok((text, spec))
+}
+
+/// A sweep summary as the Python side reads it.
+fn summary_json(summary: &::sweep::Summary) -> String {
+    to_json(&json!({
+        "run": summary.run,
+        "points": summary.points,
+        "reused": summary.reused,
+        "computed": summary.computed,
+        "failed": summary.failed,
+        "duplicates": summary.duplicates,
+        "database_s": summary.database.as_secs_f64(),
+        "keys": summary.keys,
+    }))
+}
+
 /// Runs a sweep (the sweep file `file`, or `text` named `file`) into the database `db`, as
 /// `switchyard sweep` does; JSON of the summary. A bad sweep file raises `SweepError` with
 /// its file, line and field.
@@ -833,19 +863,7 @@ fn run_sweep(
     jobs: Option<usize>,
     retry_failed: bool,
 ) -> PyResult<String> {
-    let text = match text {
-        Some(t) => t,
-        None => switchyard::input::read_text(Path::new(file), switchyard::input::Utf8::Strict)
-            .map_err(|e| value_error(e).raise(py))?,
-    };
-    let spec = ::sweep::parse(file, &text).map_err(|e| {
-        Fail {
-            class: "SweepError",
-            message: e.to_string(),
-            fields: Some((e.location, e.field, e.what)),
-        }
-        .raise(py)
-    })?;
+    let (_, spec) = read_sweep(file, text).map_err(|f| f.raise(py))?;
     let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let options = ::sweep::Options {
         jobs: jobs.max(1),
@@ -862,15 +880,121 @@ fn run_sweep(
             )
         })
         .map_err(|e| run_error(e.to_string()).raise(py))?;
-    Ok(to_json(&json!({
-        "run": summary.run,
-        "points": summary.points,
-        "reused": summary.reused,
-        "computed": summary.computed,
-        "failed": summary.failed,
-        "database_s": summary.database.as_secs_f64(),
-        "keys": summary.keys,
-    })))
+    Ok(summary_json(&summary))
+}
+
+/// A sweep started on its database for a foreign executor (the Ray backend,
+/// `switchyard/_ray.py`): the points to run, and the database that records each result as it
+/// comes back (`sweep::start` and `sweep::Recorder`, the same pieces as `sweep`).
+#[pyclass(module = "switchyard._native", frozen)]
+struct SweepDriver {
+    /// The sweep file's text, sent to the workers (they need not see the file).
+    #[pyo3(get)]
+    text: String,
+    /// The folder the sweep's relative paths are taken from, made absolute here (a worker's
+    /// current folder is not the driver's).
+    #[pyo3(get)]
+    dir: String,
+    /// The points to run: JSON list of `{"index", "key"}`.
+    pending: String,
+    /// Behind a mutex only because a Python class must be `Sync`; one caller at a time.
+    recorder: Mutex<::sweep::Recorder>,
+}
+
+#[pymethods]
+impl SweepDriver {
+    /// The points to run, JSON: `[{"index": N, "key": "..."}, ...]` in the sweep's order.
+    fn pending(&self) -> String {
+        self.pending.clone()
+    }
+
+    /// Records the result `result` (the JSON `sweep_point` returned) of point `index`;
+    /// returns whether a row was written (`False`: the key already had its row, a result
+    /// delivered twice). A result whose key differs from the driver's is recorded as failed,
+    /// naming both keys.
+    fn record(&self, py: Python<'_>, index: usize, result: &str) -> PyResult<bool> {
+        #[derive(serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Point {
+            key: String,
+            outcome: ::sweep::Outcome,
+        }
+        let p: Point = serde_json::from_str(result).map_err(|e| {
+            value_error(format!("point {index}: not a point's result: {e}")).raise(py)
+        })?;
+        let recorded = py
+            .allow_threads(|| {
+                let mut r = self.recorder.lock().unwrap_or_else(|e| e.into_inner());
+                r.record_from(index, &p.key, &p.outcome)
+            })
+            .map_err(|e| run_error(e.to_string()).raise(py))?;
+        Ok(recorded == ::sweep::Recorded::Written)
+    }
+
+    /// JSON of the summary so far (as `sweep` returns at its end).
+    fn summary(&self) -> String {
+        summary_json(
+            &self
+                .recorder
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .summary(),
+        )
+    }
+}
+
+/// Starts a sweep (the sweep file `file`, or `text` named `file`) on the database `db` for a
+/// foreign executor: a new run, every point's key, the points that cannot be prepared
+/// recorded as failed. A bad sweep file raises `SweepError`.
+#[pyfunction]
+#[pyo3(signature = (file, db, text=None, retry_failed=false))]
+fn sweep_start(
+    py: Python<'_>,
+    file: &str,
+    db: &str,
+    text: Option<String>,
+    retry_failed: bool,
+) -> PyResult<SweepDriver> {
+    let (text, spec) = read_sweep(file, text).map_err(|f| f.raise(py))?;
+    let started = py
+        .allow_threads(|| ::sweep::start(&spec, Path::new(db), retry_failed))
+        .map_err(|e| run_error(e.to_string()).raise(py))?;
+    let pending: Vec<Value> = started
+        .pending
+        .iter()
+        .map(|&i| json!({"index": i, "key": started.prepared[i].key}))
+        .collect();
+    let dir = std::path::absolute(if spec.dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        spec.dir.as_path()
+    })
+    .map_err(|e| value_error(format!("{}: {e}", spec.dir.display())).raise(py))?;
+    Ok(SweepDriver {
+        text,
+        dir: dir.display().to_string(),
+        pending: to_json(&pending),
+        recorder: Mutex::new(started.recorder),
+    })
+}
+
+/// Runs point `index` of the sweep `text` (named `file`, its relative paths taken from
+/// `dir`), as a worker of a foreign executor: JSON `{"key", "outcome"}` for
+/// `SweepDriver.record`. A point that fails is an outcome, not an exception.
+#[pyfunction]
+fn sweep_point(
+    py: Python<'_>,
+    file: &str,
+    text: &str,
+    dir: &str,
+    index: usize,
+) -> PyResult<String> {
+    let (_, mut spec) = read_sweep(file, Some(text.to_string())).map_err(|f| f.raise(py))?;
+    spec.dir = std::path::PathBuf::from(dir);
+    let (key, outcome) = py
+        .allow_threads(|| ::sweep::run_point(&spec, index, &switchyard::suite_run::sweep_kernel))
+        .map_err(|e| value_error(e.to_string()).raise(py))?;
+    Ok(to_json(&json!({"key": key, "outcome": outcome})))
 }
 
 #[pymodule]
@@ -882,6 +1006,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(study, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(run_sweep, m)?)?;
+    m.add_function(wrap_pyfunction!(sweep_start, m)?)?;
+    m.add_function(wrap_pyfunction!(sweep_point, m)?)?;
+    m.add_class::<SweepDriver>()?;
     m.add_class::<ScenarioHandle>()?;
     m.add_class::<Run>()?;
     Ok(())

@@ -533,6 +533,8 @@ def sweep(
     threads: Optional[int] = None,
     jobs: Optional[int] = None,
     retry_failed: bool = False,
+    backend: str = "local",
+    ray_address: Optional[str] = None,
 ) -> pd.DataFrame:
     """Runs a sweep into the SQLite ``database`` (as ``switchyard sweep``) and returns its
     points' rows, one per point in the sweep's order, each field a column.
@@ -545,6 +547,14 @@ def sweep(
     points are rows with ``status == "failed"`` and their ``error``; ``retry_failed`` runs
     them again. ``jobs`` points run side by side (default: every core).
 
+    ``backend="ray"`` runs the points as Ray tasks on the cluster at ``ray_address``
+    (``"127.0.0.1:6379"``; ``None``: Ray's default, ``RAY_ADDRESS``, the cluster last
+    started on this machine or a new local Ray), one task per point,
+    Ray retrying a task whose worker died; this process records each result as it arrives,
+    into the same database, with the same keys and rows as ``backend="local"`` (``jobs`` is
+    then Ray's business: one CPU per task). Ray is an optional extra: ``pip install
+    'switchyard[ray]'``; without it this raises ``SwitchyardValueError``.
+
     >>> df = sweep(database="s.db", grid={"kernel": ["reduce", "scan"], "seed": [1, 2]})
     >>> list(df.status)
     ['ok', 'ok', 'ok', 'ok']
@@ -556,7 +566,20 @@ def sweep(
     else:
         name = "<sweep>"
         text = sweep_toml(fixed=fixed, grid=grid, points=points, description=description, threads=threads)
-    summary = json.loads(_native.sweep(name, os.fspath(database), text, jobs, retry_failed))
+    if backend == "local":
+        if ray_address is not None:
+            raise SwitchyardValueError("ray_address is for backend='ray'")
+        summary = json.loads(_native.sweep(name, os.fspath(database), text, jobs, retry_failed))
+    elif backend == "ray":
+        if jobs is not None:
+            raise SwitchyardValueError("jobs is for backend='local' (Ray runs one task per CPU)")
+        from . import _ray
+
+        summary = _ray.sweep(
+            name, os.fspath(database), text, address=ray_address, retry_failed=retry_failed
+        )
+    else:
+        raise SwitchyardValueError(f"backend {backend!r}: write 'local' or 'ray'")
     rows = query(database)
     by_key = rows.drop_duplicates("key").set_index("key")
     df = by_key.reindex(summary["keys"]).reset_index()

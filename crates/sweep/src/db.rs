@@ -14,7 +14,9 @@
 //!
 //! Invariants: each point's row (and its `computations` row) is written in its own
 //! transaction, so a sweep killed at any moment loses at most the points still running;
-//! a finished row is never replaced except a failed one by a retry.
+//! a finished row is never replaced except a failed one by a retry in a later run; recording
+//! a key that already has its row (an `ok` one, or one this run wrote) writes nothing, so a
+//! result delivered twice (a distributed executor's retry) still leaves one row.
 
 use std::path::Path;
 
@@ -139,7 +141,9 @@ impl Db {
     }
 
     /// Records point `point` of `sweep` (key `key`) and its outcome, in one transaction:
-    /// a new row, or a failed row replaced by a retry.
+    /// a new row, or a failed row of an earlier run replaced by a retry. Returns whether it
+    /// wrote: a key whose row is `ok`, or was written by this run, is left as it is (the
+    /// same point's result delivered twice).
     pub fn record(
         &mut self,
         key: &str,
@@ -147,7 +151,7 @@ impl Db {
         point: usize,
         params: &serde_json::Value,
         o: &Outcome,
-    ) -> Result<(), DbError> {
+    ) -> Result<bool, DbError> {
         let run = self.run;
         let file = self.conn.path().unwrap_or("").to_string();
         let e = |error| DbError {
@@ -157,8 +161,21 @@ impl Db {
         let tx = self.conn.transaction().map_err(e)?;
         let status = if o.ok { "ok" } else { "failed" };
         let written = (|| {
-            // A failed row may be replaced by a retry; a finished `ok` row never is (the
-            // INSERT fails on the key).
+            // Checked inside the transaction: the row read is the row replaced.
+            let had: Option<(String, i64)> = tx
+                .query_row(
+                    "SELECT status, run FROM points WHERE key = ?1",
+                    params![key],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .optional()?;
+            match had {
+                None => {}
+                // A failed row of an earlier run is replaced by a retry.
+                Some((s, r)) if s == "failed" && r != run => {}
+                // An `ok` row is final; a row of this run is this very result again.
+                Some(_) => return Ok(false),
+            }
             tx.execute(
                 "DELETE FROM points WHERE key = ?1 AND status = 'failed'",
                 params![key],
@@ -195,10 +212,10 @@ impl Db {
                 "INSERT INTO computations (key, run, status) VALUES (?1, ?2, ?3)",
                 params![key, run, status],
             )?;
-            Ok(())
+            Ok(true)
         })();
         match written {
-            Ok(()) => tx.commit().map_err(e),
+            Ok(wrote) => tx.commit().map(|()| wrote).map_err(e),
             Err(error) => Err(e(error)),
         }
     }

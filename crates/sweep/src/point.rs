@@ -69,8 +69,10 @@ pub struct Prepared {
     pub job: Result<Job, String>,
 }
 
-/// A point's result: what the database's columns hold.
-#[derive(Clone, Debug, Default, PartialEq)]
+/// A point's result: what the database's columns hold. Serializable, so that a point run in
+/// another process (a Ray task) hands it back to the process that writes the database.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Outcome {
     /// `ok`, or `failed` (an error, or a result that did not verify).
     pub ok: bool,

@@ -316,3 +316,115 @@ fn a_scenario_point_runs_and_keeps_its_report() {
     assert_eq!(report["processes"][0]["name"], "p");
     assert_eq!(report["cycles"].as_i64(), Some(cycles));
 }
+
+/// The pieces a foreign executor (the Python package's Ray backend) is made of: `start`,
+/// `run_point` in another "process", `Recorder::record_from` as results arrive, in any
+/// order, one of them twice.
+#[test]
+fn a_foreign_executor_records_each_point_once_whatever_arrives_twice() {
+    let dir = scratch("foreign");
+    let text = "[grid]\nkernel = [\"reduce\", \"scan\"]\nseed = [1, 7, 13]\n";
+    let s = sweep::parse("s.toml", text).unwrap();
+    let fake = Fake::new();
+    let runner = |k, t, sz, seed, g: &_| fake.run(k, t, sz, seed, g);
+    let db = dir.join("ray.db");
+    let mut started = sweep::start(&s, &db, false).unwrap();
+    assert_eq!(started.pending, vec![0, 1, 2, 3, 4, 5]);
+    // The worker parses the sweep's text itself, and runs the points last first.
+    let worker = sweep::parse("s.toml", text).unwrap();
+    let results: Vec<(usize, String, sweep::Outcome)> = started
+        .pending
+        .iter()
+        .rev()
+        .map(|&i| {
+            let (key, o) = sweep::run_point(&worker, i, &runner).unwrap();
+            // Through JSON, as the Python side carries it.
+            let o: sweep::Outcome =
+                serde_json::from_str(&serde_json::to_string(&o).unwrap()).unwrap();
+            (i, key, o)
+        })
+        .collect();
+    let r = &mut started.recorder;
+    for (i, key, o) in &results {
+        assert_eq!(r.record_from(*i, key, o).unwrap(), sweep::Recorded::Written);
+    }
+    // Every result delivered again (a retried task whose first attempt did finish): nothing
+    // is written, failed points included.
+    for (i, key, o) in &results {
+        assert_eq!(
+            r.record_from(*i, key, o).unwrap(),
+            sweep::Recorded::Duplicate
+        );
+    }
+    let summary = r.summary();
+    assert_eq!(
+        (summary.computed, summary.failed, summary.duplicates),
+        (6, 4, 6)
+    );
+    assert_eq!(count(&db, "SELECT COUNT(*) FROM points"), 6);
+    assert_eq!(count(&db, "SELECT COUNT(*) FROM computations"), 6);
+    // A point number past the sweep is an error, not a panic.
+    assert!(matches!(
+        sweep::run_point(&worker, 6, &runner),
+        Err(sweep::SweepError::NoSuchPoint {
+            index: 6,
+            points: 6
+        })
+    ));
+    assert!(r.record(9, &sweep::Outcome::default()).is_err());
+    // The same rows as the local executor's.
+    let local = dir.join("local.db");
+    run(&s, &local, &fake, false);
+    let rows = |db: &Path| -> Vec<(String, String, Option<String>, Option<i64>)> {
+        Connection::open(db)
+            .unwrap()
+            .prepare("SELECT key, status, error, verified FROM points ORDER BY point")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    };
+    assert_eq!(rows(&db), rows(&local));
+    // A second start runs nothing.
+    assert!(sweep::start(&s, &db, false).unwrap().pending.is_empty());
+    // With `retry_failed`, the failed points run again and replace their rows once.
+    let mut retry = sweep::start(&s, &db, true).unwrap();
+    assert_eq!(retry.pending, vec![1, 2, 4, 5]);
+    for &i in &retry.pending.clone() {
+        let (key, o) = sweep::run_point(&worker, i, &runner).unwrap();
+        assert_eq!(
+            retry.recorder.record_from(i, &key, &o).unwrap(),
+            sweep::Recorded::Written
+        );
+        assert_eq!(
+            retry.recorder.record_from(i, &key, &o).unwrap(),
+            sweep::Recorded::Duplicate
+        );
+    }
+    assert_eq!(count(&db, "SELECT COUNT(*) FROM points"), 6);
+    assert_eq!(count(&db, "SELECT COUNT(*) FROM computations"), 10);
+}
+
+/// A worker whose key differs (other files, another version) does not file its result under
+/// the driver's key.
+#[test]
+fn a_result_under_another_key_is_recorded_as_failed() {
+    let dir = scratch("otherkey");
+    let s = sweep::parse("s.toml", "[fixed]\nkernel = \"reduce\"\n").unwrap();
+    let db = dir.join("s.db");
+    let mut started = sweep::start(&s, &db, false).unwrap();
+    let ok = sweep::Outcome {
+        ok: true,
+        ..sweep::Outcome::default()
+    };
+    started.recorder.record_from(0, "feed", &ok).unwrap();
+    let error: String = Connection::open(&db)
+        .unwrap()
+        .query_row("SELECT error FROM points", [], |r| r.get(0))
+        .unwrap();
+    assert!(
+        error.contains("computed its key as feed") && error.contains("differ"),
+        "{error}"
+    );
+}
