@@ -144,6 +144,26 @@ impl FaultFigure {
             operand_log_bytes: kib * 1024,
             ..Setting::default()
         };
+        // Local handling (§6.4.2): the GPU's handler against the CPU's, over each link, with
+        // `managed` memory under the 16 KiB operand log.
+        let local = |managed, thesis: [f64; 2]| -> Vec<Series> {
+            [Link::Nvlink, Link::Pcie]
+                .into_iter()
+                .zip(thesis)
+                .map(|(link, thesis)| {
+                    let cpu = Setting {
+                        managed,
+                        link,
+                        ..log(16)
+                    };
+                    let gpu = Setting {
+                        handler: Handler::Gpu,
+                        ..cpu
+                    };
+                    Series::new(link_name(link), cpu, gpu, Some(thesis))
+                })
+                .collect()
+        };
         match self {
             FaultFigure::Organisations => vec![
                 Series::new("WD-commit", stall, org(Pipeline::WdCommit), Some(0.85)),
@@ -193,36 +213,10 @@ impl FaultFigure {
                     ]
                 })
                 .collect(),
-            FaultFigure::LocalHeap => [(Link::Nvlink, 1.80), (Link::Pcie, 1.98)]
-                .into_iter()
-                .map(|(link, thesis)| {
-                    let cpu = Setting {
-                        managed: Managed::Unwritten,
-                        link,
-                        ..log(16)
-                    };
-                    let gpu = Setting {
-                        handler: Handler::Gpu,
-                        ..cpu
-                    };
-                    Series::new(link_name(link), cpu, gpu, Some(thesis))
-                })
-                .collect(),
-            FaultFigure::LocalOutputs => [(Link::Nvlink, 1.04), (Link::Pcie, 1.08)]
-                .into_iter()
-                .map(|(link, thesis)| {
-                    let cpu = Setting {
-                        managed: Managed::All,
-                        link,
-                        ..log(16)
-                    };
-                    let gpu = Setting {
-                        handler: Handler::Gpu,
-                        ..cpu
-                    };
-                    Series::new(link_name(link), cpu, gpu, Some(thesis))
-                })
-                .collect(),
+            // The thesis's geomeans over NVLink and PCIe: Halloc's benchmarks (6.14),
+            // Parboil's output pages (6.15).
+            FaultFigure::LocalHeap => local(Managed::Unwritten, [1.80, 1.98]),
+            FaultFigure::LocalOutputs => local(Managed::All, [1.04, 1.08]),
         }
     }
 }
