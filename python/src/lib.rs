@@ -269,6 +269,78 @@ fn run_kernel(
     go().map_err(|f| f.raise(py))
 }
 
+/// Runs PTX file `path` from the launch spec `spec` (as `switchyard run FILE.ptx --spec
+/// SPEC.toml`), timed on `gpu` (or on the functional core when `timed` is false); JSON.
+#[pyfunction]
+#[pyo3(signature = (path, spec, gpu="gtx480", timed=true, scheduler=None, max_cycles=None, instruction_limit=None))]
+fn run_ptx(
+    py: Python<'_>,
+    path: &str,
+    spec: &str,
+    gpu: &str,
+    timed: bool,
+    scheduler: Option<&str>,
+    max_cycles: Option<u64>,
+    instruction_limit: Option<u64>,
+) -> PyResult<String> {
+    use switchyard::input::{read_text, Utf8};
+    use switchyard::ptx_run::FileRunError;
+    let go = || -> Result<String, Fail> {
+        let text =
+            read_text(Path::new(path), Utf8::Lenient).map_err(|e| Fail::new("PtxError", e))?;
+        let spec_text = read_text(Path::new(spec), Utf8::Strict).map_err(value_error)?;
+        let parsed = switchyard::spec::Spec::parse(&spec_text)
+            .map_err(|e| Fail::new("ScenarioError", format!("{spec}: {e}")))?;
+        let config = load_gpu(gpu, scheduler)?;
+        let mut t = TimedGpu::new(config);
+        t.options.max_cycles = max_cycles;
+        t.options.instruction_limit = instruction_limit;
+        let mut engine = if timed {
+            switchyard::suite_run::Engine::on(&t)
+        } else {
+            switchyard::suite_run::Engine::FUNCTIONAL
+        };
+        engine.instruction_limit = instruction_limit;
+        let r = py.allow_threads(|| {
+            switchyard::ptx_run::run_file(path, &text, &parsed, engine, &mut |_| {})
+        });
+        let r = match r {
+            Ok(r) => r,
+            Err(FileRunError::Load(e)) => {
+                return Err(Fail::new(
+                    "PtxError",
+                    switchyard::diag::render_load_error(&e),
+                ))
+            }
+            // A launch the GPU refuses comes from the spec's grid, block, dynamic_smem or args.
+            Err(e @ FileRunError::Gpu(gpu::GpuError::BadLaunch { .. })) => {
+                return Err(Fail::new(
+                    "ScenarioError",
+                    format!("{spec}: the launch (grid, block, dynamic_smem, arg): {e}"),
+                ))
+            }
+            Err(e) => return Err(run_error(e.to_string())),
+        };
+        let checked = !r.checks.is_empty();
+        Ok(to_json(&json!({
+            "file": path,
+            "kernel": r.kernel,
+            "gpu": if timed { Some(gpu) } else { None },
+            "checked": checked,
+            "verified": checked && r.checks.iter().all(|c| c.mismatches == 0),
+            "checks": r.checks,
+            "warnings": r.warnings,
+            "tbs": r.stats.tbs,
+            "warps": r.stats.warps,
+            "warp_instructions": r.stats.warp_instructions,
+            "thread_instructions": r.stats.thread_instructions,
+            "cycles": r.timed.as_ref().map(|s| s.cycles),
+            "stats": r.timed,
+        })))
+    };
+    go().map_err(|f| f.raise(py))
+}
+
 /// How a scenario is run: the overrides `switchyard scenario` takes.
 #[derive(Clone, Default)]
 struct Overrides {
@@ -1003,6 +1075,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(suite_kernels, m)?)?;
     m.add_function(wrap_pyfunction!(load_ptx, m)?)?;
     m.add_function(wrap_pyfunction!(run_kernel, m)?)?;
+    m.add_function(wrap_pyfunction!(run_ptx, m)?)?;
     m.add_function(wrap_pyfunction!(study, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(run_sweep, m)?)?;

@@ -36,6 +36,7 @@ from .errors import (
 
 __all__ = [
     "KernelRun",
+    "PtxRun",
     "Module",
     "PtxError",
     "Result",
@@ -50,6 +51,7 @@ __all__ = [
     "load_ptx",
     "presets",
     "run",
+    "run_ptx",
     "study",
     "sweep",
     "sweep_toml",
@@ -174,6 +176,73 @@ def run(
         thread_instructions=j["thread_instructions"],
         cycles=j["cycles"],
         stats=_flat(j["stats"]),
+    )
+
+
+@dataclass
+class PtxRun:
+    """A PTX file run once from its launch spec (as ``switchyard run FILE.ptx --spec``)."""
+
+    file: str
+    kernel: str
+    gpu: Optional[str]
+    checked: bool
+    """Whether the spec has checks (``[[check]]``); without them nothing is verified."""
+    verified: bool
+    checks: pd.DataFrame
+    """One row a check: ``buffer``, ``checked``, ``mismatches``, ``first``."""
+    warnings: List[str]
+    warp_instructions: int
+    thread_instructions: int
+    cycles: Optional[int]
+    """Simulated core cycles (None on the functional core)."""
+    stats: pd.DataFrame
+    """The counters ``run --stats`` writes, flattened (one row; empty on the functional
+    core)."""
+
+
+def run_ptx(
+    path: PathLike,
+    spec: PathLike,
+    gpu: str = "gtx480",
+    *,
+    timed: bool = True,
+    scheduler: Optional[str] = None,
+    max_cycles: Optional[int] = None,
+    instruction_limit: Optional[int] = None,
+) -> PtxRun:
+    """Runs PTX file ``path`` once from the launch spec ``spec`` (its buffers, launch shape,
+    arguments and checks: see ``switchyard run --help``) on ``gpu`` (a preset name or a GPU
+    ``.toml`` file), as ``switchyard run FILE.ptx --spec SPEC.toml`` does.
+
+    Raises :class:`PtxError` for PTX that does not load, :class:`ScenarioError` for a spec
+    that does not parse or a launch it describes that the GPU refuses, and
+    :class:`RunError` for a run that fails. A check that finds mismatches is returned with
+    ``verified`` False, not raised.
+    """
+    j = json.loads(
+        _native.run_ptx(
+            os.fspath(path),
+            os.fspath(spec),
+            gpu,
+            timed,
+            scheduler,
+            max_cycles,
+            instruction_limit,
+        )
+    )
+    return PtxRun(
+        file=j["file"],
+        kernel=j["kernel"],
+        gpu=j["gpu"],
+        checked=j["checked"],
+        verified=j["verified"],
+        checks=pd.DataFrame(j["checks"], columns=["buffer", "checked", "mismatches", "first"]),
+        warnings=j["warnings"],
+        warp_instructions=j["warp_instructions"],
+        thread_instructions=j["thread_instructions"],
+        cycles=j["cycles"],
+        stats=_flat([j["stats"]] if j["stats"] is not None else []),
     )
 
 

@@ -21,6 +21,15 @@ def run_kernel(
     max_cycles: Optional[int] = None,
     instruction_limit: Optional[int] = None,
 ) -> str: ...
+def run_ptx(
+    path: str,
+    spec: str,
+    gpu: str = "gtx480",
+    timed: bool = True,
+    scheduler: Optional[str] = None,
+    max_cycles: Optional[int] = None,
+    instruction_limit: Optional[int] = None,
+) -> str: ...
 def study(
     gpu: str = "gtx480",
     low: str = "dgemv",

@@ -112,6 +112,31 @@ def test_run_matches_the_command(cli):
     assert row["launches"] == r.launches
 
 
+def test_run_ptx_matches_the_command(cli, repo, tmp_path):
+    ptx = repo / "examples" / "saxpy" / "saxpy.ptx"
+    spec = repo / "examples" / "saxpy" / "saxpy.toml"
+    r = sy.run_ptx(ptx, spec, gpu="gtx480")
+    # The spec checks y's first six values, 2 i + 1.
+    assert r.kernel == "saxpy" and r.checked and r.verified
+    assert list(r.checks.buffer) == ["y"] and int(r.checks.checked.sum()) == 6
+    assert r.cycles == int(r.stats["cycles"].iloc[0]) > 0
+    out = run_cli(cli, "run", str(ptx), "--spec", str(spec), "--gpu", "gtx480", "--no-stats", "--json")
+    assert out.returncode == 0, out.stderr
+    [row] = json.loads(out.stdout)
+    assert row["cycles"] == r.cycles
+    assert row["warp_instructions"] == r.warp_instructions
+    assert row["thread_instructions"] == r.thread_instructions
+    functional = sy.run_ptx(ptx, spec, timed=False)
+    assert functional.verified and functional.cycles is None and functional.stats.empty
+    # A spec that names no kernel the module has is an error naming the field.
+    bad = tmp_path / "bad.toml"
+    bad.write_text(spec.read_text().replace('kernel = "saxpy"', 'kernel = "nope"'))
+    with pytest.raises((sy.ScenarioError, sy.RunError), match="nope"):
+        sy.run_ptx(ptx, bad)
+    with pytest.raises(sy.PtxError):
+        sy.run_ptx(tmp_path / "missing.ptx", spec)
+
+
 def test_run_functional_has_no_cycles():
     r = sy.run("reduce", timed=False)
     assert r.verified and r.cycles is None and r.stats.empty
