@@ -201,6 +201,34 @@ fn load_ptx(py: Python<'_>, file: &str, text: Option<String>) -> PyResult<String
     })))
 }
 
+/// The timed GPU `run` and `run_ptx` run on, with their limits.
+fn timed_gpu(
+    gpu: &str,
+    scheduler: Option<&str>,
+    max_cycles: Option<u64>,
+    instruction_limit: Option<u64>,
+) -> Result<TimedGpu, Fail> {
+    let mut t = TimedGpu::new(load_gpu(gpu, scheduler)?);
+    t.options.max_cycles = max_cycles;
+    t.options.instruction_limit = instruction_limit;
+    Ok(t)
+}
+
+/// `t`, or the functional core when `timed` is false, with the instruction limit.
+fn engine(
+    t: &TimedGpu,
+    timed: bool,
+    instruction_limit: Option<u64>,
+) -> switchyard::suite_run::Engine<'_> {
+    let mut engine = if timed {
+        switchyard::suite_run::Engine::on(t)
+    } else {
+        switchyard::suite_run::Engine::FUNCTIONAL
+    };
+    engine.instruction_limit = instruction_limit;
+    engine
+}
+
 /// Runs suite kernel `name`'s host program, timed on `gpu` (or on the functional core when
 /// `timed` is false), verified against its CPU reference; JSON.
 #[pyfunction]
@@ -229,16 +257,8 @@ fn run_kernel(
                     value_error(format!("target `{t}`: expected one of sm_70, sm_80, sm_90"))
                 })?,
         };
-        let config = load_gpu(gpu, scheduler)?;
-        let mut t = TimedGpu::new(config);
-        t.options.max_cycles = max_cycles;
-        t.options.instruction_limit = instruction_limit;
-        let mut engine = if timed {
-            switchyard::suite_run::Engine::on(&t)
-        } else {
-            switchyard::suite_run::Engine::FUNCTIONAL
-        };
-        engine.instruction_limit = instruction_limit;
+        let t = timed_gpu(gpu, scheduler, max_cycles, instruction_limit)?;
+        let engine = engine(&t, timed, instruction_limit);
         let r = py
             .allow_threads(|| {
                 switchyard::suite_run::run_kernel_on(k, target, size, seed, engine, None)
@@ -291,16 +311,8 @@ fn run_ptx(
         let spec_text = read_text(Path::new(spec), Utf8::Strict).map_err(value_error)?;
         let parsed = switchyard::spec::Spec::parse(&spec_text)
             .map_err(|e| Fail::new("ScenarioError", format!("{spec}: {e}")))?;
-        let config = load_gpu(gpu, scheduler)?;
-        let mut t = TimedGpu::new(config);
-        t.options.max_cycles = max_cycles;
-        t.options.instruction_limit = instruction_limit;
-        let mut engine = if timed {
-            switchyard::suite_run::Engine::on(&t)
-        } else {
-            switchyard::suite_run::Engine::FUNCTIONAL
-        };
-        engine.instruction_limit = instruction_limit;
+        let t = timed_gpu(gpu, scheduler, max_cycles, instruction_limit)?;
+        let engine = engine(&t, timed, instruction_limit);
         let r = py.allow_threads(|| {
             switchyard::ptx_run::run_file(path, &text, &parsed, engine, &mut |_| {})
         });
@@ -321,13 +333,12 @@ fn run_ptx(
             }
             Err(e) => return Err(run_error(e.to_string())),
         };
-        let checked = !r.checks.is_empty();
         Ok(to_json(&json!({
             "file": path,
             "kernel": r.kernel,
             "gpu": if timed { Some(gpu) } else { None },
-            "checked": checked,
-            "verified": checked && r.checks.iter().all(|c| c.mismatches == 0),
+            "checked": r.checked(),
+            "verified": r.verified(),
             "checks": r.checks,
             "warnings": r.warnings,
             "tbs": r.stats.tbs,

@@ -118,6 +118,11 @@ pub fn is_waiting_barrier(inst: &Inst) -> bool {
     )
 }
 
+/// Whether `inst` is an unguarded `exit`: a warp there is finishing, with nothing to save.
+fn is_final_exit(inst: &Inst) -> bool {
+    matches!(inst.op, Op::Exit) && inst.guard.is_none()
+}
+
 /// Chooses the point among `candidates`: a barrier if there is one, else any instruction,
 /// minimising (live-in, divergent set, PC).
 fn choose(
@@ -134,10 +139,7 @@ fn choose(
         Some(pc) => Some((pc, PpKind::BarPp)),
         // A point just before an unguarded `exit` would save nothing over draining.
         None => candidates
-            .filter(|&pc| {
-                let i = &kernel.insts[pc];
-                !(matches!(i.op, Op::Exit) && i.guard.is_none())
-            })
+            .filter(|&pc| !is_final_exit(&kernel.insts[pc]))
             .min_by_key(key)
             .map(|pc| (pc, PpKind::Pp)),
     }
@@ -206,10 +208,7 @@ pub fn least_live_per_block(kernel: &Kernel, liveness: &Liveness) -> Vec<Preempt
         }
         let best = (block.start.index()..block.end.index())
             .map(InstId::new)
-            .filter(|&pc| {
-                let i = &kernel.insts[pc];
-                !(matches!(i.op, Op::Exit) && i.guard.is_none())
-            })
+            .filter(|&pc| !is_final_exit(&kernel.insts[pc]))
             .min_by_key(key);
         if let Some(pc) = best {
             points.push(PreemptionPoint {

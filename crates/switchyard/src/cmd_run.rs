@@ -524,8 +524,7 @@ fn run_ptx_file(
     for w in &r.warnings {
         eprintln!("{w}");
     }
-    let checked = !r.checks.is_empty();
-    let verified = checked && r.checks.iter().all(|c| c.mismatches == 0);
+    let (checked, verified) = (r.checked(), r.verified());
     let detail = if r.checks.is_empty() {
         "ran; not verified (the spec has no [[check]])".to_string()
     } else if verified {

@@ -32,6 +32,18 @@ pub struct FileRun {
     pub checks: Vec<CheckResult>,
 }
 
+impl FileRun {
+    /// Whether the spec had checks (`[[check]]`); without them nothing is verified.
+    pub fn checked(&self) -> bool {
+        !self.checks.is_empty()
+    }
+
+    /// Whether every check passed (false without checks).
+    pub fn verified(&self) -> bool {
+        self.checked() && self.checks.iter().all(|c| c.mismatches == 0)
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum FileRunError {
     #[error("{0}")]

@@ -9,7 +9,7 @@
 //! slab, see `kernels/heap/heap.cu`), so the whole heap is checked byte for byte.
 
 use super::util::{alloc_zeroed, blocks_for, download, launch, upload, Checker, Rng};
-use crate::{Arg, DevPtr, Device, DeviceError, Dim3, Kernel, Size, Stress, Target, Verification};
+use crate::{Arg, Device, DeviceError, Dim3, Kernel, Size, Stress, Target, Verification};
 
 const BLOCK: u32 = 256;
 /// Longest input string, bytes.
@@ -157,7 +157,7 @@ impl Kernel for Heap {
         seed: u64,
     ) -> Result<Verification, DeviceError> {
         let p = Problem::generate(size, seed);
-        let pool = upload_bytes(dev, &p.pool)?;
+        let pool = upload(dev, &p.pool)?;
         let offs = upload(dev, &p.offs)?;
         let lens = upload(dev, &p.lens)?;
         // Allocated, never written by the host: the GPU's own heap.
@@ -199,7 +199,7 @@ impl Kernel for Heap {
         let got_ptrs: Vec<u64> = download(dev, ptrs, n)?;
         let got_lens: Vec<u32> = download(dev, out_lens, n)?;
         let got_hashes: Vec<u32> = download(dev, hashes, n)?;
-        let got_heap = dev.read(heap, p.heap_bytes())?;
+        let got_heap: Vec<u8> = download(dev, heap, p.heap_bytes() as usize)?;
 
         let want = p.reference();
         let want_ptrs: Vec<u64> = want.offsets.iter().map(|o| heap.0 + o).collect();
@@ -210,13 +210,4 @@ impl Kernel for Heap {
         check.exact_slice("heap byte", &got_heap, &want.heap);
         Ok(check.finish())
     }
-}
-
-/// Allocates a buffer holding `bytes` (at least one byte).
-fn upload_bytes(dev: &mut dyn Device, bytes: &[u8]) -> Result<DevPtr, DeviceError> {
-    let ptr = dev.alloc(bytes.len().max(1) as u64)?;
-    if !bytes.is_empty() {
-        dev.write(ptr, bytes)?;
-    }
-    Ok(ptr)
 }

@@ -93,7 +93,7 @@ macro_rules! impl_elem {
     )*};
 }
 
-impl_elem!(u16, u32, i32, u64, i64, f32, f64);
+impl_elem!(u8, u16, u32, i32, u64, i64, f32, f64);
 
 pub fn to_bytes<T: Elem>(data: &[T]) -> Vec<u8> {
     let mut out = Vec::with_capacity(data.len() * T::SIZE);
