@@ -11,6 +11,8 @@
 # of it, the cluster's start and stop included).
 set -euo pipefail
 cd "$(dirname "$0")"
+# Ray and pyarrow are large wheels: do not keep a second copy of them in pip's cache.
+export PIP_NO_CACHE_DIR=1
 ROOT="$(cd .. && pwd)"
 VENV="${SWITCHYARD_PY_VENV:-$ROOT/target/python-ci-venv}"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
