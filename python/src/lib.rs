@@ -309,12 +309,10 @@ fn run_ptx(
         let text =
             read_text(Path::new(path), Utf8::Lenient).map_err(|e| Fail::new("PtxError", e))?;
         let spec_text = read_text(Path::new(spec), Utf8::Strict).map_err(value_error)?;
-        let parsed = switchyard::spec::Spec::parse(&spec_text)
-            .map_err(|e| Fail::new("ScenarioError", format!("{spec}: {e}")))?;
         let t = timed_gpu(gpu, scheduler, max_cycles, instruction_limit)?;
         let engine = engine(&t, timed, instruction_limit);
         let r = py.allow_threads(|| {
-            switchyard::ptx_run::run_file(path, &text, &parsed, engine, &mut |_| {})
+            switchyard::ptx_run::run_file(path, &text, spec, &spec_text, engine, &mut |_, _| {})
         });
         let r = match r {
             Ok(r) => r,
@@ -324,28 +322,29 @@ fn run_ptx(
                     switchyard::diag::render_load_error(&e),
                 ))
             }
-            // A launch the GPU refuses comes from the spec's grid, block, dynamic_smem or args.
-            Err(e @ FileRunError::Gpu(gpu::GpuError::BadLaunch { .. })) => {
-                return Err(Fail::new(
-                    "ScenarioError",
-                    format!("{spec}: the launch (grid, block, dynamic_smem, arg): {e}"),
-                ))
+            // A spec that does not load, or a launch it writes that the GPU refuses.
+            Err(e @ (FileRunError::Spec(_) | FileRunError::Launch { .. })) => {
+                return Err(Fail::new("ScenarioError", e.to_string()))
             }
             Err(e) => return Err(run_error(e.to_string())),
         };
+        let dumps = switchyard::output::write_dumps(&r.dumps).map_err(run_error)?;
         Ok(to_json(&json!({
             "file": path,
-            "kernel": r.kernel,
+            "kernel": r.kernel_label(),
+            "kernels": r.kernels,
+            "launches": r.launches,
             "gpu": if timed { Some(gpu) } else { None },
             "checked": r.checked(),
             "verified": r.verified(),
             "checks": r.checks,
             "warnings": r.warnings,
+            "dumps": dumps,
             "tbs": r.stats.tbs,
             "warps": r.stats.warps,
             "warp_instructions": r.stats.warp_instructions,
             "thread_instructions": r.stats.thread_instructions,
-            "cycles": r.timed.as_ref().map(|s| s.cycles),
+            "cycles": timed.then(|| r.timed.iter().map(|s| s.cycles).sum::<u64>()),
             "stats": r.timed,
         })))
     };

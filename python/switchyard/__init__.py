@@ -181,13 +181,18 @@ def run(
 
 @dataclass
 class PtxRun:
-    """A PTX file run once from its launch spec (as ``switchyard run FILE.ptx --spec``)."""
+    """A PTX file run from its launch spec (as ``switchyard run FILE.ptx --spec``)."""
 
     file: str
     kernel: str
+    """The kernels launched, comma-separated (``kernels`` as one label)."""
+    kernels: List[str]
+    """The kernels launched (PTX names), in the order of their first launch."""
+    launches: int
     gpu: Optional[str]
     checked: bool
-    """Whether the spec has checks (``[[check]]``); without them nothing is verified."""
+    """Whether the spec has checks (``[[process.check]]``); without them nothing is
+    verified."""
     verified: bool
     checks: pd.DataFrame
     """One row a check: ``buffer``, ``checked``, ``mismatches``, ``first``."""
@@ -195,10 +200,12 @@ class PtxRun:
     warp_instructions: int
     thread_instructions: int
     cycles: Optional[int]
-    """Simulated core cycles (None on the functional core)."""
+    """Simulated core cycles of every launch together (None on the functional core)."""
     stats: pd.DataFrame
-    """The counters ``run --stats`` writes, flattened (one row; empty on the functional
-    core)."""
+    """The counters ``run --stats`` writes, flattened (one row a launch; empty on the
+    functional core)."""
+    dumps: List[str]
+    """Where the spec's ``dump`` commands wrote their ``.npy`` files, and what each holds."""
 
 
 def run_ptx(
@@ -211,9 +218,10 @@ def run_ptx(
     max_cycles: Optional[int] = None,
     instruction_limit: Optional[int] = None,
 ) -> PtxRun:
-    """Runs PTX file ``path`` once from the launch spec ``spec`` (its buffers, launch shape,
-    arguments and checks: see ``switchyard run --help``) on ``gpu`` (a preset name or a GPU
-    ``.toml`` file), as ``switchyard run FILE.ptx --spec SPEC.toml`` does.
+    """Runs PTX file ``path`` from the launch spec ``spec`` on ``gpu`` (a preset name or a
+    GPU ``.toml`` file), as ``switchyard run FILE.ptx --spec SPEC.toml`` does. The spec is
+    a scenario of one process (its buffers, textures, commands and checks; see
+    ``scenarios/README.md``), whose commands run one after another on the GPU alone.
 
     Raises :class:`PtxError` for PTX that does not load, :class:`ScenarioError` for a spec
     that does not parse or a launch it describes that the GPU refuses, and
@@ -234,6 +242,8 @@ def run_ptx(
     return PtxRun(
         file=j["file"],
         kernel=j["kernel"],
+        kernels=j["kernels"],
+        launches=j["launches"],
         gpu=j["gpu"],
         checked=j["checked"],
         verified=j["verified"],
@@ -242,7 +252,8 @@ def run_ptx(
         warp_instructions=j["warp_instructions"],
         thread_instructions=j["thread_instructions"],
         cycles=j["cycles"],
-        stats=_flat([j["stats"]] if j["stats"] is not None else []),
+        stats=_flat(j["stats"]),
+        dumps=j["dumps"],
     )
 
 

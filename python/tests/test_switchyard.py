@@ -117,7 +117,8 @@ def test_run_ptx_matches_the_command(cli, repo, tmp_path):
     spec = repo / "examples" / "saxpy" / "saxpy.toml"
     r = sy.run_ptx(ptx, spec, gpu="gtx480")
     # The spec checks y's first six values, 2 i + 1.
-    assert r.kernel == "saxpy" and r.checked and r.verified
+    assert r.kernel == "saxpy" and r.kernels == ["saxpy"] and r.launches == 1
+    assert r.checked and r.verified
     assert list(r.checks.buffer) == ["y"] and int(r.checks.checked.sum()) == 6
     assert r.cycles == int(r.stats["cycles"].iloc[0]) > 0
     out = run_cli(cli, "run", str(ptx), "--spec", str(spec), "--gpu", "gtx480", "--no-stats", "--json")
@@ -128,10 +129,11 @@ def test_run_ptx_matches_the_command(cli, repo, tmp_path):
     assert row["thread_instructions"] == r.thread_instructions
     functional = sy.run_ptx(ptx, spec, timed=False)
     assert functional.verified and functional.cycles is None and functional.stats.empty
-    # A spec that names no kernel the module has is an error naming the field.
+    # A spec that names no kernel the module has is an error naming the line and field.
     bad = tmp_path / "bad.toml"
-    bad.write_text(spec.read_text().replace('kernel = "saxpy"', 'kernel = "nope"'))
-    with pytest.raises((sy.ScenarioError, sy.RunError), match="nope"):
+    bad.write_text(spec.read_text().replace('launch = "saxpy"', 'launch = "nope"'))
+    where = r"bad.toml:\d+:\d+: `process\[0\].command\[0\].launch`: no kernel `nope`"
+    with pytest.raises(sy.ScenarioError, match=where):
         sy.run_ptx(ptx, bad)
     with pytest.raises(sy.PtxError):
         sy.run_ptx(tmp_path / "missing.ptx", spec)

@@ -14,7 +14,6 @@ use suite::Size;
 use switchyard::diag::render_load_error;
 use switchyard::input::{read_text, Utf8};
 use switchyard::ptx_run::{run_file, FileRunError};
-use switchyard::spec::Spec;
 use switchyard::suite_run::{run_kernel_on, Engine, ProgressFn, SuiteError, SuiteResult};
 
 use super::{MemoryCheckArg, Outcome, RunArgs, SchedulerArg};
@@ -46,7 +45,7 @@ struct RunRow {
     warp_instructions_per_second: f64,
     /// Timed runs: simulated cycles per second of simulation.
     cycles_per_second: Option<f64>,
-    /// Whether any result was compared (a launch spec without `[[check]]` compares none),
+    /// Whether any result was compared (a launch spec without `[[process.check]]` compares none),
     /// and whether every compared value matched: `verified` is true only when both hold.
     checked: bool,
     verified: bool,
@@ -502,31 +501,27 @@ fn run_ptx_file(
     };
     let text = read_text(path, Utf8::Lenient)?;
     let spec_text = read_text(spec_path, Utf8::Strict)?;
-    let spec = Spec::parse(&spec_text).map_err(|e| format!("{}: {e}", spec_path.display()))?;
     let name = path.display().to_string();
+    let spec_name = spec_path.display().to_string();
     let mut bar = LazyBar::new();
-    let r = run_file(&name, &text, &spec, engine, &mut |p| {
-        bar.update(&name, "", p)
+    let r = run_file(&name, &text, &spec_name, &spec_text, engine, &mut |k, p| {
+        bar.update(&name, k, p)
     });
     bar.finish();
     let r = match r {
         Ok(r) => r,
         Err(FileRunError::Load(e)) => return Err(render_load_error(&e)),
-        // A launch the GPU refuses comes from the spec's grid, block, dynamic_smem or args.
-        Err(e @ FileRunError::Gpu(gpu::GpuError::BadLaunch { .. })) => {
-            return Err(format!(
-                "{}: the launch (grid, block, dynamic_smem, arg): {e}",
-                spec_path.display()
-            ))
-        }
         Err(e) => return Err(e.to_string()),
     };
     for w in &r.warnings {
         eprintln!("{w}");
     }
+    for line in switchyard::output::write_dumps(&r.dumps)? {
+        eprintln!("{line}");
+    }
     let (checked, verified) = (r.checked(), r.verified());
     let detail = if r.checks.is_empty() {
-        "ran; not verified (the spec has no [[check]])".to_string()
+        "ran; not verified (the spec has no [[process.check]])".to_string()
     } else if verified {
         format!(
             "{} values match",
@@ -535,27 +530,22 @@ fn run_ptx_file(
     } else {
         r.checks
             .iter()
-            .filter_map(|c| {
-                c.first
-                    .clone()
-                    .map(|f| format!("{} mismatches, first {f}", c.mismatches))
-            })
+            .filter_map(|c| c.failure())
             .collect::<Vec<_>>()
             .join("; ")
     };
-    let timed: Vec<TimedStats> = r.timed.into_iter().collect();
     let mut row = RunRow::new(
-        format!("{}:{}", name, r.kernel),
+        format!("{}:{}", name, r.kernel_label()),
         "file",
         "spec",
         r.stats,
-        1,
+        r.launches,
         r.elapsed,
         r.elapsed,
-        &timed,
+        &r.timed,
     );
     row.checked = checked;
     row.verified = verified;
     row.detail = detail;
-    Ok((row, timed))
+    Ok((row, r.timed))
 }

@@ -91,7 +91,7 @@ pub(crate) fn scenario(args: ScenarioArgs) -> Outcome {
     let elapsed = start.elapsed();
     // Dumps are written whether or not the checks passed: they are how a wrong result is
     // looked at. Each is whole or absent (a temporary file, then a rename).
-    let dumps = write_dumps(&record.dumps)?;
+    let dumps = switchyard::output::write_dumps(&record.dumps)?;
 
     // Every output is written only now, and only for a run that verified: all of them to
     // temporaries, then all renamed, so a failure above (or a failed check) leaves the
@@ -175,31 +175,6 @@ pub(crate) fn scenario(args: ScenarioArgs) -> Outcome {
         }
     }
     Ok(report.all_verified)
-}
-
-/// Writes every dump's `.npy` file (creating its directory), and says for each where it
-/// went and what it holds.
-fn write_dumps(dumps: &[workload::Dumped]) -> Result<Vec<String>, String> {
-    let mut lines = Vec::new();
-    for d in dumps {
-        let path = &d.file.path;
-        if let Some(dir) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        }
-        switchyard::output::write_atomic(path, &d.npy())
-            .map_err(|e| format!("{}: dump: {e}", d.file.at))?;
-        let shape: Vec<String> = d.file.shape.iter().map(u64::to_string).collect();
-        lines.push(format!(
-            "dump: {} ({} `{}`, {} [{}], at {:.1} µs)",
-            path.display(),
-            d.process,
-            d.file.buffer,
-            d.file.ty.npy_descr(),
-            shape.join(", "),
-            d.at_fs as f64 / workload::system::FS_PER_US as f64
-        ));
-    }
-    Ok(lines)
 }
 
 fn print_report(

@@ -4,27 +4,7 @@ use codespan_reporting::diagnostic::{Diagnostic, Label};
 use codespan_reporting::files::SimpleFile;
 use codespan_reporting::term::{self, termcolor::Buffer};
 
-/// At most this many names in a list inside a message; the rest are counted.
-const NAMES_IN_A_MESSAGE: usize = 12;
-
-/// `names` joined by commas for a message: the first dozen, then how many more, so that a
-/// module of 58,000 kernels does not make a message of 700 KB.
-pub fn name_list<'a>(names: impl IntoIterator<Item = &'a str>) -> String {
-    let mut shown = Vec::new();
-    let mut more = 0usize;
-    for n in names {
-        if shown.len() < NAMES_IN_A_MESSAGE {
-            shown.push(n);
-        } else {
-            more += 1;
-        }
-    }
-    let mut s = shown.join(", ");
-    if more > 0 {
-        s.push_str(&format!(" and {more} more"));
-    }
-    s
-}
+pub use workload::scenario::name_list;
 
 /// Renders a load error (every diagnostic) with source context and carets.
 pub fn render_load_error(e: &gpu::LoadError) -> String {

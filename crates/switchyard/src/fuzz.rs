@@ -17,6 +17,9 @@ use gpu::{Gpu, KernelArg};
 
 use crate::input::{decode, Utf8};
 
+/// The example saxpy kernel: the GPU-configuration and launch-spec targets run on it.
+const SAXPY_PTX: &str = include_str!("../../../examples/saxpy/saxpy.ptx");
+
 /// PTX text: parse, lower, type-check and validate, as `switchyard check` does.
 pub fn ptx(data: &[u8]) {
     let Ok(text) = decode(data, Utf8::Lenient) else {
@@ -47,13 +50,12 @@ const CONFIG_MAX_CYCLES: u64 = 200_000;
 /// One warp of saxpy on `config`: `Ok` when it computed `y = 2x + y` or stopped at the
 /// cycle limit, else what went wrong.
 fn one_warp_of_saxpy(config: gpu::config::GpuConfig) -> Result<(), String> {
-    const SAXPY: &str = include_str!("../../../examples/saxpy/saxpy.ptx");
     const N: u32 = 32;
     let mut timed = TimedGpu::new(config);
     timed.options.max_cycles = Some(CONFIG_MAX_CYCLES);
     let mut gpu = Gpu::timed(timed).map_err(|e| e.to_string())?;
     let module = gpu
-        .load_ptx("saxpy.ptx", SAXPY)
+        .load_ptx("saxpy.ptx", SAXPY_PTX)
         .map_err(|e| e.to_string())?;
     let (x, y) = (gpu.alloc(4 * u64::from(N)), gpu.alloc(4 * u64::from(N)));
     let words =
@@ -87,19 +89,13 @@ fn one_warp_of_saxpy(config: gpu::config::GpuConfig) -> Result<(), String> {
     Ok(())
 }
 
-/// A launch spec, and the same text as a scenario (the files it names do not exist).
+/// A launch spec (a one-process scenario, run on saxpy's PTX), and the same text as a
+/// scenario (the files it names do not exist).
 pub fn spec(data: &[u8]) {
     let Ok(text) = decode(data, Utf8::Strict) else {
         return;
     };
-    if let Ok(spec) = crate::spec::Spec::parse(&text) {
-        for b in &spec.buffers {
-            let _ = b.initial_bytes();
-        }
-        for t in &spec.textures {
-            let _ = t.desc(gpu::memory::GLOBAL_BASE).bytes();
-        }
-    }
+    let _ = workload::scenario::parse_spec("fuzz.toml", &text, &NoFiles, ("saxpy.ptx", SAXPY_PTX));
     let _ = workload::scenario::parse("fuzz.toml", &text, &NoFiles);
 }
 
@@ -341,7 +337,7 @@ const FRAGMENTS: &[&str] = &[
     ".shared ",
     ".func ",
     ".entry ",
-    "[[buffer]]\n",
+    "[[process.buffer]]\n",
     "len = ",
     "grid = [",
     "0x",

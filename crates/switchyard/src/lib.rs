@@ -7,5 +7,4 @@ pub mod hardware;
 pub mod input;
 pub mod output;
 pub mod ptx_run;
-pub mod spec;
 pub mod suite_run;

@@ -87,7 +87,9 @@ struct RunArgs {
     /// Seed of the input generators.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Launch spec (TOML) for a `.ptx` file: buffers, grid, block, arguments, checks.
+    /// Launch spec (TOML) for a `.ptx` file: a scenario of one process (its buffers, textures,
+    /// commands and checks; scenarios/README.md), whose commands run one after another on
+    /// the GPU alone, on this PTX file (examples/saxpy/saxpy.toml).
     #[arg(long)]
     spec: Option<PathBuf>,
     /// GPU to time on: a preset (gtx480, gtx980, k20c, maxwell16, fault-study, v100, a100,

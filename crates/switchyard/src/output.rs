@@ -199,6 +199,30 @@ pub fn exit_cleanly_on_signals() {
     });
 }
 
+/// Writes every dump's `.npy` file (creating its directory), and says for each where it
+/// went and what it holds.
+pub fn write_dumps(dumps: &[workload::Dumped]) -> Result<Vec<String>, String> {
+    let mut lines = Vec::new();
+    for d in dumps {
+        let path = &d.file.path;
+        if let Some(dir) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        }
+        write_atomic(path, &d.npy()).map_err(|e| format!("{}: dump: {e}", d.file.at))?;
+        let shape: Vec<String> = d.file.shape.iter().map(u64::to_string).collect();
+        lines.push(format!(
+            "dump: {} ({} `{}`, {} [{}], at {:.1} µs)",
+            path.display(),
+            d.process,
+            d.file.buffer,
+            d.file.ty.npy_descr(),
+            shape.join(", "),
+            d.at_fs as f64 / workload::system::FS_PER_US as f64
+        ));
+    }
+    Ok(lines)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

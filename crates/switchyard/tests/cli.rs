@@ -103,6 +103,69 @@ fn a_texture_declared_in_the_spec_is_sampled_by_the_kernel() {
 }
 
 #[test]
+fn a_spec_is_a_scenario_of_one_process_run_command_by_command() {
+    // saxpy three times in a loop, y += 2x each time, then y dumped: y[i] = 6i + 1. The
+    // same file runs under `switchyard scenario` (with its texture example, which makes a
+    // texture object through the host model).
+    let example = std::fs::read_to_string(root().join("examples/saxpy/saxpy.toml")).unwrap();
+    let npy = temp("looped-y.npy");
+    let looped = example
+        .replace(
+            "[[process.command]]\nlaunch",
+            "[[process.command]]\nrepeat = 3\n[[process.command.body]]\nlaunch",
+        )
+        .replace(
+            "# y[i] = 2 * i + 1",
+            &format!(
+                "[[process.command]]\ndump = \"y\"\nfile = \"{}\"\n",
+                npy.display()
+            ),
+        )
+        .replace("values = [1, 3, 5, 7, 9, 11]", "values = [1, 7, 13, 19]");
+    let spec = temp("looped.toml");
+    std::fs::write(&spec, &looped).unwrap();
+    let o = switchyard(&[
+        "run",
+        "examples/saxpy/saxpy.ptx",
+        "--spec",
+        spec.to_str().unwrap(),
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        (v[0]["verified"].as_bool(), v[0]["launches"].as_u64()),
+        (Some(true), Some(3))
+    );
+    assert_eq!(v[0]["detail"], "4 values match");
+    let bytes = std::fs::read(&npy).unwrap();
+    let y: Vec<f32> = bytes[bytes.len() - 4 * 500..]
+        .chunks(4)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    assert!(y
+        .iter()
+        .enumerate()
+        .all(|(i, &y)| y == 6.0 * i as f32 + 1.0));
+    for (spec, gpu, values) in [
+        (
+            "examples/saxpy/saxpy.toml",
+            "gtx480",
+            "PASS (6 values match)",
+        ),
+        (
+            "examples/texture/shift.toml",
+            "a100",
+            "PASS (32 values match)",
+        ),
+    ] {
+        let o = switchyard(&["scenario", spec, "--gpu", gpu]);
+        assert!(o.status.success(), "{}", text(&o));
+        assert!(text(&o).contains(values), "{}", text(&o));
+    }
+}
+
+#[test]
 fn a_failed_check_exits_non_zero() {
     let spec = std::env::temp_dir().join("switchyard-wrong-check.toml");
     let good = std::fs::read_to_string(root().join("examples/saxpy/saxpy.toml")).unwrap();
@@ -257,9 +320,9 @@ fn bad_launch_dimensions_are_rejected() {
     let t = text(&o);
     assert!(t.contains("bad launch of `saxpy`"), "{t}");
     assert!(t.contains("block.x = 2048"), "{t}");
-    // Located: the spec file, and what in it made the launch.
+    // Located: the command in the spec that made the launch.
     assert!(
-        t.contains("bad_launch.toml: the launch (grid, block"),
+        t.contains("bad_launch.toml:19:10 (process[0].command[0]): the launch: "),
         "{t}"
     );
 }
@@ -271,9 +334,11 @@ fn a_launch_is_checked_against_the_gpu_that_runs_it() {
     let spec = std::env::temp_dir().join(format!("switchyard-smem-{}.toml", std::process::id()));
     std::fs::write(
         &spec,
-        "kernel = \"scan_blocks\"\ngrid = [1]\nblock = [256]\ndynamic_smem = 61440\n\
-         [[buffer]]\nname = \"a\"\ntype = \"u32\"\nlen = 256\n\
-         [[arg]]\nbuffer = \"a\"\n[[arg]]\nbuffer = \"a\"\n[[arg]]\nbuffer = \"a\"\n[[arg]]\nu32 = 256\n",
+        "[[process]]\nname = \"scan\"\n\
+         [[process.buffer]]\nname = \"a\"\ntype = \"u32\"\nlen = 256\n\
+         [[process.command]]\nlaunch = \"scan_blocks\"\ngrid = [1]\nblock = [256]\n\
+         dynamic_smem = 61440\n\
+         args = [{ buffer = \"a\" }, { buffer = \"a\" }, { buffer = \"a\" }, { u32 = 256 }]\n",
     )
     .unwrap();
     let o = switchyard(&[
@@ -289,7 +354,10 @@ fn a_launch_is_checked_against_the_gpu_that_runs_it() {
     assert!(
         t.contains("bad launch of `scan_blocks`")
             && t.contains("exceed the limit of 49152")
-            && t.contains(&format!("{}: the launch", spec.display())),
+            && t.contains(&format!(
+                "{}:8:10 (process[0].command[0]): the launch",
+                spec.display()
+            )),
         "{t}"
     );
     std::fs::remove_file(&spec).unwrap();
@@ -333,15 +401,47 @@ fn a_barrier_that_can_never_complete_is_a_deadlock_error() {
 #[test]
 fn a_bad_spec_names_the_field() {
     let spec = std::env::temp_dir().join("switchyard-bad-spec.toml");
-    std::fs::write(&spec, "grid = [1]\nblock = [32]\nblok = 3\n").unwrap();
-    let o = switchyard(&[
-        "run",
-        "examples/saxpy/saxpy.ptx",
-        "--spec",
-        spec.to_str().unwrap(),
-    ]);
-    assert_clean_failure(&o);
-    assert!(text(&o).contains("blok"), "{}", text(&o));
+    let launch = "[[process.command]]\nlaunch = \"saxpy\"\ngrid = [1]\nblock = [32]\n";
+    let run = |spec_text: &str| {
+        std::fs::write(&spec, spec_text).unwrap();
+        let o = switchyard(&[
+            "run",
+            "examples/saxpy/saxpy.ptx",
+            "--spec",
+            spec.to_str().unwrap(),
+        ]);
+        assert_clean_failure(&o);
+        text(&o)
+    };
+    let t = run(&format!("[[process]]\nname = \"s\"\n{launch}blok = 3\n"));
+    assert!(
+        t.contains("switchyard-bad-spec.toml:7:1") && t.contains("blok"),
+        "{t}"
+    );
+    // What only a scenario's host and scheduler give meaning to is named, not ignored.
+    let t = run(&format!(
+        "[[process]]\nname = \"s\"\narrival_us = 5.0\n{launch}"
+    ));
+    assert!(
+        t.contains("switchyard-bad-spec.toml:3:14: `process[0].arrival_us`: a launch spec runs one process's commands"),
+        "{t}"
+    );
+    let t = run(&format!(
+        "gpu = \"a100\"\n[[process]]\nname = \"s\"\n{launch}"
+    ));
+    assert!(t.contains("`gpu`") && t.contains("--gpu"), "{t}");
+    let t = run(&format!(
+        "[[process]]\nname = \"s\"\n{launch}[[process]]\nname = \"t\"\n{launch}"
+    ));
+    assert!(
+        t.contains("exactly one [[process]] (this one has 2)"),
+        "{t}"
+    );
+    // A kernel parameter the argument cannot fill is an error when the spec loads.
+    let t = run(&format!(
+        "[[process]]\nname = \"s\"\n{launch}args = [{{ f32 = 1.0 }}, {{ u64 = 0 }}, {{ f32 = 2.0 }}, {{ u32 = 1 }}]\n"
+    ));
+    assert!(t.contains("an f32 argument for parameter 0"), "{t}");
 }
 
 #[test]
@@ -686,7 +786,7 @@ fn huge_buffers_are_rejected_before_allocation() {
     for spec in ["huge_buffer.toml", "huger_buffer.toml"] {
         fails_saying(
             &["run", &ptx, "--spec", &data(spec), "--functional"],
-            &[spec, "`buffer.out.len`", "must be 1 to 1073741824 bytes"],
+            &[spec, "`process[0].buffer[0].len`", "bytes"],
         );
     }
 }
@@ -793,7 +893,11 @@ fn messages_name_arguments_and_encodings_plainly() {
     let ptx = data("spin.ptx");
     fails_saying(
         &["run", &ptx, "--spec", &data("wrong_argument.toml")],
-        &["the argument `f32 1.5` is 4"],
+        &[
+            "wrong_argument.toml:14:9",
+            "an f32 argument for parameter 0",
+            "(.u64)",
+        ],
     );
     // A byte-order mark and a Latin-1 byte inside a comment are accepted, as ptxas does.
     let o = switchyard(&["check", &data("bom.ptx")]);
@@ -805,7 +909,7 @@ fn messages_name_arguments_and_encodings_plainly() {
     std::fs::write(&spec, bytes).unwrap();
     fails_saying(
         &["run", &ptx, "--spec", spec.to_str().unwrap()],
-        &["latin1.toml:12:6: the file is not UTF-8 text (byte 0xe9)"],
+        &["latin1.toml:15:6: the file is not UTF-8 text (byte 0xe9)"],
     );
     // Rendered diagnostics carry one `error:` heading, not two.
     fails_saying(
@@ -823,7 +927,11 @@ fn a_module_of_many_kernels_is_named_in_a_short_message() {
     let file = temp("many.ptx");
     std::fs::write(&file, ptx).unwrap();
     let spec = temp("many.toml");
-    std::fs::write(&spec, "grid = [1]\nblock = [32]\n").unwrap();
+    std::fs::write(
+        &spec,
+        "[[process]]\nname = \"m\"\n[[process.command]]\nlaunch = \"nope\"\ngrid = [1]\nblock = [32]\n",
+    )
+    .unwrap();
     let t = fails_saying(
         &[
             "run",
@@ -831,10 +939,7 @@ fn a_module_of_many_kernels_is_named_in_a_short_message() {
             "--spec",
             spec.to_str().unwrap(),
         ],
-        &[
-            "the module has 5000 kernels (k0, k1,",
-            "and 4988 more); name one",
-        ],
+        &["no kernel `nope`", "(it has: k0, k1,", "and 4988 more)"],
     );
     assert!(t.len() < 1000, "{} bytes", t.len());
 }
@@ -1013,7 +1118,9 @@ fn both_engines_name_the_same_thread_for_a_fault() {
 fn a_spec_without_checks_runs_but_is_not_reported_verified() {
     let spec = temp("unchecked.toml");
     let example = std::fs::read_to_string(root().join("examples/saxpy/saxpy.toml")).unwrap();
-    let unchecked = &example[..example.find("[[check]]").expect("the example has checks")];
+    let unchecked = &example[..example
+        .find("[[process.check]]")
+        .expect("the example has checks")];
     std::fs::write(&spec, unchecked).unwrap();
     let ptx = root().join("examples/saxpy/saxpy.ptx");
     let o = switchyard(&[

@@ -26,6 +26,9 @@ pub enum Request {
         init: Option<Vec<u8>>,
         managed: Option<memsys::Populate>,
     },
+    /// A texture object (`cudaCreateTextureObject`) over texels already in device memory;
+    /// answered at once with its handle as [`Reply::Ptr`].
+    Texture(gpu::texture::TextureDesc),
     /// A copy on `stream`; a device→host copy's bytes arrive through
     /// [`HostProgram::copied`] with `token`. With `wait`, the program continues when it is
     /// done (cudaMemcpy), else at once (cudaMemcpyAsync).
@@ -127,6 +130,8 @@ pub const MAX_STEPS_PER_CALL: u32 = 1 << 22;
 pub struct Commands {
     program: Arc<CommandProgram>,
     ptrs: Vec<u64>,
+    /// The texture objects' handles, made once every buffer is allocated.
+    textures: Vec<u64>,
     /// Host copies of the buffers, made when the program first changes one (a `set`, a
     /// copy back); until then a buffer's host copy is its initial contents in the program,
     /// which every run of the program shares. (A buffer no command changes on the host is
@@ -181,6 +186,7 @@ impl Commands {
             }],
             program,
             ptrs: Vec::new(),
+            textures: Vec::new(),
             mirrors,
             checking: false,
         }
@@ -224,9 +230,14 @@ fn bad(e: ValueError) -> String {
 impl HostProgram for Commands {
     fn next(&mut self, reply: Reply) -> Result<Request, String> {
         if let Reply::Ptr(p) = reply {
-            self.ptrs.push(p);
+            if self.ptrs.len() < self.program.buffers.len() {
+                self.ptrs.push(p);
+            } else {
+                self.textures.push(p);
+            }
         }
-        // Every buffer is allocated first, holding its initial contents.
+        // Every buffer is allocated first, holding its initial contents; then the texture
+        // objects over them are made.
         if self.ptrs.len() < self.program.buffers.len() {
             let b = &self.program.buffers[self.ptrs.len()];
             return Ok(Request::Alloc {
@@ -234,6 +245,11 @@ impl HostProgram for Commands {
                 init: Some(b.init.clone()),
                 managed: b.managed,
             });
+        }
+        if let Some(t) = self.program.textures.get(self.textures.len()) {
+            let mut desc = t.desc.clone();
+            desc.base += self.ptrs[t.buffer];
+            return Ok(Request::Texture(desc));
         }
         if self.checking {
             self.checking = false;
@@ -359,6 +375,7 @@ impl HostProgram for Commands {
                 } => {
                     let lens = |b: usize| self.host(b).len() as u64;
                     let ptr = |b: usize| self.ptrs[b];
+                    let tex = |t: usize| self.textures[t];
                     let loops = self.loops();
                     let v = CmdKind::launch_values(
                         grid,
@@ -367,6 +384,7 @@ impl HostProgram for Commands {
                         args,
                         &lens,
                         &ptr,
+                        &tex,
                         &loops,
                     )
                     .map_err(bad)?;
@@ -492,15 +510,9 @@ impl HostProgram for Commands {
             };
         }
         let mut checked = 0usize;
-        for c in &self.program.checks {
-            let b = &self.program.buffers[c.buffer];
-            let Ok(bytes) = mem.read_bytes(self.ptrs[c.buffer], b.init.len() as u64) else {
-                return Verdict {
-                    verified: false,
-                    detail: format!("buffer `{}` is no longer allocated", b.name),
-                };
-            };
-            if let Err(d) = check(c, &b.name, b.ty, bytes, &mut checked) {
+        for c in self.check_all(mem) {
+            checked += c.checked;
+            if let Some(d) = c.failure() {
                 return Verdict {
                     verified: false,
                     detail: d,
@@ -511,6 +523,52 @@ impl HostProgram for Commands {
             verified: true,
             detail: format!("{checked} values match"),
         }
+    }
+}
+
+/// What one `[[process.check]]` found.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct CheckOutcome {
+    pub buffer: String,
+    /// Values compared.
+    pub checked: usize,
+    pub mismatches: usize,
+    /// The first mismatch (`y[3]: got 1, want 2`), or why nothing could be compared.
+    pub first: Option<String>,
+}
+
+impl CheckOutcome {
+    /// What went wrong, as a verdict says it; `None` if it passed.
+    pub fn failure(&self) -> Option<String> {
+        let first = self.first.as_ref()?;
+        Some(if self.mismatches == 0 {
+            first.clone()
+        } else {
+            format!("{} mismatches; first {first}", self.mismatches)
+        })
+    }
+}
+
+impl Commands {
+    /// Every check of the program against device memory `mem`, in order (after the
+    /// program has ended).
+    pub fn check_all(&self, mem: &DeviceMemory) -> Vec<CheckOutcome> {
+        self.program
+            .checks
+            .iter()
+            .map(|c| {
+                let b = &self.program.buffers[c.buffer];
+                match mem.read_bytes(self.ptrs[c.buffer], b.init.len() as u64) {
+                    Ok(bytes) => check(c, &b.name, b.ty, bytes),
+                    Err(_) => CheckOutcome {
+                        buffer: b.name.clone(),
+                        checked: 0,
+                        mismatches: 0,
+                        first: Some(format!("buffer `{}` is no longer allocated", b.name)),
+                    },
+                }
+            })
+            .collect()
     }
 }
 
@@ -542,14 +600,8 @@ fn ulps_apart(ty: crate::data::ElemType, a: f64, b: f64) -> Option<u64> {
     u64::try_from((ordered(a) - ordered(b)).unsigned_abs()).ok()
 }
 
-/// Compares a buffer with a check; the first mismatch, described.
-fn check(
-    c: &Check,
-    name: &str,
-    ty: crate::data::ElemType,
-    bytes: &[u8],
-    checked: &mut usize,
-) -> Result<(), String> {
+/// Compares a buffer with a check.
+fn check(c: &Check, name: &str, ty: crate::data::ElemType, bytes: &[u8]) -> CheckOutcome {
     let n = bytes.len() / ty.size();
     let (count, want): (usize, Box<dyn Fn(usize) -> f64 + '_>) = match &c.expect {
         Expect::Values(v) => (v.len(), Box::new(|i| v[i])),
@@ -574,10 +626,11 @@ fn check(
             first.get_or_insert(format!("{name}[{i}]: got {got}, want {want}"));
         }
     }
-    *checked += count;
-    match first {
-        None => Ok(()),
-        Some(f) => Err(format!("{mismatches} mismatches; first {f}")),
+    CheckOutcome {
+        buffer: name.to_string(),
+        checked: count,
+        mismatches,
+        first,
     }
 }
 
@@ -1039,7 +1092,7 @@ mod tests {
     }
 
     fn passes(c: &Check, ty: ElemType, bytes: &[u8]) -> bool {
-        check(c, "b", ty, bytes, &mut 0).is_ok()
+        check(c, "b", ty, bytes).first.is_none()
     }
 
     fn want(v: f64, tolerance: f64, abs_tolerance: f64, ulps: u64) -> Check {

@@ -77,6 +77,20 @@
 //! # managed = true                # cudaMallocManaged: starts on the host, migrated on the
 //!                                 # GPU's first touch (demand paging; below)
 //!
+//! [[process.texture]]             # a texture object over a buffer (cudaCreateTextureObject)
+//! name = "img"                    # passed as { texture = "img" } to a 64-bit parameter
+//! buffer = "x"
+//! # offset = 0                    # bytes into the buffer where texel (0, 0, 0) starts
+//! format = "f32"                  # channel type: f32 f16 u8 s8 u16 s16 u32 s32
+//! channels = 1                    # 1, 2 or 4
+//! width = 16                      # texels; height, depth (default 1) and layers (0)
+//! height = 16
+//! # pitch = 0                     # bytes per row, 0 = packed
+//! address = "clamp"               # clamp | border | wrap | mirror, or one per dimension
+//! filter = "linear"               # point | linear
+//! read = "element"                # element | normalized-float
+//! normalized = false              # coordinates in [0, 1) span the texture
+//!
 //! [[process.command]]             # copies are blocking (cudaMemcpy) unless blocking = false
 //! copy = "x"                      # direction = "to_device" (default) | "to_host"
 //! # offset = "4 * HALF"           # bytes into the buffer, and how many (default: the rest)
@@ -198,7 +212,8 @@
 //! argument a parameter, each of a kind its PTX type takes: `buffer` (a 64-bit pointer) a
 //! 64-bit integer parameter (`.u64`, `.s64`, `.b64`), `u32`/`s32` a 32-bit integer one,
 //! `u64`/`s64`/`loop_index` of that width, `f32` `.f32` or `.b32`, `f64` `.f64` or `.b64`
-//! (signedness is not compared: NVRTC declares `int` parameters `.u32`). An error names the
+//! (signedness is not compared: NVRTC declares `int` parameters `.u32`), `texture` (a
+//! texture object's handle, `cudaTextureObject_t`) a 64-bit integer one. An error names the
 //! argument's line and the parameter. `offset` belongs to `buffer` arguments only, and a
 //! command takes only its own kind's keys: any other is an error.
 //!
@@ -217,11 +232,26 @@
 //! | `ppq` | `access`: `shared` (idle SMs go to lower priorities too) or `exclusive` (not while a higher priority is active), papers/tanasic-thesis §5.3.3 | `shared` |
 //! | `dss` | `tokens`: every process's SM budget, 1 to 65536 (papers/tanasic-thesis §5.2.4) | by priority: ⌊SMs × w / W⌋ for weight w = 1 + max(priority, 0) (⌊SMs / processes⌋ when the priorities are equal), the SMs left over one each to the first processes to become active |
 //! | `mps` | `percentage`: every client's active-thread percentage, (0, 100]: each process holds at most that share of the SMs, rounded up | 100 |
-//! | `mig` | `instances`: equal instances of `⌊SMs / instances⌋` consecutive SMs, 1 to 1024 (at most one an SM); process `i` runs only in instance `i mod instances`; the SMs left over stay idle; L2 and DRAM are **not** partitioned ([`sched::mig`]) | one per process |
+//! | `mig` | `instances`: equal instances of `⌊SMs / instances⌋` consecutive SMs, 1 to 1024 (at most one an SM); process `i` runs only in instance `i mod instances`; the SMs left over stay idle; each instance gets an equal share of the DRAM channels with their L2 slices ([`sched::mig`]) | one per process |
 //!
 //! The snake_case spellings of earlier scenario files (`flush_strict`, `points_live`,
 //! `lightweight_tb`, `lightweight_in_place`, `time_slice`) are deprecated aliases: still
 //! read, never written.
+//!
+//! **Textures** (`[[process.texture]]`, a `ptx` process's) are texture objects over its
+//! buffers, made once the buffers are allocated (holding their initial contents), before
+//! the first command. A texture whose texels (from `offset`, `pitch` rows) do not fit its
+//! buffer, or whose sampler the hardware does not allow (a format and filter that do not go
+//! together, 3 channels, addressing modes for more dimensions than it has), is an error
+//! when the file is loaded, naming the field ([`gpu::texture::TextureDesc::validate`]).
+//!
+//! A **launch spec** (`switchyard run FILE.ptx --spec SPEC.toml`) is a scenario of one
+//! `ptx` process, read by [`parse_spec`]: `run` executes its commands one after another on
+//! the GPU alone, on the PTX file it is given (which replaces any `ptx` the process names),
+//! so its cycles are the launches' own. What only the host model and a scheduler give
+//! meaning to (`gpu`, `[scheduler]`, `[host]`, `[limits]`, `replay`, translation, a
+//! process's arrival, priority, streams, requests or setup) is an error there naming the
+//! key. The same file runs under `switchyard scenario` when its process names its `ptx`.
 //!
 //! Launches go through the kernel management path of the host model ([`crate::system`]):
 //! a launch call reaches the GPU after the launch latency (and after the work before it in
@@ -425,6 +455,10 @@ pub struct ProcessSpec {
     pub constants: BTreeMap<String, Spanned<toml::Value>>,
     #[serde(default, rename = "buffer")]
     pub buffers: Vec<BufferSpec>,
+    /// Texture objects over its buffers (`cudaCreateTextureObject`), passed to kernels as
+    /// `{ texture = "name" }` arguments.
+    #[serde(default, rename = "texture")]
+    pub textures: Vec<Spanned<TextureSpec>>,
     #[serde(default, rename = "command")]
     pub commands: Vec<CommandSpec>,
     #[serde(default, rename = "check")]
@@ -496,6 +530,63 @@ fn unit() -> f64 {
     1.0
 }
 
+/// A texture object over (part of) a buffer, with its sampler: `[[process.texture]]`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TextureSpec {
+    pub name: Spanned<String>,
+    pub buffer: Spanned<String>,
+    /// Bytes into the buffer where texel (0, 0, 0) starts.
+    #[serde(default)]
+    pub offset: u64,
+    /// The channel type (f32 f16 u8 s8 u16 s16 u32 s32).
+    #[serde(default = "f32_texels")]
+    pub format: gpu::texture::TexelType,
+    #[serde(default = "one_u32")]
+    pub channels: u32,
+    pub width: u32,
+    #[serde(default = "one_u32")]
+    pub height: u32,
+    #[serde(default = "one_u32")]
+    pub depth: u32,
+    #[serde(default)]
+    pub layers: u32,
+    /// Bytes per row; 0 for rows packed one after another.
+    #[serde(default)]
+    pub pitch: u64,
+    #[serde(default)]
+    pub address: Addressing,
+    #[serde(default)]
+    pub filter: gpu::texture::Filter,
+    #[serde(default)]
+    pub read: gpu::texture::ReadMode,
+    /// Coordinates in [0, 1) span the texture (else they are in texels).
+    #[serde(default)]
+    pub normalized: bool,
+}
+
+fn f32_texels() -> gpu::texture::TexelType {
+    gpu::texture::TexelType::F32
+}
+
+fn one_u32() -> u32 {
+    1
+}
+
+/// One addressing mode for every dimension, or one per dimension (x, y, z).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(untagged)]
+pub enum Addressing {
+    All(gpu::texture::AddressMode),
+    PerDim(Vec<gpu::texture::AddressMode>),
+}
+
+impl Default for Addressing {
+    fn default() -> Self {
+        Addressing::All(gpu::texture::AddressMode::Clamp)
+    }
+}
+
 #[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum Direction {
@@ -510,6 +601,8 @@ pub enum Direction {
 #[serde(deny_unknown_fields)]
 pub struct ArgSpec {
     pub buffer: Option<Spanned<String>>,
+    /// A texture object's handle (`cudaTextureObject_t`, a 64-bit parameter).
+    pub texture: Option<Spanned<String>>,
     /// Bytes added to the buffer's address (buffers only).
     pub offset: Option<Spanned<toml::Value>>,
     pub u32: Option<Spanned<toml::Value>>,
@@ -624,6 +717,28 @@ pub struct CheckSpec {
     pub abs_tolerance: Option<Spanned<f64>>,
     /// Units in the last place, for floats: 0 to [`MAX_ULPS`] (0 when left out).
     pub ulps: Option<Spanned<i64>>,
+}
+
+/// At most this many names in a list inside a message; the rest are counted.
+const NAMES_IN_A_MESSAGE: usize = 12;
+
+/// `names` joined by commas for a message: the first dozen, then how many more, so that a
+/// module of 58,000 kernels does not make a message of 700 KB.
+pub fn name_list<'a>(names: impl IntoIterator<Item = &'a str>) -> String {
+    let mut shown = Vec::new();
+    let mut more = 0usize;
+    for n in names {
+        if shown.len() < NAMES_IN_A_MESSAGE {
+            shown.push(n);
+        } else {
+            more += 1;
+        }
+    }
+    let mut s = shown.join(", ");
+    if more > 0 {
+        s.push_str(&format!(" and {more} more"));
+    }
+    s
 }
 
 /// Reads files a scenario names (the command line gives the real file system; tests give
@@ -815,6 +930,8 @@ pub struct CommandProgram {
     pub ptx_file: String,
     pub ptx: String,
     pub buffers: Vec<Buffer>,
+    /// Texture objects over the buffers, created once they are allocated.
+    pub textures: Vec<Texture>,
     /// Run once, before the process serves its first request (`[[process.setup]]`; only
     /// with `requests`): then each request runs `commands` on the same buffers, and the
     /// checks are made after each. Empty: each request runs the whole program afresh.
@@ -848,6 +965,16 @@ pub struct Buffer {
     /// (papers/tanasic-thesis §6.4.2, §6.5.3). Copies into it are timed as today and leave
     /// its pages where they are. Without translation it is ordinary device memory.
     pub managed: Option<memsys::Populate>,
+}
+
+/// A texture object over a buffer.
+#[derive(Clone, Debug)]
+pub struct Texture {
+    pub name: String,
+    pub buffer: usize,
+    /// Its descriptor with `base` the byte offset into the buffer (the buffer's address is
+    /// added when it is created).
+    pub desc: gpu::texture::TextureDesc,
 }
 
 /// A resolved command; `at` is where it is written (`file:line:col`, field path).
@@ -1015,6 +1142,8 @@ pub enum Arg {
     },
     F32(f32),
     F64(f64),
+    /// A texture object's handle.
+    Texture(usize),
 }
 
 /// A launch's values where the loops stand.
@@ -1075,8 +1204,8 @@ impl CmdKind {
         Ok(times.value(loops, 0..=i64::MAX, "a repeat count")? as u64)
     }
 
-    /// A launch's shape and arguments, with `ptr(b)` the address of buffer `b` and
-    /// `lens[b]` its bytes.
+    /// A launch's shape and arguments, with `ptr(b)` the address of buffer `b`, `lens[b]`
+    /// its bytes and `tex(t)` the handle of texture `t`.
     pub fn launch_values(
         grid: &[IntExpr; 3],
         block: &[IntExpr; 3],
@@ -1084,6 +1213,7 @@ impl CmdKind {
         args: &[Arg],
         lens: &dyn Fn(usize) -> u64,
         ptr: &dyn Fn(usize) -> u64,
+        tex: &dyn Fn(usize) -> u64,
         loops: &[Option<i64>],
     ) -> Result<LaunchValues, ValueError> {
         let dim = |e: &IntExpr, what| -> Result<u32, ValueError> {
@@ -1122,6 +1252,7 @@ impl CmdKind {
                 }
                 Arg::F32(v) => KernelArg::F32(*v),
                 Arg::F64(v) => KernelArg::F64(*v),
+                Arg::Texture(t) => KernelArg::U64(tex(*t)),
             });
         }
         Ok(out)
@@ -1171,6 +1302,101 @@ pub const MAX_DATA_FILE_BYTES: u64 = MAX_BUFFER_BYTES + (1 << 16);
 /// Parses and resolves the scenario `text` of file `file`, reading the files it names
 /// through `files` (paths relative to the scenario's directory).
 pub fn parse(file: &str, text: &str, files: &dyn Files) -> Result<Scenario, ScenarioError> {
+    parse_with(file, text, files, None)
+}
+
+/// The keys a launch spec may have at its top level, and in its one process.
+const SPEC_KEYS: [&str; 3] = ["description", "constants", "process"];
+const SPEC_PROCESS_KEYS: [&str; 7] = [
+    "name",
+    "ptx",
+    "constants",
+    "buffer",
+    "texture",
+    "command",
+    "check",
+];
+
+/// Parses the launch spec of `switchyard run FILE.ptx --spec SPEC.toml`: a scenario of
+/// one process whose program is a command list, run on `ptx` (file name, text), which
+/// replaces any `ptx` the process names. `run` executes its commands one after another on
+/// the GPU alone, so what only a scenario's host and scheduler give meaning to (`gpu`,
+/// `[scheduler]`, `[host]`, `[limits]`, `replay`, translation, a process's arrival,
+/// priority, streams, requests or setup) is an error naming the key.
+pub fn parse_spec(
+    file: &str,
+    text: &str,
+    files: &dyn Files,
+    ptx: (&str, &str),
+) -> Result<Scenario, ScenarioError> {
+    #[derive(Deserialize)]
+    struct Processes {
+        #[serde(default)]
+        process: Vec<BTreeMap<String, Spanned<toml::Value>>>,
+    }
+    let lines = LineIndex::new(text);
+    let syntax = |e: toml::de::Error| ScenarioError {
+        location: e
+            .span()
+            .map(|s| lines.at(file, s.start))
+            .unwrap_or_else(|| file.to_string()),
+        field: "spec".into(),
+        what: e.message().to_string(),
+    };
+    let top: BTreeMap<String, Spanned<toml::Value>> = toml::from_str(text).map_err(syntax)?;
+    let scenario_only = |key: &str, at: &Spanned<toml::Value>, what: &str| {
+        ScenarioError {
+        location: lines.at(file, at.span().start),
+        field: key.to_string(),
+        what: format!(
+            "a launch spec runs one process's commands back to back on the GPU alone: {what} (run a scenario with `switchyard scenario`)"
+        ),
+    }
+    };
+    // The first key (in the file) that a spec may not have.
+    let first = |keys: &BTreeMap<String, Spanned<toml::Value>>, allowed: &[&str]| {
+        keys.iter()
+            .filter(|(k, _)| !allowed.contains(&k.as_str()))
+            .min_by_key(|(_, v)| v.span().start)
+            .map(|(k, v)| (k.clone(), v.clone()))
+    };
+    if let Some((key, v)) = first(&top, &SPEC_KEYS) {
+        let what = if key == "gpu" {
+            "its GPU is `run`'s --gpu"
+        } else {
+            "this key has no meaning there"
+        };
+        return Err(scenario_only(&key, &v, what));
+    }
+    let Processes { process } = toml::from_str(text).map_err(syntax)?;
+    if process.len() != 1 {
+        return Err(ScenarioError {
+            location: top
+                .get("process")
+                .map_or_else(|| file.to_string(), |v| lines.at(file, v.span().start)),
+            field: "process".into(),
+            what: format!(
+                "a launch spec has exactly one [[process]] (this one has {}): its buffers, textures, commands and checks",
+                process.len()
+            ),
+        });
+    }
+    if let Some((key, v)) = first(&process[0], &SPEC_PROCESS_KEYS) {
+        return Err(scenario_only(
+            &format!("process[0].{key}"),
+            &v,
+            "this key has no meaning there",
+        ));
+    }
+    parse_with(file, text, files, Some(ptx))
+}
+
+fn parse_with(
+    file: &str,
+    text: &str,
+    files: &dyn Files,
+    given_ptx: Option<(&str, &str)>,
+) -> Result<Scenario, ScenarioError> {
     let lines = LineIndex::new(text);
     let raw: ScenarioFile = toml::from_str(text).map_err(|e| {
         let at = e
@@ -1195,6 +1421,7 @@ pub fn parse(file: &str, text: &str, files: &dyn Files) -> Result<Scenario, Scen
         buffer_bytes: std::cell::Cell::new(0),
         warnings: std::cell::RefCell::new(Vec::new()),
         dumps: std::cell::RefCell::new(Vec::new()),
+        given_ptx,
     };
     cx.resolve(raw)
 }
@@ -1229,6 +1456,8 @@ struct Cx<'a> {
     warnings: std::cell::RefCell<Vec<String>>,
     /// The `file` of every dump resolved so far, and where it is written.
     dumps: std::cell::RefCell<Vec<(String, String)>>,
+    /// A launch spec's PTX (file name, text): its one process runs it ([`parse_spec`]).
+    given_ptx: Option<(&'a str, &'a str)>,
 }
 
 impl Cx<'_> {
@@ -1497,7 +1726,11 @@ impl Cx<'_> {
                 format!("{} is not a time in 0..=10^9 µs", p.arrival_us),
             );
         }
-        let program = match (&p.suite, &p.ptx) {
+        // A launch spec's process runs the PTX file `run` was given ([`parse_spec`]).
+        let given = self
+            .given_ptx
+            .map(|(name, _)| Spanned::new(p.name.span(), name.to_string()));
+        let program = match (&p.suite, given.as_ref().or(p.ptx.as_ref())) {
             (Some(s), None) => {
                 let Some(kernel) = suite::by_name(s.get_ref()) else {
                     return self.err(
@@ -1511,6 +1744,7 @@ impl Cx<'_> {
                     );
                 };
                 if !p.buffers.is_empty()
+                    || !p.textures.is_empty()
                     || !p.commands.is_empty()
                     || !p.setup.is_empty()
                     || !p.checks.is_empty()
@@ -1519,7 +1753,7 @@ impl Cx<'_> {
                     return self.err(
                         Some(s.span()),
                         field,
-                        "a suite process runs the kernel's own host program: it takes no buffer, command, setup, check or constant (`warm_up = true` makes its program a setup)".into(),
+                        "a suite process runs the kernel's own host program: it takes no buffer, texture, command, setup, check or constant (`warm_up = true` makes its program a setup)".into(),
                     );
                 }
                 Program::Suite {
@@ -1687,7 +1921,9 @@ impl Cx<'_> {
         field: &str,
         constants: &BTreeMap<String, i64>,
     ) -> Result<CommandProgram, ScenarioError> {
-        let (ptx_file, text) = if let Some(name) = ptx.get_ref().strip_prefix("suite:") {
+        let (ptx_file, text) = if let Some((name, text)) = self.given_ptx {
+            (name.to_string(), text.to_string())
+        } else if let Some(name) = ptx.get_ref().strip_prefix("suite:") {
             let Some(k) = suite::by_name(name) else {
                 return self.err(
                     Some(ptx.span()),
@@ -1753,8 +1989,10 @@ impl Cx<'_> {
             }
             buffers.push(self.buffer(spec, &f, p.name.get_ref(), constants)?);
         }
+        let textures = self.textures(&p.textures, &buffers, field)?;
         let names = Names {
             buffers: &buffers,
+            textures: &textures,
             kernels: &kernels,
             ptx_file: ptx.get_ref(),
             constants,
@@ -1869,11 +2107,86 @@ impl Cx<'_> {
             ptx_file,
             ptx: text,
             buffers,
+            textures,
             setup,
             commands,
             checks,
             dump_dir: self.dir.to_path_buf(),
         })
+    }
+
+    /// A process's texture objects, each checked against its buffer and the sampler's rules.
+    fn textures(
+        &self,
+        specs: &[Spanned<TextureSpec>],
+        buffers: &[Buffer],
+        field: &str,
+    ) -> Result<Vec<Texture>, ScenarioError> {
+        let mut out: Vec<Texture> = Vec::new();
+        for (i, spec) in specs.iter().enumerate() {
+            let f = format!("{field}.texture[{i}]");
+            let span = Some(spec.span());
+            let t = spec.get_ref();
+            let name = t.name.get_ref();
+            if out.iter().any(|x| x.name == *name) {
+                return self.err(
+                    Some(t.name.span()),
+                    &format!("{f}.name"),
+                    format!("a texture `{name}` already exists"),
+                );
+            }
+            let Some(buffer) = buffers.iter().position(|b| b.name == *t.buffer.get_ref()) else {
+                return self.err(
+                    Some(t.buffer.span()),
+                    &format!("{f}.buffer"),
+                    format!("no buffer `{}`", t.buffer.get_ref()),
+                );
+            };
+            let mut address = [gpu::texture::AddressMode::Clamp; 3];
+            match &t.address {
+                Addressing::All(a) => address = [*a; 3],
+                Addressing::PerDim(v) if (1..=3).contains(&v.len()) => {
+                    address[..v.len()].copy_from_slice(v);
+                }
+                Addressing::PerDim(_) => {
+                    return self.err(span, &format!("{f}.address"), "needs 1 to 3 modes".into());
+                }
+            }
+            let desc = gpu::texture::TextureDesc {
+                base: t.offset,
+                texel: t.format,
+                channels: t.channels,
+                extent: [t.width, t.height, t.depth],
+                layers: t.layers,
+                pitch: t.pitch,
+                address,
+                filter: t.filter,
+                read: t.read,
+                normalized: t.normalized,
+            };
+            desc.validate()
+                .or_else(|e| self.err(span.clone(), &format!("{f}.{}", e.field), e.what))?;
+            let have = buffers[buffer].init.len() as u64;
+            let need = t.offset.saturating_add(desc.bytes());
+            if need > have {
+                return self.err(
+                    span,
+                    &f,
+                    format!(
+                        "needs {need} bytes of buffer `{}` (offset {} plus {} of texels), which has {have}",
+                        t.buffer.get_ref(),
+                        t.offset,
+                        desc.bytes()
+                    ),
+                );
+            }
+            out.push(Texture {
+                name: name.clone(),
+                buffer,
+                desc,
+            });
+        }
+        Ok(out)
     }
 
     /// Counts `bytes` of buffer `spec` of `process` against the scenario's budget, before
@@ -2650,6 +2963,7 @@ impl Cx<'_> {
         let a = a.get_ref();
         let kinds = [
             ("buffer", a.buffer.is_some()),
+            ("texture", a.texture.is_some()),
             ("u32", a.u32.is_some()),
             ("s32", a.s32.is_some()),
             ("u64", a.u64.is_some()),
@@ -2663,7 +2977,8 @@ impl Cx<'_> {
             return self.err(
                 span,
                 f,
-                "needs exactly one of buffer, u32, s32, u64, s64, f32, f64, loop_index".into(),
+                "needs exactly one of buffer, texture, u32, s32, u64, s64, f32, f64, loop_index"
+                    .into(),
             );
         };
         if kind != "buffer" {
@@ -2689,7 +3004,7 @@ impl Cx<'_> {
             );
         }
         let (float, bytes) = match kind {
-            "buffer" => (false, 8),
+            "buffer" | "texture" => (false, 8),
             "f32" => (true, 4),
             "f64" => (true, 8),
             "loop_index" => (false, a.loop_index.expect("set").bytes()),
@@ -2711,6 +3026,8 @@ impl Cx<'_> {
             };
             let kind = if kind == "buffer" {
                 "a buffer (a 64-bit pointer)".to_string()
+            } else if kind == "texture" {
+                "a texture (a 64-bit handle)".to_string()
             } else {
                 format!("{} {kind} argument", article(kind))
             };
@@ -2735,6 +3052,17 @@ impl Cx<'_> {
                 ),
             };
             Arg::Buffer { buffer, offset }
+        } else if let Some(t) = &a.texture {
+            match names.textures.iter().position(|x| x.name == *t.get_ref()) {
+                Some(i) => Arg::Texture(i),
+                None => {
+                    return self.err(
+                        Some(t.span()),
+                        &format!("{f}.texture"),
+                        format!("no texture `{}`", t.get_ref()),
+                    )
+                }
+            }
         } else if let Some(v) = a.f32 {
             Arg::F32(v)
         } else if let Some(v) = a.f64 {
@@ -2828,8 +3156,17 @@ fn check_values(
             } => {
                 let lens = |b: usize| buffers[b].init.len() as u64;
                 known(
-                    CmdKind::launch_values(grid, block, dynamic_smem, args, &lens, &|_| 0, loops)
-                        .map(|_| ()),
+                    CmdKind::launch_values(
+                        grid,
+                        block,
+                        dynamic_smem,
+                        args,
+                        &lens,
+                        &|_| 0,
+                        &|_| 0,
+                        loops,
+                    )
+                    .map(|_| ()),
                 )?;
             }
             CmdKind::Repeat { times, body } => match CmdKind::times(times, loops) {
@@ -2931,6 +3268,7 @@ impl KernelSig {
 /// Names a command list may refer to.
 struct Names<'a> {
     buffers: &'a [Buffer],
+    textures: &'a [Texture],
     kernels: &'a [KernelSig],
     ptx_file: &'a str,
     constants: &'a BTreeMap<String, i64>,
@@ -2991,7 +3329,7 @@ impl<'a> Names<'a> {
                     format!(
                         "no kernel `{n}` in `{}` (it has: {})",
                         self.ptx_file,
-                        all.join(", ")
+                        name_list(all.iter().map(String::as_str))
                     ),
                 )
             }

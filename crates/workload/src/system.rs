@@ -916,6 +916,18 @@ impl System {
                     self.procs[p].allocs.push((ptr, bytes));
                     self.procs[p].wait = Wait::Runnable(ReplyKind::Done);
                 }
+                Request::Texture(desc) => {
+                    let handle = self
+                        .machine
+                        .memory_mut()
+                        .create_texture(desc)
+                        .map_err(|e| RunError::Process {
+                            process: name.clone(),
+                            what: format!("a texture object: `{}`: {}", e.field, e.what),
+                        })?;
+                    self.procs[p].ptr = Some(handle);
+                    self.procs[p].wait = Wait::Runnable(ReplyKind::Done);
+                }
                 Request::Copy { .. } | Request::Dump { .. } => {
                     let (to_device, dev, data, len, stream, wait, token, dump) = match request {
                         Request::Copy {

@@ -223,6 +223,7 @@ fn values_are_resolved_as_written_and_constants_are_folded() {
         args,
         &lens,
         &ptr,
+        &|_| 0,
         &[Some(3), Some(2)],
     )
     .unwrap();
@@ -237,8 +238,17 @@ fn values_are_resolved_as_written_and_constants_are_folded() {
         panic!("launch")
     };
     assert_eq!(kernel, "_Z5storePjjj");
-    let v =
-        CmdKind::launch_values(grid, block, dynamic_smem, args, &lens, &ptr, &[Some(1)]).unwrap();
+    let v = CmdKind::launch_values(
+        grid,
+        block,
+        dynamic_smem,
+        args,
+        &lens,
+        &ptr,
+        &|_| 0,
+        &[Some(1)],
+    )
+    .unwrap();
     let args: Vec<String> = v.args.iter().map(|a| a.to_string()).collect();
     assert_eq!(args, ["pointer 0x10f8", "u32 1", "u32 7"], "offset 4 * 62");
 }
