@@ -60,7 +60,7 @@ def _free_port() -> int:
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[str]:
     """A Ray cluster on 127.0.0.1 (a head and a worker node, one CPU each, small object
-    stores); its address. Always stopped afterwards (`ray stop --force`)."""
+    stores); its address. Always stopped afterwards, and only it (`_stop`)."""
     ray = _ray_command()
     port = _free_port()
     # Ray's socket paths must stay short: a folder of its own directly under /tmp.
@@ -82,9 +82,52 @@ def cluster() -> Iterator[str]:
         start("--address", address, "--node-ip-address", "127.0.0.1")
         yield address
     finally:
-        subprocess.run([str(ray), "stop", "--force"], capture_output=True, env=env,
-                       timeout=120, check=False)
+        _stop(temp)
         shutil.rmtree(temp, ignore_errors=True)
+
+
+def _processes_of(temp: str) -> List[int]:
+    """The processes of the cluster whose folder is `temp`: those whose command line names
+    it (its GCS, raylets, monitors) and all their descendants (agents and workers, which
+    rename themselves `ray::...`). Not this process."""
+    parent: Dict[int, int] = {}
+    mine = set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        pid = int(entry)
+        # The parent is the second field after the command name, which may hold spaces.
+        parent[pid] = int(stat.rsplit(")", 1)[1].split()[1])
+        if temp.encode() in cmdline:
+            mine.add(pid)
+    while True:
+        more = {p for p, pp in parent.items() if pp in mine and p not in mine}
+        if not more:
+            break
+        mine |= more
+    mine.discard(os.getpid())
+    return sorted(mine)
+
+
+def _stop(temp: str) -> None:
+    """Stops this cluster alone (`ray stop` would stop every Ray cluster of the user):
+    SIGTERM, then SIGKILL for what is left after 10 s."""
+    for sig, wait in [(signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)]:
+        for pid in _processes_of(temp):
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + wait
+        while _processes_of(temp) and time.monotonic() < deadline:
+            time.sleep(0.2)
+    left = _processes_of(temp)
+    assert not left, f"Ray processes of {temp} still running: {left}"
 
 
 def _running_points() -> List[int]:
