@@ -328,6 +328,7 @@ pub fn run(
         .collect();
     let fixed = |t: &[u32]| PolicyKind::Fixed {
         tbs: TbCounts::new(t).expect("counts of at least 1"),
+        noc: None,
     };
     let mut jobs: Vec<Job> = Vec::new();
     for (i, shape) in shapes.iter().enumerate() {

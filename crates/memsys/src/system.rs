@@ -674,6 +674,9 @@ struct SmState {
     /// ([`MemorySystem::merge_staged`]), so SMs can offer accesses independently.
     staged: Vec<(u64, Packet<ReqMsg>)>,
     staged_per_class: [usize; 2],
+    /// Request packets (L1 misses, stores, atomics) this SM has sent into the request
+    /// network, ever: what an issue-rate controller charges ([`SmPort::noc_requests`]).
+    noc_requests: u64,
     /// Accesses accepted so far (also the sequence part of their [`RequestId`]), completed,
     /// in flight, refused, and the latency of the completed ones summed.
     issued: u64,
@@ -790,6 +793,7 @@ impl MemorySystem {
                 next_seq: 0,
                 staged: Vec::new(),
                 staged_per_class: [0; 2],
+                noc_requests: 0,
                 issued: 0,
                 done: 0,
                 in_flight: 0,
@@ -1314,6 +1318,12 @@ impl SmPort<'_> {
         issue_state_of(self.st, self.req_net, self.sm, self.now)
     }
 
+    /// [`MemorySystem::noc_requests`] of this port's SM.
+    #[inline]
+    pub fn noc_requests(&self) -> u64 {
+        self.st.noc_requests
+    }
+
     /// [`MemorySystem::pop_completed`] of this port's SM.
     #[inline]
     pub fn pop_completed(&mut self) -> Option<Completion> {
@@ -1502,6 +1512,7 @@ impl SmPort<'_> {
                 // checked in pass 1, counting what is staged).
                 debug_assert!(input_room(st, self.req_net, sm, pkt.priority) > 0);
                 st.staged_per_class[pkt.priority.class()] += 1;
+                st.noc_requests += 1;
                 st.staged.push((icnt_now + 1, pkt));
             }
         }
@@ -1509,6 +1520,14 @@ impl SmPort<'_> {
 }
 
 impl MemorySystem {
+    /// Request packets SM `sm` has sent into the SM→L2 network so far: one per L1 miss
+    /// that fetches, per store and per atomic line (papers/lin-thesis §4.5.1: CCBP's issue
+    /// rate controllers count "how many L1D misses are sent to the L1-to-L2 NoC per time
+    /// unit"). An access counts what it sends when the L1 accepts it.
+    pub fn noc_requests(&self, sm: usize) -> u64 {
+        self.sms[sm].noc_requests
+    }
+
     /// Takes the oldest completed access of SM `sm`.
     pub fn pop_completed(&mut self, sm: usize) -> Option<Completion> {
         self.sms.get_mut(sm)?.completed.pop_front()

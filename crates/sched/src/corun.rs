@@ -30,7 +30,12 @@
 //!   offline), so it is not a policy of its own yet.
 //! * **fixed** ([`Scheme::Fixed`]): a given TB combination, so many TBs of each process's
 //!   kernels on every SM (the points of papers/lin-thesis Figure 4.2, and what an oracle
-//!   searches over); a process beyond the list is not limited.
+//!   searches over); a process beyond the list is not limited. With `noc`, each process's
+//!   kernels may also send at most so many requests towards the L2 per 200 core cycles
+//!   from each SM: CCBP's bandwidth partitioning (papers/lin-thesis §4.5.1), by an issue
+//!   rate controller per kernel at the SM's L1 miss path ([`gpu::timing::KernelLimits`]'s
+//!   `noc_quota`). CCBP's choice of the combination and the quotas (its Algorithm 1) is not
+//!   built yet.
 //!
 //! Kernels are planned over the active kernels that still have TBs to issue, in activation
 //! order; when that set changes (a kernel arrives or issues its last TB) the plan is made
@@ -78,8 +83,9 @@ pub enum Scheme {
         /// quotas.
         ipc: Option<Ipcs>,
     },
-    /// TBs per SM of each GPU context's (process's) kernels, in context order.
-    Fixed(TbCounts),
+    /// TBs per SM of each GPU context's (process's) kernels, in context order, and, when
+    /// given, the requests each may send towards the L2 per 200 core cycles from each SM.
+    Fixed(TbCounts, Option<TbCounts>),
 }
 
 /// TBs per SM of up to [`MAX_CORUNNERS`] processes, in process order, each at least 1: a
@@ -397,15 +403,17 @@ pub fn plan(
             let q = (kernels.len() > 1).then_some(q);
             intra(drf(resources, kernels), q)
         }
-        Scheme::Fixed(counts) => {
+        Scheme::Fixed(counts, noc) => {
             let one: SmPlan = contexts
                 .iter()
                 .enumerate()
                 .take(kernels.len())
                 .map(|(i, c)| {
                     let tbs = counts.as_slice().get(c.0 as usize).copied();
+                    let noc_quota = noc.and_then(|q| q.as_slice().get(c.0 as usize).copied());
                     let limits = KernelLimits {
                         tbs,
+                        noc_quota,
                         ..KernelLimits::default()
                     };
                     (i, limits)
@@ -432,7 +440,7 @@ impl Corun {
             Scheme::Spatial => "spatial",
             Scheme::LeftOver => "left-over",
             Scheme::Smk { .. } => "smk",
-            Scheme::Fixed(_) => "fixed",
+            Scheme::Fixed(..) => "fixed",
         };
         Corun {
             scheme,
@@ -670,7 +678,7 @@ mod tests {
     fn fixed_plan_limits_each_process_to_its_count() {
         let a = k(8, 8 * 32 * 8, 24 * 1024, 4);
         let b = k(4, 4 * 32 * 16, 0, 16);
-        let fixed = Scheme::Fixed(TbCounts::new(&[2, 5]).unwrap());
+        let fixed = Scheme::Fixed(TbCounts::new(&[2, 5]).unwrap(), None);
         // Kernels of contexts 1 and 0 (in activation order), and one of context 2, which
         // the list does not name.
         let p = plan(

@@ -145,6 +145,11 @@ pub enum PolicyKind {
     /// process's kernels, in process order ([`crate::corun`]).
     Fixed {
         tbs: TbCounts,
+        /// Requests towards the L2 each process's kernels may send per 200 core cycles
+        /// from each SM, in process order (CCBP's issue rate controllers,
+        /// papers/lin-thesis §4.5.1); `None`: not limited.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        noc: Option<TbCounts>,
     },
 }
 
@@ -188,6 +193,8 @@ enum Written {
     Fixed {
         #[serde(deserialize_with = "de_tbs")]
         tbs: TbCounts,
+        #[serde(default, deserialize_with = "de_noc")]
+        noc: Option<TbCounts>,
     },
 }
 
@@ -204,7 +211,7 @@ impl From<Written> for PolicyKind {
             Written::Spatial {} => PolicyKind::Spatial,
             Written::LeftOver {} => PolicyKind::LeftOver,
             Written::Smk { epoch, ipc } => PolicyKind::Smk { epoch, ipc },
-            Written::Fixed { tbs } => PolicyKind::Fixed { tbs },
+            Written::Fixed { tbs, noc } => PolicyKind::Fixed { tbs, noc },
         }
     }
 }
@@ -340,11 +347,25 @@ fn de_ipc<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Ipcs>, D::Err
 /// A fixed TB combination: a list of counts (a scenario's `tbs = [7, 4]`), or on the
 /// command line numbers joined by `/` (`tbs=7/4`).
 fn de_tbs<'de, D: serde::Deserializer<'de>>(d: D) -> Result<TbCounts, D::Error> {
-    struct V;
+    de_counts(d, "tbs", "TB count")
+}
+
+fn de_noc<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<TbCounts>, D::Error> {
+    de_counts(d, "noc", "request quota").map(Some)
+}
+
+/// A per-process list of positive counts (`key`, each a `unit`): a list of numbers, or
+/// numbers joined by `/` (the command line's spelling).
+fn de_counts<'de, D: serde::Deserializer<'de>>(
+    d: D,
+    key: &str,
+    unit: &'static str,
+) -> Result<TbCounts, D::Error> {
+    struct V(&'static str);
     impl<'de> serde::de::Visitor<'de> for V {
         type Value = Vec<i64>;
         fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-            f.write_str("a list of TB counts, or counts joined by `/`")
+            write!(f, "a list of {0}s, or {0}s joined by `/`", self.0)
         }
         fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut a: A) -> Result<Vec<i64>, A::Error> {
             let mut out = Vec::new();
@@ -361,7 +382,7 @@ fn de_tbs<'de, D: serde::Deserializer<'de>>(d: D) -> Result<TbCounts, D::Error> 
                 .map(|x| {
                     x.trim()
                         .parse::<i64>()
-                        .map_err(|_| E::custom(format!("`{x}` is not a TB count")))
+                        .map_err(|_| E::custom(format!("`{x}` is not a {}", self.0)))
                 })
                 .collect()
         }
@@ -372,15 +393,15 @@ fn de_tbs<'de, D: serde::Deserializer<'de>>(d: D) -> Result<TbCounts, D::Error> 
             Ok(vec![i64::try_from(x).unwrap_or(i64::MAX)])
         }
     }
-    let v = d.deserialize_any(V).map_err(|e| {
+    let v = d.deserialize_any(V(unit)).map_err(|e| {
         let e = e.to_string();
-        serde::de::Error::custom(format!("`tbs`: {}", e.trim_end()))
+        serde::de::Error::custom(format!("`{key}`: {}", e.trim_end()))
     })?;
     let counts: Option<Vec<u32>> = v.iter().map(|&x| u32::try_from(x).ok()).collect();
     match counts.as_deref().and_then(TbCounts::new) {
         Some(t) => Ok(t),
         None => Err(serde::de::Error::custom(format!(
-            "`tbs` = {v:?} is out of range: 1 to {MAX_CORUNNERS} TB counts of at least 1, one per process"
+            "`{key}` = {v:?} is out of range: 1 to {MAX_CORUNNERS} {unit}s of at least 1, one per process"
         ))),
     }
 }
@@ -454,7 +475,7 @@ impl PolicyKind {
                 epoch: epoch.unwrap_or(SMK_EPOCH),
                 ipc,
             })),
-            PolicyKind::Fixed { tbs } => Box::new(Corun::new(Scheme::Fixed(tbs))),
+            PolicyKind::Fixed { tbs, noc } => Box::new(Corun::new(Scheme::Fixed(tbs, noc))),
         }
     }
 
@@ -503,9 +524,16 @@ impl std::fmt::Display for PolicyKind {
                 }
                 Ok(())
             }
-            PolicyKind::Fixed { tbs } => {
-                let list: Vec<String> = tbs.as_slice().iter().map(u32::to_string).collect();
-                write!(f, ":tbs={}", list.join("/"))
+            PolicyKind::Fixed { tbs, noc } => {
+                let list = |c: &TbCounts| {
+                    let v: Vec<String> = c.as_slice().iter().map(u32::to_string).collect();
+                    v.join("/")
+                };
+                write!(f, ":tbs={}", list(&tbs))?;
+                if let Some(noc) = noc {
+                    write!(f, ",noc={}", list(&noc))?;
+                }
+                Ok(())
             }
             _ => Ok(()),
         }

@@ -85,9 +85,11 @@ fn policies() -> Vec<PolicyKind> {
     });
     all.push(PolicyKind::Fixed {
         tbs: sched::TbCounts::new(&[7, 4]).unwrap(),
+        noc: sched::TbCounts::new(&[20, 5]),
     });
     all.push(PolicyKind::Fixed {
         tbs: sched::TbCounts::new(&[3]).unwrap(),
+        noc: None,
     });
     all
 }
@@ -318,6 +320,14 @@ fn bad_names_parameters_and_values_are_refused_naming_them_and_where() {
             &["`tbs` = [7, 0] is out of range"],
         ),
         ("policy = \"fixed\"", &["missing field `tbs`"]),
+        (
+            "policy = { kind = \"fixed\", tbs = [7, 4], noc = [16, 0] }",
+            &["`noc` = [16, 0] is out of range", "request quotas"],
+        ),
+        (
+            "policy = { kind = \"fixed\", tbs = [7, 4], noc = \"16/many\" }",
+            &["`noc`", "`many` is not a request quota"],
+        ),
     ];
     for (line, wants) in cases {
         // Line 3 of the file, after a description and the section header.

@@ -169,6 +169,7 @@ const PAIR: [&str; 2] = ["blackscholes", "kmeans"];
 fn every_scheme_runs_suite_programs_and_they_verify() {
     let fixed = PolicyKind::Fixed {
         tbs: sched::TbCounts::new(&[3, 5]).unwrap(),
+        noc: None,
     };
     for policy in PolicyKind::CORUN.into_iter().chain([fixed]) {
         let mut w = Watch::default();
@@ -239,4 +240,43 @@ fn smk_quotas_set_the_issue_shares() {
         high > low + 0.3,
         "blackscholes issued {low:.3} of the instructions at quota 20% and {high:.3} at 80%"
     );
+}
+
+/// The kernel time (first TB to finish, summed over its launches, ns) of `process` in `r`.
+fn kernel_ns(r: &RunRecord, process: &str) -> f64 {
+    r.kernels
+        .iter()
+        .filter(|k| k.process == process)
+        .map(|k| (k.finished_fs.unwrap() - k.started_fs.unwrap()) as f64 / 1e6)
+        .sum()
+}
+
+/// The pair under `fixed` at 3 and 5 TBs per SM, with NoC quotas `noc` by process.
+fn fixed_noc(noc: Option<[u32; 2]>) -> (RunRecord, Watch) {
+    let mut w = Watch::default();
+    let policy = PolicyKind::Fixed {
+        tbs: sched::TbCounts::new(&[3, 5]).unwrap(),
+        noc: noc.map(|q| sched::TbCounts::new(&q).unwrap()),
+    };
+    let r = run(policy, PAIR, &mut w);
+    (r, w)
+}
+
+#[test]
+fn noc_quotas_pace_the_kernel_they_limit() {
+    // CCBP's issue rate controllers (papers/lin-thesis §4.5.1): blackscholes (process 0)
+    // may send so many requests towards the L2 per 200 cycles from each SM; kmeans is
+    // given a quota it never reaches. Where the quota binds, blackscholes's kernel time
+    // follows it (half the quota, about twice the time), and kmeans, which no longer
+    // shares the interconnect with blackscholes's full rate, is not slowed.
+    let (free, _) = fixed_noc(None);
+    let (four, _) = fixed_noc(Some([4, 100_000]));
+    let (two, _) = fixed_noc(Some([2, 100_000]));
+    let bs = [&free, &four, &two].map(|r| kernel_ns(r, "blackscholes"));
+    let km = [&free, &four, &two].map(|r| kernel_ns(r, "kmeans"));
+    eprintln!("blackscholes {bs:?} ns, kmeans {km:?} ns");
+    assert!(bs[1] > 1.5 * bs[0], "a quota of 4 does not bind: {bs:?}");
+    let ratio = bs[2] / bs[1];
+    assert!((1.6..2.4).contains(&ratio), "quota 2 against 4: {ratio:.2}");
+    assert!(km[2] <= km[0] * 1.02, "kmeans slowed: {km:?}");
 }

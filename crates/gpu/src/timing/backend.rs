@@ -69,6 +69,11 @@ pub trait MemoryBackend {
     fn pop_serviced(&mut self, _sm: SmId) -> Option<u64> {
         None
     }
+    /// Request packets SM `sm` has sent towards the L2 so far (`memsys::MemorySystem::
+    /// noc_requests`), which an issue-rate controller charges; 0 where nothing is sent.
+    fn noc_requests(&self, _sm: SmId) -> u64 {
+        0
+    }
 }
 
 /// What one SM sees of the memory hierarchy during a cycle: the [`MemoryBackend`] calls
@@ -88,6 +93,10 @@ pub trait SmMemory {
     /// [`MemoryBackend::pop_serviced`] of this SM.
     fn pop_serviced(&mut self) -> Option<u64> {
         None
+    }
+    /// [`MemoryBackend::noc_requests`] of this SM.
+    fn noc_requests(&self) -> u64 {
+        0
     }
 }
 
@@ -122,6 +131,10 @@ impl<B: MemoryBackend> SmMemory for Through<'_, B> {
     fn pop_serviced(&mut self) -> Option<u64> {
         self.backend.pop_serviced(self.sm)
     }
+    #[inline]
+    fn noc_requests(&self) -> u64 {
+        self.backend.noc_requests(self.sm)
+    }
 }
 
 impl SmMemory for SmPort<'_> {
@@ -136,6 +149,10 @@ impl SmMemory for SmPort<'_> {
     #[inline]
     fn issue_state(&self) -> IssueState {
         SmPort::issue_state(self)
+    }
+    #[inline]
+    fn noc_requests(&self) -> u64 {
+        SmPort::noc_requests(self)
     }
 }
 
@@ -171,6 +188,9 @@ impl MemoryBackend for MemorySystem {
     }
     fn pop_serviced(&mut self, sm: SmId) -> Option<u64> {
         MemorySystem::pop_serviced(self, sm.0 as usize)
+    }
+    fn noc_requests(&self, sm: SmId) -> u64 {
+        MemorySystem::noc_requests(self, sm.0 as usize)
     }
     fn ports(&mut self) -> Option<Vec<SmPort<'_>>> {
         MemorySystem::ports(self)

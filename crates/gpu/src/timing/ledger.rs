@@ -19,6 +19,11 @@ use serde::{Deserialize, Serialize};
 use super::ids::LaunchId;
 use crate::occupancy::{carve_out, CarveOut, SmResources, TbDemand};
 
+/// The time unit of an issue rate controller, core cycles ([`KernelLimits::noc_quota`]):
+/// papers/lin-thesis §4.5.1 controls "how many memory requests to be issued per time unit
+/// (200 cycles in this paper)".
+pub const IRC_WINDOW: u64 = 200;
+
 /// What one launch may hold and issue on one SM (`None`: no limit but the SM's).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -30,6 +35,10 @@ pub struct KernelLimits {
     /// Warp instructions per epoch from each of the SM's schedulers
     /// ([`super::scheduler::Quota`]).
     pub issue_quota: Option<u32>,
+    /// Requests towards the L2 (L1 misses, stores, atomics) per [`IRC_WINDOW`] core
+    /// cycles from this SM: CCBP's issue rate controller (papers/lin-thesis §4.5.1).
+    #[serde(default)]
+    pub noc_quota: Option<u32>,
 }
 
 /// What one launch holds on one SM: its resident TBs, and the resources of its holds.

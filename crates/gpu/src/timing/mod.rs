@@ -92,7 +92,7 @@ pub use ids::{
     CheckpointId, HoldId, LaunchId, PendingId, SmId, TbRef, TbSlotId, TransferId, WarpSlotId,
 };
 pub use launch::{Launch, TimedKernel};
-pub use ledger::{KernelLimits, Share, SmLedger, Usage};
+pub use ledger::{KernelLimits, Share, SmLedger, Usage, IRC_WINDOW};
 pub use machine::{Control, Event, Idle, Machine};
 pub use probe::{
     Interests, Issue, Move, Probe, Replay, ReplayReason, Residency, ResidencyLog, SmCycle,

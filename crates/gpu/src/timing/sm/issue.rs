@@ -354,6 +354,13 @@ impl Sm {
                             // entries' last TLB checks, which no completion announces.
                             sleep.wake = sleep.wake.min(self.log_frees_at);
                         }
+                        if self.ldst.throttled_at == now {
+                            // Over its issue rate: the next window brings tokens, which no
+                            // completion announces.
+                            let next =
+                                (now / crate::timing::IRC_WINDOW + 1) * crate::timing::IRC_WINDOW;
+                            sleep.wake = sleep.wake.min(next);
+                        }
                         match r {
                             Ok(()) => {
                                 let keeps = self.issue.scheds[s].keeps_order(slot);
@@ -558,7 +565,11 @@ impl Sm {
                     p
                 }
                 Err(r) => {
-                    self.ldst.refused_at = now;
+                    // Held back by its issue rate controller, the access never reached the
+                    // unit: it stays free for another warp's this cycle.
+                    if self.ldst.throttled_at != now {
+                        self.ldst.refused_at = now;
+                    }
                     self.res.warps[slot] = Some(ws);
                     return Ok(Err(r));
                 }

@@ -167,6 +167,12 @@ pub(super) struct LdSt {
     pub refused: Option<Refusal>,
     /// The last access offered to the memory system (reused to avoid an allocation).
     pub offer: MemAccess,
+    /// The launches' issue rate controllers (CCBP's bandwidth quotas).
+    pub rate: super::irc::IssueRate,
+    /// The cycle an access was last held back by its launch's issue rate controller. It
+    /// does not hold the unit (another warp's access may go that cycle), and the SM wakes
+    /// for the controller's next window.
+    pub throttled_at: u64,
     pub pending: PendingTable,
     pub backlog: Option<Backlog>,
     /// The warp disable the instruction just offered asks for (warp-disable pipelines,
@@ -209,6 +215,8 @@ impl LdSt {
             free_at: 0,
             refused_at: u64::MAX,
             refused: None,
+            rate: super::irc::IssueRate::default(),
+            throttled_at: u64::MAX,
             offer: MemAccess {
                 kind: AccessKind::Load,
                 space: memsys::Space::Global,
@@ -350,9 +358,19 @@ impl LdSt {
         };
         let chunk = chunk_lines(memcfg, b.space, b.kind);
         let end = (b.next + chunk).min(b.lines.len());
+        let launch = self.pending.get(b.tag).map(|p| p.launch);
+        if let Some(l) = launch {
+            if !self.rate.admits(l, now) {
+                return None;
+            }
+        }
         b.part.lines.clear();
         b.part.lines.extend_from_slice(&b.lines[b.next..end]);
+        let sent = memsys.noc_requests();
         if memsys.offer(&b.part).is_ok() {
+            if let Some(l) = launch {
+                self.rate.charge(l, memsys.noc_requests() - sent);
+            }
             watch.memory(sm, &b.part, now);
             b.next = end;
             let tag = b.tag;

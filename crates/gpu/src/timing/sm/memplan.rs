@@ -246,6 +246,14 @@ impl Sm {
                     .offer
                     .lines
                     .extend_from_slice(&self.ldst.lines[..first]);
+                // CCBP's issue rate controller: a launch over its quota waits. Not a
+                // refusal of the memory system's, so the retry coalesces again.
+                if !self.ldst.rate.admits(a.ws.launch, a.now) {
+                    self.ldst.refused = None;
+                    self.ldst.throttled_at = a.now;
+                    return Err(StallReason::Memory);
+                }
+                let sent = memsys.noc_requests();
                 if memsys.offer(&self.ldst.offer).is_err() {
                     let state = memsys.issue_state();
                     self.ldst.refused = Some(Refusal {
@@ -255,6 +263,9 @@ impl Sm {
                     });
                     return Err(StallReason::Memory);
                 }
+                self.ldst
+                    .rate
+                    .charge(a.ws.launch, memsys.noc_requests() - sent);
                 self.ldst.refused = None;
                 watch.memory(self.id, &self.ldst.offer, a.now);
                 let parts = self.ldst.lines.len().div_ceil(chunk).max(1) as u32;

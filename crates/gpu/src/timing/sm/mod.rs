@@ -68,6 +68,7 @@
 mod checkpoint;
 mod control;
 mod frontend;
+mod irc;
 mod issue;
 mod ldst;
 mod memplan;
@@ -557,6 +558,7 @@ impl Sm {
     pub(super) fn set_limits(&mut self, launch: LaunchId, limits: crate::timing::KernelLimits) {
         self.res.ledger.set_limits(launch, limits);
         self.issue.set_quota(launch, limits.issue_quota);
+        self.ldst.rate.set(launch, limits.noc_quota);
     }
 
     /// Queues a context transfer of `lines` (stores for a save, loads for a restore) for
