@@ -39,11 +39,13 @@
 //!
 //! Kernels are planned over the active kernels that still have TBs to issue, in activation
 //! order; when that set changes (a kernel arrives or issues its last TB) the plan is made
-//! again. Nothing is preempted for an intra-SM plan: a kernel over its new limits on an SM
-//! just receives no more TBs there until it is under them. Spatial reserves an SM whose
-//! kernel the new plan moves (the framework's mechanism empties it, draining by default),
-//! and never mixes kernels on an SM. Limits go to the machine as `Request::Limit`
-//! ([`Tables::limit`]).
+//! again. Under the schemes but SMK nothing is preempted for an intra-SM plan: a kernel
+//! over its new limits on an SM just receives no more TBs there until it is under them.
+//! SMK reaches its partition by preemption, as its paper does: a kernel the plan adds to a
+//! running SM gets room there from the others' youngest TBs ([`Tables::make_room`]).
+//! Spatial reserves an SM whose kernel the new plan moves (the framework's mechanism
+//! empties it, draining by default), and never mixes kernels on an SM. Limits go to the
+//! machine as `Request::Limit` ([`Tables::limit`]).
 //!
 //! Shared memory: SMs with several carve-outs are planned with the largest, which is the
 //! one the ledger offers an empty SM unless its carve-out rule picks a smaller one for the
@@ -521,6 +523,32 @@ impl Corun {
             }
             return;
         }
+        // SMK reaches its partition by preemption (Wang et al., HPCA'16; papers/lin-thesis
+        // §4.1): a kernel the plan adds to a running SM gets its TBs there by partial
+        // preemption of the others' youngest TBs ([`Tables::make_room`]), one newcomer at a
+        // time; the others' new limits keep their preempted TBs away. The other schemes
+        // wait for TBs to finish.
+        if matches!(self.scheme, Scheme::Smk { .. }) && e.state == SmState::Running {
+            let newcomer = want
+                .iter()
+                .find(|(k, l)| !e.runs(*k) && tables.ksr(*k).has_work() && l.tbs.is_some());
+            let staying: Vec<(KernelSlot, KernelLimits)> =
+                want.iter().copied().filter(|(k, _)| e.runs(*k)).collect();
+            if let (Some(&(k, limits)), false) = (newcomer, staying.is_empty()) {
+                let on: Vec<KernelSlot> = staying.iter().map(|s| s.0).collect();
+                if tables.host(sm, &on) {
+                    for &(x, l) in &staying {
+                        tables.limit(sm, x, l);
+                    }
+                    let tbs = limits.tbs.expect("found with a TB limit");
+                    if tables.make_room(sm, k, tbs) {
+                        // Joins limited to `tbs`; its whole limits once the room is made
+                        // (`on_room_made`).
+                        return;
+                    }
+                }
+            }
+        }
         if !tables.host(sm, &kernels) {
             return;
         }
@@ -545,6 +573,11 @@ impl Policy for Corun {
     }
     fn on_sm_room(&mut self, _: SmId, _: &mut Tables) {
         // The plan already says what each SM runs; it changes on `on_cycle`.
+    }
+    fn on_room_made(&mut self, sm: SmId, _: KernelSlot, tables: &mut Tables) {
+        // The newcomer joined (SMK): the SM takes the whole plan, its limits and quotas,
+        // and room for the next newcomer, if any.
+        self.apply(sm, tables);
     }
     fn on_preemption_done(&mut self, sm: SmId, tables: &mut Tables) {
         self.apply(sm, tables);

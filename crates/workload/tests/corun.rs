@@ -34,6 +34,15 @@ fn process(name: &str) -> Process {
 }
 
 fn run(policy: PolicyKind, pair: [&str; 2], watch: &mut Watch) -> RunRecord {
+    run_under(policy, Default::default(), pair, watch)
+}
+
+fn run_under(
+    policy: PolicyKind,
+    mechanism: preempt::MechanismKind,
+    pair: [&str; 2],
+    watch: &mut Watch,
+) -> RunRecord {
     let mut config = GpuConfig::preset("maxwell16").unwrap();
     config.sm.count = 2;
     let timing = TimedGpu::new(config);
@@ -43,7 +52,7 @@ fn run(policy: PolicyKind, pair: [&str; 2], watch: &mut Watch) -> RunRecord {
         framework: Default::default(),
         policy,
         time_slice_us: 50.0,
-        mechanism: Default::default(),
+        mechanism,
         copy_policy: Default::default(),
         max_cycles: 1 << 25,
         snapshot: false,
@@ -279,4 +288,48 @@ fn noc_quotas_pace_the_kernel_they_limit() {
     let ratio = bs[2] / bs[1];
     assert!((1.6..2.4).contains(&ratio), "quota 2 against 4: {ratio:.2}");
     assert!(km[2] <= km[0] * 1.02, "kmeans slowed: {km:?}");
+}
+
+#[test]
+fn smk_reaches_its_partition_by_preemption() {
+    // The SMK paper (and papers/lin-thesis §4.1) moves SMs to a new TB partition by
+    // preempting: a kernel the plan adds to a running SM gets room there from the other
+    // kernels' youngest TBs. Left-over waits for TBs to finish instead. With a context
+    // switch, the preempted TBs come back and both programs still verify (`run` checks).
+    let rooms = |r: &RunRecord| {
+        r.records
+            .iter()
+            .filter(|x| matches!(x, sched::Record::RoomRequested { .. }))
+            .count()
+    };
+    let smk = PolicyKind::CORUN[2];
+    let left_over = PolicyKind::CORUN[1];
+    assert_eq!((smk.name(), left_over.name()), ("smk", "left-over"));
+    let r = run(left_over, PAIR, &mut Watch::default());
+    assert_eq!(rooms(&r), 0, "left-over preempted");
+    for mechanism in [
+        preempt::MechanismKind::Drain,
+        preempt::MechanismKind::Baseline,
+    ] {
+        let r = run_under(smk, mechanism, PAIR, &mut Watch::default());
+        let preempted = r
+            .preemptions
+            .iter()
+            .filter(|p| matches!(p, preempt::Record::Preempted { .. }))
+            .count();
+        let restored = r
+            .preemptions
+            .iter()
+            .filter(|p| matches!(p, preempt::Record::Restored { .. }))
+            .count();
+        eprintln!(
+            "{mechanism:?}: {} rooms, {preempted} TBs preempted, {restored} restored",
+            rooms(&r)
+        );
+        assert!(rooms(&r) > 0, "{mechanism:?}: SMK asked for no room");
+        assert!(preempted > 0, "{mechanism:?}: nothing preempted");
+        if mechanism == preempt::MechanismKind::Baseline {
+            assert_eq!(preempted, restored, "every switched TB comes back");
+        }
+    }
 }
