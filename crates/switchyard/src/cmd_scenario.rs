@@ -131,6 +131,7 @@ pub(crate) fn scenario(args: ScenarioArgs) -> Outcome {
             ("copies.csv", report.copies_csv()),
             ("requests.csv", report.requests_csv()),
             ("preemption.csv", report.preemption_csv()),
+            ("noc.csv", workload::trace::noc_csv(&record)),
         ] {
             outputs.push((dir.join(name), text.into_bytes()));
         }

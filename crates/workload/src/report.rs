@@ -653,7 +653,7 @@ impl Report {
 }
 
 /// A CSV field, quoted when it must be.
-fn csv_field(s: &str) -> String {
+pub(crate) fn csv_field(s: &str) -> String {
     if s.contains([',', '"', '\n']) {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {

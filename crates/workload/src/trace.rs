@@ -8,6 +8,9 @@
 //! * one track per process (pid 2 + its index), one thread per stream: a slice per kernel
 //!   (from its arrival at the GPU to its end) and per copy (from the engine taking it to its
 //!   end), and an instant event at each launch call.
+//!   A counter track, `NoC requests per cycle`, gives each of its kernels' interconnect
+//!   requests (towards the L2) per core cycle, per window of
+//!   [`crate::system::NOC_WINDOW_CYCLES`] ([`RunRecord::noc`]).
 //! * `contexts` (the last pid), threads per SM: a slice for every context save (from its
 //!   first bytes leaving to the TB's resources released) and restore, with the bytes it
 //!   moved; saves and restores overlapping on one SM go on separate threads of it
@@ -178,7 +181,84 @@ pub fn chrome_trace(r: &RunRecord) -> Value {
             .total_cmp(&b["ts"].as_f64().unwrap_or(0.0))
     });
     events.extend(instants);
+    events.extend(noc_counters(r));
     json!({"traceEvents": events, "displayTimeUnit": "ns"})
+}
+
+/// The process and kernel of machine launch `l` (`None` if no kernel record has it).
+fn kernel_of(r: &RunRecord, l: u32) -> Option<(usize, &str)> {
+    let k = r.kernels.iter().find(|k| k.launch == Some(l))?;
+    let p = r.processes.iter().position(|p| p.name == k.process)?;
+    Some((p, k.kernel.as_str()))
+}
+
+/// Counter events (`ph: C`) of every process's interconnect requests per cycle, one
+/// series per kernel (its launches summed), at each window's start; a series drops to 0
+/// at the first window after one in which it sent requests and the next sent none.
+fn noc_counters(r: &RunRecord) -> Vec<Value> {
+    use crate::system::NOC_WINDOW_CYCLES;
+    let window_us = |w: u64| us(w * NOC_WINDOW_CYCLES * r.core_period_fs);
+    // Per process: window → kernel → requests.
+    let mut per: BTreeMap<usize, BTreeMap<u64, BTreeMap<&str, u64>>> = BTreeMap::new();
+    for s in &r.noc {
+        if let Some((p, k)) = kernel_of(r, s.launch) {
+            *per.entry(p)
+                .or_default()
+                .entry(s.window)
+                .or_default()
+                .entry(k)
+                .or_default() += s.requests;
+        }
+    }
+    let mut out = Vec::new();
+    for (p, windows) in per {
+        let kernels: std::collections::BTreeSet<&str> =
+            windows.values().flat_map(|m| m.keys().copied()).collect();
+        let args = |m: Option<&BTreeMap<&str, u64>>| -> Value {
+            let mut a = serde_json::Map::new();
+            for k in &kernels {
+                let n = m.and_then(|m| m.get(k)).copied().unwrap_or(0);
+                a.insert(k.to_string(), json!(n as f64 / NOC_WINDOW_CYCLES as f64));
+            }
+            Value::Object(a)
+        };
+        let pid = FIRST_PROCESS + p as u64;
+        for (&w, m) in &windows {
+            out.push(json!({"name": "NoC requests per cycle", "ph": "C", "ts": window_us(w), "pid": pid, "tid": 0, "args": args(Some(m))}));
+            if !windows.contains_key(&(w + 1)) {
+                out.push(json!({"name": "NoC requests per cycle", "ph": "C", "ts": window_us(w + 1), "pid": pid, "tid": 0, "args": args(None)}));
+            }
+        }
+    }
+    out
+}
+
+/// Every launch's interconnect requests per window ([`RunRecord::noc`]) as CSV: the
+/// window's start and end (µs), the process, kernel and machine launch, the requests and
+/// requests per core cycle.
+pub fn noc_csv(r: &RunRecord) -> String {
+    use crate::system::NOC_WINDOW_CYCLES;
+    let mut out = String::from(
+        "window_start_us,window_end_us,process,kernel,launch,requests,requests_per_cycle\n",
+    );
+    let window_us = |w: u64| us(w * NOC_WINDOW_CYCLES * r.core_period_fs);
+    for s in &r.noc {
+        let (process, kernel) = match kernel_of(r, s.launch) {
+            Some((p, k)) => (r.processes[p].name.as_str(), k),
+            None => ("", ""),
+        };
+        out.push_str(&format!(
+            "{:.3},{:.3},{},{},{},{},{:.4}\n",
+            window_us(s.window),
+            window_us(s.window + 1),
+            crate::report::csv_field(process),
+            crate::report::csv_field(kernel),
+            s.launch,
+            s.requests,
+            s.requests as f64 / NOC_WINDOW_CYCLES as f64
+        ));
+    }
+    out
 }
 
 /// The `contexts` track: saves, restores and flushes of the preemption mechanism.
@@ -356,6 +436,15 @@ pub fn validate(trace: &Value) -> Result<(), String> {
                 }
                 if !matches!(e["s"].as_str(), Some("t" | "p" | "g")) {
                     return Err(at("instant without a scope"));
+                }
+            }
+            "C" => {
+                let ts = e["ts"].as_f64().ok_or_else(|| at("no ts"))?;
+                let args = e["args"]
+                    .as_object()
+                    .ok_or_else(|| at("counter without args"))?;
+                if !(ts.is_finite() && ts >= 0.0) || args.values().any(|v| !v.is_number()) {
+                    return Err(at("a counter needs a ts and numeric args"));
                 }
             }
             other => return Err(at(&format!("unknown ph `{other}`"))),

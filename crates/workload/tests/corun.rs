@@ -288,6 +288,37 @@ fn noc_quotas_pace_the_kernel_they_limit() {
     let ratio = bs[2] / bs[1];
     assert!((1.6..2.4).contains(&ratio), "quota 2 against 4: {ratio:.2}");
     assert!(km[2] <= km[0] * 1.02, "kmeans slowed: {km:?}");
+    // The run's bandwidth timeline (`RunRecord::noc`) shows the rate: in no window of
+    // 1000 cycles do blackscholes's launches send more than the quota allows on 2 SMs
+    // (5 time units of 2 requests, one held quota and one access of up to 32 lines
+    // overdrawn, per SM; measured: 20, the quota exactly), while unlimited they send more
+    // than twice that (measured: 116).
+    let peak = |r: &RunRecord| {
+        let mine: Vec<u32> = r
+            .kernels
+            .iter()
+            .filter(|k| k.process == "blackscholes")
+            .filter_map(|k| k.launch)
+            .collect();
+        let mut per: std::collections::BTreeMap<u64, u64> = Default::default();
+        for s in r.noc.iter().filter(|s| mine.contains(&s.launch)) {
+            *per.entry(s.window).or_default() += s.requests;
+        }
+        per.values().copied().max().unwrap_or(0)
+    };
+    let bound = 2 * (5 * 2 + 2 + 32);
+    assert!(peak(&two) <= bound, "{} > {bound}", peak(&two));
+    eprintln!(
+        "peaks: free {}, quota 4 {}, quota 2 {}",
+        peak(&free),
+        peak(&four),
+        peak(&two)
+    );
+    assert!(
+        peak(&free) > 2 * peak(&two),
+        "unlimited peak {}",
+        peak(&free)
+    );
 }
 
 #[test]

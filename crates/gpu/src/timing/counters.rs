@@ -2,7 +2,7 @@
 //! probes). [`Counters`] is an ordinary [`Probe`]: everything a launch's [`TimedStats`]
 //! reports of the SMs — active and resident-warp cycles, every scheduler's issues and
 //! stalls, TBs dispatched, warp and thread instructions, loads and their latency,
-//! shared-memory accesses and their bank-conflict passes — is counted from the hooks any
+//! shared-memory accesses and their bank-conflict passes, interconnect requests — is counted from the hooks any
 //! probe hears, and from nothing else. The machine always holds one and calls it
 //! statically through the same hooks as an attached probe, so the statistics need no probe
 //! attached and cost a run what plain counters cost; attaching a second `Counters`
@@ -34,6 +34,9 @@ pub struct LaunchTally {
     /// Shared-memory warp accesses, and their bank-conflict passes summed.
     pub shared_accesses: u64,
     pub shared_passes: u64,
+    /// Request packets its warps' accesses sent towards the L2 (L1 misses, stores,
+    /// atomics; not context transfers): its interconnect traffic.
+    pub noc_requests: u64,
 }
 
 impl LaunchTally {
@@ -44,6 +47,7 @@ impl LaunchTally {
         self.load_latency += o.load_latency;
         self.shared_accesses += o.shared_accesses;
         self.shared_passes += o.shared_passes;
+        self.noc_requests += o.noc_requests;
     }
 }
 
@@ -159,6 +163,13 @@ impl SmCounters<'_> {
     }
 
     #[inline]
+    pub(super) fn on_noc_requests(&mut self, launch: LaunchId, n: u64) {
+        if n > 0 {
+            self.launch_mut(launch).noc_requests += n;
+        }
+    }
+
+    #[inline]
     pub(super) fn on_sm_cycle(&mut self, c: &SmCycle) {
         let s = &mut *self.stats;
         if c.active {
@@ -191,6 +202,11 @@ impl Probe for Counters {
     #[inline]
     fn on_shared_access(&mut self, sm: SmId, launch: LaunchId, passes: u32, _cycle: u64) {
         self.of_sm(sm).on_shared_access(launch, passes);
+    }
+
+    #[inline]
+    fn on_noc_requests(&mut self, sm: SmId, launch: LaunchId, n: u64, _cycle: u64) {
+        self.of_sm(sm).on_noc_requests(launch, n);
     }
 
     #[inline]

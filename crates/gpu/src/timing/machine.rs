@@ -565,6 +565,12 @@ impl<B: MemoryBackend> Machine<B> {
         self.counters.launch(launch).warp_instructions
     }
 
+    /// Request packets `launch`'s warps have sent towards the L2 so far, over every SM
+    /// ([`super::LaunchTally::noc_requests`]).
+    pub fn noc_requests(&self, launch: LaunchId) -> u64 {
+        self.counters.launch(launch).noc_requests
+    }
+
     /// Launches submitted and not finished, in submission order.
     pub fn active(&self) -> &[LaunchId] {
         &self.active

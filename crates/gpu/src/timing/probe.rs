@@ -94,6 +94,9 @@ pub trait Probe: Any {
     fn on_load_done(&mut self, _sm: SmId, _launch: LaunchId, _latency: u64, _cycle: u64) {}
     /// A warp's shared-memory access on `sm` took `passes` bank-conflict passes.
     fn on_shared_access(&mut self, _sm: SmId, _launch: LaunchId, _passes: u32, _cycle: u64) {}
+    /// An accepted access of `launch` (a warp's, or a part of a split one) sent `n` request
+    /// packets from `sm` towards the L2 at `cycle` (its L1 misses, stores, atomics).
+    fn on_noc_requests(&mut self, _sm: SmId, _launch: LaunchId, _n: u64, _cycle: u64) {}
     /// An SM's cycle: residency and what each warp scheduler did (the counts
     /// [`super::SmStats`] keeps, cycle by cycle).
     fn on_sm_cycle(&mut self, _cycle: &SmCycle) {}
@@ -110,7 +113,8 @@ impl Interests {
     pub const EVENTS: Interests = Interests(0);
     /// Events and issued instructions.
     pub const ISSUES: Interests = Interests(1);
-    /// Events and memory: requests accepted, loads' data back, shared-memory accesses.
+    /// Events and memory: requests accepted (and the interconnect requests they sent),
+    /// loads' data back, shared-memory accesses.
     pub const MEMORY: Interests = Interests(2);
     /// Events and every SM's cycles.
     pub const CYCLES: Interests = Interests(4);
@@ -309,6 +313,14 @@ impl<'a> Watch<'a> {
     pub(super) fn memory(&mut self, sm: SmId, access: &MemAccess, cycle: u64) {
         if let Some(p) = self.wants(Interests::MEMORY) {
             p.on_memory_request(sm, access, cycle);
+        }
+    }
+
+    #[inline]
+    pub(super) fn noc_requests(&mut self, sm: SmId, launch: LaunchId, n: u64, cycle: u64) {
+        self.counters.on_noc_requests(launch, n);
+        if let Some(p) = self.wants(Interests::MEMORY) {
+            p.on_noc_requests(sm, launch, n, cycle);
         }
     }
 

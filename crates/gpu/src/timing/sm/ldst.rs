@@ -369,7 +369,9 @@ impl LdSt {
         let sent = memsys.noc_requests();
         if memsys.offer(&b.part).is_ok() {
             if let Some(l) = launch {
-                self.rate.charge(l, memsys.noc_requests() - sent);
+                let sent = memsys.noc_requests() - sent;
+                self.rate.charge(l, sent);
+                watch.noc_requests(sm, l, sent, now);
             }
             watch.memory(sm, &b.part, now);
             b.next = end;

@@ -263,9 +263,9 @@ impl Sm {
                     });
                     return Err(StallReason::Memory);
                 }
-                self.ldst
-                    .rate
-                    .charge(a.ws.launch, memsys.noc_requests() - sent);
+                let sent = memsys.noc_requests() - sent;
+                self.ldst.rate.charge(a.ws.launch, sent);
+                watch.noc_requests(self.id, a.ws.launch, sent, a.now);
                 self.ldst.refused = None;
                 watch.memory(self.id, &self.ldst.offer, a.now);
                 let parts = self.ldst.lines.len().div_ceil(chunk).max(1) as u32;
