@@ -448,6 +448,7 @@ fn result_json(report: &Report, record: &RunRecord, samples: &[Value]) -> String
             "copies": report.copies_csv(),
             "requests": report.requests_csv(),
             "preemption": report.preemption_csv(),
+            "bandwidth": workload::trace::bandwidth_csv(record),
         },
         "launch_stats": launch_stats,
         "preemptions": record.preemptions,

@@ -265,9 +265,10 @@ def _csv(text: str) -> pd.DataFrame:
 class Result:
     """A finished scenario run.
 
-    The tables ``processes``, ``kernels``, ``copies``, ``requests`` and ``preemption``
-    (per preempted kernel) are the CSVs of ``switchyard scenario --csv``; ``report`` is the
-    ``--json`` report as a dictionary.
+    The tables ``processes``, ``kernels``, ``copies``, ``requests``, ``preemption`` (per
+    preempted kernel) and ``bandwidth`` (each launch's interconnect requests and DRAM bytes
+    per window of 1000 core cycles) are the CSVs of ``switchyard scenario --csv``;
+    ``report`` is the ``--json`` report as a dictionary.
     """
 
     report: Dict[str, Any]
@@ -276,6 +277,7 @@ class Result:
     copies: pd.DataFrame
     requests: pd.DataFrame
     preemption: pd.DataFrame
+    bandwidth: pd.DataFrame
     preemptions: pd.DataFrame
     """Every record of the preemption mechanism (``event``: requested, preempted,
     restored, ...; core cycles), flattened."""
@@ -338,6 +340,7 @@ def _result(finished: Any) -> Result:
         copies=_csv(csv["copies"]),
         requests=_csv(csv["requests"]),
         preemption=_csv(csv["preemption"]),
+        bandwidth=_csv(csv["bandwidth"]),
         preemptions=_flat(j["preemptions"]),
         launch_stats=_flat(j["launch_stats"]),
         residency=pd.DataFrame(

@@ -177,9 +177,13 @@ def test_scenario_tables_equal_the_commands_csv(cli, repo, tmp_path):
     r = sy.Scenario.load(str(path)).run(policy="fcfs")
     out = run_cli(cli, "scenario", str(path), "--policy", "fcfs", "--csv", str(tmp_path))
     assert out.returncode == 0, out.stderr
-    for name in ["processes", "kernels", "copies", "preemption"]:
+    for name in ["processes", "kernels", "copies", "preemption", "bandwidth"]:
         expected = pd.read_csv(tmp_path / f"{name}.csv")
         pd.testing.assert_frame_equal(getattr(r, name), expected, check_dtype=False)
+    # Every process's kernels sent requests towards the L2 (their stores: this scenario's
+    # outputs stay in the L2, so its DRAM column is all zeros).
+    assert set(r.bandwidth.process) == set(r.processes.process)
+    assert (r.bandwidth.groupby("process").noc_requests.sum() > 0).all()
 
 
 def test_scenario_error_is_the_commands(cli, repo, tmp_path):

@@ -52,6 +52,7 @@ fn memsys_alone(addr: u64) -> (u64, u64) {
                 priority: Priority::Normal,
                 lines,
                 tag: 0,
+                owner: 0,
             },
         )
         .unwrap();

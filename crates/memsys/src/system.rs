@@ -112,6 +112,9 @@ pub struct MemAccess {
     pub lines: Vec<LineRequest>,
     /// Opaque tag returned with the completion (e.g. warp id and destination register).
     pub tag: u64,
+    /// Whose traffic it is (the timing model gives the launch): the DRAM bytes it causes
+    /// are counted under it ([`MemorySystem::dram_bytes`]). Nothing else depends on it.
+    pub owner: u32,
 }
 
 /// Identifier of an accepted access, unique over the life of the memory system.
@@ -600,6 +603,8 @@ enum FillTarget {
 struct ReqMsg {
     sm: u32,
     slot: u32,
+    /// [`MemAccess::owner`].
+    owner: u32,
     slice_addr: u64,
     line_addr: u64,
     sectors: u8,
@@ -753,6 +758,8 @@ pub struct MemorySystem {
     slices: Vec<SliceState>,
     channels: Vec<DramChannel<DramTag>>,
     waiters: Vec<u32>,
+    /// DRAM bytes by [`MemAccess::owner`] ([`MemorySystem::dram_bytes`]).
+    dram_by_owner: Vec<u64>,
     l2_waiters: Vec<ReqMsg>,
     /// Offers refused because they named no SM.
     stalls_no_sm: u64,
@@ -820,6 +827,7 @@ impl MemorySystem {
                 .map(|_| DramChannel::new(cfg.dram.clone()))
                 .collect(),
             waiters: Vec::new(),
+            dram_by_owner: Vec::new(),
             l2_waiters: Vec::new(),
             stalls_no_sm: 0,
             shared_tlb: cfg.translating().map(|t| {
@@ -1461,6 +1469,7 @@ impl SmPort<'_> {
             let mut msg = ReqMsg {
                 sm: sm as u32,
                 slot,
+                owner: a.owner,
                 slice_addr: loc.slice_addr,
                 line_addr: l.line_addr,
                 sectors: l.sectors,
@@ -1520,6 +1529,14 @@ impl SmPort<'_> {
 }
 
 impl MemorySystem {
+    /// DRAM bytes (reads and write-backs) the accesses of `owner` ([`MemAccess::owner`])
+    /// have caused so far: an L2 miss's fetch is charged to the request that missed, a
+    /// dirty line's write-back to the request whose fill or write evicted it (a merged
+    /// request costs nothing more). Counted when the DRAM request is made.
+    pub fn dram_bytes(&self, owner: u32) -> u64 {
+        self.dram_by_owner.get(owner as usize).copied().unwrap_or(0)
+    }
+
     /// Request packets SM `sm` has sent into the SM→L2 network so far: one per L1 miss
     /// that fetches, per store and per atomic line (papers/lin-thesis §4.5.1: CCBP's issue
     /// rate controllers count "how many L1D misses are sent to the L1-to-L2 NoC per time
@@ -1697,6 +1714,10 @@ impl MemorySystem {
             let mut done = std::mem::take(&mut self.l2_waiters);
             let sl = &mut self.slices[s];
             if let Some(wb) = sl.cache.fill(f.slice_addr, f.sectors, &mut done) {
+                // The write-back is charged to the request whose fill evicted the line.
+                if let Some(first) = done.first() {
+                    self.charge_dram(first.owner, wb.sectors);
+                }
                 let req = self.writeback(s, wb.line_addr, wb.sectors);
                 self.slices[s]
                     .to_dram
@@ -1746,6 +1767,7 @@ impl MemorySystem {
                             o => {
                                 let fetch = o.fetch();
                                 if fetch != 0 {
+                                    self.charge_dram(m.owner, fetch);
                                     let req = DramRequest {
                                         local_addr: self.cfg.dram_addr_of(s, m.slice_addr),
                                         bytes: fetch.count_ones() * SECTOR_BYTES as u32,
@@ -1773,6 +1795,7 @@ impl MemorySystem {
                             sectors: m.sectors,
                         });
                         if let Some(wb) = w.writeback.or(forward) {
+                            self.charge_dram(m.owner, wb.sectors);
                             let req = self.writeback(s, wb.line_addr, wb.sectors);
                             self.slices[s]
                                 .to_dram
@@ -1791,6 +1814,15 @@ impl MemorySystem {
                 self.slices[s].pipe.try_send(now, m).expect("not full");
             }
         }
+    }
+
+    /// Counts `sectors` of DRAM traffic under `owner`.
+    fn charge_dram(&mut self, owner: u32, sectors: u8) {
+        let o = owner as usize;
+        if self.dram_by_owner.len() <= o {
+            self.dram_by_owner.resize(o + 1, 0);
+        }
+        self.dram_by_owner[o] += u64::from(sectors.count_ones()) * SECTOR_BYTES;
     }
 
     fn writeback(&self, s: usize, slice_addr: u64, sectors: u8) -> DramRequest<DramTag> {

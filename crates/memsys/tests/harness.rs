@@ -18,6 +18,7 @@ fn load(line_addr: u64, tag: u64) -> MemAccess {
             sectors: 0b1111,
         }],
         tag,
+        owner: 0,
     }
 }
 
@@ -357,6 +358,7 @@ fn same_sequence_same_stats() {
                 },
                 lines: coalesce(&lanes, 4, 128),
                 tag: step,
+                owner: 0,
             };
             let _ = m.issue(sm, a);
         }
@@ -823,4 +825,40 @@ fn a_squashed_access_frees_its_slot_until_its_fault_is_serviced() {
         assert_eq!(serviced[0].1, 1);
         assert!(serviced[0].0 > transfer, "{serviced:?}");
     }
+}
+
+#[test]
+fn dram_traffic_is_charged_to_the_access_that_caused_it() {
+    // Owner 1 misses in the L2 (a DRAM fetch of the line's 4 sectors); owner 2 reads the
+    // same line from another SM afterwards and hits: it costs the DRAM nothing. Then owner
+    // 3's stores into a tiny L2 evict dirty lines: their write-backs are its.
+    let mut m = MemorySystem::new(gtx480()).unwrap();
+    let of = |o: u32, a: MemAccess| MemAccess { owner: o, ..a };
+    run_one(&mut m, 0, of(1, load(0, 0)));
+    run_one(&mut m, 1, of(2, load(0, 1)));
+    assert!(m.run_until_idle(1_000_000));
+    assert_eq!((m.dram_bytes(1), m.dram_bytes(2)), (128, 0));
+    assert_eq!(m.dram_bytes(0), 0, "owner 0 sent nothing");
+
+    let mut cfg = gtx480();
+    cfg.l2.size_bytes = 2 * 1024;
+    cfg.l2.assoc = 2;
+    let mut m = MemorySystem::new(cfg).unwrap();
+    for i in 0..512u64 {
+        let st = MemAccess {
+            kind: AccessKind::Store,
+            ..of(3, load(i * 128, i))
+        };
+        run_one(&mut m, 0, st);
+    }
+    assert!(m.run_until_idle(1_000_000));
+    let s = m.stats();
+    assert!(s.dram_total.writes > 0);
+    // Every DRAM byte moved is charged to someone, and here all to owner 3.
+    let moved = (s.dram_total.reads + s.dram_total.writes) * 128;
+    assert!(
+        m.dram_bytes(3) > 0 && m.dram_bytes(3) <= moved,
+        "{} of {moved}",
+        m.dram_bytes(3)
+    );
 }

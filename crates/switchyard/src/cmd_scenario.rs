@@ -131,7 +131,7 @@ pub(crate) fn scenario(args: ScenarioArgs) -> Outcome {
             ("copies.csv", report.copies_csv()),
             ("requests.csv", report.requests_csv()),
             ("preemption.csv", report.preemption_csv()),
-            ("noc.csv", workload::trace::noc_csv(&record)),
+            ("bandwidth.csv", workload::trace::bandwidth_csv(&record)),
         ] {
             outputs.push((dir.join(name), text.into_bytes()));
         }

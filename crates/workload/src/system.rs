@@ -420,24 +420,27 @@ pub struct RunRecord {
     /// again, in a loop or under replay, keeps its latest), in the order first written.
     #[serde(skip)]
     pub dumps: Vec<Dumped>,
-    /// Each launch's interconnect requests (towards the L2) per window of
-    /// [`NOC_WINDOW_CYCLES`], for bandwidth over time (the trace's counter tracks,
-    /// `noc.csv`): a sample for every window in which a launch sent any, in window order,
-    /// then by launch.
+    /// Each launch's interconnect requests (towards the L2) and DRAM bytes per window of
+    /// [`BANDWIDTH_WINDOW_CYCLES`], for bandwidth over time (the trace's counter tracks,
+    /// `bandwidth.csv`): a sample for every window in which a launch caused any, in window
+    /// order, then by launch.
     #[serde(skip)]
-    pub noc: Vec<NocSample>,
+    pub bandwidth: Vec<BandwidthSample>,
 }
 
-/// The core cycles of one window of [`RunRecord::noc`].
-pub const NOC_WINDOW_CYCLES: u64 = 1000;
+/// The core cycles of one window of [`RunRecord::bandwidth`].
+pub const BANDWIDTH_WINDOW_CYCLES: u64 = 1000;
 
-/// Interconnect requests one launch sent in one window: cycles `window × NOC_WINDOW_CYCLES`
-/// up to the next window's (or up to the run's end, for the last).
+/// What one launch sent in one window, cycles `window × BANDWIDTH_WINDOW_CYCLES` up to the
+/// next window's (or up to the run's end, for the last): request packets towards the L2
+/// (`Machine::noc_requests`) and DRAM bytes it caused (`Machine::dram_bytes`: its L2
+/// misses' fetches, the write-backs its fills and writes evicted).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct NocSample {
+pub struct BandwidthSample {
     pub window: u64,
     pub launch: u32,
-    pub requests: u64,
+    pub noc_requests: u64,
+    pub dram_bytes: u64,
 }
 
 /// A buffer's device contents, read by a dump command's copy, for its `.npy` file.
@@ -482,13 +485,13 @@ pub struct System {
     deliver: Vec<usize>,
     out: RunRecord,
     launch_ops: Vec<(u32, usize)>,
-    /// The launches whose interconnect requests are sampled (active at the last window's
-    /// end, or submitted since), with their count then ([`RunRecord::noc`]), and how many
+    /// The launches whose traffic is sampled (active at the last window's end, or
+    /// submitted since), with their counts then ([`RunRecord::bandwidth`]), and how many
     /// launches had been submitted then.
-    noc_open: Vec<(LaunchId, u64)>,
-    noc_seen: usize,
+    bw_open: Vec<(LaunchId, u64, u64)>,
+    bw_seen: usize,
     /// The window being counted.
-    noc_window: u64,
+    bw_window: u64,
     /// Under replay: every process has completed its runs, and the run stops.
     replayed: bool,
     /// An error found where none can be returned (a setup that went wrong): the run stops
@@ -676,38 +679,39 @@ impl System {
             deliver: Vec::new(),
             out,
             launch_ops: Vec::new(),
-            noc_open: Vec::new(),
-            noc_seen: 0,
-            noc_window: 0,
+            bw_open: Vec::new(),
+            bw_seen: 0,
+            bw_window: 0,
             replayed: false,
             failed: None,
         })
     }
 
     /// Ends the window being counted (at the current cycle): a sample for every launch
-    /// that sent requests in it; the next window is the one the current cycle is in.
-    fn sample_noc(&mut self) {
+    /// that caused traffic in it; the next window is the one the current cycle is in.
+    fn sample_bandwidth(&mut self) {
         // Every launch submitted since the last window (one may have come and gone within
         // a window) is sampled at least once; the open ones stay while active.
-        for &(l, _) in &self.launch_ops[self.noc_seen..] {
-            self.noc_open.push((LaunchId(l), 0));
+        for &(l, _) in &self.launch_ops[self.bw_seen..] {
+            self.bw_open.push((LaunchId(l), 0, 0));
         }
-        self.noc_seen = self.launch_ops.len();
-        self.noc_open.sort_unstable_by_key(|o| o.0);
-        let (machine, out, window) = (&self.machine, &mut self.out, self.noc_window);
-        self.noc_open.retain_mut(|(id, last)| {
-            let now = machine.noc_requests(*id);
-            if now > *last {
-                out.noc.push(NocSample {
+        self.bw_seen = self.launch_ops.len();
+        self.bw_open.sort_unstable_by_key(|o| o.0);
+        let (machine, out, window) = (&self.machine, &mut self.out, self.bw_window);
+        self.bw_open.retain_mut(|(id, noc, dram)| {
+            let (n, d) = (machine.noc_requests(*id), machine.dram_bytes(*id));
+            if n > *noc || d > *dram {
+                out.bandwidth.push(BandwidthSample {
                     window,
                     launch: id.0,
-                    requests: now - *last,
+                    noc_requests: n - *noc,
+                    dram_bytes: d - *dram,
                 });
-                *last = now;
+                (*noc, *dram) = (n, d);
             }
             machine.active().contains(id)
         });
-        self.noc_window = self.machine.cycle() / NOC_WINDOW_CYCLES;
+        self.bw_window = self.machine.cycle() / BANDWIDTH_WINDOW_CYCLES;
     }
 
     fn timer(&mut self, at: u64, t: Timer) {
@@ -784,8 +788,8 @@ impl System {
                 i.before_cycle(&self.machine, &mut self.framework);
             }
             self.machine.step(&mut self.framework)?;
-            if self.machine.cycle() >= (self.noc_window + 1) * NOC_WINDOW_CYCLES {
-                self.sample_noc();
+            if self.machine.cycle() >= (self.bw_window + 1) * BANDWIDTH_WINDOW_CYCLES {
+                self.sample_bandwidth();
             }
             for r in self.framework.take_records() {
                 self.observe(r);
@@ -819,7 +823,7 @@ impl System {
                 });
             }
         }
-        self.sample_noc();
+        self.sample_bandwidth();
         self.out.cycles = self.machine.cycle();
         // Each kernel started when its first TB was placed.
         for &(launch, op) in &self.launch_ops {

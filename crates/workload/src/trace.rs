@@ -8,9 +8,10 @@
 //! * one track per process (pid 2 + its index), one thread per stream: a slice per kernel
 //!   (from its arrival at the GPU to its end) and per copy (from the engine taking it to its
 //!   end), and an instant event at each launch call.
-//!   A counter track, `NoC requests per cycle`, gives each of its kernels' interconnect
-//!   requests (towards the L2) per core cycle, per window of
-//!   [`crate::system::NOC_WINDOW_CYCLES`] ([`RunRecord::noc`]).
+//!   Two counter tracks, `NoC requests per cycle` and `DRAM bytes per cycle`, give each of
+//!   its kernels' interconnect requests (towards the L2) and the DRAM bytes they caused,
+//!   per core cycle, per window of [`crate::system::BANDWIDTH_WINDOW_CYCLES`]
+//!   ([`RunRecord::bandwidth`]).
 //! * `contexts` (the last pid), threads per SM: a slice for every context save (from its
 //!   first bytes leaving to the TB's resources released) and restore, with the bytes it
 //!   moved; saves and restores overlapping on one SM go on separate threads of it
@@ -181,7 +182,7 @@ pub fn chrome_trace(r: &RunRecord) -> Value {
             .total_cmp(&b["ts"].as_f64().unwrap_or(0.0))
     });
     events.extend(instants);
-    events.extend(noc_counters(r));
+    events.extend(bandwidth_counters(r));
     json!({"traceEvents": events, "displayTimeUnit": "ns"})
 }
 
@@ -192,70 +193,89 @@ fn kernel_of(r: &RunRecord, l: u32) -> Option<(usize, &str)> {
     Some((p, k.kernel.as_str()))
 }
 
-/// Counter events (`ph: C`) of every process's interconnect requests per cycle, one
-/// series per kernel (its launches summed), at each window's start; a series drops to 0
-/// at the first window after one in which it sent requests and the next sent none.
-fn noc_counters(r: &RunRecord) -> Vec<Value> {
-    use crate::system::NOC_WINDOW_CYCLES;
-    let window_us = |w: u64| us(w * NOC_WINDOW_CYCLES * r.core_period_fs);
-    // Per process: window → kernel → requests.
-    let mut per: BTreeMap<usize, BTreeMap<u64, BTreeMap<&str, u64>>> = BTreeMap::new();
-    for s in &r.noc {
+/// Counter events (`ph: C`) of every process's traffic per core cycle — interconnect
+/// requests, and DRAM bytes — one series per kernel (its launches summed), at each
+/// window's start; a series drops to 0 at the first window after one in which it caused
+/// traffic when the next caused none.
+fn bandwidth_counters(r: &RunRecord) -> Vec<Value> {
+    use crate::system::BANDWIDTH_WINDOW_CYCLES as W;
+    let window_us = |w: u64| us(w * W * r.core_period_fs);
+    // Per process: window → kernel → (requests, bytes).
+    type Windows<'a> = BTreeMap<u64, BTreeMap<&'a str, (u64, u64)>>;
+    let mut per: BTreeMap<usize, Windows> = BTreeMap::new();
+    for s in &r.bandwidth {
         if let Some((p, k)) = kernel_of(r, s.launch) {
-            *per.entry(p)
+            let e = per
+                .entry(p)
                 .or_default()
                 .entry(s.window)
                 .or_default()
                 .entry(k)
-                .or_default() += s.requests;
+                .or_default();
+            e.0 += s.noc_requests;
+            e.1 += s.dram_bytes;
         }
     }
     let mut out = Vec::new();
     for (p, windows) in per {
         let kernels: std::collections::BTreeSet<&str> =
             windows.values().flat_map(|m| m.keys().copied()).collect();
-        let args = |m: Option<&BTreeMap<&str, u64>>| -> Value {
+        let pid = FIRST_PROCESS + p as u64;
+        let counter = |name: &str,
+                       w: u64,
+                       m: Option<&BTreeMap<&str, (u64, u64)>>,
+                       pick: fn(&(u64, u64)) -> u64| {
             let mut a = serde_json::Map::new();
             for k in &kernels {
-                let n = m.and_then(|m| m.get(k)).copied().unwrap_or(0);
-                a.insert(k.to_string(), json!(n as f64 / NOC_WINDOW_CYCLES as f64));
+                let n = m.and_then(|m| m.get(k)).map_or(0, pick);
+                a.insert(k.to_string(), json!(n as f64 / W as f64));
             }
-            Value::Object(a)
+            json!({"name": name, "ph": "C", "ts": window_us(w), "pid": pid, "tid": 0, "args": a})
         };
-        let pid = FIRST_PROCESS + p as u64;
         for (&w, m) in &windows {
-            out.push(json!({"name": "NoC requests per cycle", "ph": "C", "ts": window_us(w), "pid": pid, "tid": 0, "args": args(Some(m))}));
-            if !windows.contains_key(&(w + 1)) {
-                out.push(json!({"name": "NoC requests per cycle", "ph": "C", "ts": window_us(w + 1), "pid": pid, "tid": 0, "args": args(None)}));
+            let next = !windows.contains_key(&(w + 1));
+            for (name, pick) in [
+                (
+                    "NoC requests per cycle",
+                    (|x: &(u64, u64)| x.0) as fn(&(u64, u64)) -> u64,
+                ),
+                ("DRAM bytes per cycle", |x: &(u64, u64)| x.1),
+            ] {
+                out.push(counter(name, w, Some(m), pick));
+                if next {
+                    out.push(counter(name, w + 1, None, pick));
+                }
             }
         }
     }
     out
 }
 
-/// Every launch's interconnect requests per window ([`RunRecord::noc`]) as CSV: the
-/// window's start and end (µs), the process, kernel and machine launch, the requests and
-/// requests per core cycle.
-pub fn noc_csv(r: &RunRecord) -> String {
-    use crate::system::NOC_WINDOW_CYCLES;
+/// Every launch's traffic per window ([`RunRecord::bandwidth`]) as CSV: the window's start
+/// and end (µs), the process, kernel and machine launch, its interconnect requests and
+/// DRAM bytes, each also per core cycle.
+pub fn bandwidth_csv(r: &RunRecord) -> String {
+    use crate::system::BANDWIDTH_WINDOW_CYCLES as W;
     let mut out = String::from(
-        "window_start_us,window_end_us,process,kernel,launch,requests,requests_per_cycle\n",
+        "window_start_us,window_end_us,process,kernel,launch,noc_requests,noc_requests_per_cycle,dram_bytes,dram_bytes_per_cycle\n",
     );
-    let window_us = |w: u64| us(w * NOC_WINDOW_CYCLES * r.core_period_fs);
-    for s in &r.noc {
+    let window_us = |w: u64| us(w * W * r.core_period_fs);
+    for s in &r.bandwidth {
         let (process, kernel) = match kernel_of(r, s.launch) {
             Some((p, k)) => (r.processes[p].name.as_str(), k),
             None => ("", ""),
         };
         out.push_str(&format!(
-            "{:.3},{:.3},{},{},{},{},{:.4}\n",
+            "{:.3},{:.3},{},{},{},{},{:.4},{},{:.4}\n",
             window_us(s.window),
             window_us(s.window + 1),
             crate::report::csv_field(process),
             crate::report::csv_field(kernel),
             s.launch,
-            s.requests,
-            s.requests as f64 / NOC_WINDOW_CYCLES as f64
+            s.noc_requests,
+            s.noc_requests as f64 / W as f64,
+            s.dram_bytes,
+            s.dram_bytes as f64 / W as f64
         ));
     }
     out

@@ -288,7 +288,7 @@ fn noc_quotas_pace_the_kernel_they_limit() {
     let ratio = bs[2] / bs[1];
     assert!((1.6..2.4).contains(&ratio), "quota 2 against 4: {ratio:.2}");
     assert!(km[2] <= km[0] * 1.02, "kmeans slowed: {km:?}");
-    // The run's bandwidth timeline (`RunRecord::noc`) shows the rate: in no window of
+    // The run's bandwidth timeline (`RunRecord::bandwidth`) shows the rate: in no window of
     // 1000 cycles do blackscholes's launches send more than the quota allows on 2 SMs
     // (5 time units of 2 requests, one held quota and one access of up to 32 lines
     // overdrawn, per SM; measured: 20, the quota exactly), while unlimited they send more
@@ -301,11 +301,23 @@ fn noc_quotas_pace_the_kernel_they_limit() {
             .filter_map(|k| k.launch)
             .collect();
         let mut per: std::collections::BTreeMap<u64, u64> = Default::default();
-        for s in r.noc.iter().filter(|s| mine.contains(&s.launch)) {
-            *per.entry(s.window).or_default() += s.requests;
+        for s in r.bandwidth.iter().filter(|s| mine.contains(&s.launch)) {
+            *per.entry(s.window).or_default() += s.noc_requests;
         }
         per.values().copied().max().unwrap_or(0)
     };
+    // Its inputs come from DRAM: the timeline charges it their bytes.
+    let dram: u64 = free
+        .bandwidth
+        .iter()
+        .filter(|s| {
+            free.kernels
+                .iter()
+                .any(|k| k.launch == Some(s.launch) && k.process == "blackscholes")
+        })
+        .map(|s| s.dram_bytes)
+        .sum();
+    assert!(dram > 0, "no DRAM bytes charged to blackscholes");
     let bound = 2 * (5 * 2 + 2 + 32);
     assert!(peak(&two) <= bound, "{} > {bound}", peak(&two));
     eprintln!(

@@ -283,17 +283,15 @@ fn the_timeline_of_four_processes_is_a_valid_trace() {
     };
     assert!(slices(0) >= 15, "SM tracks");
     assert!(slices(1) > 0, "copy engine track");
-    // Every process's interconnect requests over time, as a counter track.
-    let counters: std::collections::BTreeSet<u64> = events
-        .iter()
-        .filter(|e| e["ph"] == "C")
-        .map(|e| e["pid"].as_u64().unwrap())
-        .collect();
-    assert_eq!(
-        counters,
-        (2..6).collect(),
-        "a NoC counter track per process"
-    );
+    // Every process's interconnect requests and DRAM bytes over time, as counter tracks.
+    for name in ["NoC requests per cycle", "DRAM bytes per cycle"] {
+        let counters: std::collections::BTreeSet<u64> = events
+            .iter()
+            .filter(|e| e["ph"] == "C" && e["name"] == name)
+            .map(|e| e["pid"].as_u64().unwrap())
+            .collect();
+        assert_eq!(counters, (2..6).collect(), "a `{name}` track per process");
+    }
     for p in 0..4 {
         assert!(slices(2 + p) > 0, "process {p}'s streams");
     }

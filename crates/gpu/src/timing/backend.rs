@@ -74,6 +74,11 @@ pub trait MemoryBackend {
     fn noc_requests(&self, _sm: SmId) -> u64 {
         0
     }
+    /// DRAM bytes the accesses of `owner` (a launch's index) have caused so far
+    /// (`memsys::MemorySystem::dram_bytes`); 0 where there is no DRAM.
+    fn dram_bytes(&self, _owner: u32) -> u64 {
+        0
+    }
 }
 
 /// What one SM sees of the memory hierarchy during a cycle: the [`MemoryBackend`] calls
@@ -191,6 +196,9 @@ impl MemoryBackend for MemorySystem {
     }
     fn noc_requests(&self, sm: SmId) -> u64 {
         MemorySystem::noc_requests(self, sm.0 as usize)
+    }
+    fn dram_bytes(&self, owner: u32) -> u64 {
+        MemorySystem::dram_bytes(self, owner)
     }
     fn ports(&mut self) -> Option<Vec<SmPort<'_>>> {
         MemorySystem::ports(self)

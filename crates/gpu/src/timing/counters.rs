@@ -34,8 +34,8 @@ pub struct LaunchTally {
     /// Shared-memory warp accesses, and their bank-conflict passes summed.
     pub shared_accesses: u64,
     pub shared_passes: u64,
-    /// Request packets its warps' accesses sent towards the L2 (L1 misses, stores,
-    /// atomics; not context transfers): its interconnect traffic.
+    /// Request packets its accesses sent towards the L2 (L1 misses, stores, atomics; its
+    /// context transfers included): its interconnect traffic.
     pub noc_requests: u64,
 }
 

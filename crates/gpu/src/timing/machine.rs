@@ -565,10 +565,17 @@ impl<B: MemoryBackend> Machine<B> {
         self.counters.launch(launch).warp_instructions
     }
 
-    /// Request packets `launch`'s warps have sent towards the L2 so far, over every SM
-    /// ([`super::LaunchTally::noc_requests`]).
+    /// Request packets `launch`'s accesses (its context transfers included) have sent
+    /// towards the L2 so far, over every SM ([`super::LaunchTally::noc_requests`]).
     pub fn noc_requests(&self, launch: LaunchId) -> u64 {
         self.counters.launch(launch).noc_requests
+    }
+
+    /// DRAM bytes `launch`'s accesses (its context transfers included) have caused so
+    /// far: its L2 misses' fetches and the write-backs its fills and writes evicted
+    /// ([`MemoryBackend::dram_bytes`]).
+    pub fn dram_bytes(&self, launch: LaunchId) -> u64 {
+        self.memsys.dram_bytes(launch.0)
     }
 
     /// Launches submitted and not finished, in submission order.

@@ -94,8 +94,9 @@ pub trait Probe: Any {
     fn on_load_done(&mut self, _sm: SmId, _launch: LaunchId, _latency: u64, _cycle: u64) {}
     /// A warp's shared-memory access on `sm` took `passes` bank-conflict passes.
     fn on_shared_access(&mut self, _sm: SmId, _launch: LaunchId, _passes: u32, _cycle: u64) {}
-    /// An accepted access of `launch` (a warp's, or a part of a split one) sent `n` request
-    /// packets from `sm` towards the L2 at `cycle` (its L1 misses, stores, atomics).
+    /// An accepted access of `launch` (a warp's, a part of a split one, or a chunk of its
+    /// context transfer) sent `n` request packets from `sm` towards the L2 at `cycle` (its
+    /// L1 misses, stores, atomics).
     fn on_noc_requests(&mut self, _sm: SmId, _launch: LaunchId, _n: u64, _cycle: u64) {}
     /// An SM's cycle: residency and what each warp scheduler did (the counts
     /// [`super::SmStats`] keeps, cycle by cycle).

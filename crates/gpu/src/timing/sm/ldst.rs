@@ -223,6 +223,7 @@ impl LdSt {
                 priority: Priority::Normal,
                 lines: Vec::with_capacity(64),
                 tag: 0,
+                owner: 0,
             },
             pending: PendingTable::default(),
             backlog: None,
@@ -272,6 +273,7 @@ impl LdSt {
                 priority: Priority::Context,
                 lines: Vec::new(),
                 tag: 0,
+                owner: launch.0,
             },
         });
         id
@@ -305,9 +307,13 @@ impl LdSt {
         t.offer.lines.clear();
         t.offer.lines.extend_from_slice(&t.lines[t.next..end]);
         t.offer.tag = u64::from(tag.0);
+        let sent = memsys.noc_requests();
         if memsys.offer(&t.offer).is_err() {
             return;
         }
+        // Counted as the launch's traffic; its issue rate controller charges only its
+        // warps' own accesses.
+        watch.noc_requests(sm, t.launch, memsys.noc_requests() - sent, now);
         watch.memory(sm, &t.offer, now);
         t.next = end;
         t.outstanding += 1;

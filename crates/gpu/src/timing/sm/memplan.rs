@@ -241,6 +241,7 @@ impl Sm {
                 self.ldst.offer.space = msp;
                 self.ldst.offer.priority = Priority::Normal;
                 self.ldst.offer.tag = u64::from(tag.0);
+                self.ldst.offer.owner = a.ws.launch.0;
                 self.ldst.offer.lines.clear();
                 self.ldst
                     .offer
@@ -282,6 +283,7 @@ impl Sm {
                             priority: Priority::Normal,
                             lines: Vec::with_capacity(chunk),
                             tag: u64::from(tag.0),
+                            owner: a.ws.launch.0,
                         },
                     });
                 }

@@ -577,6 +577,7 @@ impl Sm {
         self.ldst.offer.space = e.space;
         self.ldst.offer.priority = Priority::Normal;
         self.ldst.offer.tag = u64::from(tag.0);
+        self.ldst.offer.owner = ws.launch.0;
         self.ldst.offer.lines.clear();
         self.ldst.offer.lines.extend_from_slice(&e.resend[..first]);
         if memsys.offer(&self.ldst.offer).is_err() {
@@ -608,6 +609,7 @@ impl Sm {
                     priority: Priority::Normal,
                     lines: Vec::with_capacity(chunk),
                     tag: u64::from(tag.0),
+                    owner: ws.launch.0,
                 },
                 lines: resend,
             });
