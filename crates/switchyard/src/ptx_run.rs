@@ -15,9 +15,6 @@ use workload::scenario::{Disk, Program, ScenarioError};
 
 use crate::suite_run::Engine;
 
-/// The result of checking one output buffer.
-pub type CheckResult = CheckOutcome;
-
 /// The outcome of a spec run.
 #[derive(Clone, Debug)]
 pub struct FileRun {
@@ -32,7 +29,7 @@ pub struct FileRun {
     pub timed: Vec<TimedStats>,
     /// Wall-clock time inside the launches.
     pub elapsed: Duration,
-    pub checks: Vec<CheckResult>,
+    pub checks: Vec<CheckOutcome>,
     /// The buffers its `dump` commands read (at 0 µs: host time is not modelled), for
     /// their `.npy` files.
     pub dumps: Vec<workload::Dumped>,

@@ -65,12 +65,10 @@ impl IssueRate {
         };
         let window = now / IRC_WINDOW;
         if window > b.window {
+            // Each window adds the quota; at most one quota is held.
             let q = i64::from(b.quota);
-            let gained = (window - b.window).saturating_mul(b.quota.into());
-            b.tokens = b
-                .tokens
-                .saturating_add(gained.min(i64::MAX as u64) as i64)
-                .min(q);
+            let elapsed = i64::try_from(window - b.window).unwrap_or(i64::MAX);
+            b.tokens = b.tokens.saturating_add(q.saturating_mul(elapsed)).min(q);
             b.window = window;
         }
         b.tokens > 0
@@ -103,7 +101,7 @@ mod tests {
         }
         assert!(!irc.admits(a, 10), "the quota is spent");
         assert!(irc.admits(b, 10), "another launch is not limited");
-        // Window 1 refills 4: two to pay nothing back yet... the bucket holds 4.
+        // Window 1 refills the bucket to its quota, 4; an access of 6 overdraws it by 2.
         assert!(irc.admits(a, IRC_WINDOW));
         irc.charge(a, 6);
         // Overdrawn by 2: window 2 brings it to 2, so one more access.
