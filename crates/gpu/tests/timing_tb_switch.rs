@@ -409,6 +409,77 @@ fn a_tb_stopped_while_squashed_leaves_with_its_replays_and_ends_bit_exact() {
     }
 }
 
+/// One TB on SM 0, discarded (flushed) at `discard_at` while its first warp's load is
+/// squashed, and dispatched again (from its first instruction) at `back_at`.
+struct DiscardWhileSquashed {
+    launch: Option<LaunchId>,
+    discard_at: u64,
+    back_at: u64,
+    step: u32,
+}
+
+impl Control for DiscardWhileSquashed {
+    fn on_cycle(&mut self, m: &mut Machine) -> Result<(), TimingError> {
+        m.clear_events();
+        let launch = self.launch.expect("submitted");
+        let now = m.cycle();
+        let sm = SmId(0);
+        match self.step {
+            0 => m.request(Request::Dispatch { sm, launch }).map(|_| ())?,
+            1 if now >= self.discard_at => {
+                let tb = m.resident(sm).next().expect("resident").0;
+                m.request(Request::Discard { sm, tb }).map(|_| ())?
+            }
+            2 if now >= self.back_at => m.request(Request::Dispatch { sm, launch }).map(|_| ())?,
+            _ => return Ok(()),
+        }
+        self.step += 1;
+        Ok(())
+    }
+}
+
+impl Driver for DiscardWhileSquashed {
+    fn set_launch(&mut self, id: LaunchId) {
+        self.launch = Some(id);
+    }
+    fn control(&mut self) -> &mut dyn Control {
+        self
+    }
+}
+
+#[test]
+fn a_tb_discarded_while_squashed_lets_its_launch_finish_bit_exact() {
+    // Discarded at cycle 3,000 (the fault detected, serviced at ~25,000) and dispatched
+    // again before the fault is serviced (its new load faults on the same region) or
+    // after. The discarded load is never replayed; its launch must still finish: before
+    // the fix, the abandoned access kept the launch in flight forever (a flushing
+    // preemption hung every squashing organisation).
+    for p in SQUASHING {
+        for back_at in [6_000, 40_000] {
+            let timing = gpu(2, 16, p, TbSwitch::Off, 4);
+            let mut prep = prepare(&timing, &one_tb());
+            let mut ctl = DiscardWhileSquashed {
+                launch: None,
+                discard_at: 3_000,
+                back_at,
+                step: 0,
+            };
+            let (stats, memory) = run_with(&mut prep, &mut ctl)
+                .unwrap_or_else(|e| panic!("{p:?} back at {back_at}: {e}"));
+            assert_eq!(ctl.step, 3, "{p:?}: discarded and dispatched again");
+            assert!(
+                memory == prep.reference,
+                "{p:?} back at {back_at}: final memory differs from the functional core's"
+            );
+            let f = stats.memory.translation.as_ref().unwrap().faults.unwrap();
+            assert_eq!(
+                f.far_faults, 1,
+                "{p:?} back at {back_at}: one region, one fault"
+            );
+        }
+    }
+}
+
 /// Checkpoints the one TB on SM 0 at cycle 100 (before its load faults), stops it with
 /// `Stay` at 3,000 (its load squashed), and asks to roll it back to the checkpoint.
 #[derive(Default)]

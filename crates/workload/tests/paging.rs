@@ -564,3 +564,99 @@ fn a_full_operand_log_never_starves_the_replays_that_free_it() {
     let exact = run(false);
     assert_eq!(exact.cycles, r.cycles, "shortcuts");
 }
+
+/// A preempting scheduler over TBs whose accesses are squashed for faults: `low` pages
+/// its managed buffers in (every organisation that squashes, TB switching on fault on),
+/// and `high`, arriving while `low` waits for its faults, takes SMs under PPQ by flushing
+/// `low`'s TBs or switching their contexts. A flushed TB's squashed access is never
+/// replayed; before the fix its old tag kept `low`'s launch in flight forever and the run
+/// hung. Both processes must verify, and TBs must have been flushed or switched with
+/// faults outstanding.
+#[test]
+fn preempting_tbs_with_squashed_accesses_ends_and_verifies() {
+    let ptx = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/saxpy/saxpy.ptx");
+    let text = |pipeline: &str, mechanism: &str| {
+        let low = scenario("managed = true", 1)
+            .replace("[limits]\nmax_cycles = 50_000_000\n", "")
+            .replace("name = \"p\"", "name = \"low\"\npriority = 0");
+        format!(
+            r#"
+[translation]
+pipeline = "{pipeline}"
+tb_switch = "save"
+
+[scheduler]
+policy = "ppq"
+mechanism = "{mechanism}"
+
+[limits]
+max_cycles = 2_000_000
+{low}
+[[process]]
+name = "high"
+priority = 1
+arrival_us = 10.0
+ptx = "{ptx}"
+
+[[process.buffer]]
+name = "x"
+type = "f32"
+len = 8192
+init = "fill"
+value = 1.0
+[[process.buffer]]
+name = "y"
+type = "f32"
+len = 8192
+[[process.command]]
+launch = "saxpy"
+grid = [32]
+block = [256]
+args = [{{ buffer = "x" }}, {{ buffer = "y" }}, {{ f32 = 2.0 }}, {{ u32 = 8192 }}]
+[[process.command]]
+sync = true
+[[process.check]]
+buffer = "y"
+fill = 2.0
+"#,
+            ptx = ptx.display()
+        )
+    };
+    let runs = [
+        ("wd-commit", "flush-relaxed"),
+        ("replay-queue", "flush-relaxed"),
+        ("operand-log", "flush-relaxed"),
+        ("operand-log", "baseline"),
+    ];
+    for (pipeline, mechanism) in runs {
+        {
+            let s = parse("preempt.toml", &text(pipeline, mechanism), &workload::Disk)
+                .unwrap_or_else(|e| panic!("{e}"));
+            let setup = Setup::for_scenario(
+                &s,
+                TimedGpu::new(preset("fault-study")),
+                s.max_cycles.unwrap(),
+            )
+            .unwrap();
+            let r = System::new(setup, &s.processes)
+                .unwrap()
+                .run(&mut |_| {})
+                .unwrap_or_else(|e| panic!("{pipeline} {mechanism}: {e}"));
+            for p in &r.processes {
+                let v = p.verdict.as_ref().expect("finished");
+                assert!(
+                    v.verified,
+                    "{pipeline} {mechanism} {}: {}",
+                    p.name, v.detail
+                );
+            }
+            let taken = r
+                .preemptions
+                .iter()
+                .filter(|p| matches!(p, preempt::Record::Preempted { .. }))
+                .count();
+            assert!(taken > 0, "{pipeline} {mechanism}: nothing preempted");
+            assert!(faults(&r).far_faults > 0, "{pipeline} {mechanism}");
+        }
+    }
+}

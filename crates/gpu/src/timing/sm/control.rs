@@ -179,6 +179,11 @@ impl Sm {
     /// unobserved); returns its local-memory frame.
     pub(in crate::timing) fn discard(&mut self, tb: TbRef) -> Result<u64, ControlError> {
         let k = self.resident_slot(tb)?;
+        for s in self.res.slots_of(k).to_vec() {
+            let mut w = self.res.warps[s].take().expect("resident warp");
+            self.abandon(&mut w);
+            self.res.warps[s] = Some(w);
+        }
         self.issue.wake();
         Ok(self.vacate(k, Resources::Release).local_base)
     }

@@ -288,7 +288,9 @@ impl Sm {
         p.squashed += 1;
         let (slot, launch) = (p.slot, p.launch);
         let Some(slot) = slot else {
-            debug_assert!(false, "a warp with an access that may fault cannot leave");
+            // The access of a discarded TB (only a discard takes a warp away with a part
+            // in flight): counted, so that its fault's notice frees its tag
+            // (`serviced_carried`).
             return;
         };
         let w = self.res.warp_mut(slot);
@@ -324,7 +326,14 @@ impl Sm {
     /// its old tag is free (the TB took the access in its context).
     fn serviced_carried(&mut self, tag: PendingId) {
         let Some(i) = self.carried.iter().position(|c| c.0 == tag) else {
-            // A discarded TB's access: nothing waits for it.
+            // A discarded TB's access ([`Sm::abandon`]): nothing replays it, and its old
+            // tag is free once every notice has come and every part has completed.
+            let p = self.ldst.pending.get_mut(tag);
+            p.squashed -= 1;
+            if p.squashed == 0 && p.parts == 0 {
+                let p = self.ldst.pending.remove(tag);
+                self.in_flight[p.launch] -= 1;
+            }
             return;
         };
         let p = self.ldst.pending.get_mut(tag);
@@ -423,6 +432,26 @@ impl Sm {
             });
         }
         out
+    }
+
+    /// Forgets the squashed instructions of `ws`, whose TB is being discarded (flushed):
+    /// nothing will replay them, but their old tags stay taken, and their launch in
+    /// flight, until the notices of their outstanding faults have come and their parts
+    /// still in flight have completed ([`Sm::serviced_carried`], [`Sm::completed`]).
+    /// Without this a discarded TB's squashed access kept its launch in flight forever.
+    pub(super) fn abandon(&mut self, ws: &mut WarpSlot) {
+        for e in std::mem::take(&mut ws.replay) {
+            if !Sm::carries(&e) {
+                continue;
+            }
+            let p = self.ldst.pending.get_mut(e.tag);
+            // Notices still to come: one per squashed part not yet serviced.
+            p.squashed = e.faults;
+            if e.faults == 0 && p.parts == 0 {
+                let p = self.ldst.pending.remove(e.tag);
+                self.in_flight[p.launch] -= 1;
+            }
+        }
     }
 
     /// The squashed instructions `carried` of the warp just installed in `slot` wait for
