@@ -266,8 +266,9 @@ class Result:
     """A finished scenario run.
 
     The tables ``processes``, ``kernels``, ``copies``, ``requests``, ``preemption`` (per
-    preempted kernel) and ``bandwidth`` (each launch's interconnect requests and DRAM bytes
-    per window of 1000 core cycles) are the CSVs of ``switchyard scenario --csv``;
+    preempted kernel) and ``bandwidth`` (each launch's interconnect requests, DRAM bytes and
+    interconnect flits per window of 1000 core cycles) are the CSVs of ``switchyard
+    scenario --csv``;
     ``report`` is the ``--json`` report as a dictionary.
     """
 

@@ -6,7 +6,11 @@
 //! oracle of §4.1 over the combinations tried. Warped-Slicer (§4.1, Xu16) is offline
 //! here: each program runs alone at every TB count per SM (its scalability curve), and
 //! `sched::corun::water_fill` picks the combination the pair then co-runs at (the paper
-//! profiles online on the SMs at the kernels' start: not yet).
+//! profiles online on the SMs at the kernels' start: not yet). CCBP (§4.5) is offline
+//! too: the same runs alone give each program's NoC flits, DRAM lines and requests towards
+//! the L2 per IRC window per SM at every TB count (its bandwidth curves), from which `sched::ccbp` classifies
+//! each program and chooses the combination and the request quotas (Algorithm 1); the
+//! pair co-runs under `fixed` with them.
 //!
 //! Method. The thesis co-runs kernels for 100 M cycles, re-executing one that finishes
 //! early (§4.3.3). Here each program is replayed (`workload::Setup::replay`, one run each):
@@ -29,8 +33,9 @@ use std::sync::atomic::AtomicUsize;
 
 use gpu::config::GpuConfig;
 use gpu::occupancy::Occupancy;
-use gpu::timing::Machine;
+use gpu::timing::{Machine, IRC_WINDOW};
 use preempt::MechanismKind;
+use sched::ccbp::{self, BandwidthCurve, KernelType, Share, Sustainable};
 use sched::corun::{fits_together, water_fill, Corunner};
 use sched::{Framework, Ipcs, PolicyKind, TbCounts};
 use serde::Serialize;
@@ -57,6 +62,9 @@ pub struct CorunConfig {
     /// (`None`: the progress rule of `gpu::limits`).
     pub max_cycles: u64,
     pub instruction_limit: Option<u64>,
+    /// CCBP's priority for latency-sensitive kernels (`sched::ccbp::ccbp`'s `prior_lsk`; 1:
+    /// none).
+    pub prior_lsk: f64,
 }
 
 impl CorunConfig {
@@ -73,6 +81,7 @@ impl CorunConfig {
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             max_cycles: 1 << 34,
             instruction_limit: None,
+            prior_lsk: 1.0,
         }
     }
 }
@@ -89,6 +98,9 @@ pub struct Alone {
     /// The same at 1, 2, … TBs per SM (the `fixed` scheme alone, up to `tbs_per_sm` or
     /// `max_tbs`): its scalability curve, Warped-Slicer's input.
     pub curve: Vec<f64>,
+    /// Its NoC flits, DRAM lines and requests towards the L2 per IRC window per SM at the
+    /// same TB counts (its bandwidth curves, CCBP's input).
+    pub bandwidth: BandwidthCurve,
     /// Cycles of the run, and of its kernels' time on the GPU.
     pub cycles: u64,
     pub kernel_cycles: u64,
@@ -107,6 +119,11 @@ pub struct Point {
     pub ipc: [f64; 2],
     pub warp_instructions: [u64; 2],
     pub kernel_cycles: [u64; 2],
+    /// Each program's requests towards the L2, NoC flits and DRAM lines per IRC window per
+    /// SM over its kernels' time on the GPU (what CCBP's quotas and grants count).
+    pub requests: [f64; 2],
+    pub noc_flits: [f64; 2],
+    pub dram: [f64; 2],
     /// Cycles of the whole run.
     pub cycles: u64,
     /// Slowdowns, weighted and harmonic speedup against the programs alone (`None` when a
@@ -130,6 +147,19 @@ pub struct CorunResults {
     /// the best weighted speedup (indices into `combinations`; ties to the first).
     pub best_harmonic: Option<usize>,
     pub best_weighted: Option<usize>,
+    /// CCBP's choice from the curves (its run is among `schemes` when both programs got a
+    /// TB).
+    pub ccbp: CcbpChoice,
+}
+
+/// What CCBP's Algorithm 1 chose (papers/lin-thesis §4.5, `sched::ccbp`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CcbpChoice {
+    /// One SM's share of the sustainable bandwidth per IRC window.
+    pub sustainable: Sustainable,
+    pub prior_lsk: f64,
+    /// Per program: its type, TBs per SM, bandwidth granted and request quota.
+    pub shares: Vec<Share>,
 }
 
 impl CorunResults {
@@ -194,11 +224,27 @@ fn process(i: usize, k: &'static dyn suite::Kernel, c: &CorunConfig) -> Process 
 struct Measured {
     warp_instructions: u64,
     kernel_cycles: u64,
+    /// Its launches' requests towards the L2, their interconnect flits and DRAM bytes
+    /// (`RunRecord::bandwidth`).
+    noc_requests: u64,
+    noc_flits: u64,
+    dram_bytes: u64,
 }
 
 impl Measured {
     fn ipc(&self) -> f64 {
         self.warp_instructions as f64 / self.kernel_cycles.max(1) as f64
+    }
+
+    /// Its requests towards the L2, NoC flits and DRAM lines per IRC window per SM of
+    /// `gpu`, over its kernels' time on the GPU.
+    fn per_window(&self, gpu: &GpuConfig) -> [f64; 3] {
+        let per = IRC_WINDOW as f64 / (self.kernel_cycles.max(1) as f64 * f64::from(gpu.sm.count));
+        [
+            self.noc_requests as f64 * per,
+            self.noc_flits as f64 * per,
+            self.dram_bytes as f64 / gpu.memory.line_bytes as f64 * per,
+        ]
     }
 }
 
@@ -230,10 +276,18 @@ fn run_one(
             let mut m = Measured {
                 warp_instructions: 0,
                 kernel_cycles: 0,
+                noc_requests: 0,
+                noc_flits: 0,
+                dram_bytes: 0,
             };
             for k in mine {
                 if let Some(l) = k.launch {
                     m.warp_instructions += count.by_launch.get(l as usize).copied().unwrap_or(0);
+                    for b in r.bandwidth.iter().filter(|b| b.launch == l) {
+                        m.noc_requests += b.noc_requests;
+                        m.noc_flits += b.noc_flits;
+                        m.dram_bytes += b.dram_bytes;
+                    }
                 }
                 if let Some(from) = k.activated_fs {
                     let to = k.finished_fs.unwrap_or(end_fs);
@@ -295,6 +349,7 @@ pub fn run(
             tbs_per_sm,
             ipc: per[0].ipc(),
             curve: Vec::new(),
+            bandwidth: BandwidthCurve::default(),
             cycles: r.cycles,
             kernel_cycles: per[0].kernel_cycles,
             warp_instructions: per[0].warp_instructions,
@@ -342,23 +397,28 @@ pub fn run(
         Job::Co(Some([a, b]), _) => format!("{a}+{b}"),
         Job::Co(None, p) => p.to_string(),
     };
-    // The Warped-Slicer run comes last, once the curves are known.
-    let total = 2 + jobs.len() + 1;
+    // The Warped-Slicer and CCBP runs come last, once the curves are known.
+    let total = 2 + jobs.len() + 2;
     let one = |j: &Job| match *j {
         Job::Profile(i, n) => run_one(c, &[i], fixed(&[n])),
         Job::Co(_, p) => run_one(c, &[0, 1], p),
     };
     let results = crate::run_indexed(c.threads, &jobs, &one, &label, progress, &done, total);
     let mut curves = vec![Vec::new(), Vec::new()];
+    let mut bandwidth = vec![BandwidthCurve::default(), BandwidthCurve::default()];
     let mut points = Vec::new();
     let point = |tbs: Option<[u32; 2]>, what: String, per: &[Measured], r: &RunRecord| {
         let ipc_shared = [per[0].ipc(), per[1].ipc()];
+        let bw = [per[0].per_window(&c.gpu), per[1].per_window(&c.gpu)];
         Point {
             label: what,
             tbs,
             ipc: ipc_shared,
             warp_instructions: [per[0].warp_instructions, per[1].warp_instructions],
             kernel_cycles: [per[0].kernel_cycles, per[1].kernel_cycles],
+            requests: [bw[0][0], bw[1][0]],
+            noc_flits: [bw[0][1], bw[1][1]],
+            dram: [bw[0][2], bw[1][2]],
             cycles: r.cycles,
             metrics: CorunMetrics::of(&ipc_alone, &ipc_shared).ok(),
             verified: verified(r),
@@ -376,6 +436,10 @@ pub fn run(
         match *j {
             Job::Profile(i, _) => {
                 curves[i].push(per[0].ipc());
+                let [requests, noc, dram] = per[0].per_window(&c.gpu);
+                bandwidth[i].noc.push(noc);
+                bandwidth[i].dram.push(dram);
+                bandwidth[i].requests.push(requests);
                 profiles_verified[i] &= verified(&r);
             }
             Job::Co(tbs, _) => points.push(point(tbs, what, &per, &r)),
@@ -384,29 +448,67 @@ pub fn run(
     debug_assert_eq!(curves[0].len() + curves[1].len(), profiles);
     let mut schemes = points.split_off(combos.len());
 
-    // Warped-Slicer: water-filling over the curves, then a run at that combination.
+    // Warped-Slicer: water-filling over the curves; CCBP: Algorithm 1 over the bandwidth
+    // curves; then a run at each choice that gives both programs a TB.
     let ws = water_fill(&c.gpu.sm.resources, &shapes, &curves);
+    let mem = &c.gpu.memory;
+    let sustainable = Sustainable::from_peaks(
+        mem.noc_flits_per_sm_core_cycle(),
+        mem.dram_bytes_per_core_cycle() / f64::from(c.gpu.sm.count),
+        mem.line_bytes,
+        IRC_WINDOW,
+    );
+    let kinds: Vec<KernelType> = bandwidth
+        .iter()
+        .map(|b| ccbp::classify(b, sustainable))
+        .collect();
+    let shares = ccbp::ccbp(
+        &c.gpu.sm.resources,
+        &shapes,
+        &bandwidth,
+        &kinds,
+        sustainable,
+        c.prior_lsk,
+    );
+    let mut last: Vec<(String, [u32; 2], PolicyKind)> = Vec::new();
     if ws.iter().all(|&n| n > 0) {
         let what = format!("warped-slicer ({}+{})", ws[0], ws[1]);
-        let r = crate::run_indexed(
-            1,
-            &[fixed(&ws)],
-            &|&p| run_one(c, &[0, 1], p),
-            &|_| what.clone(),
-            progress,
-            &done,
-            total,
+        last.push((what, [ws[0], ws[1]], fixed(&ws)));
+    }
+    if shares.iter().all(|s| s.tbs > 0) {
+        let tbs = [shares[0].tbs, shares[1].tbs];
+        let quota = |s: &Share| s.quota.map_or("-".to_string(), |q| q.to_string());
+        let what = format!(
+            "ccbp ({}+{}, noc {}/{})",
+            tbs[0],
+            tbs[1],
+            quota(&shares[0]),
+            quota(&shares[1])
         );
-        let r = r
-            .into_iter()
-            .next()
-            .flatten()
-            .expect("one job on one thread");
+        // A latency-sensitive kernel is not limited: a quota no access reaches.
+        let noc: Vec<u32> = shares.iter().map(|s| s.quota.unwrap_or(u32::MAX)).collect();
+        let policy = PolicyKind::Fixed {
+            tbs: TbCounts::new(&tbs).expect("counts of at least 1"),
+            noc: TbCounts::new(&noc),
+        };
+        last.push((what, tbs, policy));
+    }
+    let r = crate::run_indexed(
+        c.threads,
+        &last,
+        &|(_, _, p)| run_one(c, &[0, 1], *p),
+        &|(what, _, _)| what.clone(),
+        progress,
+        &done,
+        total,
+    );
+    for ((what, tbs, _), r) in last.iter().zip(r) {
+        let r = r.ok_or_else(|| CorunError::Config(format!("{what}: not run")))?;
         let (per, r) = r.map_err(|error| CorunError::Run {
             what: what.clone(),
             error,
         })?;
-        schemes.push(point(Some([ws[0], ws[1]]), what, &per, &r));
+        schemes.push(point(Some(*tbs), what.clone(), &per, &r));
     }
     let best = |key: fn(&CorunMetrics) -> f64| {
         points
@@ -422,6 +524,8 @@ pub fn run(
     let [mut a0, mut a1] = alone;
     a0.curve = std::mem::take(&mut curves[0]);
     a1.curve = std::mem::take(&mut curves[1]);
+    a0.bandwidth = std::mem::take(&mut bandwidth[0]);
+    a1.bandwidth = std::mem::take(&mut bandwidth[1]);
     a0.verified &= profiles_verified[0];
     a1.verified &= profiles_verified[1];
     Ok(CorunResults {
@@ -432,6 +536,11 @@ pub fn run(
         alone: [a0, a1],
         combinations: points,
         schemes,
+        ccbp: CcbpChoice {
+            sustainable,
+            prior_lsk: c.prior_lsk,
+            shares,
+        },
     })
 }
 

@@ -317,6 +317,19 @@ impl MemConfig {
             / self.clocks.core_mhz
     }
 
+    /// Peak interconnect flits one SM's traffic moves per core cycle, over both networks
+    /// (what [`MemorySystem::noc_flits`] counts): on each, the SM's own port, or its even
+    /// share of the L2 slices' ports where there are fewer slices than SMs. CCBP's NoC
+    /// bandwidth (papers/lin-thesis §4.5, `sched::ccbp`).
+    pub fn noc_flits_per_sm_core_cycle(&self) -> f64 {
+        let ratio = self.clocks.icnt_mhz / self.clocks.core_mhz;
+        let share = (self.l2_slices as f64 / self.num_sms.max(1) as f64).min(1.0);
+        [&self.icnt_request, &self.icnt_reply]
+            .iter()
+            .map(|n| f64::from(n.flits_per_cycle) * ratio * share)
+            .sum()
+    }
+
     /// Checks every field; the error names the parameter.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let bad = |what: &'static str, reason: String| Err(ConfigError::Invalid { what, reason });
@@ -682,6 +695,8 @@ struct SmState {
     /// Request packets (L1 misses, stores, atomics) this SM has sent into the request
     /// network, ever: what an issue-rate controller charges ([`SmPort::noc_requests`]).
     noc_requests: u64,
+    /// Flits of those packets by [`MemAccess::owner`] ([`MemorySystem::noc_flits`]).
+    request_flits_by_owner: Vec<u64>,
     /// Accesses accepted so far (also the sequence part of their [`RequestId`]), completed,
     /// in flight, refused, and the latency of the completed ones summed.
     issued: u64,
@@ -760,6 +775,8 @@ pub struct MemorySystem {
     waiters: Vec<u32>,
     /// DRAM bytes by [`MemAccess::owner`] ([`MemorySystem::dram_bytes`]).
     dram_by_owner: Vec<u64>,
+    /// Reply-network flits by [`MemAccess::owner`] ([`MemorySystem::noc_flits`]).
+    reply_flits_by_owner: Vec<u64>,
     l2_waiters: Vec<ReqMsg>,
     /// Offers refused because they named no SM.
     stalls_no_sm: u64,
@@ -801,6 +818,7 @@ impl MemorySystem {
                 staged: Vec::new(),
                 staged_per_class: [0; 2],
                 noc_requests: 0,
+                request_flits_by_owner: Vec::new(),
                 issued: 0,
                 done: 0,
                 in_flight: 0,
@@ -828,6 +846,7 @@ impl MemorySystem {
                 .collect(),
             waiters: Vec::new(),
             dram_by_owner: Vec::new(),
+            reply_flits_by_owner: Vec::new(),
             l2_waiters: Vec::new(),
             stalls_no_sm: 0,
             shared_tlb: cfg.translating().map(|t| {
@@ -1522,6 +1541,11 @@ impl SmPort<'_> {
                 debug_assert!(input_room(st, self.req_net, sm, pkt.priority) > 0);
                 st.staged_per_class[pkt.priority.class()] += 1;
                 st.noc_requests += 1;
+                add_to(
+                    &mut st.request_flits_by_owner,
+                    a.owner,
+                    u64::from(pkt.flits),
+                );
                 st.staged.push((icnt_now + 1, pkt));
             }
         }
@@ -1535,6 +1559,20 @@ impl MemorySystem {
     /// request costs nothing more). Counted when the DRAM request is made.
     pub fn dram_bytes(&self, owner: u32) -> u64 {
         self.dram_by_owner.get(owner as usize).copied().unwrap_or(0)
+    }
+
+    /// Interconnect flits the accesses of `owner` ([`MemAccess::owner`]) have moved so
+    /// far: their request packets' (a store's or atomic's carry its data) and the replies'
+    /// (a read's carry the sectors it fetched). What a request towards the L2 costs the
+    /// NoC, which CCBP needs per kernel (papers/lin-thesis §4.5.3).
+    pub fn noc_flits(&self, owner: u32) -> u64 {
+        let o = owner as usize;
+        self.reply_flits_by_owner.get(o).copied().unwrap_or(0)
+            + self
+                .sms
+                .iter()
+                .map(|st| st.request_flits_by_owner.get(o).copied().unwrap_or(0))
+                .sum::<u64>()
     }
 
     /// Request packets SM `sm` has sent into the SM→L2 network so far: one per L1 miss
@@ -1729,6 +1767,7 @@ impl MemorySystem {
                     self.slices[s].cache.mark_dirty(m.slice_addr, m.sectors);
                 }
                 let p = self.reply_for(&m, true);
+                add_to(&mut self.reply_flits_by_owner, m.owner, u64::from(p.flits));
                 self.slices[s].replies.push_back(p);
             }
             self.l2_waiters = done;
@@ -1762,6 +1801,7 @@ impl MemorySystem {
                                     self.slices[s].cache.mark_dirty(m.slice_addr, m.sectors);
                                 }
                                 let p = self.reply_for(&m, true);
+                                add_to(&mut self.reply_flits_by_owner, m.owner, u64::from(p.flits));
                                 self.slices[s].replies.push_back(p);
                             }
                             o => {
@@ -1803,6 +1843,7 @@ impl MemorySystem {
                                 .expect("space checked");
                         }
                         let p = self.reply_for(&m, false);
+                        add_to(&mut self.reply_flits_by_owner, m.owner, u64::from(p.flits));
                         self.slices[s].replies.push_back(p);
                     }
                 }
@@ -1818,11 +1859,8 @@ impl MemorySystem {
 
     /// Counts `sectors` of DRAM traffic under `owner`.
     fn charge_dram(&mut self, owner: u32, sectors: u8) {
-        let o = owner as usize;
-        if self.dram_by_owner.len() <= o {
-            self.dram_by_owner.resize(o + 1, 0);
-        }
-        self.dram_by_owner[o] += u64::from(sectors.count_ones()) * SECTOR_BYTES;
+        let bytes = u64::from(sectors.count_ones()) * SECTOR_BYTES;
+        add_to(&mut self.dram_by_owner, owner, bytes);
     }
 
     fn writeback(&self, s: usize, slice_addr: u64, sectors: u8) -> DramRequest<DramTag> {
@@ -1920,4 +1958,13 @@ impl MemorySystem {
         }
         s
     }
+}
+
+/// Adds `n` to `v[owner]`, growing `v` as needed.
+fn add_to(v: &mut Vec<u64>, owner: u32, n: u64) {
+    let o = owner as usize;
+    if v.len() <= o {
+        v.resize(o + 1, 0);
+    }
+    v[o] += n;
 }

@@ -839,6 +839,14 @@ fn dram_traffic_is_charged_to_the_access_that_caused_it() {
     assert!(m.run_until_idle(1_000_000));
     assert_eq!((m.dram_bytes(1), m.dram_bytes(2)), (128, 0));
     assert_eq!(m.dram_bytes(0), 0, "owner 0 sent nothing");
+    // The interconnect is charged per owner too: each read's request packet (header only)
+    // and its reply (header and the 4 sectors it asked for).
+    let cfg = gtx480();
+    let read = u64::from(cfg.icnt_request.flits(0) + cfg.icnt_reply.flits(128));
+    assert_eq!(
+        (m.noc_flits(1), m.noc_flits(2), m.noc_flits(0)),
+        (read, read, 0)
+    );
 
     let mut cfg = gtx480();
     cfg.l2.size_bytes = 2 * 1024;

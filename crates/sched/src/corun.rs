@@ -34,8 +34,8 @@
 //!   kernels may also send at most so many requests towards the L2 per 200 core cycles
 //!   from each SM: CCBP's bandwidth partitioning (papers/lin-thesis §4.5.1), by an issue
 //!   rate controller per kernel at the SM's L1 miss path ([`gpu::timing::KernelLimits`]'s
-//!   `noc_quota`). CCBP's choice of the combination and the quotas (its Algorithm 1) is not
-//!   built yet.
+//!   `noc_quota`). CCBP's choice of the combination and the quotas (its Algorithm 1) is
+//!   [`crate::ccbp`], over curves the caller measures.
 //!
 //! Kernels are planned over the active kernels that still have TBs to issue, in activation
 //! order; when that set changes (a kernel arrives or issues its last TB) the plan is made
@@ -182,10 +182,10 @@ pub fn spatial(kernels: usize, sm_count: u32) -> Vec<std::ops::Range<u32>> {
 /// An SM's static resources as the planner counts them: TB slots, threads, warps,
 /// registers, shared memory (the largest carve-out).
 #[derive(Clone, Copy, Debug)]
-struct Capacity([u64; 5]);
+pub(crate) struct Capacity([u64; 5]);
 
 impl Capacity {
-    fn of(r: &SmResources) -> Capacity {
+    pub(crate) fn of(r: &SmResources) -> Capacity {
         Capacity([
             u64::from(r.max_tbs),
             u64::from(r.max_threads),
@@ -209,7 +209,7 @@ fn need(d: &TbDemand, tbs: u32) -> [u64; 5] {
 }
 
 /// Whether TB counts `tbs` of `kernels` fit together on an SM of capacity `cap`.
-fn fits(cap: &Capacity, kernels: &[Corunner], tbs: &[u32]) -> bool {
+pub(crate) fn fits(cap: &Capacity, kernels: &[Corunner], tbs: &[u32]) -> bool {
     (0..5).all(|r| {
         let used: u64 = kernels
             .iter()
@@ -245,7 +245,7 @@ pub fn left_over(resources: &SmResources, kernels: &[Corunner]) -> Vec<u32> {
 
 /// A kernel's dominant share holding `tbs` TBs: the largest `need / capacity` over the
 /// resources, as an exact fraction (numerator, denominator).
-fn dominant(cap: &Capacity, d: &TbDemand, tbs: u32) -> (u64, u64) {
+pub(crate) fn dominant(cap: &Capacity, d: &TbDemand, tbs: u32) -> (u64, u64) {
     let n = need(d, tbs);
     (0..5)
         .filter(|&r| cap.0[r] > 0)

@@ -9,12 +9,13 @@
 //!   [`TimeSlice`]; [`dss`]: Dynamic Spatial Sharing ([`Dss`]); [`mps`]: NVIDIA's
 //!   Multi-Process Service ([`Mps`]); [`mig`]: NVIDIA's Multi-Instance GPU, SMs only
 //!   ([`Mig`]); [`corun`]: co-running schemes (spatial, left-over, SMK) over co-resident
-//!   kernels ([`Corun`]).
+//!   kernels ([`Corun`]); [`ccbp`]: CCBP's choice of TB combination and bandwidth quotas.
 //!
 //! Mechanism is separate from policy (DESIGN.md §1.1): a policy decides which kernel runs
 //! where; how an SM is emptied for another kernel (draining now; context switching and the
 //! other preemption mechanisms in the layer above the machine) is not its business.
 
+pub mod ccbp;
 pub mod corun;
 pub mod dss;
 pub mod framework;

@@ -534,6 +534,13 @@ pub(crate) fn corun(args: CorunArgs) -> Outcome {
         return Err("--max-tbs must be at least 1".into());
     }
     c.max_tbs = args.max_tbs;
+    if !(args.prior_lsk.is_finite() && args.prior_lsk > 0.0) {
+        return Err(format!(
+            "--prior-lsk must be a positive number, not {}",
+            args.prior_lsk
+        ));
+    }
+    c.prior_lsk = args.prior_lsk;
     if let Some(list) = &args.schemes {
         c.schemes = workload::choice::parse_list(list).map_err(|e| format!("--schemes: {e}"))?;
     }
@@ -576,7 +583,33 @@ pub(crate) fn corun(args: CorunArgs) -> Outcome {
             );
             let curve: Vec<String> = a.curve.iter().map(|v| format!("{v:.2}")).collect();
             println!("    IPC at 1, 2, ... TBs/SM: {}", curve.join(" "));
+            let list = |v: &[f64]| v.iter().map(|v| format!("{v:.1}")).collect::<Vec<_>>();
+            println!(
+                "    per {}-cycle window per SM: requests {}; NoC flits {}; DRAM lines {}",
+                gpu::timing::IRC_WINDOW,
+                list(&a.bandwidth.requests).join(" "),
+                list(&a.bandwidth.noc).join(" "),
+                list(&a.bandwidth.dram).join(" ")
+            );
         }
+        let s = &r.ccbp;
+        println!(
+            "  CCBP (§4.5, Algorithm 1): sustainable {:.1} NoC flits / {:.1} DRAM lines per window per SM; {}",
+            s.sustainable.noc,
+            s.sustainable.dram,
+            s.shares
+                .iter()
+                .zip(&r.alone)
+                .map(|(x, a)| format!(
+                    "{} {:?}: {} TBs, quota {}",
+                    a.program,
+                    x.kind,
+                    x.tbs,
+                    x.quota.map_or("none".to_string(), |q| q.to_string())
+                ))
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
         println!(
             "\n{:<28} {:>8} {:>8} {:>9} {:>9} {:>8} {:>8}",
             "combination / scheme", "IPC a", "IPC b", "slow a", "slow b", "WS", "HS"

@@ -463,6 +463,10 @@ struct CorunArgs {
     /// alone).
     #[arg(long)]
     max_tbs: Option<u32>,
+    /// CCBP's priority for latency-sensitive kernels (papers/lin-thesis §4.5.2's
+    /// `prior_LSK`): their dominant share is divided by it, so above 1 they grow earlier
+    #[arg(long, default_value_t = 1.0)]
+    prior_lsk: f64,
     /// The schemes compared, `name[:key=value,...]` separated by commas (default: spatial,
     /// left-over, smk; SMK's quotas from the programs' IPCs alone unless `ipc` is given).
     #[arg(long)]

@@ -1229,12 +1229,14 @@ fn corun_experiment_tries_every_combination_and_scheme_deterministically() {
     let base = [
         "experiment",
         "corun",
-        "blackscholes",
-        "kmeans",
+        "layernorm",
+        "softmax",
         "--max-tbs",
         "2",
         "--schemes",
         "spatial,smk:epoch=200",
+        "--gpu",
+        "gtx980",
     ];
     let o = switchyard(
         &[
@@ -1254,10 +1256,10 @@ fn corun_experiment_tries_every_combination_and_scheme_deterministically() {
     let csv = std::fs::read_to_string(dir.join("corun.csv")).unwrap();
     let rows: Vec<&str> = csv.lines().collect();
     assert!(
-        rows[0].starts_with("kind,label,tbs_blackscholes,tbs_kmeans,"),
+        rows[0].starts_with("kind,label,tbs_layernorm,tbs_softmax,"),
         "{csv}"
     );
-    // Every combination of 1 and 2 TBs each fits on a maxwell16 SM, then the two schemes,
+    // Every combination of 1 and 2 TBs each fits on a gtx980 SM, then the two schemes,
     // SMK with its quotas from the programs alone.
     let labels: Vec<String> = rows[1..]
         .iter()
@@ -1277,7 +1279,11 @@ fn corun_experiment_tries_every_combination_and_scheme_deterministically() {
     // of each program alone at 1 and 2 TBs per SM.
     assert!(rows[6].starts_with("scheme,\"smk:epoch=200,ipc="), "{csv}");
     assert!(rows[7].starts_with("scheme,warped-slicer ("), "{csv}");
-    assert_eq!(rows.len(), 8, "{csv}");
+    // CCBP's choice: on the gtx980 both programs at 2 TBs per SM alone move more
+    // interconnect flits than half the sustainable NoC bandwidth, so both are NoC
+    // intensive and limited (checked in the JSON below). Its label holds a comma: quoted.
+    assert!(rows[8].starts_with("scheme,\"ccbp (2+2, noc "), "{csv}");
+    assert_eq!(rows.len(), 9, "{csv}");
     assert!(t.contains("IPC at 1, 2, ... TBs/SM"), "{t}");
     for r in &rows[1..] {
         assert!(r.ends_with(",true"), "not verified: {r}");
@@ -1291,7 +1297,44 @@ fn corun_experiment_tries_every_combination_and_scheme_deterministically() {
         assert!(o.status.success(), "{}", text(&o));
         String::from_utf8(o.stdout).unwrap()
     };
-    assert_eq!(json("1"), json("2"));
+    let one = json("1");
+    assert_eq!(one, json("2"));
+    // CCBP classified both by their curves, granted them no more than the sustainable
+    // bandwidth together, and their issue rate controllers held them to their quotas in
+    // the co-run, below what each sends alone at the same TB count.
+    let v: serde_json::Value = serde_json::from_str(&one).unwrap();
+    let c = &v["ccbp"];
+    let sustainable = c["sustainable"]["noc"].as_f64().unwrap();
+    let shares = c["shares"].as_array().unwrap();
+    let granted: f64 = shares.iter().map(|s| s["noc"].as_f64().unwrap()).sum();
+    assert!(granted <= sustainable, "{c}");
+    let ccbp = v["schemes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["label"].as_str().unwrap().starts_with("ccbp"))
+        .expect("a CCBP run");
+    for (i, s) in shares.iter().enumerate() {
+        assert_eq!(s["kind"], "noc-intensive", "{c}");
+        assert_eq!(s["tbs"], 2, "{c}");
+        let quota = s["quota"].as_f64().expect("a quota");
+        let alone = &v["alone"][i]["bandwidth"];
+        assert!(
+            alone["noc"][1].as_f64().unwrap() >= sustainable / 2.0,
+            "{c}"
+        );
+        let alone = alone["requests"][1].as_f64().unwrap();
+        assert!(alone > quota, "program {i}: alone {alone}, quota {quota}");
+        let sent = ccbp["requests"][i].as_f64().unwrap();
+        assert!(
+            sent <= quota,
+            "program {i} sent {sent} requests per window per SM over its quota {quota}"
+        );
+    }
+    // A bad priority names the flag.
+    let o = switchyard(&[&base[..6], &["--prior-lsk", "0"]].concat());
+    assert!(!o.status.success());
+    assert!(text(&o).contains("--prior-lsk"), "{}", text(&o));
     // A bad scheme names itself.
     let o = switchyard(&[&base[..6], &["--schemes", "smk:epoch=0"]].concat());
     assert!(!o.status.success());

@@ -433,13 +433,15 @@ pub const BANDWIDTH_WINDOW_CYCLES: u64 = 1000;
 
 /// What one launch sent in one window, cycles `window × BANDWIDTH_WINDOW_CYCLES` up to the
 /// next window's (or up to the run's end, for the last): request packets towards the L2
-/// (`Machine::noc_requests`) and DRAM bytes it caused (`Machine::dram_bytes`: its L2
+/// (`Machine::noc_requests`), the interconnect flits of its requests and their replies
+/// (`Machine::noc_flits`), and DRAM bytes it caused (`Machine::dram_bytes`: its L2
 /// misses' fetches, the write-backs its fills and writes evicted).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct BandwidthSample {
     pub window: u64,
     pub launch: u32,
     pub noc_requests: u64,
+    pub noc_flits: u64,
     pub dram_bytes: u64,
 }
 
@@ -488,7 +490,7 @@ pub struct System {
     /// The launches whose traffic is sampled (active at the last window's end, or
     /// submitted since), with their counts then ([`RunRecord::bandwidth`]), and how many
     /// launches had been submitted then.
-    bw_open: Vec<(LaunchId, u64, u64)>,
+    bw_open: Vec<(LaunchId, [u64; 3])>,
     bw_seen: usize,
     /// The window being counted.
     bw_window: u64,
@@ -693,21 +695,26 @@ impl System {
         // Every launch submitted since the last window (one may have come and gone within
         // a window) is sampled at least once; the open ones stay while active.
         for &(l, _) in &self.launch_ops[self.bw_seen..] {
-            self.bw_open.push((LaunchId(l), 0, 0));
+            self.bw_open.push((LaunchId(l), [0; 3]));
         }
         self.bw_seen = self.launch_ops.len();
         self.bw_open.sort_unstable_by_key(|o| o.0);
         let (machine, out, window) = (&self.machine, &mut self.out, self.bw_window);
-        self.bw_open.retain_mut(|(id, noc, dram)| {
-            let (n, d) = (machine.noc_requests(*id), machine.dram_bytes(*id));
-            if n > *noc || d > *dram {
+        self.bw_open.retain_mut(|(id, seen)| {
+            let now = [
+                machine.noc_requests(*id),
+                machine.noc_flits(*id),
+                machine.dram_bytes(*id),
+            ];
+            if now.iter().zip(seen.iter()).any(|(n, s)| n > s) {
                 out.bandwidth.push(BandwidthSample {
                     window,
                     launch: id.0,
-                    noc_requests: n - *noc,
-                    dram_bytes: d - *dram,
+                    noc_requests: now[0] - seen[0],
+                    noc_flits: now[1] - seen[1],
+                    dram_bytes: now[2] - seen[2],
                 });
-                (*noc, *dram) = (n, d);
+                *seen = now;
             }
             machine.active().contains(id)
         });

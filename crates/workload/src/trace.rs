@@ -252,12 +252,12 @@ fn bandwidth_counters(r: &RunRecord) -> Vec<Value> {
 }
 
 /// Every launch's traffic per window ([`RunRecord::bandwidth`]) as CSV: the window's start
-/// and end (µs), the process, kernel and machine launch, its interconnect requests and
-/// DRAM bytes, each also per core cycle.
+/// and end (µs), the process, kernel and machine launch, its interconnect requests, DRAM
+/// bytes and interconnect flits (requests and replies), each also per core cycle.
 pub fn bandwidth_csv(r: &RunRecord) -> String {
     use crate::system::BANDWIDTH_WINDOW_CYCLES as W;
     let mut out = String::from(
-        "window_start_us,window_end_us,process,kernel,launch,noc_requests,noc_requests_per_cycle,dram_bytes,dram_bytes_per_cycle\n",
+        "window_start_us,window_end_us,process,kernel,launch,noc_requests,noc_requests_per_cycle,dram_bytes,dram_bytes_per_cycle,noc_flits,noc_flits_per_cycle\n",
     );
     let window_us = |w: u64| us(w * W * r.core_period_fs);
     for s in &r.bandwidth {
@@ -266,7 +266,7 @@ pub fn bandwidth_csv(r: &RunRecord) -> String {
             None => ("", ""),
         };
         out.push_str(&format!(
-            "{:.3},{:.3},{},{},{},{},{:.4},{},{:.4}\n",
+            "{:.3},{:.3},{},{},{},{},{:.4},{},{:.4},{},{:.4}\n",
             window_us(s.window),
             window_us(s.window + 1),
             crate::report::csv_field(process),
@@ -275,7 +275,9 @@ pub fn bandwidth_csv(r: &RunRecord) -> String {
             s.noc_requests,
             s.noc_requests as f64 / W as f64,
             s.dram_bytes,
-            s.dram_bytes as f64 / W as f64
+            s.dram_bytes as f64 / W as f64,
+            s.noc_flits,
+            s.noc_flits as f64 / W as f64
         ));
     }
     out

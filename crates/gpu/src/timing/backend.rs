@@ -79,6 +79,11 @@ pub trait MemoryBackend {
     fn dram_bytes(&self, _owner: u32) -> u64 {
         0
     }
+    /// Interconnect flits the accesses of `owner` have moved so far, requests and replies
+    /// (`memsys::MemorySystem::noc_flits`); 0 where there is no interconnect.
+    fn noc_flits(&self, _owner: u32) -> u64 {
+        0
+    }
 }
 
 /// What one SM sees of the memory hierarchy during a cycle: the [`MemoryBackend`] calls
@@ -199,6 +204,9 @@ impl MemoryBackend for MemorySystem {
     }
     fn dram_bytes(&self, owner: u32) -> u64 {
         MemorySystem::dram_bytes(self, owner)
+    }
+    fn noc_flits(&self, owner: u32) -> u64 {
+        MemorySystem::noc_flits(self, owner)
     }
     fn ports(&mut self) -> Option<Vec<SmPort<'_>>> {
         MemorySystem::ports(self)

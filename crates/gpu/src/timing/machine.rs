@@ -578,6 +578,12 @@ impl<B: MemoryBackend> Machine<B> {
         self.memsys.dram_bytes(launch.0)
     }
 
+    /// Interconnect flits launch `launch`'s accesses have moved so far, request and reply
+    /// packets (`memsys::MemorySystem::noc_flits`).
+    pub fn noc_flits(&self, launch: LaunchId) -> u64 {
+        self.memsys.noc_flits(launch.0)
+    }
+
     /// Launches submitted and not finished, in submission order.
     pub fn active(&self) -> &[LaunchId] {
         &self.active
