@@ -618,3 +618,192 @@ pub fn to_csv(r: &CorunResults) -> String {
     }
     s
 }
+
+/// Every pair of several programs (papers/lin-thesis ch. 4: "all pairs", with the oracle as the reference), each run as
+/// [`run`] runs one, with each scheme's speedups summed up over the pairs against the
+/// oracle's.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PairsResults {
+    pub gpu: String,
+    pub size: String,
+    pub pairs: Vec<CorunResults>,
+    /// One entry per scheme, in the order the schemes first appear, then the oracle.
+    pub summary: Vec<SchemeSummary>,
+}
+
+/// One scheme over the pairs it ran on.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SchemeSummary {
+    /// `spatial`, `left-over`, `smk`, `warped-slicer`, `ccbp`, …, and `oracle`: the best
+    /// TB combination of each pair by harmonic speedup (§4.1's exhaustive search).
+    pub scheme: String,
+    /// Pairs where it ran with metrics (and the pair has an oracle).
+    pub pairs: usize,
+    /// Arithmetic means over those pairs.
+    pub mean_weighted: f64,
+    pub mean_harmonic: f64,
+    /// Its harmonic speedup over the oracle's of the same pair: the mean and the most.
+    pub mean_harmonic_vs_oracle: f64,
+    pub max_harmonic_vs_oracle: f64,
+}
+
+/// A scheme point's scheme: its label up to the first space or colon.
+pub fn scheme_name(label: &str) -> &str {
+    label.split([' ', ':']).next().unwrap_or(label)
+}
+
+/// Runs [`run`] on every unordered pair of `programs`, in list order (the first with each
+/// later one, then the second, …), at `c`'s settings (`c.pair` is ignored);
+/// `progress(done, total, what)` after each pair.
+pub fn run_pairs(
+    c: &CorunConfig,
+    programs: &[&'static dyn suite::Kernel],
+    progress: &(dyn Fn(usize, usize, &str) + Sync),
+) -> Result<PairsResults, CorunError> {
+    let mut pairs = Vec::new();
+    for (i, &a) in programs.iter().enumerate() {
+        for &b in &programs[i + 1..] {
+            pairs.push([a, b]);
+        }
+    }
+    if pairs.is_empty() {
+        return Err(CorunError::Config(
+            "give at least two programs to pair".into(),
+        ));
+    }
+    let total = pairs.len();
+    let mut out = Vec::with_capacity(total);
+    for (done, pair) in pairs.into_iter().enumerate() {
+        let what = format!("{} + {}", pair[0].name(), pair[1].name());
+        progress(done, total, &what);
+        let one = CorunConfig { pair, ..c.clone() };
+        out.push(run(&one, &|_, _, step| {
+            progress(done, total, &format!("{what}: {step}"))
+        })?);
+    }
+    progress(total, total, "");
+    Ok(PairsResults {
+        gpu: c.gpu.name.clone(),
+        size: format!("{:?}", c.size).to_lowercase(),
+        summary: summarise(&out),
+        pairs: out,
+    })
+}
+
+/// Each scheme's means over the pairs (see [`SchemeSummary`]).
+fn summarise(pairs: &[CorunResults]) -> Vec<SchemeSummary> {
+    // (scheme, [weighted, harmonic, harmonic / oracle's] per pair)
+    let mut by: Vec<(String, Vec<[f64; 3]>)> = Vec::new();
+    let mut add = |name: &str, m: &CorunMetrics, oracle: f64| {
+        let v = [
+            m.weighted_speedup,
+            m.harmonic_speedup,
+            m.harmonic_speedup / oracle,
+        ];
+        match by.iter_mut().find(|(n, _)| n == name) {
+            Some((_, vs)) => vs.push(v),
+            None => by.push((name.to_string(), vec![v])),
+        }
+    };
+    let mut oracles = Vec::new();
+    for r in pairs {
+        let Some(best) = r
+            .best_harmonic
+            .and_then(|i| r.combinations[i].metrics.as_ref())
+        else {
+            continue;
+        };
+        let oracle = best.harmonic_speedup;
+        for p in &r.schemes {
+            if let Some(m) = &p.metrics {
+                add(scheme_name(&p.label), m, oracle);
+            }
+        }
+        oracles.push(best.clone());
+    }
+    for m in &oracles {
+        add("oracle", m, m.harmonic_speedup);
+    }
+    by.into_iter()
+        .map(|(scheme, vs)| {
+            let n = vs.len() as f64;
+            let mean = |k: usize| vs.iter().map(|v| v[k]).sum::<f64>() / n;
+            SchemeSummary {
+                scheme,
+                pairs: vs.len(),
+                mean_weighted: mean(0),
+                mean_harmonic: mean(1),
+                mean_harmonic_vs_oracle: mean(2),
+                max_harmonic_vs_oracle: vs.iter().map(|v| v[2]).fold(f64::MIN, f64::max),
+            }
+        })
+        .collect()
+}
+
+/// The summary as a figure: each scheme's mean harmonic speedup over the oracle's.
+pub fn pairs_figure(r: &PairsResults) -> crate::figures::Figure {
+    crate::figures::Figure {
+        id: "corun-pairs".into(),
+        title: format!(
+            "{} pairs co-running on {} ({} inputs): each scheme against the oracle",
+            r.pairs.len(),
+            r.gpu,
+            r.size
+        ),
+        y_label: "harmonic speedup over the oracle's (mean over pairs)".into(),
+        series: vec!["mean".into(), "most".into()],
+        parts: vec![String::new()],
+        rows: r
+            .summary
+            .iter()
+            .map(|s| crate::figures::Row {
+                category: s.scheme.clone(),
+                values: vec![
+                    vec![s.mean_harmonic_vs_oracle],
+                    vec![s.max_harmonic_vs_oracle],
+                ],
+            })
+            .collect(),
+        paper: "papers/lin-thesis ch. 4: CCBP's harmonic speedup +78% over SMK, +39% over WS, +11% over the oracle on average (up to +51%)".into(),
+        clip: None,
+    }
+}
+
+/// Every pair's schemes and oracle as CSV: one row per pair and scheme.
+pub fn pairs_csv(r: &PairsResults) -> String {
+    let mut s = String::from(
+        "program_a,program_b,scheme,label,tbs_a,tbs_b,weighted_speedup,harmonic_speedup,harmonic_vs_oracle,verified\n",
+    );
+    for p in &r.pairs {
+        let Some(oracle) = p.best_harmonic.map(|i| &p.combinations[i]) else {
+            continue;
+        };
+        let best = oracle
+            .metrics
+            .as_ref()
+            .map_or(f64::NAN, |m| m.harmonic_speedup);
+        let rows = p
+            .schemes
+            .iter()
+            .map(|x| (scheme_name(&x.label), x))
+            .chain([("oracle", oracle)]);
+        for (scheme, x) in rows {
+            let Some(m) = &x.metrics else { continue };
+            let (ta, tb) = x.tbs.map_or((String::new(), String::new()), |[a, b]| {
+                (a.to_string(), b.to_string())
+            });
+            s.push_str(&format!(
+                "{},{},{},\"{}\",{ta},{tb},{:.4},{:.4},{:.4},{}\n",
+                p.alone[0].program,
+                p.alone[1].program,
+                scheme,
+                x.label,
+                m.weighted_speedup,
+                m.harmonic_speedup,
+                m.harmonic_speedup / best,
+                x.verified
+            ));
+        }
+    }
+    s
+}

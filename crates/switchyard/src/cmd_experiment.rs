@@ -506,6 +506,121 @@ pub(crate) fn benchmarks(args: BenchmarksArgs) -> Outcome {
     Ok(true)
 }
 
+/// `switchyard experiment corun --all-pairs`: every pair, each scheme against the oracle.
+fn corun_pairs(args: &CorunArgs, c: &experiment::corun::CorunConfig) -> Outcome {
+    use experiment::corun;
+    let programs: Vec<&'static dyn suite::Kernel> = match &args.programs {
+        Some(list) => {
+            let names: Vec<String> = list.split(',').map(|s| s.trim().to_string()).collect();
+            kernels_on(&names, &c.gpu)?
+        }
+        None => suite::all()
+            .iter()
+            .copied()
+            .filter(|k| !k.needs_tensor_cores() || c.gpu.pipeline.tensor.is_some())
+            .collect(),
+    };
+    let bar = runs_bar("corun pairs", 1);
+    let r = corun::run_pairs(c, &programs, &|done, total, what| {
+        bar.set_length(total as u64);
+        bar.set_position(done as u64);
+        bar.set_message(what.to_string());
+    });
+    bar.finish_and_clear();
+    let r = r.map_err(|e| e.to_string())?;
+    let fig = corun::pairs_figure(&r);
+    if let Some(dir) = &args.csv {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        write_atomic(
+            &dir.join("corun-pairs.csv"),
+            corun::pairs_csv(&r).as_bytes(),
+        )?;
+    }
+    if let Some(dir) = &args.plots {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        write_atomic(
+            &dir.join("corun-pairs.svg"),
+            svg::bar_chart(&fig).as_bytes(),
+        )?;
+    }
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&r).expect("serializable")
+        );
+        return Ok(true);
+    }
+    println!(
+        "Co-running every pair (papers/lin-thesis ch. 4) on {}, {} inputs: {} pairs",
+        r.gpu,
+        r.size,
+        r.pairs.len()
+    );
+    println!(
+        "
+{:<28} {:<22} {:>7} {:>7} {:>9}",
+        "pair", "scheme", "WS", "HS", "HS/oracle"
+    );
+    for p in &r.pairs {
+        let name = format!("{} + {}", p.alone[0].program, p.alone[1].program);
+        let Some(best) = p.best_harmonic.map(|i| &p.combinations[i]) else {
+            println!("{name:<28} (no TB combination fits on an SM)");
+            continue;
+        };
+        let oracle = best
+            .metrics
+            .as_ref()
+            .map_or(f64::NAN, |m| m.harmonic_speedup);
+        for x in p.schemes.iter().chain([best]) {
+            let Some(m) = &x.metrics else { continue };
+            let scheme = if std::ptr::eq(x, best) {
+                format!("oracle ({})", x.label)
+            } else {
+                x.label.chars().take(22).collect()
+            };
+            println!(
+                "{name:<28} {scheme:<22} {:>7.3} {:>7.3} {:>9.3}{}",
+                m.weighted_speedup,
+                m.harmonic_speedup,
+                m.harmonic_speedup / oracle,
+                if x.verified { "" } else { " NOT VERIFIED" }
+            );
+        }
+    }
+    println!(
+        "
+{:<14} {:>6} {:>8} {:>8} {:>15} {:>14}",
+        "scheme", "pairs", "mean WS", "mean HS", "HS/oracle mean", "HS/oracle most"
+    );
+    for s in &r.summary {
+        println!(
+            "{:<14} {:>6} {:>8.3} {:>8.3} {:>15.3} {:>14.3}",
+            s.scheme,
+            s.pairs,
+            s.mean_weighted,
+            s.mean_harmonic,
+            s.mean_harmonic_vs_oracle,
+            s.max_harmonic_vs_oracle
+        );
+    }
+    println!(
+        "
+{}",
+        fig.paper
+    );
+    if let Some(dir) = &args.csv {
+        println!("CSV: {}/corun-pairs.csv", dir.display());
+    }
+    if let Some(dir) = &args.plots {
+        println!("plot: {}/corun-pairs.svg", dir.display());
+    }
+    let verified = r.pairs.iter().all(|p| p.all_verified());
+    if !verified {
+        eprintln!("error: some runs did not verify (NOT VERIFIED above)");
+    }
+    Ok(verified)
+}
+
 /// `switchyard experiment corun`: papers/lin-thesis ch. 4, Figure 4.2.
 pub(crate) fn corun(args: CorunArgs) -> Outcome {
     use experiment::corun::{self, CorunConfig};
@@ -528,12 +643,17 @@ pub(crate) fn corun(args: CorunArgs) -> Outcome {
         ));
     }
     let mut c = CorunConfig::default_on(gpu, pair);
+    if args.all_pairs {
+        c.max_tbs = Some(4);
+    }
     c.size = args.size.size();
     c.seed = args.seed;
     if args.max_tbs == Some(0) {
         return Err("--max-tbs must be at least 1".into());
     }
-    c.max_tbs = args.max_tbs;
+    if args.max_tbs.is_some() {
+        c.max_tbs = args.max_tbs;
+    }
     if !(args.prior_lsk.is_finite() && args.prior_lsk > 0.0) {
         return Err(format!(
             "--prior-lsk must be a positive number, not {}",
@@ -549,6 +669,9 @@ pub(crate) fn corun(args: CorunArgs) -> Outcome {
     }
     c.max_cycles = args.max_cycles;
     c.instruction_limit = args.instruction_limit;
+    if args.all_pairs {
+        return corun_pairs(&args, &c);
+    }
     let bar = runs_bar("corun", 2);
     let r = corun::run(&c, &|done, total, what| {
         bar.set_length(total as u64);

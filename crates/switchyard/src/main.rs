@@ -453,6 +453,14 @@ struct CorunArgs {
     /// papers/lin-thesis Table 4.2, and kmeans, NoC intensive).
     #[arg(num_args = 0..=2)]
     pair: Vec<String>,
+    /// Every pair of the suite's programs that run on the GPU (or of `--programs`), each
+    /// as one pair is run, with each scheme's speedups against the oracle's (the best TB
+    /// combination of the pair) summed up; `--max-tbs` defaults to 4 here
+    #[arg(long, conflicts_with = "pair")]
+    all_pairs: bool,
+    /// With `--all-pairs`: the programs to pair, separated by commas
+    #[arg(long, requires = "all_pairs")]
+    programs: Option<String>,
     /// Problem size of both programs.
     #[arg(long, value_enum, default_value_t = SizeArg::Small)]
     size: SizeArg,

@@ -1346,6 +1346,92 @@ fn corun_experiment_tries_every_combination_and_scheme_deterministically() {
 }
 
 #[test]
+fn corun_all_pairs_sums_up_every_scheme_against_the_oracle() {
+    let dir = temp("corun-pairs");
+    let o = switchyard(&[
+        "experiment",
+        "corun",
+        "--all-pairs",
+        "--programs",
+        "layernorm,softmax,blackscholes",
+        "--max-tbs",
+        "2",
+        "--schemes",
+        "spatial",
+        "--json",
+        "--csv",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    // Three programs, three unordered pairs in list order.
+    let pairs = v["pairs"].as_array().unwrap();
+    let names: Vec<String> = pairs
+        .iter()
+        .map(|p| format!("{}+{}", p["alone"][0]["program"], p["alone"][1]["program"]))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "\"layernorm\"+\"softmax\"",
+            "\"layernorm\"+\"blackscholes\"",
+            "\"softmax\"+\"blackscholes\""
+        ]
+    );
+    // The summary recomputed from the pairs: each scheme's harmonic speedup over the best
+    // combination's of its pair, averaged; the oracle is 1 against itself.
+    let summary = v["summary"].as_array().unwrap();
+    let scheme = |name: &str| {
+        summary
+            .iter()
+            .find(|s| s["scheme"] == name)
+            .unwrap_or_else(|| panic!("no {name} in {summary:?}"))
+    };
+    assert_eq!(scheme("oracle")["mean_harmonic_vs_oracle"], 1.0);
+    for name in ["spatial", "warped-slicer", "ccbp"] {
+        let mut ratios = Vec::new();
+        for p in pairs {
+            let best = p["best_harmonic"].as_u64().unwrap() as usize;
+            let oracle = p["combinations"][best]["metrics"]["harmonic_speedup"]
+                .as_f64()
+                .unwrap();
+            let x = p["schemes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|x| x["label"].as_str().unwrap().starts_with(name))
+                .unwrap();
+            ratios.push(x["metrics"]["harmonic_speedup"].as_f64().unwrap() / oracle);
+        }
+        let s = scheme(name);
+        assert_eq!(s["pairs"], 3, "{s}");
+        let mean = ratios.iter().sum::<f64>() / 3.0;
+        let got = s["mean_harmonic_vs_oracle"].as_f64().unwrap();
+        assert!((got - mean).abs() < 1e-12, "{name}: {got} against {mean}");
+    }
+    let csv = std::fs::read_to_string(dir.join("corun-pairs.csv")).unwrap();
+    assert!(
+        csv.starts_with("program_a,program_b,scheme,label,"),
+        "{csv}"
+    );
+    // Three pairs, each with spatial, Warped-Slicer, CCBP and the oracle.
+    assert_eq!(csv.lines().count(), 1 + 3 * 4, "{csv}");
+    // `--programs` needs `--all-pairs`; one program makes no pair.
+    let o = switchyard(&["experiment", "corun", "--programs", "layernorm,softmax"]);
+    assert!(!o.status.success());
+    assert!(text(&o).contains("--all-pairs"), "{}", text(&o));
+    let o = switchyard(&[
+        "experiment",
+        "corun",
+        "--all-pairs",
+        "--programs",
+        "layernorm",
+    ]);
+    assert!(!o.status.success());
+    assert!(text(&o).contains("at least two programs"), "{}", text(&o));
+}
+
+#[test]
 fn multiprogram_names_a_bad_run_request_count_or_inference_setting() {
     let o = switchyard(&["experiment", "multiprogram", "--runs", "fcfs,nope"]);
     assert!(!o.status.success());
