@@ -376,3 +376,147 @@ fn smk_reaches_its_partition_by_preemption() {
         }
     }
 }
+
+/// Takes whole SMs at planned cycles: one where two launches are resident, else (after the
+/// first) any SM with TBs.
+struct TakeShared {
+    /// Cycles, latest first.
+    plan: Vec<u64>,
+    /// Requests the framework took, and those on an SM two launches shared.
+    made: u32,
+    shared: u32,
+}
+
+impl Injector for TakeShared {
+    fn before_cycle(&mut self, m: &Machine, fw: &mut Framework) {
+        let Some(&due) = self.plan.last().filter(|&&c| c <= m.cycle()) else {
+            return;
+        };
+        let launches = |sm: SmId| {
+            let mut l: Vec<LaunchId> = m.resident(sm).map(|(t, _)| t.launch).collect();
+            l.sort_unstable();
+            l.dedup();
+            l.len()
+        };
+        let running = |sm: &SmId| fw.tables().sm(*sm).state == sched::SmState::Running;
+        let sms: Vec<SmId> = m.sm_ids().filter(running).collect();
+        // A shared SM when one comes within 20,000 cycles of the moment, else any; the
+        // first request waits for a shared SM however long it takes (an SM given back
+        // after a request runs its own kernel alone: `fixed` does not place guests on it
+        // again, so later moments may find none).
+        let shared = sms.iter().copied().find(|&sm| launches(sm) >= 2);
+        let pick = match shared {
+            Some(sm) => Some(sm),
+            None if self.made > 0 && m.cycle() > due + 20_000 => {
+                sms.iter().copied().find(|&sm| launches(sm) >= 1)
+            }
+            None => return,
+        };
+        self.plan.pop();
+        if let Some(sm) = pick {
+            if fw.preempt_sm(sm) {
+                self.made += 1;
+                self.shared += u32::from(launches(sm) >= 2);
+            }
+        }
+    }
+}
+
+/// The pair co-running at a fixed 3+5 TBs per SM under `mechanism`, preempted at `plan`
+/// (none: not preempted); the record with final memory.
+fn corun_preempted(mechanism: preempt::MechanismKind, plan: Vec<u64>) -> (RunRecord, TakeShared) {
+    let mut config = GpuConfig::preset("maxwell16").unwrap();
+    config.sm.count = 2;
+    let timing = TimedGpu::new(config);
+    let setup = Setup {
+        host: timing.gpu.host.clone(),
+        timing,
+        framework: Default::default(),
+        policy: PolicyKind::Fixed {
+            tbs: sched::TbCounts::new(&[3, 5]).unwrap(),
+            noc: None,
+        },
+        time_slice_us: 50.0,
+        mechanism,
+        copy_policy: Default::default(),
+        max_cycles: 1 << 25,
+        snapshot: true,
+        replay: None,
+        one_context: false,
+    };
+    let mut take = TakeShared {
+        plan,
+        made: 0,
+        shared: 0,
+    };
+    let r = System::new(setup, &[process("blackscholes"), process("kmeans")])
+        .unwrap()
+        .run_with(&mut |_| {}, Some(&mut take))
+        .unwrap_or_else(|e| panic!("{}: {e}", mechanism.name()));
+    for p in &r.processes {
+        let v = p.verdict.as_ref().unwrap();
+        assert!(
+            v.verified,
+            "{} under {}: {}",
+            p.name,
+            mechanism.name(),
+            v.detail
+        );
+    }
+    (r, take)
+}
+
+/// The bit-exact property of `preemption.rs` for co-resident kernels: blackscholes and
+/// kmeans share both SMs, whole SMs are taken at seeded cycles (one where both kernels are
+/// resident when there is one) by every mechanism and given back, and device memory ends
+/// bit-identical to the co-run left alone.
+#[test]
+fn preempting_co_resident_kernels_is_bit_exact_under_every_mechanism() {
+    let (reference, _) = corun_preempted(preempt::MechanismKind::Drain, Vec::new());
+    let period = reference.core_period_fs;
+    let (from, to) = reference
+        .kernels
+        .iter()
+        .filter_map(|k| Some((k.started_fs? / period, k.finished_fs? / period)))
+        .fold((u64::MAX, 0), |(a, b), (s, f)| (a.min(s), b.max(f)));
+    for (mi, mechanism) in preempt::MechanismKind::ALL.into_iter().enumerate() {
+        // As in `preemption.rs`: PEP predicts a short launch time and CKPT checkpoints
+        // often, so that both act on the suite's short TBs.
+        let mechanism = match mechanism {
+            preempt::MechanismKind::Pep { .. } => preempt::MechanismKind::Pep {
+                predicted_launch_us: 0.2,
+            },
+            preempt::MechanismKind::PepInPlace { .. } => preempt::MechanismKind::PepInPlace {
+                predicted_launch_us: 0.2,
+            },
+            preempt::MechanismKind::Ckpt { least_live, .. } => preempt::MechanismKind::Ckpt {
+                every: 2,
+                least_live,
+            },
+            m => m,
+        };
+        let mut rng = suite::Rng::for_kernel("corun", mi as u64);
+        let span = ((to - from) * 7 / 10).max(1) as u32;
+        let mut plan: Vec<u64> = (0..12).map(|_| from + u64::from(rng.below(span))).collect();
+        // The first request as soon as the kernels share an SM.
+        plan.push(from);
+        plan.sort_unstable_by(|a, b| b.cmp(a));
+        let (r, take) = corun_preempted(mechanism, plan);
+        let name = mechanism.name();
+        assert!(
+            r.memory == reference.memory,
+            "{name}: memory differs from the co-run left alone"
+        );
+        assert!(take.made >= 2, "{name}: only {} requests", take.made);
+        assert!(
+            take.shared >= 1,
+            "{name}: no request found both kernels on an SM"
+        );
+        let requested = r
+            .preemptions
+            .iter()
+            .filter(|p| matches!(p, preempt::Record::Requested { .. }))
+            .count();
+        assert_eq!(requested as u32, take.made, "{name}");
+    }
+}
