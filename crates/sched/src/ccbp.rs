@@ -344,18 +344,11 @@ mod tests {
     #[test]
     fn a_noc_intensive_kernel_is_held_to_what_the_latency_sensitive_one_leaves() {
         use KernelType::*;
-        // The latency-sensitive kernel uses 1 request per TB per window; the NoC-intensive
+        // The latency-sensitive kernel moves 1 flit per TB per window; the NoC-intensive
         // one 20 per TB, so that two of its TBs alone would exceed the sustainable 30.
         let curves = [linear(1.0, 0.1), linear(20.0, 0.5)];
         let kinds = [LatencySensitive, NocIntensive];
-        let s = ccbp(
-            &sm(),
-            &[kernel(), kernel()],
-            &curves,
-            &kinds,
-            SUSTAINABLE,
-            1.0,
-        );
+        let s = two(&curves, &kinds, 1.0);
         let total: f64 = s.iter().map(|s| s.noc).sum();
         assert!(total <= SUSTAINABLE.noc, "{s:?}");
         assert_eq!(s[0].quota, None, "latency sensitive: not limited");
@@ -365,13 +358,25 @@ mod tests {
             (s[1].noc / 2.0).ceil(),
             "its grant at 2 flits a request"
         );
-        // It holds only the TBs its grant needs (20 requests a TB alone), and the
+        // It holds only the TBs its grant needs (20 flits a TB alone), and the
         // latency-sensitive kernel what it uses at its count.
         assert_eq!(s[1].tbs, (s[1].noc / 20.0).ceil() as u32, "{s:?}");
         assert_eq!(s[0].noc, f64::from(s[0].tbs), "{s:?}");
         // Both get TBs, within an SM together.
         assert!(s[0].tbs >= 1 && s[1].tbs >= 1, "{s:?}");
         assert!(fits_together(&[s[0].tbs, s[1].tbs]));
+    }
+
+    /// Algorithm 1 for two kernels of [`kernel`]'s shape on [`sm`].
+    fn two(curves: &[BandwidthCurve], kinds: &[KernelType], prior_lsk: f64) -> Vec<Share> {
+        ccbp(
+            &sm(),
+            &[kernel(), kernel()],
+            curves,
+            kinds,
+            SUSTAINABLE,
+            prior_lsk,
+        )
     }
 
     fn fits_together(tbs: &[u32]) -> bool {
@@ -381,26 +386,12 @@ mod tests {
     #[test]
     fn a_priority_for_latency_sensitive_kernels_gives_them_more_tbs() {
         use KernelType::*;
-        // A NoC-intensive kernel of 4 requests per TB: the SM's TB slots bind first, and
+        // A NoC-intensive kernel of 4 flits per TB: the SM's TB slots bind first, and
         // the priority decides who holds them.
         let curves = [linear(1.0, 0.1), linear(4.0, 0.5)];
         let kinds = [LatencySensitive, NocIntensive];
-        let even = ccbp(
-            &sm(),
-            &[kernel(), kernel()],
-            &curves,
-            &kinds,
-            SUSTAINABLE,
-            1.0,
-        );
-        let favoured = ccbp(
-            &sm(),
-            &[kernel(), kernel()],
-            &curves,
-            &kinds,
-            SUSTAINABLE,
-            2.0,
-        );
+        let even = two(&curves, &kinds, 1.0);
+        let favoured = two(&curves, &kinds, 2.0);
         assert!(favoured[0].tbs > even[0].tbs, "{even:?} {favoured:?}");
         assert!(favoured[1].noc <= even[1].noc, "{even:?} {favoured:?}");
     }
@@ -412,14 +403,7 @@ mod tests {
         // per line): each is held by its own bandwidth, neither by the other's.
         let curves = [linear(6.0, 0.2), linear(2.0, 4.0)];
         let kinds = [NocIntensive, DramIntensive];
-        let s = ccbp(
-            &sm(),
-            &[kernel(), kernel()],
-            &curves,
-            &kinds,
-            SUSTAINABLE,
-            1.0,
-        );
+        let s = two(&curves, &kinds, 1.0);
         assert!(
             s.iter().map(|s| s.noc).sum::<f64>() <= SUSTAINABLE.noc,
             "{s:?}"
@@ -434,12 +418,9 @@ mod tests {
         assert_eq!(q, (s[1].dram * 0.25).ceil() as u32, "{s:?}");
         // Together they use more of the NoC than the NoC kernel alone could be given
         // beside a second NoC-intensive kernel.
-        let same = ccbp(
-            &sm(),
-            &[kernel(), kernel()],
+        let same = two(
             &[linear(6.0, 0.2), linear(6.0, 0.2)],
             &[NocIntensive, NocIntensive],
-            SUSTAINABLE,
             1.0,
         );
         assert!(s[0].noc > same[0].noc, "{s:?} {same:?}");
@@ -451,14 +432,7 @@ mod tests {
         // Two latency-sensitive kernels using no bandwidth: plain DRF over static
         // resources, 8 TB slots' worth of threads each way (4 + 4).
         let curves = [linear(0.0, 0.0), linear(0.0, 0.0)];
-        let s = ccbp(
-            &sm(),
-            &[kernel(), kernel()],
-            &curves,
-            &[LatencySensitive, LatencySensitive],
-            SUSTAINABLE,
-            1.0,
-        );
+        let s = two(&curves, &[LatencySensitive, LatencySensitive], 1.0);
         assert_eq!((s[0].tbs, s[1].tbs), (4, 4), "{s:?}");
     }
 }

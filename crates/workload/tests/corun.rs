@@ -37,16 +37,12 @@ fn run(policy: PolicyKind, pair: [&str; 2], watch: &mut Watch) -> RunRecord {
     run_under(policy, Default::default(), pair, watch)
 }
 
-fn run_under(
-    policy: PolicyKind,
-    mechanism: preempt::MechanismKind,
-    pair: [&str; 2],
-    watch: &mut Watch,
-) -> RunRecord {
+/// Two `maxwell16` SMs under `policy` and `mechanism`.
+fn setup(policy: PolicyKind, mechanism: preempt::MechanismKind) -> Setup {
     let mut config = GpuConfig::preset("maxwell16").unwrap();
     config.sm.count = 2;
     let timing = TimedGpu::new(config);
-    let setup = Setup {
+    Setup {
         host: timing.gpu.host.clone(),
         timing,
         framework: Default::default(),
@@ -58,7 +54,16 @@ fn run_under(
         snapshot: false,
         replay: None,
         one_context: false,
-    };
+    }
+}
+
+fn run_under(
+    policy: PolicyKind,
+    mechanism: preempt::MechanismKind,
+    pair: [&str; 2],
+    watch: &mut Watch,
+) -> RunRecord {
+    let setup = setup(policy, mechanism);
     let r = System::new(setup, &[process(pair[0]), process(pair[1])])
         .unwrap()
         .run_with(&mut |_| {}, Some(watch))
@@ -425,24 +430,13 @@ impl Injector for TakeShared {
 /// The pair co-running at a fixed 3+5 TBs per SM under `mechanism`, preempted at `plan`
 /// (none: not preempted); the record with final memory.
 fn corun_preempted(mechanism: preempt::MechanismKind, plan: Vec<u64>) -> (RunRecord, TakeShared) {
-    let mut config = GpuConfig::preset("maxwell16").unwrap();
-    config.sm.count = 2;
-    let timing = TimedGpu::new(config);
+    let fixed = PolicyKind::Fixed {
+        tbs: sched::TbCounts::new(&[3, 5]).unwrap(),
+        noc: None,
+    };
     let setup = Setup {
-        host: timing.gpu.host.clone(),
-        timing,
-        framework: Default::default(),
-        policy: PolicyKind::Fixed {
-            tbs: sched::TbCounts::new(&[3, 5]).unwrap(),
-            noc: None,
-        },
-        time_slice_us: 50.0,
-        mechanism,
-        copy_policy: Default::default(),
-        max_cycles: 1 << 25,
         snapshot: true,
-        replay: None,
-        one_context: false,
+        ..setup(fixed, mechanism)
     };
     let mut take = TakeShared {
         plan,
