@@ -406,9 +406,8 @@ impl Injector for TakeShared {
         let running = |sm: &SmId| fw.tables().sm(*sm).state == sched::SmState::Running;
         let sms: Vec<SmId> = m.sm_ids().filter(running).collect();
         // A shared SM when one comes within 20,000 cycles of the moment, else any; the
-        // first request waits for a shared SM however long it takes (an SM given back
-        // after a request runs its own kernel alone: `fixed` does not place guests on it
-        // again, so later moments may find none).
+        // first request waits for a shared SM however long it takes (in some seeded runs
+        // no later moment finds the two kernels on one SM).
         let shared = sms.iter().copied().find(|&sm| launches(sm) >= 2);
         let pick = match shared {
             Some(sm) => Some(sm),
