@@ -6,7 +6,10 @@
 //! oracle of §4.1 over the combinations tried. Warped-Slicer (§4.1, Xu16) is offline
 //! here: each program runs alone at every TB count per SM (its scalability curve), and
 //! `sched::corun::water_fill` picks the combination the pair then co-runs at (the paper
-//! profiles online on the SMs at the kernels' start: not yet). CCBP (§4.5) is offline
+//! profiles online on the SMs at the kernels' start: not yet). Maestro-style search is a
+//! hill climb over the measured combinations from SMK's DRF combination
+//! (`sched::corun::hill_climb`, by harmonic speedup; no extra run: a dynamic search would
+//! try those combinations in epochs of one run, here each is a whole run). CCBP (§4.5) is offline
 //! too: the same runs alone give each program's NoC flits, DRAM lines and requests towards
 //! the L2 per IRC window per SM at every TB count (its bandwidth curves), from which `sched::ccbp` classifies
 //! each program and chooses the combination and the request quotas (Algorithm 1); the
@@ -509,6 +512,34 @@ pub fn run(
             error,
         })?;
         schemes.push(point(Some(*tbs), what.clone(), &per, &r));
+    }
+    // Maestro-style: a hill climb over the combinations measured above, by harmonic
+    // speedup, from SMK's DRF combination (each count within 1..=the cap).
+    let drf = sched::corun::drf(&c.gpu.sm.resources, &shapes);
+    let start: Vec<u32> = drf
+        .iter()
+        .zip(&shapes)
+        .map(|(&n, s)| n.clamp(1, cap(s.alone_tbs).max(1)))
+        .collect();
+    let hs_at = |x: &[u32]| {
+        points
+            .iter()
+            .find(|p| p.tbs.is_some_and(|t| t[..] == *x))
+            .and_then(|p| p.metrics.as_ref())
+            .map(|m| m.harmonic_speedup)
+    };
+    let (at, moves) = sched::corun::hill_climb(&start, &hs_at);
+    if let Some(p) = points
+        .iter()
+        .find(|p| p.tbs.is_some_and(|t| t[..] == at[..]) && hs_at(&at).is_some())
+    {
+        schemes.push(Point {
+            label: format!(
+                "maestro ({}+{} from {}+{}, {moves} moves)",
+                at[0], at[1], start[0], start[1]
+            ),
+            ..p.clone()
+        });
     }
     let best = |key: fn(&CorunMetrics) -> f64| {
         points

@@ -337,6 +337,57 @@ pub fn water_fill(resources: &SmResources, kernels: &[Corunner], curves: &[Vec<f
     tbs
 }
 
+/// Maestro-style dynamic search over TB combinations (Park et al., ASPLOS'17, the
+/// thesis's Maestro: "dynamic search over TB combinations"): from `start`, move to the
+/// best-scoring neighbour — one kernel with one TB more or fewer, or one TB passed from a
+/// kernel to another, never below 1 — while it scores higher than where the search stands
+/// (ties: the first neighbour in that order); `score` is `None` for a combination that
+/// cannot run. Returns where the search stopped and the moves it made. A hill climb: it
+/// can stop at a local best that the oracle's exhaustive search would pass.
+pub fn hill_climb(start: &[u32], score: &dyn Fn(&[u32]) -> Option<f64>) -> (Vec<u32>, u32) {
+    let mut at = start.to_vec();
+    let Some(mut best) = score(&at) else {
+        return (at, 0);
+    };
+    let mut moves = 0;
+    loop {
+        let n = at.len();
+        let mut neighbours: Vec<Vec<u32>> = Vec::new();
+        for i in 0..n {
+            for d in [1i64, -1] {
+                let mut x = at.clone();
+                let v = i64::from(x[i]) + d;
+                if v >= 1 {
+                    x[i] = v as u32;
+                    neighbours.push(x);
+                }
+            }
+            for j in (0..n).filter(|&j| j != i) {
+                if at[i] > 1 {
+                    let mut x = at.clone();
+                    x[i] -= 1;
+                    x[j] += 1;
+                    neighbours.push(x);
+                }
+            }
+        }
+        let step = neighbours
+            .into_iter()
+            .filter_map(|x| score(&x).map(|s| (x, s)))
+            .fold(None, |b: Option<(Vec<u32>, f64)>, (x, s)| match b {
+                Some((_, bs)) if bs >= s => b,
+                _ => Some((x, s)),
+            });
+        match step {
+            Some((x, s)) if s > best => {
+                (at, best) = (x, s);
+                moves += 1;
+            }
+            _ => return (at, moves),
+        }
+    }
+}
+
 /// SMK's warp-instruction quotas per epoch per scheduler: `epoch` split in the ratio of
 /// `weights` (standalone IPCs; equal when `None`), each rounded to the nearest and at
 /// least 1.
@@ -655,6 +706,32 @@ mod tests {
         // A kernel never gets more than its occupancy alone.
         let small = k(1, 32 * 16, 0, 2);
         assert_eq!(drf(&maxwell(), &[small, b]), vec![2, 15]);
+    }
+
+    #[test]
+    fn the_hill_climb_reaches_a_single_peak_and_stops_at_a_local_one() {
+        // One peak at (3, 5): reached from (1, 1), one move at a time.
+        let peak = |x: &[u32]| -> Option<f64> {
+            (x[0] <= 8 && x[1] <= 8)
+                .then(|| -((f64::from(x[0]) - 3.0).powi(2) + (f64::from(x[1]) - 5.0).powi(2)))
+        };
+        let (at, moves) = hill_climb(&[1, 1], &peak);
+        assert_eq!(at, [3, 5]);
+        assert!((2..=6).contains(&moves), "{moves}");
+        // Combinations that cannot run are never chosen.
+        let (at, _) = hill_climb(&[1, 1], &|x| if x[1] > 2 { None } else { peak(x) });
+        assert_eq!(at, [3, 2]);
+        // Two peaks: (1, 1) is a local best the climb from (1, 2) stops at, below (6, 6).
+        let two = |x: &[u32]| -> Option<f64> {
+            Some(match (x[0], x[1]) {
+                (1, 1) => 2.0,
+                (6, 6) => 9.0,
+                _ => 0.0,
+            })
+        };
+        assert_eq!(hill_climb(&[1, 2], &two), (vec![1, 1], 1));
+        // A start that cannot run stays where it is.
+        assert_eq!(hill_climb(&[9, 9], &peak), (vec![9, 9], 0));
     }
 
     #[test]

@@ -1283,7 +1283,9 @@ fn corun_experiment_tries_every_combination_and_scheme_deterministically() {
     // interconnect flits than half the sustainable NoC bandwidth, so both are NoC
     // intensive and limited (checked in the JSON below). Its label holds a comma: quoted.
     assert!(rows[8].starts_with("scheme,\"ccbp (2+2, noc "), "{csv}");
-    assert_eq!(rows.len(), 9, "{csv}");
+    // Maestro-style search: a hill climb over the combinations from SMK's DRF one.
+    assert!(rows[9].starts_with("scheme,\"maestro ("), "{csv}");
+    assert_eq!(rows.len(), 10, "{csv}");
     assert!(t.contains("IPC at 1, 2, ... TBs/SM"), "{t}");
     for r in &rows[1..] {
         assert!(r.ends_with(",true"), "not verified: {r}");
@@ -1388,7 +1390,7 @@ fn corun_all_pairs_sums_up_every_scheme_against_the_oracle() {
             .unwrap_or_else(|| panic!("no {name} in {summary:?}"))
     };
     assert_eq!(scheme("oracle")["mean_harmonic_vs_oracle"], 1.0);
-    for name in ["spatial", "warped-slicer", "ccbp"] {
+    for name in ["spatial", "warped-slicer", "ccbp", "maestro"] {
         let mut ratios = Vec::new();
         for p in pairs {
             let best = p["best_harmonic"].as_u64().unwrap() as usize;
@@ -1414,8 +1416,8 @@ fn corun_all_pairs_sums_up_every_scheme_against_the_oracle() {
         csv.starts_with("program_a,program_b,scheme,label,"),
         "{csv}"
     );
-    // Three pairs, each with spatial, Warped-Slicer, CCBP and the oracle.
-    assert_eq!(csv.lines().count(), 1 + 3 * 4, "{csv}");
+    // Three pairs, each with spatial, Warped-Slicer, CCBP, Maestro and the oracle.
+    assert_eq!(csv.lines().count(), 1 + 3 * 5, "{csv}");
     // `--programs` needs `--all-pairs`; one program makes no pair.
     let o = switchyard(&["experiment", "corun", "--programs", "layernorm,softmax"]);
     assert!(!o.status.success());
