@@ -650,9 +650,9 @@ pub fn to_csv(r: &CorunResults) -> String {
     s
 }
 
-/// Every pair of several programs (papers/lin-thesis ch. 4: "all pairs", with the oracle as the reference), each run as
-/// [`run`] runs one, with each scheme's speedups summed up over the pairs against the
-/// oracle's.
+/// Every pair of several programs (papers/lin-thesis ch. 4: "all pairs", with the oracle
+/// as the reference), each run as [`run`] runs one, with each scheme's speedups summed up
+/// over the pairs against the oracle's.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct PairsResults {
     pub gpu: String,

@@ -1708,13 +1708,15 @@ impl MemorySystem {
         }
     }
 
-    fn reply_for(&self, m: &ReqMsg, data: bool) -> Packet<ReplyMsg> {
+    /// Queues slice `s`'s reply to `m` (with the sectors it asked for, when `data`), its
+    /// flits charged to `m`'s owner ([`MemorySystem::noc_flits`]).
+    fn push_reply(&mut self, s: usize, m: &ReqMsg, data: bool) {
         let bytes = if data {
             m.sectors.count_ones() * SECTOR_BYTES as u32
         } else {
             0
         };
-        Packet {
+        let p = Packet {
             dest: m.sm as usize,
             flits: self.cfg.icnt_reply.flits(bytes),
             priority: m.priority,
@@ -1724,7 +1726,9 @@ impl MemorySystem {
                 sectors: m.sectors,
                 fill: m.fill,
             },
-        }
+        };
+        add_to(&mut self.reply_flits_by_owner, m.owner, u64::from(p.flits));
+        self.slices[s].replies.push_back(p);
     }
 
     fn tick_slice(&mut self, s: usize, now: u64) {
@@ -1766,9 +1770,7 @@ impl MemorySystem {
                 if m.kind == ReqKind::Atomic {
                     self.slices[s].cache.mark_dirty(m.slice_addr, m.sectors);
                 }
-                let p = self.reply_for(&m, true);
-                add_to(&mut self.reply_flits_by_owner, m.owner, u64::from(p.flits));
-                self.slices[s].replies.push_back(p);
+                self.push_reply(s, &m, true);
             }
             self.l2_waiters = done;
         }
@@ -1800,9 +1802,7 @@ impl MemorySystem {
                                 if m.kind == ReqKind::Atomic {
                                     self.slices[s].cache.mark_dirty(m.slice_addr, m.sectors);
                                 }
-                                let p = self.reply_for(&m, true);
-                                add_to(&mut self.reply_flits_by_owner, m.owner, u64::from(p.flits));
-                                self.slices[s].replies.push_back(p);
+                                self.push_reply(s, &m, true);
                             }
                             o => {
                                 let fetch = o.fetch();
@@ -1842,9 +1842,7 @@ impl MemorySystem {
                                 .try_send(now, req)
                                 .expect("space checked");
                         }
-                        let p = self.reply_for(&m, false);
-                        add_to(&mut self.reply_flits_by_owner, m.owner, u64::from(p.flits));
-                        self.slices[s].replies.push_back(p);
+                        self.push_reply(s, &m, false);
                     }
                 }
             }

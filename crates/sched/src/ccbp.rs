@@ -85,14 +85,6 @@ impl BandwidthCurve {
         let (r, u) = (at(&self.requests, tbs), at(per, tbs));
         (u > 0.0).then(|| r / u)
     }
-
-    fn noc_at(&self, tbs: u32) -> f64 {
-        at(&self.noc, tbs)
-    }
-
-    fn dram_at(&self, tbs: u32) -> f64 {
-        at(&self.dram, tbs)
-    }
 }
 
 /// A curve's value at `tbs` TBs (0 at none).
@@ -163,6 +155,21 @@ pub struct Share {
     pub quota: Option<u32>,
 }
 
+/// Algorithm 1, lines 8–21 (and their mirror 15–21): one more unit of a
+/// bandwidth-intensive kernel's dominant bandwidth `own` beyond its `granted`, with one TB
+/// more only when its `tbs` could not use that much alone; its `other` bandwidth scales
+/// with the grant. The tentative TBs, dominant and other bandwidth.
+fn grow(tbs: u32, granted: f64, own: &[f64], other: &[f64]) -> (u32, f64, f64) {
+    let t_own = granted + 1.0;
+    let t = if at(own, tbs) < t_own { tbs + 1 } else { tbs };
+    let scale = if at(own, t) > 0.0 {
+        t_own / at(own, t)
+    } else {
+        1.0
+    };
+    (t, t_own, at(other, t) * scale)
+}
+
 /// Algorithm 1 over `kernels`, their curves and types, on an SM of `resources` with the
 /// `sustainable` bandwidth; `prior_lsk` weighs latency-sensitive kernels (1: none).
 pub fn ccbp(
@@ -197,35 +204,12 @@ pub fn ccbp(
         let (t_tbs, t_noc, t_dram) = match kinds[k] {
             KernelType::LatencySensitive => {
                 let t = tbs[k] + 1;
-                (t, c.noc_at(t), c.dram_at(t))
+                (t, at(&c.noc, t), at(&c.dram, t))
             }
-            KernelType::NocIntensive => {
-                let t_noc = nbw[k] + 1.0;
-                let t = if c.noc_at(tbs[k]) < t_noc {
-                    tbs[k] + 1
-                } else {
-                    tbs[k]
-                };
-                let scale = if c.noc_at(t) > 0.0 {
-                    t_noc / c.noc_at(t)
-                } else {
-                    1.0
-                };
-                (t, t_noc, c.dram_at(t) * scale)
-            }
+            KernelType::NocIntensive => grow(tbs[k], nbw[k], &c.noc, &c.dram),
             KernelType::DramIntensive => {
-                let t_dram = dbw[k] + 1.0;
-                let t = if c.dram_at(tbs[k]) < t_dram {
-                    tbs[k] + 1
-                } else {
-                    tbs[k]
-                };
-                let scale = if c.dram_at(t) > 0.0 {
-                    t_dram / c.dram_at(t)
-                } else {
-                    1.0
-                };
-                (t, c.noc_at(t) * scale, t_dram)
+                let (t, t_dram, t_noc) = grow(tbs[k], dbw[k], &c.dram, &c.noc);
+                (t, t_noc, t_dram)
             }
         };
         // Line 22: CanAlloc — the TBs fit beside the others' (and within its curve, its

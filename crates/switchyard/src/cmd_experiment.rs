@@ -571,13 +571,13 @@ fn corun_pairs(args: &CorunArgs, c: &experiment::corun::CorunConfig) -> Outcome 
             .metrics
             .as_ref()
             .map_or(f64::NAN, |m| m.harmonic_speedup);
-        for x in p.schemes.iter().chain([best]) {
+        let rows = p
+            .schemes
+            .iter()
+            .map(|x| (x.label.chars().take(22).collect::<String>(), x))
+            .chain([(format!("oracle ({})", best.label), best)]);
+        for (scheme, x) in rows {
             let Some(m) = &x.metrics else { continue };
-            let scheme = if std::ptr::eq(x, best) {
-                format!("oracle ({})", x.label)
-            } else {
-                x.label.chars().take(22).collect()
-            };
             println!(
                 "{name:<28} {scheme:<22} {:>7.3} {:>7.3} {:>9.3}{}",
                 m.weighted_speedup,
