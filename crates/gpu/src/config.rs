@@ -40,6 +40,10 @@ pub struct SmConfig {
     pub warp_schedulers: u32,
     pub scheduler: SchedulerPolicy,
     pub resources: SmResources,
+    /// Extra TBs beyond the scheduling limits (papers/lin-thesis ch. 3): Virtual Thread or
+    /// GPUDuet; off unless the file has `[sm.tlp]`.
+    #[serde(default)]
+    pub tlp: crate::tlp::TlpConfig,
 }
 
 /// A whole GPU configuration.
@@ -134,6 +138,16 @@ impl GpuConfig {
         }
     }
 
+    /// Sets `[sm.tlp]` (a command line's override), checked as the file's would be.
+    pub fn set_tlp(&mut self, tlp: crate::tlp::TlpConfig) -> Result<(), ConfigError> {
+        let old = std::mem::replace(&mut self.sm.tlp, tlp);
+        let r = self.validate("--tlp");
+        if r.is_err() {
+            self.sm.tlp = old;
+        }
+        r
+    }
+
     fn validate(&mut self, file: &str) -> Result<(), ConfigError> {
         let invalid = |field: &str, what: &str| ConfigError::Invalid {
             file: file.to_string(),
@@ -147,6 +161,20 @@ impl GpuConfig {
         }
         if self.sm.clock_mhz.is_nan() || self.sm.clock_mhz <= 0.0 {
             return Err(invalid("sm.clock_mhz", "must be positive"));
+        }
+        if let Err((field, what)) = self.sm.tlp.check() {
+            return Err(invalid(field, &what));
+        }
+        if !self.sm.tlp.is_off()
+            && self
+                .memory
+                .translating()
+                .is_some_and(|t| !t.tb_switch.is_off())
+        {
+            return Err(invalid(
+                "sm.tlp.scheme",
+                "cannot be combined with memory.translation.tb_switch (both switch TBs out of their SM)",
+            ));
         }
         if self.sm.warp_schedulers == 0 {
             return Err(invalid("sm.warp_schedulers", "must be at least 1"));
@@ -552,6 +580,55 @@ mod tests {
 
     /// `[memory.translation]`: a bad value names the file and the dotted field, enabled or
     /// not (papers/tanasic-thesis Table 6.1's values load).
+    #[test]
+    fn tlp_settings_are_read_and_bad_ones_named() {
+        use crate::tlp::TlpScheme;
+        let text = PRESETS.iter().find(|(n, _)| *n == "maxwell16").unwrap().1;
+        assert!(GpuConfig::from_toml("m.toml", text)
+            .unwrap()
+            .sm
+            .tlp
+            .is_off());
+        let with = |table: &str| format!("{text}\n[sm.tlp]\n{table}\n");
+        let c = GpuConfig::from_toml(
+            "m.toml",
+            &with("scheme = \"gpuduet\"\nmax_extra_tbs = 3\nport_bytes = 64"),
+        )
+        .unwrap();
+        assert_eq!(
+            (c.sm.tlp.scheme, c.sm.tlp.max_extra_tbs, c.sm.tlp.port_bytes),
+            (TlpScheme::Gpuduet, 3, 64)
+        );
+        for (table, field) in [
+            ("scheme = \"duet\"", "scheme"),
+            ("max_extra_tbs = 0", "sm.tlp.max_extra_tbs"),
+            ("max_extra_tbs = 65", "sm.tlp.max_extra_tbs"),
+            ("port_bytes = 0", "sm.tlp.port_bytes"),
+            ("ports = 1", "ports"),
+        ] {
+            let e = GpuConfig::from_toml("m.toml", &with(table))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("m.toml") && e.contains(field), "{table}: {e}");
+        }
+        // Both switch TBs out of their SM: refused together.
+        let fault = PRESETS.iter().find(|(n, _)| *n == "fault-study").unwrap().1;
+        let both = format!(
+            "{}\n[sm.tlp]\nscheme = \"vt\"\n",
+            fault.replace(
+                "pipeline = \"stall\"",
+                "pipeline = \"replay-queue\"\ntb_switch = \"save\""
+            )
+        );
+        let e = GpuConfig::from_toml("f.toml", &both)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("sm.tlp.scheme") && e.contains("tb_switch"),
+            "{e}"
+        );
+    }
+
     #[test]
     fn bad_translation_values_name_the_file_and_field() {
         let c = GpuConfig::preset("fault-study").unwrap();

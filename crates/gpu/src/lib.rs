@@ -29,6 +29,7 @@ pub mod occupancy;
 pub mod pipeline;
 pub mod texture;
 pub mod timing;
+pub mod tlp;
 pub mod validate;
 
 pub use error::ExecError;

@@ -298,7 +298,11 @@ pub(crate) fn run(args: RunArgs) -> Outcome {
     let timed = if args.functional {
         None
     } else {
-        let mut t = TimedGpu::new(load_gpu(&args.gpu, args.scheduler)?);
+        let mut g = load_gpu(&args.gpu, args.scheduler)?;
+        if let Some(tlp) = args.tlp {
+            g.set_tlp(tlp).map_err(|e| e.to_string())?;
+        }
+        let mut t = TimedGpu::new(g);
         t.options.allocate = !args.unallocated;
         t.options.max_cycles = args.max_cycles;
         t.options.instruction_limit = args.instruction_limit;

@@ -102,6 +102,11 @@ struct RunArgs {
     /// Warp scheduler policy, overriding the GPU's.
     #[arg(long, value_enum)]
     scheduler: Option<SchedulerArg>,
+    /// Extra TBs beyond the scheduling limits (papers/lin-thesis ch. 3), overriding the
+    /// GPU's `[sm.tlp]`: `off`, `vt` (Virtual Thread) or `gpuduet`, with parameters
+    /// `SCHEME:max_extra_tbs=N,port_bytes=B` (defaults 4 and 128).
+    #[arg(long, value_name = "SCHEME", value_parser = tlp_arg)]
+    tlp: Option<gpu::tlp::TlpConfig>,
     /// Where timed runs write their statistics (JSON; rewritten after every kernel, so a later
     /// failure keeps the earlier results).
     #[arg(long, default_value = "switchyard-stats.json")]
@@ -743,6 +748,22 @@ fn mechanism_arg(spec: &str) -> Result<preempt::MechanismKind, String> {
 }
 
 /// A scheduling policy, `name[:key=value,...]` (`workload::choice`).
+/// `SCHEME[:key=value,...]` of `--tlp`: the fields of a GPU's `[sm.tlp]`.
+pub(crate) fn tlp_arg(spec: &str) -> Result<gpu::tlp::TlpConfig, String> {
+    let (scheme, params) = spec.split_once(':').unwrap_or((spec, ""));
+    let mut text = format!("scheme = \"{}\"\n", scheme.trim());
+    for item in params.split(',').filter(|i| !i.trim().is_empty()) {
+        let Some((key, value)) = item.split_once('=') else {
+            return Err(format!("`{item}`: parameters are written key=value"));
+        };
+        text.push_str(&format!("{} = {}\n", key.trim(), value.trim()));
+    }
+    let t: gpu::tlp::TlpConfig = toml::from_str(&text).map_err(|e| e.message().to_string())?;
+    t.check()
+        .map_err(|(field, what)| format!("`{field}`: {what}"))?;
+    Ok(t)
+}
+
 fn policy_arg(spec: &str) -> Result<sched::PolicyKind, String> {
     workload::choice::parse(spec).map_err(|e| e.to_string())
 }

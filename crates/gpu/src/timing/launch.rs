@@ -138,6 +138,9 @@ pub struct Launch {
     /// Register liveness of the kernel's blocks, computed at its first live-register
     /// checkpoint ([`crate::timing::Scope::Live`]).
     liveness: std::sync::OnceLock<kir::liveness::BlockLiveness>,
+    /// Its TBs per SM beyond the scheduling limits ([`crate::tlp`]; none unless the GPU's
+    /// `[sm.tlp]` is on).
+    pub(super) tlp: crate::tlp::ExtraTbs,
 }
 
 impl Launch {
@@ -149,6 +152,7 @@ impl Launch {
         origins: Option<Arc<[InstId]>>,
         now: u64,
     ) -> Launch {
+        let native = occupancy.tbs_per_sm;
         Launch {
             decoded: Decoded::of(&ctx.kernel),
             frame_words: u64::from(ctx.kernel.local_size.div_ceil(4)),
@@ -179,7 +183,50 @@ impl Launch {
             at_last_tb: None,
             stats: None,
             liveness: std::sync::OnceLock::new(),
+            tlp: crate::tlp::ExtraTbs {
+                native,
+                extra: 0,
+                moved: crate::tlp::Moved::Slots,
+            },
         }
+    }
+
+    /// 32-bit words of registers in `live` (a predicate takes none: predicates have their
+    /// own file; a 64-bit register takes two).
+    pub(super) fn register_words(&self, live: &kir::RegSet) -> u32 {
+        let regs = &self.ctx.kernel.regs;
+        live.iter()
+            .map(|r| {
+                let ty = regs[r].ty;
+                if ty == kir::inst::Ty::Pred {
+                    0
+                } else {
+                    ty.size().div_ceil(4)
+                }
+            })
+            .sum()
+    }
+
+    /// Registers per thread live at the kernel's switch points (papers/lin-thesis §3.6.6:
+    /// the first uses of registers loaded from memory, and barriers), at most its
+    /// allocation: the size GPUDuet reserves for a spilled register context.
+    pub(super) fn live_registers_at_switch_points(&self) -> u32 {
+        use crate::pipeline::OpClass;
+        let insts = self.ctx.kernel.insts.as_slice();
+        let d = &self.decoded;
+        let loaded: std::collections::HashSet<u32> = (0..insts.len() as u32)
+            .filter(|&pc| d.class(pc) == OpClass::Mem)
+            .flat_map(|pc| d.destinations(pc).iter().copied())
+            .collect();
+        (0..insts.len() as u32)
+            .filter(|&pc| {
+                matches!(insts[pc as usize].op, kir::inst::Op::Bar { .. })
+                    || d.sources(pc).iter().any(|r| loaded.contains(r))
+            })
+            .map(|pc| self.register_words(&self.live_in(pc)))
+            .max()
+            .unwrap_or(0)
+            .min(self.regs_per_thread)
     }
 
     /// The registers live before instruction `pc` of the timed kernel (plain backward

@@ -13,6 +13,12 @@
 //! ledger also books what each launch holds ([`Usage`]), and a launch may be given
 //! [`KernelLimits`] on one SM — at most so many TBs, warps, registers or bytes of shared
 //! memory — which [`SmLedger::fits_for`] enforces beside the SM's own capacities.
+//!
+//! **Extra TBs** (papers/lin-thesis ch. 3, [`crate::tlp`]): a launch given a TLP total
+//! ([`SmLedger::set_tlp`]) may hold up to that many TBs here while no other launch holds
+//! anything, beyond the SM's slots and capacities; the ledger then counts more than the SM
+//! has, and the SM keeps only as many of them active as its own resources allow
+//! (`timing::sm::tlp`). Another launch's TB fits only once the SM is back within them.
 
 use serde::{Deserialize, Serialize};
 
@@ -105,6 +111,8 @@ pub struct SmLedger {
     carve_out: CarveOut,
     /// Per launch with resources or limits here: what it holds and may hold.
     shares: Vec<Share>,
+    /// Launches that may hold more TBs than the SM admits, with their totals.
+    tlp: Vec<(LaunchId, u32)>,
 }
 
 impl SmLedger {
@@ -124,7 +132,39 @@ impl SmLedger {
             carve_outs: r.shared_memory.clone(),
             carve_out: r.carve_out,
             shares: Vec::new(),
+            tlp: Vec::new(),
         }
+    }
+
+    /// Lets `launch` hold up to `total` TBs here while it is alone (`None`: no more than
+    /// the SM admits).
+    pub fn set_tlp(&mut self, launch: LaunchId, total: Option<u32>) {
+        self.tlp.retain(|&(l, _)| l != launch);
+        if let Some(t) = total {
+            self.tlp.push((launch, t));
+        }
+    }
+
+    /// Whether `launch` may take one more TB beyond the SM's own limits: it holds fewer
+    /// than its TLP total, and no other launch holds anything here.
+    fn fits_beyond(&self, launch: LaunchId) -> bool {
+        let Some(&(_, total)) = self.tlp.iter().find(|&&(l, _)| l == launch) else {
+            return false;
+        };
+        self.usage(launch).tbs < total
+            && self
+                .shares
+                .iter()
+                .all(|s| s.launch == launch || s.used == Usage::default())
+    }
+
+    /// Whether what is held here is within the SM's own capacities.
+    pub fn within_capacity(&self) -> bool {
+        self.used_tbs <= self.max_tbs
+            && self.used_warps <= self.max_warps
+            && self.used_threads <= self.max_threads
+            && self.used_registers <= self.registers
+            && self.used_shared_memory <= self.shared_memory
     }
 
     /// What each launch holds here and may hold, by launch.
@@ -175,7 +215,7 @@ impl SmLedger {
 
     /// Whether one more TB of `launch` with demand `d` fits now, its limits included.
     pub fn fits_for(&self, launch: LaunchId, d: &TbDemand) -> bool {
-        self.fits(d)
+        (self.fits(d) || self.fits_beyond(launch))
             && self
                 .share(launch)
                 .is_none_or(|s| s.used.admits(&s.limits, d, true))
@@ -195,7 +235,8 @@ impl SmLedger {
 
     /// Takes a whole TB of `launch` (the caller checked [`SmLedger::fits_for`]).
     pub fn take_for(&mut self, launch: LaunchId, d: &TbDemand) {
-        self.take(d);
+        debug_assert!(self.fits_for(launch, d));
+        self.take_unchecked(d);
         self.share_mut(launch).used.add(d, true);
     }
 
@@ -251,6 +292,10 @@ impl SmLedger {
     /// Takes `d`'s resources (the caller checked [`SmLedger::fits`]).
     pub fn take(&mut self, d: &TbDemand) {
         debug_assert!(self.fits(d));
+        self.take_unchecked(d);
+    }
+
+    fn take_unchecked(&mut self, d: &TbDemand) {
         self.shared_memory = self.shared_capacity_for(d);
         self.used_tbs += 1;
         self.used_warps += d.warps;

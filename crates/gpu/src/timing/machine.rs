@@ -289,7 +289,7 @@ const LIMIT_CHECK_INTERVAL: u64 = 64;
 pub struct Machine<B: MemoryBackend = MemorySystem> {
     gpu: GpuConfig,
     opts: TimingOptions,
-    memcfg: MemConfig,
+    pub(super) memcfg: MemConfig,
     pub(super) memsys: B,
     pub(super) mem: DeviceMemory,
     pub(super) sms: Vec<Sm>,
@@ -309,6 +309,9 @@ pub struct Machine<B: MemoryBackend = MemorySystem> {
     team: Option<Team>,
     /// TB switching on fault, when the GPU has it (`memsys::TbSwitch`).
     pub(super) local: Option<super::local::LocalScheduler>,
+    /// GPUDuet's throughput monitors, one per launch whose extra TBs it sets
+    /// (`[sm.tlp] dynamic`).
+    pub(super) monitors: Vec<super::tlp_monitor::Monitor>,
 }
 
 impl Machine {
@@ -357,6 +360,7 @@ impl<B: MemoryBackend> Machine<B> {
                     } else {
                         Shortcuts::Off
                     },
+                    gpu.sm.tlp,
                 )
                 .with_wrong_replay(opts.wrong_replay)
             })
@@ -383,6 +387,7 @@ impl<B: MemoryBackend> Machine<B> {
             shown: 0,
             team: Team::new(opts_threads),
             local,
+            monitors: Vec::new(),
         }
     }
 
@@ -661,9 +666,24 @@ impl<B: MemoryBackend> Machine<B> {
             timed.origins.clone(),
             self.cycle(),
         );
+        let tlp = self.gpu.sm.tlp;
+        if !tlp.is_off() {
+            // The live registers at its switch points bound what a spilled register
+            // context takes (papers/lin-thesis §3.6.6).
+            let words = launch.live_registers_at_switch_points();
+            let live = (u64::from(launch.demand.registers) * u64::from(words))
+                .div_ceil(u64::from(regs.max(1))) as u32;
+            launch.tlp = crate::tlp::extra_tbs(
+                &tlp,
+                &self.gpu.sm.resources,
+                &launch.demand,
+                &launch.occupancy,
+                live,
+            );
+        }
         // The warps the launch can have resident at once, on every SM.
-        let resident_warps = (u64::from(launch.occupancy.tbs_per_sm) * self.sms.len() as u64)
-            .min(launch.total)
+        let per_sm = launch.tlp.native + launch.tlp.extra;
+        let resident_warps = (u64::from(per_sm) * self.sms.len() as u64).min(launch.total)
             * u64::from(launch.ctx.warps_per_tb());
         launch.instruction_limit = Limit::total_or(
             self.opts.instruction_limit,
@@ -679,8 +699,19 @@ impl<B: MemoryBackend> Machine<B> {
         );
         self.show_events();
         launch.start = Some(Box::new(self.snapshot()));
+        let extra = launch.tlp.extra;
         self.launches.push(launch);
         self.active.push(id);
+        if extra > 0 {
+            if tlp.dynamic {
+                // The monitor sets them (papers/lin-thesis §3.6.4).
+                self.launches[id.index()].tlp.extra = 0;
+                self.monitors
+                    .push(super::tlp_monitor::Monitor::new(id, extra, self.cycle()));
+            } else {
+                self.set_extra(id, extra);
+            }
+        }
         Ok(id)
     }
 
@@ -822,6 +853,15 @@ impl<B: MemoryBackend> Machine<B> {
         // TB switching on fault: the SMs' local schedulers go before the control, so
         // that a switched-out TB ready to resume takes the room before a new TB.
         self.local_schedule(now)?;
+        // Extra TBs (papers/lin-thesis ch. 3): each SM's context switching logic.
+        if !self.gpu.sm.tlp.is_off() {
+            for sm in &mut self.sms {
+                sm.tlp_step(&self.launches, now);
+            }
+            if !self.monitors.is_empty() {
+                self.tlp_monitor(now);
+            }
+        }
         self.show_events();
         ctl.on_cycle(self)?;
         self.show_events();
@@ -933,7 +973,7 @@ impl<B: MemoryBackend> Machine<B> {
             .collect()
     }
 
-    fn snapshot(&self) -> Snapshot {
+    pub(super) fn snapshot(&self) -> Snapshot {
         Snapshot {
             memory: self.memsys.stats(),
             sms: self.sm_stats(),
@@ -1003,6 +1043,12 @@ impl<B: MemoryBackend> Machine<B> {
             l.finished_at = Some(now);
             l.stats = Some(Box::new(stats));
             l.free_frames(&mut self.mem);
+            if l.tlp.extra > 0 {
+                for sm in &mut self.sms {
+                    sm.set_tlp(id, None);
+                }
+            }
+            self.monitors.retain(|m| m.launch != id);
             self.active.remove(i);
             self.events.push(Event::LaunchFinished {
                 cycle: now,
@@ -1056,6 +1102,7 @@ impl<B: MemoryBackend> Machine<B> {
             thread_instructions: k.thread_instructions,
             ipc: k.warp_instructions as f64 / cycles as f64,
             tbs_per_sm: l.occupancy.tbs_per_sm,
+            extra_tbs: l.tlp.extra,
             occupancy_limit: l.occupancy.clone(),
             regs_per_thread: l.regs_per_thread,
             achieved_occupancy: if active == 0 {

@@ -64,12 +64,15 @@ mod request;
 pub mod scheduler;
 mod sm;
 pub mod stats;
+mod tlp_monitor;
 pub mod view;
 
 #[cfg(test)]
 mod corun_tests;
 #[cfg(test)]
 mod protocol_tests;
+#[cfg(test)]
+mod tlp_tests;
 
 use std::sync::Arc;
 

@@ -4,6 +4,7 @@ use memsys::{MemConfig, MemStats};
 use serde::Serialize;
 
 use crate::occupancy::Occupancy;
+use crate::tlp::TlpCounters;
 
 /// Why a warp scheduler issued nothing in a cycle. When several warps are blocked for
 /// different reasons the cycle is charged to the warp closest to issuing, in the order
@@ -150,9 +151,19 @@ pub struct FrontendStats {
     pub switch_cycles: u64,
     #[serde(skip_serializing_if = "is_zero")]
     pub switched_out_peak: u64,
+    /// Extra TBs beyond the scheduling limits (`crate::tlp`, papers/lin-thesis ch. 3): TBs
+    /// made inactive and active again, the bytes and cycles of the switches (summed), the
+    /// most TBs resident and warps active on one SM at once (the largest of any SM).
+    /// Written out only with `[sm.tlp]` on.
+    #[serde(skip_serializing_if = "TlpCounters::is_idle")]
+    pub tlp: TlpCounters,
 }
 
 fn is_zero(v: &u64) -> bool {
+    *v == 0
+}
+
+fn is_zero32(v: &u32) -> bool {
     *v == 0
 }
 
@@ -172,6 +183,7 @@ impl FrontendStats {
         self.tbs_switched_in += o.tbs_switched_in;
         self.switch_cycles += o.switch_cycles;
         self.switched_out_peak = self.switched_out_peak.max(o.switched_out_peak);
+        self.tlp.add(&o.tlp);
     }
 
     /// The counts between the snapshot `e` and `self`.
@@ -192,6 +204,13 @@ impl FrontendStats {
             tbs_switched_in: self.tbs_switched_in - e.tbs_switched_in,
             switch_cycles: self.switch_cycles - e.switch_cycles,
             switched_out_peak: self.switched_out_peak,
+            tlp: TlpCounters {
+                switched_out: self.tlp.switched_out - e.tlp.switched_out,
+                switched_in: self.tlp.switched_in - e.tlp.switched_in,
+                bytes: self.tlp.bytes - e.tlp.bytes,
+                cycles: self.tlp.cycles - e.tlp.cycles,
+                ..self.tlp
+            },
         }
     }
 }
@@ -422,6 +441,10 @@ pub struct TimedStats {
     /// assumed.
     pub occupancy_limit: Occupancy,
     pub tbs_per_sm: u32,
+    /// Extra TBs per SM beyond `tbs_per_sm` ([`crate::tlp`]; at the end, under a dynamic
+    /// scheme). Written out only when not zero.
+    #[serde(skip_serializing_if = "is_zero32")]
+    pub extra_tbs: u32,
     pub regs_per_thread: u32,
     /// Mean resident warps per SM over its active cycles, as a fraction of its warp slots.
     pub achieved_occupancy: f64,

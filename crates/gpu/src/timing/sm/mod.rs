@@ -76,6 +76,7 @@ mod replay;
 mod residency;
 mod retire;
 mod switch;
+mod tlp;
 mod warp;
 mod writes;
 
@@ -205,6 +206,8 @@ pub(super) struct Sm {
     carried: Vec<(PendingId, TbRef)>,
     /// TB switching on fault (`switch`; papers/tanasic-thesis §6.4.1).
     pub(super) switching: switch::SwitchCounters,
+    /// Extra TBs beyond the scheduling limits (`tlp`; papers/lin-thesis ch. 3).
+    csl: tlp::Csl,
 }
 
 impl Sm {
@@ -214,13 +217,17 @@ impl Sm {
         schedulers: Vec<AnyScheduler>,
         spec: &PipelineSpec,
         shortcuts: Shortcuts,
+        tlp: crate::tlp::TlpConfig,
     ) -> Sm {
         let n_sched = schedulers.len();
+        // With extra TBs, the warp context table has twice the warp slots
+        // (papers/lin-thesis §3.6.4).
+        let warp_entries = resources.max_warps as usize * if tlp.is_off() { 1 } else { 2 };
         Sm {
             id,
-            res: Residency::new(resources),
+            res: Residency::new(resources, warp_entries),
             front: FrontEnd::new(spec, n_sched),
-            issue: IssueStage::new(schedulers, resources.max_warps as usize, shortcuts),
+            issue: IssueStage::new(schedulers, warp_entries, shortcuts),
             ldst: LdSt::new(),
             ckpt: checkpoint::Checkpointing::default(),
             counting: Vec::new(),
@@ -240,7 +247,13 @@ impl Sm {
             wrong_replay: crate::timing::WrongReplay::None,
             carried: Vec::new(),
             switching: switch::SwitchCounters::default(),
+            csl: tlp::Csl::new(tlp),
         }
+    }
+
+    /// Lets `launch` keep up to `total` TBs here while alone (`crate::tlp`).
+    pub(super) fn set_tlp(&mut self, launch: LaunchId, total: Option<u32>) {
+        self.res.ledger.set_tlp(launch, total);
     }
 
     /// The same SM, making the deliberate replay mistake `w` (tests only).
@@ -352,6 +365,7 @@ impl Sm {
             tbs_switched_in: self.switching.resumed,
             switch_cycles: self.switching.cycles,
             switched_out_peak: self.switching.peak,
+            tlp: self.csl.counters,
             ..self.front.stats()
         }
     }
@@ -481,6 +495,9 @@ impl Sm {
         self.issue.views_changed();
         // A TB restored at a barrier may find it already complete.
         self.retire_soon();
+        if self.csl.on() {
+            self.tlp_placed(launch, k);
+        }
         k
     }
 

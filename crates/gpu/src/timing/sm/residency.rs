@@ -122,8 +122,9 @@ pub(super) struct Residency {
 }
 
 impl Residency {
-    pub fn new(resources: &SmResources) -> Residency {
-        let n_warps = resources.max_warps as usize;
+    /// An empty SM with `resources` and `n_warps` warp slots (more than the resources'
+    /// with extra TBs, `tlp`).
+    pub fn new(resources: &SmResources, n_warps: usize) -> Residency {
         Residency {
             warps: IdVec::from_vec((0..n_warps).map(|_| None).collect()),
             hot: IdVec::from_vec(vec![WarpHot::EMPTY; n_warps]),

@@ -61,6 +61,9 @@ pub(super) struct WarpSlot {
     /// them whose faults are not yet serviced (while any is, the warp issues nothing).
     pub replay: Vec<super::replay::ReplayEntry>,
     pub faults: u32,
+    /// Its TB is resident but inactive (`tlp`: an extra TB beyond the SM's scheduling
+    /// limits, papers/lin-thesis ch. 3): a running warp issues nothing until it is active.
+    pub absent: bool,
 }
 
 impl WarpSlot {
@@ -89,6 +92,7 @@ impl WarpSlot {
             held: Vec::new(),
             replay: Vec::new(),
             faults: 0,
+            absent: false,
         }
     }
 
@@ -260,6 +264,7 @@ impl WarpHot {
         self.launch = w.launch;
         self.state = match (&w.control, w.status) {
             (_, WarpStatus::Done) => HotState::Done,
+            (WarpControl::Running, _) if w.absent => HotState::Halted,
             (
                 WarpControl::Halted
                 | WarpControl::HaltedReporting

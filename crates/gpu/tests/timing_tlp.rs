@@ -1,0 +1,121 @@
+//! Extra TBs beyond the scheduling limits (papers/lin-thesis ch. 3; `gpu::tlp`): Virtual
+//! Thread and GPUDuet's TB-level switching on the timed `maxwell16` (Table 4.1) cut to two
+//! SMs, so that the small grids fill them. Every suite
+//! kernel that runs there verifies and leaves final memory bit-identical to the functional
+//! core's under both schemes; the SMs keep more TBs resident than the scheduling limits
+//! allow while never more warps active than they have slots.
+
+mod timing_common;
+
+use gpu::config::GpuConfig;
+use gpu::timing::{TimedGpu, TimedStats};
+use gpu::tlp::{TlpConfig, TlpScheme};
+use suite::Size;
+use timing_common::{Device, Engine};
+
+fn maxwell(tlp: TlpScheme, max_extra_tbs: u32, dynamic: bool) -> Engine {
+    let mut gpu = GpuConfig::preset("maxwell16").unwrap();
+    // Two SMs, so that the suite's small grids give each SM more TBs than it can hold.
+    gpu.sm.count = 1;
+    gpu.sm.tlp = TlpConfig {
+        scheme: tlp,
+        max_extra_tbs,
+        dynamic,
+        ..TlpConfig::default()
+    };
+    Engine::Timed(Box::new(TimedGpu::new(gpu)))
+}
+
+fn run(name: &str, engine: Engine) -> Device {
+    let k = suite::by_name(name).unwrap_or_else(|| panic!("no suite kernel {name}"));
+    let target = k.default_target();
+    let file = format!("{name}.{}.ptx", target.name());
+    let mut d = Device::new(&file, k.ptx(target).unwrap(), engine);
+    let v = k
+        .run(&mut d, Size::Small, 1)
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    assert!(v.passed(), "{name}: {v:?}");
+    d
+}
+
+/// What the schemes did over every launch of a run: switches, the most TBs resident and
+/// warps active on one SM, and the cycles.
+fn summary(stats: &[TimedStats]) -> (u64, u64, u64, u64) {
+    let mut s = (0, 0, 0, 0);
+    for t in stats {
+        s.0 += t.frontend.tlp.switched_in;
+        s.1 = s.1.max(t.frontend.tlp.peak_tbs);
+        s.2 = s.2.max(t.frontend.tlp.peak_active_warps);
+        s.3 += t.cycles;
+    }
+    s
+}
+
+/// Kernels of the suite whose TBs are limited by warp or TB slots on `maxwell16` (Virtual
+/// Thread's case) or by registers or shared memory alone (GPUDuet's), with loads to wait
+/// for.
+const KERNELS: [&str; 16] = [
+    "kmeans",
+    "spmv",
+    "dgemv",
+    "hotspot",
+    "conv2d",
+    "gemm",
+    "srad",
+    "pathfinder",
+    "bfs",
+    "blackscholes",
+    "dct8",
+    "reduce",
+    "igemv",
+    "layernorm",
+    "softmax",
+    "scan",
+];
+
+#[test]
+fn extra_tbs_keep_every_result_bit_exact() {
+    let gpu = GpuConfig::preset("maxwell16").unwrap();
+    let slots = u64::from(gpu.sm.resources.max_warps);
+    let mut switched = 0;
+    let mut beyond = 0;
+    for name in KERNELS {
+        let f = run(name, Engine::Functional);
+        let base = run(name, maxwell(TlpScheme::Off, 4, false));
+        assert_eq!(f.snapshot(), base.snapshot(), "{name}: baseline");
+        let (_, peak_base, _, cycles_base) = summary(&base.stats);
+        assert_eq!(peak_base, 0, "{name}: nothing counted with TLP off");
+        for (scheme, dynamic) in [
+            (TlpScheme::Vt, false),
+            (TlpScheme::Gpuduet, false),
+            (TlpScheme::Gpuduet, true),
+        ] {
+            let t = run(name, maxwell(scheme, 4, dynamic));
+            assert!(
+                f.snapshot() == t.snapshot(),
+                "{name} under {}: timed memory differs from functional",
+                scheme.name()
+            );
+            let (ins, peak_tbs, peak_warps, cycles) = summary(&t.stats);
+            let native = u64::from(t.stats[0].tbs_per_sm);
+            eprintln!(
+                "{name} {}{}: {cycles} cycles (baseline {cycles_base}), {ins} switches in, peak {peak_tbs} TBs (native {native}), peak {peak_warps} active warps",
+                scheme.name(),
+                if dynamic { " dynamic" } else { "" }
+            );
+            assert!(
+                peak_warps <= slots,
+                "{name} under {}: {peak_warps} warps active on an SM of {slots} slots",
+                scheme.name()
+            );
+            if peak_tbs > native {
+                beyond += 1;
+                switched += ins;
+            }
+        }
+    }
+    // The kernels chosen are limited in ways the schemes lift: some run beyond the native
+    // limit and switch.
+    assert!(beyond >= 3, "only {beyond} runs went beyond the native TBs");
+    assert!(switched > 0, "no TB was switched in");
+}
