@@ -41,6 +41,7 @@ pub mod per_instruction;
 pub mod periodic;
 pub mod study;
 pub mod svg;
+pub mod tlp;
 
 pub use multiprogram::{MultiprogramConfig, MultiprogramResults};
 pub use periodic::{PeriodicConfig, PeriodicResults};

@@ -43,8 +43,11 @@ pub enum TlpScheme {
     Off,
     /// Virtual Thread: warp-slot state switched, registers and shared memory in place.
     Vt,
-    /// GPUDuet's TB-level context switching into spare on-chip storage.
+    /// GPUDuet: context switching into spare on-chip storage, warp by warp where registers
+    /// or warp slots limit the kernel, whole TBs where shared memory does.
     Gpuduet,
+    /// GPUDuet with TB-level switching only (Figure 3.13's GPUDuet_TB).
+    GpuduetTb,
 }
 
 impl TlpScheme {
@@ -53,6 +56,7 @@ impl TlpScheme {
             TlpScheme::Off => "off",
             TlpScheme::Vt => "vt",
             TlpScheme::Gpuduet => "gpuduet",
+            TlpScheme::GpuduetTb => "gpuduet-tb",
         }
     }
 }
@@ -174,7 +178,7 @@ pub fn extra_tbs(
         match cfg.scheme {
             TlpScheme::Off => None,
             TlpScheme::Vt => (!regs_over && !shared_over).then_some(Moved::Slots),
-            TlpScheme::Gpuduet => {
+            TlpScheme::Gpuduet | TlpScheme::GpuduetTb => {
                 let n = u64::from(n);
                 let native = u64::from(native);
                 // One store of registers (4 bytes each) and shared memory; the spilled

@@ -1,9 +1,10 @@
 //! Extra TBs beyond the scheduling limits (papers/lin-thesis ch. 3; `gpu::tlp`): Virtual
-//! Thread and GPUDuet's TB-level switching on the timed `maxwell16` (Table 4.1) cut to two
-//! SMs, so that the small grids fill them. Every suite
-//! kernel that runs there verifies and leaves final memory bit-identical to the functional
-//! core's under both schemes; the SMs keep more TBs resident than the scheduling limits
-//! allow while never more warps active than they have slots.
+//! Thread and GPUDuet (warp- and TB-level, static and dynamic) on the timed `maxwell16`
+//! (Table 4.1) cut to one SM, so that the suite's small grids fill it. Every suite kernel
+//! below verifies and leaves final memory bit-identical to the functional core's under
+//! every scheme; the SM keeps more TBs resident than its scheduling limits allow while
+//! never more warps active than it has slots; a scheme that does not switch leaves the
+//! counters at zero.
 
 mod timing_common;
 
@@ -87,6 +88,7 @@ fn extra_tbs_keep_every_result_bit_exact() {
         assert_eq!(peak_base, 0, "{name}: nothing counted with TLP off");
         for (scheme, dynamic) in [
             (TlpScheme::Vt, false),
+            (TlpScheme::GpuduetTb, false),
             (TlpScheme::Gpuduet, false),
             (TlpScheme::Gpuduet, true),
         ] {
@@ -111,6 +113,15 @@ fn extra_tbs_keep_every_result_bit_exact() {
             if peak_tbs > native {
                 beyond += 1;
                 switched += ins;
+            } else {
+                // No TB beyond the native ones: every warp fits among the active ones,
+                // and nothing is switched.
+                assert_eq!(
+                    ins,
+                    0,
+                    "{name} under {}: switched without extra TBs",
+                    scheme.name()
+                );
             }
         }
     }

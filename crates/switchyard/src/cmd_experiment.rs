@@ -12,7 +12,7 @@ use switchyard::output::write_atomic;
 
 use super::{
     BalanceArg, BenchmarksArgs, CopyArg, CorunArgs, FaultsArgs, MultiprogramArgs, Outcome, PepArgs,
-    PerInstructionArgs, PeriodicArgs, StudyArgs,
+    PerInstructionArgs, PeriodicArgs, StudyArgs, TlpArgs,
 };
 use crate::cmd_run::load_gpu;
 
@@ -1500,6 +1500,99 @@ pub(crate) fn faults(args: FaultsArgs) -> Outcome {
         }
         if let Some(dir) = &args.plots {
             println!("plots: {}/figure-6-*.svg", dir.display());
+        }
+    }
+    let ok = r.all_verified();
+    if !ok {
+        eprintln!("error: some runs did not verify against their CPU references");
+    }
+    Ok(ok)
+}
+
+/// `switchyard experiment tlp`: papers/lin-thesis §3.7, Figures 3.12-3.15.
+pub(crate) fn tlp(args: TlpArgs) -> Outcome {
+    use experiment::tlp::{self, TlpExperiment};
+    let gpu = load_gpu(&args.gpu, None)?;
+    let mut c = TlpExperiment::default_on(gpu);
+    if !args.kernels.is_empty() {
+        c.kernels = kernels_on(&args.kernels, &c.gpu)?;
+    }
+    c.size = args.size.size();
+    c.seed = args.seed;
+    if let Some(t) = args.threads {
+        c.threads = t.max(1);
+    }
+    c.max_cycles = args.max_cycles;
+    c.instruction_limit = args.instruction_limit;
+    let bar = runs_bar("TLP", 1);
+    let r = tlp::run(&c, &|done, total, what| {
+        bar.set_length(total as u64);
+        bar.set_position(done as u64);
+        bar.set_message(what.to_string());
+    });
+    bar.finish_and_clear();
+    let r = r.map_err(|e| e.to_string())?;
+    if let Some(dir) = &args.csv {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        write_atomic(&dir.join("runs.csv"), r.to_csv().as_bytes())?;
+    }
+    write_figures(&r.figures(), args.csv.as_deref(), args.plots.as_deref())?;
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&r).expect("serializable")
+        );
+    } else {
+        println!(
+            "TLP beyond the scheduling limits (papers/lin-thesis §3.7) on {}, {} inputs, {} programs",
+            r.gpu,
+            r.size,
+            r.kernels.len()
+        );
+        println!("speedup over the baseline");
+        let shown = &r.variants[1..];
+        let mut head = format!("{:<14} {:<13}", "kernel", "class");
+        for v in shown {
+            head.push_str(&format!(" {:>9}", v.trim_start_matches("gpuduet-")));
+        }
+        println!("{head}");
+        let row = |name: &str, class: &str, values: &[(String, f64)]| {
+            let mut line = format!("{name:<14} {class:<13}");
+            for v in shown {
+                match values.iter().find(|(l, _)| l == v) {
+                    Some((_, x)) => line.push_str(&format!(" {x:>9.3}")),
+                    None => line.push_str(&format!(" {:>9}", "-")),
+                }
+            }
+            println!("{line}");
+        };
+        for k in &r.kernels {
+            row(&k.kernel, tlp::class_name(k.class), &k.speedup);
+        }
+        for cl in &r.classes {
+            row("geomean", &cl.class, &cl.speedup);
+        }
+        println!(
+            "
+TLP: most TBs resident per SM over the baseline's"
+        );
+        println!("{head}");
+        for k in &r.kernels {
+            row(&k.kernel, tlp::class_name(k.class), &k.tlp);
+        }
+        for cl in &r.classes {
+            row("geomean", &cl.class, &cl.tlp);
+        }
+        println!(
+            "
+thesis: {}",
+            tlp::THESIS
+        );
+        if let Some(dir) = &args.csv {
+            println!("CSV: {}/runs.csv and one per figure", dir.display());
+        }
+        if let Some(dir) = &args.plots {
+            println!("plots: {}/figure-3-*.svg", dir.display());
         }
     }
     let ok = r.all_verified();

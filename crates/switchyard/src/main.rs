@@ -193,6 +193,12 @@ enum ExperimentCommand {
     /// baseline, per kernel and as a geometric mean beside the thesis's, every run
     /// verified against its CPU reference.
     Faults(FaultsArgs),
+    /// Thread-level parallelism beyond the scheduling limits (papers/lin-thesis §3.7) on
+    /// maxwell16: every suite program alone under the baseline, Virtual Thread, GPUDuet_TB
+    /// and GPUDuet with a static maximum of 1-4 extra TBs and with its throughput monitor
+    /// at 256-, 128- and 64-byte ports; speedup and TLP per kernel and per utilisation
+    /// class (Table 3.3), Figures 3.12-3.15, every run verified.
+    Tlp(TlpArgs),
     /// Every preemption experiment at its defaults, one after the other, each using every
     /// core: periodic-preemption (papers/lin-lightweight §V), per-instruction
     /// (papers/ji-ctxback §V) and pep (papers/li-pep §4). Tables go to the terminal; each
@@ -539,6 +545,40 @@ struct FaultsArgs {
     #[arg(long, value_name = "WARP_INSTRUCTIONS")]
     instruction_limit: Option<u64>,
     /// Print the results as JSON (every run and ratio).
+    #[arg(long)]
+    json: bool,
+    /// Write runs.csv (every run and ratio) and one CSV per figure into this directory.
+    #[arg(long)]
+    csv: Option<PathBuf>,
+    /// Write one SVG bar chart per figure into this directory.
+    #[arg(long)]
+    plots: Option<PathBuf>,
+}
+
+#[derive(clap::Args)]
+struct TlpArgs {
+    /// Suite kernels to run. Default: the whole suite (those the GPU can run).
+    kernels: Vec<String>,
+    /// Problem size.
+    #[arg(long, value_enum, default_value_t = SizeArg::Large)]
+    size: SizeArg,
+    /// Seed of the input generators.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// GPU preset or configuration file (its own `[sm.tlp]` is replaced by each variant's).
+    #[arg(long, default_value = "maxwell16")]
+    gpu: String,
+    /// Runs at once (default: one per core; results do not depend on it).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Core cycles one run may take.
+    #[arg(long, default_value_t = 1 << 34)]
+    max_cycles: u64,
+    /// Stop a launch after this many warp instructions in all, as a runaway (default: when
+    /// 2^27 pass without any of its TBs finishing).
+    #[arg(long, value_name = "WARP_INSTRUCTIONS")]
+    instruction_limit: Option<u64>,
+    /// Print the results as JSON (every run, speedup and TLP ratio).
     #[arg(long)]
     json: bool,
     /// Write runs.csv (every run and ratio) and one CSV per figure into this directory.
@@ -948,6 +988,7 @@ fn main() -> ExitCode {
         Some(Command::Experiment(ExperimentCommand::Preemption(args))) => all_preemption(args),
         Some(Command::Experiment(ExperimentCommand::Corun(args))) => cmd_experiment::corun(args),
         Some(Command::Experiment(ExperimentCommand::Faults(args))) => cmd_experiment::faults(args),
+        Some(Command::Experiment(ExperimentCommand::Tlp(args))) => cmd_experiment::tlp(args),
         Some(Command::Experiment(ExperimentCommand::Multiprogram(args))) => {
             cmd_experiment::multiprogram(args)
         }

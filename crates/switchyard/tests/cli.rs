@@ -1520,3 +1520,93 @@ fn experiment_faults_runs_a_figure_and_refuses_bad_input() {
     );
     assert!(out.contains("hist") && out.contains("thesis"), "{out}");
 }
+
+/// `experiment tlp` on one kernel of a one-SM `maxwell16` (so the small grid gives the SM
+/// more TBs than it holds): every variant runs and verifies, its JSON gives each kernel's
+/// speedup and TLP per variant, and GPUDuet keeps more TBs resident on the shared-memory
+/// limited conv2d than Virtual Thread (which cannot help it); `run --tlp` refuses a bad
+/// scheme or parameter naming it (and the flag). A setting the GPU refuses beside another
+/// (TB switching on fault) fails as a run's error, naming the field.
+#[test]
+fn experiment_tlp_runs_every_variant_and_run_tlp_refuses_bad_values() {
+    let dir = std::env::temp_dir().join(format!("sy-tlp-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let gpu = dir.join("maxwell1.toml");
+    let preset = std::fs::read_to_string(root().join("configs/maxwell16.toml")).unwrap();
+    std::fs::write(&gpu, preset.replacen("count = 16", "count = 1", 1)).unwrap();
+    let csv = dir.join("csv");
+    let o = switchyard(&[
+        "experiment",
+        "tlp",
+        "conv2d",
+        "--size",
+        "small",
+        "--gpu",
+        gpu.to_str().unwrap(),
+        "--threads",
+        "2",
+        "--json",
+        "--csv",
+        csv.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["runs"].as_array().unwrap().len(), 10);
+    assert!(v["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|r| r["verified"] == true));
+    let tlp = |variant: &str| {
+        v["kernels"][0]["tlp"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p[0] == variant)
+            .unwrap()[1]
+            .as_f64()
+            .unwrap()
+    };
+    assert_eq!(tlp("vt"), 1.0);
+    assert!(tlp("gpuduet-me1") > 1.0);
+    for f in ["runs.csv", "figure-3-12.csv", "figure-3-15.csv"] {
+        assert!(csv.join(f).is_file(), "{f}");
+    }
+    for (bad, says) in [
+        ("duet", "duet"),
+        ("gpuduet:max_extra_tbs=0", "sm.tlp.max_extra_tbs"),
+        ("vt:port_bytes", "key=value"),
+        ("vt:ports=2", "ports"),
+    ] {
+        // A value clap's parser refuses: its usage error, 2.
+        let o = switchyard(&["run", "gemm", "--gpu", "maxwell16", "--tlp", bad]);
+        assert_eq!(o.status.code(), Some(2), "{bad}: {}", text(&o));
+        assert!(
+            text(&o).contains(says) && text(&o).contains("--tlp"),
+            "{bad}: {}",
+            text(&o)
+        );
+    }
+    let fault = dir.join("fault.toml");
+    let preset = std::fs::read_to_string(root().join("configs/fault-study.toml")).unwrap();
+    std::fs::write(
+        &fault,
+        preset.replacen(
+            "pipeline = \"stall\"",
+            "pipeline = \"replay-queue\"\ntb_switch = \"save\"",
+            1,
+        ),
+    )
+    .unwrap();
+    let o = switchyard(&[
+        "run",
+        "gemm",
+        "--gpu",
+        fault.to_str().unwrap(),
+        "--tlp",
+        "vt",
+    ]);
+    assert_clean_failure(&o);
+    assert!(text(&o).contains("sm.tlp.scheme"), "{}", text(&o));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -309,7 +309,7 @@ pub struct Machine<B: MemoryBackend = MemorySystem> {
     team: Option<Team>,
     /// TB switching on fault, when the GPU has it (`memsys::TbSwitch`).
     pub(super) local: Option<super::local::LocalScheduler>,
-    /// GPUDuet's throughput monitors, one per launch whose extra TBs it sets
+    /// GPUDuet's throughput monitors, one per kernel whose extra TBs they set
     /// (`[sm.tlp] dynamic`).
     pub(super) monitors: Vec<super::tlp_monitor::Monitor>,
 }
@@ -705,9 +705,7 @@ impl<B: MemoryBackend> Machine<B> {
         if extra > 0 {
             if tlp.dynamic {
                 // The monitor sets them (papers/lin-thesis §3.6.4).
-                self.launches[id.index()].tlp.extra = 0;
-                self.monitors
-                    .push(super::tlp_monitor::Monitor::new(id, extra, self.cycle()));
+                self.start_monitor(id, extra);
             } else {
                 self.set_extra(id, extra);
             }
@@ -859,7 +857,7 @@ impl<B: MemoryBackend> Machine<B> {
                 sm.tlp_step(&self.launches, now);
             }
             if !self.monitors.is_empty() {
-                self.tlp_monitor(now);
+                self.tlp_monitor();
             }
         }
         self.show_events();
@@ -1048,7 +1046,7 @@ impl<B: MemoryBackend> Machine<B> {
                     sm.set_tlp(id, None);
                 }
             }
-            self.monitors.retain(|m| m.launch != id);
+            self.stop_monitor(id);
             self.active.remove(i);
             self.events.push(Event::LaunchFinished {
                 cycle: now,

@@ -113,7 +113,7 @@ pub mod spec {
 }
 pub use stats::{
     FrontendStats, OccupancyTrace, Rates, SchedulerCycle, SchedulerStats, SmStats, StallReason,
-    TimedStats, Utilisation, UtilisationClass,
+    TimedStats, Utilisation, UtilisationClass, UtilisationCounts,
 };
 
 /// Settings of a timed run that are not part of the GPU configuration.

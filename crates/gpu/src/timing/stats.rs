@@ -302,28 +302,75 @@ fn ratio(n: u64, d: f64) -> f64 {
     }
 }
 
+/// The counts a [`Utilisation`] is computed from; counts of several intervals add up.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct UtilisationCounts {
+    pub core_cycles: u64,
+    pub issued: u64,
+    pub scheduler_cycles: u64,
+    pub l1_hits: u64,
+    pub icnt_cycles: u64,
+    pub icnt_request_flits: u64,
+    pub icnt_reply_flits: u64,
+    pub l2_hits: u64,
+    pub l2_cycles: u64,
+    pub dram_busy_cycles: u64,
+    pub dram_cycles: u64,
+}
+
+impl UtilisationCounts {
+    pub fn of(sched: &SchedulerStats, mem: &MemStats) -> UtilisationCounts {
+        UtilisationCounts {
+            core_cycles: mem.core_cycles,
+            issued: sched.issued,
+            scheduler_cycles: sched.cycles(),
+            l1_hits: mem.l1_total.hits,
+            icnt_cycles: mem.icnt_cycles,
+            icnt_request_flits: mem.icnt_request.flits,
+            icnt_reply_flits: mem.icnt_reply.flits,
+            l2_hits: mem.l2_total.hits,
+            l2_cycles: mem.l2_cycles,
+            dram_busy_cycles: mem.dram_total.bus_busy_cycles,
+            dram_cycles: mem.dram_total.cycles,
+        }
+    }
+
+    pub fn add(&mut self, o: &UtilisationCounts) {
+        self.core_cycles += o.core_cycles;
+        self.issued += o.issued;
+        self.scheduler_cycles += o.scheduler_cycles;
+        self.l1_hits += o.l1_hits;
+        self.icnt_cycles += o.icnt_cycles;
+        self.icnt_request_flits += o.icnt_request_flits;
+        self.icnt_reply_flits += o.icnt_reply_flits;
+        self.l2_hits += o.l2_hits;
+        self.l2_cycles += o.l2_cycles;
+        self.dram_busy_cycles += o.dram_busy_cycles;
+        self.dram_cycles += o.dram_cycles;
+    }
+}
+
 impl Utilisation {
     /// The utilisations of a run of `cycles` core cycles with `schedulers` issue slots summed.
     pub fn of(sched: &SchedulerStats, mem: &MemStats, cfg: &MemConfig) -> Utilisation {
-        let cycles = mem.core_cycles.max(1) as f64;
+        Utilisation::of_counts(&UtilisationCounts::of(sched, mem), cfg)
+    }
+
+    /// The utilisations of the intervals `c` counts.
+    pub fn of_counts(c: &UtilisationCounts, cfg: &MemConfig) -> Utilisation {
+        let cycles = c.core_cycles.max(1) as f64;
         let sms = cfg.num_sms as f64;
         let icnt = |flits: u64, inputs: usize, spec: &memsys::IcntSpec| {
-            let peak = inputs as f64 * f64::from(spec.flits_per_cycle) * mem.icnt_cycles as f64;
+            let peak = inputs as f64 * f64::from(spec.flits_per_cycle) * c.icnt_cycles as f64;
             ratio(flits, SUSTAINABLE_ICNT_FRACTION * peak)
         };
         let mut u = Utilisation {
-            scheduler: ratio(sched.issued, sched.cycles() as f64),
-            l1: ratio(
-                mem.l1_total.hits,
-                cycles * sms * f64::from(cfg.l1_lines_per_cycle),
-            ),
-            icnt_request: icnt(mem.icnt_request.flits, cfg.num_sms, &cfg.icnt_request),
-            icnt_reply: icnt(mem.icnt_reply.flits, cfg.l2_slices, &cfg.icnt_reply),
-            l2: ratio(
-                mem.l2_total.hits,
-                mem.l2_cycles as f64 * cfg.l2_slices as f64,
-            ),
-            dram: ratio(mem.dram_total.bus_busy_cycles, mem.dram_total.cycles as f64),
+            scheduler: ratio(c.issued, c.scheduler_cycles as f64),
+            l1: ratio(c.l1_hits, cycles * sms * f64::from(cfg.l1_lines_per_cycle)),
+            icnt_request: icnt(c.icnt_request_flits, cfg.num_sms, &cfg.icnt_request),
+            icnt_reply: icnt(c.icnt_reply_flits, cfg.l2_slices, &cfg.icnt_reply),
+            l2: ratio(c.l2_hits, c.l2_cycles as f64 * cfg.l2_slices as f64),
+            dram: ratio(c.dram_busy_cycles, c.dram_cycles as f64),
             class: UtilisationClass::Underutilised,
         };
         u.class = u.classify();

@@ -1,5 +1,5 @@
 //! GPUDuet's throughput monitor (papers/lin-thesis §3.6.4): with `[sm.tlp] dynamic`, a
-//! launch starts with no extra TB, and the monitor sets their number (ME) from the
+//! kernel starts with no extra TB, and the monitor sets their number (ME) from the
 //! utilisation of the scheduler, the L1, the interconnect, the L2 and DRAM, classed by
 //! Table 3.3 ([`super::stats::Utilisation`]).
 //!
@@ -9,8 +9,14 @@
 //! window until it reaches the bound or a window finds a resource saturated. ME acts
 //! through the ledgers' TLP totals: lowering it evicts nothing, it admits no new TB beyond.
 //!
-//! Ours: the counters are the whole GPU's (with one kernel running, as in the thesis's
-//! runs, they are that kernel's); a kernel that grows to saturation keeps the ME it has.
+//! Ours: there is one monitor per kernel (by name), and its cycles are those during which a
+//! launch of the kernel runs. The thesis's benchmarks run one kernel for millions of
+//! cycles; a host loop that relaunches a short kernel (hotspot, srad) instead goes on
+//! with the warm-up and the window where its previous launch left them, and every launch
+//! of the kernel gets the ME found so far, so no launch pays the warm-up again. The
+//! counters are the whole GPU's over those cycles (with one kernel running, as in the
+//! thesis's runs, they are that kernel's). A kernel that grows to saturation keeps the ME
+//! it has.
 
 use kir::Id;
 
@@ -18,54 +24,50 @@ use super::backend::MemoryBackend;
 use super::ids::LaunchId;
 use super::launch::Snapshot;
 use super::machine::Machine;
-use super::stats::{SchedulerStats, Utilisation, UtilisationClass};
+use super::stats::{SchedulerStats, Utilisation, UtilisationClass, UtilisationCounts};
 
-/// Core cycles after a launch's arrival before the monitor counts.
+/// Core cycles of a kernel's running before the monitor counts.
 pub const WARM_UP: u64 = 10_000;
 /// Core cycles of one window of counts.
 pub const WINDOW: u64 = 10_000;
 
-/// The monitor of one launch.
+/// The monitor of one kernel.
 pub(super) struct Monitor {
-    pub launch: LaunchId,
-    /// The bound on ME ([`crate::tlp::extra_tbs`]).
+    kernel: String,
+    /// Its launches running now.
+    launches: Vec<LaunchId>,
+    /// The bound on ME ([`crate::tlp::extra_tbs`]), and ME now.
     bound: u32,
-    /// When it looks next, and the counters when its window began.
-    next: u64,
-    start: Option<Snapshot>,
+    extra: u32,
     state: State,
+    /// Cycles of the kernel's running in the current phase (warm-up or window).
+    counted: u64,
+    /// The window's counts of earlier stretches, and the counters when the current stretch
+    /// began (none while no launch of the kernel runs, or during the warm-up).
+    counts: UtilisationCounts,
+    since: Option<Snapshot>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
-    /// Not yet classed.
+    /// In the warm-up.
     Warming,
+    /// Counting the first window.
+    Classing,
     /// Moderately utilised: one more extra TB each window.
     Growing,
     /// ME is final.
     Settled,
 }
 
-impl Monitor {
-    pub(super) fn new(launch: LaunchId, bound: u32, now: u64) -> Monitor {
-        Monitor {
-            launch,
-            bound,
-            next: now + WARM_UP,
-            start: None,
-            state: State::Warming,
-        }
-    }
-}
-
 /// ME and the monitor's next state after a window classed `class`, in state `state` with
 /// `extra` extra TBs now and at most `bound`.
 fn decide(state: State, class: UtilisationClass, extra: u32, bound: u32) -> (u32, State) {
     let (extra, state) = match (state, class) {
-        (State::Settled, _) => (extra, State::Settled),
-        (State::Warming, UtilisationClass::Underutilised) => (bound, State::Settled),
-        (State::Warming, UtilisationClass::Saturated) => (0, State::Settled),
-        (State::Warming, UtilisationClass::Moderate) => (1, State::Growing),
+        (State::Settled | State::Warming, _) => (extra, state),
+        (State::Classing, UtilisationClass::Underutilised) => (bound, State::Settled),
+        (State::Classing, UtilisationClass::Saturated) => (0, State::Settled),
+        (State::Classing, UtilisationClass::Moderate) => (1, State::Growing),
         (State::Growing, UtilisationClass::Saturated) => (extra, State::Settled),
         (State::Growing, _) => (extra + 1, State::Growing),
     };
@@ -81,32 +83,104 @@ fn decide(state: State, class: UtilisationClass, extra: u32, bound: u32) -> (u32
 }
 
 impl<B: MemoryBackend> Machine<B> {
-    /// Each monitor whose time has come looks at its window (see the module documentation).
-    pub(super) fn tlp_monitor(&mut self, now: u64) {
+    /// `launch` arrived, with at most `bound` extra TBs: it joins its kernel's monitor
+    /// (made now for the kernel's first launch) and gets the ME found so far.
+    pub(super) fn start_monitor(&mut self, launch: LaunchId, bound: u32) {
+        let kernel = self.launches[launch.index()].ctx.kernel.name.clone();
+        let i = match self.monitors.iter().position(|m| m.kernel == kernel) {
+            Some(i) => i,
+            None => {
+                self.monitors.push(Monitor {
+                    kernel,
+                    launches: Vec::new(),
+                    bound,
+                    extra: 0,
+                    state: State::Warming,
+                    counted: 0,
+                    counts: UtilisationCounts::default(),
+                    since: None,
+                });
+                self.monitors.len() - 1
+            }
+        };
+        if self.monitors[i].launches.is_empty() && self.monitors[i].state != State::Warming {
+            self.monitors[i].since = Some(self.snapshot());
+        }
+        let m = &mut self.monitors[i];
+        m.launches.push(launch);
+        m.bound = m.bound.min(bound);
+        let extra = m.extra.min(m.bound);
+        self.set_extra(launch, extra);
+    }
+
+    /// `launch` finished: its monitor counts the stretch that ends.
+    pub(super) fn stop_monitor(&mut self, launch: LaunchId) {
+        let Some(i) = self
+            .monitors
+            .iter()
+            .position(|m| m.launches.contains(&launch))
+        else {
+            return;
+        };
+        self.monitors[i].launches.retain(|&l| l != launch);
+        if self.monitors[i].launches.is_empty() {
+            if let Some(since) = self.monitors[i].since.take() {
+                let counts = self.counts_since(&since);
+                self.monitors[i].counts.add(&counts);
+            }
+        }
+    }
+
+    /// The utilisation counts from `since` to now.
+    fn counts_since(&self, since: &Snapshot) -> UtilisationCounts {
+        let now = self.snapshot();
+        let mut schedulers = SchedulerStats::default();
+        for (a, b) in now.sms.iter().zip(&since.sms) {
+            for s in &a.since(b).schedulers {
+                schedulers.add(s);
+            }
+        }
+        UtilisationCounts::of(&schedulers, &now.memory.since(&since.memory))
+    }
+
+    /// Each monitor whose kernel runs counts this cycle; one whose warm-up or window ends
+    /// acts (see the module documentation).
+    pub(super) fn tlp_monitor(&mut self) {
         for i in 0..self.monitors.len() {
-            if self.monitors[i].next > now || self.monitors[i].state == State::Settled {
-                continue;
-            }
-            let snapshot = self.snapshot();
             let m = &mut self.monitors[i];
-            m.next = now + WINDOW;
-            let Some(start) = m.start.replace(snapshot) else {
+            if m.launches.is_empty() || m.state == State::Settled {
                 continue;
-            };
-            let end = m.start.as_ref().expect("just set");
-            let memory = end.memory.since(&start.memory);
-            let mut schedulers = SchedulerStats::default();
-            for (a, b) in end.sms.iter().zip(&start.sms) {
-                for s in &a.since(b).schedulers {
-                    schedulers.add(s);
-                }
             }
-            let class = Utilisation::of(&schedulers, &memory, &self.memcfg).class;
-            let launch = m.launch;
-            let extra = self.launches[launch.index()].tlp.extra;
-            let (extra, state) = decide(m.state, class, extra, m.bound);
-            m.state = state;
-            self.set_extra(launch, extra);
+            m.counted += 1;
+            let limit = if m.state == State::Warming {
+                WARM_UP
+            } else {
+                WINDOW
+            };
+            if m.counted < limit {
+                continue;
+            }
+            m.counted = 0;
+            if m.state == State::Warming {
+                m.state = State::Classing;
+                self.monitors[i].since = Some(self.snapshot());
+                continue;
+            }
+            let since = self.monitors[i].since.take().expect("counting");
+            let mut counts = self.counts_since(&since);
+            let m = &mut self.monitors[i];
+            counts.add(&m.counts);
+            m.counts = UtilisationCounts::default();
+            let class = Utilisation::of_counts(&counts, &self.memcfg).class;
+            let (extra, state) = decide(m.state, class, m.extra, m.bound);
+            (m.extra, m.state) = (extra, state);
+            let launches = m.launches.clone();
+            if state != State::Settled {
+                self.monitors[i].since = Some(self.snapshot());
+            }
+            for l in launches {
+                self.set_extra(l, extra);
+            }
         }
     }
 
@@ -126,9 +200,9 @@ mod tests {
     use super::*;
     use UtilisationClass::{Moderate, Saturated, Underutilised};
 
-    /// ME after each window's class, from a launch's start.
+    /// ME after each window's class, from a kernel's first window.
     fn after(classes: &[UtilisationClass], bound: u32) -> Vec<u32> {
-        let (mut state, mut extra) = (State::Warming, 0);
+        let (mut state, mut extra) = (State::Classing, 0);
         classes
             .iter()
             .map(|&c| {

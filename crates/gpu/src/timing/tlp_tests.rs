@@ -56,17 +56,40 @@ fn input(i: u32) -> u32 {
     i.wrapping_mul(2_654_435_761) >> 7
 }
 
-/// Runs `chase` on one `maxwell16` SM (64 warp slots: 8 TBs of 8 warps) under `scheme`,
-/// dispatching whenever the SM admits a TB; checks every cycle that the TBs absent as it
-/// began issue nothing in it. The SM's counters and the cycles taken.
-fn run(scheme: TlpScheme) -> (crate::tlp::TlpCounters, u64, u64) {
-    let (c, checked, cycles, _) = run_with(scheme, N, false);
-    (c, checked, cycles)
+/// One launch of `chase` ([`run_launches`]): the SM's counters, the TB-cycles checked
+/// absent, the cycles taken, and the cycles with a TB partly absent.
+fn run(scheme: TlpScheme) -> (crate::tlp::TlpCounters, u64, u64, u64) {
+    let r = run_launches(scheme, N, false, 1);
+    (r.counters, r.checked, r.cycles[0], r.partial)
 }
 
 /// [`run`] with `n` loads per thread, ME set by the throughput monitor when `dynamic`;
 /// also the extra TBs at the end.
 fn run_with(scheme: TlpScheme, n: u32, dynamic: bool) -> (crate::tlp::TlpCounters, u64, u64, u32) {
+    let r = run_launches(scheme, n, dynamic, 1);
+    (r.counters, r.checked, r.cycles[0], r.extra)
+}
+
+/// What [`run_launches`] saw.
+struct Seen {
+    counters: crate::tlp::TlpCounters,
+    /// TB-cycles checked absent.
+    checked: u64,
+    /// Per launch: its cycles, and the most TBs resident in its first
+    /// [`super::tlp_monitor::WARM_UP`] cycles.
+    cycles: Vec<u64>,
+    early_peak: Vec<u32>,
+    /// The last launch's extra TBs at its end.
+    extra: u32,
+    /// Cycles that began with a TB partly absent (some of its warps, not all).
+    partial: u64,
+}
+
+/// Runs `launches` launches of `chase` one after another on one `maxwell16` SM (64 warp
+/// slots: 8 TBs of 8 warps) under `scheme`, dispatching whenever the SM admits a TB;
+/// checks every cycle that the TBs absent as it began issue nothing in it, and every
+/// result.
+fn run_launches(scheme: TlpScheme, n: u32, dynamic: bool, launches: u32) -> Seen {
     let mut memory = DeviceMemory::default();
     let inp = memory.alloc(4096 * 4);
     let bytes: Vec<u8> = (0..4096).flat_map(|i| input(i).to_le_bytes()).collect();
@@ -79,75 +102,118 @@ fn run_with(scheme: TlpScheme, n: u32, dynamic: bool) -> (crate::tlp::TlpCounter
         dynamic,
         ..TlpConfig::default()
     };
+    let args = vec![
+        KernelArg::Ptr(DevPtr(out)),
+        KernelArg::Ptr(DevPtr(inp)),
+        KernelArg::U32(n),
+    ];
     let mut h = SmHarness::new(HarnessSpec {
         gpu,
         ptx: CHASE,
         kernel: "chase",
         grid: [TBS, 1, 1],
         block: [BLOCK, 1, 1],
-        args: vec![
-            KernelArg::Ptr(DevPtr(out)),
-            KernelArg::Ptr(DevPtr(inp)),
-            KernelArg::U32(n),
-        ],
+        args: args.clone(),
         latency: 400,
         memory,
     })
     .expect("harness");
-    let launch = h.launch();
-    let mut checked = 0u64;
-    for _ in 0..1_000_000 {
-        while h.machine().launch(launch).undispatched() > 0 && h.machine().fits(SM, launch) {
-            h.request(Request::Dispatch { sm: SM, launch })
-                .expect("dispatch");
+    let mut seen = Seen {
+        counters: Default::default(),
+        checked: 0,
+        cycles: Vec::new(),
+        early_peak: Vec::new(),
+        extra: 0,
+        partial: 0,
+    };
+    for i in 0..launches {
+        let launch = if i == 0 {
+            h.launch()
+        } else {
+            h.submit("chase", [TBS, 1, 1], [BLOCK, 1, 1], &args)
+                .expect("submit")
+        };
+        let start = h.cycle();
+        let mut early = 0;
+        for _ in 0..1_000_000 {
+            while h.machine().launch(launch).undispatched() > 0 && h.machine().fits(SM, launch) {
+                h.request(Request::Dispatch { sm: SM, launch })
+                    .expect("dispatch");
+            }
+            if h.machine().is_idle() && h.machine().launch(launch).undispatched() == 0 {
+                break;
+            }
+            if h.cycle() - start < super::tlp_monitor::WARM_UP {
+                early = early.max(h.machine().ledger(SM).used_tbs);
+            }
+            let absent: Vec<(TbRef, Option<u32>, Option<u64>)> = h.machine().sms[0]
+                .tlp_absent()
+                .into_iter()
+                .map(|(tb, w)| (tb, w, executed(&h, tb, w)))
+                .collect();
+            let warps = (BLOCK / 32) as usize;
+            let partly = absent.iter().any(|&(tb, w, _)| {
+                w.is_some() && absent.iter().filter(|a| a.0 == tb).count() < warps
+            });
+            seen.partial += u64::from(partly);
+            h.step().expect("step");
+            for (tb, w, before) in absent {
+                // A TB that finished in the cycle has left (its retired warps with it).
+                let Some(after) = executed(&h, tb, w) else {
+                    continue;
+                };
+                assert_eq!(
+                    Some(after),
+                    before,
+                    "{tb:?} warp {w:?}, absent, issued at cycle {}",
+                    h.cycle() - 1
+                );
+                seen.checked += 1;
+            }
         }
-        if h.machine().is_idle() && h.machine().launch(launch).undispatched() == 0 {
-            break;
-        }
-        let absent: Vec<(TbRef, u64)> = h.machine().sms[0]
-            .tlp_absent()
-            .into_iter()
-            .map(|tb| (tb, executed(&h, tb)))
-            .collect();
-        h.step().expect("step");
-        for (tb, before) in absent {
-            assert_eq!(
-                executed(&h, tb),
-                before,
-                "{tb:?}, absent, issued at cycle {}",
-                h.cycle() - 1
-            );
-            checked += 1;
+        assert!(h.machine().is_idle(), "did not finish");
+        seen.cycles.push(h.cycle() - start);
+        seen.early_peak.push(early);
+        seen.extra = h.machine().launch(launch).tlp.extra;
+        let got = h
+            .machine()
+            .memory()
+            .read_bytes(out, u64::from(TBS * BLOCK) * 4)
+            .expect("mapped");
+        for gid in 0..TBS * BLOCK {
+            let want = (0..n).fold(gid, |s, i| s.wrapping_add(input((gid + 64 * i) & 4095)));
+            let v = u32::from_le_bytes(got[gid as usize * 4..][..4].try_into().unwrap());
+            assert_eq!(v, want, "thread {gid}");
         }
     }
-    assert!(h.machine().is_idle(), "did not finish");
-    let got = h
-        .machine()
-        .memory()
-        .read_bytes(out, u64::from(TBS * BLOCK) * 4)
-        .expect("mapped");
-    for gid in 0..TBS * BLOCK {
-        let want = (0..n).fold(gid, |s, i| s.wrapping_add(input((gid + 64 * i) & 4095)));
-        let v = u32::from_le_bytes(got[gid as usize * 4..][..4].try_into().unwrap());
-        assert_eq!(v, want, "thread {gid}");
-    }
-    let extra = h.machine().launch(launch).tlp.extra;
-    (h.machine().sms[0].tlp_counters(), checked, h.cycle(), extra)
+    seen.counters = h.machine().sms[0].tlp_counters();
+    seen
 }
 
-/// Warp instructions TB `tb` has executed (0 once it has left).
-fn executed(h: &SmHarness, tb: TbRef) -> u64 {
-    h.machine()
-        .warps_of(SM, tb)
-        .map_or(0, |ws| ws.iter().map(|w| w.executed).sum())
+/// Warp instructions TB `tb` (its warp `warp` alone, when given) has executed (`None` once
+/// it has left).
+fn executed(h: &SmHarness, tb: TbRef, warp: Option<u32>) -> Option<u64> {
+    h.machine().warps_of(SM, tb).map(|ws| {
+        ws.iter()
+            .filter(|w| warp.is_none_or(|i| i == w.index))
+            .map(|w| w.executed)
+            .sum()
+    })
 }
 
 #[test]
 fn inactive_tbs_issue_nothing_and_stalled_ones_swap_out() {
-    let (off, _, base) = run(TlpScheme::Off);
+    let (off, _, base, _) = run(TlpScheme::Off);
     assert_eq!(off, Default::default());
-    for scheme in [TlpScheme::Vt, TlpScheme::Gpuduet] {
-        let (c, checked, cycles) = run(scheme);
+    for scheme in [TlpScheme::Vt, TlpScheme::GpuduetTb, TlpScheme::Gpuduet] {
+        let (c, checked, cycles, partial) = run(scheme);
+        // Warp slots limit `chase`: GPUDuet switches warp by warp (§3.6.2), leaving TBs
+        // partly present; the others switch whole TBs.
+        assert_eq!(
+            partial > 0,
+            scheme == TlpScheme::Gpuduet,
+            "{scheme:?}: {partial} cycles with a TB partly absent"
+        );
         // 8 TBs by warp slots, 4 more resident and inactive.
         assert_eq!(c.peak_tbs, 12, "{scheme:?}: {c:?}");
         assert!(c.peak_active_warps <= 64, "{scheme:?}: {c:?}");
@@ -180,4 +246,29 @@ fn the_throughput_monitor_gives_an_underutilised_launch_its_bound_after_a_window
     // Statically, the same from the start: fewer cycles.
     let (_, _, fixed, _) = run_with(TlpScheme::Gpuduet, 64, false);
     assert!(fixed < cycles, "static {fixed}, dynamic {cycles}");
+}
+
+#[test]
+fn a_kernel_launched_again_starts_with_the_extra_tbs_its_monitor_found() {
+    let r = run_launches(TlpScheme::Gpuduet, 64, true, 2);
+    // The first launch warms up with its native 8 TBs; the second starts with 4 more.
+    assert_eq!(r.early_peak, [8, 12], "{:?}", r.cycles);
+    assert_eq!(r.extra, 4);
+    assert!(r.cycles[1] < r.cycles[0], "{:?}", r.cycles);
+}
+
+#[test]
+fn the_monitor_counts_a_short_kernel_over_its_launches() {
+    // Launches shorter than the warm-up and a window together: the monitor goes on from
+    // one to the next, and a later launch starts with the bound.
+    let r = run_launches(TlpScheme::Gpuduet, 8, true, 4);
+    let first = r.cycles[0];
+    assert!(
+        first < super::tlp_monitor::WARM_UP + super::tlp_monitor::WINDOW,
+        "{:?}",
+        r.cycles
+    );
+    assert_eq!(r.early_peak[0], 8, "{:?}", r.early_peak);
+    assert_eq!(*r.early_peak.last().unwrap(), 12, "{:?}", r.early_peak);
+    assert_eq!(r.extra, 4);
 }

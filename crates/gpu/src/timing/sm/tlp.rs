@@ -34,7 +34,7 @@ use crate::occupancy::TbDemand;
 use crate::timing::control::{TbControl, WarpControl};
 use crate::timing::ids::{TbRef, TbSlotId};
 use crate::timing::launch::Launch;
-use crate::tlp::{Moved, TlpConfig, TlpCounters};
+use crate::tlp::{Moved, TlpConfig, TlpCounters, TlpScheme};
 
 use kir::Id;
 
@@ -53,11 +53,18 @@ const WARP_REGISTER_BYTES: u64 = 128;
 #[derive(Default)]
 pub(in crate::timing) struct Csl {
     cfg: TlpConfig,
-    /// Resident TBs whose warps are absent, oldest first.
-    inactive: Vec<TbRef>,
-    /// The switch in progress: the TB coming in (if any) and the cycle it ends.
-    moving: Option<(Option<TbRef>, u64)>,
+    /// Resident TBs and warps that are not active, oldest first.
+    inactive: Vec<Unit>,
+    /// The switch in progress: what comes in (if anything) and the cycle it ends.
+    moving: Option<(Option<Unit>, u64)>,
     pub counters: TlpCounters,
+}
+
+/// What one switch moves: a whole TB, or one warp of it (`warp`: its index in the TB).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Unit {
+    tb: TbRef,
+    warp: Option<u32>,
 }
 
 impl Csl {
@@ -72,14 +79,33 @@ impl Csl {
     pub(super) fn on(&self) -> bool {
         !self.cfg.is_off()
     }
+
+    /// Whether `launch`'s TBs switch warp by warp: GPUDuet's, where registers or warp slots
+    /// limit it (§3.6.6: "If the limiting context resource is registers and / or warp
+    /// slots, warp-level context switching is used").
+    fn warp_level(&self, launch: &Launch) -> bool {
+        self.cfg.scheme == TlpScheme::Gpuduet && launch.tlp.moved != Moved::SharedMemory
+    }
+}
+
+/// One warp's share of a TB's demand `d` (no TB slot, no shared memory).
+fn warp_share(d: &TbDemand) -> TbDemand {
+    let warps = d.warps.max(1);
+    TbDemand {
+        warps: 1,
+        threads: d.threads.div_ceil(warps),
+        registers: d.registers / warps,
+        shared_memory: 0,
+    }
 }
 
 impl Sm {
-    /// What the active TBs hold: the ledger's count less the inactive TBs' demands (less
-    /// `except`'s too, when given).
-    fn active_usage(&self, except: Option<TbSlotId>) -> (u32, TbDemand) {
+    /// What the active TBs and warps hold: the ledger's count less the inactive units'
+    /// demands (less `except`'s too, when given). The TB count leaves out inactive whole
+    /// TBs only: a TB with some warps inactive holds its slot.
+    fn active_usage(&self, except: Option<Unit>) -> (u32, TbDemand) {
         let l = &self.res.ledger;
-        let (mut tbs, mut d) = (
+        let (mut tbs, mut a) = (
             l.used_tbs,
             TbDemand {
                 warps: l.used_warps,
@@ -88,41 +114,96 @@ impl Sm {
                 shared_memory: l.used_shared_memory,
             },
         );
-        let inactive = self.csl.inactive.iter().filter_map(|&tb| self.res.find(tb));
-        for k in inactive.chain(except) {
-            let t = &self.res.tb(k).demand;
-            tbs -= 1;
-            d.warps -= t.warps;
-            d.threads -= t.threads;
-            d.registers -= t.registers;
-            d.shared_memory -= t.shared_memory;
+        for u in self.csl.inactive.iter().chain(&except) {
+            let Some(k) = self.res.find(u.tb) else {
+                continue;
+            };
+            let d = self.res.tb(k).demand;
+            let d = match u.warp {
+                None => {
+                    tbs -= 1;
+                    d
+                }
+                Some(_) => warp_share(&d),
+            };
+            a.warps -= d.warps;
+            a.threads -= d.threads;
+            a.registers -= d.registers;
+            a.shared_memory -= d.shared_memory;
         }
-        (tbs, d)
+        (tbs, a)
     }
 
-    /// Whether the active TBs, less `out`, leave room for `d` in the SM's own resources.
-    fn native_room(&self, d: &TbDemand, out: Option<TbSlotId>) -> bool {
+    /// What unit `u` needs among the active ones.
+    fn unit_demand(&self, u: Unit) -> Option<TbDemand> {
+        let d = self.res.tb(self.res.find(u.tb)?).demand;
+        Some(match u.warp {
+            None => d,
+            Some(_) => warp_share(&d),
+        })
+    }
+
+    /// Whether the active units, less `out`, leave room for `u` in the SM's own resources.
+    fn native_room(&self, u: Unit, out: Option<Unit>) -> bool {
+        let Some(d) = self.unit_demand(u) else {
+            return false;
+        };
         let (tbs, a) = self.active_usage(out);
+        self.room_beside(tbs, &a, u.warp.is_none(), &d)
+    }
+
+    /// Whether `tbs` active TBs holding `a` leave room for `d` (a whole TB when `tb`).
+    fn room_beside(&self, tbs: u32, a: &TbDemand, tb: bool, d: &TbDemand) -> bool {
         let l = &self.res.ledger;
-        tbs < l.max_tbs
+        (!tb || tbs < l.max_tbs)
             && a.warps + d.warps <= l.max_warps
             && a.threads + d.threads <= l.max_threads
             && u64::from(a.registers) + u64::from(d.registers) <= u64::from(l.registers)
             && u64::from(a.shared_memory) + u64::from(d.shared_memory) <= u64::from(l.shared_memory)
     }
 
-    /// TB slot `k` was just placed: it starts inactive unless the active TBs leave room.
+    /// TB slot `k` was just placed: it (or each of its warps, warp by warp) starts inactive
+    /// unless the active ones leave room.
     pub(super) fn tlp_placed(&mut self, launch: &Launch, k: TbSlotId) {
         let tb = self.res.tb(k).tb;
-        if !self.native_room(&launch.demand, Some(k)) {
-            self.set_absent(launch, k, true);
-            self.csl.inactive.push(tb);
+        if self.csl.warp_level(launch) {
+            let all: Vec<Unit> = (0..self.res.slots_of(k).len() as u32)
+                .map(|w| Unit { tb, warp: Some(w) })
+                .collect();
+            // The ledger counts the TB already: each warp, inactive while it is looked at,
+            // becomes active if the active ones leave it room.
+            self.csl.inactive.extend(&all);
+            for u in all {
+                if self.native_room(u, None) {
+                    let i = self.csl.inactive.iter().position(|&x| x == u);
+                    self.csl.inactive.remove(i.expect("just added"));
+                } else {
+                    self.set_absent(launch, u, true);
+                }
+            }
+        } else {
+            let u = Unit { tb, warp: None };
+            // The ledger counts it already: it fits if the others active leave it room.
+            self.csl.inactive.push(u);
+            let fits = self.native_room(u, None);
+            self.csl.inactive.pop();
+            if !fits {
+                self.set_absent(launch, u, true);
+                self.csl.inactive.push(u);
+            }
         }
         self.note_tlp_peaks();
     }
 
-    fn set_absent(&mut self, launch: &Launch, k: TbSlotId, absent: bool) {
+    /// Sets the warps of unit `u` absent or present.
+    fn set_absent(&mut self, launch: &Launch, u: Unit, absent: bool) {
+        let Some(k) = self.res.find(u.tb) else {
+            return;
+        };
         for i in 0..self.res.slots_of(k).len() {
+            if u.warp.is_some_and(|w| w as usize != i) {
+                continue;
+            }
             let s = self.res.slots_of(k)[i];
             self.res.warp_mut(s).absent = absent;
             self.sync(&launch.decoded, s);
@@ -137,48 +218,83 @@ impl Sm {
         c.peak_active_warps = c.peak_active_warps.max(u64::from(active.warps));
     }
 
-    /// Whether resident TB `k` is running with every unfinished warp waiting at a barrier
-    /// or for memory, at least one for memory.
-    fn stalled(&self, k: TbSlotId) -> bool {
+    /// Whether the warp in `slot` is running and waits at a barrier (`Some(false)`) or for
+    /// memory (`Some(true)`); `None` when it could issue, or is under control.
+    fn waits(&self, slot: crate::timing::ids::WarpSlotId) -> Option<bool> {
+        let w = self.res.warp(slot);
+        if w.control != WarpControl::Running {
+            return None;
+        }
+        match w.status {
+            WarpStatus::Done => Some(false),
+            WarpStatus::Waiting(_) => Some(false),
+            WarpStatus::Ready => (self.res.hot[slot].ready == MEM_PENDING).then_some(true),
+        }
+    }
+
+    /// Whether active unit `u` is stalled: its TB running, every unfinished warp of it
+    /// waiting at a barrier or for memory, at least one for memory (a warp at a barrier
+    /// alone may switch out too, §3.6.3's deadlock avoidance).
+    fn stalled(&self, u: Unit) -> bool {
+        let Some(k) = self.res.find(u.tb) else {
+            return false;
+        };
         let t = self.res.tb(k);
         if t.control != TbControl::Running {
             return false;
         }
-        let mut memory = false;
-        let all = t.slots.iter().all(|&s| {
-            let w = self.res.warp(s);
-            if w.status == WarpStatus::Done {
-                return true;
+        match u.warp {
+            Some(w) => {
+                let s = t.slots[w as usize];
+                self.res.warp(s).status != WarpStatus::Done && self.waits(s).is_some()
             }
-            if w.control != WarpControl::Running {
-                return false;
+            None => {
+                let mut memory = false;
+                let all = t.slots.iter().all(|&s| match self.waits(s) {
+                    Some(m) => {
+                        memory |= m;
+                        true
+                    }
+                    None => false,
+                });
+                all && memory
             }
-            if matches!(w.status, WarpStatus::Waiting(_)) {
-                return true;
-            }
-            let waits = self.res.hot[s].ready == MEM_PENDING;
-            memory |= waits;
-            waits
-        });
-        all && memory
+        }
     }
 
-    /// Whether inactive TB `k` is running and none of its warps waits for memory.
-    fn ready(&self, k: TbSlotId) -> bool {
+    /// Whether inactive unit `u` is ready: its TB running and none of its warps waiting
+    /// for memory (a warp is ready when it could issue once present).
+    fn ready(&self, u: Unit) -> bool {
+        let Some(k) = self.res.find(u.tb) else {
+            return false;
+        };
         let t = self.res.tb(k);
+        let ready = |s| {
+            let w = self.res.warp(s);
+            w.control == WarpControl::Running
+                && (w.status != WarpStatus::Ready || self.res.hot[s].ready != MEM_PENDING)
+        };
         t.control == TbControl::Running
-            && t.slots.iter().all(|&s| {
-                let w = self.res.warp(s);
-                w.control == WarpControl::Running
-                    && (w.status != WarpStatus::Ready || self.res.hot[s].ready != MEM_PENDING)
-            })
+            && match u.warp {
+                Some(w) => {
+                    let s = t.slots[w as usize];
+                    ready(s) && self.res.warp(s).status == WarpStatus::Ready
+                }
+                None => t.slots.iter().all(|&s| ready(s)),
+            }
     }
 
-    /// Bytes a switch of TB slot `k` moves (see the module documentation).
-    fn switch_bytes(&self, launch: &Launch, k: TbSlotId) -> u64 {
+    /// Bytes a switch of unit `u` moves (see the module documentation).
+    fn switch_bytes(&self, launch: &Launch, u: Unit) -> u64 {
+        let Some(k) = self.res.find(u.tb) else {
+            return 0;
+        };
         let t = self.res.tb(k);
         let mut bytes = 0;
-        for &s in &t.slots {
+        for (i, &s) in t.slots.iter().enumerate() {
+            if u.warp.is_some_and(|w| w as usize != i) {
+                continue;
+            }
             let w = &self.res.warp(s).warp;
             bytes += SCOREBOARD_BYTES + STACK_ENTRY_BYTES * w.stack.len() as u64;
             if launch.tlp.moved == Moved::Registers {
@@ -191,10 +307,88 @@ impl Sm {
                 bytes += u64::from(words) * WARP_REGISTER_BYTES;
             }
         }
-        if launch.tlp.moved == Moved::SharedMemory {
+        if launch.tlp.moved == Moved::SharedMemory && u.warp.is_none() {
             bytes += u64::from(t.demand.shared_memory);
         }
         bytes
+    }
+
+    /// Under warp-level switching, a finished warp of a TB still running gives up its place
+    /// among the active ones (its slot and registers hold nothing the TB needs): it joins
+    /// the inactive units, never ready, until its TB leaves. Whether one did.
+    fn retire_finished_warps(&mut self, launches: &[Launch]) -> bool {
+        let mut done = Vec::new();
+        for t in self.res.resident() {
+            if !self.csl.warp_level(&launches[t.tb.launch.index()]) {
+                continue;
+            }
+            for (w, &s) in t.slots.iter().enumerate() {
+                let ws = self.res.warp(s);
+                if ws.status == WarpStatus::Done && !ws.absent {
+                    done.push((
+                        Unit {
+                            tb: t.tb,
+                            warp: Some(w as u32),
+                        },
+                        s,
+                    ));
+                }
+            }
+        }
+        for &(u, s) in &done {
+            self.res.warp_mut(s).absent = true;
+            self.csl.inactive.push(u);
+        }
+        !done.is_empty()
+    }
+
+    /// The first stalled active unit (in TB slot order) whose place would give `coming`
+    /// room among the active ones (`base`: what they hold now). A unit is active when its
+    /// warps are present: an inactive one, or one moving in, has its warps absent.
+    fn stalled_for(
+        &self,
+        launches: &[Launch],
+        base: (u32, TbDemand),
+        coming: Unit,
+        d_in: &TbDemand,
+    ) -> Option<Unit> {
+        let (tbs, a) = base;
+        let fits_without = |d: &TbDemand, tb: bool| {
+            let rest = TbDemand {
+                warps: a.warps - d.warps,
+                threads: a.threads - d.threads,
+                registers: a.registers - d.registers,
+                shared_memory: a.shared_memory - d.shared_memory,
+            };
+            self.room_beside(tbs - u32::from(tb), &rest, coming.warp.is_none(), d_in)
+        };
+        for t in self.res.resident() {
+            if t.control != TbControl::Running {
+                continue;
+            }
+            if self.csl.warp_level(&launches[t.tb.launch.index()]) {
+                let share = warp_share(&t.demand);
+                for (w, &s) in t.slots.iter().enumerate() {
+                    let u = Unit {
+                        tb: t.tb,
+                        warp: Some(w as u32),
+                    };
+                    if !self.res.warp(s).absent && self.stalled(u) && fits_without(&share, false) {
+                        return Some(u);
+                    }
+                }
+            } else {
+                let u = Unit {
+                    tb: t.tb,
+                    warp: None,
+                };
+                let present = t.slots.first().is_some_and(|&s| !self.res.warp(s).absent);
+                if present && self.stalled(u) && fits_without(&t.demand, true) {
+                    return Some(u);
+                }
+            }
+        }
+        None
     }
 
     /// One cycle of the context switching logic (see the module documentation).
@@ -202,19 +396,18 @@ impl Sm {
         if !self.csl.on() {
             return;
         }
-        // TBs that left (finished, or taken by a mechanism) are forgotten.
+        // Units whose TBs left (finished, or taken by a mechanism) are forgotten.
         if !self.csl.inactive.is_empty() {
             let res = &self.res;
-            self.csl.inactive.retain(|&tb| res.find(tb).is_some());
+            self.csl.inactive.retain(|u| res.find(u.tb).is_some());
         }
         if let Some((coming, until)) = self.csl.moving {
             if now < until {
                 return;
             }
             self.csl.moving = None;
-            if let Some(k) = coming.and_then(|tb| self.res.find(tb)) {
-                let launch = &launches[self.res.tb(k).tb.launch.index()];
-                self.set_absent(launch, k, false);
+            if let Some(u) = coming.filter(|u| self.res.find(u.tb).is_some()) {
+                self.set_absent(&launches[u.tb.launch.index()], u, false);
                 self.csl.counters.switched_in += 1;
                 self.note_tlp_peaks();
             }
@@ -222,40 +415,36 @@ impl Sm {
         if self.csl.inactive.is_empty() {
             return;
         }
-        let Some((i, k_in)) = self
-            .csl
-            .inactive
-            .iter()
-            .enumerate()
-            .filter_map(|(i, &tb)| self.res.find(tb).map(|k| (i, k)))
-            .find(|&(_, k)| self.ready(k))
+        let Some(i) = (0..self.csl.inactive.len()).find(|&i| self.ready(self.csl.inactive[i]))
         else {
             return;
         };
-        let launch = &launches[self.res.tb(k_in).tb.launch.index()];
-        let demand = self.res.tb(k_in).demand;
-        let out = if self.native_room(&demand, None) {
+        let coming = self.csl.inactive[i];
+        let Some(d_in) = self.unit_demand(coming) else {
+            return;
+        };
+        let mut base = self.active_usage(None);
+        if !self.room_beside(base.0, &base.1, coming.warp.is_none(), &d_in)
+            && self.retire_finished_warps(launches)
+        {
+            base = self.active_usage(None);
+        }
+        let out = if self.room_beside(base.0, &base.1, coming.warp.is_none(), &d_in) {
             None
         } else {
-            let stalled = self
-                .res
-                .tbs
-                .iter()
-                .filter_map(|(k, t)| t.as_ref().map(|t| (k, t.tb)))
-                .filter(|(_, tb)| !self.csl.inactive.contains(tb))
-                .find(|&(k, _)| self.stalled(k) && self.native_room(&demand, Some(k)));
-            match stalled {
+            match self.stalled_for(launches, base, coming, &d_in) {
                 Some(o) => Some(o),
                 None => return,
             }
         };
-        let mut bytes = self.switch_bytes(launch, k_in);
-        let coming = self.csl.inactive.remove(i);
-        if let Some((k_out, tb_out)) = out {
-            let l_out = &launches[tb_out.launch.index()];
-            bytes += self.switch_bytes(l_out, k_out);
-            self.set_absent(l_out, k_out, true);
-            self.csl.inactive.push(tb_out);
+        let launch = &launches[coming.tb.launch.index()];
+        let mut bytes = self.switch_bytes(launch, coming);
+        self.csl.inactive.remove(i);
+        if let Some(o) = out {
+            let l_out = &launches[o.tb.launch.index()];
+            bytes += self.switch_bytes(l_out, o);
+            self.set_absent(l_out, o, true);
+            self.csl.inactive.push(o);
             self.csl.counters.switched_out += 1;
         }
         let cycles = self.csl.cfg.switch_cycles(bytes);
@@ -267,11 +456,12 @@ impl Sm {
 
 #[cfg(test)]
 impl Sm {
-    /// The TBs whose warps are absent now: the inactive ones and the one moving in.
-    pub(in crate::timing) fn tlp_absent(&self) -> Vec<TbRef> {
+    /// The TBs and warps (index in the TB) absent now: the inactive ones and the one
+    /// moving in.
+    pub(in crate::timing) fn tlp_absent(&self) -> Vec<(TbRef, Option<u32>)> {
         let mut v = self.csl.inactive.clone();
-        v.extend(self.csl.moving.and_then(|(tb, _)| tb));
-        v
+        v.extend(self.csl.moving.and_then(|(u, _)| u));
+        v.into_iter().map(|u| (u.tb, u.warp)).collect()
     }
 
     pub(in crate::timing) fn tlp_counters(&self) -> TlpCounters {
