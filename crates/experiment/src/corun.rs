@@ -3,10 +3,11 @@
 //! (the `fixed` scheme), and under every co-running scheme (spatial, left-over, SMK;
 //! `sched::corun`), each as per-kernel slowdowns, weighted and harmonic speedup
 //! (`workload::CorunMetrics`, §4.3.3). The best combination by harmonic speedup is the
-//! oracle of §4.1 over the combinations tried. Warped-Slicer (§4.1, Xu16) is offline
-//! here: each program runs alone at every TB count per SM (its scalability curve), and
-//! `sched::corun::water_fill` picks the combination the pair then co-runs at (the paper
-//! profiles online on the SMs at the kernels' start: not yet). Maestro-style search is a
+//! oracle of §4.1 over the combinations tried. Warped-Slicer (§4.1, Xu16) runs twice: as
+//! the online scheme (`warped-slicer`, profiling on the SMs when the kernels start,
+//! `sched::corun`), and offline (`ws-offline`): each program runs alone at every TB count
+//! per SM (its scalability curve), and `sched::corun::water_fill` picks the combination
+//! the pair then co-runs at. Maestro-style search is a
 //! hill climb over the measured combinations from SMK's DRF combination
 //! (`sched::corun::hill_climb`, by harmonic speedup; no extra run: a dynamic search would
 //! try those combinations in epochs of one run, here each is a whole run). CCBP (§4.5) is offline
@@ -72,7 +73,7 @@ pub struct CorunConfig {
 
 impl CorunConfig {
     /// The pair on `gpu` (the thesis: `maxwell16`) at `small`, every TB combination, the
-    /// three schemes of [`PolicyKind::CORUN`].
+    /// schemes of [`PolicyKind::CORUN`].
     pub fn default_on(gpu: GpuConfig, pair: [&'static dyn suite::Kernel; 2]) -> CorunConfig {
         CorunConfig {
             gpu,
@@ -475,7 +476,8 @@ pub fn run(
     );
     let mut last: Vec<(String, [u32; 2], PolicyKind)> = Vec::new();
     if ws.iter().all(|&n| n > 0) {
-        let what = format!("warped-slicer ({}+{})", ws[0], ws[1]);
+        // Named apart from the online scheme (`warped-slicer`, a policy of its own).
+        let what = format!("ws-offline ({}+{})", ws[0], ws[1]);
         last.push((what, [ws[0], ws[1]], fixed(&ws)));
     }
     if shares.iter().all(|s| s.tbs > 0) {
@@ -665,7 +667,7 @@ pub struct PairsResults {
 /// One scheme over the pairs it ran on.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct SchemeSummary {
-    /// `spatial`, `left-over`, `smk`, `warped-slicer`, `ccbp`, …, and `oracle`: the best
+    /// `spatial`, `left-over`, `smk`, `warped-slicer`, `ws-offline`, `ccbp`, …, and `oracle`: the best
     /// TB combination of each pair by harmonic speedup (§4.1's exhaustive search).
     pub scheme: String,
     /// Pairs where it ran with metrics (and the pair has an oracle).

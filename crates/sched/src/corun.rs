@@ -25,9 +25,18 @@
 //!   every kernel present on the scheduler has used its quota
 //!   ([`gpu::timing::Quota`]).
 //!
-//! * **Warped-Slicer**'s choice of a combination ([`water_fill`]) from each kernel's
-//!   performance at 1, 2, … TBs per SM; the caller measures the curves (`experiment::corun`
-//!   offline), so it is not a policy of its own yet.
+//! * **Warped-Slicer** ([`Scheme::WarpedSlicer`]; Xu et al., ISCA'16): whenever the kernels
+//!   with TBs to issue change, the SMs profile them online — split between the kernels as
+//!   spatial splits them, the SMs of a kernel running 1, 2, … of its TBs
+//!   ([`profile_points`]; an SM another kernel holds is emptied for it, as spatial does) —
+//!   for `warm_up` cycles from when every SM has its kernel, and then a `sample` whose
+//!   warp instructions per SM
+//!   ([`Tables::sm_instructions`]) give each kernel's scalability curve
+//!   ([`profile_curves`]); [`water_fill`] chooses the combination every SM then runs (no
+//!   preemption: a kernel over its limit on an SM gets no TB there until under it). The
+//!   paper's text was not at hand: the split, the counts and the default 2,000 + 5,000
+//!   cycles are ours. `experiment::corun` also measures the curves offline (each kernel
+//!   alone at each count over a whole run) for the same [`water_fill`].
 //! * **fixed** ([`Scheme::Fixed`]): a given TB combination, so many TBs of each process's
 //!   kernels on every SM (the points of papers/lin-thesis Figure 4.2, and what an oracle
 //!   searches over); a process beyond the list is not limited. With `noc`, each process's
@@ -64,6 +73,12 @@ pub const MAX_CORUNNERS: usize = 1 + MAX_GUESTS;
 /// SMK's warp instructions per epoch per scheduler when none is given.
 pub const SMK_EPOCH: u32 = 1000;
 
+/// Warped-Slicer's online profiling (ours: the paper's text was not at hand): core cycles
+/// the profiling SMs run before their sample (their TBs dispatched and past their start),
+/// and cycles of the sample.
+pub const WS_WARM_UP: u32 = 2_000;
+pub const WS_SAMPLE: u32 = 5_000;
+
 /// What a plan needs to know of a kernel.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Corunner {
@@ -84,6 +99,12 @@ pub enum Scheme {
         /// Standalone IPC per GPU context (process), in context order; `None`: equal
         /// quotas.
         ipc: Option<Ipcs>,
+    },
+    /// Warped-Slicer online: profiling for `warm_up` + `sample` core cycles whenever the
+    /// kernels change, then water-filling ([`profile_points`], [`water_fill`]).
+    WarpedSlicer {
+        warm_up: u32,
+        sample: u32,
     },
     /// TBs per SM of each GPU context's (process's) kernels, in context order, and, when
     /// given, the requests each may send towards the L2 per 200 core cycles from each SM.
@@ -337,6 +358,53 @@ pub fn water_fill(resources: &SmResources, kernels: &[Corunner], curves: &[Vec<f
     tbs
 }
 
+/// Warped-Slicer's profiling plan: what each of `sm_count` SMs runs while the kernels'
+/// scalability curves are measured online — the SMs split between the kernels as
+/// [`spatial`] splits them, and the SMs of a kernel at 1, 2, … TBs of it, up to its
+/// occupancy alone (then 1 again, so a count may be sampled on several SMs). `None` for an
+/// SM left out (more kernels than SMs leave some kernel none: then there is no profile).
+pub fn profile_points(kernels: &[Corunner], sm_count: u32) -> Option<Vec<Option<(usize, u32)>>> {
+    let ranges = spatial(kernels.len(), sm_count);
+    if ranges.iter().any(|r| r.is_empty()) {
+        return None;
+    }
+    let mut out = vec![None; sm_count as usize];
+    for (i, r) in ranges.into_iter().enumerate() {
+        let most = kernels[i].alone_tbs.max(1);
+        for (j, sm) in r.enumerate() {
+            out[sm as usize] = Some((i, j as u32 % most + 1));
+        }
+    }
+    Some(out)
+}
+
+/// The scalability curves (performance at 1, 2, … TBs, as [`water_fill`] takes them) of
+/// `kernels` kernels from a profile: per SM, what it ran ([`profile_points`]) and the warp
+/// instructions it issued in the sample; a count sampled on several SMs gets their mean.
+pub fn profile_curves(
+    kernels: usize,
+    points: &[Option<(usize, u32)>],
+    issued: &[u64],
+) -> Vec<Vec<f64>> {
+    let mut sums: Vec<Vec<(f64, u32)>> = vec![Vec::new(); kernels];
+    for (p, &n) in points.iter().zip(issued) {
+        let Some((k, tbs)) = *p else { continue };
+        let c = &mut sums[k];
+        if c.len() < tbs as usize {
+            c.resize(tbs as usize, (0.0, 0));
+        }
+        c[tbs as usize - 1].0 += n as f64;
+        c[tbs as usize - 1].1 += 1;
+    }
+    sums.into_iter()
+        .map(|c| {
+            c.into_iter()
+                .map(|(sum, n)| if n == 0 { 0.0 } else { sum / f64::from(n) })
+                .collect()
+        })
+        .collect()
+}
+
 /// Maestro-style dynamic search over TB combinations (Park et al., ASPLOS'17, the
 /// thesis's Maestro: "dynamic search over TB combinations"): from `start`, move to the
 /// best-scoring neighbour — one kernel with one TB more or fewer, or one TB passed from a
@@ -443,7 +511,10 @@ pub fn plan(
             }
             out
         }
-        Scheme::LeftOver => intra(left_over(resources, kernels), None),
+        // Warped-Slicer before (or without) a profile: what left-over gives.
+        Scheme::LeftOver | Scheme::WarpedSlicer { .. } => {
+            intra(left_over(resources, kernels), None)
+        }
         Scheme::Smk { epoch, ipc } => {
             let weights: Option<Vec<f64>> = ipc.and_then(|ipc| {
                 contexts
@@ -485,6 +556,31 @@ pub struct Corun {
     /// The kernels the plan was made for, and the plan.
     planned: Vec<KernelSlot>,
     plan: Vec<Vec<(KernelSlot, KernelLimits)>>,
+    /// Whether the plan runs one kernel per SM (spatial, and Warped-Slicer's profiling):
+    /// an SM another kernel holds is reserved and emptied for the planned one.
+    one_per_sm: bool,
+    /// Warped-Slicer's profile in progress.
+    profile: Option<Profile>,
+    /// Warped-Slicer's choices so far: the kernels, their curves and the combination.
+    pub choices: Vec<WsChoice>,
+}
+
+/// A Warped-Slicer profile in progress: when every SM had its kernel (the warm-up counts
+/// from then), what each SM runs, and each SM's warp instructions when the sample began.
+struct Profile {
+    start: Option<u64>,
+    points: Vec<Option<(usize, u32)>>,
+    base: Option<Vec<u64>>,
+}
+
+/// One of Warped-Slicer's choices: when, the scalability curves it measured (warp
+/// instructions per sample at 1, 2, … TBs, per kernel in activation order) and the TB
+/// combination water-filling chose.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct WsChoice {
+    pub cycle: u64,
+    pub curves: Vec<Vec<f64>>,
+    pub tbs: Vec<u32>,
 }
 
 impl Corun {
@@ -493,6 +589,7 @@ impl Corun {
             Scheme::Spatial => "spatial",
             Scheme::LeftOver => "left-over",
             Scheme::Smk { .. } => "smk",
+            Scheme::WarpedSlicer { .. } => "warped-slicer",
             Scheme::Fixed(..) => "fixed",
         };
         Corun {
@@ -500,7 +597,148 @@ impl Corun {
             name,
             planned: Vec::new(),
             plan: Vec::new(),
+            one_per_sm: scheme == Scheme::Spatial,
+            profile: None,
+            choices: Vec::new(),
         }
+    }
+
+    /// The planned kernels as a plan sees them.
+    fn corunners(&self, tables: &Tables) -> Vec<Corunner> {
+        self.planned
+            .iter()
+            .map(|&k| {
+                let ksr = tables.ksr(k);
+                Corunner {
+                    demand: ksr.demand,
+                    alone_tbs: ksr.alone_tbs,
+                }
+            })
+            .collect()
+    }
+
+    /// Follows `per_sm` (kernels as indices into the planned ones) on every SM.
+    fn follow(&mut self, per_sm: Vec<SmPlan>, tables: &mut Tables) {
+        self.plan = per_sm
+            .into_iter()
+            .map(|p| p.into_iter().map(|(i, l)| (self.planned[i], l)).collect())
+            .collect();
+        for sm in (0..tables.sm_count()).map(SmId) {
+            self.apply(sm, tables);
+        }
+    }
+
+    /// Warped-Slicer: starts profiling the planned kernels, if there are several and
+    /// every one gets an SM; whether it did.
+    fn start_profile(&mut self, tables: &mut Tables) -> bool {
+        if self.planned.len() < 2 {
+            return false;
+        }
+        let kernels = self.corunners(tables);
+        let Some(points) = profile_points(&kernels, tables.sm_count()) else {
+            return false;
+        };
+        let per_sm: Vec<SmPlan> = points
+            .iter()
+            .map(|p| {
+                p.iter()
+                    .map(|&(i, tbs)| {
+                        let limits = KernelLimits {
+                            tbs: Some(tbs),
+                            ..KernelLimits::default()
+                        };
+                        (i, limits)
+                    })
+                    .collect()
+            })
+            .collect();
+        self.profile = Some(Profile {
+            start: None,
+            points,
+            base: None,
+        });
+        tables.watch_sm_instructions(true);
+        self.one_per_sm = true;
+        self.follow(per_sm, tables);
+        true
+    }
+
+    /// Warped-Slicer: takes the sample when its time has come, and once it is over
+    /// chooses the combination by water-filling and applies it on every SM.
+    fn profile_step(&mut self, tables: &mut Tables) {
+        let Scheme::WarpedSlicer { warm_up, sample } = self.scheme else {
+            return;
+        };
+        let planned = self.planned.clone();
+        let Some(p) = &mut self.profile else {
+            return;
+        };
+        let now = tables.now();
+        // The warm-up starts once every SM runs its profile kernel alone (the SMs that
+        // changed hands have been emptied).
+        let Some(start) = p.start.or_else(|| {
+            let ready = p.points.iter().enumerate().all(|(sm, point)| {
+                let e = tables.sm(SmId(sm as u32));
+                match point {
+                    Some((i, _)) => {
+                        e.state == SmState::Running
+                            && e.kernel == Some(planned[*i])
+                            && e.guests.iter().all(Option::is_none)
+                    }
+                    None => true,
+                }
+            });
+            ready.then_some(now)
+        }) else {
+            return;
+        };
+        p.start = Some(start);
+        let counts = || -> Option<Vec<u64>> {
+            (0..tables.sm_count())
+                .map(|i| tables.sm_instructions(SmId(i)))
+                .collect()
+        };
+        if p.base.is_none() {
+            if now >= start + u64::from(warm_up) {
+                p.base = counts();
+            }
+            return;
+        }
+        if now < start + u64::from(warm_up) + u64::from(sample) {
+            return;
+        }
+        let (Some(base), Some(end)) = (p.base.clone(), counts()) else {
+            return;
+        };
+        let issued: Vec<u64> = end.iter().zip(&base).map(|(e, b)| e - b).collect();
+        let points = std::mem::take(&mut p.points);
+        self.profile = None;
+        tables.watch_sm_instructions(false);
+        let kernels = self.corunners(tables);
+        let curves = profile_curves(kernels.len(), &points, &issued);
+        let Some(resources) = tables.sm_resources().cloned() else {
+            return;
+        };
+        let tbs = water_fill(&resources, &kernels, &curves);
+        self.choices.push(WsChoice {
+            cycle: now,
+            curves,
+            tbs: tbs.clone(),
+        });
+        self.one_per_sm = false;
+        let one: SmPlan = tbs
+            .iter()
+            .enumerate()
+            .filter(|(_, &n)| n > 0)
+            .map(|(i, &n)| {
+                let limits = KernelLimits {
+                    tbs: Some(n),
+                    ..KernelLimits::default()
+                };
+                (i, limits)
+            })
+            .collect();
+        self.follow(vec![one; tables.sm_count() as usize], tables);
     }
 
     /// Plans anew for the kernels with TBs to issue, if they changed, and applies the plan
@@ -520,17 +758,16 @@ impl Corun {
         let Some(resources) = tables.sm_resources().cloned() else {
             return;
         };
-        let kernels: Vec<Corunner> = self
-            .planned
-            .iter()
-            .map(|&k| {
-                let ksr = tables.ksr(k);
-                Corunner {
-                    demand: ksr.demand,
-                    alone_tbs: ksr.alone_tbs,
-                }
-            })
-            .collect();
+        if matches!(self.scheme, Scheme::WarpedSlicer { .. }) {
+            // The kernels changed: any profile in progress is for others.
+            self.profile = None;
+            tables.watch_sm_instructions(false);
+            self.one_per_sm = false;
+            if self.start_profile(tables) {
+                return;
+            }
+        }
+        let kernels = self.corunners(tables);
         let contexts: Vec<ContextId> = self
             .planned
             .iter()
@@ -543,13 +780,7 @@ impl Corun {
             &kernels,
             &contexts,
         );
-        self.plan = per_sm
-            .into_iter()
-            .map(|p| p.into_iter().map(|(i, l)| (self.planned[i], l)).collect())
-            .collect();
-        for sm in (0..tables.sm_count()).map(SmId) {
-            self.apply(sm, tables);
-        }
+        self.follow(per_sm, tables);
     }
 
     /// Puts `sm` in the state the plan gives it, as far as it can be now.
@@ -562,9 +793,17 @@ impl Corun {
             return;
         }
         let kernels: Vec<KernelSlot> = want.iter().map(|w| w.0).collect();
-        if self.scheme == Scheme::Spatial && e.state == SmState::Running {
-            let k = kernels[0];
+        if self.one_per_sm && e.state == SmState::Running {
+            let (k, limits) = want[0];
             if e.kernel == Some(k) {
+                // Its kernel alone from now on (guests' TBs finish there), within its
+                // limits (Warped-Slicer's profiling).
+                if e.guests.iter().any(Option::is_some) {
+                    tables.host(sm, &[k]);
+                }
+                if limits != KernelLimits::default() {
+                    tables.limit(sm, k, limits);
+                }
                 return;
             }
             // Another kernel's SM: once its kernel has nothing left it becomes idle and is
@@ -635,6 +874,9 @@ impl Policy for Corun {
     }
     fn on_cycle(&mut self, tables: &mut Tables) {
         self.replan(tables);
+        if self.profile.is_some() {
+            self.profile_step(tables);
+        }
     }
 }
 
@@ -817,5 +1059,37 @@ mod tests {
         assert!(Ipcs::new(&[1.0, f64::NAN]).is_none());
         assert!(Ipcs::new(&[1.0; MAX_CORUNNERS + 1]).is_none());
         assert_eq!(Ipcs::new(&[1.0, 2.0]).unwrap().as_slice(), &[1.0, 2.0]);
+    }
+
+    #[test]
+    fn warped_slicer_profiles_each_kernel_at_every_count_on_its_sms() {
+        let a = k(8, 8 * 32 * 32, 0, 3);
+        let b = k(4, 4 * 32 * 16, 0, 16);
+        // 8 SMs: 4 each; a holds 3 alone, so its fourth SM samples 1 again.
+        let p = profile_points(&[a, b], 8).unwrap();
+        let want: Vec<Option<(usize, u32)>> = [
+            (0, 1),
+            (0, 2),
+            (0, 3),
+            (0, 1),
+            (1, 1),
+            (1, 2),
+            (1, 3),
+            (1, 4),
+        ]
+        .into_iter()
+        .map(Some)
+        .collect();
+        assert_eq!(p, want);
+        // More kernels than SMs: some kernel would get none, so no profile.
+        assert!(profile_points(&[a, b, a], 2).is_none());
+        // Curves: the instructions each SM issued, a count sampled twice averaged.
+        let issued = [100, 180, 240, 140, 50, 90, 120, 130];
+        let c = profile_curves(2, &p, &issued);
+        assert_eq!(c[0], vec![120.0, 180.0, 240.0]);
+        assert_eq!(c[1], vec![50.0, 90.0, 120.0, 130.0]);
+        // Water-filling over them: a is at its best with 3, b nearly at 3 (120 of 130).
+        let tbs = water_fill(&maxwell(), &[a, b], &c);
+        assert_eq!(tbs, vec![3, 4]);
     }
 }

@@ -108,6 +108,8 @@ impl Framework {
                 resources: None,
                 now: 0,
                 stream_priorities: false,
+                sm_instructions: Vec::new(),
+                watching_sm_instructions: false,
             },
             policy,
             mechanism,
@@ -695,6 +697,11 @@ impl Control for Framework {
             self.tell_called(m)?;
         }
         self.refresh(m);
+        if self.tables.watching_sm_instructions {
+            self.tables.sm_instructions.clear();
+            let counts = m.counters().sms().iter().map(|s| s.warp_instructions);
+            self.tables.sm_instructions.extend(counts);
+        }
         self.admit(m)?;
         self.policy.on_cycle(&mut self.tables);
         self.tables.yield_to_streams();

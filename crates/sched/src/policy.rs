@@ -141,6 +141,19 @@ pub enum PolicyKind {
         #[serde(skip_serializing_if = "Option::is_none")]
         ipc: Option<Ipcs>,
     },
+    /// Co-running inside every SM at the TB combination Warped-Slicer finds online (Xu et
+    /// al., ISCA'16; [`crate::corun`]): the SMs profile each kernel's performance at 1, 2,
+    /// … TBs, then water-filling chooses.
+    WarpedSlicer {
+        /// Core cycles the profiling SMs run before their sample, 0 to
+        /// [`MAX_PROFILE_CYCLES`]; `None`: [`crate::corun::WS_WARM_UP`].
+        #[serde(skip_serializing_if = "Option::is_none")]
+        warm_up: Option<u32>,
+        /// Core cycles of the sample, 1 to [`MAX_PROFILE_CYCLES`]; `None`:
+        /// [`crate::corun::WS_SAMPLE`].
+        #[serde(skip_serializing_if = "Option::is_none")]
+        sample: Option<u32>,
+    },
     /// Co-running inside every SM at a given TB combination: so many TBs per SM of each
     /// process's kernels, in process order ([`crate::corun`]).
     Fixed {
@@ -190,6 +203,12 @@ enum Written {
         #[serde(default, deserialize_with = "de_ipc")]
         ipc: Option<Ipcs>,
     },
+    WarpedSlicer {
+        #[serde(default, deserialize_with = "de_warm_up")]
+        warm_up: Option<u32>,
+        #[serde(default, deserialize_with = "de_sample")]
+        sample: Option<u32>,
+    },
     Fixed {
         #[serde(deserialize_with = "de_tbs")]
         tbs: TbCounts,
@@ -211,6 +230,9 @@ impl From<Written> for PolicyKind {
             Written::Spatial {} => PolicyKind::Spatial,
             Written::LeftOver {} => PolicyKind::LeftOver,
             Written::Smk { epoch, ipc } => PolicyKind::Smk { epoch, ipc },
+            Written::WarpedSlicer { warm_up, sample } => {
+                PolicyKind::WarpedSlicer { warm_up, sample }
+            }
             Written::Fixed { tbs, noc } => PolicyKind::Fixed { tbs, noc },
         }
     }
@@ -276,6 +298,34 @@ fn de_instances<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u32>, D
         )));
     }
     Ok(Some(v))
+}
+
+/// The longest Warped-Slicer warm-up or sample, core cycles.
+pub const MAX_PROFILE_CYCLES: u32 = 1 << 24;
+
+fn de_profile<'de, D: serde::Deserializer<'de>>(
+    d: D,
+    name: &str,
+    min: u32,
+) -> Result<Option<u32>, D::Error> {
+    let v = u32::deserialize(d).map_err(|e| {
+        let e = e.to_string();
+        serde::de::Error::custom(format!("`{name}`: {}", e.trim_end()))
+    })?;
+    if v < min || v > MAX_PROFILE_CYCLES {
+        return Err(serde::de::Error::custom(format!(
+            "`{name}` = {v} is out of range: {min} to {MAX_PROFILE_CYCLES} core cycles"
+        )));
+    }
+    Ok(Some(v))
+}
+
+fn de_warm_up<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    de_profile(d, "warm_up", 0)
+}
+
+fn de_sample<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    de_profile(d, "sample", 1)
 }
 
 /// The longest SMK epoch, warp instructions per scheduler.
@@ -420,7 +470,7 @@ pub struct PolicyEnv {
 
 impl PolicyKind {
     /// Every policy, with its parameters' defaults.
-    pub const ALL: [PolicyKind; 10] = [
+    pub const ALL: [PolicyKind; 11] = [
         PolicyKind::Fcfs,
         PolicyKind::Npq,
         PolicyKind::Ppq {
@@ -436,15 +486,23 @@ impl PolicyKind {
             epoch: None,
             ipc: None,
         },
+        PolicyKind::WarpedSlicer {
+            warm_up: None,
+            sample: None,
+        },
     ];
 
     /// The co-running schemes ([`crate::corun`]), with their parameters' defaults.
-    pub const CORUN: [PolicyKind; 3] = [
+    pub const CORUN: [PolicyKind; 4] = [
         PolicyKind::Spatial,
         PolicyKind::LeftOver,
         PolicyKind::Smk {
             epoch: None,
             ipc: None,
+        },
+        PolicyKind::WarpedSlicer {
+            warm_up: None,
+            sample: None,
         },
     ];
 
@@ -475,6 +533,12 @@ impl PolicyKind {
                 epoch: epoch.unwrap_or(SMK_EPOCH),
                 ipc,
             })),
+            PolicyKind::WarpedSlicer { warm_up, sample } => {
+                Box::new(Corun::new(Scheme::WarpedSlicer {
+                    warm_up: warm_up.unwrap_or(crate::corun::WS_WARM_UP),
+                    sample: sample.unwrap_or(crate::corun::WS_SAMPLE),
+                }))
+            }
             PolicyKind::Fixed { tbs, noc } => Box::new(Corun::new(Scheme::Fixed(tbs, noc))),
         }
     }
@@ -492,6 +556,7 @@ impl PolicyKind {
             PolicyKind::Spatial => "spatial",
             PolicyKind::LeftOver => "left-over",
             PolicyKind::Smk { .. } => "smk",
+            PolicyKind::WarpedSlicer { .. } => "warped-slicer",
             PolicyKind::Fixed { .. } => "fixed",
         }
     }
@@ -521,6 +586,17 @@ impl std::fmt::Display for PolicyKind {
                 if let Some(ipc) = ipc {
                     let list: Vec<String> = ipc.as_slice().iter().map(f64::to_string).collect();
                     write!(f, "{sep}ipc={}", list.join("/"))?;
+                }
+                Ok(())
+            }
+            PolicyKind::WarpedSlicer { warm_up, sample } => {
+                let mut sep = ':';
+                if let Some(w) = warm_up {
+                    write!(f, "{sep}warm_up={w}")?;
+                    sep = ',';
+                }
+                if let Some(s) = sample {
+                    write!(f, "{sep}sample={s}")?;
                 }
                 Ok(())
             }

@@ -251,6 +251,11 @@ pub struct Tables {
     pub(crate) now: u64,
     /// Whether a kernel on a stream of non-default priority was ever activated.
     pub(crate) stream_priorities: bool,
+    /// Warp instructions each SM has issued so far, refreshed every cycle while a policy
+    /// watches them ([`Tables::watch_sm_instructions`]): hardware performance counters
+    /// per SM, which Warped-Slicer's profiling reads.
+    pub(crate) sm_instructions: Vec<u64>,
+    pub(crate) watching_sm_instructions: bool,
 }
 
 impl Tables {
@@ -311,6 +316,21 @@ impl Tables {
     /// cycle.
     pub fn sm_resources(&self) -> Option<&SmResources> {
         self.resources.as_ref()
+    }
+
+    /// Starts (or stops) refreshing each SM's warp-instruction count every cycle.
+    pub fn watch_sm_instructions(&mut self, on: bool) {
+        self.watching_sm_instructions = on;
+    }
+
+    /// Warp instructions `sm` has issued so far, as the cycle began; `None` unless they
+    /// are watched ([`Tables::watch_sm_instructions`]) and the framework has refreshed
+    /// them.
+    pub fn sm_instructions(&self, sm: SmId) -> Option<u64> {
+        if !self.watching_sm_instructions {
+            return None;
+        }
+        self.sm_instructions.get(sm.0 as usize).copied()
     }
 
     /// Idle SMs in index order.

@@ -1278,7 +1278,7 @@ fn corun_experiment_tries_every_combination_and_scheme_deterministically() {
     // SMK's label holds commas: quoted. Then Warped-Slicer's combination from the curves
     // of each program alone at 1 and 2 TBs per SM.
     assert!(rows[6].starts_with("scheme,\"smk:epoch=200,ipc="), "{csv}");
-    assert!(rows[7].starts_with("scheme,warped-slicer ("), "{csv}");
+    assert!(rows[7].starts_with("scheme,ws-offline ("), "{csv}");
     // CCBP's choice: on the gtx980 both programs at 2 TBs per SM alone move more
     // interconnect flits than half the sustainable NoC bandwidth, so both are NoC
     // intensive and limited (checked in the JSON below). Its label holds a comma: quoted.
@@ -1390,7 +1390,7 @@ fn corun_all_pairs_sums_up_every_scheme_against_the_oracle() {
             .unwrap_or_else(|| panic!("no {name} in {summary:?}"))
     };
     assert_eq!(scheme("oracle")["mean_harmonic_vs_oracle"], 1.0);
-    for name in ["spatial", "warped-slicer", "ccbp", "maestro"] {
+    for name in ["spatial", "ws-offline", "ccbp", "maestro"] {
         let mut ratios = Vec::new();
         for p in pairs {
             let best = p["best_harmonic"].as_u64().unwrap() as usize;
@@ -1416,7 +1416,7 @@ fn corun_all_pairs_sums_up_every_scheme_against_the_oracle() {
         csv.starts_with("program_a,program_b,scheme,label,"),
         "{csv}"
     );
-    // Three pairs, each with spatial, Warped-Slicer, CCBP, Maestro and the oracle.
+    // Three pairs, each with spatial, Warped-Slicer offline, CCBP, Maestro and the oracle.
     assert_eq!(csv.lines().count(), 1 + 3 * 5, "{csv}");
     // `--programs` needs `--all-pairs`; one program makes no pair.
     let o = switchyard(&["experiment", "corun", "--programs", "layernorm,softmax"]);

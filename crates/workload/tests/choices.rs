@@ -316,6 +316,18 @@ fn bad_names_parameters_and_values_are_refused_naming_them_and_where() {
             &["unknown field `quota`", "epoch", "ipc"],
         ),
         (
+            "policy = { kind = \"warped-slicer\", sample = 0 }",
+            &["`sample` = 0 is out of range"],
+        ),
+        (
+            "policy = { kind = \"warped-slicer\", warm_up = -1 }",
+            &["`warm_up`", "invalid value"],
+        ),
+        (
+            "policy = { kind = \"warped-slicer\", epoch = 10 }",
+            &["unknown field `epoch`", "warm_up", "sample"],
+        ),
+        (
             "policy = { kind = \"fixed\", tbs = [7, 0] }",
             &["`tbs` = [7, 0] is out of range"],
         ),

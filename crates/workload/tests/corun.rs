@@ -513,3 +513,115 @@ fn preempting_co_resident_kernels_is_bit_exact_under_every_mechanism() {
         assert_eq!(requested as u32, take.made, "{name}");
     }
 }
+
+/// Watches Warped-Slicer's phases on every SM: a profile (every SM holding TBs of one
+/// launch only, within a TB limit there, the counts per launch seen), then a combination
+/// (every SM's limits for both launches the same pair, some SM running both).
+#[derive(Default)]
+struct WsWatch {
+    /// The profile counts seen per launch, once every SM held one launch only at its
+    /// profile count.
+    profiled: Vec<(LaunchId, Vec<u32>)>,
+    profile_at: Option<u64>,
+    /// The first combination run on every SM, and when.
+    combination: Option<((LaunchId, u32), (LaunchId, u32))>,
+    combination_at: Option<u64>,
+    /// When both kernels first had TBs to place.
+    together_at: Option<u64>,
+}
+
+impl Injector for WsWatch {
+    fn before_cycle(&mut self, m: &Machine, _: &mut Framework) {
+        let active: Vec<LaunchId> = m.active().to_vec();
+        if active.len() != 2 || active.iter().any(|&a| m.launch(a).undispatched() == 0) {
+            return;
+        }
+        let (a, b) = (active[0], active[1]);
+        self.together_at.get_or_insert(m.cycle());
+        // One launch per SM, each within a TB limit: the profile.
+        let mut points = Vec::new();
+        let mut single = true;
+        for sm in m.sm_ids() {
+            let l = m.ledger(sm);
+            let on: Vec<LaunchId> = [a, b].into_iter().filter(|&x| l.usage(x).tbs > 0).collect();
+            match on[..] {
+                [x] => match l.limits(x).tbs {
+                    Some(n) if l.usage(x).tbs <= n => points.push((x, n)),
+                    _ => single = false,
+                },
+                _ => single = false,
+            }
+        }
+        if single && self.combination_at.is_none() {
+            let mut per: Vec<(LaunchId, Vec<u32>)> = Vec::new();
+            for (x, n) in points {
+                match per.iter_mut().find(|p| p.0 == x) {
+                    Some(p) => p.1.push(n),
+                    None => per.push((x, vec![n])),
+                }
+            }
+            for p in &mut per {
+                p.1.sort_unstable();
+            }
+            // The profile once every SM has its kernel (the SMs changing hands drain
+            // first): four SMs per kernel at 1, 2, 3 and 4 TBs.
+            let full = per.len() == 2 && per.iter().all(|p| p.1 == [1, 2, 3, 4]);
+            if full && self.profile_at.is_none() {
+                self.profile_at = Some(m.cycle());
+                self.profiled = per;
+            }
+        }
+        // The same limits for both on every SM, and both resident somewhere: a combination.
+        if self.profile_at.is_some() && self.combination_at.is_none() {
+            let limits: Vec<(Option<u32>, Option<u32>)> = m
+                .sm_ids()
+                .map(|sm| (m.ledger(sm).limits(a).tbs, m.ledger(sm).limits(b).tbs))
+                .collect();
+            let both = m
+                .sm_ids()
+                .any(|sm| m.ledger(sm).usage(a).tbs > 0 && m.ledger(sm).usage(b).tbs > 0);
+            if let (Some(&(Some(x), Some(y))), true) = (limits.first(), both) {
+                if limits.iter().all(|&l| l == (Some(x), Some(y))) {
+                    self.combination = Some(((a, x), (b, y)));
+                    self.combination_at = Some(m.cycle());
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn warped_slicer_profiles_on_the_sms_then_runs_one_combination_everywhere() {
+    // Eight SMs of 4 TB slots: four profile each kernel, at 1, 2, 3 and 4 TBs, and both
+    // kernels keep TBs waiting through the profile (kmeans 128, blackscholes 64, 32 at
+    // a time).
+    let policy = PolicyKind::WarpedSlicer {
+        warm_up: Some(1000),
+        sample: Some(3000),
+    };
+    let mut s = setup(policy, Default::default());
+    s.timing.gpu.sm.count = 8;
+    s.timing.gpu.sm.resources.max_tbs = 4;
+    let mut w = WsWatch::default();
+    let r = System::new(s, &[process(PAIR[0]), process(PAIR[1])])
+        .unwrap()
+        .run_with(&mut |_| {}, Some(&mut w))
+        .unwrap();
+    for p in &r.processes {
+        let v = p.verdict.as_ref().unwrap();
+        assert!(v.verified, "{}: {}", p.name, v.detail);
+    }
+    let at = w
+        .profile_at
+        .expect("no profile: four SMs per kernel at 1-4 TBs, one kernel each");
+    let ((_, x), (_, y)) = w.combination.expect("no combination after the profile");
+    let then = w.combination_at.unwrap();
+    // Chosen after the profile was seen, and after the warm-up and the sample from when
+    // both kernels had TBs to place; both kernels get TBs.
+    let together = w.together_at.unwrap();
+    assert!(
+        then > at && then >= together + 4000,
+        "both from {together}, profile seen at {at}, combination at {then}"
+    );
+    assert!(x >= 1 && y >= 1, "{x} + {y}");
+}
