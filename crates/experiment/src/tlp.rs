@@ -263,10 +263,11 @@ fn summarise(c: &TlpExperiment, variants: &[Variant], runs: Vec<Run>) -> TlpResu
             labels[1..]
                 .iter()
                 .map(|l| {
-                    let v = in_class
+                    let v: Vec<f64> = in_class
                         .iter()
-                        .filter_map(|k| pick(k).iter().find(|(x, _)| x == l).map(|&(_, s)| s));
-                    (l.clone(), geomean(v))
+                        .filter_map(|k| pick(k).iter().find(|(x, _)| x == l).map(|&(_, s)| s))
+                        .collect();
+                    (l.clone(), crate::figures::geomean(&v))
                 })
                 .collect()
         };
@@ -285,14 +286,6 @@ fn summarise(c: &TlpExperiment, variants: &[Variant], runs: Vec<Run>) -> TlpResu
         kernels,
         classes,
     }
-}
-
-fn geomean(v: impl Iterator<Item = f64>) -> f64 {
-    let (sum, n) = v.fold((0.0, 0u32), |(s, n), x| (s + x.max(1e-300).ln(), n + 1));
-    if n == 0 {
-        return 1.0;
-    }
-    (sum / f64::from(n)).exp()
 }
 
 fn run_one(

@@ -474,6 +474,23 @@ pub fn quotas(epoch: u32, weights: Option<&[f64]>, kernels: usize) -> Vec<u32> {
 /// limits there.
 pub type SmPlan = Vec<(usize, KernelLimits)>;
 
+/// What an SM runs at TB combination `tbs` (a kernel planned 0 left off), each kernel
+/// with its issue quota when `quota` gives them.
+fn combination(tbs: &[u32], quota: Option<&[u32]>) -> SmPlan {
+    tbs.iter()
+        .enumerate()
+        .filter(|(_, &n)| n > 0)
+        .map(|(i, &n)| {
+            let limits = KernelLimits {
+                tbs: Some(n),
+                issue_quota: quota.map(|q| q[i]),
+                ..KernelLimits::default()
+            };
+            (i, limits)
+        })
+        .collect()
+}
+
 /// The plan of `scheme` for `kernels` (in activation order, their GPU contexts in
 /// `contexts`) on `sm_count` SMs of `resources`: per SM, what it runs. A kernel planned
 /// no TB is left off.
@@ -486,20 +503,7 @@ pub fn plan(
 ) -> Vec<SmPlan> {
     let kernels = &kernels[..kernels.len().min(MAX_CORUNNERS)];
     let intra = |tbs: Vec<u32>, quota: Option<Vec<u32>>| -> Vec<SmPlan> {
-        let one: SmPlan = tbs
-            .iter()
-            .enumerate()
-            .filter(|(_, &n)| n > 0)
-            .map(|(i, &n)| {
-                let limits = KernelLimits {
-                    tbs: Some(n),
-                    issue_quota: quota.as_ref().map(|q| q[i]),
-                    ..KernelLimits::default()
-                };
-                (i, limits)
-            })
-            .collect();
-        vec![one; sm_count as usize]
+        vec![combination(&tbs, quota.as_deref()); sm_count as usize]
     };
     match scheme {
         Scheme::Spatial => {
@@ -726,18 +730,7 @@ impl Corun {
             tbs: tbs.clone(),
         });
         self.one_per_sm = false;
-        let one: SmPlan = tbs
-            .iter()
-            .enumerate()
-            .filter(|(_, &n)| n > 0)
-            .map(|(i, &n)| {
-                let limits = KernelLimits {
-                    tbs: Some(n),
-                    ..KernelLimits::default()
-                };
-                (i, limits)
-            })
-            .collect();
+        let one = combination(&tbs, None);
         self.follow(vec![one; tables.sm_count() as usize], tables);
     }
 
