@@ -7,10 +7,11 @@
 //! the online scheme (`warped-slicer`, profiling on the SMs when the kernels start,
 //! `sched::corun`), and offline (`ws-offline`): each program runs alone at every TB count
 //! per SM (its scalability curve), and `sched::corun::water_fill` picks the combination
-//! the pair then co-runs at. Maestro-style search is a
+//! the pair then co-runs at. Maestro-style search runs twice too: online (`maestro`, one
+//! combination per epoch of one run, `sched::corun`) and offline (`maestro-offline`): a
 //! hill climb over the measured combinations from SMK's DRF combination
-//! (`sched::corun::hill_climb`, by harmonic speedup; no extra run: a dynamic search would
-//! try those combinations in epochs of one run, here each is a whole run). CCBP (§4.5) is offline
+//! (`sched::corun::hill_climb`, by harmonic speedup; no extra run, each combination a
+//! whole run). CCBP (§4.5) is offline
 //! too: the same runs alone give each program's NoC flits, DRAM lines and requests towards
 //! the L2 per IRC window per SM at every TB count (its bandwidth curves), from which `sched::ccbp` classifies
 //! each program and chooses the combination and the request quotas (Algorithm 1); the
@@ -382,6 +383,11 @@ pub fn run(
                 epoch,
                 ipc: Ipcs::new(&ipc_alone),
             },
+            // Maestro's online search scores harmonic speedup, as the offline one does.
+            PolicyKind::Maestro { epoch, ipc: None } => PolicyKind::Maestro {
+                epoch,
+                ipc: Ipcs::new(&ipc_alone),
+            },
             p => p,
         })
         .collect();
@@ -537,7 +543,7 @@ pub fn run(
     {
         schemes.push(Point {
             label: format!(
-                "maestro ({}+{} from {}+{}, {moves} moves)",
+                "maestro-offline ({}+{} from {}+{}, {moves} moves)",
                 at[0], at[1], start[0], start[1]
             ),
             ..p.clone()

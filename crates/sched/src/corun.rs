@@ -79,6 +79,9 @@ pub const SMK_EPOCH: u32 = 1000;
 pub const WS_WARM_UP: u32 = 2_000;
 pub const WS_SAMPLE: u32 = 5_000;
 
+/// Core cycles each combination of a Maestro-style online search runs for (ours).
+pub const MAESTRO_EPOCH: u32 = 10_000;
+
 /// What a plan needs to know of a kernel.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Corunner {
@@ -105,6 +108,14 @@ pub enum Scheme {
     WarpedSlicer {
         warm_up: u32,
         sample: u32,
+    },
+    /// Maestro-style search online: from SMK's DRF combination, one combination per
+    /// `epoch` core cycles, climbing to the best-scoring neighbour ([`neighbours`]);
+    /// scored by harmonic speedup over the processes' standalone IPCs when given, else
+    /// by the kernels' summed IPC.
+    Maestro {
+        epoch: u32,
+        ipc: Option<Ipcs>,
     },
     /// TBs per SM of each GPU context's (process's) kernels, in context order, and, when
     /// given, the requests each may send towards the L2 per 200 core cycles from each SM.
@@ -405,6 +416,32 @@ pub fn profile_curves(
         .collect()
 }
 
+/// The neighbours of combination `at` a Maestro-style search tries, in order: for each
+/// kernel, one TB more, one fewer, then one passed to each other kernel (never below 1).
+pub fn neighbours(at: &[u32]) -> Vec<Vec<u32>> {
+    let n = at.len();
+    let mut out: Vec<Vec<u32>> = Vec::new();
+    for i in 0..n {
+        for d in [1i64, -1] {
+            let mut x = at.to_vec();
+            let v = i64::from(x[i]) + d;
+            if v >= 1 {
+                x[i] = v as u32;
+                out.push(x);
+            }
+        }
+        for j in (0..n).filter(|&j| j != i) {
+            if at[i] > 1 {
+                let mut x = at.to_vec();
+                x[i] -= 1;
+                x[j] += 1;
+                out.push(x);
+            }
+        }
+    }
+    out
+}
+
 /// Maestro-style dynamic search over TB combinations (Park et al., ASPLOS'17, the
 /// thesis's Maestro: "dynamic search over TB combinations"): from `start`, move to the
 /// best-scoring neighbour — one kernel with one TB more or fewer, or one TB passed from a
@@ -419,27 +456,7 @@ pub fn hill_climb(start: &[u32], score: &dyn Fn(&[u32]) -> Option<f64>) -> (Vec<
     };
     let mut moves = 0;
     loop {
-        let n = at.len();
-        let mut neighbours: Vec<Vec<u32>> = Vec::new();
-        for i in 0..n {
-            for d in [1i64, -1] {
-                let mut x = at.clone();
-                let v = i64::from(x[i]) + d;
-                if v >= 1 {
-                    x[i] = v as u32;
-                    neighbours.push(x);
-                }
-            }
-            for j in (0..n).filter(|&j| j != i) {
-                if at[i] > 1 {
-                    let mut x = at.clone();
-                    x[i] -= 1;
-                    x[j] += 1;
-                    neighbours.push(x);
-                }
-            }
-        }
-        let step = neighbours
+        let step = neighbours(&at)
             .into_iter()
             .filter_map(|x| score(&x).map(|s| (x, s)))
             .fold(None, |b: Option<(Vec<u32>, f64)>, (x, s)| match b {
@@ -519,6 +536,8 @@ pub fn plan(
         Scheme::LeftOver | Scheme::WarpedSlicer { .. } => {
             intra(left_over(resources, kernels), None)
         }
+        // Maestro's search starts from SMK's DRF combination.
+        Scheme::Maestro { .. } => intra(drf(resources, kernels), None),
         Scheme::Smk { epoch, ipc } => {
             let weights: Option<Vec<f64>> = ipc.and_then(|ipc| {
                 contexts
@@ -567,6 +586,23 @@ pub struct Corun {
     profile: Option<Profile>,
     /// Warped-Slicer's choices so far: the kernels, their curves and the combination.
     pub choices: Vec<WsChoice>,
+    /// Maestro's search in progress.
+    search: Option<Search>,
+}
+
+/// Maestro's online search: the combination it stands at and its score, the neighbour
+/// being tried (if any) and those left to try (last first), and the current epoch: when
+/// it began, and each planned kernel's warp instructions when its measured half began.
+struct Search {
+    at: Vec<u32>,
+    score: Option<f64>,
+    trying: Option<Vec<u32>>,
+    left: Vec<Vec<u32>>,
+    epoch_start: u64,
+    base: Option<Vec<u64>>,
+    /// Every combination it has stood at: never tried again, so that noise in the scores
+    /// cannot send it back and forth between two for ever.
+    visited: Vec<Vec<u32>>,
 }
 
 /// A Warped-Slicer profile in progress: when every SM had its kernel (the warm-up counts
@@ -594,6 +630,7 @@ impl Corun {
             Scheme::LeftOver => "left-over",
             Scheme::Smk { .. } => "smk",
             Scheme::WarpedSlicer { .. } => "warped-slicer",
+            Scheme::Maestro { .. } => "maestro",
             Scheme::Fixed(..) => "fixed",
         };
         Corun {
@@ -604,7 +641,130 @@ impl Corun {
             one_per_sm: scheme == Scheme::Spatial,
             profile: None,
             choices: Vec::new(),
+            search: None,
         }
+    }
+
+    /// Maestro: starts searching from `start` for the planned kernels (several, else no
+    /// search).
+    fn start_search(&mut self, start: Vec<u32>, tables: &mut Tables) {
+        if self.planned.len() < 2 {
+            return;
+        }
+        tables.watch_kernel_instructions(true);
+        self.search = Some(Search {
+            at: start,
+            score: None,
+            trying: None,
+            left: Vec::new(),
+            epoch_start: tables.now(),
+            base: None,
+            visited: Vec::new(),
+        });
+    }
+
+    /// Maestro: at each epoch's end, scores what ran and moves on (see [`Scheme::Maestro`]);
+    /// the second half of an epoch is measured, the first lets the SMs settle to it.
+    fn search_step(&mut self, tables: &mut Tables) {
+        let Scheme::Maestro { epoch, ipc } = self.scheme else {
+            return;
+        };
+        let planned = self.planned.clone();
+        let Some(s) = &mut self.search else {
+            return;
+        };
+        let now = tables.now();
+        let counts = || -> Option<Vec<u64>> {
+            planned
+                .iter()
+                .map(|&k| tables.kernel_instructions(k))
+                .collect()
+        };
+        let half = u64::from(epoch / 2).max(1);
+        if s.base.is_none() {
+            if now >= s.epoch_start + half {
+                s.base = counts();
+            }
+            return;
+        }
+        if now < s.epoch_start + u64::from(epoch) {
+            return;
+        }
+        let (Some(base), Some(end)) = (s.base.take(), counts()) else {
+            return;
+        };
+        let cycles = (now - s.epoch_start - half).max(1) as f64;
+        let ipcs: Vec<f64> = end
+            .iter()
+            .zip(&base)
+            .map(|(e, b)| (e - b) as f64 / cycles)
+            .collect();
+        let alone: Option<Vec<f64>> = ipc.and_then(|ipc| {
+            planned
+                .iter()
+                .map(|&k| {
+                    ipc.as_slice()
+                        .get(tables.ksr(k).context.0 as usize)
+                        .copied()
+                })
+                .collect()
+        });
+        let score = match alone {
+            // Harmonic speedup, N / Σ IPC_alone / IPC_shared; 0 when a kernel issued nothing.
+            Some(alone) if ipcs.iter().all(|&x| x > 0.0) => {
+                ipcs.len() as f64 / alone.iter().zip(&ipcs).map(|(a, s)| a / s).sum::<f64>()
+            }
+            Some(_) => 0.0,
+            None => ipcs.iter().sum(),
+        };
+        // A new place to stand (the start, or a better neighbour): its neighbours next.
+        let moved = match s.trying.take() {
+            None => {
+                s.score = Some(score);
+                true
+            }
+            Some(x) if s.score.is_none_or(|best| score > best) => {
+                s.at = x;
+                s.score = Some(score);
+                true
+            }
+            Some(_) => false,
+        };
+        if moved {
+            s.visited.push(s.at.clone());
+            let visited = &s.visited;
+            s.left = neighbours(&s.at)
+                .into_iter()
+                .filter(|x| !visited.contains(x))
+                .collect();
+            s.left.reverse();
+        }
+        let Some(resources) = tables.sm_resources().cloned() else {
+            return;
+        };
+        let kernels = self.corunners(tables);
+        let cap = Capacity::of(&resources);
+        let s = self.search.as_mut().expect("searching");
+        let runs = |x: &[u32]| {
+            fits(&cap, &kernels, x) && x.iter().zip(&kernels).all(|(&n, k)| n <= k.alone_tbs)
+        };
+        let next = std::iter::from_fn(|| s.left.pop()).find(|x| runs(x));
+        s.epoch_start = now;
+        let tbs = match next {
+            Some(x) => {
+                s.trying = Some(x.clone());
+                x
+            }
+            None => {
+                // Every neighbour tried and none better: it stays where it stands.
+                let at = s.at.clone();
+                self.search = None;
+                tables.watch_kernel_instructions(false);
+                at
+            }
+        };
+        let one = combination(&tbs, None);
+        self.follow(vec![one; tables.sm_count() as usize], tables);
     }
 
     /// The planned kernels as a plan sees them.
@@ -774,6 +934,12 @@ impl Corun {
             &contexts,
         );
         self.follow(per_sm, tables);
+        if matches!(self.scheme, Scheme::Maestro { .. }) {
+            // The kernels changed: a new search, from DRF's combination.
+            self.search = None;
+            tables.watch_kernel_instructions(false);
+            self.start_search(drf(&resources, &kernels), tables);
+        }
     }
 
     /// Puts `sm` in the state the plan gives it, as far as it can be now.
@@ -869,6 +1035,9 @@ impl Policy for Corun {
         self.replan(tables);
         if self.profile.is_some() {
             self.profile_step(tables);
+        }
+        if self.search.is_some() {
+            self.search_step(tables);
         }
     }
 }
@@ -1084,5 +1253,17 @@ mod tests {
         // Water-filling over them: a is at its best with 3, b nearly at 3 (120 of 130).
         let tbs = water_fill(&maxwell(), &[a, b], &c);
         assert_eq!(tbs, vec![3, 4]);
+    }
+
+    #[test]
+    fn a_search_tries_one_tb_more_fewer_or_passed_over() {
+        assert_eq!(
+            neighbours(&[1, 2]),
+            vec![vec![2, 2], vec![1, 3], vec![1, 1], vec![2, 1]]
+        );
+        assert_eq!(
+            neighbours(&[2, 1]),
+            vec![vec![3, 1], vec![1, 1], vec![1, 2], vec![2, 2]]
+        );
     }
 }

@@ -110,6 +110,8 @@ impl Framework {
                 stream_priorities: false,
                 sm_instructions: Vec::new(),
                 watching_sm_instructions: false,
+                kernel_instructions: Vec::new(),
+                watching_kernel_instructions: false,
             },
             policy,
             mechanism,
@@ -701,6 +703,16 @@ impl Control for Framework {
             self.tables.sm_instructions.clear();
             let counts = m.counters().sms().iter().map(|s| s.warp_instructions);
             self.tables.sm_instructions.extend(counts);
+        }
+        if self.tables.watching_kernel_instructions {
+            let t = &mut self.tables;
+            t.kernel_instructions.clear();
+            t.kernel_instructions.resize(t.ksrt.len(), None);
+            for (i, ksr) in t.ksrt.iter().enumerate() {
+                if let Some(ksr) = ksr {
+                    t.kernel_instructions[i] = Some(m.warp_instructions(ksr.launch));
+                }
+            }
         }
         self.admit(m)?;
         self.policy.on_cycle(&mut self.tables);

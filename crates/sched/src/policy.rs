@@ -154,6 +154,18 @@ pub enum PolicyKind {
         #[serde(skip_serializing_if = "Option::is_none")]
         sample: Option<u32>,
     },
+    /// Co-running inside every SM at the TB combination a Maestro-style search finds
+    /// online ([`crate::corun`]): from SMK's DRF combination, one neighbour per epoch.
+    Maestro {
+        /// Core cycles each combination runs for (its second half measured), 2 to
+        /// [`MAX_PROFILE_CYCLES`]; `None`: [`crate::corun::MAESTRO_EPOCH`].
+        #[serde(skip_serializing_if = "Option::is_none")]
+        epoch: Option<u32>,
+        /// Each process's standalone IPC, in process order: the search scores harmonic
+        /// speedup over them. `None`: the kernels' summed IPC.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        ipc: Option<Ipcs>,
+    },
     /// Co-running inside every SM at a given TB combination: so many TBs per SM of each
     /// process's kernels, in process order ([`crate::corun`]).
     Fixed {
@@ -209,6 +221,12 @@ enum Written {
         #[serde(default, deserialize_with = "de_sample")]
         sample: Option<u32>,
     },
+    Maestro {
+        #[serde(default, deserialize_with = "de_maestro_epoch")]
+        epoch: Option<u32>,
+        #[serde(default, deserialize_with = "de_ipc")]
+        ipc: Option<Ipcs>,
+    },
     Fixed {
         #[serde(deserialize_with = "de_tbs")]
         tbs: TbCounts,
@@ -233,6 +251,7 @@ impl From<Written> for PolicyKind {
             Written::WarpedSlicer { warm_up, sample } => {
                 PolicyKind::WarpedSlicer { warm_up, sample }
             }
+            Written::Maestro { epoch, ipc } => PolicyKind::Maestro { epoch, ipc },
             Written::Fixed { tbs, noc } => PolicyKind::Fixed { tbs, noc },
         }
     }
@@ -326,6 +345,10 @@ fn de_warm_up<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u32>, D::
 
 fn de_sample<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
     de_profile(d, "sample", 1)
+}
+
+fn de_maestro_epoch<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    de_profile(d, "epoch", 2)
 }
 
 /// The longest SMK epoch, warp instructions per scheduler.
@@ -470,7 +493,7 @@ pub struct PolicyEnv {
 
 impl PolicyKind {
     /// Every policy, with its parameters' defaults.
-    pub const ALL: [PolicyKind; 11] = [
+    pub const ALL: [PolicyKind; 12] = [
         PolicyKind::Fcfs,
         PolicyKind::Npq,
         PolicyKind::Ppq {
@@ -490,10 +513,14 @@ impl PolicyKind {
             warm_up: None,
             sample: None,
         },
+        PolicyKind::Maestro {
+            epoch: None,
+            ipc: None,
+        },
     ];
 
     /// The co-running schemes ([`crate::corun`]), with their parameters' defaults.
-    pub const CORUN: [PolicyKind; 4] = [
+    pub const CORUN: [PolicyKind; 5] = [
         PolicyKind::Spatial,
         PolicyKind::LeftOver,
         PolicyKind::Smk {
@@ -503,6 +530,10 @@ impl PolicyKind {
         PolicyKind::WarpedSlicer {
             warm_up: None,
             sample: None,
+        },
+        PolicyKind::Maestro {
+            epoch: None,
+            ipc: None,
         },
     ];
 
@@ -539,6 +570,10 @@ impl PolicyKind {
                     sample: sample.unwrap_or(crate::corun::WS_SAMPLE),
                 }))
             }
+            PolicyKind::Maestro { epoch, ipc } => Box::new(Corun::new(Scheme::Maestro {
+                epoch: epoch.unwrap_or(crate::corun::MAESTRO_EPOCH),
+                ipc,
+            })),
             PolicyKind::Fixed { tbs, noc } => Box::new(Corun::new(Scheme::Fixed(tbs, noc))),
         }
     }
@@ -557,6 +592,7 @@ impl PolicyKind {
             PolicyKind::LeftOver => "left-over",
             PolicyKind::Smk { .. } => "smk",
             PolicyKind::WarpedSlicer { .. } => "warped-slicer",
+            PolicyKind::Maestro { .. } => "maestro",
             PolicyKind::Fixed { .. } => "fixed",
         }
     }
@@ -577,7 +613,7 @@ impl std::fmt::Display for PolicyKind {
             PolicyKind::Ppq {
                 access: PpqAccess::Exclusive,
             } => write!(f, ":access=exclusive"),
-            PolicyKind::Smk { epoch, ipc } => {
+            PolicyKind::Smk { epoch, ipc } | PolicyKind::Maestro { epoch, ipc } => {
                 let mut sep = ':';
                 if let Some(e) = epoch {
                     write!(f, "{sep}epoch={e}")?;

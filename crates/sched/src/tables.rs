@@ -256,6 +256,11 @@ pub struct Tables {
     /// per SM, which Warped-Slicer's profiling reads.
     pub(crate) sm_instructions: Vec<u64>,
     pub(crate) watching_sm_instructions: bool,
+    /// Warp instructions each active kernel has executed so far (by KSRT slot), refreshed
+    /// every cycle while a policy watches them ([`Tables::watch_kernel_instructions`]):
+    /// what Maestro's search scores combinations by.
+    pub(crate) kernel_instructions: Vec<Option<u64>>,
+    pub(crate) watching_kernel_instructions: bool,
 }
 
 impl Tables {
@@ -331,6 +336,24 @@ impl Tables {
             return None;
         }
         self.sm_instructions.get(sm.0 as usize).copied()
+    }
+
+    /// Starts (or stops) refreshing each active kernel's warp-instruction count every
+    /// cycle.
+    pub fn watch_kernel_instructions(&mut self, on: bool) {
+        self.watching_kernel_instructions = on;
+    }
+
+    /// Warp instructions active kernel `k` has executed so far, as the cycle began; `None`
+    /// unless they are watched ([`Tables::watch_kernel_instructions`]) and refreshed.
+    pub fn kernel_instructions(&self, k: KernelSlot) -> Option<u64> {
+        if !self.watching_kernel_instructions {
+            return None;
+        }
+        self.kernel_instructions
+            .get(k.0 as usize)
+            .copied()
+            .flatten()
     }
 
     /// Idle SMs in index order.

@@ -487,8 +487,8 @@ struct CorunArgs {
     #[arg(long, default_value_t = 1.0)]
     prior_lsk: f64,
     /// The schemes compared, `name[:key=value,...]` separated by commas (default: spatial,
-    /// left-over, smk, warped-slicer; SMK's quotas from the programs' IPCs alone unless
-    /// `ipc` is given).
+    /// left-over, smk, warped-slicer, maestro; SMK's quotas and Maestro's scores from the
+    /// programs' IPCs alone unless `ipc` is given).
     #[arg(long)]
     schemes: Option<String>,
     /// Seed of both programs' inputs.
@@ -731,11 +731,12 @@ struct ScenarioArgs {
     /// co-running schemes spatial (even SM split), left-over (the second kernel takes what
     /// the first leaves on each SM), smk (DRF TB partition and warp-instruction quotas),
     /// warped-slicer (each kernel's TB scalability profiled on the SMs, then
-    /// water-filling) and fixed (a given TB combination), written `name[:key=value,...]`,
+    /// water-filling), maestro (a search over TB combinations, one per epoch) and fixed (a
+    /// given TB combination), written `name[:key=value,...]`,
     /// e.g. `time-slice:slice_us=100`, `ppq:access=exclusive`, `dss:tokens=4`,
     /// `mps:percentage=50`, `mig:instances=3`, `smk:epoch=500,ipc=1.5/0.5` (standalone IPCs
-    /// by process, joined by `/`), `warped-slicer:warm_up=2000,sample=5000` (core cycles)
-    /// or `fixed:tbs=8/4`.
+    /// by process, joined by `/`), `warped-slicer:warm_up=2000,sample=5000` (core cycles),
+    /// `maestro:epoch=10000,ipc=1.5/0.5` or `fixed:tbs=8/4`.
     #[arg(long, value_name = "POLICY", value_parser = policy_arg)]
     policy: Option<sched::PolicyKind>,
     /// Let TBs of different kernels share an SM (overrides the scenario's setting).

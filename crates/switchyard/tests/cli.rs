@@ -1284,7 +1284,7 @@ fn corun_experiment_tries_every_combination_and_scheme_deterministically() {
     // intensive and limited (checked in the JSON below). Its label holds a comma: quoted.
     assert!(rows[8].starts_with("scheme,\"ccbp (2+2, noc "), "{csv}");
     // Maestro-style search: a hill climb over the combinations from SMK's DRF one.
-    assert!(rows[9].starts_with("scheme,\"maestro ("), "{csv}");
+    assert!(rows[9].starts_with("scheme,\"maestro-offline ("), "{csv}");
     assert_eq!(rows.len(), 10, "{csv}");
     assert!(t.contains("IPC at 1, 2, ... TBs/SM"), "{t}");
     for r in &rows[1..] {
@@ -1390,7 +1390,7 @@ fn corun_all_pairs_sums_up_every_scheme_against_the_oracle() {
             .unwrap_or_else(|| panic!("no {name} in {summary:?}"))
     };
     assert_eq!(scheme("oracle")["mean_harmonic_vs_oracle"], 1.0);
-    for name in ["spatial", "ws-offline", "ccbp", "maestro"] {
+    for name in ["spatial", "ws-offline", "ccbp", "maestro-offline"] {
         let mut ratios = Vec::new();
         for p in pairs {
             let best = p["best_harmonic"].as_u64().unwrap() as usize;

@@ -316,6 +316,14 @@ fn bad_names_parameters_and_values_are_refused_naming_them_and_where() {
             &["unknown field `quota`", "epoch", "ipc"],
         ),
         (
+            "policy = { kind = \"maestro\", epoch = 1 }",
+            &["`epoch` = 1 is out of range"],
+        ),
+        (
+            "policy = { kind = \"maestro\", ipc = [1.0, 0.0] }",
+            &["`ipc`", "out of range"],
+        ),
+        (
             "policy = { kind = \"warped-slicer\", sample = 0 }",
             &["`sample` = 0 is out of range"],
         ),

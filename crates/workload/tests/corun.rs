@@ -625,3 +625,71 @@ fn warped_slicer_profiles_on_the_sms_then_runs_one_combination_everywhere() {
     );
     assert!(x >= 1 && y >= 1, "{x} + {y}");
 }
+
+/// Watches the combinations every SM runs: each time every SM's limits for both launches
+/// change to one same new pair while both have TBs to place.
+#[derive(Default)]
+struct CombinationWatch {
+    seen: Vec<(u64, u32, u32)>,
+}
+
+impl Injector for CombinationWatch {
+    fn before_cycle(&mut self, m: &Machine, _: &mut Framework) {
+        let active: Vec<LaunchId> = m.active().to_vec();
+        if active.len() != 2 || active.iter().any(|&a| m.launch(a).undispatched() == 0) {
+            return;
+        }
+        let (a, b) = (active[0], active[1]);
+        let limits: Vec<(Option<u32>, Option<u32>)> = m
+            .sm_ids()
+            .map(|sm| (m.ledger(sm).limits(a).tbs, m.ledger(sm).limits(b).tbs))
+            .collect();
+        if let Some(&(Some(x), Some(y))) = limits.first() {
+            let same = limits.iter().all(|&l| l == (Some(x), Some(y)));
+            if same
+                && self
+                    .seen
+                    .last()
+                    .is_none_or(|&(_, px, py)| (px, py) != (x, y))
+            {
+                self.seen.push((m.cycle(), x, y));
+            }
+        }
+    }
+}
+
+#[test]
+fn maestro_online_tries_neighbouring_combinations_epoch_by_epoch() {
+    // The same eight SMs of four TB slots: DRF's combination first, then one neighbour
+    // (a TB more, fewer or passed over) per epoch of 2,000 cycles.
+    let policy = PolicyKind::Maestro {
+        epoch: Some(2000),
+        ipc: None,
+    };
+    let mut s = setup(policy, Default::default());
+    s.timing.gpu.sm.count = 8;
+    s.timing.gpu.sm.resources.max_tbs = 4;
+    let mut w = CombinationWatch::default();
+    let r = System::new(s, &[process(PAIR[0]), process(PAIR[1])])
+        .unwrap()
+        .run_with(&mut |_| {}, Some(&mut w))
+        .unwrap();
+    for p in &r.processes {
+        let v = p.verdict.as_ref().unwrap();
+        assert!(v.verified, "{}: {}", p.name, v.detail);
+    }
+    assert!(w.seen.len() >= 3, "combinations seen: {:?}", w.seen);
+    for pair in w.seen.windows(2) {
+        let ((t0, x0, y0), (t1, x1, y1)) = (pair[0], pair[1]);
+        // An epoch apart at least, each a neighbour of the one the search stands at (or
+        // back to it): TB counts differ by one in one kernel or move one TB across.
+        assert!(t1 >= t0 + 2000 - 10, "{:?}", w.seen);
+        let (dx, dy) = (i64::from(x1) - i64::from(x0), i64::from(y1) - i64::from(y0));
+        assert!(dx.abs() + dy.abs() <= 4, "{:?}", w.seen);
+        assert!(
+            (1..=4).contains(&x1) && (1..=4).contains(&y1),
+            "{:?}",
+            w.seen
+        );
+    }
+}
