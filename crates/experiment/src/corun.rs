@@ -260,6 +260,18 @@ fn run_one(
     programs: &[usize],
     policy: PolicyKind,
 ) -> Result<(Vec<Measured>, RunRecord), RunError> {
+    let kernels: Vec<(usize, &'static dyn suite::Kernel)> =
+        programs.iter().map(|&i| (i, c.pair[i])).collect();
+    run_programs(c, &kernels, policy)
+}
+
+/// Runs `programs` (each with its index, for its process's name) under `policy`, replayed
+/// once; what each program did, with the record.
+fn run_programs(
+    c: &CorunConfig,
+    programs: &[(usize, &'static dyn suite::Kernel)],
+    policy: PolicyKind,
+) -> Result<(Vec<Measured>, RunRecord), RunError> {
     let mut setup = crate::suite_setup(
         &c.gpu,
         policy,
@@ -269,7 +281,7 @@ fn run_one(
     );
     setup.snapshot = false;
     setup.replay = Some(1);
-    let procs: Vec<Process> = programs.iter().map(|&i| process(i, c.pair[i], c)).collect();
+    let procs: Vec<Process> = programs.iter().map(|&(i, k)| process(i, k, c)).collect();
     let mut count = Count::default();
     let r = System::new(setup, &procs)?.run_with(&mut |_| {}, Some(&mut count))?;
     let period = r.core_period_fs.max(1);
@@ -684,6 +696,165 @@ pub struct SchemeSummary {
     /// Its harmonic speedup over the oracle's of the same pair: the mean and the most.
     pub mean_harmonic_vs_oracle: f64,
     pub max_harmonic_vs_oracle: f64,
+}
+
+/// A mix of programs co-running under one scheme: each program's IPC together, the
+/// co-running metrics against the IPCs alone, and whether every program verified.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct MixPoint {
+    pub label: String,
+    pub ipc: Vec<f64>,
+    pub metrics: Option<CorunMetrics>,
+    pub verified: bool,
+}
+
+/// [`run_mix`]'s results: each program alone (its IPC, and whether it verified), then each
+/// scheme.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct MixResults {
+    pub gpu: String,
+    pub size: String,
+    pub programs: Vec<String>,
+    pub ipc_alone: Vec<f64>,
+    pub alone_verified: Vec<bool>,
+    pub schemes: Vec<MixPoint>,
+}
+
+impl MixResults {
+    pub fn all_verified(&self) -> bool {
+        self.alone_verified.iter().all(|&v| v) && self.schemes.iter().all(|s| s.verified)
+    }
+
+    /// One row per scheme: label, each program's IPC and slowdown, WS, HS, verified.
+    pub fn to_csv(&self) -> String {
+        let mut o = String::from("scheme");
+        for p in &self.programs {
+            o.push_str(&format!(",ipc_{p}"));
+        }
+        for p in &self.programs {
+            o.push_str(&format!(",slowdown_{p}"));
+        }
+        o.push_str(",weighted_speedup,harmonic_speedup,verified\n");
+        let mut row = |label: &str, ipc: &[f64], m: Option<&CorunMetrics>, verified: bool| {
+            o.push_str(&format!("\"{label}\""));
+            for x in ipc {
+                o.push_str(&format!(",{x:.6}"));
+            }
+            for i in 0..self.programs.len() {
+                match m {
+                    Some(m) => o.push_str(&format!(",{:.6}", m.slowdowns[i])),
+                    None => o.push(','),
+                }
+            }
+            match m {
+                Some(m) => o.push_str(&format!(
+                    ",{:.6},{:.6}",
+                    m.weighted_speedup, m.harmonic_speedup
+                )),
+                None => o.push_str(",,"),
+            }
+            o.push_str(&format!(",{verified}\n"));
+        };
+        row(
+            "alone",
+            &self.ipc_alone,
+            None,
+            self.alone_verified.iter().all(|&v| v),
+        );
+        for s in &self.schemes {
+            row(&s.label, &s.ipc, s.metrics.as_ref(), s.verified);
+        }
+        o
+    }
+}
+
+/// Two to [`MAX_CORUNNERS`](sched::corun::MAX_CORUNNERS) programs co-running under each of
+/// `c.schemes` (`c.pair` and the combinations are not used: with three or four kernels the
+/// combinations are too many to run each): each program alone, then all together under
+/// each scheme, replayed as a pair is, SMK's and Maestro's IPCs from the runs alone.
+/// `progress(done, total, what)` after each run.
+pub fn run_mix(
+    c: &CorunConfig,
+    programs: &[&'static dyn suite::Kernel],
+    progress: &(dyn Fn(usize, usize, &str) + Sync),
+) -> Result<MixResults, CorunError> {
+    if !(2..=sched::corun::MAX_CORUNNERS).contains(&programs.len()) {
+        return Err(CorunError::Config(format!(
+            "a mix has 2 to {} programs, not {}",
+            sched::corun::MAX_CORUNNERS,
+            programs.len()
+        )));
+    }
+    let done = AtomicUsize::new(0);
+    let total = programs.len() + c.schemes.len();
+    let jobs: Vec<usize> = (0..programs.len()).collect();
+    let alone = crate::run_indexed(
+        c.threads,
+        &jobs,
+        &|&i| run_programs(c, &[(i, programs[i])], PolicyKind::Fcfs),
+        &|&i| format!("{} alone", programs[i].name()),
+        progress,
+        &done,
+        total,
+    );
+    let mut ipc_alone = Vec::new();
+    let mut alone_verified = Vec::new();
+    for (i, r) in alone.into_iter().enumerate() {
+        let what = format!("{} alone", programs[i].name());
+        let (per, r) = r
+            .expect("every one runs unless one failed, which is returned first")
+            .map_err(|error| CorunError::Run { what, error })?;
+        ipc_alone.push(per[0].ipc());
+        alone_verified.push(verified(&r));
+    }
+    let schemes: Vec<PolicyKind> = c
+        .schemes
+        .iter()
+        .map(|&p| match p {
+            PolicyKind::Smk { epoch, ipc: None } => PolicyKind::Smk {
+                epoch,
+                ipc: Ipcs::new(&ipc_alone),
+            },
+            PolicyKind::Maestro { epoch, ipc: None } => PolicyKind::Maestro {
+                epoch,
+                ipc: Ipcs::new(&ipc_alone),
+            },
+            p => p,
+        })
+        .collect();
+    let all: Vec<(usize, &'static dyn suite::Kernel)> =
+        programs.iter().copied().enumerate().collect();
+    let runs = crate::run_indexed(
+        c.threads,
+        &schemes,
+        &|&p| run_programs(c, &all, p),
+        &|p| format!("mix under {p}"),
+        progress,
+        &done,
+        total,
+    );
+    let mut points = Vec::new();
+    for (p, r) in schemes.iter().zip(runs) {
+        let what = format!("mix under {p}");
+        let (per, r) = r
+            .expect("every one runs unless one failed, which is returned first")
+            .map_err(|error| CorunError::Run { what, error })?;
+        let ipc: Vec<f64> = per.iter().map(Measured::ipc).collect();
+        points.push(MixPoint {
+            label: p.to_string(),
+            metrics: CorunMetrics::of(&ipc_alone, &ipc).ok(),
+            ipc,
+            verified: verified(&r),
+        });
+    }
+    Ok(MixResults {
+        gpu: c.gpu.name.clone(),
+        size: format!("{:?}", c.size).to_lowercase(),
+        programs: programs.iter().map(|k| k.name().to_string()).collect(),
+        ipc_alone,
+        alone_verified,
+        schemes: points,
+    })
 }
 
 /// A scheme point's scheme: its label up to the first space or colon.

@@ -507,6 +507,76 @@ pub(crate) fn benchmarks(args: BenchmarksArgs) -> Outcome {
 }
 
 /// `switchyard experiment corun --all-pairs`: every pair, each scheme against the oracle.
+/// `experiment corun --mix`: two to four programs under each scheme.
+fn corun_mix(args: &CorunArgs, c: &experiment::corun::CorunConfig, list: &str) -> Outcome {
+    use experiment::corun;
+    let names: Vec<String> = list.split(',').map(|s| s.trim().to_string()).collect();
+    let programs = kernels_on(&names, &c.gpu)?;
+    let bar = runs_bar("corun mix", 1);
+    let r = corun::run_mix(c, &programs, &|done, total, what| {
+        bar.set_length(total as u64);
+        bar.set_position(done as u64);
+        bar.set_message(what.to_string());
+    });
+    bar.finish_and_clear();
+    let r = r.map_err(|e| format!("--mix: {e}"))?;
+    if let Some(dir) = &args.csv {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        write_atomic(&dir.join("corun-mix.csv"), r.to_csv().as_bytes())?;
+    }
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&r).expect("serializable")
+        );
+    } else {
+        println!(
+            "Co-running mix (papers/lin-thesis ch. 4) on {}, {} inputs: {}",
+            r.gpu,
+            r.size,
+            r.programs.join(" + ")
+        );
+        let ipcs = |v: &[f64]| {
+            v.iter()
+                .map(|x| format!("{x:.2}"))
+                .collect::<Vec<_>>()
+                .join("/")
+        };
+        println!("IPC alone: {}", ipcs(&r.ipc_alone));
+        println!(
+            "{:<40} {:>20} {:>20} {:>7} {:>7}",
+            "scheme", "IPC together", "slowdowns", "WS", "HS"
+        );
+        for s in &r.schemes {
+            let (slow, ws, hs) = match &s.metrics {
+                Some(m) => (
+                    ipcs(&m.slowdowns),
+                    format!("{:.3}", m.weighted_speedup),
+                    format!("{:.3}", m.harmonic_speedup),
+                ),
+                None => ("-".into(), "-".into(), "-".into()),
+            };
+            let label = if s.verified {
+                s.label.clone()
+            } else {
+                format!("{} NOT VERIFIED", s.label)
+            };
+            println!(
+                "{label:<40} {:>20} {slow:>20} {ws:>7} {hs:>7}",
+                ipcs(&s.ipc)
+            );
+        }
+        if let Some(dir) = &args.csv {
+            println!("CSV: {}/corun-mix.csv", dir.display());
+        }
+    }
+    let ok = r.all_verified();
+    if !ok {
+        eprintln!("error: some runs did not verify (NOT VERIFIED above)");
+    }
+    Ok(ok)
+}
+
 fn corun_pairs(args: &CorunArgs, c: &experiment::corun::CorunConfig) -> Outcome {
     use experiment::corun;
     let programs: Vec<&'static dyn suite::Kernel> = match &args.programs {
@@ -671,6 +741,9 @@ pub(crate) fn corun(args: CorunArgs) -> Outcome {
     c.instruction_limit = args.instruction_limit;
     if args.all_pairs {
         return corun_pairs(&args, &c);
+    }
+    if let Some(list) = &args.mix {
+        return corun_mix(&args, &c, list);
     }
     let bar = runs_bar("corun", 2);
     let r = corun::run(&c, &|done, total, what| {

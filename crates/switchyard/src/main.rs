@@ -472,6 +472,11 @@ struct CorunArgs {
     /// With `--all-pairs`: the programs to pair, separated by commas
     #[arg(long, requires = "all_pairs")]
     programs: Option<String>,
+    /// A mix of two to four programs, separated by commas (`hotspot,kmeans,softmax`),
+    /// co-running under each scheme (no combination grid): IPCs alone and together,
+    /// slowdowns, weighted and harmonic speedup per scheme
+    #[arg(long, conflicts_with_all = ["pair", "all_pairs"])]
+    mix: Option<String>,
     /// Problem size of both programs.
     #[arg(long, value_enum, default_value_t = SizeArg::Small)]
     size: SizeArg,

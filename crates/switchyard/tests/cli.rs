@@ -1610,3 +1610,48 @@ fn experiment_tlp_runs_every_variant_and_run_tlp_refuses_bad_values() {
     assert!(text(&o).contains("sm.tlp.scheme"), "{}", text(&o));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `experiment corun --mix`: three programs under every scheme, each verified, with the
+/// co-running metrics over three kernels; a mix of one program, or of five, is refused
+/// naming the flag.
+#[test]
+fn experiment_corun_mix_runs_three_programs_under_every_scheme() {
+    let o = switchyard(&[
+        "experiment",
+        "corun",
+        "--mix",
+        "hotspot,kmeans,softmax",
+        "--threads",
+        "2",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["programs"].as_array().unwrap().len(), 3);
+    let schemes = v["schemes"].as_array().unwrap();
+    let names: Vec<&str> = schemes
+        .iter()
+        .map(|s| s["label"].as_str().unwrap().split(':').next().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["spatial", "left-over", "smk", "warped-slicer", "maestro"]
+    );
+    for s in schemes {
+        assert_eq!(s["verified"], true, "{s}");
+        assert_eq!(
+            s["metrics"]["slowdowns"].as_array().unwrap().len(),
+            3,
+            "{s}"
+        );
+    }
+    for bad in ["hotspot", "hotspot,kmeans,softmax,scan,srad"] {
+        let o = switchyard(&["experiment", "corun", "--mix", bad]);
+        assert_clean_failure(&o);
+        assert!(
+            text(&o).contains("--mix") && text(&o).contains("2 to 4 programs"),
+            "{bad}: {}",
+            text(&o)
+        );
+    }
+}
