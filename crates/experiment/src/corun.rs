@@ -253,6 +253,26 @@ impl Measured {
     }
 }
 
+/// `schemes` with SMK's quotas and Maestro's scores taken from `ipc_alone` (the programs'
+/// IPCs alone) where a scheme names no IPCs: Maestro's online search scores harmonic
+/// speedup, as the offline one does.
+fn with_ipcs(schemes: &[PolicyKind], ipc_alone: &[f64]) -> Vec<PolicyKind> {
+    schemes
+        .iter()
+        .map(|&p| match p {
+            PolicyKind::Smk { epoch, ipc: None } => PolicyKind::Smk {
+                epoch,
+                ipc: Ipcs::new(ipc_alone),
+            },
+            PolicyKind::Maestro { epoch, ipc: None } => PolicyKind::Maestro {
+                epoch,
+                ipc: Ipcs::new(ipc_alone),
+            },
+            p => p,
+        })
+        .collect()
+}
+
 /// Runs `programs` (indices into the pair) under `policy`, replayed once; what each program
 /// did, with the record.
 fn run_one(
@@ -387,22 +407,7 @@ pub fn run(
             }
         }
     }
-    let schemes: Vec<PolicyKind> = c
-        .schemes
-        .iter()
-        .map(|&p| match p {
-            PolicyKind::Smk { epoch, ipc: None } => PolicyKind::Smk {
-                epoch,
-                ipc: Ipcs::new(&ipc_alone),
-            },
-            // Maestro's online search scores harmonic speedup, as the offline one does.
-            PolicyKind::Maestro { epoch, ipc: None } => PolicyKind::Maestro {
-                epoch,
-                ipc: Ipcs::new(&ipc_alone),
-            },
-            p => p,
-        })
-        .collect();
+    let schemes = with_ipcs(&c.schemes, &ipc_alone);
     let fixed = |t: &[u32]| PolicyKind::Fixed {
         tbs: TbCounts::new(t).expect("counts of at least 1"),
         noc: None,
@@ -807,21 +812,7 @@ pub fn run_mix(
         ipc_alone.push(per[0].ipc());
         alone_verified.push(verified(&r));
     }
-    let schemes: Vec<PolicyKind> = c
-        .schemes
-        .iter()
-        .map(|&p| match p {
-            PolicyKind::Smk { epoch, ipc: None } => PolicyKind::Smk {
-                epoch,
-                ipc: Ipcs::new(&ipc_alone),
-            },
-            PolicyKind::Maestro { epoch, ipc: None } => PolicyKind::Maestro {
-                epoch,
-                ipc: Ipcs::new(&ipc_alone),
-            },
-            p => p,
-        })
-        .collect();
+    let schemes = with_ipcs(&c.schemes, &ipc_alone);
     let all: Vec<(usize, &'static dyn suite::Kernel)> =
         programs.iter().copied().enumerate().collect();
     let runs = crate::run_indexed(

@@ -514,6 +514,23 @@ fn preempting_co_resident_kernels_is_bit_exact_under_every_mechanism() {
     }
 }
 
+/// Runs `PAIR` under `policy` on eight `maxwell16` SMs of four TB slots (so both kernels
+/// keep TBs waiting for a while: kmeans 128, blackscholes 64, 32 at a time), watched by
+/// `watch`; both programs must verify.
+fn run_on_small_sms(policy: PolicyKind, watch: &mut dyn Injector) {
+    let mut s = setup(policy, Default::default());
+    s.timing.gpu.sm.count = 8;
+    s.timing.gpu.sm.resources.max_tbs = 4;
+    let r = System::new(s, &[process(PAIR[0]), process(PAIR[1])])
+        .unwrap()
+        .run_with(&mut |_| {}, Some(watch))
+        .unwrap();
+    for p in &r.processes {
+        let v = p.verdict.as_ref().unwrap();
+        assert!(v.verified, "{policy} {}: {}", p.name, v.detail);
+    }
+}
+
 /// Watches Warped-Slicer's phases on every SM: a profile (every SM holding TBs of one
 /// launch only, within a TB limit there, the counts per launch seen), then a combination
 /// (every SM's limits for both launches the same pair, some SM running both).
@@ -599,18 +616,8 @@ fn warped_slicer_profiles_on_the_sms_then_runs_one_combination_everywhere() {
         warm_up: Some(1000),
         sample: Some(3000),
     };
-    let mut s = setup(policy, Default::default());
-    s.timing.gpu.sm.count = 8;
-    s.timing.gpu.sm.resources.max_tbs = 4;
     let mut w = WsWatch::default();
-    let r = System::new(s, &[process(PAIR[0]), process(PAIR[1])])
-        .unwrap()
-        .run_with(&mut |_| {}, Some(&mut w))
-        .unwrap();
-    for p in &r.processes {
-        let v = p.verdict.as_ref().unwrap();
-        assert!(v.verified, "{}: {}", p.name, v.detail);
-    }
+    run_on_small_sms(policy, &mut w);
     let at = w
         .profile_at
         .expect("no profile: four SMs per kernel at 1-4 TBs, one kernel each");
@@ -666,18 +673,8 @@ fn maestro_online_tries_neighbouring_combinations_epoch_by_epoch() {
         epoch: Some(2000),
         ipc: None,
     };
-    let mut s = setup(policy, Default::default());
-    s.timing.gpu.sm.count = 8;
-    s.timing.gpu.sm.resources.max_tbs = 4;
     let mut w = CombinationWatch::default();
-    let r = System::new(s, &[process(PAIR[0]), process(PAIR[1])])
-        .unwrap()
-        .run_with(&mut |_| {}, Some(&mut w))
-        .unwrap();
-    for p in &r.processes {
-        let v = p.verdict.as_ref().unwrap();
-        assert!(v.verified, "{}: {}", p.name, v.detail);
-    }
+    run_on_small_sms(policy, &mut w);
     assert!(w.seen.len() >= 3, "combinations seen: {:?}", w.seen);
     for pair in w.seen.windows(2) {
         let ((t0, x0, y0), (t1, x1, y1)) = (pair[0], pair[1]);
