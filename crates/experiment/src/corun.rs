@@ -168,6 +168,11 @@ pub struct CcbpChoice {
 }
 
 impl CorunResults {
+    /// The oracle: the combination with the best harmonic speedup, if any ran.
+    pub fn oracle(&self) -> Option<&Point> {
+        self.best_harmonic.map(|i| &self.combinations[i])
+    }
+
     pub fn all_verified(&self) -> bool {
         self.alone.iter().all(|a| a.verified)
             && self
@@ -908,10 +913,7 @@ fn summarise(pairs: &[CorunResults]) -> Vec<SchemeSummary> {
     };
     let mut oracles = Vec::new();
     for r in pairs {
-        let Some(best) = r
-            .best_harmonic
-            .and_then(|i| r.combinations[i].metrics.as_ref())
-        else {
+        let Some(best) = r.oracle().and_then(|p| p.metrics.as_ref()) else {
             continue;
         };
         let oracle = best.harmonic_speedup;
@@ -976,7 +978,7 @@ pub fn pairs_csv(r: &PairsResults) -> String {
         "program_a,program_b,scheme,label,tbs_a,tbs_b,weighted_speedup,harmonic_speedup,harmonic_vs_oracle,verified\n",
     );
     for p in &r.pairs {
-        let Some(oracle) = p.best_harmonic.map(|i| &p.combinations[i]) else {
+        let Some(oracle) = p.oracle() else {
             continue;
         };
         let best = oracle

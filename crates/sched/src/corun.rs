@@ -584,8 +584,6 @@ pub struct Corun {
     one_per_sm: bool,
     /// Warped-Slicer's profile in progress.
     profile: Option<Profile>,
-    /// Warped-Slicer's choices so far: the kernels, their curves and the combination.
-    pub choices: Vec<WsChoice>,
     /// Maestro's search in progress.
     search: Option<Search>,
 }
@@ -613,16 +611,6 @@ struct Profile {
     base: Option<Vec<u64>>,
 }
 
-/// One of Warped-Slicer's choices: when, the scalability curves it measured (warp
-/// instructions per sample at 1, 2, … TBs, per kernel in activation order) and the TB
-/// combination water-filling chose.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
-pub struct WsChoice {
-    pub cycle: u64,
-    pub curves: Vec<Vec<f64>>,
-    pub tbs: Vec<u32>,
-}
-
 impl Corun {
     pub fn new(scheme: Scheme) -> Corun {
         let name = match scheme {
@@ -640,7 +628,6 @@ impl Corun {
             plan: Vec::new(),
             one_per_sm: scheme == Scheme::Spatial,
             profile: None,
-            choices: Vec::new(),
             search: None,
         }
     }
@@ -884,11 +871,6 @@ impl Corun {
             return;
         };
         let tbs = water_fill(&resources, &kernels, &curves);
-        self.choices.push(WsChoice {
-            cycle: now,
-            curves,
-            tbs: tbs.clone(),
-        });
         self.one_per_sm = false;
         let one = combination(&tbs, None);
         self.follow(vec![one; tables.sm_count() as usize], tables);

@@ -633,7 +633,7 @@ fn corun_pairs(args: &CorunArgs, c: &experiment::corun::CorunConfig) -> Outcome 
     );
     for p in &r.pairs {
         let name = format!("{} + {}", p.alone[0].program, p.alone[1].program);
-        let Some(best) = p.best_harmonic.map(|i| &p.combinations[i]) else {
+        let Some(best) = p.oracle() else {
             println!("{name:<28} (no TB combination fits on an SM)");
             continue;
         };

@@ -38,6 +38,7 @@ use crate::tlp::{Moved, TlpConfig, TlpCounters, TlpScheme};
 
 use kir::Id;
 
+use super::residency::TbSlot;
 use super::warp::MEM_PENDING;
 use super::Sm;
 
@@ -232,18 +233,15 @@ impl Sm {
         }
     }
 
-    /// Whether active unit `u` is stalled: its TB running, every unfinished warp of it
-    /// waiting at a barrier or for memory, at least one for memory (a warp at a barrier
-    /// alone may switch out too, §3.6.3's deadlock avoidance).
-    fn stalled(&self, u: Unit) -> bool {
-        let Some(k) = self.res.find(u.tb) else {
-            return false;
-        };
-        let t = self.res.tb(k);
+    /// Whether the active unit of TB `t` (its warp `warp`, or the whole TB) is stalled: the
+    /// TB running, every unfinished warp of the unit waiting at a barrier or for memory, at
+    /// least one for memory (a warp at a barrier alone may switch out too, §3.6.3's
+    /// deadlock avoidance).
+    fn stalled(&self, t: &TbSlot, warp: Option<u32>) -> bool {
         if t.control != TbControl::Running {
             return false;
         }
-        match u.warp {
+        match warp {
             Some(w) => {
                 let s = t.slots[w as usize];
                 self.res.warp(s).status != WarpStatus::Done && self.waits(s).is_some()
@@ -373,7 +371,10 @@ impl Sm {
                         tb: t.tb,
                         warp: Some(w as u32),
                     };
-                    if !self.res.warp(s).absent && self.stalled(u) && fits_without(&share, false) {
+                    if !self.res.warp(s).absent
+                        && self.stalled(t, u.warp)
+                        && fits_without(&share, false)
+                    {
                         return Some(u);
                     }
                 }
@@ -383,7 +384,7 @@ impl Sm {
                     warp: None,
                 };
                 let present = t.slots.first().is_some_and(|&s| !self.res.warp(s).absent);
-                if present && self.stalled(u) && fits_without(&t.demand, true) {
+                if present && self.stalled(t, None) && fits_without(&t.demand, true) {
                     return Some(u);
                 }
             }
