@@ -11,11 +11,12 @@
 //! combination per epoch of one run, `sched::corun`) and offline (`maestro-offline`): a
 //! hill climb over the measured combinations from SMK's DRF combination
 //! (`sched::corun::hill_climb`, by harmonic speedup; no extra run, each combination a
-//! whole run). CCBP (§4.5) is offline
-//! too: the same runs alone give each program's NoC flits, DRAM lines and requests towards
-//! the L2 per IRC window per SM at every TB count (its bandwidth curves), from which `sched::ccbp` classifies
-//! each program and chooses the combination and the request quotas (Algorithm 1); the
-//! pair co-runs under `fixed` with them.
+//! whole run). CCBP (§4.5) runs twice as well: online (`ccbp`, Warped-Slicer's profile on
+//! the SMs giving the bandwidth curves, `sched::corun`) and offline (`ccbp-offline`): the
+//! same runs alone give each program's NoC flits, DRAM lines and requests towards the L2
+//! per IRC window per SM at every TB count (its bandwidth curves), from which
+//! `sched::ccbp` classifies each program and chooses the combination and the request
+//! quotas (Algorithm 1); the pair co-runs under `fixed` with them.
 //!
 //! Method. The thesis co-runs kernels for 100 M cycles, re-executing one that finishes
 //! early (§4.3.3). Here each program is replayed (`workload::Setup::replay`, one run each):
@@ -260,11 +261,21 @@ impl Measured {
 
 /// `schemes` with SMK's quotas and Maestro's scores taken from `ipc_alone` (the programs'
 /// IPCs alone) where a scheme names no IPCs: Maestro's online search scores harmonic
-/// speedup, as the offline one does.
-fn with_ipcs(schemes: &[PolicyKind], ipc_alone: &[f64]) -> Vec<PolicyKind> {
+/// speedup, as the offline one does. Online CCBP takes the experiment's `prior_lsk` where
+/// it names none, as the offline one does.
+fn with_ipcs(schemes: &[PolicyKind], ipc_alone: &[f64], prior_lsk: f64) -> Vec<PolicyKind> {
     schemes
         .iter()
         .map(|&p| match p {
+            PolicyKind::Ccbp {
+                warm_up,
+                sample,
+                prior_lsk: None,
+            } if prior_lsk != 1.0 => PolicyKind::Ccbp {
+                warm_up,
+                sample,
+                prior_lsk: Some(prior_lsk),
+            },
             PolicyKind::Smk { epoch, ipc: None } => PolicyKind::Smk {
                 epoch,
                 ipc: Ipcs::new(ipc_alone),
@@ -412,7 +423,7 @@ pub fn run(
             }
         }
     }
-    let schemes = with_ipcs(&c.schemes, &ipc_alone);
+    let schemes = with_ipcs(&c.schemes, &ipc_alone, c.prior_lsk);
     let fixed = |t: &[u32]| PolicyKind::Fixed {
         tbs: TbCounts::new(t).expect("counts of at least 1"),
         noc: None,
@@ -512,7 +523,7 @@ pub fn run(
         let tbs = [shares[0].tbs, shares[1].tbs];
         let quota = |s: &Share| s.quota.map_or("-".to_string(), |q| q.to_string());
         let what = format!(
-            "ccbp ({}+{}, noc {}/{})",
+            "ccbp-offline ({}+{}, noc {}/{})",
             tbs[0],
             tbs[1],
             quota(&shares[0]),
@@ -695,8 +706,8 @@ pub struct PairsResults {
 /// One scheme over the pairs it ran on.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct SchemeSummary {
-    /// `spatial`, `left-over`, `smk`, `warped-slicer`, `ws-offline`, `ccbp`, …, and `oracle`: the best
-    /// TB combination of each pair by harmonic speedup (§4.1's exhaustive search).
+    /// `spatial`, `left-over`, `smk`, `warped-slicer`, `ws-offline`, `ccbp`,
+    /// `ccbp-offline`, …, and `oracle`: the best TB combination of each pair by harmonic speedup (§4.1's exhaustive search).
     pub scheme: String,
     /// Pairs where it ran with metrics (and the pair has an oracle).
     pub pairs: usize,
@@ -817,7 +828,7 @@ pub fn run_mix(
         ipc_alone.push(per[0].ipc());
         alone_verified.push(verified(&r));
     }
-    let schemes = with_ipcs(&c.schemes, &ipc_alone);
+    let schemes = with_ipcs(&c.schemes, &ipc_alone, c.prior_lsk);
     let all: Vec<(usize, &'static dyn suite::Kernel)> =
         programs.iter().copied().enumerate().collect();
     let runs = crate::run_indexed(

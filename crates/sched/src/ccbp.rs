@@ -40,9 +40,11 @@
 //!   (`memsys::MemConfig::noc_flits_per_sm_core_cycle`).
 
 use gpu::occupancy::SmResources;
+use gpu::timing::IRC_WINDOW;
 use serde::Serialize;
 
 use crate::corun::{dominant, fits, Capacity, Corunner};
+use crate::tables::KernelCounts;
 
 /// The share of the crossbar's peak bandwidth a GPU sustains (papers/lin-thesis §4.3.2:
 /// "the sustainable bandwidth of the crossbar NoC is 60%").
@@ -139,6 +141,45 @@ pub fn classify(curve: &BandwidthCurve, sustainable: Sustainable) -> KernelType 
     } else {
         KernelType::DramIntensive
     }
+}
+
+/// Bandwidth curves from CCBP's online profile ([`crate::corun::Scheme::Ccbp`]): per
+/// kernel, the mean requests towards the L2 one of its SMs sent over the sample at 1, 2,
+/// … TBs (`requests`, as [`crate::corun::profile_curves`] averages them), and what the
+/// kernel moved over the sample on every SM (`traffic`, only its difference counts); the
+/// sample lasted `sample` core cycles. Requests scale to IRC windows. A kernel's NoC
+/// flits and DRAM lines at each count are its requests there times its flits and lines
+/// per request over the sample: the "factors of a kernel" from which §4.5.1 derives "the
+/// average NoC and DRAM consumption of a memory request" (ours: one factor per kernel,
+/// whatever its TB count; the offline curves measure each count apart).
+pub fn curves_from_profile(
+    requests: &[Vec<f64>],
+    traffic: &[KernelCounts],
+    sample: u64,
+    line_bytes: u64,
+) -> Vec<BandwidthCurve> {
+    let per_window = IRC_WINDOW as f64 / sample.max(1) as f64;
+    requests
+        .iter()
+        .zip(traffic)
+        .map(|(r, t)| {
+            let sent = t.noc_requests as f64;
+            let (flits, lines) = if sent > 0.0 {
+                (
+                    t.noc_flits as f64 / sent,
+                    t.dram_bytes as f64 / line_bytes.max(1) as f64 / sent,
+                )
+            } else {
+                (0.0, 0.0)
+            };
+            let requests: Vec<f64> = r.iter().map(|&x| x * per_window).collect();
+            BandwidthCurve {
+                noc: requests.iter().map(|&x| x * flits).collect(),
+                dram: requests.iter().map(|&x| x * lines).collect(),
+                requests,
+            }
+        })
+        .collect()
 }
 
 /// What Algorithm 1 gives one kernel.
@@ -418,5 +459,31 @@ mod tests {
         let curves = [linear(0.0, 0.0), linear(0.0, 0.0)];
         let s = two(&curves, &[LatencySensitive, LatencySensitive], 1.0);
         assert_eq!((s[0].tbs, s[1].tbs), (4, 4), "{s:?}");
+    }
+
+    #[test]
+    fn an_online_profile_becomes_curves_per_irc_window() {
+        // Two kernels' SMs over a 1,000-cycle sample: kernel 0 sent 10 and 25 requests per
+        // SM at 1 and 2 TBs, kernel 1 none. Kernel 0 moved 3 flits and 64 DRAM bytes (half
+        // a 128-byte line) per request over the sample.
+        let requests = vec![vec![10.0, 25.0], vec![0.0]];
+        let traffic = [
+            KernelCounts {
+                warp_instructions: 500,
+                noc_requests: 40,
+                noc_flits: 120,
+                dram_bytes: 40 * 64,
+            },
+            KernelCounts::default(),
+        ];
+        let c = curves_from_profile(&requests, &traffic, 1000, 128);
+        // A window is 200 cycles: a fifth of the sample.
+        assert_eq!(c[0].requests, vec![2.0, 5.0]);
+        assert_eq!(c[0].noc, vec![6.0, 15.0]);
+        assert_eq!(c[0].dram, vec![1.0, 2.5]);
+        // No request: no bandwidth (not a division by zero).
+        assert_eq!(c[1].noc, vec![0.0]);
+        assert_eq!(c[1].dram, vec![0.0]);
+        assert_eq!(classify(&c[1], SUSTAINABLE), KernelType::LatencySensitive);
     }
 }

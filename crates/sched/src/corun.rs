@@ -31,12 +31,28 @@
 //!   ([`profile_points`]; an SM another kernel holds is emptied for it, as spatial does) —
 //!   for `warm_up` cycles from when every SM has its kernel, and then a `sample` whose
 //!   warp instructions per SM
-//!   ([`Tables::sm_instructions`]) give each kernel's scalability curve
+//!   ([`Tables::sm_counts`]) give each kernel's scalability curve
 //!   ([`profile_curves`]); [`water_fill`] chooses the combination every SM then runs (no
 //!   preemption: a kernel over its limit on an SM gets no TB there until under it). The
 //!   paper's text was not at hand: the split, the counts and the default 2,000 + 5,000
 //!   cycles are ours. `experiment::corun` also measures the curves offline (each kernel
 //!   alone at each count over a whole run) for the same [`water_fill`].
+//! * **Maestro-style search** ([`Scheme::Maestro`]): from SMK's DRF combination, one
+//!   combination per `epoch` on every SM, moving to a neighbour ([`neighbours`]) that
+//!   scores higher, never back to one it stood at.
+//! * **CCBP online** ([`Scheme::Ccbp`]; papers/lin-thesis §4.5): Warped-Slicer's profile,
+//!   its sample reading each SM's requests towards the L2 and each kernel's NoC flits and
+//!   DRAM bytes ([`Tables::kernel_counts`]), which give each kernel's bandwidth curves
+//!   ([`crate::ccbp::curves_from_profile`]); Algorithm 1 ([`crate::ccbp::ccbp`]) then
+//!   chooses the TB combination and each bandwidth-intensive kernel's request quota
+//!   ([`ccbp_combination`]). §4.5.4 (how the thesis profiles online) is not in the copy at
+//!   hand: the profile is Warped-Slicer's, ours.
+//!
+//!   The online schemes remember their choice per set of kernels (process and kernel name,
+//!   in activation order): when the same kernels have TBs to issue again (a host loop's
+//!   next launches), the choice is applied at once instead of profiling or searching
+//!   again (ours: profiling every launch anew costs each launch the profile's draining and
+//!   its few-TB SMs).
 //! * **fixed** ([`Scheme::Fixed`]): a given TB combination, so many TBs of each process's
 //!   kernels on every SM (the points of papers/lin-thesis Figure 4.2, and what an oracle
 //!   searches over); a process beyond the list is not limited. With `noc`, each process's
@@ -44,7 +60,8 @@
 //!   from each SM: CCBP's bandwidth partitioning (papers/lin-thesis §4.5.1), by an issue
 //!   rate controller per kernel at the SM's L1 miss path ([`gpu::timing::KernelLimits`]'s
 //!   `noc_quota`). CCBP's choice of the combination and the quotas (its Algorithm 1) is
-//!   [`crate::ccbp`], over curves the caller measures.
+//!   [`crate::ccbp`], over curves the caller measures (`experiment::corun` offline) or
+//!   the profile online.
 //!
 //! Kernels are planned over the active kernels that still have TBs to issue, in activation
 //! order; when that set changes (a kernel arrives or issues its last TB) the plan is made
@@ -63,8 +80,11 @@
 use gpu::occupancy::{SmResources, TbDemand};
 use gpu::timing::{KernelLimits, SmId};
 
+use crate::ccbp;
 use crate::policy::{pick_waiting, Policy};
-use crate::tables::{ContextId, KernelSlot, SmState, Tables, Waiting, MAX_GUESTS};
+use crate::tables::{
+    ContextId, KernelCounts, KernelSlot, SmCounts, SmState, Tables, Waiting, MAX_GUESTS,
+};
 
 /// The most kernels a co-running scheme shares an SM between (the SM's own kernel and its
 /// guests).
@@ -116,6 +136,17 @@ pub enum Scheme {
     Maestro {
         epoch: u32,
         ipc: Option<Ipcs>,
+    },
+    /// CCBP online (papers/lin-thesis §4.5): Warped-Slicer's profile on the SMs, for
+    /// `warm_up` + `sample` core cycles whenever the kernels change, measuring each SM's
+    /// requests towards the L2 and each kernel's flits and DRAM lines per request
+    /// ([`crate::ccbp::curves_from_profile`]); then Algorithm 1 ([`crate::ccbp::ccbp`],
+    /// latency-sensitive kernels weighed by `prior_lsk`) chooses the combination every
+    /// SM runs and each bandwidth-intensive kernel's request quota.
+    Ccbp {
+        warm_up: u32,
+        sample: u32,
+        prior_lsk: f64,
     },
     /// TBs per SM of each GPU context's (process's) kernels, in context order, and, when
     /// given, the requests each may send towards the L2 per 200 core cycles from each SM.
@@ -508,6 +539,33 @@ fn combination(tbs: &[u32], quota: Option<&[u32]>) -> SmPlan {
         .collect()
 }
 
+/// What every SM runs under CCBP's `shares` ([`crate::ccbp::ccbp`]): each kernel's TBs and
+/// request quota. Where Algorithm 1 leaves a kernel without a TB (its first TB's bandwidth
+/// alone would pass the sustainable bandwidth beside the others'), the kernels share by
+/// dominant resource fairness instead, without quotas, as SMK's TBs do (ours: no kernel
+/// waits for the others to finish).
+pub fn ccbp_combination(
+    shares: &[ccbp::Share],
+    resources: &SmResources,
+    kernels: &[Corunner],
+) -> SmPlan {
+    if shares.iter().any(|s| s.tbs == 0) {
+        return combination(&drf(resources, kernels), None);
+    }
+    shares
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let limits = KernelLimits {
+                tbs: Some(s.tbs),
+                noc_quota: s.quota,
+                ..KernelLimits::default()
+            };
+            (i, limits)
+        })
+        .collect()
+}
+
 /// The plan of `scheme` for `kernels` (in activation order, their GPU contexts in
 /// `contexts`) on `sm_count` SMs of `resources`: per SM, what it runs. A kernel planned
 /// no TB is left off.
@@ -532,8 +590,8 @@ pub fn plan(
             }
             out
         }
-        // Warped-Slicer before (or without) a profile: what left-over gives.
-        Scheme::LeftOver | Scheme::WarpedSlicer { .. } => {
+        // Warped-Slicer and CCBP before (or without) a profile: what left-over gives.
+        Scheme::LeftOver | Scheme::WarpedSlicer { .. } | Scheme::Ccbp { .. } => {
             intra(left_over(resources, kernels), None)
         }
         // Maestro's search starts from SMK's DRF combination.
@@ -582,11 +640,18 @@ pub struct Corun {
     /// Whether the plan runs one kernel per SM (spatial, and Warped-Slicer's profiling):
     /// an SM another kernel holds is reserved and emptied for the planned one.
     one_per_sm: bool,
-    /// Warped-Slicer's profile in progress.
+    /// Warped-Slicer's or CCBP's profile in progress.
     profile: Option<Profile>,
     /// Maestro's search in progress.
     search: Option<Search>,
+    /// What the online schemes chose (a profile's or a search's end) for each set of
+    /// kernels, by process and kernel name in activation order: when the same kernels come
+    /// back (a host loop's next launches), the choice is applied again at once.
+    learned: Vec<(Vec<KernelKey>, SmPlan)>,
 }
+
+/// A kernel as the online schemes remember it: its process and its name.
+type KernelKey = (ContextId, std::sync::Arc<str>);
 
 /// Maestro's online search: the combination it stands at and its score, the neighbour
 /// being tried (if any) and those left to try (last first), and the current epoch: when
@@ -603,12 +668,13 @@ struct Search {
     visited: Vec<Vec<u32>>,
 }
 
-/// A Warped-Slicer profile in progress: when every SM had its kernel (the warm-up counts
-/// from then), what each SM runs, and each SM's warp instructions when the sample began.
+/// A Warped-Slicer or CCBP profile in progress: when every SM had its kernel (the warm-up
+/// counts from then), what each SM runs, and when the sample began, each SM's counts and
+/// (CCBP) each planned kernel's.
 struct Profile {
     start: Option<u64>,
     points: Vec<Option<(usize, u32)>>,
-    base: Option<Vec<u64>>,
+    base: Option<(Vec<SmCounts>, Vec<KernelCounts>)>,
 }
 
 impl Corun {
@@ -619,6 +685,7 @@ impl Corun {
             Scheme::Smk { .. } => "smk",
             Scheme::WarpedSlicer { .. } => "warped-slicer",
             Scheme::Maestro { .. } => "maestro",
+            Scheme::Ccbp { .. } => "ccbp",
             Scheme::Fixed(..) => "fixed",
         };
         Corun {
@@ -629,7 +696,26 @@ impl Corun {
             one_per_sm: scheme == Scheme::Spatial,
             profile: None,
             search: None,
+            learned: Vec::new(),
         }
+    }
+
+    /// The planned kernels as [`Corun::learned`] keys them.
+    fn key(&self, tables: &Tables) -> Vec<KernelKey> {
+        self.planned
+            .iter()
+            .map(|&k| {
+                let ksr = tables.ksr(k);
+                (ksr.context, ksr.kernel.clone())
+            })
+            .collect()
+    }
+
+    /// Remembers `one` as the choice for the planned kernels.
+    fn learn(&mut self, one: &SmPlan, tables: &Tables) {
+        let key = self.key(tables);
+        self.learned.retain(|(k, _)| *k != key);
+        self.learned.push((key, one.clone()));
     }
 
     /// Maestro: starts searching from `start` for the planned kernels (several, else no
@@ -638,7 +724,7 @@ impl Corun {
         if self.planned.len() < 2 {
             return;
         }
-        tables.watch_kernel_instructions(true);
+        tables.watch_kernel_counters(true);
         self.search = Some(Search {
             at: start,
             score: None,
@@ -664,7 +750,7 @@ impl Corun {
         let counts = || -> Option<Vec<u64>> {
             planned
                 .iter()
-                .map(|&k| tables.kernel_instructions(k))
+                .map(|&k| tables.kernel_counts(k).map(|c| c.warp_instructions))
                 .collect()
         };
         let half = u64::from(epoch / 2).max(1);
@@ -746,7 +832,8 @@ impl Corun {
                 // Every neighbour tried and none better: it stays where it stands.
                 let at = s.at.clone();
                 self.search = None;
-                tables.watch_kernel_instructions(false);
+                tables.watch_kernel_counters(false);
+                self.learn(&combination(&at, None), tables);
                 at
             }
         };
@@ -779,8 +866,8 @@ impl Corun {
         }
     }
 
-    /// Warped-Slicer: starts profiling the planned kernels, if there are several and
-    /// every one gets an SM; whether it did.
+    /// Warped-Slicer and CCBP: start profiling the planned kernels, if there are several
+    /// and every one gets an SM; whether it did.
     fn start_profile(&mut self, tables: &mut Tables) -> bool {
         if self.planned.len() < 2 {
             return false;
@@ -808,17 +895,23 @@ impl Corun {
             points,
             base: None,
         });
-        tables.watch_sm_instructions(true);
+        tables.watch_sm_counters(true);
+        tables.watch_kernel_counters(matches!(self.scheme, Scheme::Ccbp { .. }));
         self.one_per_sm = true;
         self.follow(per_sm, tables);
         true
     }
 
-    /// Warped-Slicer: takes the sample when its time has come, and once it is over
-    /// chooses the combination by water-filling and applies it on every SM.
+    /// Warped-Slicer and CCBP: take the sample when its time has come, and once it is
+    /// over choose the combination (water-filling; Algorithm 1 with its quotas) and apply
+    /// it on every SM.
     fn profile_step(&mut self, tables: &mut Tables) {
-        let Scheme::WarpedSlicer { warm_up, sample } = self.scheme else {
-            return;
+        let (warm_up, sample) = match self.scheme {
+            Scheme::WarpedSlicer { warm_up, sample }
+            | Scheme::Ccbp {
+                warm_up, sample, ..
+            } => (warm_up, sample),
+            _ => return,
         };
         let planned = self.planned.clone();
         let Some(p) = &mut self.profile else {
@@ -844,10 +937,20 @@ impl Corun {
             return;
         };
         p.start = Some(start);
-        let counts = || -> Option<Vec<u64>> {
-            (0..tables.sm_count())
-                .map(|i| tables.sm_instructions(SmId(i)))
-                .collect()
+        let ccbp = matches!(self.scheme, Scheme::Ccbp { .. });
+        let counts = || -> Option<(Vec<SmCounts>, Vec<KernelCounts>)> {
+            let sms = (0..tables.sm_count())
+                .map(|i| tables.sm_counts(SmId(i)))
+                .collect::<Option<Vec<_>>>()?;
+            let kernels = if ccbp {
+                planned
+                    .iter()
+                    .map(|&k| tables.kernel_counts(k))
+                    .collect::<Option<Vec<_>>>()?
+            } else {
+                Vec::new()
+            };
+            Some((sms, kernels))
         };
         if p.base.is_none() {
             if now >= start + u64::from(warm_up) {
@@ -858,21 +961,70 @@ impl Corun {
         if now < start + u64::from(warm_up) + u64::from(sample) {
             return;
         }
-        let (Some(base), Some(end)) = (p.base.clone(), counts()) else {
+        let (Some((sms0, kernels0)), Some((sms1, kernels1))) = (p.base.take(), counts()) else {
             return;
         };
-        let issued: Vec<u64> = end.iter().zip(&base).map(|(e, b)| e - b).collect();
         let points = std::mem::take(&mut p.points);
         self.profile = None;
-        tables.watch_sm_instructions(false);
+        tables.watch_sm_counters(false);
+        tables.watch_kernel_counters(false);
+        self.one_per_sm = false;
         let kernels = self.corunners(tables);
-        let curves = profile_curves(kernels.len(), &points, &issued);
         let Some(resources) = tables.sm_resources().cloned() else {
             return;
         };
-        let tbs = water_fill(&resources, &kernels, &curves);
-        self.one_per_sm = false;
-        let one = combination(&tbs, None);
+        let one = match self.scheme {
+            Scheme::Ccbp { prior_lsk, .. } => {
+                let requests: Vec<u64> = sms1
+                    .iter()
+                    .zip(&sms0)
+                    .map(|(e, b)| e.noc_requests - b.noc_requests)
+                    .collect();
+                let traffic: Vec<KernelCounts> = kernels1
+                    .iter()
+                    .zip(&kernels0)
+                    .map(|(e, b)| KernelCounts {
+                        warp_instructions: e.warp_instructions - b.warp_instructions,
+                        noc_requests: e.noc_requests - b.noc_requests,
+                        noc_flits: e.noc_flits - b.noc_flits,
+                        dram_bytes: e.dram_bytes - b.dram_bytes,
+                    })
+                    .collect();
+                let per_sm = profile_curves(kernels.len(), &points, &requests);
+                let curves = ccbp::curves_from_profile(
+                    &per_sm,
+                    &traffic,
+                    u64::from(sample),
+                    tables.line_bytes(),
+                );
+                let Some(sustainable) = tables.sustainable() else {
+                    return;
+                };
+                let kinds: Vec<ccbp::KernelType> = curves
+                    .iter()
+                    .map(|c| ccbp::classify(c, sustainable))
+                    .collect();
+                let shares = ccbp::ccbp(
+                    &resources,
+                    &kernels,
+                    &curves,
+                    &kinds,
+                    sustainable,
+                    prior_lsk,
+                );
+                ccbp_combination(&shares, &resources, &kernels)
+            }
+            _ => {
+                let issued: Vec<u64> = sms1
+                    .iter()
+                    .zip(&sms0)
+                    .map(|(e, b)| e.warp_instructions - b.warp_instructions)
+                    .collect();
+                let curves = profile_curves(kernels.len(), &points, &issued);
+                combination(&water_fill(&resources, &kernels, &curves), None)
+            }
+        };
+        self.learn(&one, tables);
         self.follow(vec![one; tables.sm_count() as usize], tables);
     }
 
@@ -893,14 +1045,31 @@ impl Corun {
         let Some(resources) = tables.sm_resources().cloned() else {
             return;
         };
-        if matches!(self.scheme, Scheme::WarpedSlicer { .. }) {
-            // The kernels changed: any profile in progress is for others.
+        let online = matches!(
+            self.scheme,
+            Scheme::WarpedSlicer { .. } | Scheme::Ccbp { .. } | Scheme::Maestro { .. }
+        );
+        if online {
+            // The kernels changed: any profile or search in progress is for others.
             self.profile = None;
-            tables.watch_sm_instructions(false);
+            self.search = None;
+            tables.watch_sm_counters(false);
+            tables.watch_kernel_counters(false);
             self.one_per_sm = false;
-            if self.start_profile(tables) {
+            let key = self.key(tables);
+            if let Some((_, one)) = self.learned.iter().find(|(k, _)| *k == key) {
+                // These kernels were seen before: what was chosen for them then.
+                let one = one.clone();
+                self.follow(vec![one; tables.sm_count() as usize], tables);
                 return;
             }
+        }
+        if matches!(
+            self.scheme,
+            Scheme::WarpedSlicer { .. } | Scheme::Ccbp { .. }
+        ) && self.start_profile(tables)
+        {
+            return;
         }
         let kernels = self.corunners(tables);
         let contexts: Vec<ContextId> = self
@@ -917,9 +1086,7 @@ impl Corun {
         );
         self.follow(per_sm, tables);
         if matches!(self.scheme, Scheme::Maestro { .. }) {
-            // The kernels changed: a new search, from DRF's combination.
-            self.search = None;
-            tables.watch_kernel_instructions(false);
+            // New kernels: a new search, from DRF's combination.
             self.start_search(drf(&resources, &kernels), tables);
         }
     }
@@ -1235,6 +1402,31 @@ mod tests {
         // Water-filling over them: a is at its best with 3, b nearly at 3 (120 of 130).
         let tbs = water_fill(&maxwell(), &[a, b], &c);
         assert_eq!(tbs, vec![3, 4]);
+    }
+
+    #[test]
+    fn ccbp_runs_its_shares_or_drf_when_a_kernel_got_none() {
+        use crate::ccbp::{KernelType, Share};
+        let a = k(8, 8 * 32 * 32, 0, 3);
+        let b = k(4, 4 * 32 * 16, 0, 16);
+        let share = |tbs, quota| Share {
+            kind: KernelType::NocIntensive,
+            tbs,
+            noc: 0.0,
+            dram: 0.0,
+            quota,
+        };
+        // Both got TBs: their counts, with the quota of the limited one.
+        let plan = ccbp_combination(&[share(2, None), share(5, Some(7))], &maxwell(), &[a, b]);
+        assert_eq!(plan.len(), 2);
+        assert_eq!((plan[0].1.tbs, plan[0].1.noc_quota), (Some(2), None));
+        assert_eq!((plan[1].1.tbs, plan[1].1.noc_quota), (Some(5), Some(7)));
+        // One got none: DRF's combination, unlimited, rather than a kernel left waiting.
+        let plan = ccbp_combination(&[share(3, Some(4)), share(0, None)], &maxwell(), &[a, b]);
+        let drf = drf(&maxwell(), &[a, b]);
+        let tbs: Vec<u32> = plan.iter().map(|p| p.1.tbs.unwrap()).collect();
+        assert_eq!(tbs, drf);
+        assert!(plan.iter().all(|p| p.1.noc_quota.is_none()));
     }
 
     #[test]

@@ -34,13 +34,15 @@
 use std::collections::VecDeque;
 
 use gpu::timing::{
-    Control, Event, KernelLimits, LaunchId, Machine, Request, SmId, TbRef, TimingError,
+    Control, Event, KernelLimits, LaunchId, Machine, Request, SmId, TbRef, TimingError, IRC_WINDOW,
 };
 use preempt::{Cx, Mechanism, Output, Want};
 
+use crate::ccbp::Sustainable;
 use crate::policy::Policy;
 use crate::tables::{
-    Command, ContextId, FrameworkConfig, KernelSlot, Ksr, Record, SmEntry, SmState, Tables,
+    Command, ContextId, FrameworkConfig, KernelCounts, KernelSlot, Ksr, Record, SmCounts, SmEntry,
+    SmState, Tables,
 };
 
 /// The framework with its policy and preemption mechanism: a [`Control`] for the machine.
@@ -108,10 +110,12 @@ impl Framework {
                 resources: None,
                 now: 0,
                 stream_priorities: false,
-                sm_instructions: Vec::new(),
-                watching_sm_instructions: false,
-                kernel_instructions: Vec::new(),
-                watching_kernel_instructions: false,
+                sm_counts: Vec::new(),
+                watching_sms: false,
+                kernel_counts: Vec::new(),
+                watching_kernels: false,
+                sustainable: None,
+                line_bytes: 128,
             },
             policy,
             mechanism,
@@ -526,6 +530,7 @@ impl Framework {
             let k = KernelSlot(slot as u32);
             t.ksrt[slot] = Some(Ksr {
                 launch,
+                kernel: m.launch(launch).ctx().kernel.name.as_str().into(),
                 context: cmd.context,
                 priority: cmd.priority,
                 stream_priority: cmd.stream_priority,
@@ -692,25 +697,43 @@ impl Control for Framework {
     fn on_cycle(&mut self, m: &mut Machine) -> Result<(), TimingError> {
         self.tables.now = m.cycle();
         if self.tables.resources.is_none() {
-            self.tables.resources = Some(m.config().sm.resources.clone());
+            let c = m.config();
+            self.tables.resources = Some(c.sm.resources.clone());
+            self.tables.sustainable = Some(Sustainable::from_peaks(
+                c.memory.noc_flits_per_sm_core_cycle(),
+                c.memory.dram_bytes_per_core_cycle() / f64::from(c.sm.count.max(1)),
+                c.memory.line_bytes,
+                IRC_WINDOW,
+            ));
+            self.tables.line_bytes = c.memory.line_bytes;
         }
         self.observe(m)?;
         if !self.called.is_empty() {
             self.tell_called(m)?;
         }
         self.refresh(m);
-        if self.tables.watching_sm_instructions {
-            self.tables.sm_instructions.clear();
-            let counts = m.counters().sms().iter().map(|s| s.warp_instructions);
-            self.tables.sm_instructions.extend(counts);
+        if self.tables.watching_sms {
+            let counters = m.counters();
+            let counts = m.sm_ids().map(|sm| SmCounts {
+                warp_instructions: counters.sm(sm).warp_instructions,
+                noc_requests: counters.sm_noc_requests(sm),
+            });
+            self.tables.sm_counts.clear();
+            self.tables.sm_counts.extend(counts);
         }
-        if self.tables.watching_kernel_instructions {
+        if self.tables.watching_kernels {
             let t = &mut self.tables;
-            t.kernel_instructions.clear();
-            t.kernel_instructions.resize(t.ksrt.len(), None);
+            t.kernel_counts.clear();
+            t.kernel_counts.resize(t.ksrt.len(), None);
             for (i, ksr) in t.ksrt.iter().enumerate() {
                 if let Some(ksr) = ksr {
-                    t.kernel_instructions[i] = Some(m.warp_instructions(ksr.launch));
+                    let tally = m.counters().launch(ksr.launch);
+                    t.kernel_counts[i] = Some(KernelCounts {
+                        warp_instructions: tally.warp_instructions,
+                        noc_requests: tally.noc_requests,
+                        noc_flits: m.noc_flits(ksr.launch),
+                        dram_bytes: m.dram_bytes(ksr.launch),
+                    });
                 }
             }
         }

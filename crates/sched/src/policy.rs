@@ -166,6 +166,23 @@ pub enum PolicyKind {
         #[serde(skip_serializing_if = "Option::is_none")]
         ipc: Option<Ipcs>,
     },
+    /// Co-running inside every SM at the TB combination and request quotas CCBP chooses
+    /// online (papers/lin-thesis §4.5; [`crate::corun`], [`crate::ccbp`]): Warped-Slicer's
+    /// profile on the SMs gives each kernel's bandwidth curves, then Algorithm 1.
+    Ccbp {
+        /// Core cycles the profiling SMs run before their sample, 0 to
+        /// [`MAX_PROFILE_CYCLES`]; `None`: [`crate::corun::WS_WARM_UP`].
+        #[serde(skip_serializing_if = "Option::is_none")]
+        warm_up: Option<u32>,
+        /// Core cycles of the sample, 1 to [`MAX_PROFILE_CYCLES`]; `None`:
+        /// [`crate::corun::WS_SAMPLE`].
+        #[serde(skip_serializing_if = "Option::is_none")]
+        sample: Option<u32>,
+        /// The priority of latency-sensitive kernels in Algorithm 1 (above 1: they grow
+        /// earlier), in (0, [`MAX_PRIOR_LSK`]]; `None`: 1.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        prior_lsk: Option<f64>,
+    },
     /// Co-running inside every SM at a given TB combination: so many TBs per SM of each
     /// process's kernels, in process order ([`crate::corun`]).
     Fixed {
@@ -227,6 +244,14 @@ enum Written {
         #[serde(default, deserialize_with = "de_ipc")]
         ipc: Option<Ipcs>,
     },
+    Ccbp {
+        #[serde(default, deserialize_with = "de_warm_up")]
+        warm_up: Option<u32>,
+        #[serde(default, deserialize_with = "de_sample")]
+        sample: Option<u32>,
+        #[serde(default, deserialize_with = "de_prior_lsk")]
+        prior_lsk: Option<f64>,
+    },
     Fixed {
         #[serde(deserialize_with = "de_tbs")]
         tbs: TbCounts,
@@ -252,6 +277,15 @@ impl From<Written> for PolicyKind {
                 PolicyKind::WarpedSlicer { warm_up, sample }
             }
             Written::Maestro { epoch, ipc } => PolicyKind::Maestro { epoch, ipc },
+            Written::Ccbp {
+                warm_up,
+                sample,
+                prior_lsk,
+            } => PolicyKind::Ccbp {
+                warm_up,
+                sample,
+                prior_lsk,
+            },
             Written::Fixed { tbs, noc } => PolicyKind::Fixed { tbs, noc },
         }
     }
@@ -349,6 +383,22 @@ fn de_sample<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u32>, D::E
 
 fn de_maestro_epoch<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
     de_profile(d, "epoch", 2)
+}
+
+/// The highest priority CCBP may give latency-sensitive kernels.
+pub const MAX_PRIOR_LSK: f64 = 1000.0;
+
+fn de_prior_lsk<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    let v = f64::deserialize(d).map_err(|e| {
+        let e = e.to_string();
+        serde::de::Error::custom(format!("`prior_lsk`: {}", e.trim_end()))
+    })?;
+    if !(v.is_finite() && v > 0.0 && v <= MAX_PRIOR_LSK) {
+        return Err(serde::de::Error::custom(format!(
+            "`prior_lsk` = {v} is out of range: a priority is in (0, {MAX_PRIOR_LSK}]"
+        )));
+    }
+    Ok(Some(v))
 }
 
 /// The longest SMK epoch, warp instructions per scheduler.
@@ -493,7 +543,7 @@ pub struct PolicyEnv {
 
 impl PolicyKind {
     /// Every policy, with its parameters' defaults.
-    pub const ALL: [PolicyKind; 12] = [
+    pub const ALL: [PolicyKind; 13] = [
         PolicyKind::Fcfs,
         PolicyKind::Npq,
         PolicyKind::Ppq {
@@ -517,10 +567,15 @@ impl PolicyKind {
             epoch: None,
             ipc: None,
         },
+        PolicyKind::Ccbp {
+            warm_up: None,
+            sample: None,
+            prior_lsk: None,
+        },
     ];
 
     /// The co-running schemes ([`crate::corun`]), with their parameters' defaults.
-    pub const CORUN: [PolicyKind; 5] = [
+    pub const CORUN: [PolicyKind; 6] = [
         PolicyKind::Spatial,
         PolicyKind::LeftOver,
         PolicyKind::Smk {
@@ -534,6 +589,11 @@ impl PolicyKind {
         PolicyKind::Maestro {
             epoch: None,
             ipc: None,
+        },
+        PolicyKind::Ccbp {
+            warm_up: None,
+            sample: None,
+            prior_lsk: None,
         },
     ];
 
@@ -574,6 +634,15 @@ impl PolicyKind {
                 epoch: epoch.unwrap_or(crate::corun::MAESTRO_EPOCH),
                 ipc,
             })),
+            PolicyKind::Ccbp {
+                warm_up,
+                sample,
+                prior_lsk,
+            } => Box::new(Corun::new(Scheme::Ccbp {
+                warm_up: warm_up.unwrap_or(crate::corun::WS_WARM_UP),
+                sample: sample.unwrap_or(crate::corun::WS_SAMPLE),
+                prior_lsk: prior_lsk.unwrap_or(1.0),
+            })),
             PolicyKind::Fixed { tbs, noc } => Box::new(Corun::new(Scheme::Fixed(tbs, noc))),
         }
     }
@@ -593,6 +662,7 @@ impl PolicyKind {
             PolicyKind::Smk { .. } => "smk",
             PolicyKind::WarpedSlicer { .. } => "warped-slicer",
             PolicyKind::Maestro { .. } => "maestro",
+            PolicyKind::Ccbp { .. } => "ccbp",
             PolicyKind::Fixed { .. } => "fixed",
         }
     }
@@ -625,7 +695,10 @@ impl std::fmt::Display for PolicyKind {
                 }
                 Ok(())
             }
-            PolicyKind::WarpedSlicer { warm_up, sample } => {
+            PolicyKind::WarpedSlicer { warm_up, sample }
+            | PolicyKind::Ccbp {
+                warm_up, sample, ..
+            } => {
                 let mut sep = ':';
                 if let Some(w) = warm_up {
                     write!(f, "{sep}warm_up={w}")?;
@@ -633,6 +706,13 @@ impl std::fmt::Display for PolicyKind {
                 }
                 if let Some(s) = sample {
                     write!(f, "{sep}sample={s}")?;
+                    sep = ',';
+                }
+                if let PolicyKind::Ccbp {
+                    prior_lsk: Some(p), ..
+                } = *self
+                {
+                    write!(f, "{sep}prior_lsk={p}")?;
                 }
                 Ok(())
             }

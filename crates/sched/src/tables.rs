@@ -12,6 +12,8 @@ use gpu::timing::{KernelLimits, LaunchId, SmId, TimedKernel};
 use preempt::Preempted;
 use serde::{Deserialize, Serialize};
 
+use crate::ccbp::Sustainable;
+
 /// A GPU context: one process's view of the GPU.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(transparent)]
@@ -71,6 +73,8 @@ pub struct Waiting {
 #[derive(Debug)]
 pub struct Ksr {
     pub launch: LaunchId,
+    /// Its kernel's name (`.entry`).
+    pub kernel: std::sync::Arc<str>,
     pub context: ContextId,
     pub priority: i32,
     /// Its stream's priority ([`Command::stream_priority`]).
@@ -251,16 +255,40 @@ pub struct Tables {
     pub(crate) now: u64,
     /// Whether a kernel on a stream of non-default priority was ever activated.
     pub(crate) stream_priorities: bool,
-    /// Warp instructions each SM has issued so far, refreshed every cycle while a policy
-    /// watches them ([`Tables::watch_sm_instructions`]): hardware performance counters
-    /// per SM, which Warped-Slicer's profiling reads.
-    pub(crate) sm_instructions: Vec<u64>,
-    pub(crate) watching_sm_instructions: bool,
-    /// Warp instructions each active kernel has executed so far (by KSRT slot), refreshed
-    /// every cycle while a policy watches them ([`Tables::watch_kernel_instructions`]):
-    /// what Maestro's search scores combinations by.
-    pub(crate) kernel_instructions: Vec<Option<u64>>,
-    pub(crate) watching_kernel_instructions: bool,
+    /// Each SM's counts so far, refreshed every cycle while a policy watches them
+    /// ([`Tables::watch_sm_counters`]): hardware performance counters per SM, which
+    /// Warped-Slicer's and CCBP's profiles read.
+    pub(crate) sm_counts: Vec<SmCounts>,
+    pub(crate) watching_sms: bool,
+    /// Each active kernel's counts so far (by KSRT slot), refreshed every cycle while a
+    /// policy watches them ([`Tables::watch_kernel_counters`]): what Maestro's search
+    /// scores combinations by, and CCBP's cost of a request.
+    pub(crate) kernel_counts: Vec<Option<KernelCounts>>,
+    pub(crate) watching_kernels: bool,
+    /// One SM's share of the sustainable NoC and DRAM bandwidth (once the framework has
+    /// seen the machine), and the memory system's line size: CCBP's units.
+    pub(crate) sustainable: Option<Sustainable>,
+    pub(crate) line_bytes: u64,
+}
+
+/// What one SM has done so far, as its hardware performance counters count it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SmCounts {
+    pub warp_instructions: u64,
+    /// Request packets sent towards the L2 (L1 misses, stores, atomics): what an issue
+    /// rate controller counts (papers/lin-thesis §4.5.1).
+    pub noc_requests: u64,
+}
+
+/// What one kernel (its launch) has done so far, over every SM.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KernelCounts {
+    pub warp_instructions: u64,
+    pub noc_requests: u64,
+    /// Interconnect flits its requests and their replies moved.
+    pub noc_flits: u64,
+    /// DRAM bytes its accesses caused (fetches and the write-backs they evicted).
+    pub dram_bytes: u64,
 }
 
 impl Tables {
@@ -323,37 +351,44 @@ impl Tables {
         self.resources.as_ref()
     }
 
-    /// Starts (or stops) refreshing each SM's warp-instruction count every cycle.
-    pub fn watch_sm_instructions(&mut self, on: bool) {
-        self.watching_sm_instructions = on;
+    /// Starts (or stops) refreshing each SM's counts ([`SmCounts`]) every cycle.
+    pub fn watch_sm_counters(&mut self, on: bool) {
+        self.watching_sms = on;
     }
 
-    /// Warp instructions `sm` has issued so far, as the cycle began; `None` unless they
-    /// are watched ([`Tables::watch_sm_instructions`]) and the framework has refreshed
-    /// them.
-    pub fn sm_instructions(&self, sm: SmId) -> Option<u64> {
-        if !self.watching_sm_instructions {
+    /// What `sm` has done so far, as the cycle began; `None` unless the SMs are watched
+    /// ([`Tables::watch_sm_counters`]) and the framework has refreshed them.
+    pub fn sm_counts(&self, sm: SmId) -> Option<SmCounts> {
+        if !self.watching_sms {
             return None;
         }
-        self.sm_instructions.get(sm.0 as usize).copied()
+        self.sm_counts.get(sm.0 as usize).copied()
     }
 
-    /// Starts (or stops) refreshing each active kernel's warp-instruction count every
+    /// Starts (or stops) refreshing each active kernel's counts ([`KernelCounts`]) every
     /// cycle.
-    pub fn watch_kernel_instructions(&mut self, on: bool) {
-        self.watching_kernel_instructions = on;
+    pub fn watch_kernel_counters(&mut self, on: bool) {
+        self.watching_kernels = on;
     }
 
-    /// Warp instructions active kernel `k` has executed so far, as the cycle began; `None`
-    /// unless they are watched ([`Tables::watch_kernel_instructions`]) and refreshed.
-    pub fn kernel_instructions(&self, k: KernelSlot) -> Option<u64> {
-        if !self.watching_kernel_instructions {
+    /// What active kernel `k` has done so far, as the cycle began; `None` unless the
+    /// kernels are watched ([`Tables::watch_kernel_counters`]) and refreshed.
+    pub fn kernel_counts(&self, k: KernelSlot) -> Option<KernelCounts> {
+        if !self.watching_kernels {
             return None;
         }
-        self.kernel_instructions
-            .get(k.0 as usize)
-            .copied()
-            .flatten()
+        self.kernel_counts.get(k.0 as usize).copied().flatten()
+    }
+
+    /// One SM's share of the sustainable NoC and DRAM bandwidth per IRC window
+    /// ([`Sustainable`]), once the framework has run a cycle.
+    pub fn sustainable(&self) -> Option<Sustainable> {
+        self.sustainable
+    }
+
+    /// The memory system's line size, bytes (DRAM lines are CCBP's unit).
+    pub fn line_bytes(&self) -> u64 {
+        self.line_bytes
     }
 
     /// Idle SMs in index order.

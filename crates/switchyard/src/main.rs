@@ -489,11 +489,12 @@ struct CorunArgs {
     max_tbs: Option<u32>,
     /// CCBP's priority for latency-sensitive kernels (papers/lin-thesis §4.5.2's
     /// `prior_LSK`): their dominant share is divided by it, so above 1 they grow earlier
+    /// (offline, and online where the `ccbp` scheme names none)
     #[arg(long, default_value_t = 1.0)]
     prior_lsk: f64,
     /// The schemes compared, `name[:key=value,...]` separated by commas (default: spatial,
-    /// left-over, smk, warped-slicer, maestro; SMK's quotas and Maestro's scores from the
-    /// programs' IPCs alone unless `ipc` is given).
+    /// left-over, smk, warped-slicer, maestro, ccbp; SMK's quotas and Maestro's scores from
+    /// the programs' IPCs alone unless `ipc` is given).
     #[arg(long)]
     schemes: Option<String>,
     /// Seed of both programs' inputs.
@@ -736,12 +737,14 @@ struct ScenarioArgs {
     /// co-running schemes spatial (even SM split), left-over (the second kernel takes what
     /// the first leaves on each SM), smk (DRF TB partition and warp-instruction quotas),
     /// warped-slicer (each kernel's TB scalability profiled on the SMs, then
-    /// water-filling), maestro (a search over TB combinations, one per epoch) and fixed (a
-    /// given TB combination), written `name[:key=value,...]`,
+    /// water-filling), maestro (a search over TB combinations, one per epoch), ccbp (the
+    /// same profile measuring bandwidth, then CCBP's TB combination and request quotas)
+    /// and fixed (a given TB combination), written `name[:key=value,...]`,
     /// e.g. `time-slice:slice_us=100`, `ppq:access=exclusive`, `dss:tokens=4`,
     /// `mps:percentage=50`, `mig:instances=3`, `smk:epoch=500,ipc=1.5/0.5` (standalone IPCs
     /// by process, joined by `/`), `warped-slicer:warm_up=2000,sample=5000` (core cycles),
-    /// `maestro:epoch=10000,ipc=1.5/0.5` or `fixed:tbs=8/4`.
+    /// `maestro:epoch=10000,ipc=1.5/0.5`, `ccbp:warm_up=2000,sample=5000,prior_lsk=2` or
+    /// `fixed:tbs=8/4,noc=20/10`.
     #[arg(long, value_name = "POLICY", value_parser = policy_arg)]
     policy: Option<sched::PolicyKind>,
     /// Let TBs of different kernels share an SM (overrides the scenario's setting).

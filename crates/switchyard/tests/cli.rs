@@ -1282,7 +1282,10 @@ fn corun_experiment_tries_every_combination_and_scheme_deterministically() {
     // CCBP's choice: on the gtx980 both programs at 2 TBs per SM alone move more
     // interconnect flits than half the sustainable NoC bandwidth, so both are NoC
     // intensive and limited (checked in the JSON below). Its label holds a comma: quoted.
-    assert!(rows[8].starts_with("scheme,\"ccbp (2+2, noc "), "{csv}");
+    assert!(
+        rows[8].starts_with("scheme,\"ccbp-offline (2+2, noc "),
+        "{csv}"
+    );
     // Maestro-style search: a hill climb over the combinations from SMK's DRF one.
     assert!(rows[9].starts_with("scheme,\"maestro-offline ("), "{csv}");
     assert_eq!(rows.len(), 10, "{csv}");
@@ -1314,7 +1317,7 @@ fn corun_experiment_tries_every_combination_and_scheme_deterministically() {
         .as_array()
         .unwrap()
         .iter()
-        .find(|p| p["label"].as_str().unwrap().starts_with("ccbp"))
+        .find(|p| p["label"].as_str().unwrap().starts_with("ccbp-offline"))
         .expect("a CCBP run");
     for (i, s) in shares.iter().enumerate() {
         assert_eq!(s["kind"], "noc-intensive", "{c}");
@@ -1390,7 +1393,7 @@ fn corun_all_pairs_sums_up_every_scheme_against_the_oracle() {
             .unwrap_or_else(|| panic!("no {name} in {summary:?}"))
     };
     assert_eq!(scheme("oracle")["mean_harmonic_vs_oracle"], 1.0);
-    for name in ["spatial", "ws-offline", "ccbp", "maestro-offline"] {
+    for name in ["spatial", "ws-offline", "ccbp-offline", "maestro-offline"] {
         let mut ratios = Vec::new();
         for p in pairs {
             let best = p["best_harmonic"].as_u64().unwrap() as usize;
@@ -1416,7 +1419,8 @@ fn corun_all_pairs_sums_up_every_scheme_against_the_oracle() {
         csv.starts_with("program_a,program_b,scheme,label,"),
         "{csv}"
     );
-    // Three pairs, each with spatial, Warped-Slicer offline, CCBP, Maestro and the oracle.
+    // Three pairs, each with spatial, Warped-Slicer offline, CCBP offline, Maestro and the
+    // oracle.
     assert_eq!(csv.lines().count(), 1 + 3 * 5, "{csv}");
     // `--programs` needs `--all-pairs`; one program makes no pair.
     let o = switchyard(&["experiment", "corun", "--programs", "layernorm,softmax"]);
@@ -1635,7 +1639,14 @@ fn experiment_corun_mix_runs_three_programs_under_every_scheme() {
         .collect();
     assert_eq!(
         names,
-        ["spatial", "left-over", "smk", "warped-slicer", "maestro"]
+        [
+            "spatial",
+            "left-over",
+            "smk",
+            "warped-slicer",
+            "maestro",
+            "ccbp"
+        ]
     );
     for s in schemes {
         assert_eq!(s["verified"], true, "{s}");

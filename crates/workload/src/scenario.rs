@@ -233,6 +233,9 @@
 //! | `dss` | `tokens`: every process's SM budget, 1 to 65536 (papers/tanasic-thesis §5.2.4) | by priority: ⌊SMs × w / W⌋ for weight w = 1 + max(priority, 0) (⌊SMs / processes⌋ when the priorities are equal), the SMs left over one each to the first processes to become active |
 //! | `mps` | `percentage`: every client's active-thread percentage, (0, 100]: each process holds at most that share of the SMs, rounded up | 100 |
 //! | `smk` | `epoch`: warp instructions per epoch per scheduler, over all kernels; `ipc`: each process's IPC alone, in process order (the quotas' ratio) | 1000; equal quotas |
+//! | `warped-slicer` | `warm_up`, `sample`: core cycles of the profile on the SMs before and during its sample | 2000, 5000 |
+//! | `maestro` | `epoch`: core cycles each TB combination runs (its second half measured); `ipc`: each process's IPC alone (the search scores harmonic speedup over them) | 10000; summed IPC |
+//! | `ccbp` | `warm_up`, `sample`: as `warped-slicer`'s; `prior_lsk`: the priority of latency-sensitive kernels in CCBP's Algorithm 1, (0, 1000] (papers/lin-thesis §4.5.2) | 2000, 5000, 1 |
 //! | `fixed` | `tbs` (required): TBs per SM of each process's kernels, in process order; `noc`: requests towards the L2 (misses, stores, atomics) each process's kernels may send per 200 core cycles from each SM (CCBP's issue rate controllers, papers/lin-thesis §4.5.1) | `noc`: not limited |
 //! | `mig` | `instances`: equal instances of `⌊SMs / instances⌋` consecutive SMs, 1 to 1024 (at most one an SM); process `i` runs only in instance `i mod instances`; the SMs left over stay idle; each instance gets an equal share of the DRAM channels with their L2 slices ([`sched::mig`]) | one per process |
 //!

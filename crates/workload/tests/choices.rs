@@ -91,6 +91,16 @@ fn policies() -> Vec<PolicyKind> {
         tbs: sched::TbCounts::new(&[3]).unwrap(),
         noc: None,
     });
+    all.push(PolicyKind::Ccbp {
+        warm_up: Some(500),
+        sample: Some(2500),
+        prior_lsk: Some(1.5),
+    });
+    all.push(PolicyKind::Ccbp {
+        warm_up: None,
+        sample: None,
+        prior_lsk: Some(4.0),
+    });
     all
 }
 
@@ -334,6 +344,22 @@ fn bad_names_parameters_and_values_are_refused_naming_them_and_where() {
         (
             "policy = { kind = \"warped-slicer\", epoch = 10 }",
             &["unknown field `epoch`", "warm_up", "sample"],
+        ),
+        (
+            "policy = { kind = \"ccbp\", prior_lsk = 0 }",
+            &["`prior_lsk` = 0 is out of range"],
+        ),
+        (
+            "policy = { kind = \"ccbp\", prior_lsk = \"high\" }",
+            &["`prior_lsk`", "invalid type"],
+        ),
+        (
+            "policy = { kind = \"ccbp\", sample = 0 }",
+            &["`sample` = 0 is out of range"],
+        ),
+        (
+            "policy = { kind = \"ccbp\", tbs = [1, 2] }",
+            &["unknown field `tbs`", "prior_lsk"],
         ),
         (
             "policy = { kind = \"fixed\", tbs = [7, 0] }",

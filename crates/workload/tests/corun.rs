@@ -518,9 +518,34 @@ fn preempting_co_resident_kernels_is_bit_exact_under_every_mechanism() {
 /// keep TBs waiting for a while: kmeans 128, blackscholes 64, 32 at a time), watched by
 /// `watch`; both programs must verify.
 fn run_on_small_sms(policy: PolicyKind, watch: &mut dyn Injector) {
+    run_on_small_sms_with(policy, watch, |_| {});
+}
+
+/// [`run_on_small_sms`] for another pair of programs.
+fn run_pair_on_small_sms(policy: PolicyKind, pair: [&str; 2], watch: &mut dyn Injector) {
     let mut s = setup(policy, Default::default());
     s.timing.gpu.sm.count = 8;
     s.timing.gpu.sm.resources.max_tbs = 4;
+    let r = System::new(s, &[process(pair[0]), process(pair[1])])
+        .unwrap()
+        .run_with(&mut |_| {}, Some(watch))
+        .unwrap();
+    for p in &r.processes {
+        let v = p.verdict.as_ref().unwrap();
+        assert!(v.verified, "{policy} {}: {}", p.name, v.detail);
+    }
+}
+
+/// [`run_on_small_sms`] on a GPU `tweak` changes further.
+fn run_on_small_sms_with(
+    policy: PolicyKind,
+    watch: &mut dyn Injector,
+    tweak: impl Fn(&mut GpuConfig),
+) {
+    let mut s = setup(policy, Default::default());
+    s.timing.gpu.sm.count = 8;
+    s.timing.gpu.sm.resources.max_tbs = 4;
+    tweak(&mut s.timing.gpu);
     let r = System::new(s, &[process(PAIR[0]), process(PAIR[1])])
         .unwrap()
         .run_with(&mut |_| {}, Some(watch))
@@ -540,8 +565,10 @@ struct WsWatch {
     /// profile count.
     profiled: Vec<(LaunchId, Vec<u32>)>,
     profile_at: Option<u64>,
-    /// The first combination run on every SM, and when.
+    /// The first combination run on every SM, and when, with the two launches' request
+    /// quotas (CCBP's).
     combination: Option<((LaunchId, u32), (LaunchId, u32))>,
+    quotas: (Option<u32>, Option<u32>),
     combination_at: Option<u64>,
     /// When both kernels first had TBs to place.
     together_at: Option<u64>,
@@ -598,8 +625,18 @@ impl Injector for WsWatch {
                 .sm_ids()
                 .any(|sm| m.ledger(sm).usage(a).tbs > 0 && m.ledger(sm).usage(b).tbs > 0);
             if let (Some(&(Some(x), Some(y))), true) = (limits.first(), both) {
-                if limits.iter().all(|&l| l == (Some(x), Some(y))) {
+                let quotas: Vec<(Option<u32>, Option<u32>)> = m
+                    .sm_ids()
+                    .map(|sm| {
+                        let l = m.ledger(sm);
+                        (l.limits(a).noc_quota, l.limits(b).noc_quota)
+                    })
+                    .collect();
+                if limits.iter().all(|&l| l == (Some(x), Some(y)))
+                    && quotas.iter().all(|&q| q == quotas[0])
+                {
                     self.combination = Some(((a, x), (b, y)));
+                    self.quotas = quotas[0];
                     self.combination_at = Some(m.cycle());
                 }
             }
@@ -688,5 +725,151 @@ fn maestro_online_tries_neighbouring_combinations_epoch_by_epoch() {
             "{:?}",
             w.seen
         );
+    }
+}
+
+/// CCBP online: the profile of Warped-Slicer, then Algorithm 1's combination on every SM.
+fn ccbp_online(tweak: impl Fn(&mut GpuConfig)) -> WsWatch {
+    let policy = PolicyKind::Ccbp {
+        warm_up: Some(1000),
+        sample: Some(3000),
+        prior_lsk: None,
+    };
+    let mut w = WsWatch::default();
+    run_on_small_sms_with(policy, &mut w, tweak);
+    let at = w
+        .profile_at
+        .expect("no profile: four SMs per kernel at 1-4 TBs");
+    let then = w.combination_at.expect("no combination after the profile");
+    let together = w.together_at.unwrap();
+    assert!(
+        then > at && then >= together + 4000,
+        "both from {together}, profile seen at {at}, combination at {then}"
+    );
+    w
+}
+
+#[test]
+fn ccbp_online_profiles_bandwidth_then_limits_the_kernels_that_need_it() {
+    // The preset's interconnect: how much each kernel sends decides its type, and with it
+    // whether it is limited.
+    // On the preset both send far less than half the sustainable bandwidth (measured:
+    // 2+2, DRF's share of the four TB slots), so both are latency sensitive, and neither
+    // is limited.
+    let w = ccbp_online(|_| {});
+    let ((_, x), (_, y)) = w.combination.unwrap();
+    assert!(x >= 1 && y >= 1, "{x} + {y}");
+    assert_eq!(w.quotas, (None, None), "preset: {:?}", w.combination);
+    // An interconnect clocked 16 times slower: both kernels alone keep it busier than
+    // half its sustainable bandwidth, so Algorithm 1 classes them NoC intensive and
+    // grants each a request quota (measured: 1 and 1 at 2+2), together within the
+    // sustainable flits per window (a request moves at least one flit).
+    let slow_icnt = |c: &mut GpuConfig| c.memory.clocks.icnt_mhz /= 16.0;
+    let slow = ccbp_online(slow_icnt);
+    let ((_, x), (_, y)) = slow.combination.unwrap();
+    assert!(x >= 1 && y >= 1, "{x} + {y}");
+    let (Some(qa), Some(qb)) = slow.quotas else {
+        panic!("slow interconnect, no quota: {:?}", slow.quotas);
+    };
+    let mut c = GpuConfig::preset("maxwell16").unwrap();
+    slow_icnt(&mut c);
+    let sustainable = c.memory.noc_flits_per_sm_core_cycle()
+        * gpu::timing::IRC_WINDOW as f64
+        * sched::ccbp::NOC_SUSTAINABLE;
+    // Each quota rounds its grant up (at most one request more).
+    assert!(
+        f64::from(qa + qb) <= sustainable + 2.0,
+        "quotas {qa} + {qb} against {sustainable} flits"
+    );
+}
+
+/// Counts, per pair of kernel names, the times two launches both with TBs to place met
+/// (became the two active launches with work), and the times the SMs entered a profile's
+/// layout for them (every SM holding TBs of one of the two only, each within a TB limit,
+/// both launches on some SM).
+#[derive(Default)]
+struct ProfileCount {
+    met: Vec<((String, String), u32)>,
+    profiles: Vec<((String, String), u32)>,
+    pair: Option<(LaunchId, LaunchId)>,
+    in_profile: bool,
+}
+
+impl ProfileCount {
+    fn bump(v: &mut Vec<((String, String), u32)>, key: (String, String)) {
+        match v.iter_mut().find(|x| x.0 == key) {
+            Some(x) => x.1 += 1,
+            None => v.push((key, 1)),
+        }
+    }
+}
+
+impl Injector for ProfileCount {
+    fn before_cycle(&mut self, m: &Machine, _: &mut Framework) {
+        let active: Vec<LaunchId> = m.active().to_vec();
+        if active.len() != 2 || active.iter().any(|&a| m.launch(a).undispatched() == 0) {
+            self.pair = None;
+            self.in_profile = false;
+            return;
+        }
+        let (a, b) = (active[0], active[1]);
+        let name = |x: LaunchId| m.launch(x).ctx().kernel.name.clone();
+        let key = (name(a), name(b));
+        if self.pair != Some((a, b)) {
+            self.pair = Some((a, b));
+            self.in_profile = false;
+            Self::bump(&mut self.met, key.clone());
+        }
+        let mut seen = [false, false];
+        let profile = m.sm_ids().all(|sm| {
+            let l = m.ledger(sm);
+            let on: Vec<usize> = [a, b]
+                .iter()
+                .enumerate()
+                .filter(|(_, &x)| l.usage(x).tbs > 0)
+                .map(|(i, _)| i)
+                .collect();
+            match on[..] {
+                [i] => {
+                    seen[i] = true;
+                    let x = [a, b][i];
+                    l.limits(x).tbs.is_some_and(|n| l.usage(x).tbs <= n)
+                }
+                _ => false,
+            }
+        }) && seen == [true, true];
+        if profile && !self.in_profile {
+            Self::bump(&mut self.profiles, key);
+        }
+        self.in_profile = profile;
+    }
+}
+
+#[test]
+fn online_schemes_profile_the_same_kernels_once() {
+    // hotspot's host loop launches its kernel again and again beside kmeans's one long
+    // launch: the pair meets more than once (measured: twice), and Warped-Slicer and CCBP
+    // profile it the first time only, then apply what they chose.
+    let ws = PolicyKind::WarpedSlicer {
+        warm_up: Some(500),
+        sample: Some(1500),
+    };
+    let ccbp = PolicyKind::Ccbp {
+        warm_up: Some(500),
+        sample: Some(1500),
+        prior_lsk: None,
+    };
+    for policy in [ws, ccbp] {
+        let mut w = ProfileCount::default();
+        run_pair_on_small_sms(policy, ["hotspot", "kmeans"], &mut w);
+        assert!(
+            w.met.iter().any(|m| m.1 >= 2),
+            "{policy}: the kernels met only once: {:?}",
+            w.met
+        );
+        for (key, met) in &w.met {
+            let profiled = w.profiles.iter().find(|p| p.0 == *key).map_or(0, |p| p.1);
+            assert_eq!(profiled, 1, "{policy}: {key:?} met {met} times");
+        }
     }
 }

@@ -119,6 +119,16 @@ impl Counters {
         &self.sms
     }
 
+    /// Request packets the accesses of every launch on SM `sm` have sent towards the L2
+    /// so far (their [`LaunchTally::noc_requests`] there): what an issue rate controller
+    /// counts, read per SM as CCBP's online profile reads it (papers/lin-thesis §4.5).
+    pub fn sm_noc_requests(&self, sm: SmId) -> u64 {
+        self.launches[sm.index()]
+            .values()
+            .map(|t| t.noc_requests)
+            .sum()
+    }
+
     /// `launch`'s counts so far, summed over SMs.
     pub fn launch(&self, launch: LaunchId) -> LaunchTally {
         let mut t = LaunchTally::default();
