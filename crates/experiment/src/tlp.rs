@@ -80,6 +80,7 @@ impl Variant {
             max_extra_tbs: self.max_extra_tbs,
             port_bytes: self.port_bytes,
             dynamic: self.dynamic,
+            compression: true,
         }
     }
 }
@@ -127,6 +128,10 @@ pub struct Run {
     pub native_tbs: u32,
     pub peak_tbs: u64,
     pub extra_tbs: u32,
+    /// Of its longest launch: registers per thread allocated, and those a spilled register
+    /// context reserves (live at its switch points, compressed; 0 without TLP).
+    pub regs_per_thread: u32,
+    pub context_registers: u32,
     /// Over its launches: TBs switched in, and the bytes the switches moved.
     pub switched_in: u64,
     pub switch_bytes: u64,
@@ -160,6 +165,10 @@ pub struct TlpResults {
     pub runs: Vec<Run>,
     pub kernels: Vec<KernelResult>,
     pub classes: Vec<ClassResult>,
+    /// GPUDuet's spilled register context (`gpuduet-me4`'s runs) as a share of the
+    /// registers allocated, the mean over the kernels that have one (papers/lin-thesis
+    /// §3.6.6: 44% with liveness and compression).
+    pub context_share: Option<f64>,
 }
 
 /// Why the experiment could not run.
@@ -278,6 +287,13 @@ fn summarise(c: &TlpExperiment, variants: &[Variant], runs: Vec<Run>) -> TlpResu
             tlp: mean(&|k| &k.tlp),
         });
     }
+    let shares: Vec<f64> = runs
+        .iter()
+        .filter(|r| r.variant == "gpuduet-me4" && r.regs_per_thread > 0 && r.context_registers > 0)
+        .map(|r| f64::from(r.context_registers) / f64::from(r.regs_per_thread))
+        .collect();
+    let context_share =
+        (!shares.is_empty()).then(|| shares.iter().sum::<f64>() / shares.len() as f64);
     TlpResults {
         gpu: c.gpu.name.clone(),
         size: format!("{:?}", c.size).to_lowercase(),
@@ -285,6 +301,7 @@ fn summarise(c: &TlpExperiment, variants: &[Variant], runs: Vec<Run>) -> TlpResu
         runs,
         kernels,
         classes,
+        context_share,
     }
 }
 
@@ -315,6 +332,8 @@ fn run_one(
         native_tbs: 0,
         peak_tbs: 0,
         extra_tbs: 0,
+        regs_per_thread: 0,
+        context_registers: 0,
         switched_in: 0,
         switch_bytes: 0,
     };
@@ -334,6 +353,8 @@ fn run_one(
                 run.native_tbs = st.tbs_per_sm;
                 run.peak_tbs = st.frontend.tlp.peak_tbs;
                 run.extra_tbs = st.extra_tbs;
+                run.regs_per_thread = st.regs_per_thread;
+                run.context_registers = st.context_registers;
             }
         }
     }

@@ -12,7 +12,9 @@
 //! * **GPUDuet** (`gpuduet`; §3.6): the register file and shared memory form one store,
 //!   and the *limiting context* of the extra TBs — the resource that cannot hold every
 //!   resident TB's share — is spilled into the other's spare room, registers at their live
-//!   size at the switch points (§3.6.6, "Register Context Reduction"). A kernel limited by
+//!   and compressed size at the switch points (§3.6.6, "Register Context Reduction": the
+//!   compiler's liveness and `regalloc::patterns`; `compression = false` for liveness
+//!   alone). A kernel limited by
 //!   both registers and shared memory gets no extra TB (§3.6.2). A switch moves the warp
 //!   slots and the limiting context through the on-chip port (`port_bytes` per cycle,
 //!   Equation 3.1; 128 bytes in the thesis, §3.7.4 varies it over 256, 128 and 64).
@@ -23,12 +25,10 @@
 //! itself (which TBs are active, when they swap, and what it costs) is the timed SM's
 //! (`timing::sm::tlp`).
 //!
-//! What is ours, not the thesis's: the switching is TB-level for both schemes (GPUDuet's
-//! warp-level switching of register- and slot-limited kernels, its throughput monitor that
-//! sets ME at run time, and the L1 as a third store are not modelled yet); register
-//! compression is not applied (liveness is); the size of a warp slot's state is 12 bytes per
-//! reconvergence-stack entry (as [`crate::timing::TbContext::sizes`] counts them) and 8
-//! bytes of scoreboard.
+//! What is ours, not the thesis's: the L1 as a third store is not modelled yet; the size of
+//! a warp slot's state is 12 bytes per reconvergence-stack entry (as
+//! [`crate::timing::TbContext::sizes`] counts them) and 8 bytes of scoreboard; a compressed
+//! context that would be no smaller than its plain size is stored plain.
 
 use serde::{Deserialize, Serialize};
 
@@ -74,6 +74,10 @@ pub struct TlpConfig {
     /// Set the extra TBs at run time from the throughput monitor (§3.6.4), up to the
     /// bound; else every launch gets the bound from its start (Figure 3.12's static ME).
     pub dynamic: bool,
+    /// Size spilled register contexts with compression as well as liveness (§3.6.6,
+    /// "Register Context Reduction": each live register at the compressed size the
+    /// compiler proves, `regalloc::patterns`); else with liveness only.
+    pub compression: bool,
 }
 
 impl Default for TlpConfig {
@@ -83,6 +87,7 @@ impl Default for TlpConfig {
             max_extra_tbs: 4,
             port_bytes: 128,
             dynamic: false,
+            compression: true,
         }
     }
 }

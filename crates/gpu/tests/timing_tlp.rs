@@ -130,3 +130,58 @@ fn extra_tbs_keep_every_result_bit_exact() {
     assert!(beyond >= 3, "only {beyond} runs went beyond the native TBs");
     assert!(switched > 0, "no TB was switched in");
 }
+
+/// GPUDuet with a static ME of 4, its register contexts compressed or not.
+fn gpuduet(compression: bool) -> Engine {
+    let mut gpu = GpuConfig::preset("maxwell16").unwrap();
+    gpu.sm.count = 1;
+    gpu.sm.tlp = TlpConfig {
+        scheme: TlpScheme::Gpuduet,
+        max_extra_tbs: 4,
+        compression,
+        ..TlpConfig::default()
+    };
+    Engine::Timed(Box::new(TimedGpu::new(gpu)))
+}
+
+#[test]
+fn compression_shrinks_the_register_contexts_gpuduet_reserves_and_moves() {
+    // §3.6.6: the compiler's liveness and compression give the register allocation of a
+    // spilled context. Compressed, it is never larger than live alone, and smaller for
+    // kernels whose live registers at the switch points hold thread indices, addresses
+    // and parameters; the results stay bit-exact either way.
+    let mut smaller = Vec::new();
+    for name in KERNELS {
+        let f = run(name, Engine::Functional);
+        let on = run(name, gpuduet(true));
+        let off = run(name, gpuduet(false));
+        assert!(f.snapshot() == on.snapshot(), "{name}: compressed");
+        assert!(f.snapshot() == off.snapshot(), "{name}: uncompressed");
+        let reserved = |d: &Device| d.stats.iter().map(|t| t.context_registers).max().unwrap();
+        let (c, l) = (reserved(&on), reserved(&off));
+        let regs = on.stats[0].regs_per_thread;
+        eprintln!("{name}: {c} registers compressed, {l} live, {regs} allocated");
+        assert!(
+            c <= l && l <= regs,
+            "{name}: {c} compressed, {l} live, {regs}"
+        );
+        // What a switch of a warp moves, on average: no more compressed.
+        let per_switch = |d: &Device| {
+            let (bytes, ins) = d.stats.iter().fold((0, 0), |(b, n), t| {
+                (b + t.frontend.tlp.bytes, n + t.frontend.tlp.switched_in)
+            });
+            (ins > 0).then(|| bytes as f64 / ins as f64)
+        };
+        if let (Some(a), Some(b)) = (per_switch(&on), per_switch(&off)) {
+            eprintln!("{name}: {a:.0} bytes per switch compressed, {b:.0} live");
+            assert!(
+                a <= b,
+                "{name}: {a:.0} bytes per switch compressed, {b:.0} live"
+            );
+        }
+        if c < l {
+            smaller.push(name);
+        }
+    }
+    assert!(smaller.len() >= 4, "compression shrank only {smaller:?}");
+}

@@ -37,6 +37,7 @@
 mod alloc;
 mod check;
 mod color;
+pub mod patterns;
 pub mod uniformity;
 
 use kir::{InstId, Kernel, Module, Reg};

@@ -1656,6 +1656,13 @@ TLP: most TBs resident per SM over the baseline's"
         for cl in &r.classes {
             row("geomean", &cl.class, &cl.tlp);
         }
+        if let Some(s) = r.context_share {
+            println!(
+                "
+GPUDuet's spilled register context (live and compressed at the switch points): {:.0}% of the registers allocated, mean over the kernels (thesis §3.6.6: 44%)",
+                s * 100.0
+            );
+        }
         println!(
             "
 thesis: {}",

@@ -103,8 +103,9 @@ struct RunArgs {
     #[arg(long, value_enum)]
     scheduler: Option<SchedulerArg>,
     /// Extra TBs beyond the scheduling limits (papers/lin-thesis ch. 3), overriding the
-    /// GPU's `[sm.tlp]`: `off`, `vt` (Virtual Thread) or `gpuduet`, with parameters
-    /// `SCHEME:max_extra_tbs=N,port_bytes=B` (defaults 4 and 128).
+    /// GPU's `[sm.tlp]`: `off`, `vt` (Virtual Thread), `gpuduet` or `gpuduet-tb`, with
+    /// parameters `SCHEME:max_extra_tbs=N,port_bytes=B,dynamic=BOOL,compression=BOOL`
+    /// (defaults 4, 128, false, true).
     #[arg(long, value_name = "SCHEME", value_parser = tlp_arg)]
     tlp: Option<gpu::tlp::TlpConfig>,
     /// Where timed runs write their statistics (JSON; rewritten after every kernel, so a later

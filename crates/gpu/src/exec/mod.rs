@@ -337,7 +337,7 @@ fn combine(op: BoolOp, a: bool, b: bool) -> bool {
 
 /// Executes one instruction of `warp`.
 ///
-/// Global writes go through `mem` ([`GlobalAccess`]): [`DeviceMemory`] applies them at once;
+/// Global writes go through `mem` ([`GlobalAccess`]): [`crate::memory::DeviceMemory`] applies them at once;
 /// the timed machine's view defers them to the end of the cycle.
 pub fn step<M: GlobalAccess + ?Sized>(
     ctx: &LaunchCtx,

@@ -52,7 +52,7 @@ impl LaunchTally {
 }
 
 /// Per-SM and per-launch counters, counted from the probe hooks. Each SM's counts,
-/// per-launch tallies included, are kept apart ([`SmCounters`]), so SMs stepped on
+/// per-launch tallies included, are kept apart (`SmCounters`), so SMs stepped on
 /// different threads each count into their own; a launch's tally is their sum.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Counters {

@@ -138,9 +138,15 @@ pub struct Launch {
     /// Register liveness of the kernel's blocks, computed at its first live-register
     /// checkpoint ([`crate::timing::Scope::Live`]).
     liveness: std::sync::OnceLock<kir::liveness::BlockLiveness>,
+    /// What each register's lanes hold before each instruction, computed at the first
+    /// compressed context size GPUDuet asks for ([`Launch::context_bytes`]).
+    patterns: std::sync::OnceLock<regalloc::patterns::ValuePatterns>,
     /// Its TBs per SM beyond the scheduling limits ([`crate::tlp`]; none unless the GPU's
     /// `[sm.tlp]` is on).
     pub(super) tlp: crate::tlp::ExtraTbs,
+    /// Registers per thread a spilled register context of its warps reserves
+    /// ([`Launch::live_registers_at_switch_points`]; 0 unless `[sm.tlp]` is on).
+    pub(super) context_registers: u32,
 }
 
 impl Launch {
@@ -183,11 +189,13 @@ impl Launch {
             at_last_tb: None,
             stats: None,
             liveness: std::sync::OnceLock::new(),
+            patterns: std::sync::OnceLock::new(),
             tlp: crate::tlp::ExtraTbs {
                 native,
                 extra: 0,
                 moved: crate::tlp::Moved::Slots,
             },
+            context_registers: 0,
         }
     }
 
@@ -207,10 +215,63 @@ impl Launch {
             .sum()
     }
 
-    /// Registers per thread live at the kernel's switch points (papers/lin-thesis §3.6.6:
-    /// the first uses of registers loaded from memory, and barriers), at most its
-    /// allocation: the size GPUDuet reserves for a spilled register context.
-    pub(super) fn live_registers_at_switch_points(&self) -> u32 {
+    /// Bytes one warp's registers in `live` take spilled, live at the instructions `pcs`
+    /// (a warp's stack entries): with `compressed`, each 32-bit register at the size
+    /// papers/lin-lightweight §III-C's compressor gives its pattern there (the weakest
+    /// over `pcs`, proved by `regalloc::patterns`: 4 bytes per pattern analysing group
+    /// uniform, 8 strided, 4 per lane random) plus the pattern vector (two bits per
+    /// register of the kernel), or the plain size where that is no smaller (a context of
+    /// random registers is stored as it is); else 128 bytes per 32-bit register
+    /// (Equation 3.2). Predicates are left out, as [`Launch::register_words`] leaves them.
+    pub(super) fn context_bytes(&self, live: &kir::RegSet, pcs: &[u32], compressed: bool) -> u64 {
+        use regalloc::patterns::ValuePattern;
+        let plain = u64::from(self.register_words(live)) * 128;
+        if !compressed {
+            return plain;
+        }
+        let block_x = self.ctx.block[0].max(1);
+        let patterns = self
+            .patterns
+            .get_or_init(|| regalloc::patterns::ValuePatterns::compute(&self.ctx.kernel, block_x));
+        let groups = u64::from(32u32.div_ceil(block_x.min(32)));
+        let regs = &self.ctx.kernel.regs;
+        let word = |p: ValuePattern| match p {
+            ValuePattern::Uniform => 4 * groups,
+            ValuePattern::Strided => 8 * groups,
+            ValuePattern::Random => 128,
+        };
+        let mut bytes = (2 * regs.len() as u64).div_ceil(8);
+        for r in live.iter() {
+            let ty = regs[r].ty;
+            if ty == kir::inst::Ty::Pred {
+                continue;
+            }
+            let p = pcs
+                .iter()
+                .map(|&pc| patterns.before(kir::InstId(pc), r))
+                .max()
+                .unwrap_or(ValuePattern::Random);
+            bytes += word(p);
+            if ty.size() > 4 {
+                // A 64-bit virtual register: its high half uniform where the value is
+                // strided (`regalloc::patterns`' assumption), else as the value.
+                let high = if p == ValuePattern::Strided {
+                    ValuePattern::Uniform
+                } else {
+                    p
+                };
+                bytes += word(high) * (u64::from(ty.size().div_ceil(4)) - 1);
+            }
+        }
+        bytes.min(plain)
+    }
+
+    /// Registers per thread a spilled register context takes at the kernel's switch
+    /// points (papers/lin-thesis §3.6.6: the first uses of registers loaded from memory,
+    /// and barriers) — the live ones, compressed when `compressed` ([`Self::context_bytes`],
+    /// in 128-byte warp registers) — at most its allocation: the size GPUDuet reserves
+    /// for a spilled register context.
+    pub(super) fn live_registers_at_switch_points(&self, compressed: bool) -> u32 {
         use crate::pipeline::OpClass;
         let insts = self.ctx.kernel.insts.as_slice();
         let d = &self.decoded;
@@ -223,7 +284,10 @@ impl Launch {
                 matches!(insts[pc as usize].op, kir::inst::Op::Bar { .. })
                     || d.sources(pc).iter().any(|r| loaded.contains(r))
             })
-            .map(|pc| self.register_words(&self.live_in(pc)))
+            .map(|pc| {
+                let bytes = self.context_bytes(&self.live_in(pc), &[pc], compressed);
+                u32::try_from(bytes.div_ceil(128)).unwrap_or(u32::MAX)
+            })
             .max()
             .unwrap_or(0)
             .min(self.regs_per_thread)

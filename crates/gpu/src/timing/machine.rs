@@ -670,7 +670,8 @@ impl<B: MemoryBackend> Machine<B> {
         if !tlp.is_off() {
             // The live registers at its switch points bound what a spilled register
             // context takes (papers/lin-thesis §3.6.6).
-            let words = launch.live_registers_at_switch_points();
+            let words = launch.live_registers_at_switch_points(tlp.compression);
+            launch.context_registers = words;
             let live = (u64::from(launch.demand.registers) * u64::from(words))
                 .div_ceil(u64::from(regs.max(1))) as u32;
             launch.tlp = crate::tlp::extra_tbs(
@@ -1101,6 +1102,7 @@ impl<B: MemoryBackend> Machine<B> {
             ipc: k.warp_instructions as f64 / cycles as f64,
             tbs_per_sm: l.occupancy.tbs_per_sm,
             extra_tbs: l.tlp.extra,
+            context_registers: l.context_registers,
             occupancy_limit: l.occupancy.clone(),
             regs_per_thread: l.regs_per_thread,
             achieved_occupancy: if active == 0 {

@@ -492,6 +492,11 @@ pub struct TimedStats {
     /// scheme). Written out only when not zero.
     #[serde(skip_serializing_if = "is_zero32")]
     pub extra_tbs: u32,
+    /// Registers per thread a spilled register context reserves under `[sm.tlp]`: those
+    /// live at the kernel's switch points, compressed unless `compression = false`
+    /// (papers/lin-thesis §3.6.6). Written out only when not zero.
+    #[serde(skip_serializing_if = "is_zero32")]
+    pub context_registers: u32,
     pub regs_per_thread: u32,
     /// Mean resident warps per SM over its active cycles, as a fraction of its warp slots.
     pub achieved_occupancy: f64,

@@ -18,8 +18,9 @@
 //! * one switch at a time per SM: a stalled TB and the oldest ready one swap, or, where
 //!   the active TBs leave room (one finished), the oldest ready TB is switched in;
 //! * a switch moves each warp's slot state, and under GPUDuet the kernel's limiting context
-//!   (the live registers of each warp at its stack's PCs, 128 bytes each, Equation 3.2, or
-//!   the TB's shared memory, Equation 3.3), through the on-chip port at `port_bytes` per
+//!   (the live registers of each warp at its stack's PCs, Equation 3.2, compressed as
+//!   `regalloc::patterns` proves them unless `compression = false`,
+//!   [`Launch::context_bytes`]; or the TB's shared memory, Equation 3.3), through the on-chip port at `port_bytes` per
 //!   cycle (Equation 3.1); the TB coming in issues when its move ends; the one going out
 //!   stops at once (it was stalled).
 //!
@@ -298,11 +299,14 @@ impl Sm {
             if launch.tlp.moved == Moved::Registers {
                 let mut live = kir::RegSet::with_capacity(launch.ctx.kernel.regs.len());
                 let n = launch.ctx.kernel.insts.len() as u32;
-                for e in w.stack.iter().filter(|e| e.pc < n) {
-                    live.union_with(&launch.live_in(e.pc));
+                let pcs: Vec<u32> = w.stack.iter().map(|e| e.pc).filter(|&pc| pc < n).collect();
+                for &pc in &pcs {
+                    live.union_with(&launch.live_in(pc));
                 }
-                let words = launch.register_words(&live).min(launch.regs_per_thread);
-                bytes += u64::from(words) * WARP_REGISTER_BYTES;
+                let cap = u64::from(launch.regs_per_thread) * WARP_REGISTER_BYTES;
+                bytes += launch
+                    .context_bytes(&live, &pcs, self.csl.cfg.compression)
+                    .min(cap);
             }
         }
         if launch.tlp.moved == Moved::SharedMemory && u.warp.is_none() {
