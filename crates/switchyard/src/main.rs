@@ -810,7 +810,14 @@ pub(crate) fn tlp_arg(spec: &str) -> Result<gpu::tlp::TlpConfig, String> {
         let Some((key, value)) = item.split_once('=') else {
             return Err(format!("`{item}`: parameters are written key=value"));
         };
-        text.push_str(&format!("{} = {}\n", key.trim(), value.trim()));
+        let value = value.trim();
+        // Numbers and booleans as they are; anything else as a string, so that the error
+        // names the field and the type it wants.
+        if value.parse::<f64>().is_ok() || value == "true" || value == "false" {
+            text.push_str(&format!("{} = {value}\n", key.trim()));
+        } else {
+            text.push_str(&format!("{} = {value:?}\n", key.trim()));
+        }
     }
     let t: gpu::tlp::TlpConfig = toml::from_str(&text).map_err(|e| e.message().to_string())?;
     t.check()

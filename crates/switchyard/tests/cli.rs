@@ -1581,6 +1581,7 @@ fn experiment_tlp_runs_every_variant_and_run_tlp_refuses_bad_values() {
         ("gpuduet:max_extra_tbs=0", "sm.tlp.max_extra_tbs"),
         ("vt:port_bytes", "key=value"),
         ("vt:ports=2", "ports"),
+        ("gpuduet:compression=maybe", "expected a boolean"),
     ] {
         // A value clap's parser refuses: its usage error, 2.
         let o = switchyard(&["run", "gemm", "--gpu", "maxwell16", "--tlp", bad]);
