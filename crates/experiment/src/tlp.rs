@@ -132,6 +132,9 @@ pub struct Run {
     /// context reserves (live at its switch points, compressed; 0 without TLP).
     pub regs_per_thread: u32,
     pub context_registers: u32,
+    /// Whether the monitor made the bypassed L1 a context store during any of its launches
+    /// (papers/lin-thesis §3.6.4).
+    pub l1_store: bool,
     /// Over its launches: TBs switched in, and the bytes the switches moved.
     pub switched_in: u64,
     pub switch_bytes: u64,
@@ -334,6 +337,7 @@ fn run_one(
         extra_tbs: 0,
         regs_per_thread: 0,
         context_registers: 0,
+        l1_store: false,
         switched_in: 0,
         switch_bytes: 0,
     };
@@ -346,6 +350,7 @@ fn run_one(
         run.kernel_cycles += cycles;
         if let Some(st) = &k.stats {
             run.switched_in += st.frontend.tlp.switched_in;
+            run.l1_store |= st.l1_store;
             run.switch_bytes += st.frontend.tlp.bytes;
             if cycles > longest {
                 longest = cycles;

@@ -25,10 +25,14 @@
 //! itself (which TBs are active, when they swap, and what it costs) is the timed SM's
 //! (`timing::sm::tlp`).
 //!
-//! What is ours, not the thesis's: the L1 as a third store is not modelled yet; the size of
-//! a warp slot's state is 12 bytes per reconvergence-stack entry (as
-//! [`crate::timing::TbContext::sizes`] counts them) and 8 bytes of scoreboard; a compressed
-//! context that would be no smaller than its plain size is stored plain.
+//! The L1 data cache is GPUDuet's third store (§3.6.4) once the throughput monitor has
+//! bypassed it (`timing::tlp_monitor`): [`extra_tbs`]'s `l1_bytes`.
+//!
+//! What is ours, not the thesis's: the size of a warp slot's state is 12 bytes per
+//! reconvergence-stack entry (as [`crate::timing::TbContext::sizes`] counts them) and 8
+//! bytes of scoreboard; a compressed context that would be no smaller than its plain size
+//! is stored plain; the L1 is a store only under the monitor (a static ME has no
+//! measurement of the L1's use to decide by).
 
 use serde::{Deserialize, Serialize};
 
@@ -148,13 +152,15 @@ pub struct ExtraTbs {
 /// §3.6.4's bound on the extra TBs of a kernel whose TBs take `d` on an SM with `sm`'s
 /// resources and occupancy `occ`, when the live registers at its switch points take
 /// `live_registers` of the TB's `d.registers`. The shared-memory capacity is the carve-out
-/// the kernel gets alone.
+/// the kernel gets alone; `l1_bytes` more join the store where GPUDuet uses the bypassed
+/// L1 data cache as its third store (0: it does not).
 pub fn extra_tbs(
     cfg: &TlpConfig,
     sm: &SmResources,
     d: &TbDemand,
     occ: &Occupancy,
     live_registers: u32,
+    l1_bytes: u64,
 ) -> ExtraTbs {
     let native = occ.tbs_per_sm;
     let none = ExtraTbs {
@@ -186,9 +192,9 @@ pub fn extra_tbs(
             TlpScheme::Gpuduet | TlpScheme::GpuduetTb => {
                 let n = u64::from(n);
                 let native = u64::from(native);
-                // One store of registers (4 bytes each) and shared memory; the spilled
-                // context of each extra TB takes its place in the other's spare room.
-                let store = rf * 4 + shared;
+                // One store of registers (4 bytes each) and shared memory (and the L1);
+                // the spilled context of each extra TB takes its place in the spare room.
+                let store = rf * 4 + shared + l1_bytes;
                 match (regs_over, shared_over) {
                     (true, true) => None,
                     (true, false) => ((native * r + n * live) * 4 + (native + n) * s <= store)
@@ -277,7 +283,7 @@ mod tests {
             max_extra_tbs: max,
             ..TlpConfig::default()
         };
-        extra_tbs(&cfg, &sm, &d, &Occupancy::of(&sm, &d), live)
+        extra_tbs(&cfg, &sm, &d, &Occupancy::of(&sm, &d), live, 0)
     }
 
     fn tb(warps: u32, regs_per_thread: u32, shared: u32) -> TbDemand {
@@ -303,6 +309,34 @@ mod tests {
         // registers must fit 262,144 + 98,304 bytes, so n = 6.
         let full = bound(TlpScheme::Gpuduet, 8, d, d.registers);
         assert_eq!((full.extra, full.moved), (6, Moved::Registers));
+    }
+
+    #[test]
+    fn the_bypassed_l1_holds_more_spilled_contexts() {
+        // The full-register case above: the store (register file and shared memory) holds
+        // 6 extra TBs' registers of 24,576 bytes; a 32 KiB L1 besides makes room for
+        // exactly 8 (8 × 24,576 + 8 × 24,576 = 360,448 + 32,768).
+        let d = tb(8, 24, 0);
+        let sm = maxwell();
+        let cfg = TlpConfig {
+            scheme: TlpScheme::Gpuduet,
+            max_extra_tbs: 8,
+            ..TlpConfig::default()
+        };
+        let occ = Occupancy::of(&sm, &d);
+        let without = extra_tbs(&cfg, &sm, &d, &occ, d.registers, 0);
+        let with = extra_tbs(&cfg, &sm, &d, &occ, d.registers, 32 * 1024);
+        assert_eq!((without.extra, with.extra), (6, 8));
+        assert_eq!(with.moved, Moved::Registers);
+        // Nothing for VT, which spills nothing.
+        let vt = TlpConfig {
+            scheme: TlpScheme::Vt,
+            ..cfg
+        };
+        assert_eq!(
+            extra_tbs(&vt, &sm, &d, &occ, d.registers, 32 * 1024).extra,
+            extra_tbs(&vt, &sm, &d, &occ, d.registers, 0).extra
+        );
     }
 
     #[test]

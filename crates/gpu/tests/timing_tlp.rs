@@ -185,3 +185,43 @@ fn compression_shrinks_the_register_contexts_gpuduet_reserves_and_moves() {
     }
     assert!(smaller.len() >= 4, "compression shrank only {smaller:?}");
 }
+
+#[test]
+fn the_monitor_makes_a_bypassed_l1_the_third_store_of_an_unsaturated_kernel() {
+    // conv2d on one maxwell16 SM is limited by shared memory (3 TBs of 26.6 KiB). With a
+    // register file of 48 Ki registers, 4 TBs' registers and shared memory (about 76 KB
+    // each) no longer fit the register file and shared memory together (288 KiB): no
+    // extra TB without the L1, one with its 24 KiB (§3.6.4's third store: "no extra space
+    // in the register file or shared memory"). Its L1 is barely used (< 3%), so once the
+    // monitor has seen a window it bypasses the L1 and the launch gets the extra TB;
+    // results stay bit-exact.
+    let engine = |dynamic: bool| {
+        let mut gpu = GpuConfig::preset("maxwell16").unwrap();
+        gpu.sm.count = 1;
+        gpu.sm.resources.registers = 48 * 1024;
+        gpu.sm.tlp = TlpConfig {
+            scheme: TlpScheme::Gpuduet,
+            max_extra_tbs: 4,
+            dynamic,
+            ..TlpConfig::default()
+        };
+        Engine::Timed(Box::new(TimedGpu::new(gpu)))
+    };
+    // Statically the bound is without the L1 (no measurement to decide by): none.
+    let s = run("conv2d", engine(false));
+    let last = s.stats.last().unwrap();
+    assert_eq!((last.tbs_per_sm, last.extra_tbs), (3, 0));
+    assert!(!last.l1_store);
+    let f = run("conv2d", Engine::Functional);
+    let t = run("conv2d", engine(true));
+    assert!(f.snapshot() == t.snapshot(), "conv2d: timed memory differs");
+    let last = t.stats.last().unwrap();
+    assert!(last.l1_store, "the L1 was not made a store");
+    assert_eq!(last.extra_tbs, 1, "ME with the L1: {}", last.extra_tbs);
+    let (ins, peak, _, _) = summary(&t.stats);
+    assert_eq!(peak, 4, "peak TBs");
+    assert!(ins > 0, "no TB switched in");
+    // The preset's register file leaves room for one extra TB: the L1 stays a cache.
+    let p = run("conv2d", maxwell(TlpScheme::Gpuduet, 4, true));
+    assert!(p.stats.iter().all(|t| !t.l1_store));
+}

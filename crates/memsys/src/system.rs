@@ -12,7 +12,10 @@
 //!    cycle per `l1_lines_per_cycle` lines. Loads to `Global`/`Local` use the L1 data cache,
 //!    loads to `Const` the constant cache; hits return `hit_latency` core cycles after their
 //!    lookup. Stores follow the L1 write policy and always travel to the L2 (write-through);
-//!    atomics bypass the L1 and are performed at the L2.
+//!    atomics bypass the L1 and are performed at the L2. An SM's L1 may be bypassed
+//!    altogether ([`MemorySystem::set_l1_bypass`], GPUDuet's third context store): its
+//!    global and local loads then go to the L2 without a lookup or an MSHR, one request
+//!    per line, and fill nothing; its stores leave the L1 alone.
 //!
 //!    **Ports.** All of this touches only the SM's own front-end state (`SmState`), so an
 //!    SM may do it through its [`SmPort`] ([`MemorySystem::ports`]) on any thread: the
@@ -664,6 +667,11 @@ struct SmState {
     /// same answer without probing every line again (an SM retries a refused access every
     /// cycle, so this is the hot path of a memory-bound kernel).
     refused: Option<(u64, u64, bool, Vec<LineRequest>, Stall)>,
+    /// Whether global and local accesses bypass the L1 data cache: loads are not looked up
+    /// and their replies fill nothing, stores leave it alone (papers/lin-thesis §3.6.4:
+    /// GPUDuet keeps spilled contexts in a bypassed L1). Lines already there stay, unused,
+    /// and fills of misses already in flight still land.
+    l1_bypass: bool,
     /// The channels (and their slices) this SM's accesses go to: all of them, or its MIG
     /// instance's ([`MemorySystem::partition`]).
     channels: Channels,
@@ -760,6 +768,8 @@ pub struct IssueState {
     /// The L1 TLB's state (`Tlb::state`: its version and its MSHRs in flight, as one
     /// word); zero without translation.
     tlb: u64,
+    /// Whether the L1 data cache is bypassed ([`MemorySystem::set_l1_bypass`]).
+    l1_bypass: bool,
 }
 
 /// The memory system of one GPU: state of every component, driven by [`MemorySystem::tick`].
@@ -803,6 +813,7 @@ impl MemorySystem {
                 cc: Cache::new(cfg.const_cache.clone()),
                 l1_free_at: 0,
                 refused: None,
+                l1_bypass: false,
                 hits: DelayQueue::new(cfg.max_outstanding_accesses * 32 * max_lines.max(1), 1),
                 slots: vec![None; cfg.max_outstanding_accesses],
                 free_slots: (0..cfg.max_outstanding_accesses as u32).rev().collect(),
@@ -1320,6 +1331,7 @@ fn issue_state_of(st: &SmState, req_net: &Crossbar<ReqMsg>, sm: usize, now: u64)
             None => 0,
             Some(t) => t.state(now),
         },
+        l1_bypass: st.l1_bypass,
     }
 }
 
@@ -1405,6 +1417,13 @@ impl SmPort<'_> {
     fn check_lines(&mut self, a: &MemAccess) -> Result<(), Stall> {
         let st = &mut *self.st;
         let use_const = a.space == Space::Const && a.kind == AccessKind::Load;
+        if st.l1_bypass && !use_const {
+            // Every line a packet, no MSHR: only the request network can refuse.
+            if a.lines.len() > input_room(self.st, self.req_net, self.sm, a.priority) {
+                return Err(Stall::InterconnectFull);
+            }
+            return Ok(());
+        }
         if let Some((v1, vc, c, lines, stall)) = &st.refused {
             if a.kind == AccessKind::Load
                 && *c == use_const
@@ -1497,6 +1516,14 @@ impl SmPort<'_> {
                 priority: a.priority,
             };
             let send = match a.kind {
+                AccessKind::Load if st.l1_bypass && !use_const => {
+                    // Straight to the L2; the reply completes the line without a fill.
+                    true
+                }
+                AccessKind::Store if st.l1_bypass => {
+                    msg.kind = ReqKind::Write;
+                    true
+                }
                 AccessKind::Load => {
                     let (cache, target) = if use_const {
                         (&mut st.cc, FillTarget::Const)
@@ -1573,6 +1600,21 @@ impl MemorySystem {
                 .iter()
                 .map(|st| st.request_flits_by_owner.get(o).copied().unwrap_or(0))
                 .sum::<u64>()
+    }
+
+    /// Makes SM `sm`'s global and local accesses bypass its L1 data cache (`on`), or use it
+    /// again: GPUDuet's third context store (papers/lin-thesis §3.6.4). Accesses already
+    /// accepted finish as they started.
+    pub fn set_l1_bypass(&mut self, sm: usize, on: bool) {
+        if let Some(st) = self.sms.get_mut(sm) {
+            st.l1_bypass = on;
+            st.refused = None;
+        }
+    }
+
+    /// Whether SM `sm` bypasses its L1 data cache ([`MemorySystem::set_l1_bypass`]).
+    pub fn l1_bypassed(&self, sm: usize) -> bool {
+        self.sms.get(sm).is_some_and(|st| st.l1_bypass)
     }
 
     /// Request packets SM `sm` has sent into the SM→L2 network so far: one per L1 miss

@@ -870,3 +870,40 @@ fn dram_traffic_is_charged_to_the_access_that_caused_it() {
         m.dram_bytes(3)
     );
 }
+
+#[test]
+fn a_bypassed_l1_is_neither_looked_up_nor_filled() {
+    // A line loaded twice: the second load hits in the L1. With the L1 bypassed
+    // (GPUDuet's context store, papers/lin-thesis §3.6.4), both go to the L2, the second
+    // as an L2 hit, and neither touches the L1's counters; switched back, the L1 serves
+    // again what it held before.
+    let mut m = MemorySystem::new(gtx480()).unwrap();
+    let first = run_one(&mut m, 0, load(0x2000, 1));
+    let hit = run_one(&mut m, 0, load(0x2000, 2));
+    let l1_hit = hit.completed - hit.issued;
+    assert!(l1_hit < first.completed - first.issued);
+    let before = m.stats();
+    m.set_l1_bypass(0, true);
+    assert!(m.l1_bypassed(0));
+    let bypassed = run_one(&mut m, 0, load(0x2000, 3));
+    let after = m.stats();
+    assert_eq!(
+        after.l1_total.accesses, before.l1_total.accesses,
+        "a bypassed load looked up the L1"
+    );
+    assert_eq!(after.icnt_request.packets, before.icnt_request.packets + 1);
+    assert_eq!(after.l2_total.hits, before.l2_total.hits + 1);
+    assert!(bypassed.completed - bypassed.issued > l1_hit);
+    // Bypassed, two loads of one line are two requests: no MSHR merges them.
+    m.issue(0, load(0x3000, 4)).unwrap();
+    core_step(&mut m);
+    m.issue(0, load(0x3000, 5)).unwrap();
+    assert!(m.run_until_idle(1_000_000));
+    let s = m.stats();
+    assert_eq!(s.icnt_request.packets, after.icnt_request.packets + 2);
+    assert_eq!(s.l1_total.mshr_merges, after.l1_total.mshr_merges);
+    while m.pop_completed(0).is_some() {}
+    m.set_l1_bypass(0, false);
+    let again = run_one(&mut m, 0, load(0x2000, 6));
+    assert_eq!(again.completed - again.issued, l1_hit);
+}

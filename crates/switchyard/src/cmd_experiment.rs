@@ -1656,6 +1656,20 @@ TLP: most TBs resident per SM over the baseline's"
         for cl in &r.classes {
             row("geomean", &cl.class, &cl.tlp);
         }
+        let mut l1: Vec<String> = r
+            .runs
+            .iter()
+            .filter(|x| x.l1_store)
+            .map(|x| format!("{} ({})", x.kernel, x.variant))
+            .collect();
+        l1.dedup();
+        if !l1.is_empty() {
+            println!(
+                "
+the bypassed L1 as a third context store (§3.6.4): {}",
+                l1.join(", ")
+            );
+        }
         if let Some(s) = r.context_share {
             println!(
                 "

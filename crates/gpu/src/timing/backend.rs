@@ -84,6 +84,10 @@ pub trait MemoryBackend {
     fn noc_flits(&self, _owner: u32) -> u64 {
         0
     }
+    /// Makes SM `sm`'s global and local accesses bypass its L1 data cache, or use it again
+    /// (`memsys::MemorySystem::set_l1_bypass`: GPUDuet's third context store); nothing
+    /// where there is no L1.
+    fn set_l1_bypass(&mut self, _sm: SmId, _on: bool) {}
 }
 
 /// What one SM sees of the memory hierarchy during a cycle: the [`MemoryBackend`] calls
@@ -207,6 +211,9 @@ impl MemoryBackend for MemorySystem {
     }
     fn noc_flits(&self, owner: u32) -> u64 {
         MemorySystem::noc_flits(self, owner)
+    }
+    fn set_l1_bypass(&mut self, sm: SmId, on: bool) {
+        MemorySystem::set_l1_bypass(self, sm.0 as usize, on)
     }
     fn ports(&mut self) -> Option<Vec<SmPort<'_>>> {
         MemorySystem::ports(self)

@@ -147,6 +147,10 @@ pub struct Launch {
     /// Registers per thread a spilled register context of its warps reserves
     /// ([`Launch::live_registers_at_switch_points`]; 0 unless `[sm.tlp]` is on).
     pub(super) context_registers: u32,
+    /// ME's bound were the bypassed L1 a third context store (0 without TLP), and whether
+    /// the L1 was one while the launch ran ([`super::tlp_monitor`]).
+    pub(super) extra_with_l1: u32,
+    pub(super) l1_store: bool,
 }
 
 impl Launch {
@@ -196,6 +200,8 @@ impl Launch {
                 moved: crate::tlp::Moved::Slots,
             },
             context_registers: 0,
+            extra_with_l1: 0,
+            l1_store: false,
         }
     }
 

@@ -312,6 +312,8 @@ pub struct Machine<B: MemoryBackend = MemorySystem> {
     /// GPUDuet's throughput monitors, one per kernel whose extra TBs they set
     /// (`[sm.tlp] dynamic`).
     pub(super) monitors: Vec<super::tlp_monitor::Monitor>,
+    /// Whether every SM's L1 is bypassed, a context store for a monitor's kernel.
+    pub(super) l1_store: bool,
 }
 
 impl Machine {
@@ -388,6 +390,7 @@ impl<B: MemoryBackend> Machine<B> {
             team: Team::new(opts_threads),
             local,
             monitors: Vec::new(),
+            l1_store: false,
         }
     }
 
@@ -680,7 +683,21 @@ impl<B: MemoryBackend> Machine<B> {
                 &launch.demand,
                 &launch.occupancy,
                 live,
+                0,
             );
+            // GPUDuet's third store, the L1 bypassed (§3.6.4): only the monitor, which
+            // measures the L1's use, can decide for it.
+            if tlp.dynamic && tlp.scheme == crate::tlp::TlpScheme::Gpuduet {
+                launch.extra_with_l1 = crate::tlp::extra_tbs(
+                    &tlp,
+                    &self.gpu.sm.resources,
+                    &launch.demand,
+                    &launch.occupancy,
+                    live,
+                    self.gpu.memory.l1.size_bytes,
+                )
+                .extra;
+            }
         }
         // The warps the launch can have resident at once, on every SM.
         let per_sm = launch.tlp.native + launch.tlp.extra;
@@ -700,13 +717,13 @@ impl<B: MemoryBackend> Machine<B> {
         );
         self.show_events();
         launch.start = Some(Box::new(self.snapshot()));
-        let extra = launch.tlp.extra;
+        let (extra, with_l1) = (launch.tlp.extra, launch.extra_with_l1);
         self.launches.push(launch);
         self.active.push(id);
-        if extra > 0 {
+        if extra > 0 || with_l1 > 0 {
             if tlp.dynamic {
                 // The monitor sets them (papers/lin-thesis §3.6.4).
-                self.start_monitor(id, extra);
+                self.start_monitor(id, extra, with_l1.max(extra));
             } else {
                 self.set_extra(id, extra);
             }
@@ -1103,6 +1120,7 @@ impl<B: MemoryBackend> Machine<B> {
             tbs_per_sm: l.occupancy.tbs_per_sm,
             extra_tbs: l.tlp.extra,
             context_registers: l.context_registers,
+            l1_store: l.l1_store,
             occupancy_limit: l.occupancy.clone(),
             regs_per_thread: l.regs_per_thread,
             achieved_occupancy: if active == 0 {

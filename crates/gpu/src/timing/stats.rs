@@ -497,6 +497,10 @@ pub struct TimedStats {
     /// (papers/lin-thesis §3.6.6). Written out only when not zero.
     #[serde(skip_serializing_if = "is_zero32")]
     pub context_registers: u32,
+    /// Whether GPUDuet's monitor made the bypassed L1 a context store while this launch
+    /// ran (papers/lin-thesis §3.6.4). Written out only when true.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub l1_store: bool,
     pub regs_per_thread: u32,
     /// Mean resident warps per SM over its active cycles, as a fraction of its warp slots.
     pub achieved_occupancy: f64,

@@ -17,6 +17,18 @@
 //! counters are the whole GPU's over those cycles (with one kernel running, as in the
 //! thesis's runs, they are that kernel's). A kernel that grows to saturation keeps the ME
 //! it has.
+//!
+//! **The L1 as a third store** (§3.6.4: "for unsaturated benchmarks, if there is no extra
+//! space in the register file or shared memory and the L1-D cache bandwidth utilization is
+//! low (less than 3%), the L1-D cache is entirely bypassed and used to store the spilled
+//! context"): where the register file and shared memory hold no extra TB's context (the
+//! bound without the L1 is 0) and the bypassed L1 would hold one, the first window that
+//! finds the kernel unsaturated with the L1's use under [`L1_STORE_BELOW`] makes the L1 a
+//! store for good: every SM's L1 is bypassed while a launch of the kernel runs, and its
+//! bound is the one with the L1. Ours: the L1s of every SM, since the counts are the
+//! GPU's. A first reading — the L1 wherever it would raise the bound — bypassed the L1 of
+//! kernels with room elsewhere already (hotspot, softmax, mulword) and cost them up to 6%
+//! (docs/results.md).
 
 use kir::Id;
 
@@ -30,14 +42,19 @@ use super::stats::{SchedulerStats, Utilisation, UtilisationClass, UtilisationCou
 pub const WARM_UP: u64 = 10_000;
 /// Core cycles of one window of counts.
 pub const WINDOW: u64 = 10_000;
+/// The L1 use below which an unsaturated kernel's L1 becomes a context store (§3.6.4).
+pub const L1_STORE_BELOW: f64 = 0.03;
 
 /// The monitor of one kernel.
 pub(super) struct Monitor {
     kernel: String,
     /// Its launches running now.
     launches: Vec<LaunchId>,
-    /// The bound on ME ([`crate::tlp::extra_tbs`]), and ME now.
+    /// The bound on ME ([`crate::tlp::extra_tbs`]), the bound with the L1 as a third store,
+    /// whether the L1 is one, and ME now.
     bound: u32,
+    l1_bound: u32,
+    l1: bool,
     extra: u32,
     state: State,
     /// Cycles of the kernel's running in the current phase (warm-up or window).
@@ -46,6 +63,17 @@ pub(super) struct Monitor {
     /// began (none while no launch of the kernel runs, or during the warm-up).
     counts: UtilisationCounts,
     since: Option<Snapshot>,
+}
+
+impl Monitor {
+    /// The bound ME may reach now: with the L1 as a store once it is one.
+    fn limit(&self) -> u32 {
+        if self.l1 {
+            self.l1_bound
+        } else {
+            self.bound
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -83,9 +111,10 @@ fn decide(state: State, class: UtilisationClass, extra: u32, bound: u32) -> (u32
 }
 
 impl<B: MemoryBackend> Machine<B> {
-    /// `launch` arrived, with at most `bound` extra TBs: it joins its kernel's monitor
-    /// (made now for the kernel's first launch) and gets the ME found so far.
-    pub(super) fn start_monitor(&mut self, launch: LaunchId, bound: u32) {
+    /// `launch` arrived, with at most `bound` extra TBs (`l1_bound` with the L1 as a store):
+    /// it joins its kernel's monitor (made now for the kernel's first launch) and gets the
+    /// ME found so far.
+    pub(super) fn start_monitor(&mut self, launch: LaunchId, bound: u32, l1_bound: u32) {
         let kernel = self.launches[launch.index()].ctx.kernel.name.clone();
         let i = match self.monitors.iter().position(|m| m.kernel == kernel) {
             Some(i) => i,
@@ -94,6 +123,8 @@ impl<B: MemoryBackend> Machine<B> {
                     kernel,
                     launches: Vec::new(),
                     bound,
+                    l1_bound,
+                    l1: false,
                     extra: 0,
                     state: State::Warming,
                     counted: 0,
@@ -109,8 +140,29 @@ impl<B: MemoryBackend> Machine<B> {
         let m = &mut self.monitors[i];
         m.launches.push(launch);
         m.bound = m.bound.min(bound);
-        let extra = m.extra.min(m.bound);
+        m.l1_bound = m.l1_bound.min(l1_bound);
+        let extra = m.extra.min(m.limit());
         self.set_extra(launch, extra);
+        self.update_l1_store();
+    }
+
+    /// Bypasses every SM's L1 while a kernel whose monitor made it a store runs, and uses
+    /// it again once none does.
+    fn update_l1_store(&mut self) {
+        let on = self.monitors.iter().any(|m| m.l1 && !m.launches.is_empty());
+        if on {
+            for m in self.monitors.iter().filter(|m| m.l1) {
+                for &l in &m.launches {
+                    self.launches[l.index()].l1_store = true;
+                }
+            }
+        }
+        if on != self.l1_store {
+            self.l1_store = on;
+            for sm in 0..self.sms.len() {
+                self.memsys.set_l1_bypass(super::ids::SmId(sm as u32), on);
+            }
+        }
     }
 
     /// `launch` finished: its monitor counts the stretch that ends.
@@ -128,6 +180,7 @@ impl<B: MemoryBackend> Machine<B> {
                 let counts = self.counts_since(&since);
                 self.monitors[i].counts.add(&counts);
             }
+            self.update_l1_store();
         }
     }
 
@@ -171,8 +224,17 @@ impl<B: MemoryBackend> Machine<B> {
             let m = &mut self.monitors[i];
             counts.add(&m.counts);
             m.counts = UtilisationCounts::default();
-            let class = Utilisation::of_counts(&counts, &self.memcfg).class;
-            let (extra, state) = decide(m.state, class, m.extra, m.bound);
+            let u = Utilisation::of_counts(&counts, &self.memcfg);
+            let class = u.class;
+            let l1_now = !m.l1
+                && m.bound == 0
+                && m.l1_bound > 0
+                && class != UtilisationClass::Saturated
+                && u.l1 < L1_STORE_BELOW;
+            if l1_now {
+                m.l1 = true;
+            }
+            let (extra, state) = decide(m.state, class, m.extra, m.limit());
             (m.extra, m.state) = (extra, state);
             let launches = m.launches.clone();
             if state != State::Settled {
@@ -180,6 +242,9 @@ impl<B: MemoryBackend> Machine<B> {
             }
             for l in launches {
                 self.set_extra(l, extra);
+            }
+            if l1_now {
+                self.update_l1_store();
             }
         }
     }
