@@ -543,8 +543,16 @@ fn corun_mix(args: &CorunArgs, c: &experiment::corun::CorunConfig, list: &str) -
                 .join("/")
         };
         println!("IPC alone: {}", ipcs(&r.ipc_alone));
+        // The label column as wide as the widest label (SMK's and Maestro's carry IPCs).
+        let w = r
+            .schemes
+            .iter()
+            .map(|s| s.label.len())
+            .max()
+            .unwrap_or(0)
+            .max(20);
         println!(
-            "{:<40} {:>20} {:>20} {:>7} {:>7}",
+            "{:<w$} {:>20} {:>20} {:>7} {:>7}",
             "scheme", "IPC together", "slowdowns", "WS", "HS"
         );
         for s in &r.schemes {
@@ -562,7 +570,7 @@ fn corun_mix(args: &CorunArgs, c: &experiment::corun::CorunConfig, list: &str) -
                 format!("{} NOT VERIFIED", s.label)
             };
             println!(
-                "{label:<40} {:>20} {slow:>20} {ws:>7} {hs:>7}",
+                "{label:<w$} {:>20} {slow:>20} {ws:>7} {hs:>7}",
                 ipcs(&s.ipc)
             );
         }
@@ -806,8 +814,16 @@ pub(crate) fn corun(args: CorunArgs) -> Outcome {
                 .collect::<Vec<_>>()
                 .join("; ")
         );
+        let w = r
+            .combinations
+            .iter()
+            .chain(&r.schemes)
+            .map(|p| p.label.len())
+            .max()
+            .unwrap_or(0)
+            .max(20);
         println!(
-            "\n{:<28} {:>8} {:>8} {:>9} {:>9} {:>8} {:>8}",
+            "\n{:<w$} {:>8} {:>8} {:>9} {:>9} {:>8} {:>8}",
             "combination / scheme", "IPC a", "IPC b", "slow a", "slow b", "WS", "HS"
         );
         let best = |i: usize| {
@@ -830,7 +846,7 @@ pub(crate) fn corun(args: CorunArgs) -> Outcome {
             let m = p.metrics.as_ref();
             let f = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.3}"));
             println!(
-                "{:<28} {:>8.2} {:>8.2} {:>9} {:>9} {:>8} {:>8}{}{}",
+                "{:<w$} {:>8.2} {:>8.2} {:>9} {:>9} {:>8} {:>8}{}{}",
                 p.label,
                 p.ipc[0],
                 p.ipc[1],
