@@ -521,24 +521,19 @@ fn run_on_small_sms(policy: PolicyKind, watch: &mut dyn Injector) {
     run_on_small_sms_with(policy, watch, |_| {});
 }
 
-/// [`run_on_small_sms`] for another pair of programs.
-fn run_pair_on_small_sms(policy: PolicyKind, pair: [&str; 2], watch: &mut dyn Injector) {
-    let mut s = setup(policy, Default::default());
-    s.timing.gpu.sm.count = 8;
-    s.timing.gpu.sm.resources.max_tbs = 4;
-    let r = System::new(s, &[process(pair[0]), process(pair[1])])
-        .unwrap()
-        .run_with(&mut |_| {}, Some(watch))
-        .unwrap();
-    for p in &r.processes {
-        let v = p.verdict.as_ref().unwrap();
-        assert!(v.verified, "{policy} {}: {}", p.name, v.detail);
-    }
-}
-
 /// [`run_on_small_sms`] on a GPU `tweak` changes further.
 fn run_on_small_sms_with(
     policy: PolicyKind,
+    watch: &mut dyn Injector,
+    tweak: impl Fn(&mut GpuConfig),
+) {
+    run_pair_on_small_sms(policy, PAIR, watch, tweak);
+}
+
+/// [`run_on_small_sms`] for another pair of programs, on a GPU `tweak` changes further.
+fn run_pair_on_small_sms(
+    policy: PolicyKind,
+    pair: [&str; 2],
     watch: &mut dyn Injector,
     tweak: impl Fn(&mut GpuConfig),
 ) {
@@ -546,7 +541,7 @@ fn run_on_small_sms_with(
     s.timing.gpu.sm.count = 8;
     s.timing.gpu.sm.resources.max_tbs = 4;
     tweak(&mut s.timing.gpu);
-    let r = System::new(s, &[process(PAIR[0]), process(PAIR[1])])
+    let r = System::new(s, &[process(pair[0]), process(pair[1])])
         .unwrap()
         .run_with(&mut |_| {}, Some(watch))
         .unwrap();
@@ -861,7 +856,7 @@ fn online_schemes_profile_the_same_kernels_once() {
     };
     for policy in [ws, ccbp] {
         let mut w = ProfileCount::default();
-        run_pair_on_small_sms(policy, ["hotspot", "kmeans"], &mut w);
+        run_pair_on_small_sms(policy, ["hotspot", "kmeans"], &mut w, |_| {});
         assert!(
             w.met.iter().any(|m| m.1 >= 2),
             "{policy}: the kernels met only once: {:?}",
