@@ -120,7 +120,9 @@ fn prepare(kernel: Kernel, config: &CtxBackConfig, combined: bool) -> Prepared {
     }
     let base = routines.context_base as usize;
     let context = base..base + routines.context_bytes as usize;
-    if let Err(e) = check_routine_code(&installed, &context) {
+    let warp = routines.warp_smem_base as usize;
+    let warp = warp..warp + routines.warp_smem_bytes as usize;
+    if let Err(e) = check_routine_code(&installed, &context, &warp) {
         panic!("{}: {e}", kernel.name);
     }
     Prepared {
@@ -137,7 +139,11 @@ fn prepare(kernel: Kernel, config: &CtxBackConfig, combined: bool) -> Prepared {
 /// or shared memory, every store is a `st.local` into the context area addressed without a
 /// base register, a preemption routine ends with its only `exit` and a resume routine with
 /// its only branch, an unguarded one into the kernel.
-fn check_routine_code(inst: &InstalledRoutines, context: &Range<usize>) -> Result<(), String> {
+fn check_routine_code(
+    inst: &InstalledRoutines,
+    context: &Range<usize>,
+    warp: &Range<usize>,
+) -> Result<(), String> {
     let k = &inst.kernel;
     let code = |r: &Range<InstId>| (r.start.0..r.end.0).map(|j| (InstId(j), &k.insts[InstId(j)]));
     let mut copied = vec![false; k.insts.len()];
@@ -170,6 +176,24 @@ fn check_routine_code(inst: &InstalledRoutines, context: &Range<usize>) -> Resul
                     {
                         return Err(format!(
                             "preemption routine {n}: {pc} stores outside the context"
+                        ));
+                    }
+                }
+                // A uniform register, once per warp in the routines' part of the warp's
+                // own shared memory.
+                Op::St {
+                    space: Space::Shared,
+                    ty,
+                    vec: 1,
+                    offset,
+                } => {
+                    let at = offset as usize;
+                    if i.srcs[0] != Operand::Special(kir::inst::Special::WarpSmem)
+                        || at < warp.start
+                        || at + ty.size() as usize > warp.end
+                    {
+                        return Err(format!(
+                            "preemption routine {n}: {pc} stores outside the warp's area"
                         ));
                     }
                 }

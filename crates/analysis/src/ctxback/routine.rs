@@ -10,6 +10,17 @@
 //! paper's `ctx[offset]`. The mechanism that installs the routines grows each thread's local
 //! size by `context_bytes`.
 //!
+//! Uniform registers hold one value per warp, so the routines keep them once per warp, in
+//! the warp's own shared memory (`st.shared [%warp_smem + slot]`, as OSRB's backups are
+//! kept), which the TB's saved shared memory carries: 8 bytes per uniform register of the
+//! kernel per warp ([`Routines::warp_smem_base`], after the kernel's own
+//! [`Kernel::warp_smem`] bytes), instead of 4 bytes per lane. Every routine uses the same
+//! slot for a register: the lane groups of a diverged warp run different routines one
+//! after another, and all store the same value there (a uniform register is only written
+//! while the whole warp runs). The exception is a uniform register the preemption routine
+//! reverts: a group then saves the flashback point's version, which another group may not,
+//! so it goes to local memory per lane as the others do.
+//!
 //! **Layout.** Per routine: 64-bit registers first (8-byte aligned), then 32-bit registers,
 //! then predicates (4 bytes each, as 0/1).
 //!
@@ -102,6 +113,11 @@ pub struct Routines {
     pub context_base: u32,
     /// Bytes of the context area (the largest routine's).
     pub context_bytes: u32,
+    /// Byte offset, in each warp's own shared memory ([`Kernel::warp_smem`]), where the
+    /// routines keep uniform registers once per warp (8 bytes each, every routine the same
+    /// slot), and the bytes they take there (0 when no routine keeps one there).
+    pub warp_smem_base: u32,
+    pub warp_smem_bytes: u32,
     /// Stored preemption routines: none is a suffix of another.
     pub preempt: Vec<Vec<Inst>>,
     /// Stored resume routines: none is a suffix of another.
@@ -187,8 +203,50 @@ fn local(op_is_store: bool, r: Reg, offset: u32, wide: bool, span: ptx::Span) ->
     i
 }
 
-/// Context offsets of a flashback's saved registers, and the bytes they take.
-fn layout(fb: &Flashback, base: u32) -> (HashMap<Reg, (u32, bool)>, u32) {
+/// Where a saved register goes: a byte offset in the thread's local memory, or in the
+/// warp's own shared memory (`warp`), and whether it is 64 bits wide.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Slot {
+    offset: u32,
+    wide: bool,
+    warp: bool,
+}
+
+/// Each uniform register's slot in the warp's own shared memory, the same for every
+/// routine of the kernel (8 bytes each, from [`warp_base`]), and the bytes they take.
+fn warp_slots(kernel: &Kernel) -> (HashMap<Reg, u32>, u32) {
+    let base = warp_base(kernel);
+    let mut slots = HashMap::new();
+    for r in kernel.regs.ids() {
+        if super::widths::reg_class(kernel, r) == RegClass::Uniform {
+            slots.insert(r, base + 8 * slots.len() as u32);
+        }
+    }
+    let bytes = 8 * slots.len() as u32;
+    (slots, bytes)
+}
+
+/// Where the routines' uniform registers start in each warp's own shared memory: after
+/// what the kernel keeps there already (OSRB's backups), 8-byte aligned.
+fn warp_base(kernel: &Kernel) -> u32 {
+    kernel.warp_smem.div_ceil(8) * 8
+}
+
+/// Slots of a flashback's saved registers — local ones from `base` — and the local bytes
+/// they take. A uniform register goes to its slot in `warp` (once per warp) unless the
+/// preemption routine reverts it: then, as every other register, to local memory (each
+/// lane group of a diverged warp may save a different version of it).
+fn layout(
+    kernel: &Kernel,
+    fb: &Flashback,
+    base: u32,
+    warp: &HashMap<Reg, u32>,
+) -> (HashMap<Reg, Slot>, u32) {
+    let reverted: Vec<Reg> = fb
+        .preempt_reverts
+        .iter()
+        .flat_map(|&pc| kernel.insts[pc].defs().collect::<Vec<_>>())
+        .collect();
     let mut off = base;
     let mut slots = HashMap::new();
     let order = |wide: bool, class: RegClass| match (class, wide) {
@@ -198,11 +256,56 @@ fn layout(fb: &Flashback, base: u32) -> (HashMap<Reg, (u32, bool)>, u32) {
     };
     for rank in 0..3 {
         for s in fb.saved.iter().filter(|s| order(s.wide, s.class) == rank) {
-            slots.insert(s.reg, (off, s.wide));
+            if s.class == RegClass::Uniform && !reverted.contains(&s.reg) {
+                if let Some(&at) = warp.get(&s.reg) {
+                    let slot = Slot {
+                        offset: at,
+                        wide: s.wide,
+                        warp: true,
+                    };
+                    slots.insert(s.reg, slot);
+                    continue;
+                }
+            }
+            let slot = Slot {
+                offset: off,
+                wide: s.wide,
+                warp: false,
+            };
+            slots.insert(s.reg, slot);
             off += if s.wide { 8 } else { 4 };
         }
     }
     (slots, off - base)
+}
+
+/// `st.shared` (`store`) or `ld.shared` of `r` at `[%warp_smem + offset]`.
+fn warp_shared(store: bool, r: Reg, offset: u32, wide: bool, span: ptx::Span) -> Inst {
+    let mut i = if store {
+        Inst::warp_smem_store(offset as i32, r, span)
+    } else {
+        Inst::warp_smem_load(r, offset as i32, span)
+    };
+    if wide {
+        match &mut i.op {
+            Op::St { ty, .. } => *ty = Ty::B64,
+            Op::Ld { ty, dst_bits, .. } => {
+                *ty = Ty::B64;
+                *dst_bits = 64;
+            }
+            _ => unreachable!("a shared store or load"),
+        }
+    }
+    i
+}
+
+/// A save (`store`) or reload of `r` at its slot.
+fn move_slot(store: bool, r: Reg, slot: Slot, span: ptx::Span) -> Inst {
+    if slot.warp {
+        warp_shared(store, r, slot.offset, slot.wide, span)
+    } else {
+        local(store, r, slot.offset, slot.wide, span)
+    }
 }
 
 fn scratch_of(kernel: &Kernel) -> Option<Reg> {
@@ -219,7 +322,7 @@ pub fn preempt_routine(
     base: u32,
 ) -> Result<Vec<Inst>, RoutineError> {
     let span = kernel.insts[fb.point].span;
-    let (slots, _) = layout(fb, base);
+    let (slots, _) = layout(kernel, fb, base, &warp_slots(kernel).0);
     let mut out = Vec::new();
     for &pc in &fb.preempt_reverts {
         let rv = revert_of(&kernel.insts[pc]).ok_or_else(|| RoutineError::NotReversible {
@@ -230,11 +333,11 @@ pub fn preempt_routine(
     }
     let mut preds = Vec::new();
     for s in &fb.saved {
-        let (off, wide) = slots[&s.reg];
+        let slot = slots[&s.reg];
         if s.class == RegClass::Predicate {
-            preds.push((s.reg, off));
+            preds.push((s.reg, slot.offset));
         } else {
-            out.push(local(true, s.reg, off, wide, span));
+            out.push(move_slot(true, s.reg, slot, span));
         }
     }
     if !preds.is_empty() {
@@ -258,23 +361,23 @@ pub fn resume_routine(
     base: u32,
 ) -> Result<Vec<Inst>, RoutineError> {
     let span = kernel.insts[fb.point].span;
-    let (slots, _) = layout(fb, base);
+    let (slots, _) = layout(kernel, fb, base, &warp_slots(kernel).0);
     let class = |r: Reg| fb.saved.iter().find(|s| s.reg == r).map(|s| s.class);
     let mut out = Vec::new();
     for step in &fb.resume {
         match *step {
             ResumeStep::Load(r) => {
-                let (off, wide) = slots[&r];
+                let slot = slots[&r];
                 if class(r) == Some(RegClass::Predicate) {
                     let scratch =
                         scratch_of(kernel).ok_or_else(|| RoutineError::NoScratchRegister {
                             kernel: kernel.name.clone(),
                             pc: fb.pc,
                         })?;
-                    out.push(local(false, scratch, off, false, span));
+                    out.push(local(false, scratch, slot.offset, false, span));
                     out.push(Inst::word_to_pred(r, scratch, span));
                 } else {
-                    out.push(local(false, r, off, wide, span));
+                    out.push(move_slot(false, r, slot, span));
                 }
             }
             ResumeStep::Reexecute(j) => out.push(kernel.insts[j].clone()),
@@ -478,9 +581,14 @@ fn generate(kernel: &Kernel, ctx: &CtxBack, mode: Mode) -> Result<Routines, Rout
         None => ctx.flashbacks(),
     };
     let (mut pre, mut res) = (Vec::new(), Vec::new());
+    let warp = warp_slots(kernel);
+    out.warp_smem_base = warp_base(kernel);
     for fb in switches {
-        let (_, bytes) = layout(fb, base);
+        let (slots, bytes) = layout(kernel, fb, base, &warp.0);
         out.context_bytes = out.context_bytes.max(bytes);
+        if slots.values().any(|s| s.warp) {
+            out.warp_smem_bytes = warp.1;
+        }
         pre.push(preempt_routine(kernel, fb, base)?);
         res.push(resume_routine(kernel, fb, base)?);
     }
@@ -510,8 +618,11 @@ fn generate(kernel: &Kernel, ctx: &CtxBack, mode: Mode) -> Result<Routines, Rout
             };
             let (mut code, at) = deferred_code(kernel, pc, d.deferred);
             debug_assert_eq!(at, d.target, "the deferral's path");
-            let (_, bytes) = layout(&plain, base);
+            let (slots, bytes) = layout(kernel, &plain, base, &warp.0);
             out.context_bytes = out.context_bytes.max(bytes);
+            if slots.values().any(|s| s.warp) {
+                out.warp_smem_bytes = warp.1;
+            }
             let ran = code.len() as u32;
             code.extend(preempt_routine(kernel, &plain, base)?);
             pre.push(code);
@@ -668,6 +779,11 @@ impl Routines {
         out.insts = insts;
         out.cfg = cfg;
         out.local_size = out.local_size.max(self.context_base + self.context_bytes);
+        if self.warp_smem_bytes > 0 {
+            out.warp_smem = out
+                .warp_smem
+                .max(self.warp_smem_base + self.warp_smem_bytes);
+        }
         InstalledRoutines {
             kernel: out,
             kernel_len: n as u32,

@@ -53,8 +53,9 @@ pub struct LaunchCtx {
 }
 
 /// Where a TB's shared memory keeps what: the static variables from offset 0, the dynamic
-/// shared memory after them (16-byte aligned when the kernel declares it), then, for each
-/// warp in order, the [`Kernel::warp_smem`] bytes it owns ([`Special::WarpSmem`]).
+/// shared memory after them (16-byte aligned when the kernel declares it), then, from the
+/// next multiple of 8, for each warp in order, the [`Kernel::warp_smem`] bytes it owns
+/// ([`Special::WarpSmem`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SharedLayout {
     /// Offset of warp 0's own bytes.
@@ -70,7 +71,9 @@ impl SharedLayout {
         } else {
             kernel.static_smem
         };
-        let warp_base = (static_end + dynamic_smem).next_multiple_of(4);
+        // 8-byte aligned, so that a warp's 64-bit words are (its bytes are whole words:
+        // CTXBack's routines keep 64-bit uniform registers there).
+        let warp_base = (static_end + dynamic_smem).next_multiple_of(8);
         let threads = block.iter().product::<u32>();
         let warps = threads.div_ceil(WARP_SIZE as u32);
         let size = if kernel.warp_smem == 0 {

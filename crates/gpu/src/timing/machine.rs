@@ -657,6 +657,13 @@ impl<B: MemoryBackend> Machine<B> {
         timed: &TimedKernel,
     ) -> Result<LaunchId, TimingError> {
         self.check_tensor_cores(&ctx)?;
+        if timed.kernel.warp_smem != ctx.kernel.warp_smem {
+            // A kernel pass gave each warp shared memory of its own (OSRB's backups,
+            // CTXBack's uniform registers): the TB's shared memory grows by it.
+            let layout = crate::exec::SharedLayout::of(&timed.kernel, ctx.block, ctx.dynamic_smem);
+            ctx.smem_size = layout.size;
+            ctx.warp_smem_base = layout.warp_base;
+        }
         let (demand, occupancy, regs) = self.occupancy(&ctx, timed)?;
         ctx.kernel = timed.kernel.clone();
         ctx.num_sms = self.gpu.sm.count;
