@@ -239,15 +239,8 @@ fn result(inst: &kir::Inst, state: &[ValuePattern], rows: bool) -> ValuePattern 
         },
         // One result for the whole warp.
         Op::Vote { .. } | Op::Activemask | Op::Redux { .. } => Uniform,
-        Op::Atom { .. }
-        | Op::Shfl { .. }
-        | Op::Bar { .. }
-        | Op::Match { .. }
-        | Op::Elect
-        | Op::Mma { .. }
-        | Op::WmmaLoad { .. }
-        | Op::Ldmatrix { .. }
-        | Op::Mbarrier { .. } => Random,
+        Op::Match { .. } | Op::Elect => Random,
+        ref op if crate::uniformity::divergent_op(op) => Random,
         _ => only_uniform,
     }
 }
@@ -261,21 +254,14 @@ fn is_scalar_int(ty: kir::Ty) -> bool {
     )
 }
 
-/// The pattern of a special register.
+/// The pattern of a special register: those the uniformity analysis calls divergent are
+/// random, but for the lane and thread indices where groups follow rows.
 fn special(s: Special, rows: bool) -> ValuePattern {
     match s {
         Special::LaneId => Strided,
         Special::Tid(0) if rows => Strided,
         Special::Tid(_) if rows => Uniform,
-        Special::Tid(_)
-        | Special::LanemaskEq
-        | Special::LanemaskLe
-        | Special::LanemaskLt
-        | Special::LanemaskGe
-        | Special::LanemaskGt
-        | Special::Clock
-        | Special::Clock64
-        | Special::GlobalTimer => Random,
+        s if crate::uniformity::divergent_special(s) => Random,
         _ => Uniform,
     }
 }

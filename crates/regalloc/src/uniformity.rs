@@ -121,31 +121,42 @@ impl Uniformity {
 
 /// Whether an operation yields lane-varying results whatever its register operands hold.
 fn produces_divergence(op: &Op, srcs: &[Operand]) -> bool {
-    let special = srcs.iter().any(|s| {
-        matches!(
-            s,
-            Operand::Special(
-                Special::Tid(_)
-                    | Special::LaneId
-                    | Special::LanemaskEq
-                    | Special::LanemaskLe
-                    | Special::LanemaskLt
-                    | Special::LanemaskGe
-                    | Special::LanemaskGt
-                    | Special::Clock
-                    | Special::Clock64
-                    | Special::GlobalTimer
-            )
-        )
-    });
-    special
-        || match op {
-            Op::Ld { space, .. } => !matches!(space, Space::Param | Space::Const),
-            Op::Atom { .. } | Op::Shfl { .. } | Op::Bar { .. } => true,
-            // Each lane receives other lanes' elements.
-            Op::Mma { .. } | Op::WmmaLoad { .. } | Op::Ldmatrix { .. } | Op::Mbarrier { .. } => {
-                true
-            }
-            _ => false,
-        }
+    srcs.iter().any(|s| match *s {
+        Operand::Special(s) => divergent_special(s),
+        _ => false,
+    }) || divergent_op(op)
+}
+
+/// Whether special register `s` may differ between the lanes of a warp.
+pub(crate) fn divergent_special(s: Special) -> bool {
+    matches!(
+        s,
+        Special::Tid(_)
+            | Special::LaneId
+            | Special::LanemaskEq
+            | Special::LanemaskLe
+            | Special::LanemaskLt
+            | Special::LanemaskGe
+            | Special::LanemaskGt
+            | Special::Clock
+            | Special::Clock64
+            | Special::GlobalTimer
+    )
+}
+
+/// Whether `op` yields lane-varying results whatever its operands: a load other than from
+/// the parameter or constant space, an atomic, a shuffle, a barrier reduction, and the
+/// matrix operations (each lane receives other lanes' elements).
+pub(crate) fn divergent_op(op: &Op) -> bool {
+    match op {
+        Op::Ld { space, .. } => !matches!(space, Space::Param | Space::Const),
+        Op::Atom { .. }
+        | Op::Shfl { .. }
+        | Op::Bar { .. }
+        | Op::Mma { .. }
+        | Op::WmmaLoad { .. }
+        | Op::Ldmatrix { .. }
+        | Op::Mbarrier { .. } => true,
+        _ => false,
+    }
 }
