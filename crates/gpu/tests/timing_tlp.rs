@@ -3,7 +3,7 @@
 //! (Table 4.1) cut to one SM, so that the suite's small grids fill it. Every suite kernel
 //! below verifies and leaves final memory bit-identical to the functional core's under
 //! every scheme; the SM keeps more TBs resident than its scheduling limits allow while
-//! never more warps active than it has slots; a scheme that does not switch leaves the
+//! never more warps active than it has slots (nor an achieved occupancy above 1); a scheme that does not switch leaves the
 //! counters at zero.
 
 mod timing_common;
@@ -110,6 +110,16 @@ fn extra_tbs_keep_every_result_bit_exact() {
                 "{name} under {}: {peak_warps} warps active on an SM of {slots} slots",
                 scheme.name()
             );
+            // Achieved occupancy is a share of the SM's warp slots: the inactive TBs'
+            // absent warps hold none.
+            for s in &t.stats {
+                assert!(
+                    s.achieved_occupancy <= 1.0,
+                    "{name} under {}: achieved occupancy {}",
+                    scheme.name(),
+                    s.achieved_occupancy
+                );
+            }
             if peak_tbs > native {
                 beyond += 1;
                 switched += ins;

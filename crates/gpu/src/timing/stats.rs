@@ -502,7 +502,8 @@ pub struct TimedStats {
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub l1_store: bool,
     pub regs_per_thread: u32,
-    /// Mean resident warps per SM over its active cycles, as a fraction of its warp slots.
+    /// Mean resident warps per SM over its active cycles, as a fraction of its warp slots
+    /// (under `[sm.tlp]` the present ones: an inactive TB's warps hold no slot).
     pub achieved_occupancy: f64,
     /// Resident warps over time.
     pub occupancy: OccupancyTrace,

@@ -295,9 +295,22 @@ impl Sm {
         self.res.ledger.is_empty()
     }
 
-    /// Warp slots held by resident TBs.
+    /// Warp slots held by resident TBs. Under `[sm.tlp]` the ledger also holds the extra
+    /// TBs, whose warps are absent while inactive: only the present ones hold the SM's
+    /// warp slots, so achieved occupancy stays a share of them (at most 1).
     pub(super) fn resident_warps(&self) -> u32 {
-        self.res.ledger.used_warps
+        let used = self.res.ledger.used_warps;
+        if !self.csl.on() {
+            return used;
+        }
+        let absent = self
+            .res
+            .warps
+            .iter()
+            .filter(|(_, w)| w.as_ref().is_some_and(|w| w.absent))
+            .count() as u32;
+        debug_assert!(absent <= used, "absent warps belong to resident TBs");
+        used.saturating_sub(absent)
     }
 
     /// The resident TBs and their control states.
