@@ -8,7 +8,7 @@ use experiment::periodic::{self, PeriodicConfig, PeriodicResults};
 use experiment::study::{self, StudyConfig};
 use experiment::{figures, inplace, svg};
 use indicatif::{ProgressBar, ProgressStyle};
-use switchyard::output::write_atomic;
+use switchyard::output::{create_dir, print_json, write_atomic, write_into};
 
 use super::{
     BalanceArg, BenchmarksArgs, CopyArg, CorunArgs, FaultsArgs, MultiprogramArgs, Outcome, PepArgs,
@@ -96,10 +96,7 @@ pub(crate) fn study(args: StudyArgs) -> Outcome {
     bar.finish_and_clear();
     let r = r.map_err(|e| e.to_string())?;
     if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&r).expect("serializable")
-        );
+        print_json(&r);
     } else {
         print_study(&r);
     }
@@ -237,7 +234,7 @@ pub(crate) fn periodic(args: PeriodicArgs) -> Outcome {
         write_atomic(&dir.join("pairs.csv"), csv.as_bytes())?;
     }
     if let Some(dir) = &args.plots {
-        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        create_dir(dir)?;
         for f in &figs {
             let path = dir.join(format!("{}.svg", f.id));
             write_atomic(&path, svg::bar_chart(f).as_bytes())?;
@@ -245,10 +242,7 @@ pub(crate) fn periodic(args: PeriodicArgs) -> Outcome {
     }
     if args.json {
         let v = serde_json::json!({ "results": results, "pairs": pairs, "figures": figs });
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&v).expect("serializable")
-        );
+        print_json(&v);
     } else {
         print_runs(&results);
         if !pairs.is_empty() {
@@ -353,7 +347,7 @@ fn print_runs(r: &PeriodicResults) {
 }
 
 fn write_csv(dir: &Path, r: &PeriodicResults, figs: &[figures::Figure]) -> Result<(), String> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    create_dir(dir)?;
     let mut runs = String::from(
         "kernel,mechanism,signals,skipped,empty,mean_latency_cycles,max_latency_cycles,mean_drain_cycles,mean_spill_cycles,spill_registers_cycles,spill_shared_cycles,spill_stack_cycles,registers_bytes,shared_bytes,stack_barrier_bytes,metadata_bytes,occupied_register_bytes,live_register_bytes,moved_register_bytes,uniform,strided,random,restores,mean_resume_cycles,discarded_instructions,tb_cycles_held,cycles,slowdown,verified,bit_exact,interval_cycles\n",
     );
@@ -475,10 +469,7 @@ pub(crate) fn benchmarks(args: BenchmarksArgs) -> Outcome {
         write_atomic(path, csv.as_bytes())?;
     }
     if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&rows).expect("serializable")
-        );
+        print_json(&rows);
         return Ok(true);
     }
     println!(
@@ -521,14 +512,10 @@ fn corun_mix(args: &CorunArgs, c: &experiment::corun::CorunConfig, list: &str) -
     bar.finish_and_clear();
     let r = r.map_err(|e| format!("--mix: {e}"))?;
     if let Some(dir) = &args.csv {
-        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        write_atomic(&dir.join("corun-mix.csv"), r.to_csv().as_bytes())?;
+        write_into(dir, "corun-mix.csv", r.to_csv().as_bytes())?;
     }
     if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&r).expect("serializable")
-        );
+        print_json(&r);
     } else {
         println!(
             "Co-running mix (papers/lin-thesis ch. 4) on {}, {} inputs: {}",
@@ -608,24 +595,13 @@ fn corun_pairs(args: &CorunArgs, c: &experiment::corun::CorunConfig) -> Outcome 
     let r = r.map_err(|e| e.to_string())?;
     let fig = corun::pairs_figure(&r);
     if let Some(dir) = &args.csv {
-        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        write_atomic(
-            &dir.join("corun-pairs.csv"),
-            corun::pairs_csv(&r).as_bytes(),
-        )?;
+        write_into(dir, "corun-pairs.csv", corun::pairs_csv(&r).as_bytes())?;
     }
     if let Some(dir) = &args.plots {
-        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        write_atomic(
-            &dir.join("corun-pairs.svg"),
-            svg::bar_chart(&fig).as_bytes(),
-        )?;
+        write_into(dir, "corun-pairs.svg", svg::bar_chart(&fig).as_bytes())?;
     }
     if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&r).expect("serializable")
-        );
+        print_json(&r);
         return Ok(true);
     }
     println!(
@@ -763,18 +739,13 @@ pub(crate) fn corun(args: CorunArgs) -> Outcome {
     let r = r.map_err(|e| e.to_string())?;
     let fig = corun::figure(&r);
     if let Some(dir) = &args.csv {
-        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        write_atomic(&dir.join("corun.csv"), corun::to_csv(&r).as_bytes())?;
+        write_into(dir, "corun.csv", corun::to_csv(&r).as_bytes())?;
     }
     if let Some(dir) = &args.plots {
-        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        write_atomic(&dir.join("corun.svg"), svg::bar_chart(&fig).as_bytes())?;
+        write_into(dir, "corun.svg", svg::bar_chart(&fig).as_bytes())?;
     }
     if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&r).expect("serializable")
-        );
+        print_json(&r);
     } else {
         println!(
             "Co-running (papers/lin-thesis ch. 4, Figure 4.2) on {}, {} inputs: {} + {}",
@@ -970,9 +941,9 @@ pub(crate) fn multiprogram(args: MultiprogramArgs) -> Outcome {
     };
     if let Some(dir) = &args.csv {
         if let Some(i) = &inference {
-            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-            write_atomic(
-                &dir.join("inference.csv"),
+            write_into(
+                dir,
+                "inference.csv",
                 experiment::inference::to_csv(i).as_bytes(),
             )?;
         }
@@ -982,10 +953,7 @@ pub(crate) fn multiprogram(args: MultiprogramArgs) -> Outcome {
         let i = inference.expect("not skipped");
         if args.json {
             let v = serde_json::json!({ "inference": i });
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&v).expect("serializable")
-            );
+            print_json(&v);
         } else {
             print!("{}", experiment::inference::table(&i));
             if let Some(dir) = &args.csv {
@@ -1006,7 +974,7 @@ pub(crate) fn multiprogram(args: MultiprogramArgs) -> Outcome {
     let r = r.map_err(|e| e.to_string())?;
     let figs = multiprogram::figures(&r);
     if let Some(dir) = &args.csv {
-        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        create_dir(dir)?;
         let mut b = String::from("benchmark,alone_us,class_kernel,class_program\n");
         for x in &r.benchmarks {
             b.push_str(&format!(
@@ -1053,7 +1021,7 @@ pub(crate) fn multiprogram(args: MultiprogramArgs) -> Outcome {
         }
     }
     if let Some(dir) = &args.plots {
-        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        create_dir(dir)?;
         for f in &figs {
             let path = dir.join(format!("{}.svg", f.id));
             write_atomic(&path, svg::bar_chart(f).as_bytes())?;
@@ -1061,10 +1029,7 @@ pub(crate) fn multiprogram(args: MultiprogramArgs) -> Outcome {
     }
     if args.json {
         let v = serde_json::json!({ "results": r, "figures": figs, "inference": inference });
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&v).expect("serializable")
-        );
+        print_json(&v);
     } else {
         println!(
             "Multiprogram evaluation (papers/tanasic-thesis §5.3) on {}, {} inputs, replay {}, seed {}; cs = {}, copy engines in prioritized runs: {:?}",
@@ -1188,10 +1153,7 @@ pub(crate) fn per_instruction(args: PerInstructionArgs) -> Outcome {
         args.plots.as_deref(),
     )?;
     if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&r).expect("serializable")
-        );
+        print_json(&r);
     } else {
         print_per_instruction(&r);
         if let Some(dir) = &args.csv {
@@ -1300,7 +1262,7 @@ fn print_per_instruction(r: &PerInstructionResults) {
 }
 
 fn write_per_instruction_csv(dir: &Path, r: &PerInstructionResults) -> Result<(), String> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    create_dir(dir)?;
     let mut kernels = String::from(
         "kernel,mechanism,requests,mean_context_bytes,mean_preemption_cycles,mean_resume_cycles,norm_context,norm_preemption,norm_resume,moments_differ,instruction_drift,runtime_overhead\n",
     );
@@ -1411,8 +1373,7 @@ pub(crate) fn pep(args: PepArgs) -> Outcome {
     bar.finish_and_clear();
     let r = r.map_err(|e| e.to_string())?;
     if let Some(dir) = &args.csv {
-        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        write_atomic(&dir.join("points.csv"), pep::csv(&r).as_bytes())?;
+        write_into(dir, "points.csv", pep::csv(&r).as_bytes())?;
     }
     write_figures(
         &pep::figures(&r),
@@ -1420,10 +1381,7 @@ pub(crate) fn pep(args: PepArgs) -> Outcome {
         args.plots.as_deref(),
     )?;
     if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&r).expect("serializable")
-        );
+        print_json(&r);
     } else {
         print_pep(&r);
         if let Some(dir) = &args.csv {
@@ -1510,15 +1468,11 @@ pub(crate) fn faults(args: FaultsArgs) -> Outcome {
     let r = r.map_err(|e| e.to_string())?;
     let figs = r.bar_figures();
     if let Some(dir) = &args.csv {
-        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        write_atomic(&dir.join("runs.csv"), r.to_csv().as_bytes())?;
+        write_into(dir, "runs.csv", r.to_csv().as_bytes())?;
     }
     write_figures(&figs, args.csv.as_deref(), args.plots.as_deref())?;
     if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&r).expect("serializable")
-        );
+        print_json(&r);
     } else {
         println!(
             "Preemptible faults (papers/tanasic-thesis §6.5) on {}, {} inputs, {} programs",
@@ -1622,15 +1576,11 @@ pub(crate) fn tlp(args: TlpArgs) -> Outcome {
     bar.finish_and_clear();
     let r = r.map_err(|e| e.to_string())?;
     if let Some(dir) = &args.csv {
-        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        write_atomic(&dir.join("runs.csv"), r.to_csv().as_bytes())?;
+        write_into(dir, "runs.csv", r.to_csv().as_bytes())?;
     }
     write_figures(&r.figures(), args.csv.as_deref(), args.plots.as_deref())?;
     if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&r).expect("serializable")
-        );
+        print_json(&r);
     } else {
         println!(
             "TLP beyond the scheduling limits (papers/lin-thesis §3.7) on {}, {} inputs, {} programs",
@@ -1720,7 +1670,7 @@ fn write_figures(
 ) -> Result<(), String> {
     for (dir, ext) in [(csv, "csv"), (plots, "svg")] {
         let Some(dir) = dir else { continue };
-        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        create_dir(dir)?;
         for f in figs {
             let text = if ext == "csv" {
                 figures::to_csv(f)

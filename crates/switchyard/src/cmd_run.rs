@@ -418,10 +418,7 @@ pub(crate) fn run(args: RunArgs) -> Outcome {
         }
     }
     if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&rows).expect("serializable")
-        );
+        switchyard::output::print_json(&rows);
     } else {
         print_table(&rows, timed.is_some());
         let passed = rows.iter().filter(|r| r.verified).count();

@@ -144,10 +144,7 @@ pub(crate) fn scenario(args: ScenarioArgs) -> Outcome {
         );
     }
     if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&report).expect("serializable")
-        );
+        switchyard::output::print_json(&report);
         // The report alone on standard output; where the dumps went on standard error.
         for d in &dumps {
             eprintln!("{d}");

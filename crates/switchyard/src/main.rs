@@ -1059,10 +1059,7 @@ fn kernels(json: bool) -> Outcome {
                 })
             })
             .collect();
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&v).expect("serializable")
-        );
+        switchyard::output::print_json(&v);
     } else {
         println!("{:<14} {:<14} description", "kernel", "stresses");
         for k in ks {
@@ -1136,10 +1133,7 @@ fn check(files: &[PathBuf], json: bool) -> Outcome {
         }
     }
     if json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&reports).expect("serializable")
-        );
+        switchyard::output::print_json(&reports);
     }
     Ok(all_ok)
 }
@@ -1307,10 +1301,7 @@ fn analyze(args: AnalyzeArgs) -> Outcome {
         }
     }
     if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&all).expect("serializable")
-        );
+        switchyard::output::print_json(&all);
     }
     Ok(true)
 }

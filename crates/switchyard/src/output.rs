@@ -31,6 +31,26 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
     })
 }
 
+/// Creates directory `dir` and its parents where missing; the error names it.
+pub fn create_dir(dir: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))
+}
+
+/// Writes `bytes` to `dir/name` atomically ([`write_atomic`]), creating `dir` first: how
+/// an experiment's `--csv DIR` and `--plots DIR` write each file.
+pub fn write_into(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), String> {
+    create_dir(dir)?;
+    write_atomic(&dir.join(name), bytes)
+}
+
+/// Prints `value` on standard output as indented JSON (`--json`).
+pub fn print_json<T: serde::Serialize + ?Sized>(value: &T) {
+    println!(
+        "{}",
+        serde_json::to_string_pretty(value).expect("results serialize")
+    );
+}
+
 /// Writes several files as a set: every one to its temporary first, then (only when all are
 /// written) every rename, under the write lock, so a failure leaves all the previous files
 /// and SIGINT or SIGTERM never falls between the renames. A rename that fails (the target a
