@@ -41,7 +41,7 @@ pub use fault::{FaultCosts, FaultSpec, FaultStats, Handler, Link, Populate};
 pub use icnt::{IcntSpec, IcntStats};
 pub use system::{
     AccessKind, AddressHash, AddressMapping, Channels, Completion, IssueState, Location, MemAccess,
-    MemConfig, MemStats, MemorySystem, RequestId, SharedMemSpec, SmPort, Space, Stall,
+    MemConfig, MemStats, MemorySystem, RequestId, SharedMemSpec, SmPort, SmPorts, Space, Stall,
 };
 pub use tlb::{
     Pipeline, TbSwitch, TlbSpec, TlbStats, TranslationSpec, TranslationStats, OPERAND_LOG_BYTES,

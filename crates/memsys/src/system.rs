@@ -1049,28 +1049,18 @@ impl MemorySystem {
     /// different threads, and the result is the same in any order. `None` with address
     /// translation on: an L1 TLB miss goes to the shared L2 TLB at once, so SMs must offer
     /// one after another through [`MemorySystem::offer`].
-    pub fn ports(&mut self) -> Option<Vec<SmPort<'_>>> {
+    pub fn ports(&mut self) -> Option<SmPorts<'_>> {
         if self.shared_tlb.is_some() {
             return None;
         }
         self.ports_out = true;
-        let now = self.clock.cycle(Domain::Core);
-        let icnt_now = self.clock.cycle(Domain::Icnt);
-        let (cfg, req_net) = (&self.cfg, &self.req_net);
-        Some(
-            self.sms
-                .iter_mut()
-                .enumerate()
-                .map(|(sm, st)| SmPort {
-                    sm,
-                    now,
-                    icnt_now,
-                    cfg,
-                    req_net,
-                    st,
-                })
-                .collect(),
-        )
+        Some(SmPorts {
+            sms: self.sms.iter_mut().enumerate(),
+            now: self.clock.cycle(Domain::Core),
+            icnt_now: self.clock.cycle(Domain::Icnt),
+            cfg: &self.cfg,
+            req_net: &self.req_net,
+        })
     }
 
     /// Moves the packets every SM staged into the request network's input queues, SM by SM
@@ -1305,6 +1295,40 @@ impl MemorySystem {
         port.send_lines(t.slot, &t.access);
     }
 }
+
+/// Every SM's [`SmPort`] for one core cycle, in SM order ([`MemorySystem::ports`]): an
+/// iterator, so that stepping the SMs allocates nothing per cycle.
+#[derive(Debug)]
+pub struct SmPorts<'a> {
+    sms: std::iter::Enumerate<std::slice::IterMut<'a, SmState>>,
+    now: u64,
+    icnt_now: u64,
+    cfg: &'a MemConfig,
+    req_net: &'a Crossbar<ReqMsg>,
+}
+
+impl<'a> Iterator for SmPorts<'a> {
+    type Item = SmPort<'a>;
+
+    #[inline]
+    fn next(&mut self) -> Option<SmPort<'a>> {
+        let (sm, st) = self.sms.next()?;
+        Some(SmPort {
+            sm,
+            now: self.now,
+            icnt_now: self.icnt_now,
+            cfg: self.cfg,
+            req_net: self.req_net,
+            st,
+        })
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.sms.size_hint()
+    }
+}
+
+impl ExactSizeIterator for SmPorts<'_> {}
 
 /// One SM's side of the memory system during one core cycle ([`MemorySystem::ports`]).
 #[derive(Debug)]

@@ -6,7 +6,8 @@
 //! the memory model (shared/STYLE.md: Ramulator 2's controller harness).
 
 use memsys::{
-    Completion, Domain, IssueState, MemAccess, MemStats, MemorySystem, RequestId, SmPort, Stall,
+    Completion, Domain, IssueState, MemAccess, MemStats, MemorySystem, RequestId, SmPort, SmPorts,
+    Stall,
 };
 
 use super::ids::SmId;
@@ -23,11 +24,15 @@ pub trait MemoryBackend {
     type Port<'a>: SmMemory + Send
     where
         Self: 'a;
+    /// [`MemoryBackend::ports`]' iterator (built each cycle, so it allocates nothing).
+    type Ports<'a>: Iterator<Item = Self::Port<'a>>
+    where
+        Self: 'a;
     /// Every SM's port, in SM order, when SMs can use them independently (on different
     /// threads) with the same result as one after another; `None` when they cannot, and the
     /// machine then steps SMs one after another through the backend itself ([`Through`]).
     /// Whatever the ports did is seen by the backend from its next `tick_core`.
-    fn ports(&mut self) -> Option<Vec<Self::Port<'_>>>;
+    fn ports(&mut self) -> Option<Self::Ports<'_>>;
     fn offer(&mut self, sm: SmId, access: &MemAccess) -> Result<(), Stall>;
     fn pop_completed(&mut self, sm: SmId) -> Option<Completion>;
     fn issue_state(&self, sm: SmId) -> IssueState;
@@ -187,6 +192,7 @@ impl SmMemory for NoPort {
 
 impl MemoryBackend for MemorySystem {
     type Port<'a> = SmPort<'a>;
+    type Ports<'a> = SmPorts<'a>;
     fn last_translated(&self, sm: SmId) -> Option<u64> {
         MemorySystem::last_translated(self, sm.0 as usize)
     }
@@ -215,7 +221,7 @@ impl MemoryBackend for MemorySystem {
     fn set_l1_bypass(&mut self, sm: SmId, on: bool) {
         MemorySystem::set_l1_bypass(self, sm.0 as usize, on)
     }
-    fn ports(&mut self) -> Option<Vec<SmPort<'_>>> {
+    fn ports(&mut self) -> Option<SmPorts<'_>> {
         MemorySystem::ports(self)
     }
     #[inline]
@@ -291,7 +297,8 @@ impl FixedLatency {
 
 impl MemoryBackend for FixedLatency {
     type Port<'a> = NoPort;
-    fn ports(&mut self) -> Option<Vec<NoPort>> {
+    type Ports<'a> = std::iter::Empty<NoPort>;
+    fn ports(&mut self) -> Option<Self::Ports<'_>> {
         None
     }
     fn offer(&mut self, sm: SmId, access: &MemAccess) -> Result<(), Stall> {

@@ -922,15 +922,15 @@ impl<B: MemoryBackend> Machine<B> {
                     sm.complete(port, launches, &mut watch, now);
                     sm.issue(launches, &specs, port, mem, &mut watch, now)
                 };
-                let mut items: Vec<Item<'_, B::Port<'_>>> = self
-                    .sms
-                    .iter_mut()
-                    .zip(ports)
-                    .zip(self.counters.per_sm())
-                    .collect();
+                let items = self.sms.iter_mut().zip(ports).zip(self.counters.per_sm());
                 let Some(team) = &self.team else {
-                    return items.iter_mut().try_for_each(one);
+                    // One thread: straight through, nothing collected.
+                    for mut item in items {
+                        one(&mut item)?;
+                    }
+                    return Ok(());
                 };
+                let mut items: Vec<Item<'_, B::Port<'_>>> = items.collect();
                 // Chunks in SM order, each stopping at its first error: the first error of
                 // the first failing chunk is the lowest SM's.
                 let results =
