@@ -181,12 +181,40 @@ pub struct KernelRun {
     /// Kernel time with the mechanism in place and nothing preempted, over the reference's,
     /// less one (Figure 10).
     pub runtime_overhead: f64,
-    /// Requests not made at BASELINE's moment (cycle, SM, TBs and the active launches'
-    /// warp instructions), and the largest relative difference of those warp instructions:
+    /// Drawn moments at which this mechanism's request differs from BASELINE's (cycle, SM,
+    /// TBs and the active launches' warp instructions) or one of the two made none, and
+    /// the largest relative difference of the warp instructions at the same drawn moment:
     /// non-zero where the mechanism's kernel pass changed the kernel's timing before the
     /// request.
     pub moments_differ: u32,
     pub instruction_drift: f64,
+}
+
+/// A request's moment: the drawn cycle, the cycle and SM it was made at, its TBs and the
+/// active launches' warp instructions.
+type RequestMoment = (u64, u64, u32, u32, u64);
+
+/// How many of the drawn moments (those of `mine` and of `reference`, matched by the drawn
+/// cycle) did not get the same request in both — one side made none, or made it at another
+/// cycle, SM, TB count or instruction count — and the largest relative difference in warp
+/// instructions between two requests of the same drawn moment.
+fn compare_moments(mine: &[RequestMoment], reference: &[RequestMoment]) -> (u32, f64) {
+    let same_drawn =
+        |a: &RequestMoment, list: &[RequestMoment]| list.iter().find(|b| b.0 == a.0).copied();
+    let differ = mine
+        .iter()
+        .filter(|a| same_drawn(a, reference) != Some(**a))
+        .count()
+        + reference
+            .iter()
+            .filter(|b| same_drawn(b, mine).is_none())
+            .count();
+    let drift = mine
+        .iter()
+        .filter_map(|a| same_drawn(a, reference).map(|b| (a.4, b.4)))
+        .map(|(a, b)| a.abs_diff(b) as f64 / b.max(1) as f64)
+        .fold(0.0, f64::max);
+    (differ as u32, drift)
 }
 
 /// One mechanism's normalised measures averaged over the kernels.
@@ -616,18 +644,8 @@ pub fn run(
         };
         let reference_moments = moments_of(&runs[base]);
         for run in &mut runs {
-            let mine = moments_of(run);
-            run.moments_differ = mine
-                .iter()
-                .zip(&reference_moments)
-                .filter(|(a, b)| a != b)
-                .count() as u32
-                + mine.len().abs_diff(reference_moments.len()) as u32;
-            run.instruction_drift = mine
-                .iter()
-                .zip(&reference_moments)
-                .map(|(a, b)| a.4.abs_diff(b.4) as f64 / b.4.max(1) as f64)
-                .fold(0.0, f64::max);
+            (run.moments_differ, run.instruction_drift) =
+                compare_moments(&moments_of(run), &reference_moments);
         }
         let base_mean = runs[base].mean;
         for run in &mut runs {
@@ -784,5 +802,39 @@ fn overhead_figure(r: &PerInstructionResults) -> Figure {
         rows,
         paper: "CKPT 130%, CTXBack 0.41%".into(),
         clip: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::compare_moments;
+
+    /// Moments are matched by the drawn cycle, not by position: a moment one side has no
+    /// request for counts once, and the requests after it are still compared with their
+    /// own moments.
+    #[test]
+    fn moments_are_compared_by_the_drawn_cycle() {
+        let reference = [
+            (10, 10, 0, 4, 100),
+            (20, 21, 1, 4, 200),
+            (30, 30, 2, 4, 300),
+        ];
+        assert_eq!(compare_moments(&reference, &reference), (0, 0.0));
+        // The second moment found no SM for this mechanism: one differs, not two.
+        let mine = [reference[0], reference[2]];
+        assert_eq!(compare_moments(&mine, &reference), (1, 0.0));
+        // The third was asked 30 instructions later: it differs and drifts 10%.
+        let mine = [reference[0], reference[1], (30, 30, 2, 4, 330)];
+        let (n, drift) = compare_moments(&mine, &reference);
+        assert_eq!(n, 1);
+        assert!((drift - 0.1).abs() < 1e-12, "{drift}");
+        // A moment only this mechanism made a request at counts too.
+        let mine = [
+            reference[0],
+            reference[1],
+            reference[2],
+            (40, 40, 0, 4, 400),
+        ];
+        assert_eq!(compare_moments(&mine, &reference).0, 1);
     }
 }

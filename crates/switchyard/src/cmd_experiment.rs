@@ -1201,7 +1201,7 @@ fn print_per_instruction(r: &PerInstructionResults) {
     }
     for m in r.runs.iter().filter(|m| m.moments_differ > 0) {
         println!(
-            "  {} with {}: {} of {} requests not at baseline's moment (the mechanism changed the kernel's timing before the request: its kernel pass, or CKPT's checkpoints; warp instructions at the request up to {:.2}% apart)",
+            "  {} with {}: {} drawn moments without the request baseline made there ({} requests made; the mechanism changed the kernel's timing before the request: its kernel pass, or CKPT's checkpoints; warp instructions at the request up to {:.2}% apart)",
             m.kernel,
             m.mechanism,
             m.moments_differ,
