@@ -383,29 +383,28 @@ pub fn run(
     let done = AtomicUsize::new(0);
     let mechanisms = config.mechanisms();
     type Job = (usize, Option<MechanismKind>, Option<(u64, u64)>, f64, f64);
-    let run_jobs = |jobs: &[Job]| {
-        crate::run_indexed(
-            config.threads,
-            jobs,
-            &|&(k, m, moments, _, _)| one_run(config, config.kernels[k], m, moments),
-            &|&(k, m, _, l, p)| {
-                format!(
-                    "{} {} {l} µs {:.0}%",
-                    config.kernels[k].name(),
-                    m.map_or("reference".into(), |m| m.to_string()),
-                    p * 100.0
-                )
-            },
-            progress,
-            &done,
-            total,
+    let label = |&(k, m, _, l, p): &Job| {
+        format!(
+            "{} {} {l} µs {:.0}%",
+            config.kernels[k].name(),
+            m.map_or("reference".into(), |m| m.to_string()),
+            p * 100.0
         )
     };
     let jobs: Vec<Job> = (0..config.kernels.len())
         .map(|k| (k, None, None, 0.0, 0.0))
         .collect();
     let mut references = Vec::new();
-    for r in run_jobs(&jobs) {
+    let reference_runs = crate::run_indexed(
+        config.threads,
+        &jobs,
+        &|&(k, m, moments, _, _)| one_run(config, config.kernels[k], m, moments),
+        &label,
+        progress,
+        &done,
+        total,
+    );
+    for r in reference_runs {
         references.push(r.expect("every reference ran or an earlier one failed")?.0);
     }
     let mhz = config.gpu.sm.clock_mhz;
@@ -422,7 +421,26 @@ pub fn run(
             }
         }
     }
-    let outcomes = run_jobs(&jobs);
+    // Each run is checked against its reference as soon as it ends, and only what the
+    // points are measured from is kept (not its memory, residency log or bandwidth
+    // samples): holding every run whole took 15 GB at `large`.
+    let outcomes = crate::run_indexed(
+        config.threads,
+        &jobs,
+        &|&(k, m, moments, _, _)| {
+            let (r, made) = one_run(config, config.kernels[k], m, moments)?;
+            let verified = r
+                .processes
+                .iter()
+                .all(|p| p.verdict.as_ref().is_some_and(|v| v.verified));
+            let exact = r.memory == references[k].memory;
+            Ok::<_, ExperimentError>((verified, exact, r.preemptions, made))
+        },
+        &label,
+        progress,
+        &done,
+        total,
+    );
     let mut out = PepResults {
         gpu: config.gpu.name.clone(),
         size: config.size.name().into(),
@@ -438,14 +456,10 @@ pub fn run(
     for (job, outcome) in jobs.iter().zip(outcomes) {
         let &(k, m, _, launch_us, progress) = job;
         let m = m.expect("measured runs have a mechanism");
-        let (r, made) = outcome.expect("every job ran or an earlier one failed")?;
-        let reference = &references[k];
-        let verified = r
-            .processes
-            .iter()
-            .all(|p| p.verdict.as_ref().is_some_and(|v| v.verified));
+        let (verified, exact, preemptions, made) =
+            outcome.expect("every job ran or an earlier one failed")?;
         let kernel = config.kernels[k].name().to_string();
-        if !verified || r.memory != reference.memory {
+        if !verified || !exact {
             return Err(ExperimentError::NotExact {
                 kernel,
                 mechanism: m.to_string(),
@@ -463,7 +477,7 @@ pub fn run(
             ..Point::default()
         };
         if let Some(made) = made {
-            measure(&mut point, &r.preemptions, made, mhz);
+            measure(&mut point, &preemptions, made, mhz);
         }
         out.points.push(point);
     }
