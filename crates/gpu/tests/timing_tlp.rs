@@ -3,8 +3,8 @@
 //! (Table 4.1) cut to one SM, so that the suite's small grids fill it. Every suite kernel
 //! below verifies and leaves final memory bit-identical to the functional core's under
 //! every scheme; the SM keeps more TBs resident than its scheduling limits allow while
-//! never more warps active than it has slots (nor an achieved occupancy above 1); a scheme that does not switch leaves the
-//! counters at zero.
+//! never more warps active than it has slots (nor an achieved occupancy above 1); a scheme
+//! that does not switch leaves the counters at zero.
 
 mod timing_common;
 
