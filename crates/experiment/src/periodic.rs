@@ -428,18 +428,39 @@ pub fn interval_for(config: &PeriodicConfig, reference: &RunRecord) -> u64 {
         .max(1)
 }
 
-/// Runs `jobs` over the configured threads ([`crate::run_indexed`]).
+/// A run, the signals it skipped, and whether it ended with device memory identical to
+/// its kernel's reference run.
+type CheckedOutcome = Result<(RunRecord, u32, bool), ExperimentError>;
+
+/// Runs `jobs` over the configured threads ([`crate::run_indexed`]). Given the kernels'
+/// `references`, each run is compared with its reference's final memory as soon as it
+/// ends, and its memory, residency log, records and bandwidth samples are dropped, so the
+/// experiment does not hold every run whole until its end. (A reference run is kept
+/// whole, and counts as identical to itself.)
 fn run_jobs(
     config: &PeriodicConfig,
     jobs: &[(usize, Option<MechanismKind>, u64)],
+    references: Option<&[(RunRecord, u32, bool)]>,
     progress: &(dyn Fn(usize, usize, &str) + Sync),
     done: &AtomicUsize,
     total: usize,
-) -> Vec<Option<RunOutcome>> {
+) -> Vec<Option<CheckedOutcome>> {
     crate::run_indexed(
         config.threads,
         jobs,
-        &|&(k, m, interval)| one_run(config, config.kernels[k], m, interval),
+        &|&(k, m, interval)| {
+            let (mut r, skipped) = one_run(config, config.kernels[k], m, interval)?;
+            let Some(references) = references else {
+                return Ok((r, skipped, true));
+            };
+            let exact = r.memory == references[k].0.memory;
+            r.memory = Vec::new();
+            r.residency = Vec::new();
+            r.records = Vec::new();
+            r.bandwidth = Vec::new();
+            r.dumps = Vec::new();
+            Ok((r, skipped, exact))
+        },
         &|&(k, m, _)| {
             format!(
                 "{} {}",
@@ -458,58 +479,43 @@ pub fn run(
     config: &PeriodicConfig,
     progress: &(dyn Fn(usize, usize, &str) + Sync),
 ) -> Result<PeriodicResults, ExperimentError> {
-    // Per kernel: the reference, then each mechanism. With a minimum number of signals the
-    // references run first, since each kernel's interval comes from its reference.
+    // Per kernel: the reference, then each mechanism. The references run first: each
+    // kernel's interval comes from its reference when there is a minimum number of
+    // signals, and each mechanism's run is checked against it as soon as it ends.
     let per_kernel = config.mechanisms.len() + 1;
     let total = config.kernels.len() * per_kernel;
     let done = AtomicUsize::new(0);
-    let kernels = 0..config.kernels.len();
-    let mut records: Vec<(RunRecord, u32)> = Vec::with_capacity(total);
     let mut intervals = vec![config.interval; config.kernels.len()];
-    let outcomes = if config.min_signals == 0 {
-        let jobs: Vec<(usize, Option<MechanismKind>, u64)> = kernels
-            .flat_map(|k| {
-                std::iter::once((k, None, config.interval)).chain(
-                    config
-                        .mechanisms
-                        .iter()
-                        .map(move |&m| (k, Some(m), config.interval)),
-                )
-            })
-            .collect();
-        run_jobs(config, &jobs, progress, &done, total)
-    } else {
-        let jobs: Vec<_> = kernels.map(|k| (k, None, config.interval)).collect();
-        let mut references = Vec::with_capacity(jobs.len());
-        for r in run_jobs(config, &jobs, progress, &done, total) {
-            references.push(r.expect("every reference ran or an earlier one failed")?);
-        }
-        for (k, (r, _)) in references.iter().enumerate() {
+    let jobs: Vec<_> = (0..config.kernels.len())
+        .map(|k| (k, None, config.interval))
+        .collect();
+    let mut references = Vec::with_capacity(jobs.len());
+    for r in run_jobs(config, &jobs, None, progress, &done, total) {
+        references.push(r.expect("every reference ran or an earlier one failed")?);
+    }
+    if config.min_signals != 0 {
+        for (k, (r, _, _)) in references.iter().enumerate() {
             intervals[k] = interval_for(config, r);
         }
-        let jobs: Vec<_> = (0..config.kernels.len())
-            .flat_map(|k| {
-                let interval = intervals[k];
-                config
-                    .mechanisms
-                    .iter()
-                    .map(move |&m| (k, Some(m), interval))
-            })
-            .collect();
-        let mut runs = run_jobs(config, &jobs, progress, &done, total).into_iter();
-        let mut outcomes = Vec::with_capacity(total);
-        for reference in references {
-            outcomes.push(Some(Ok(reference)));
-            for _ in 0..config.mechanisms.len() {
-                outcomes.push(runs.next().expect("one outcome per job"));
+    }
+    let jobs: Vec<_> = (0..config.kernels.len())
+        .flat_map(|k| {
+            let interval = intervals[k];
+            config
+                .mechanisms
+                .iter()
+                .map(move |&m| (k, Some(m), interval))
+        })
+        .collect();
+    let mut runs = run_jobs(config, &jobs, Some(&references), progress, &done, total).into_iter();
+    let mut records: Vec<(RunRecord, u32, bool)> = Vec::with_capacity(total);
+    for reference in references {
+        records.push(reference);
+        for _ in 0..config.mechanisms.len() {
+            match runs.next().expect("one outcome per job") {
+                Some(r) => records.push(r?),
+                None => records.push((RunRecord::default(), 0, false)),
             }
-        }
-        outcomes
-    };
-    for r in outcomes {
-        match r {
-            Some(r) => records.push(r?),
-            None => records.push((RunRecord::default(), 0)),
         }
     }
     let mut out = PeriodicResults {
@@ -526,8 +532,8 @@ pub fn run(
         runs: Vec::new(),
     };
     for (k, chunk) in records.chunks(per_kernel).enumerate() {
-        let (reference, _) = &chunk[0];
-        for (m, (r, skipped)) in config.mechanisms.iter().zip(&chunk[1..]) {
+        let (reference, _, _) = &chunk[0];
+        for (m, (r, skipped, exact)) in config.mechanisms.iter().zip(&chunk[1..]) {
             let (signals, empty) = signals(&r.preemptions);
             let held: u64 = signals.iter().map(|g| g.held).sum();
             let (mut restores, mut resume) = (0u64, 0u64);
@@ -564,7 +570,7 @@ pub fn run(
                     .processes
                     .iter()
                     .all(|p| p.verdict.as_ref().is_some_and(|v| v.verified)),
-                bit_exact: r.memory == reference.memory,
+                bit_exact: *exact,
                 restores,
                 mean_resume: resume as f64 / restores.max(1) as f64,
                 discarded_instructions: discarded,
