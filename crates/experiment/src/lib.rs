@@ -140,6 +140,17 @@ pub fn suite_setup(
     }
 }
 
+/// Drops what a finished run's results are not measured from (its final memory, once
+/// compared with its reference; its residency log, framework records, bandwidth samples
+/// and dumps), so that an experiment holding many runs does not hold them whole.
+pub(crate) fn drop_bulk(r: &mut workload::RunRecord) {
+    r.memory = Vec::new();
+    r.residency = Vec::new();
+    r.records = Vec::new();
+    r.bandwidth = Vec::new();
+    r.dumps = Vec::new();
+}
+
 /// Runs `run` on every job over `threads` threads, each result at its job's index (so the
 /// results do not depend on the threads); after each, `progress(done, total, label(job))`,
 /// `done` counting across calls. After the first error no more jobs are handed out: those

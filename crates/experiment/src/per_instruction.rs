@@ -478,9 +478,9 @@ type CheckedOutcome = Result<(RunRecord, Option<u64>, bool), ExperimentError>;
 
 /// Runs `jobs` over the configured threads ([`crate::run_indexed`]). Given the kernels'
 /// `references`, each run is compared with its reference's final memory as soon as it
-/// ends, and its memory, residency log, records and bandwidth samples are dropped: holding
-/// every run whole took 8.6 GB at `large`. (A reference run is kept whole, and counts as
-/// identical to itself.)
+/// ends, and what its results are not measured from is dropped ([`crate::drop_bulk`]):
+/// holding every run whole took 8.6 GB at `large`. (A reference run is kept whole, and
+/// counts as identical to itself.)
 fn run_jobs(
     config: &PerInstructionConfig,
     jobs: &[(usize, Option<MechanismKind>, Option<Moment>)],
@@ -498,11 +498,7 @@ fn run_jobs(
                 return Ok((r, made, true));
             };
             let exact = r.memory == references[k].memory;
-            r.memory = Vec::new();
-            r.residency = Vec::new();
-            r.records = Vec::new();
-            r.bandwidth = Vec::new();
-            r.dumps = Vec::new();
+            crate::drop_bulk(&mut r);
             Ok((r, made, exact))
         },
         &|&(k, m, _)| {

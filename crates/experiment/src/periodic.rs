@@ -434,8 +434,8 @@ type CheckedOutcome = Result<(RunRecord, u32, bool), ExperimentError>;
 
 /// Runs `jobs` over the configured threads ([`crate::run_indexed`]). Given the kernels'
 /// `references`, each run is compared with its reference's final memory as soon as it
-/// ends, and its memory, residency log, records and bandwidth samples are dropped, so the
-/// experiment does not hold every run whole until its end. (A reference run is kept
+/// ends, and what its results are not measured from is dropped ([`crate::drop_bulk`]), so
+/// the experiment does not hold every run whole until its end. (A reference run is kept
 /// whole, and counts as identical to itself.)
 fn run_jobs(
     config: &PeriodicConfig,
@@ -454,11 +454,7 @@ fn run_jobs(
                 return Ok((r, skipped, true));
             };
             let exact = r.memory == references[k].0.memory;
-            r.memory = Vec::new();
-            r.residency = Vec::new();
-            r.records = Vec::new();
-            r.bandwidth = Vec::new();
-            r.dumps = Vec::new();
+            crate::drop_bulk(&mut r);
             Ok((r, skipped, exact))
         },
         &|&(k, m, _)| {
