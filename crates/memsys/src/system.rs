@@ -954,6 +954,19 @@ impl MemorySystem {
         self.port(sm).offer(access)
     }
 
+    /// Offers `access` from SM `sm` again after it was refused with `stall`, to a memory
+    /// system whose [`MemorySystem::issue_state`] is what it was at the refusal: refused
+    /// again, counted as the refusal was ([`SmPort::repeat_refusal`]; with translation on,
+    /// offered again).
+    pub fn repeat_refusal(&mut self, sm: usize, access: &MemAccess, stall: Stall) {
+        if sm >= self.sms.len() || (self.shared_tlb.is_some() && !access.lines.is_empty()) {
+            let r = self.offer(sm, access);
+            debug_assert_eq!(r, Err(stall), "an unchanged memory system refuses again");
+            return;
+        }
+        self.port(sm).repeat_refusal(access, stall);
+    }
+
     /// With translation on: the cycle at which the last access SM `sm` had accepted has its
     /// last page translated (its last TLB check passes), or [`PENDING`] while one of its
     /// pages waits for a fault whose batch has not started. `None` without translation (no
@@ -1373,6 +1386,26 @@ impl SmPort<'_> {
             self.st.stalls += 1;
         }
         r
+    }
+
+    /// Counts a refusal of `a`, which this port's SM was refused with `stall` by a memory
+    /// system in the same [`IssueState`] as now (so offering it again would be refused the
+    /// same way): what that offer would count, without looking its lines up again. An SM
+    /// whose LD/ST unit holds a refused access retries it every cycle, for its counters.
+    ///
+    /// Besides the SM's stall count, only a load refused at a cache's MSHRs (none free, or
+    /// the merge limit) counts something: a reservation failure of the cache it reads.
+    #[inline]
+    pub fn repeat_refusal(&mut self, a: &MemAccess, stall: Stall) {
+        let st = &mut *self.st;
+        st.stalls += 1;
+        if matches!(stall, Stall::MshrFull | Stall::MergeLimit) {
+            if a.space == Space::Const && a.kind == AccessKind::Load {
+                st.cc.record_reservation_fail();
+            } else {
+                st.l1.record_reservation_fail();
+            }
+        }
     }
 
     /// [`MemorySystem::issue_state`] of this port's SM.

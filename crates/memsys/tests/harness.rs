@@ -907,3 +907,84 @@ fn a_bypassed_l1_is_neither_looked_up_nor_filled() {
     let again = run_one(&mut m, 0, load(0x2000, 6));
     assert_eq!(again.completed - again.issued, l1_hit);
 }
+
+/// A refused access offered again to an unchanged memory system counts what the first
+/// refusal counted, whether it is looked up again (`offer`) or only counted again
+/// (`repeat_refusal`, what an SM whose LD/ST unit holds a refused access uses every
+/// cycle): two systems driven alike, one retrying each refusal and the other repeating
+/// it, keep the same statistics throughout. Small MSHRs, merge limits, access slots and
+/// network buffers make every kind of refusal happen, in both caches.
+#[test]
+fn repeated_refusals_count_as_offers_would() {
+    let mut cfg = gtx480();
+    cfg.l1.mshr_entries = 4;
+    cfg.l1.mshr_max_merge = 2;
+    cfg.const_cache.mshr_entries = 2;
+    cfg.const_cache.mshr_max_merge = 2;
+    cfg.max_outstanding_accesses = 6;
+    cfg.icnt_request.input_buffer = 2;
+    let mut retried = MemorySystem::new(cfg.clone()).unwrap();
+    let mut repeated = MemorySystem::new(cfg).unwrap();
+    // xorshift64: a fixed, dependency-free sequence of accesses.
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move |n: u64| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % n
+    };
+    let mut seen = std::collections::BTreeMap::new();
+    for cycle in 0..4000u64 {
+        for sm in 0..2 {
+            for _ in 0..next(3) {
+                let (kind, space) = match next(6) {
+                    0 => (AccessKind::Store, Space::Global),
+                    1 => (AccessKind::Load, Space::Const),
+                    _ => (AccessKind::Load, Space::Global),
+                };
+                let lines = (0..1 + next(5))
+                    .map(|_| LineRequest {
+                        line_addr: next(24) * 128,
+                        sectors: 1 + next(15) as u8,
+                    })
+                    .collect();
+                let a = MemAccess {
+                    kind,
+                    space,
+                    lines,
+                    ..load(0, cycle)
+                };
+                let r = retried.offer(sm, &a);
+                assert_eq!(repeated.offer(sm, &a).map(|_| ()), r.map(|_| ()));
+                let Err(stall) = r else { continue };
+                let use_const = space == Space::Const && kind == AccessKind::Load;
+                *seen
+                    .entry((format!("{stall:?}"), use_const))
+                    .or_insert(0u32) += 1;
+                assert_eq!(retried.issue_state(sm), repeated.issue_state(sm));
+                assert_eq!(retried.offer(sm, &a).map(|_| ()), Err(stall));
+                repeated.repeat_refusal(sm, &a, stall);
+                assert_eq!(
+                    retried.stats(),
+                    repeated.stats(),
+                    "cycle {cycle}, {stall:?}"
+                );
+            }
+        }
+        core_step(&mut retried);
+        core_step(&mut repeated);
+    }
+    for want in [
+        ("MshrFull", false),
+        ("MshrFull", true),
+        ("MergeLimit", false),
+        ("L1Busy", false),
+        ("TooManyOutstanding", false),
+        ("InterconnectFull", false),
+    ] {
+        assert!(
+            seen.contains_key(&(want.0.to_string(), want.1)),
+            "no {want:?} refusal among {seen:?}"
+        );
+    }
+}

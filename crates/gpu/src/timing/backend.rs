@@ -34,6 +34,13 @@ pub trait MemoryBackend {
     /// Whatever the ports did is seen by the backend from its next `tick_core`.
     fn ports(&mut self) -> Option<Self::Ports<'_>>;
     fn offer(&mut self, sm: SmId, access: &MemAccess) -> Result<(), Stall>;
+    /// Offers `access` again after it was refused with `stall`, to a hierarchy whose
+    /// `issue_state` is what it was then: refused again the same way, for the refusal
+    /// counters (a hierarchy may count them without looking the access up again).
+    fn repeat_refusal(&mut self, sm: SmId, access: &MemAccess, stall: Stall) {
+        let r = self.offer(sm, access);
+        debug_assert_eq!(r, Err(stall), "an unchanged memory system refuses again");
+    }
     fn pop_completed(&mut self, sm: SmId) -> Option<Completion>;
     fn issue_state(&self, sm: SmId) -> IssueState;
     /// Advances to the next core cycle.
@@ -99,6 +106,11 @@ pub trait MemoryBackend {
 /// that name it, without the name.
 pub trait SmMemory {
     fn offer(&mut self, access: &MemAccess) -> Result<(), Stall>;
+    /// [`MemoryBackend::repeat_refusal`] of this SM.
+    fn repeat_refusal(&mut self, access: &MemAccess, stall: Stall) {
+        let r = self.offer(access);
+        debug_assert_eq!(r, Err(stall), "an unchanged memory system refuses again");
+    }
     fn pop_completed(&mut self) -> Option<Completion>;
     fn issue_state(&self) -> IssueState;
     /// [`MemoryBackend::last_translated`] of this SM.
@@ -131,6 +143,10 @@ impl<B: MemoryBackend> SmMemory for Through<'_, B> {
         self.backend.offer(self.sm, access)
     }
     #[inline]
+    fn repeat_refusal(&mut self, access: &MemAccess, stall: Stall) {
+        self.backend.repeat_refusal(self.sm, access, stall);
+    }
+    #[inline]
     fn pop_completed(&mut self) -> Option<Completion> {
         self.backend.pop_completed(self.sm)
     }
@@ -160,6 +176,10 @@ impl SmMemory for SmPort<'_> {
     #[inline]
     fn offer(&mut self, access: &MemAccess) -> Result<(), Stall> {
         SmPort::offer(self, access).map(|_| ())
+    }
+    #[inline]
+    fn repeat_refusal(&mut self, access: &MemAccess, stall: Stall) {
+        SmPort::repeat_refusal(self, access, stall);
     }
     #[inline]
     fn pop_completed(&mut self) -> Option<Completion> {
@@ -227,6 +247,10 @@ impl MemoryBackend for MemorySystem {
     #[inline]
     fn offer(&mut self, sm: SmId, access: &MemAccess) -> Result<(), Stall> {
         MemorySystem::offer(self, sm.0 as usize, access).map(|_| ())
+    }
+    #[inline]
+    fn repeat_refusal(&mut self, sm: SmId, access: &MemAccess, stall: Stall) {
+        MemorySystem::repeat_refusal(self, sm.0 as usize, access, stall);
     }
     #[inline]
     fn pop_completed(&mut self, sm: SmId) -> Option<Completion> {

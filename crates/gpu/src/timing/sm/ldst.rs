@@ -154,6 +154,8 @@ pub(super) struct Refusal {
     pub slot: WarpSlotId,
     pub pc: u32,
     pub state: IssueState,
+    /// Why it was refused (what a repeat counts again).
+    pub stall: memsys::Stall,
 }
 
 /// The load-store unit of one SM.
@@ -401,8 +403,8 @@ impl LdSt {
     /// Offers the refused access again to a memory system known to refuse it, for the
     /// counters the refusal updates.
     pub fn repeat_refusal<P: SmMemory>(&mut self, memsys: &mut P, now: u64) {
-        let r = memsys.offer(&self.offer);
-        debug_assert!(r.is_err(), "an unchanged memory system refuses again");
+        let stall = self.refused.expect("a refused access").stall;
+        memsys.repeat_refusal(&self.offer, stall);
         self.refused_at = now;
     }
 

@@ -255,12 +255,13 @@ impl Sm {
                     return Err(StallReason::Memory);
                 }
                 let sent = memsys.noc_requests();
-                if memsys.offer(&self.ldst.offer).is_err() {
+                if let Err(stall) = memsys.offer(&self.ldst.offer) {
                     let state = memsys.issue_state();
                     self.ldst.refused = Some(Refusal {
                         slot: a.slot,
                         pc: a.pc,
                         state,
+                        stall,
                     });
                     return Err(StallReason::Memory);
                 }
