@@ -420,8 +420,22 @@ impl<W> Cache<W> {
     /// Reads sectors `mask` of a line. On a miss `waiter` is parked in the line's MSHR entry and
     /// returned by [`Cache::fill`]; on a hit or a failure it is dropped.
     pub fn read(&mut self, line_addr: u64, mask: u8, waiter: W) -> ReadOutcome {
-        self.version += 1;
         let out = self.probe_read(line_addr, mask);
+        self.read_probed(line_addr, mask, waiter, out)
+    }
+
+    /// [`Cache::read`] of a line whose [`Cache::probe_read`] answered `out` and that nothing
+    /// has changed since (an SM's L1 checks every line of an access before it reads any,
+    /// and reading one line changes no other line's answer).
+    pub fn read_probed(
+        &mut self,
+        line_addr: u64,
+        mask: u8,
+        waiter: W,
+        out: ReadOutcome,
+    ) -> ReadOutcome {
+        debug_assert_eq!(out, self.probe_read(line_addr, mask), "a stale probe");
+        self.version += 1;
         match out {
             ReadOutcome::Fail(_) => {
                 self.stats.reservation_fails += 1;

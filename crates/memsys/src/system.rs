@@ -667,6 +667,10 @@ struct SmState {
     /// same answer without probing every line again (an SM retries a refused access every
     /// cycle, so this is the hot path of a memory-bound kernel).
     refused: Option<(u64, u64, bool, Vec<LineRequest>, Stall)>,
+    /// What the L1 (or constant cache) answered for each line of the load last checked
+    /// ([`SmPort::check_lines`]): what its reads find ([`SmPort::send_lines`]), since
+    /// reading one line of an access changes no other line's answer.
+    probed: Vec<ReadOutcome>,
     /// Whether global and local accesses bypass the L1 data cache: loads are not looked up
     /// and their replies fill nothing, stores leave it alone (papers/lin-thesis §3.6.4:
     /// GPUDuet keeps spilled contexts in a bypassed L1). Lines already there stay, unused,
@@ -813,6 +817,7 @@ impl MemorySystem {
                 cc: Cache::new(cfg.const_cache.clone()),
                 l1_free_at: 0,
                 refused: None,
+                probed: Vec::new(),
                 l1_bypass: false,
                 hits: DelayQueue::new(cfg.max_outstanding_accesses * 32 * max_lines.max(1), 1),
                 slots: vec![None; cfg.max_outstanding_accesses],
@@ -1493,54 +1498,54 @@ impl SmPort<'_> {
                 return Err(*stall);
             }
         }
-        // Pass 1: check, changing nothing.
+        // Pass 1: check, changing nothing. A load is refused at the first line that finds
+        // no MSHR (or its merge limit), or once its lines need more new MSHRs than are
+        // free: either way the cache counts one reservation failure, and the refusal is
+        // remembered for the retry.
         let mut new_mshrs = 0usize;
         let mut packets = 0usize;
+        let cache_free = if use_const {
+            st.cc.mshrs_free()
+        } else {
+            st.l1.mshrs_free()
+        };
+        st.probed.clear();
+        let mut refusal = None;
         for l in &a.lines {
             match a.kind {
                 AccessKind::Load => {
                     let cache = if use_const { &st.cc } else { &st.l1 };
-                    match cache.probe_read(l.line_addr, l.sectors) {
+                    let out = cache.probe_read(l.line_addr, l.sectors);
+                    st.probed.push(out);
+                    match out {
                         ReadOutcome::Hit => {}
                         ReadOutcome::Merged { fetch } => packets += usize::from(fetch != 0),
                         ReadOutcome::Allocated { .. } => {
                             new_mshrs += 1;
                             packets += 1;
+                            if new_mshrs > cache_free {
+                                refusal = Some(Stall::MshrFull);
+                                break;
+                            }
                         }
                         ReadOutcome::Fail(f) => {
-                            let cache = if use_const { &mut st.cc } else { &mut st.l1 };
-                            cache.record_reservation_fail();
-                            let stall = match f {
+                            refusal = Some(match f {
                                 ReservationFail::MshrFull => Stall::MshrFull,
                                 ReservationFail::MergeLimit => Stall::MergeLimit,
-                            };
-                            let versions = (st.l1.version(), st.cc.version());
-                            st.refused =
-                                Some((versions.0, versions.1, use_const, a.lines.clone(), stall));
-                            return Err(stall);
+                            });
+                            break;
                         }
                     }
                 }
                 AccessKind::Store | AccessKind::Atomic => packets += 1,
             }
         }
-        let cache_free = if use_const {
-            st.cc.mshrs_free()
-        } else {
-            st.l1.mshrs_free()
-        };
-        if new_mshrs > cache_free {
+        if let Some(stall) = refusal {
             let cache = if use_const { &mut st.cc } else { &mut st.l1 };
             cache.record_reservation_fail();
             let versions = (st.l1.version(), st.cc.version());
-            st.refused = Some((
-                versions.0,
-                versions.1,
-                use_const,
-                a.lines.clone(),
-                Stall::MshrFull,
-            ));
-            return Err(Stall::MshrFull);
+            st.refused = Some((versions.0, versions.1, use_const, a.lines.clone(), stall));
+            return Err(stall);
         }
         if packets > input_room(self.st, self.req_net, self.sm, a.priority) {
             return Err(Stall::InterconnectFull);
@@ -1587,7 +1592,7 @@ impl SmPort<'_> {
                     } else {
                         (&mut st.l1, FillTarget::L1)
                     };
-                    let out = cache.read(l.line_addr, l.sectors, slot);
+                    let out = cache.read_probed(l.line_addr, l.sectors, slot, st.probed[j]);
                     if out == ReadOutcome::Hit {
                         let ready = now + j as u64 / per + cache.spec().hit_latency.max(1);
                         if st.hits.try_send_at(ready, slot).is_err() {

@@ -942,9 +942,14 @@ fn repeated_refusals_count_as_offers_would() {
                     1 => (AccessKind::Load, Space::Const),
                     _ => (AccessKind::Load, Space::Global),
                 };
-                let lines = (0..1 + next(5))
-                    .map(|_| LineRequest {
-                        line_addr: next(24) * 128,
+                // Distinct lines, as the coalescer makes them (`MemAccess::lines`).
+                let mut addrs: Vec<u64> = (0..1 + next(5)).map(|_| next(24) * 128).collect();
+                addrs.sort_unstable();
+                addrs.dedup();
+                let lines = addrs
+                    .into_iter()
+                    .map(|line_addr| LineRequest {
+                        line_addr,
                         sectors: 1 + next(15) as u8,
                     })
                     .collect();
