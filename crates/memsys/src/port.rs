@@ -19,6 +19,10 @@ use std::collections::VecDeque;
 #[derive(Debug, Clone)]
 pub struct DelayQueue<T> {
     buf: VecDeque<(u64, T)>,
+    /// The oldest message's ready time (`u64::MAX` when empty), kept beside the queue so
+    /// that asking whether anything is ready reads no message: most queues are asked
+    /// every cycle and answer no.
+    head_ready: u64,
     capacity: usize,
     latency: u64,
 }
@@ -33,6 +37,7 @@ impl<T> DelayQueue<T> {
         let capacity = capacity.max(1);
         Self {
             buf: VecDeque::with_capacity(capacity.min(4096)),
+            head_ready: u64::MAX,
             capacity,
             latency: latency.max(1),
         }
@@ -52,29 +57,36 @@ impl<T> DelayQueue<T> {
         if self.buf.len() >= self.capacity {
             return Err(msg);
         }
+        if self.buf.is_empty() {
+            self.head_ready = ready;
+        }
         self.buf.push_back((ready, msg));
         Ok(())
     }
 
     /// Removes and returns the oldest message if its ready time is `<= now`.
+    #[inline]
     pub fn recv(&mut self, now: u64) -> Option<T> {
-        match self.buf.front() {
-            Some(&(ready, _)) if ready <= now => self.buf.pop_front().map(|(_, m)| m),
-            _ => None,
+        if self.head_ready > now {
+            return None;
         }
+        let (_, m) = self.buf.pop_front().expect("a ready head");
+        self.head_ready = self.buf.front().map_or(u64::MAX, |&(r, _)| r);
+        Some(m)
     }
 
     /// The oldest message if it is ready at `now`, without removing it.
+    #[inline]
     pub fn peek(&self, now: u64) -> Option<&T> {
-        match self.buf.front() {
-            Some((ready, m)) if *ready <= now => Some(m),
-            _ => None,
+        if self.head_ready > now {
+            return None;
         }
+        self.buf.front().map(|(_, m)| m)
     }
 
     /// The ready time of the oldest message, ready or not.
     pub fn next_ready(&self) -> Option<u64> {
-        self.buf.front().map(|&(r, _)| r)
+        (!self.buf.is_empty()).then_some(self.head_ready)
     }
 
     /// Messages held (ready or not).
