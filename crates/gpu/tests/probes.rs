@@ -191,3 +191,54 @@ fn the_statistics_are_a_probe_any_probe_can_be() {
     assert_eq!(per_sm, per_launch);
     assert!(heard.sms().iter().all(|s| s.active_cycles > 0));
 }
+
+/// The machine skips a sleeping SM's cycles (nothing to do, no completion waiting) and its
+/// counters tally them: on the 132-SM `h100`, where a small launch leaves most SMs empty
+/// and the rest sleeping on loads, every statistic and the final memory are what the
+/// machine without shortcuts counts by stepping every SM every cycle.
+#[test]
+fn skipped_sleeping_cycles_are_counted_as_stepped_ones() {
+    let run = |shortcuts: bool| {
+        let mut timing = TimedGpu::new(GpuConfig::preset("h100").expect("preset"));
+        timing.options.shortcuts = shortcuts;
+        let mut mem = DeviceMemory::new();
+        let mut module = LoadedModule::load(&mut mem, "k.ptx", KERNEL).expect("loads");
+        let (tbs, threads) = (40u32, 128u32);
+        let data = mem.alloc(u64::from(tbs * threads) * 4);
+        let words: Vec<u8> = (0..tbs * threads).flat_map(u32::to_le_bytes).collect();
+        mem.write_bytes(data, &words).expect("in bounds");
+        let mut m = Machine::new(timing.gpu.clone(), timing.options.clone(), mem).expect("m");
+        let limits = DeviceLimits {
+            num_sms: m.sm_count(),
+            ..DeviceLimits::default()
+        };
+        let k = module.kernel("k").expect("kernel");
+        let args = [KernelArg::U64(data), KernelArg::U32(30)];
+        let ctx = module
+            .launch_ctx(&limits, k, [tbs, 1, 1], [threads, 1, 1], 0, &args, 0)
+            .expect("launch");
+        let timed = module.timed_kernel(k, &timing);
+        let stats = run_launch(&mut m, ctx, &timed, &mut |_| {}).expect("runs");
+        let counters = m.counters().clone();
+        let out = m
+            .memory()
+            .read_bytes(data, u64::from(tbs * threads) * 4)
+            .expect("in bounds")
+            .to_vec();
+        (serde_json::to_string(&stats).expect("json"), counters, out)
+    };
+    let (fast, fast_counters, fast_out) = run(true);
+    let (exact, exact_counters, exact_out) = run(false);
+    assert!(
+        fast_counters.skipped_cycles() > 0,
+        "no SM cycle was skipped: the test exercises nothing"
+    );
+    assert_eq!(exact_counters.skipped_cycles(), 0);
+    // (Compared whole, reported briefly: the statistics run to thousands of lines.)
+    assert!(fast == exact, "the launch's statistics differ");
+    assert!(
+        fast_counters.sms() == exact_counters.sms(),
+        "the SMs' counts differ"
+    );
+    assert!(fast_out == exact_out, "the final memory differs");
+}

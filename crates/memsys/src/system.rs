@@ -1431,6 +1431,12 @@ impl SmPort<'_> {
         self.st.completed.pop_front()
     }
 
+    /// Whether completions wait to be popped ([`SmPort::pop_completed`]).
+    #[inline]
+    pub fn completions_waiting(&self) -> bool {
+        !self.st.completed.is_empty()
+    }
+
     fn try_issue(&mut self, a: &MemAccess) -> Result<RequestId, Stall> {
         let now = self.now;
         let st = &mut *self.st;

@@ -713,8 +713,9 @@ impl Control for Framework {
         }
         self.refresh(m);
         if self.tables.watching_sms {
+            let sms = m.sm_count();
             let counters = m.counters();
-            let counts = m.sm_ids().map(|sm| SmCounts {
+            let counts = (0..sms).map(SmId).map(|sm| SmCounts {
                 warp_instructions: counters.sm(sm).warp_instructions,
                 noc_requests: counters.sm_noc_requests(sm),
             });

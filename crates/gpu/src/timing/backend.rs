@@ -112,6 +112,11 @@ pub trait SmMemory {
         debug_assert_eq!(r, Err(stall), "an unchanged memory system refuses again");
     }
     fn pop_completed(&mut self) -> Option<Completion>;
+    /// Whether a completion may wait to be popped: false only when none does (a port that
+    /// cannot tell cheaply says true). A sleeping SM with none is skipped for the cycle.
+    fn completions_waiting(&self) -> bool {
+        true
+    }
     fn issue_state(&self) -> IssueState;
     /// [`MemoryBackend::last_translated`] of this SM.
     fn last_translated(&self) -> Option<u64> {
@@ -184,6 +189,10 @@ impl SmMemory for SmPort<'_> {
     #[inline]
     fn pop_completed(&mut self) -> Option<Completion> {
         SmPort::pop_completed(self)
+    }
+    #[inline]
+    fn completions_waiting(&self) -> bool {
+        SmPort::completions_waiting(self)
     }
     #[inline]
     fn issue_state(&self) -> IssueState {

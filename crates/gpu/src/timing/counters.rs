@@ -21,7 +21,7 @@ use kir::{Id, IdVec};
 use super::ids::{LaunchId, SmId};
 use super::machine::Event;
 use super::probe::{Interests, Issue, Probe, SmCycle};
-use super::stats::SmStats;
+use super::stats::{SchedulerCycle, SmStats};
 
 /// A launch's own counts, summed over SMs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -57,14 +57,35 @@ impl LaunchTally {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Counters {
     sms: Vec<SmStats>,
-    /// Per SM, per launch.
-    launches: Vec<IdVec<LaunchId, LaunchTally>>,
+    /// Per SM: per launch, and the cycles it slept through without being stepped, not yet
+    /// counted.
+    launches: Vec<(IdVec<LaunchId, LaunchTally>, Doze)>,
+}
+
+/// A sleeping SM's cycles that the machine skips (ARCHITECTURE.md, "Speed"): each would
+/// count what the SM's last counted sleeping cycle counted, so they are tallied here and
+/// counted at once ([`Counters::settle`]) before anyone reads the SM's counts.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(super) struct Doze {
+    /// The sleep ([`Sm`'s serial] of it, 0 for none) whose last counted cycle counted
+    /// these (a sleep repeats its schedulers' outcomes; residency is checked at each skip).
+    ///
+    /// [`Sm`'s serial]: super::sm::Sm::dozing
+    serial: u64,
+    active: bool,
+    resident_warps: u32,
+    outcomes: Vec<SchedulerCycle>,
+    /// Cycles skipped since the last settle, each counting as the record.
+    skipped: u64,
+    /// Cycles skipped, ever.
+    skipped_ever: u64,
 }
 
 /// One SM's counters ([`Counters::of_sm`]), borrowed while the SM runs its cycle.
 pub(super) struct SmCounters<'a> {
     stats: &'a mut SmStats,
     launches: &'a mut IdVec<LaunchId, LaunchTally>,
+    doze: &'a mut Doze,
 }
 
 impl SmCounters<'_> {
@@ -73,6 +94,62 @@ impl SmCounters<'_> {
         SmCounters {
             stats: self.stats,
             launches: self.launches,
+            doze: self.doze,
+        }
+    }
+
+    /// Whether a skipped cycle of the SM, now sleeping with this residency, counts what
+    /// its last counted cycle did (that cycle slept, with the same residency).
+    #[inline]
+    pub(super) fn repeats(&self, (serial, active, resident_warps): (u64, bool, u32)) -> bool {
+        let d = &*self.doze;
+        d.serial == serial && d.active == active && d.resident_warps == resident_warps
+    }
+
+    /// Counts a cycle the machine skipped (after [`SmCounters::repeats`] said it repeats).
+    #[inline]
+    pub(super) fn skipped(&mut self) {
+        self.doze.skipped += 1;
+        self.doze.skipped_ever += 1;
+    }
+
+    /// Notes what a cycle of sleep `serial` counts, for its skipped cycles (those skipped
+    /// before, as the record was, counted first).
+    #[inline]
+    fn record_sleep(&mut self, c: &SmCycle, serial: u64) {
+        self.settle();
+        let d = &mut *self.doze;
+        if d.serial != serial {
+            // Within one sleep the outcomes repeat: copied at its first counted cycle.
+            d.serial = serial;
+            d.outcomes.clear();
+            for &o in c.schedulers {
+                d.outcomes.push(o);
+            }
+        }
+        d.active = c.active;
+        d.resident_warps = c.resident_warps;
+    }
+
+    /// Counts the skipped cycles.
+    #[inline]
+    fn settle(&mut self) {
+        if self.doze.skipped != 0 {
+            self.settle_skipped();
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn settle_skipped(&mut self) {
+        let d = &mut *self.doze;
+        let (n, s) = (std::mem::take(&mut d.skipped), &mut *self.stats);
+        if d.active {
+            s.active_cycles += n;
+            s.resident_warp_cycles += n * u64::from(d.resident_warps);
+        }
+        for (st, &o) in s.schedulers.iter_mut().zip(&d.outcomes) {
+            st.count_n(o, n);
         }
     }
 }
@@ -88,16 +165,27 @@ impl Counters {
                 };
                 sms
             ],
-            launches: vec![IdVec::new(); sms],
+            launches: vec![(IdVec::new(), Doze::default()); sms],
+        }
+    }
+
+    /// Counts every SM's skipped cycles ([`Doze`]): the machine calls it before its
+    /// counts are read.
+    pub(super) fn settle(&mut self) {
+        for c in self.per_sm() {
+            let mut c = c;
+            c.settle();
         }
     }
 
     /// SM `sm`'s counters.
     #[inline]
     pub(super) fn of_sm(&mut self, sm: SmId) -> SmCounters<'_> {
+        let (launches, doze) = &mut self.launches[sm.index()];
         SmCounters {
             stats: &mut self.sms[sm.index()],
-            launches: &mut self.launches[sm.index()],
+            launches,
+            doze,
         }
     }
 
@@ -106,10 +194,16 @@ impl Counters {
         self.sms
             .iter_mut()
             .zip(&mut self.launches)
-            .map(|(stats, launches)| SmCounters { stats, launches })
+            .map(|(stats, (launches, doze))| SmCounters {
+                stats,
+                launches,
+                doze,
+            })
     }
 
-    /// SM `sm`'s counts so far (its front end's own counters are not the probe's: zero).
+    /// SM `sm`'s counts so far (its front end's own counters are not the probe's: zero),
+    /// as of the machine's last settle of skipped cycles ([`crate::timing::Machine::counters`]
+    /// settles them).
     pub fn sm(&self, sm: SmId) -> &SmStats {
         &self.sms[sm.index()]
     }
@@ -124,15 +218,22 @@ impl Counters {
     /// counts, read per SM as CCBP's online profile reads it (papers/lin-thesis §4.5).
     pub fn sm_noc_requests(&self, sm: SmId) -> u64 {
         self.launches[sm.index()]
+            .0
             .values()
             .map(|t| t.noc_requests)
             .sum()
     }
 
+    /// SM cycles the machine skipped because the SM slept through them (each counted as
+    /// the SM's sleep repeats, [`Doze`]): a measure of the shortcut, not of the GPU.
+    pub fn skipped_cycles(&self) -> u64 {
+        self.launches.iter().map(|(_, d)| d.skipped_ever).sum()
+    }
+
     /// `launch`'s counts so far, summed over SMs.
     pub fn launch(&self, launch: LaunchId) -> LaunchTally {
         let mut t = LaunchTally::default();
-        for per in &self.launches {
+        for (per, _) in &self.launches {
             if let Some(k) = per.get(launch) {
                 t.add(k);
             }
@@ -179,8 +280,14 @@ impl SmCounters<'_> {
         }
     }
 
-    #[inline]
-    pub(super) fn on_sm_cycle(&mut self, c: &SmCycle) {
+    /// Counts one cycle of the SM; `sleep` is the serial of the sleep it slept through it
+    /// in (a cycle that repeats until the SM wakes, which the machine may then skip:
+    /// [`Doze`]). Skipped cycles are counted whenever, so an awake cycle leaves them be.
+    #[inline(always)]
+    pub(super) fn on_sm_cycle(&mut self, c: &SmCycle, sleep: Option<u64>) {
+        if let Some(serial) = sleep {
+            self.record_sleep(c, serial);
+        }
         let s = &mut *self.stats;
         if c.active {
             s.active_cycles += 1;
@@ -221,7 +328,7 @@ impl Probe for Counters {
 
     #[inline]
     fn on_sm_cycle(&mut self, c: &SmCycle) {
-        self.of_sm(c.sm).on_sm_cycle(c);
+        self.of_sm(c.sm).on_sm_cycle(c, None);
     }
 
     fn on_event(&mut self, event: &Event) {

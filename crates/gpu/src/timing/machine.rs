@@ -35,7 +35,7 @@ use kir::Id;
 use lockstep::Team;
 use memsys::{MemConfig, MemorySystem};
 
-use super::backend::{MemoryBackend, Through};
+use super::backend::{MemoryBackend, SmMemory, Through};
 use super::context::TbContext;
 use super::control::{HoldState, TbCheckpoint, TbControl};
 use super::counters::{Counters, LaunchTally, SmCounters};
@@ -420,8 +420,10 @@ impl<B: MemoryBackend> Machine<B> {
     }
 
     /// The machine's statistics probe: every SM's counts and every launch's so far (events
-    /// not yet shown to probes excepted; every step shows them before it returns).
-    pub fn counters(&self) -> &Counters {
+    /// not yet shown to probes excepted; every step shows them before it returns). The
+    /// cycles of sleeping SMs the machine skipped are counted first.
+    pub fn counters(&mut self) -> &Counters {
+        self.counters.settle();
         &self.counters
     }
 
@@ -918,6 +920,14 @@ impl<B: MemoryBackend> Machine<B> {
             if let Some(ports) = self.memsys.ports() {
                 type Item<'m, P> = ((&'m mut Sm, P), SmCounters<'m>);
                 let one = |((sm, port), counters): &mut Item<'_, B::Port<'_>>| {
+                    // A sleeping SM with no completion waiting would only repeat its last
+                    // cycle: skipped, and its counters tally it (`Doze`).
+                    if let Some(doze) = sm.dozing(now) {
+                        if !port.completions_waiting() && counters.repeats(doze) {
+                            counters.skipped();
+                            return Ok(());
+                        }
+                    }
                     let mut watch = Watch::new(counters.reborrow(), None);
                     sm.complete(port, launches, &mut watch, now);
                     sm.issue(launches, &specs, port, mem, &mut watch, now)
@@ -985,7 +995,8 @@ impl<B: MemoryBackend> Machine<B> {
     }
 
     /// Every SM's counters now (front end included; the events are shown).
-    fn sm_stats(&self) -> Vec<SmStats> {
+    fn sm_stats(&mut self) -> Vec<SmStats> {
+        self.counters.settle();
         self.sms
             .iter()
             .zip(self.counters.sms())
@@ -996,7 +1007,7 @@ impl<B: MemoryBackend> Machine<B> {
             .collect()
     }
 
-    pub(super) fn snapshot(&self) -> Snapshot {
+    pub(super) fn snapshot(&mut self) -> Snapshot {
         Snapshot {
             memory: self.memsys.stats(),
             sms: self.sm_stats(),

@@ -302,9 +302,11 @@ impl<'a> Watch<'a> {
         }
     }
 
-    #[inline]
-    pub(super) fn cycle(&mut self, cycle: SmCycle) {
-        self.counters.on_sm_cycle(&cycle);
+    /// The SM's cycle; `sleep` is the serial of the sleep it slept through it in
+    /// ([`super::counters::Doze`]).
+    #[inline(always)]
+    pub(super) fn cycle(&mut self, cycle: SmCycle, sleep: Option<u64>) {
+        self.counters.on_sm_cycle(&cycle, sleep);
         if let Some(p) = self.wants(Interests::CYCLES) {
             p.on_sm_cycle(&cycle);
         }

@@ -57,6 +57,22 @@ impl SchedulerStats {
         }
     }
 
+    /// Counts `n` cycles that did `c`.
+    #[inline]
+    pub fn count_n(&mut self, c: SchedulerCycle, n: u64) {
+        match c {
+            SchedulerCycle::Issued => self.issued += n,
+            SchedulerCycle::Stalled(r) => match r {
+                StallReason::NoWarp => self.no_warp += n,
+                StallReason::Fetch => self.fetch += n,
+                StallReason::Barrier => self.barrier += n,
+                StallReason::Memory => self.memory += n,
+                StallReason::Scoreboard => self.scoreboard += n,
+                StallReason::PipelineBusy => self.pipeline_busy += n,
+            },
+        }
+    }
+
     pub fn stall(&mut self, r: StallReason) {
         match r {
             StallReason::NoWarp => self.no_warp += 1,

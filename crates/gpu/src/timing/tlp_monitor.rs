@@ -185,7 +185,7 @@ impl<B: MemoryBackend> Machine<B> {
     }
 
     /// The utilisation counts from `since` to now.
-    fn counts_since(&self, since: &Snapshot) -> UtilisationCounts {
+    fn counts_since(&mut self, since: &Snapshot) -> UtilisationCounts {
         let now = self.snapshot();
         let mut schedulers = SchedulerStats::default();
         for (a, b) in now.sms.iter().zip(&since.sms) {

@@ -63,6 +63,9 @@ struct Units {
 #[derive(Clone, Copy, Debug)]
 struct Sleep {
     until: u64,
+    /// Which of the SM's sleeps this is (they are numbered from 1): the counters tell a
+    /// sleep's repeated cycle from an earlier sleep's by it.
+    serial: u64,
     /// The cycle repeats a refused offer (repeated for its counters) while the memory
     /// system's state is unchanged.
     on_refusal: Option<()>,
@@ -110,6 +113,8 @@ pub(super) struct IssueStage {
     outcomes: Vec<SchedulerCycle>,
     units: Units,
     sleep: Option<Sleep>,
+    /// Sleeps so far (the last one's [`Sleep::serial`]).
+    sleeps: u64,
     /// Per scheduler: its stalled cycle, while it repeats ([`Memo`]).
     memos: Vec<Option<Memo>>,
     /// Per scheduler: whether its policy ignores long waits and the shortcuts are on, so
@@ -146,6 +151,7 @@ impl IssueStage {
                 sfu: 0,
             },
             sleep: None,
+            sleeps: 0,
             memos: vec![None; n],
             lazy,
             finishing: Vec::new(),
@@ -212,13 +218,17 @@ impl Sm {
                     // The cycle repeats, and so does its refused offer (and its counters).
                     self.ldst.repeat_refusal(memsys, now);
                 }
-                watch.cycle(SmCycle {
-                    cycle: now,
-                    sm: self.id,
-                    active,
-                    resident_warps,
-                    schedulers: &self.issue.outcomes,
-                });
+                watch.cycle(
+                    SmCycle {
+                        cycle: now,
+                        sm: self.id,
+                        active,
+                        resident_warps,
+                        schedulers: &self.issue.outcomes,
+                    },
+                    // A sleep on a refused access is never skipped: nothing to record.
+                    sleep.on_refusal.is_none().then_some(sleep.serial),
+                );
                 return Ok(());
             }
             self.issue.sleep = None;
@@ -233,6 +243,27 @@ impl Sm {
             active,
             resident_warps,
         )
+    }
+
+    /// What a cycle of this SM at `now` would count, when it would only repeat its last:
+    /// it sleeps, not on a refused access (whose retry the memory's state decides), and
+    /// nothing waits to retire. The machine then skips the SM's cycle, provided no
+    /// completion waits for it, and the counters tally the cycle ([`super::super::counters::Doze`]).
+    /// The answer is the sleep's serial, and (active, resident warps), what [`Sm::issue`]
+    /// would count.
+    #[inline(always)]
+    pub(in crate::timing) fn dozing(&self, now: u64) -> Option<(u64, bool, u32)> {
+        let s = self.issue.sleep?;
+        if now >= s.until || s.on_refusal.is_some() || self.retire_due() {
+            return None;
+        }
+        debug_assert!(self.writes.is_empty(), "a sleeping SM wrote nothing");
+        let active = !self.is_empty();
+        Some((
+            s.serial,
+            active,
+            if active { self.resident_warps() } else { 0 },
+        ))
     }
 
     /// [`Sm::issue`] of a cycle that is not slept through (kept out of line: most SMs
@@ -392,13 +423,16 @@ impl Sm {
             };
             self.issue.outcomes.push(o);
         }
-        watch.cycle(SmCycle {
-            cycle: now,
-            sm: self.id,
-            active,
-            resident_warps,
-            schedulers: &self.issue.outcomes,
-        });
+        watch.cycle(
+            SmCycle {
+                cycle: now,
+                sm: self.id,
+                active,
+                resident_warps,
+                schedulers: &self.issue.outcomes,
+            },
+            None,
+        );
         self.ldst
             .offer_transfer(self.id, specs.memory, memsys, watch, now);
         if self.issue.shortcuts == Shortcuts::On
@@ -406,8 +440,10 @@ impl Sm {
             && sleep.ready == sleep.attempted
             && sleep.wake > now + 1
         {
+            self.issue.sleeps += 1;
             self.issue.sleep = Some(Sleep {
                 until: sleep.wake,
+                serial: self.issue.sleeps,
                 on_refusal: self.ldst.refused_now(now).then_some(()),
             });
         }

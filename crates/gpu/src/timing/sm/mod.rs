@@ -452,6 +452,12 @@ impl Sm {
         self.issue.touched(slot);
     }
 
+    /// Whether [`Sm::retire`] has something to look at.
+    #[inline]
+    fn retire_due(&self) -> bool {
+        self.retire_due != RetireDue::No
+    }
+
     /// Something [`Sm::retire`] looks at changed.
     #[inline]
     fn retire_soon(&mut self) {
