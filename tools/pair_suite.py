@@ -6,10 +6,11 @@ best `sim ms` (the simulation's own time, printed by `switchyard run`); prints t
 per kernel, then the median and geometric mean over the kernels. Alternating and taking
 the best keeps a ratio meaningful on a shared, noisy machine (BENCHMARKS.md).
 
-    tools/pair_suite.py OLD NEW [--reps 2] [--kernels gemm,spmv] [-- RUN ARGS...]
+    tools/pair_suite.py OLD NEW [--reps 2] [--kernels gemm,spmv] [--threads 1] [-- RUN ARGS...]
 
-RUN ARGS default to `--size large --target sm_70 --gpu gtx480`. `--threads 1` is passed
-to a binary that knows the option (the engines before the "Parallel machine" work do not).
+RUN ARGS default to `--size large --target sm_70 --gpu gtx480`. `--threads N` (default 1)
+is passed to a binary that knows the option (the engines before the "Parallel machine"
+work do not).
 """
 
 import argparse
@@ -28,10 +29,10 @@ def knows_threads(binary: str) -> bool:
     return "--threads" in out
 
 
-def sim_ms(binary: str, kernel: str, run_args: list[str], threads: bool) -> float:
+def sim_ms(binary: str, kernel: str, run_args: list[str], threads: int | None) -> float:
     cmd = [binary, "run", kernel, "--no-stats", *run_args]
-    if threads:
-        cmd += ["--threads", "1"]
+    if threads is not None:
+        cmd += ["--threads", str(threads)]
     p = subprocess.run(cmd, capture_output=True, text=True)
     total = 0.0
     for line in p.stdout.splitlines():
@@ -52,11 +53,12 @@ def main() -> None:
     ap.add_argument("new")
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--kernels", help="comma-separated (default: the suite's sm_70 kernels)")
+    ap.add_argument("--threads", type=int, default=1, help="simulation threads (default 1)")
     ap.add_argument("run_args", nargs="*", help="after --: arguments of `switchyard run`")
     a = ap.parse_args()
     kernels = a.kernels.split(",") if a.kernels else SUITE
     run_args = a.run_args or ["--size", "large", "--target", "sm_70", "--gpu", "gtx480"]
-    threads = {b: knows_threads(b) for b in (a.old, a.new)}
+    threads = {b: a.threads if knows_threads(b) else None for b in (a.old, a.new)}
     ratios = []
     for k in kernels:
         old, new = [], []

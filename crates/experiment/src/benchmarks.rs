@@ -21,7 +21,7 @@ use preempt::MechanismKind;
 use sched::PolicyKind;
 use serde::Serialize;
 use suite::Size;
-use workload::scenario::{Process, Program};
+use workload::scenario::Process;
 use workload::{RunError, RunRecord, System};
 
 /// A class of Table 5.2.
@@ -71,21 +71,7 @@ pub fn table(
 ) -> Result<Vec<Row>, (String, RunError)> {
     let mut rows = Vec::new();
     for (i, &k) in kernels.iter().enumerate() {
-        let process = Process {
-            stream_priorities: Vec::new(),
-            requests: None,
-            name: k.name().to_string(),
-            arrival_us: 0.0,
-            priority: 0,
-            program: Program::Suite {
-                kernel: k,
-                size,
-                seed: 1,
-                target: k.default_target(),
-                warm_up: false,
-                managed: workload::scenario::Managed::Off,
-            },
-        };
+        let process = Process::suite(k, size, 1);
         let setup = crate::suite_setup(
             gpu,
             PolicyKind::Fcfs,

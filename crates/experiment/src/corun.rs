@@ -46,7 +46,7 @@ use sched::corun::{fits_together, water_fill, Corunner};
 use sched::{Framework, Ipcs, PolicyKind, TbCounts};
 use serde::Serialize;
 use suite::Size;
-use workload::scenario::{Process, Program};
+use workload::scenario::Process;
 use workload::system::Injector;
 use workload::{CorunMetrics, RunError, RunRecord, System};
 
@@ -213,18 +213,7 @@ impl Injector for Count {
 fn process(i: usize, k: &'static dyn suite::Kernel, c: &CorunConfig) -> Process {
     Process {
         name: format!("{i}:{}", k.name()),
-        arrival_us: 0.0,
-        priority: 0,
-        program: Program::Suite {
-            kernel: k,
-            size: c.size,
-            seed: c.seed,
-            target: k.default_target(),
-            warm_up: false,
-            managed: workload::scenario::Managed::Off,
-        },
-        stream_priorities: Vec::new(),
-        requests: None,
+        ..Process::suite(k, c.size, c.seed)
     }
 }
 

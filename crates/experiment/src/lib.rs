@@ -74,21 +74,13 @@ pub(crate) fn suite_process(
     seed: u64,
     target: Option<suite::Target>,
 ) -> workload::scenario::Process {
-    workload::scenario::Process {
-        stream_priorities: Vec::new(),
-        requests: None,
-        name: kernel.name().to_string(),
-        arrival_us: 0.0,
-        priority: 0,
-        program: workload::scenario::Program::Suite {
-            kernel,
-            size,
-            seed,
-            target: target.unwrap_or(kernel.default_target()),
-            warm_up: false,
-            managed: workload::scenario::Managed::Off,
-        },
+    let mut process = workload::scenario::Process::suite(kernel, size, seed);
+    if let (Some(t), workload::scenario::Program::Suite { target, .. }) =
+        (target, &mut process.program)
+    {
+        *target = t;
     }
+    process
 }
 
 /// Runs one suite host program (`process`, [`suite_process`]) alone on `gpu` under FCFS,

@@ -40,7 +40,7 @@ use sched::{PolicyKind, PpqAccess};
 use serde::Serialize;
 use suite::Size;
 use workload::report::Metrics;
-use workload::scenario::{CopyPolicy, Process, Program};
+use workload::scenario::{CopyPolicy, Process};
 use workload::{RunError, RunRecord, System};
 
 use crate::benchmarks::{self, Class};
@@ -449,19 +449,9 @@ fn suite_process(
     priority: i32,
 ) -> Process {
     Process {
-        stream_priorities: Vec::new(),
-        requests: None,
         name,
-        arrival_us: 0.0,
         priority,
-        program: Program::Suite {
-            kernel,
-            size,
-            seed: 1,
-            target: kernel.default_target(),
-            warm_up: false,
-            managed: workload::scenario::Managed::Off,
-        },
+        ..Process::suite(kernel, size, 1)
     }
 }
 

@@ -848,6 +848,28 @@ pub struct Process {
     pub requests: Option<crate::arrivals::Arrivals>,
 }
 
+impl Process {
+    /// A suite kernel's own host program as a process of its name, arriving at once with
+    /// priority 0 and no requests, at the kernel's default target, its memory ordinary.
+    pub fn suite(kernel: &'static dyn suite::Kernel, size: suite::Size, seed: u64) -> Process {
+        Process {
+            name: kernel.name().to_string(),
+            arrival_us: 0.0,
+            priority: 0,
+            program: Program::Suite {
+                kernel,
+                size,
+                seed,
+                target: kernel.default_target(),
+                warm_up: false,
+                managed: Managed::Off,
+            },
+            stream_priorities: Vec::new(),
+            requests: None,
+        }
+    }
+}
+
 #[derive(Clone)]
 pub enum Program {
     /// A suite kernel's own host program, verified against its CPU reference.

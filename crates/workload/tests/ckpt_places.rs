@@ -12,7 +12,7 @@ use kir::{Id, InstId};
 use preempt::ckpt::CkptPass;
 use preempt::{MechanismKind, Record};
 use suite::Size;
-use workload::scenario::{Managed, Process, Program};
+use workload::scenario::Process;
 use workload::{RunRecord, Setup, System};
 
 fn run(k: &'static dyn suite::Kernel, least_live: bool) -> RunRecord {
@@ -33,21 +33,7 @@ fn run(k: &'static dyn suite::Kernel, least_live: bool) -> RunRecord {
         replay: None,
         one_context: false,
     };
-    let process = Process {
-        stream_priorities: Vec::new(),
-        requests: None,
-        name: k.name().to_string(),
-        arrival_us: 0.0,
-        priority: 0,
-        program: Program::Suite {
-            kernel: k,
-            size: Size::Small,
-            seed: 1,
-            target: k.default_target(),
-            warm_up: false,
-            managed: Managed::Off,
-        },
-    };
+    let process = Process::suite(k, Size::Small, 1);
     let r = System::new(setup, &[process])
         .unwrap()
         .run(&mut |_| {})

@@ -10,27 +10,12 @@ use gpu::timing::{LaunchId, Machine, SmId, TimedGpu};
 use sched::corun::{drf, Corunner};
 use sched::{Framework, Ipcs, PolicyKind};
 use suite::Size;
-use workload::scenario::{Process, Program};
+use workload::scenario::Process;
 use workload::system::Injector;
 use workload::{RunRecord, Setup, System};
 
 fn process(name: &str) -> Process {
-    let k = suite::by_name(name).unwrap();
-    Process {
-        name: name.to_string(),
-        arrival_us: 0.0,
-        priority: 0,
-        program: Program::Suite {
-            kernel: k,
-            size: Size::Small,
-            seed: 5,
-            target: k.default_target(),
-            warm_up: false,
-            managed: workload::scenario::Managed::Off,
-        },
-        stream_priorities: Vec::new(),
-        requests: None,
-    }
+    Process::suite(suite::by_name(name).unwrap(), Size::Small, 5)
 }
 
 fn run(policy: PolicyKind, pair: [&str; 2], watch: &mut Watch) -> RunRecord {

@@ -32,7 +32,7 @@ use preempt::{Cx, Mechanism, MechanismKind, Preempted, Switch, SwitchConfig};
 use regalloc::patterns::{ValuePattern, ValuePatterns};
 use sched::{Framework, SmState};
 use suite::Size;
-use workload::scenario::{Process, Program};
+use workload::scenario::Process;
 use workload::system::Injector;
 use workload::{Setup, System};
 
@@ -136,21 +136,7 @@ fn run_preempted(k: &'static dyn suite::Kernel, inspect: Box<Inspect>) {
         inner: Switch::new("live", SwitchConfig::LIVE),
         inspect,
     };
-    let process = Process {
-        stream_priorities: Vec::new(),
-        requests: None,
-        name: k.name().into(),
-        arrival_us: 0.0,
-        priority: 0,
-        program: Program::Suite {
-            kernel: k,
-            size: Size::Small,
-            seed: 1,
-            target: k.default_target(),
-            warm_up: false,
-            managed: workload::scenario::Managed::Off,
-        },
-    };
+    let process = Process::suite(k, Size::Small, 1);
     let mut every = Every {
         interval: 1_500,
         next: 1_500,

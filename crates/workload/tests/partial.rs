@@ -10,26 +10,15 @@ use gpu::timing::{LaunchId, Machine, Move, SmId, SmLedger, TbRef, TimedGpu};
 use preempt::{MechanismKind, Record};
 use sched::{Framework, Record as SchedRecord};
 use suite::Size;
-use workload::scenario::{Process, Program};
+use workload::scenario::Process;
 use workload::system::Injector;
 use workload::{RunRecord, Setup, System};
 
 fn process(name: &str, arrival_us: f64) -> Process {
     let k = suite::by_name(name).unwrap();
     Process {
-        stream_priorities: Vec::new(),
-        requests: None,
-        name: name.to_string(),
         arrival_us,
-        priority: 0,
-        program: Program::Suite {
-            kernel: k,
-            size: Size::Small,
-            seed: 3,
-            target: k.default_target(),
-            warm_up: false,
-            managed: workload::scenario::Managed::Off,
-        },
+        ..Process::suite(k, Size::Small, 3)
     }
 }
 

@@ -8,25 +8,16 @@ use gpu::timing::TimedGpu;
 use preempt::{MechanismKind, PepCase, Record, Technique};
 use sched::PolicyKind;
 use suite::Size;
-use workload::scenario::{Process, Program};
+use workload::scenario::Process;
 use workload::{RunRecord, Setup, System};
 
 fn process(name: &str, kernel: &str, size: Size, priority: i32, arrival_us: f64) -> Process {
     let k = suite::by_name(kernel).expect("a suite kernel");
     Process {
-        stream_priorities: Vec::new(),
-        requests: None,
         name: name.to_string(),
         arrival_us,
         priority,
-        program: Program::Suite {
-            kernel: k,
-            size,
-            seed: 1,
-            target: k.default_target(),
-            warm_up: false,
-            managed: workload::scenario::Managed::Off,
-        },
+        ..Process::suite(k, size, 1)
     }
 }
 

@@ -9,26 +9,12 @@ use gpu::timing::{Machine, SmId, TimedGpu};
 use preempt::{How, MechanismKind, Record, Technique};
 use sched::Framework;
 use suite::{Rng, Size};
-use workload::scenario::{Process, Program};
+use workload::scenario::Process;
 use workload::system::Injector;
 use workload::{RunRecord, Setup, System};
 
 fn process(k: &'static dyn suite::Kernel) -> Process {
-    Process {
-        stream_priorities: Vec::new(),
-        requests: None,
-        name: k.name().to_string(),
-        arrival_us: 0.0,
-        priority: 0,
-        program: Program::Suite {
-            kernel: k,
-            size: Size::Small,
-            seed: 1,
-            target: k.default_target(),
-            warm_up: false,
-            managed: workload::scenario::Managed::Off,
-        },
-    }
+    Process::suite(k, Size::Small, 1)
 }
 
 fn run(
