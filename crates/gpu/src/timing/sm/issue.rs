@@ -396,7 +396,9 @@ impl Sm {
                             Ok(()) => {
                                 let keeps = self.issue.scheds[s].keeps_order(slot);
                                 self.issue.scheds[s].issued(slot);
-                                self.issue.views[s].order_valid &= keeps;
+                                let view = &mut self.issue.views[s];
+                                view.order_valid = view.order_valid
+                                    && (keeps || self.issue.scheds[s].reorder(&mut view.order));
                                 issued = true;
                                 break;
                             }
