@@ -113,6 +113,83 @@ pub fn carry(op: ArithOp, ty: Ty, x: [u64; 4], cf_in: bool) -> (u64, bool) {
     }
 }
 
+/// How a comparison of type `ty` reads its operands when it is a plain comparison of Rust
+/// values ([`plain_compare`] of [`SetpKind::key`]s), the same answer as [`compare`]: 32-
+/// and 64-bit integers by the operator's signedness, and `f32` (without `ftz`) and `f64`
+/// as floats. `None` for the rest (narrow integers, halves, flushing subnormals).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SetpKind {
+    U32,
+    S32,
+    U64,
+    S64,
+    F32,
+    F64,
+}
+
+impl SetpKind {
+    #[inline]
+    pub fn of(cmp: Cmp, ty: Ty, ftz: bool) -> Option<SetpKind> {
+        let unsigned_op = matches!(cmp, Cmp::Lo | Cmp::Ls | Cmp::Hi | Cmp::Hs);
+        Some(match ty {
+            Ty::U32 | Ty::B32 => SetpKind::U32,
+            Ty::S32 if unsigned_op => SetpKind::U32,
+            Ty::S32 => SetpKind::S32,
+            Ty::U64 | Ty::B64 => SetpKind::U64,
+            Ty::S64 if unsigned_op => SetpKind::U64,
+            Ty::S64 => SetpKind::S64,
+            Ty::F32 if !ftz => SetpKind::F32,
+            Ty::F64 if !ftz => SetpKind::F64,
+            _ => return None,
+        })
+    }
+
+    /// A register's value as this kind compares it (the `SetpKind::key_*` functions).
+    pub fn key_u32(x: u64) -> u32 {
+        x as u32
+    }
+    pub fn key_s32(x: u64) -> i32 {
+        x as u32 as i32
+    }
+    pub fn key_u64(x: u64) -> u64 {
+        x
+    }
+    pub fn key_s64(x: u64) -> i64 {
+        x as i64
+    }
+    pub fn key_f32(x: u64) -> f32 {
+        f32::from_bits(x as u32)
+    }
+    pub fn key_f64(x: u64) -> f64 {
+        f64::from_bits(x)
+    }
+}
+
+/// [`compare`] of two values already read by their [`SetpKind`]: with `cmp` a constant,
+/// one host comparison (the `u` forms and `Ne` written so that NaN answers as PTX says:
+/// ordered operators false, unordered ones true; integers are never NaN).
+#[inline(always)]
+// Not `a != b`: that is true for NaN, and these forms are what PTX defines.
+#[allow(clippy::eq_op, clippy::neg_cmp_op_on_partial_ord, clippy::double_comparisons)]
+pub fn plain_compare<T: PartialOrd + Copy>(cmp: Cmp, a: T, b: T) -> bool {
+    match cmp {
+        Cmp::Eq => a == b,
+        Cmp::Ne => a < b || a > b,
+        Cmp::Lt | Cmp::Lo => a < b,
+        Cmp::Le | Cmp::Ls => a <= b,
+        Cmp::Gt | Cmp::Hi => a > b,
+        Cmp::Ge | Cmp::Hs => a >= b,
+        Cmp::Num => a == a && b == b,
+        Cmp::Nan => !(a == a && b == b),
+        Cmp::Equ => !(a < b || a > b),
+        Cmp::Neu => !(a == b),
+        Cmp::Ltu => !(a >= b),
+        Cmp::Leu => !(a > b),
+        Cmp::Gtu => !(a <= b),
+        Cmp::Geu => !(a < b),
+    }
+}
+
 /// `a cmp b` for `setp`/`set`/`slct` (PTX ISA "Comparison and Selection Instructions").
 /// Integers: `Eq..Ge` use the type's signedness (`.b` types compare as unsigned),
 /// `Lo Ls Hi Hs` are always unsigned; the float-only operators treat integers as ordered.

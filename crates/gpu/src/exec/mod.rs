@@ -717,6 +717,9 @@ impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
                 ty,
                 ftz,
             } => {
+                if comb.is_none() && inst.n_dsts == 1 && self.fast_setp(exec, cmp, ty, ftz) {
+                    return Ok(());
+                }
                 for l in lanes(exec) {
                     let t = alu::compare(cmp, ty, ftz, self.read(s[0], l), self.read(s[1], l));
                     let (p, q) = match comb {
@@ -1372,6 +1375,44 @@ impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
             }
         }
         true
+    }
+
+    /// `setp` without a combining predicate or a second destination, on a type whose
+    /// comparison is a plain one (`alu::SetpKind`): one loop per operator and kind, no
+    /// per-lane dispatch, the answer `alu::compare`'s (checked in `alu::prop_tests`).
+    /// Returns false when it does not apply.
+    #[inline]
+    fn fast_setp(&mut self, exec: u32, cmp: kir::inst::Cmp, ty: Ty, ftz: bool) -> bool {
+        use alu::SetpKind as K;
+        match K::of(cmp, ty, ftz) {
+            Some(K::U32) => self.setp_by(exec, cmp, K::key_u32),
+            Some(K::S32) => self.setp_by(exec, cmp, K::key_s32),
+            Some(K::U64) => self.setp_by(exec, cmp, K::key_u64),
+            Some(K::S64) => self.setp_by(exec, cmp, K::key_s64),
+            Some(K::F32) => self.setp_by(exec, cmp, K::key_f32),
+            Some(K::F64) => self.setp_by(exec, cmp, K::key_f64),
+            None => false,
+        }
+    }
+
+    /// [`Exec::fast_setp`] for one key: the operator is matched once, outside the lanes.
+    #[inline(always)]
+    fn setp_by<T: PartialOrd + Copy>(
+        &mut self,
+        exec: u32,
+        cmp: kir::inst::Cmp,
+        key: impl Fn(u64) -> T + Copy,
+    ) -> bool {
+        use alu::plain_compare as pc;
+        use kir::inst::Cmp as C;
+        macro_rules! by {
+            ($($c:ident),*) => {
+                match cmp {
+                    $(C::$c => self.map2(exec, move |a, b| u64::from(pc(C::$c, key(a), key(b)))),)*
+                }
+            };
+        }
+        by!(Eq, Ne, Lt, Le, Gt, Ge, Lo, Ls, Hi, Hs, Num, Nan, Equ, Neu, Ltu, Leu, Gtu, Geu)
     }
 
     /// `mov` of a register or constant.
