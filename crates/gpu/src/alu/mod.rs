@@ -170,7 +170,11 @@ impl SetpKind {
 /// ordered operators false, unordered ones true; integers are never NaN).
 #[inline(always)]
 // Not `a != b`: that is true for NaN, and these forms are what PTX defines.
-#[allow(clippy::eq_op, clippy::neg_cmp_op_on_partial_ord, clippy::double_comparisons)]
+#[allow(
+    clippy::eq_op,
+    clippy::neg_cmp_op_on_partial_ord,
+    clippy::double_comparisons
+)]
 pub fn plain_compare<T: PartialOrd + Copy>(cmp: Cmp, a: T, b: T) -> bool {
     match cmp {
         Cmp::Eq => a == b,

@@ -317,14 +317,13 @@ pub fn guard_mask(inst: &Inst, warp: &Warp, mask: u32) -> u32 {
     match inst.guard {
         None => mask,
         Some(g) => {
+            // Every lane's predicate, without a branch per lane, then the lanes asked.
             let base = g.reg.index() * WARP_SIZE;
-            let mut m = 0u32;
-            for l in lanes(mask) {
-                if (warp.regs[base + l] != 0) != g.negated {
-                    m |= 1 << l;
-                }
+            let mut set = 0u32;
+            for (l, &v) in warp.regs[base..base + WARP_SIZE].iter().enumerate() {
+                set |= u32::from(v != 0) << l;
             }
-            m
+            (if g.negated { !set } else { set }) & mask
         }
     }
 }
@@ -1343,8 +1342,12 @@ impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
         let d = d.index() * WARP_SIZE;
         let regs = &mut self.warp.regs;
         if exec == u32::MAX {
+            // Whole rows: the sources copied out first (a destination may be a source), so
+            // the loop has no per-lane operand dispatch or bounds check, and vectorises.
+            let (a, b) = (a.lanes(regs), b.lanes(regs));
+            let out = Row::row_mut(regs, d);
             for l in 0..WARP_SIZE {
-                regs[d + l] = f(a.get(regs, l), b.get(regs, l));
+                out[l] = f(a[l], b[l]);
             }
         } else {
             for l in lanes(exec) {
@@ -1366,8 +1369,11 @@ impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
         let d = d.index() * WARP_SIZE;
         let regs = &mut self.warp.regs;
         if exec == u32::MAX {
+            // As in `map2`.
+            let (a, b, c) = (a.lanes(regs), b.lanes(regs), c.lanes(regs));
+            let out = Row::row_mut(regs, d);
             for l in 0..WARP_SIZE {
-                regs[d + l] = f(a.get(regs, l), b.get(regs, l), c.get(regs, l));
+                out[l] = f(a[l], b[l], c[l]);
             }
         } else {
             for l in lanes(exec) {
@@ -1564,6 +1570,25 @@ impl Row {
             Row::Reg(base) => regs[base + lane],
             Row::Const(v) => v,
         }
+    }
+
+    /// Every lane's value.
+    #[inline(always)]
+    fn lanes(self, regs: &[u64]) -> [u64; WARP_SIZE] {
+        match self {
+            Row::Reg(base) => regs[base..base + WARP_SIZE]
+                .try_into()
+                .expect("a register row is a warp wide"),
+            Row::Const(v) => [v; WARP_SIZE],
+        }
+    }
+
+    /// The register row whose lane 0 is at `base`.
+    #[inline(always)]
+    fn row_mut(regs: &mut [u64], base: usize) -> &mut [u64; WARP_SIZE] {
+        (&mut regs[base..base + WARP_SIZE])
+            .try_into()
+            .expect("a register row is a warp wide")
     }
 }
 
