@@ -54,10 +54,14 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--kernels", help="comma-separated (default: the suite's sm_70 kernels)")
     ap.add_argument("--threads", type=int, default=1, help="simulation threads (default 1)")
-    ap.add_argument("run_args", nargs="*", help="after --: arguments of `switchyard run`")
-    a = ap.parse_args()
+    ap.epilog = "after --: arguments of `switchyard run`"
+    # Everything after `--` goes to `switchyard run` as it is (argparse would leave
+    # options there unrecognised once the two binaries are read).
+    argv = sys.argv[1:]
+    cut = argv.index("--") if "--" in argv else len(argv)
+    a = ap.parse_args(argv[:cut])
     kernels = a.kernels.split(",") if a.kernels else SUITE
-    run_args = a.run_args or ["--size", "large", "--target", "sm_70", "--gpu", "gtx480"]
+    run_args = argv[cut + 1 :] or ["--size", "large", "--target", "sm_70", "--gpu", "gtx480"]
     threads = {b: a.threads if knows_threads(b) else None for b in (a.old, a.new)}
     ratios = []
     for k in kernels:
