@@ -218,17 +218,9 @@ impl Sm {
                     // The cycle repeats, and so does its refused offer (and its counters).
                     self.ldst.repeat_refusal(memsys, now);
                 }
-                watch.cycle(
-                    SmCycle {
-                        cycle: now,
-                        sm: self.id,
-                        active,
-                        resident_warps,
-                        schedulers: &self.issue.outcomes,
-                    },
-                    // A sleep on a refused access is never skipped: nothing to record.
-                    sleep.on_refusal.is_none().then_some(sleep.serial),
-                );
+                // A sleep on a refused access is never skipped: nothing to record.
+                let serial = sleep.on_refusal.is_none().then_some(sleep.serial);
+                self.record_cycle(watch, now, active, resident_warps, serial);
                 return Ok(());
             }
             self.issue.sleep = None;
@@ -425,16 +417,7 @@ impl Sm {
             };
             self.issue.outcomes.push(o);
         }
-        watch.cycle(
-            SmCycle {
-                cycle: now,
-                sm: self.id,
-                active,
-                resident_warps,
-                schedulers: &self.issue.outcomes,
-            },
-            None,
-        );
+        self.record_cycle(watch, now, active, resident_warps, None);
         self.ldst
             .offer_transfer(self.id, specs.memory, memsys, watch, now);
         if self.issue.shortcuts == Shortcuts::On
@@ -450,6 +433,29 @@ impl Sm {
             });
         }
         Ok(())
+    }
+
+    /// Tells `watch` this SM's cycle `now`: its schedulers' outcomes, and the sleep's
+    /// `serial` when the cycle repeats a sleep that may be skipped (`counters::Doze`).
+    #[inline]
+    fn record_cycle(
+        &self,
+        watch: &mut Watch,
+        now: u64,
+        active: bool,
+        resident_warps: u32,
+        serial: Option<u64>,
+    ) {
+        watch.cycle(
+            SmCycle {
+                cycle: now,
+                sm: self.id,
+                active,
+                resident_warps,
+                schedulers: &self.issue.outcomes,
+            },
+            serial,
+        );
     }
 
     /// Whether the warp in `slot` can issue at `now`, from its `WarpHot` (the same answer
