@@ -620,7 +620,7 @@ enum Said {
 
 /// The per-SM counters and the launches as the machine stands now.
 fn snapshot(machine: &Machine) -> Value {
-    let counters = machine.counters();
+    let counters = machine.counters_now();
     let sms: Vec<Value> = machine
         .sm_ids()
         .map(|sm| {

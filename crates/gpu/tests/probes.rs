@@ -5,7 +5,7 @@
 use gpu::config::GpuConfig;
 use gpu::memory::DeviceMemory;
 use gpu::timing::{
-    run_launch, Counters, LaunchId, Machine, SchedulerStats, StallTimeline, TimedGpu,
+    run_launch, Counters, GridDriver, LaunchId, Machine, SchedulerStats, StallTimeline, TimedGpu,
 };
 use gpu::{DeviceLimits, KernelArg, LoadedModule};
 
@@ -218,17 +218,41 @@ fn skipped_sleeping_cycles_are_counted_as_stepped_ones() {
             .launch_ctx(&limits, k, [tbs, 1, 1], [threads, 1, 1], 0, &args, 0)
             .expect("launch");
         let timed = module.timed_kernel(k, &timing);
-        let stats = run_launch(&mut m, ctx, &timed, &mut |_| {}).expect("runs");
+        // Stepped by hand to read the counters mid-run as a sampling injector does
+        // (`Machine::counters_now`, which counts the skipped cycles into its copy).
+        let mut driver = GridDriver::new(ctx, timed);
+        let mut samples = Vec::new();
+        let stats = loop {
+            m.step(&mut driver).expect("steps");
+            if m.cycle().is_multiple_of(97) {
+                let c = m.counters_now();
+                samples.push((c.sms().to_vec(), c.launch(LaunchId(0))));
+            }
+            let l = m.launch(driver.launch().expect("submitted"));
+            if let Some(s) = l.stats() {
+                break s.clone();
+            }
+        };
         let counters = m.counters().clone();
         let out = m
             .memory()
             .read_bytes(data, u64::from(tbs * threads) * 4)
             .expect("in bounds")
             .to_vec();
-        (serde_json::to_string(&stats).expect("json"), counters, out)
+        (
+            serde_json::to_string(&stats).expect("json"),
+            counters,
+            out,
+            samples,
+        )
     };
-    let (fast, fast_counters, fast_out) = run(true);
-    let (exact, exact_counters, exact_out) = run(false);
+    let (fast, fast_counters, fast_out, fast_samples) = run(true);
+    let (exact, exact_counters, exact_out, exact_samples) = run(false);
+    assert!(fast_samples.len() > 10);
+    assert!(
+        fast_samples == exact_samples,
+        "counters read between cycles differ from the exact run's"
+    );
     assert!(
         fast_counters.skipped_cycles() > 0,
         "no SM cycle was skipped: the test exercises nothing"

@@ -427,6 +427,14 @@ impl<B: MemoryBackend> Machine<B> {
         &self.counters
     }
 
+    /// [`Machine::counters`] for a caller that may only read the machine (an injector
+    /// sampling between cycles): a copy, with the skipped cycles counted in it.
+    pub fn counters_now(&self) -> Counters {
+        let mut c = self.counters.clone();
+        c.settle();
+        c
+    }
+
     pub fn config(&self) -> &GpuConfig {
         &self.gpu
     }
