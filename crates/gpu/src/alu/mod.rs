@@ -114,7 +114,7 @@ pub fn carry(op: ArithOp, ty: Ty, x: [u64; 4], cf_in: bool) -> (u64, bool) {
 }
 
 /// How a comparison of type `ty` reads its operands when it is a plain comparison of Rust
-/// values ([`plain_compare`] of [`SetpKind::key`]s), the same answer as [`compare`]: 32-
+/// values ([`plain_compare`] of the `SetpKind::key_*` readings), the same answer as [`compare`]: 32-
 /// and 64-bit integers by the operator's signedness, and `f32` (without `ftz`) and `f64`
 /// as floats. `None` for the rest (narrow integers, halves, flushing subnormals).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

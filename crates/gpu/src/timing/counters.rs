@@ -123,9 +123,7 @@ impl SmCounters<'_> {
             // Within one sleep the outcomes repeat: copied at its first counted cycle.
             d.serial = serial;
             d.outcomes.clear();
-            for &o in c.schedulers {
-                d.outcomes.push(o);
-            }
+            d.outcomes.extend_from_slice(c.schedulers);
         }
         d.active = c.active;
         d.resident_warps = c.resident_warps;
@@ -172,8 +170,7 @@ impl Counters {
     /// Counts every SM's skipped cycles ([`Doze`]): the machine calls it before its
     /// counts are read.
     pub(super) fn settle(&mut self) {
-        for c in self.per_sm() {
-            let mut c = c;
+        for mut c in self.per_sm() {
             c.settle();
         }
     }

@@ -51,10 +51,7 @@ impl SchedulerStats {
     /// Counts one cycle.
     #[inline]
     pub fn count(&mut self, c: SchedulerCycle) {
-        match c {
-            SchedulerCycle::Issued => self.issued += 1,
-            SchedulerCycle::Stalled(r) => self.stall(r),
-        }
+        self.count_n(c, 1);
     }
 
     /// Counts `n` cycles that did `c`.
@@ -73,15 +70,9 @@ impl SchedulerStats {
         }
     }
 
+    #[inline]
     pub fn stall(&mut self, r: StallReason) {
-        match r {
-            StallReason::NoWarp => self.no_warp += 1,
-            StallReason::Fetch => self.fetch += 1,
-            StallReason::Barrier => self.barrier += 1,
-            StallReason::Memory => self.memory += 1,
-            StallReason::Scoreboard => self.scoreboard += 1,
-            StallReason::PipelineBusy => self.pipeline_busy += 1,
-        }
+        self.count_n(SchedulerCycle::Stalled(r), 1);
     }
 
     pub fn add(&mut self, o: &SchedulerStats) {
