@@ -62,7 +62,7 @@ pub(crate) fn arith(
 
 #[inline]
 fn canon32(x: f32) -> u64 {
-    if x.is_nan() {
+    if super::is_nan32(x) {
         F32.nan()
     } else {
         x.to_bits() as u64
@@ -71,7 +71,7 @@ fn canon32(x: f32) -> u64 {
 
 #[inline]
 fn canon64(x: f64) -> u64 {
-    if x.is_nan() {
+    if super::is_nan64(x) {
         F64.nan()
     } else {
         x.to_bits()

@@ -24,6 +24,22 @@
 mod cvt;
 mod float;
 pub use float::f16_value;
+
+/// Whether `x` is a NaN, told by its bits. Native results are classified this way rather
+/// than with `is_nan`: rustc 1.95 (LLVM 22) in a release build was seen folding `is_nan` of
+/// a native `sqrt` of a negative subnormal to false after other operations on the same value
+/// (`prop_tests::canon64`), which would let the host's NaN payload through instead of PTX's
+/// canonical NaN.
+#[inline(always)]
+pub(crate) fn is_nan64(x: f64) -> bool {
+    x.to_bits() & 0x7FFF_FFFF_FFFF_FFFF > 0x7FF0_0000_0000_0000
+}
+
+/// [`is_nan64`] for `f32`.
+#[inline(always)]
+pub(crate) fn is_nan32(x: f32) -> bool {
+    x.to_bits() & 0x7FFF_FFFF > 0x7F80_0000
+}
 mod int;
 mod soft;
 

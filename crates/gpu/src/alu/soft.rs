@@ -604,7 +604,7 @@ pub(crate) fn to_f64(fmt: Fmt, a: u64) -> f64 {
 /// An `f64` rounded to nearest-even in `fmt`; NaN becomes the canonical NaN.
 #[inline]
 pub(crate) fn from_f64(fmt: Fmt, x: f64) -> u64 {
-    if x.is_nan() {
+    if super::is_nan64(x) {
         fmt.nan()
     } else if fmt == F64 {
         x.to_bits()

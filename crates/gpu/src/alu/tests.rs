@@ -1608,3 +1608,42 @@ fn half_precision_relu_and_nan_forms_work_per_half() {
     .unwrap();
     assert_eq!(r, 0x4000_0000);
 }
+
+/// NaNs are told by their bits: exponent all ones and a nonzero fraction, either sign, quiet
+/// or signalling; infinities and the largest finite values are not NaNs.
+#[test]
+fn nan_classification_by_bits() {
+    for (bits, nan) in [
+        (0x7FF0_0000_0000_0000u64, false),
+        (0xFFF0_0000_0000_0000, false),
+        (0x7FEF_FFFF_FFFF_FFFF, false),
+        (0x8000_0000_0000_0001, false),
+        (0x7FF0_0000_0000_0001, true),
+        (0xFFF8_0000_0000_0000, true),
+        (0x7FFF_FFFF_FFFF_FFFF, true),
+    ] {
+        assert_eq!(is_nan64(f64::from_bits(bits)), nan, "{bits:#x}");
+    }
+    for (bits, nan) in [
+        (0x7F80_0000u32, false),
+        (0xFF80_0000, false),
+        (0x7F7F_FFFF, false),
+        (0x7F80_0001, true),
+        (0xFFC0_0000, true),
+        (0x7FFF_FFFF, true),
+    ] {
+        assert_eq!(is_nan32(f32::from_bits(bits)), nan, "{bits:#x}");
+    }
+    // `sqrt.rn.f64` of a negative subnormal: the canonical NaN, not the host's.
+    let r = arith(
+        ArithOp::Sqrt,
+        Ty::F64,
+        m(RN),
+        0x8000_0000_0000_0001,
+        0,
+        0,
+        0,
+    )
+    .unwrap();
+    assert_eq!(r, 0x7FFF_FFFF_FFFF_FFFF);
+}

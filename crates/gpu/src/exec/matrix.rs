@@ -576,7 +576,7 @@ const FP8_NAN: u8 = 0x7f;
 /// `v` rounded to nearest even in `f`, saturating to the largest finite value (`.satfinite`,
 /// which the ISA requires converting to FP8); `.relu` makes negatives +0.
 pub(crate) fn fp8_of(v: f64, f: Fp8, relu: bool) -> u8 {
-    if v.is_nan() {
+    if crate::alu::is_nan64(v) {
         return FP8_NAN;
     }
     let (_, man, bias, max) = fp8_params(f);

@@ -1221,7 +1221,7 @@ impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
         }
         #[inline(always)]
         fn canon32(x: f32) -> u64 {
-            if x.is_nan() {
+            if crate::alu::is_nan32(x) {
                 0x7fff_ffff
             } else {
                 x.to_bits() as u64
@@ -1229,7 +1229,7 @@ impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
         }
         #[inline(always)]
         fn canon64(x: f64) -> u64 {
-            if x.is_nan() {
+            if crate::alu::is_nan64(x) {
                 0x7fff_ffff_ffff_ffff
             } else {
                 x.to_bits()
