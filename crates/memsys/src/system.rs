@@ -774,6 +774,46 @@ pub struct IssueState {
     tlb: u64,
     /// Whether the L1 data cache is bypassed ([`MemorySystem::set_l1_bypass`]).
     l1_bypass: bool,
+    /// Whether addresses are translated (an offer then goes through the TLBs first).
+    translating: bool,
+}
+
+impl IssueState {
+    /// Whether an offer refused with `stall` in state `then` is refused the same way in this
+    /// state, so that the refusal may be counted again without the offer
+    /// ([`SmPort::repeat_refusal`]). Equal states always refuse again; otherwise it follows
+    /// the order of `SmPort::try_issue`'s checks (L1 port, access slots, the lines' MSHRs,
+    /// the request network's room): every check before the refusing one passes as it did, and
+    /// the refusing one still refuses. A refusal for want of MSHRs, say, repeats while the
+    /// caches are unchanged however the request network drains, and one for want of room
+    /// repeats while the caches are unchanged and the room has not grown. With translation
+    /// on, only an equal state does.
+    #[inline]
+    pub fn refuses_again(&self, then: &IssueState, stall: Stall) -> bool {
+        if self == then {
+            return true;
+        }
+        if self.translating || then.translating || self.l1_bypass != then.l1_bypass {
+            return false;
+        }
+        let lines_same = || {
+            !self.l1_busy
+                && self.free_slots > 0
+                && self.l1_version == then.l1_version
+                && self.cc_version == then.cc_version
+        };
+        match stall {
+            Stall::L1Busy => self.l1_busy,
+            Stall::TooManyOutstanding => !self.l1_busy && self.free_slots == 0,
+            Stall::MshrFull | Stall::MergeLimit => lines_same(),
+            Stall::InterconnectFull => {
+                lines_same()
+                    && self.icnt_free[0] <= then.icnt_free[0]
+                    && self.icnt_free[1] <= then.icnt_free[1]
+            }
+            Stall::TlbMshrFull | Stall::NoSuchSm => false,
+        }
+    }
 }
 
 /// The memory system of one GPU: state of every component, driven by [`MemorySystem::tick`].
@@ -1374,6 +1414,7 @@ fn issue_state_of(st: &SmState, req_net: &Crossbar<ReqMsg>, sm: usize, now: u64)
             Some(t) => t.state(now),
         },
         l1_bypass: st.l1_bypass,
+        translating: st.tlb.is_some(),
     }
 }
 
@@ -2075,4 +2116,75 @@ fn add_to(v: &mut Vec<u64>, owner: u32, n: u64) {
         v.resize(o + 1, 0);
     }
     v[o] += n;
+}
+
+#[cfg(test)]
+mod issue_state_tests {
+    use super::*;
+
+    fn state() -> IssueState {
+        IssueState {
+            free_slots: 4,
+            l1_version: 7,
+            icnt_free: [3, 3],
+            ..IssueState::default()
+        }
+    }
+
+    /// A refusal repeats in another state exactly when `SmPort::try_issue`'s checks, in
+    /// their order, would refuse the same way.
+    #[test]
+    fn refusals_repeat_as_the_checks_order_them() {
+        let then = state();
+        let drained = IssueState {
+            icnt_free: [4, 3],
+            ..then
+        };
+        let filled = IssueState {
+            l1_version: 8,
+            ..then
+        };
+        let fuller = IssueState {
+            icnt_free: [2, 3],
+            ..then
+        };
+        for stall in [Stall::MshrFull, Stall::MergeLimit, Stall::InterconnectFull] {
+            assert!(then.refuses_again(&then, stall));
+            assert!(
+                !filled.refuses_again(&then, stall),
+                "{stall:?}: the lines may fit"
+            );
+        }
+        // The request network drained: only its own refusal may not repeat.
+        assert!(drained.refuses_again(&then, Stall::MshrFull));
+        assert!(!drained.refuses_again(&then, Stall::InterconnectFull));
+        assert!(fuller.refuses_again(&then, Stall::InterconnectFull));
+        // A busy L1 port refuses first, whatever else changed; once free, the rest decides.
+        let busy = IssueState {
+            l1_busy: true,
+            ..filled
+        };
+        assert!(busy.refuses_again(&then, Stall::L1Busy));
+        assert!(!filled.refuses_again(&busy, Stall::L1Busy));
+        assert!(!busy.refuses_again(&then, Stall::MshrFull));
+        // No access slot: refused before the lines are looked at.
+        let full = IssueState {
+            free_slots: 0,
+            ..filled
+        };
+        assert!(full.refuses_again(&then, Stall::TooManyOutstanding));
+        assert!(!then.refuses_again(&full, Stall::TooManyOutstanding));
+        assert!(!full.refuses_again(&then, Stall::MshrFull));
+        // With translation only an equal state repeats a refusal.
+        let t = IssueState {
+            translating: true,
+            ..then
+        };
+        let t_drained = IssueState {
+            icnt_free: [4, 3],
+            ..t
+        };
+        assert!(t.refuses_again(&t, Stall::MshrFull));
+        assert!(!t_drained.refuses_again(&t, Stall::MshrFull));
+    }
 }

@@ -3,7 +3,8 @@
 //! are exact: with them off, every statistic of every launch is the same.
 //!
 //! The kernels are chosen for what exercises the shortcuts: memory-bound ones whose SMs
-//! sleep on loads and on refused accesses (spmv, bfs, dgemv, dct8), barrier-heavy ones
+//! sleep on loads, on refused accesses and on a busy LD/ST unit (spmv, bfs, dgemv, dct8,
+//! and mulword, whose refusals are mostly the request network's), barrier-heavy ones
 //! (reduce, scan, gemm) and divergent ones (branchy); each under all three warp schedulers.
 
 use gpu::config::{GpuConfig, SchedulerPolicy};
@@ -36,7 +37,7 @@ fn shortcuts_change_no_statistic() {
         let mut exact = fast.clone();
         exact.options.shortcuts = false;
         for kernel in [
-            "spmv", "bfs", "dgemv", "dct8", "reduce", "scan", "gemm", "branchy",
+            "spmv", "bfs", "dgemv", "dct8", "mulword", "reduce", "scan", "gemm", "branchy",
         ] {
             let a = timed_stats(kernel, &fast);
             let b = timed_stats(kernel, &exact);

@@ -392,12 +392,12 @@ impl LdSt {
         None
     }
 
-    /// Whether the memory system is still in the state in which it refused the last
-    /// refused access (so that it would refuse the same offer again).
+    /// Whether the memory system would refuse the last refused access again, the same way
+    /// ([`memsys::IssueState::refuses_again`]).
     #[inline]
     pub fn refusal_holds<P: SmMemory>(&self, memsys: &P) -> bool {
         self.refused
-            .is_some_and(|r| memsys.issue_state() == r.state)
+            .is_some_and(|r| memsys.issue_state().refuses_again(&r.state, r.stall))
     }
 
     /// Offers the refused access again to a memory system known to refuse it, for the
