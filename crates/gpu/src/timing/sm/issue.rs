@@ -463,9 +463,9 @@ impl Sm {
     /// done, and notes in `sleep` what the answer means for sleeping: a warp waiting at a
     /// barrier or for a load (or for the LD/ST unit another warp's refused access holds
     /// this cycle) changes only on a completion or a new TB; one waiting for its fetch or an
-    /// arithmetic result is ready at a known cycle (`wake`); a ready warp keeps the cycle
-    /// repeatable only if its issue is attempted and refused (counted against
-    /// `attempted`); a busy unit does not. `wake` and `ready` matter only while
+    /// arithmetic result, or for its busy unit, is ready at a known cycle (`wake`); a ready
+    /// warp keeps the cycle repeatable only if its issue is attempted and refused (counted
+    /// against `attempted`); busy register banks do not. `wake` and `ready` matter only while
     /// `sleep.possible` holds, so they are noted unconditionally.
     #[inline(always)]
     fn check_noting(
@@ -507,8 +507,15 @@ impl Sm {
             }
             Unit::LdSt => self.ldst.free_at,
         };
+        if free > now {
+            // A busy unit frees at a known cycle, which only this SM's next issue to it
+            // changes: the cycle repeats until then, like a scoreboard wait. (A split
+            // access's backlog, `MEM_PENDING`, keeps the SM awake by itself.)
+            sleep.wake = sleep.wake.min(free);
+            return Check::Blocked(StallReason::PipelineBusy);
+        }
         // Sub-cores: the operand collector cannot read a bank still busy this cycle.
-        if free > now || !self.front.banks_free(sched, h.src_banks, now) {
+        if !self.front.banks_free(sched, h.src_banks, now) {
             sleep.possible = false;
             return Check::Blocked(StallReason::PipelineBusy);
         }
