@@ -773,3 +773,60 @@ fn sync_instructions_use_each_lanes_own_member_mask() {
         .collect();
     assert_eq!(matched, want);
 }
+
+/// Predicate logic (`and/or/xor/not.pred`) and bitwise `not.b32`/`not.b64`, on whole warps
+/// and on warps whose lanes diverged (half of each warp runs the body): each lane's result is
+/// derived from its index by Rust's own operators.
+#[test]
+fn predicate_logic_and_not_on_whole_and_diverged_warps() {
+    let body = r#"
+    and.b32 %r4, %r0, 4;
+    setp.ne.u32 %p7, %r4, 0;
+    mov.u32 %r13, 77;
+    @%p7 bra SKIP;
+    and.b32 %r4, %r0, 1;
+    and.b32 %r5, %r0, 2;
+    setp.ne.u32 %p1, %r4, 0;
+    setp.ne.u32 %p2, %r5, 0;
+    and.pred %p3, %p1, %p2;
+    or.pred %p4, %p1, %p2;
+    xor.pred %p5, %p1, %p2;
+    not.pred %p6, %p1;
+    selp.u32 %r6, 1, 0, %p3;
+    selp.u32 %r7, 2, 0, %p4;
+    selp.u32 %r8, 4, 0, %p5;
+    selp.u32 %r9, 8, 0, %p6;
+    or.b32 %r10, %r6, %r7;
+    or.b32 %r10, %r10, %r8;
+    or.b32 %r10, %r10, %r9;
+    not.b32 %r11, %r0;
+    shl.b32 %r12, %r11, 4;
+    or.b32 %r13, %r12, %r10;
+    cvt.u64.u32 %rd3, %r0;
+    not.b64 %rd4, %rd3;
+    shr.u64 %rd5, %rd4, 32;
+    cvt.u32.u64 %r14, %rd5;
+    xor.b32 %r13, %r13, %r14;
+SKIP:
+    st.global.u32 [%rd0], %r13;
+    "#;
+    let whole = body.replace("@%p7 bra SKIP;", "");
+    for (text, diverged) in [(whole.as_str(), false), (body, true)] {
+        let out = run(text, 3, 64);
+        for (gid, &v) in out.iter().enumerate() {
+            let gid = gid as u32;
+            let want = if diverged && gid & 4 != 0 {
+                77
+            } else {
+                let (p, q) = (gid & 1 != 0, gid & 2 != 0);
+                let bits = u32::from(p && q)
+                    | u32::from(p || q) << 1
+                    | u32::from(p ^ q) << 2
+                    | u32::from(!p) << 3;
+                // `not.b64` of the zero-extended index has all upper bits set.
+                ((!gid) << 4 | bits) ^ u32::MAX
+            };
+            assert_eq!(v, want, "thread {gid} (diverged: {diverged})");
+        }
+    }
+}

@@ -1262,6 +1262,13 @@ impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
             Or if w64 => self.map2(exec, |a, b| a | b),
             Xor if w32 => self.map2(exec, |a, b| (a ^ b) & M32),
             Xor if w64 => self.map2(exec, |a, b| a ^ b),
+            Not if w32 => self.map1(exec, |a| !a & M32),
+            Not if w64 => self.map1(exec, |a| !a),
+            // Predicates are one bit (`alu::arith` masks `.pred` results to bit 0).
+            And if ty == Ty::Pred => self.map2(exec, |a, b| a & b & 1),
+            Or if ty == Ty::Pred => self.map2(exec, |a, b| (a | b) & 1),
+            Xor if ty == Ty::Pred => self.map2(exec, |a, b| (a ^ b) & 1),
+            Not if ty == Ty::Pred => self.map1(exec, |a| !a & 1),
             // Shift amounts are the low 32 bits of `b`, read as unsigned; amounts of the
             // width or more shift everything out (PTX ISA "shl", "shr").
             Shl if w32 => self.map2(exec, |a, b| {
@@ -1419,6 +1426,31 @@ impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
             };
         }
         by!(Eq, Ne, Lt, Le, Gt, Ge, Lo, Ls, Hi, Hs, Num, Nan, Equ, Neu, Ltu, Leu, Gtu, Geu)
+    }
+
+    /// As [`Exec::map2`], with one source.
+    #[inline(always)]
+    fn map1(&mut self, exec: u32, f: impl Fn(u64) -> u64) -> bool {
+        let Some(a) = self.row(0) else {
+            return false;
+        };
+        let Some(d) = self.inst.dsts[0] else {
+            return true;
+        };
+        let d = d.index() * WARP_SIZE;
+        let regs = &mut self.warp.regs;
+        if exec == u32::MAX {
+            let a = a.lanes(regs);
+            let out = Row::row_mut(regs, d);
+            for l in 0..WARP_SIZE {
+                out[l] = f(a[l]);
+            }
+        } else {
+            for l in lanes(exec) {
+                regs[d + l] = f(a.get(regs, l));
+            }
+        }
+        true
     }
 
     /// `mov` of a register or constant.
