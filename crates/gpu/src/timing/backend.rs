@@ -35,8 +35,9 @@ pub trait MemoryBackend {
     fn ports(&mut self) -> Option<Self::Ports<'_>>;
     fn offer(&mut self, sm: SmId, access: &MemAccess) -> Result<(), Stall>;
     /// Offers `access` again after it was refused with `stall`, to a hierarchy whose
-    /// `issue_state` is what it was then: refused again the same way, for the refusal
-    /// counters (a hierarchy may count them without looking the access up again).
+    /// `issue_state` refuses it again the same way (`IssueState::refuses_again`; an equal
+    /// state always does), for the refusal counters (a hierarchy may count them without
+    /// looking the access up again).
     fn repeat_refusal(&mut self, sm: SmId, access: &MemAccess, stall: Stall) {
         let r = self.offer(sm, access);
         debug_assert_eq!(r, Err(stall), "an unchanged memory system refuses again");
