@@ -35,6 +35,14 @@ pub(crate) fn is_nan64(x: f64) -> bool {
     x.to_bits() & 0x7FFF_FFFF_FFFF_FFFF > 0x7FF0_0000_0000_0000
 }
 
+/// `min.f32` / `max.f32` of two 32-bit patterns (the general path's rule: a NaN gives
+/// the other operand, two give the canonical NaN, -0 orders below +0), for the executor's
+/// fast path.
+#[inline(always)]
+pub(crate) fn min_max_f32(a: u64, b: u64, max: bool) -> u64 {
+    float::min_max(soft::F32, a, b, max)
+}
+
 /// [`is_nan64`] for `f32`.
 #[inline(always)]
 pub(crate) fn is_nan32(x: f32) -> bool {

@@ -1318,6 +1318,27 @@ impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
             }),
             Min if ty == Ty::U32 => self.map2(exec, |a, b| (a & M32).min(b & M32)),
             Max if ty == Ty::U32 => self.map2(exec, |a, b| (a & M32).max(b & M32)),
+            MulHi if ty == Ty::S32 => self.map2(exec, |a, b| {
+                (((a as u32 as i32 as i64) * (b as u32 as i32 as i64)) >> 32) as u64 & M32
+            }),
+            MulHi if ty == Ty::U32 => self.map2(exec, |a, b| ((a & M32) * (b & M32)) >> 32),
+            // `abs` and `neg` touch only the sign bit, NaNs included.
+            Abs if ty == Ty::F32 && plain => self.map1(exec, |a| a & 0x7fff_ffff),
+            Neg if ty == Ty::F32 && plain => self.map1(exec, |a| (a & M32) ^ 0x8000_0000),
+            Abs if ty == Ty::F64 && plain => self.map1(exec, |a| a & !(1 << 63)),
+            Neg if ty == Ty::F64 && plain => self.map1(exec, |a| a ^ (1 << 63)),
+            Min if ty == Ty::F32 && plain => {
+                self.map2(exec, |a, b| alu::min_max_f32(a & M32, b & M32, false))
+            }
+            Max if ty == Ty::F32 && plain => {
+                self.map2(exec, |a, b| alu::min_max_f32(a & M32, b & M32, true))
+            }
+            Div if ty == Ty::F32 && plain => self.map2(exec, |a, b| canon32(f32v(a) / f32v(b))),
+            Rcp if ty == Ty::F32 && plain => self.map1(exec, |a| canon32(1.0 / f32v(a))),
+            Sqrt if ty == Ty::F32 && plain => self.map1(exec, |a| canon32(f32v(a).sqrt())),
+            Div if ty == Ty::F64 && plain => {
+                self.map2(exec, |a, b| canon64(f64::from_bits(a) / f64::from_bits(b)))
+            }
             Add if ty == Ty::F32 && plain => self.map2(exec, |a, b| canon32(f32v(a) + f32v(b))),
             Sub if ty == Ty::F32 && plain => self.map2(exec, |a, b| canon32(f32v(a) - f32v(b))),
             Mul if ty == Ty::F32 && plain => self.map2(exec, |a, b| canon32(f32v(a) * f32v(b))),
