@@ -9,40 +9,84 @@ use gpu::{DevPtr, Gpu, KernelArg};
 use kir::inst::{ArithOp, FloatMode};
 use kir::Ty;
 
-/// (PTX instruction, operation, type, two sources?) for the 32-bit operands.
-const OPS32: &[(&str, ArithOp, Ty, bool)] = &[
-    ("div.rn.f32", ArithOp::Div, Ty::F32, true),
-    ("rcp.rn.f32", ArithOp::Rcp, Ty::F32, false),
-    ("sqrt.rn.f32", ArithOp::Sqrt, Ty::F32, false),
-    ("neg.f32", ArithOp::Neg, Ty::F32, false),
-    ("abs.f32", ArithOp::Abs, Ty::F32, false),
-    ("min.f32", ArithOp::Min, Ty::F32, true),
-    ("max.f32", ArithOp::Max, Ty::F32, true),
-    ("mul.hi.s32", ArithOp::MulHi, Ty::S32, true),
-    ("mul.hi.u32", ArithOp::MulHi, Ty::U32, true),
-    ("not.b32", ArithOp::Not, Ty::B32, false),
-];
-/// The same for the 64-bit operands.
-const OPS64: &[(&str, ArithOp, Ty, bool)] = &[
-    ("div.rn.f64", ArithOp::Div, Ty::F64, true),
-    ("neg.f64", ArithOp::Neg, Ty::F64, false),
-    ("abs.f64", ArithOp::Abs, Ty::F64, false),
-    ("not.b64", ArithOp::Not, Ty::B64, false),
+/// How an instruction takes its operands: `a`, `b` (and `c`, here `a` again) of 32 or 64
+/// bits; a 64-bit `a` shifted by the 32-bit `b`; two 32-bit sources and a 64-bit result.
+#[derive(Clone, Copy, PartialEq)]
+enum Form {
+    A32,
+    Ab32,
+    Abc32,
+    A64,
+    Ab64,
+    Abc64,
+    Shift64,
+    Wide,
+}
+
+/// Every operation with a fast path: (PTX instruction, operation, type, operands).
+const OPS: &[(&str, ArithOp, Ty, Form)] = &[
+    ("add.s32", ArithOp::Add, Ty::S32, Form::Ab32),
+    ("add.s64", ArithOp::Add, Ty::S64, Form::Ab64),
+    ("sub.s32", ArithOp::Sub, Ty::S32, Form::Ab32),
+    ("sub.s64", ArithOp::Sub, Ty::S64, Form::Ab64),
+    ("mul.lo.s32", ArithOp::MulLo, Ty::S32, Form::Ab32),
+    ("mul.lo.u64", ArithOp::MulLo, Ty::U64, Form::Ab64),
+    ("mad.lo.s32", ArithOp::MadLo, Ty::S32, Form::Abc32),
+    ("mad.lo.u64", ArithOp::MadLo, Ty::U64, Form::Abc64),
+    ("mul.wide.s32", ArithOp::MulWide, Ty::S32, Form::Wide),
+    ("mul.wide.u32", ArithOp::MulWide, Ty::U32, Form::Wide),
+    ("mul.hi.s32", ArithOp::MulHi, Ty::S32, Form::Ab32),
+    ("mul.hi.u32", ArithOp::MulHi, Ty::U32, Form::Ab32),
+    ("and.b32", ArithOp::And, Ty::B32, Form::Ab32),
+    ("or.b64", ArithOp::Or, Ty::B64, Form::Ab64),
+    ("xor.b32", ArithOp::Xor, Ty::B32, Form::Ab32),
+    ("not.b32", ArithOp::Not, Ty::B32, Form::A32),
+    ("not.b64", ArithOp::Not, Ty::B64, Form::A64),
+    ("shl.b32", ArithOp::Shl, Ty::B32, Form::Ab32),
+    ("shr.u32", ArithOp::Shr, Ty::U32, Form::Ab32),
+    ("shr.s32", ArithOp::Shr, Ty::S32, Form::Ab32),
+    ("shl.b64", ArithOp::Shl, Ty::B64, Form::Shift64),
+    ("shr.u64", ArithOp::Shr, Ty::U64, Form::Shift64),
+    ("shr.s64", ArithOp::Shr, Ty::S64, Form::Shift64),
+    ("min.s32", ArithOp::Min, Ty::S32, Form::Ab32),
+    ("max.u32", ArithOp::Max, Ty::U32, Form::Ab32),
+    ("add.rn.f32", ArithOp::Add, Ty::F32, Form::Ab32),
+    ("sub.rn.f32", ArithOp::Sub, Ty::F32, Form::Ab32),
+    ("mul.rn.f32", ArithOp::Mul, Ty::F32, Form::Ab32),
+    ("fma.rn.f32", ArithOp::Fma, Ty::F32, Form::Abc32),
+    ("div.rn.f32", ArithOp::Div, Ty::F32, Form::Ab32),
+    ("rcp.rn.f32", ArithOp::Rcp, Ty::F32, Form::A32),
+    ("sqrt.rn.f32", ArithOp::Sqrt, Ty::F32, Form::A32),
+    ("neg.f32", ArithOp::Neg, Ty::F32, Form::A32),
+    ("abs.f32", ArithOp::Abs, Ty::F32, Form::A32),
+    ("min.f32", ArithOp::Min, Ty::F32, Form::Ab32),
+    ("max.f32", ArithOp::Max, Ty::F32, Form::Ab32),
+    ("add.rn.f64", ArithOp::Add, Ty::F64, Form::Ab64),
+    ("mul.rn.f64", ArithOp::Mul, Ty::F64, Form::Ab64),
+    ("fma.rn.f64", ArithOp::Fma, Ty::F64, Form::Abc64),
+    ("div.rn.f64", ArithOp::Div, Ty::F64, Form::Ab64),
+    ("neg.f64", ArithOp::Neg, Ty::F64, Form::A64),
+    ("abs.f64", ArithOp::Abs, Ty::F64, Form::A64),
 ];
 
 fn kernel(odd_lanes_leave: bool) -> String {
     let mut body = String::new();
-    for (j, &(inst, _, _, two)) in OPS32.iter().enumerate() {
-        let srcs = if two { "%r1, %r2" } else { "%r1" };
+    for (j, &(inst, _, _, form)) in OPS.iter().enumerate() {
+        let (dst, srcs) = match form {
+            Form::A32 => ("%r3", "%r1"),
+            Form::Ab32 => ("%r3", "%r1, %r2"),
+            Form::Abc32 => ("%r3", "%r1, %r2, %r1"),
+            Form::A64 => ("%rd3", "%rd1"),
+            Form::Ab64 => ("%rd3", "%rd1, %rd2"),
+            Form::Abc64 => ("%rd3", "%rd1, %rd2, %rd1"),
+            Form::Shift64 => ("%rd3", "%rd1, %r2"),
+            Form::Wide => ("%rd3", "%r1, %r2"),
+        };
+        let st = if dst == "%r3" { "u32" } else { "u64" };
         body += &format!(
-            "    {inst} %r3, {srcs};\n    st.global.u32 [%rd10+{}], %r3;\n",
+            "    {inst} {dst}, {srcs};\n    st.global.{st} [%rd10+{}], {dst};\n",
             8 * j
         );
-    }
-    for (j, &(inst, _, _, two)) in OPS64.iter().enumerate() {
-        let srcs = if two { "%rd1, %rd2" } else { "%rd1" };
-        let at = 8 * (OPS32.len() + j);
-        body += &format!("    {inst} %rd3, {srcs};\n    st.global.u64 [%rd10+{at}], %rd3;\n");
     }
     let leave = if odd_lanes_leave {
         "    and.b32 %r9, %r0, 1;\n    setp.ne.u32 %p1, %r9, 0;\n    @%p1 ret;\n"
@@ -82,7 +126,7 @@ fn kernel(odd_lanes_leave: bool) -> String {
 {body}    ret;
 }}
 "#,
-        stride = 8 * (OPS32.len() + OPS64.len())
+        stride = 8 * OPS.len()
     )
 }
 
@@ -137,7 +181,13 @@ fn operands(n: usize) -> (Vec<u32>, Vec<u32>, Vec<u64>, Vec<u64>) {
             b64.push(s64[m]);
         } else {
             a32.push(next() as u32);
-            b32.push(next() as u32);
+            // A third of the second operands small, so that shifts also shift by less than
+            // the width.
+            b32.push(if i % 3 == 0 {
+                (next() % 70) as u32
+            } else {
+                next() as u32
+            });
             a64.push(next());
             b64.push(next());
         }
@@ -154,7 +204,7 @@ fn fast_paths_compute_what_the_general_path_computes() {
     let (tbs, threads) = (3u32, 128u32);
     let n = (tbs * threads) as usize;
     let (a32, b32, a64, b64) = operands(n);
-    let per = OPS32.len() + OPS64.len();
+    let per = OPS.len();
     for odd_lanes_leave in [false, true] {
         let mut gpu = Gpu::new();
         let m = gpu
@@ -182,28 +232,36 @@ fn fast_paths_compute_what_the_general_path_computes() {
         };
         for i in 0..n {
             let left = odd_lanes_leave && i % 2 == 1;
-            for (j, &(inst, op, ty, _)) in OPS32.iter().enumerate() {
-                let (a, b) = (u64::from(a32[i]), u64::from(b32[i]));
+            for (j, &(inst, op, ty, form)) in OPS.iter().enumerate() {
+                let (a, b) = match form {
+                    Form::A32 | Form::Ab32 | Form::Abc32 | Form::Wide => {
+                        (u64::from(a32[i]), u64::from(b32[i]))
+                    }
+                    Form::A64 | Form::Ab64 | Form::Abc64 => (a64[i], b64[i]),
+                    Form::Shift64 => (a64[i], u64::from(b32[i])),
+                };
+                let c = if matches!(form, Form::Abc32 | Form::Abc64) {
+                    a
+                } else {
+                    0
+                };
+                let b = if matches!(form, Form::A32 | Form::A64) {
+                    0
+                } else {
+                    b
+                };
+                let mask = if matches!(form, Form::A32 | Form::Ab32 | Form::Abc32) {
+                    0xffff_ffff
+                } else {
+                    u64::MAX
+                };
                 let want = if left {
                     0
                 } else {
-                    gpu::alu::arith(op, ty, FloatMode::default(), a, b, 0, 0).expect("defined")
-                        & 0xffff_ffff
+                    gpu::alu::arith(op, ty, FloatMode::default(), a, b, c, 0).expect("defined")
+                        & mask
                 };
                 assert_eq!(word(i, j), want, "{inst} {a:#x} {b:#x} (thread {i})");
-            }
-            for (j, &(inst, op, ty, _)) in OPS64.iter().enumerate() {
-                let (a, b) = (a64[i], b64[i]);
-                let want = if left {
-                    0
-                } else {
-                    gpu::alu::arith(op, ty, FloatMode::default(), a, b, 0, 0).expect("defined")
-                };
-                assert_eq!(
-                    word(i, OPS32.len() + j),
-                    want,
-                    "{inst} {a:#x} {b:#x} (thread {i})"
-                );
             }
         }
     }
