@@ -682,7 +682,7 @@ impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
         match inst.op {
             Op::Mov(ty) => {
                 let m = ty.mask();
-                if self.map2_mov(exec, m) {
+                if self.map1(exec, |a| a & m) {
                     return Ok(());
                 }
                 for l in lanes(exec) {
@@ -1470,23 +1470,6 @@ impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
             for l in lanes(exec) {
                 regs[d + l] = f(a.get(regs, l));
             }
-        }
-        true
-    }
-
-    /// `mov` of a register or constant.
-    #[inline(always)]
-    fn map2_mov(&mut self, exec: u32, mask: u64) -> bool {
-        let Some(a) = self.row(0) else {
-            return false;
-        };
-        let Some(d) = self.inst.dsts[0] else {
-            return true;
-        };
-        let d = d.index() * WARP_SIZE;
-        let regs = &mut self.warp.regs;
-        for l in lanes(exec) {
-            regs[d + l] = a.get(regs, l) & mask;
         }
         true
     }
