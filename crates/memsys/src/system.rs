@@ -1001,8 +1001,8 @@ impl MemorySystem {
 
     /// Offers `access` from SM `sm` again after it was refused with `stall`, to a memory
     /// system whose [`MemorySystem::issue_state`] refuses it again the same way
-    /// ([`IssueState::refuses_again`]): refused again, counted as the refusal was ([`SmPort::repeat_refusal`]; with translation on,
-    /// offered again).
+    /// ([`IssueState::refuses_again`]): refused again, counted as the refusal was
+    /// ([`SmPort::repeat_refusal`]; with translation on, offered again).
     pub fn repeat_refusal(&mut self, sm: usize, access: &MemAccess, stall: Stall) {
         if sm >= self.sms.len() || (self.shared_tlb.is_some() && !access.lines.is_empty()) {
             let r = self.offer(sm, access);
@@ -1436,8 +1436,9 @@ impl SmPort<'_> {
 
     /// Counts a refusal of `a`, which this port's SM was refused with `stall`, by a memory
     /// system that would refuse it again the same way ([`IssueState::refuses_again`] of the
-    /// state at the refusal): what that offer would count, without looking its lines up again. An SM
-    /// whose LD/ST unit holds a refused access retries it every cycle, for its counters.
+    /// state at the refusal): what that offer would count, without looking its lines up
+    /// again. An SM whose LD/ST unit holds a refused access retries it every cycle, for its
+    /// counters.
     ///
     /// Besides the SM's stall count, only a load refused at a cache's MSHRs (none free, or
     /// the merge limit) counts something: a reservation failure of the cache it reads.

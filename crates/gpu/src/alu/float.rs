@@ -60,8 +60,9 @@ pub(crate) fn arith(
     r.ok_or(unsupported)
 }
 
-#[inline]
-fn canon32(x: f32) -> u64 {
+/// A native `f32` result as PTX gives it: its bits, or the canonical NaN.
+#[inline(always)]
+pub(crate) fn canon32(x: f32) -> u64 {
     if super::is_nan32(x) {
         F32.nan()
     } else {
@@ -69,8 +70,9 @@ fn canon32(x: f32) -> u64 {
     }
 }
 
-#[inline]
-fn canon64(x: f64) -> u64 {
+/// [`canon32`] for `f64`.
+#[inline(always)]
+pub(crate) fn canon64(x: f64) -> u64 {
     if super::is_nan64(x) {
         F64.nan()
     } else {

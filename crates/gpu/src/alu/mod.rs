@@ -24,15 +24,24 @@
 mod cvt;
 mod float;
 pub use float::f16_value;
+pub(crate) use float::{canon32, canon64};
+mod int;
+mod soft;
 
-/// Whether `x` is a NaN, told by its bits. Native results are classified this way rather
-/// than with `is_nan`: rustc 1.95 (LLVM 22) in a release build was seen folding `is_nan` of
-/// a native `sqrt` of a negative subnormal to false after other operations on the same value
-/// (`prop_tests::canon64`), which would let the host's NaN payload through instead of PTX's
-/// canonical NaN.
+/// Whether `x` is a NaN, told by its bits ([`soft::Fmt::is_nan`]). Native results are
+/// classified this way rather than with `is_nan`: rustc 1.95 (LLVM 22) in a release build
+/// was seen folding `is_nan` of a native `sqrt` of a negative subnormal to false after other
+/// operations on the same value (`prop_tests::canon64`), which would let the host's NaN
+/// payload through instead of PTX's canonical NaN.
 #[inline(always)]
 pub(crate) fn is_nan64(x: f64) -> bool {
-    x.to_bits() & 0x7FFF_FFFF_FFFF_FFFF > 0x7FF0_0000_0000_0000
+    soft::F64.is_nan(x.to_bits())
+}
+
+/// [`is_nan64`] for `f32`.
+#[inline(always)]
+pub(crate) fn is_nan32(x: f32) -> bool {
+    soft::F32.is_nan(u64::from(x.to_bits()))
 }
 
 /// `min.f32` / `max.f32` of two 32-bit patterns (the general path's rule: a NaN gives
@@ -42,14 +51,6 @@ pub(crate) fn is_nan64(x: f64) -> bool {
 pub(crate) fn min_max_f32(a: u64, b: u64, max: bool) -> u64 {
     float::min_max(soft::F32, a, b, max)
 }
-
-/// [`is_nan64`] for `f32`.
-#[inline(always)]
-pub(crate) fn is_nan32(x: f32) -> bool {
-    x.to_bits() & 0x7FFF_FFFF > 0x7F80_0000
-}
-mod int;
-mod soft;
 
 #[cfg(test)]
 mod prop_tests;

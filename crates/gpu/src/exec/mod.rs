@@ -1210,6 +1210,7 @@ impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
     /// general path (other ops, modifiers, or operands that are not registers or constants).
     #[inline]
     fn fast_arith(&mut self, exec: u32, op: ArithOp, ty: Ty, mode: kir::inst::FloatMode) -> bool {
+        use alu::{canon32, canon64};
         use ArithOp::*;
         const M32: u64 = 0xffff_ffff;
         let plain = mode == kir::inst::FloatMode::default();
@@ -1218,22 +1219,6 @@ impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
         #[inline(always)]
         fn f32v(x: u64) -> f32 {
             f32::from_bits(x as u32)
-        }
-        #[inline(always)]
-        fn canon32(x: f32) -> u64 {
-            if crate::alu::is_nan32(x) {
-                0x7fff_ffff
-            } else {
-                x.to_bits() as u64
-            }
-        }
-        #[inline(always)]
-        fn canon64(x: f64) -> u64 {
-            if crate::alu::is_nan64(x) {
-                0x7fff_ffff_ffff_ffff
-            } else {
-                x.to_bits()
-            }
         }
         match op {
             Add if w32 && !mode.sat => self.map2(exec, |a, b| a.wrapping_add(b) & M32),
