@@ -259,6 +259,17 @@ impl DeviceMemory {
         Ok((idx, off as usize))
     }
 
+    /// The bytes `addr..addr + len` when they lie in one live allocation (what [`read`]
+    /// would read without a fault, whatever the check mode), else `None`. `hint` caches the
+    /// last allocation hit, as for [`read`].
+    ///
+    /// [`read`]: DeviceMemory::read
+    #[inline]
+    pub fn span(&self, addr: u64, len: u64, hint: &mut usize) -> Option<&[u8]> {
+        let (i, off) = self.find(addr, len, hint).ok()?;
+        Some(&self.allocs[i].data[off..off + len as usize])
+    }
+
     /// Reads `len` (≤ 8) bytes little-endian. `hint` caches the last allocation hit.
     #[inline]
     pub fn read(&self, addr: u64, len: u32, hint: &mut usize) -> Result<u64, GlobalFault> {

@@ -866,6 +866,9 @@ impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
                 } else {
                     (1u64 << dst_bits) - 1
                 };
+                if self.fast_ld(exec, space, ty, vec, offset as i64 as u64, dmask) {
+                    return Ok(());
+                }
                 let mut hint = 0;
                 for l in lanes(exec) {
                     let addr = self.read(s[0], l).wrapping_add(offset as i64 as u64);
@@ -892,6 +895,9 @@ impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
                 offset,
             } => {
                 let size = ty.size();
+                if self.fast_st(exec, space, ty, vec, offset as i64 as u64)? {
+                    return Ok(());
+                }
                 let mut hint = 0;
                 for l in lanes(exec) {
                     let addr = self.read(s[0], l).wrapping_add(offset as i64 as u64);
@@ -1459,6 +1465,177 @@ impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
         true
     }
 
+    /// Where the active lanes of a `ld`/`st` of `vec` elements of `size` bytes at source 0
+    /// plus `offset` go, when one check covers them all: every lane's address aligned to
+    /// the whole access, and all of them, resolved, in one region that holds every byte —
+    /// the TB's shared memory, or one live allocation of device memory (global or constant
+    /// space). Fills `addrs` (the unresolved address per active lane) and returns the region
+    /// and the lowest resolved address with the bytes from it; `None` (nothing changed) when
+    /// any lane needs the general path's per-lane checks: a fault to report, local or param
+    /// memory, a generic address outside one window, a source that is not a register row.
+    #[inline]
+    fn uniform_region(
+        &self,
+        exec: u32,
+        space: Space,
+        size: u64,
+        vec: u8,
+        offset: u64,
+        addrs: &mut [u64; WARP_SIZE],
+        hint: &mut usize,
+    ) -> Option<(Region, u64, u64)> {
+        let base = self.row(0)?;
+        let span = size * u64::from(vec);
+        if exec == 0 || size > 8 || !span.is_power_of_two() {
+            return None;
+        }
+        let regs = &self.warp.regs[..];
+        let (mut lo, mut hi, mut misaligned) = (u64::MAX, 0u64, 0u64);
+        for l in lanes(exec) {
+            let a = base.get(regs, l).wrapping_add(offset);
+            addrs[l] = a;
+            lo = lo.min(a);
+            hi = hi.max(a);
+            misaligned |= a & (span - 1);
+        }
+        let end = hi.checked_add(span)?;
+        if misaligned != 0 {
+            return None;
+        }
+        // A generic range lies in one window when both of its ends do and it is no wider
+        // than a window (a wider one could hold a window between two global ends). The
+        // windows start at multiples of their size, so resolving keeps alignment.
+        let (region, shift) = match space {
+            Space::Global | Space::Const => (Region::Device, 0),
+            Space::Shared => (Region::Shared, 0),
+            Space::Generic if end - lo <= memory::WINDOW_SIZE => {
+                match (memory::window(lo), memory::window(end - 1)) {
+                    (Window::Global(_), Window::Global(_)) => (Region::Device, 0),
+                    (Window::Shared(_), Window::Shared(_)) => {
+                        (Region::Shared, memory::SHARED_WINDOW)
+                    }
+                    _ => return None,
+                }
+            }
+            _ => return None,
+        };
+        let (lo, end) = (lo - shift, end - shift);
+        let fits = match region {
+            Region::Shared => end <= self.tb.shared.len() as u64,
+            Region::Device => self.mem.device().span(lo, end - lo, hint).is_some(),
+        };
+        fits.then_some((region, lo + shift, end - lo))
+    }
+
+    /// `ld` through [`Exec::uniform_region`]: each active lane's elements read straight
+    /// from the region's bytes, in the order and with the values `load` gives. `false` when
+    /// the general path must run (it then does what it always did: nothing was written).
+    #[inline]
+    fn fast_ld(
+        &mut self,
+        exec: u32,
+        space: Space,
+        ty: Ty,
+        vec: u8,
+        offset: u64,
+        dmask: u64,
+    ) -> bool {
+        let size = ty.size() as u64;
+        let (mut addrs, mut hint) = ([0u64; WARP_SIZE], 0);
+        let Some((region, lo, len)) =
+            self.uniform_region(exec, space, size, vec, offset, &mut addrs, &mut hint)
+        else {
+            return false;
+        };
+        let shift = match (region, space) {
+            (Region::Shared, Space::Generic) => memory::SHARED_WINDOW,
+            _ => 0,
+        };
+        let bytes: &[u8] = match region {
+            Region::Shared => &self.tb.shared[(lo - shift) as usize..][..len as usize],
+            Region::Device => self
+                .mem
+                .device()
+                .span(lo, len, &mut hint)
+                .expect("checked by uniform_region"),
+        };
+        let regs = &mut self.warp.regs;
+        for k in 0..vec as usize {
+            let Some(d) = self.inst.dsts[k] else { continue };
+            let d = d.index() * WARP_SIZE;
+            let at = k as u64 * size;
+            for l in lanes(exec) {
+                let off = (addrs[l] - lo + at) as usize;
+                regs[d + l] = ty.extend(memory::read_le(&bytes[off..off + size as usize])) & dmask;
+            }
+        }
+        true
+    }
+
+    /// `st` through [`Exec::uniform_region`]: each active lane's elements stored in lane
+    /// order, element by element, as `store` stores them (shared memory written in place,
+    /// global writes handed to the memory one by one), without its per-lane checks. `Ok(false)`
+    /// when the general path must run (nothing was stored).
+    #[inline]
+    fn fast_st(
+        &mut self,
+        exec: u32,
+        space: Space,
+        ty: Ty,
+        vec: u8,
+        offset: u64,
+    ) -> Result<bool, ExecError> {
+        let size = ty.size() as u64;
+        let mut rows = [Row::Const(0); 4];
+        for (k, row) in rows.iter_mut().enumerate().take(vec as usize) {
+            let Some(r) = self.row(k + 1) else {
+                return Ok(false);
+            };
+            *row = r;
+        }
+        let (mut addrs, mut hint) = ([0u64; WARP_SIZE], 0);
+        let Some((region, _, _)) =
+            self.uniform_region(exec, space, size, vec, offset, &mut addrs, &mut hint)
+        else {
+            return Ok(false);
+        };
+        match region {
+            Region::Shared => {
+                let shift = if space == Space::Generic {
+                    memory::SHARED_WINDOW
+                } else {
+                    0
+                };
+                let regs = &self.warp.regs;
+                let shared = &mut *self.tb.shared;
+                for l in lanes(exec) {
+                    for (k, row) in rows.iter().enumerate().take(vec as usize) {
+                        let a = (addrs[l] - shift + k as u64 * size) as usize;
+                        memory::write_le(&mut shared[a..a + size as usize], row.get(regs, l));
+                    }
+                }
+            }
+            Region::Device => {
+                for l in lanes(exec) {
+                    for (k, row) in rows.iter().enumerate().take(vec as usize) {
+                        let a = addrs[l] + k as u64 * size;
+                        let v = row.get(&self.warp.regs, l);
+                        if let Err(f) = self.mem.store(a, size as u32, v, &mut hint) {
+                            return Err(self.fault(
+                                l,
+                                space,
+                                a,
+                                size as u32,
+                                FaultReason::Global(f),
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        Ok(true)
+    }
+
     /// Source `k` as a register row or a lane-invariant constant, if it is one of those.
     #[inline(always)]
     fn row(&self, k: usize) -> Option<Row> {
@@ -1574,6 +1751,15 @@ impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
             pc: InstId(self.pc),
         }))
     }
+}
+
+/// Where a warp's uniform memory access goes ([`Exec::uniform_region`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Region {
+    /// The TB's shared memory.
+    Shared,
+    /// One live allocation of device memory.
+    Device,
 }
 
 /// A source operand resolved for a lane loop.
