@@ -157,7 +157,11 @@ fn expected(src: &[u8], i: usize, t: usize, n: usize) -> [u64; 12] {
         w(8 * i),
         neighbour,
         own_shared,
-        if t.is_multiple_of(2) { own_shared } else { w(8 * i) },
+        if t.is_multiple_of(2) {
+            own_shared
+        } else {
+            w(8 * i)
+        },
         low,
         (low & 0xff00) | 0x5a,
     ]

@@ -678,7 +678,7 @@ impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
 
     fn execute(&mut self, exec: u32, active: u32) -> Result<(), ExecError> {
         let inst = self.inst;
-        let s = inst.srcs;
+        let s = &inst.srcs;
         match inst.op {
             Op::Mov(ty) => {
                 let m = ty.mask();
@@ -1468,11 +1468,11 @@ impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
     /// Where the active lanes of a `ld`/`st` of `vec` elements of `size` bytes at source 0
     /// plus `offset` go, when one check covers them all: every lane's address aligned to
     /// the whole access, and all of them, resolved, in one region that holds every byte —
-    /// the TB's shared memory, or one live allocation of device memory (global or constant
-    /// space). Fills `addrs` (the unresolved address per active lane) and returns the region
+    /// the TB's shared memory, the kernel's parameters, or one live allocation of device
+    /// memory (global or constant space). Fills `addrs` (the unresolved address per active lane) and returns the region
     /// and the lowest resolved address with the bytes from it; `None` (nothing changed) when
-    /// any lane needs the general path's per-lane checks: a fault to report, local or param
-    /// memory, a generic address outside one window, a source that is not a register row.
+    /// any lane needs the general path's per-lane checks: a fault to report, local memory, a
+    /// generic address outside one window, a source that is not a register row or constant.
     #[inline]
     fn uniform_region(
         &self,
@@ -1491,12 +1491,22 @@ impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
         }
         let regs = &self.warp.regs[..];
         let (mut lo, mut hi, mut misaligned) = (u64::MAX, 0u64, 0u64);
-        for l in lanes(exec) {
-            let a = base.get(regs, l).wrapping_add(offset);
-            addrs[l] = a;
-            lo = lo.min(a);
-            hi = hi.max(a);
-            misaligned |= a & (span - 1);
+        if exec == u32::MAX {
+            // A whole warp: one branch-free pass (it vectorises).
+            *addrs = base.lanes(regs).map(|a| a.wrapping_add(offset));
+            for &a in addrs.iter() {
+                lo = lo.min(a);
+                hi = hi.max(a);
+                misaligned |= a & (span - 1);
+            }
+        } else {
+            for l in lanes(exec) {
+                let a = base.get(regs, l).wrapping_add(offset);
+                addrs[l] = a;
+                lo = lo.min(a);
+                hi = hi.max(a);
+                misaligned |= a & (span - 1);
+            }
         }
         let end = hi.checked_add(span)?;
         if misaligned != 0 {
@@ -1508,12 +1518,14 @@ impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
         let (region, shift) = match space {
             Space::Global | Space::Const => (Region::Device, 0),
             Space::Shared => (Region::Shared, 0),
+            Space::Param => (Region::Param, 0),
             Space::Generic if end - lo <= memory::WINDOW_SIZE => {
                 match (memory::window(lo), memory::window(end - 1)) {
                     (Window::Global(_), Window::Global(_)) => (Region::Device, 0),
                     (Window::Shared(_), Window::Shared(_)) => {
                         (Region::Shared, memory::SHARED_WINDOW)
                     }
+                    (Window::Param(_), Window::Param(_)) => (Region::Param, memory::PARAM_WINDOW),
                     _ => return None,
                 }
             }
@@ -1522,6 +1534,7 @@ impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
         let (lo, end) = (lo - shift, end - shift);
         let fits = match region {
             Region::Shared => end <= self.tb.shared.len() as u64,
+            Region::Param => end <= self.ctx.params.len() as u64,
             Region::Device => self.mem.device().span(lo, end - lo, hint).is_some(),
         };
         fits.then_some((region, lo + shift, end - lo))
@@ -1549,10 +1562,12 @@ impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
         };
         let shift = match (region, space) {
             (Region::Shared, Space::Generic) => memory::SHARED_WINDOW,
+            (Region::Param, Space::Generic) => memory::PARAM_WINDOW,
             _ => 0,
         };
         let bytes: &[u8] = match region {
             Region::Shared => &self.tb.shared[(lo - shift) as usize..][..len as usize],
+            Region::Param => &self.ctx.params[(lo - shift) as usize..][..len as usize],
             Region::Device => self
                 .mem
                 .device()
@@ -1600,6 +1615,8 @@ impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
             return Ok(false);
         };
         match region {
+            // A store to the parameter space faults: the general path names it.
+            Region::Param => return Ok(false),
             Region::Shared => {
                 let shift = if space == Space::Generic {
                     memory::SHARED_WINDOW
@@ -1760,6 +1777,8 @@ enum Region {
     Shared,
     /// One live allocation of device memory.
     Device,
+    /// The kernel's parameter buffer.
+    Param,
 }
 
 /// A source operand resolved for a lane loop.
