@@ -11,6 +11,11 @@ use gpu::error::{ExecError, FaultReason};
 use gpu::memory::GlobalFault;
 use gpu::{DevPtr, Gpu, GpuError, KernelArg};
 
+/// 64-bit words each thread of the loads kernel stores, and the words between two
+/// threads' (a multiple of two, for the 16-byte vector store).
+const WORDS: usize = 13;
+const STRIDE: usize = 16;
+
 const HEADER: &str = ".version 8.0\n.target sm_70\n.address_size 64\n";
 
 /// Loads of every width and form (sign-extended bytes and halves, vectors, 64-bit words,
@@ -47,7 +52,7 @@ fn loads_kernel(odd_lanes_leave: bool) -> String {
     add.s64 %rd5, %rd4, %rd3;
     st.shared.u32 [%rd5], %r5;
     bar.sync 0;
-{leave}    mul.wide.u32 %rd6, %r0, 96;
+{leave}    mul.wide.u32 %rd6, %r0, {stride};
     add.s64 %rd7, %rd2, %rd6;
     // 0: ld.global.s8 at src + i.
     cvt.u64.u32 %rd8, %r0;
@@ -121,10 +126,15 @@ fn loads_kernel(odd_lanes_leave: bool) -> String {
     ld.shared.u16 %h2, [%rd9];
     cvt.u64.u16 %rd11, %h2;
     st.global.u64 [%rd7+88], %rd11;
+    // 12: every lane at one address: ld.global.v2.u32 at src + 8, (second << 32) | first.
+    ld.global.v2.u32 {{%r27, %r28}}, [%rd1+8];
+    mov.b64 %rd12, {{%r27, %r28}};
+    st.global.u64 [%rd7+96], %rd12;
 DONE:
     ret;
 }}
-"#
+"#,
+        stride = STRIDE * 8
     )
 }
 
@@ -134,8 +144,8 @@ fn word(bytes: &[u8], at: usize, n: usize) -> u64 {
     u64::from_le_bytes(b)
 }
 
-/// The 12 words thread `i` (thread `t` of its TB) of `n` stores, from `src`.
-fn expected(src: &[u8], i: usize, t: usize, n: usize) -> [u64; 12] {
+/// The words thread `i` (thread `t` of its TB) of `n` stores, from `src`.
+fn expected(src: &[u8], i: usize, t: usize, n: usize) -> [u64; WORDS] {
     let s8 = src[i] as i8 as i64 as u64;
     let s16 = word(src, 2 * i + 2, 2) as u16 as i16 as i64 as u64;
     let w = |at: usize| word(src, at, 4);
@@ -164,6 +174,7 @@ fn expected(src: &[u8], i: usize, t: usize, n: usize) -> [u64; 12] {
         },
         low,
         (low & 0xff00) | 0x5a,
+        word(src, 8, 8),
     ]
 }
 
@@ -197,8 +208,8 @@ fn whole_warp_loads_and_stores_give_each_lane_its_bytes() {
                 .expect("loads");
             let ps = gpu.alloc(src.len() as u64);
             gpu.copy_to_device(ps, &src).expect("copy");
-            let out = gpu.alloc((n * 96) as u64);
-            gpu.copy_to_device(out, &vec![0xee; n * 96]).expect("copy");
+            let out = gpu.alloc((n * STRIDE * 8) as u64);
+            gpu.copy_to_device(out, &vec![0xee; n * STRIDE * 8]).expect("copy");
             let args = [
                 KernelArg::Ptr(ps),
                 KernelArg::Ptr(out),
@@ -213,18 +224,18 @@ fn whole_warp_loads_and_stores_give_each_lane_its_bytes() {
             }
             .expect("runs");
             let got = gpu
-                .copy_from_device(DevPtr(out.0), (n * 96) as u64)
+                .copy_from_device(DevPtr(out.0), (n * STRIDE * 8) as u64)
                 .expect("copy back");
             for i in 0..n {
                 let t = i % threads as usize;
                 let want = if odd_lanes_leave && t % 2 == 1 {
-                    [0xeeee_eeee_eeee_eeee; 12]
+                    [0xeeee_eeee_eeee_eeee; WORDS]
                 } else {
                     expected(&src, i, t, n)
                 };
                 for (j, &w) in want.iter().enumerate() {
                     assert_eq!(
-                        word(&got, i * 96 + 8 * j, 8),
+                        word(&got, (i * STRIDE + j) * 8, 8),
                         w,
                         "thread {i}, word {j} (odd lanes leave: {odd_lanes_leave}, timed: {timed})"
                     );

@@ -1575,13 +1575,25 @@ impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
                 .expect("checked by uniform_region"),
         };
         let regs = &mut self.warp.regs;
+        // Every lane at one address (a parameter, say): one read per element.
+        let same = len == size * u64::from(vec);
         for k in 0..vec as usize {
             let Some(d) = self.inst.dsts[k] else { continue };
             let d = d.index() * WARP_SIZE;
             let at = k as u64 * size;
-            for l in lanes(exec) {
-                let off = (addrs[l] - lo + at) as usize;
-                regs[d + l] = ty.extend(memory::read_le(&bytes[off..off + size as usize])) & dmask;
+            let read = |off: u64| {
+                let off = off as usize;
+                ty.extend(memory::read_le(&bytes[off..off + size as usize])) & dmask
+            };
+            if same {
+                let v = read(at);
+                for l in lanes(exec) {
+                    regs[d + l] = v;
+                }
+            } else {
+                for l in lanes(exec) {
+                    regs[d + l] = read(addrs[l] - lo + at);
+                }
             }
         }
         true
