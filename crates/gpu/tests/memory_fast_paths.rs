@@ -209,7 +209,8 @@ fn whole_warp_loads_and_stores_give_each_lane_its_bytes() {
             let ps = gpu.alloc(src.len() as u64);
             gpu.copy_to_device(ps, &src).expect("copy");
             let out = gpu.alloc((n * STRIDE * 8) as u64);
-            gpu.copy_to_device(out, &vec![0xee; n * STRIDE * 8]).expect("copy");
+            gpu.copy_to_device(out, &vec![0xee; n * STRIDE * 8])
+                .expect("copy");
             let args = [
                 KernelArg::Ptr(ps),
                 KernelArg::Ptr(out),
