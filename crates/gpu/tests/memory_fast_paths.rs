@@ -337,3 +337,224 @@ fn faults_name_the_first_bad_lane_as_lane_by_lane() {
         );
     }
 }
+
+/// Local memory: every thread fills 16 words of its own array (`4 * tid + k`... see
+/// `local_expected`), then reads them back by a per-lane index, as 64-bit and vector
+/// loads, a sign-extended byte, generically, and after narrower and wider stores.
+fn local_kernel(odd_lanes_leave: bool) -> String {
+    let leave = if odd_lanes_leave {
+        "    and.b32 %r9, %r0, 1;\n    setp.ne.u32 %p1, %r9, 0;\n    @%p1 bra DONE;\n"
+    } else {
+        ""
+    };
+    format!(
+        r#"{HEADER}
+.visible .entry k(.param .u64 out)
+{{
+    .reg .pred %p<4>;
+    .reg .b16 %h<4>;
+    .reg .b32 %r<32>;
+    .reg .b64 %rd<32>;
+    .local .align 8 .b8 buf[64];
+    mov.u32 %r1, %tid.x;
+    mov.u32 %r2, %ctaid.x;
+    mov.u32 %r3, %ntid.x;
+    mad.lo.s32 %r0, %r2, %r3, %r1;
+{leave}    ld.param.u64 %rd2, [out];
+    mul.wide.u32 %rd6, %r0, 128;
+    add.s64 %rd7, %rd2, %rd6;
+    mov.u64 %rd1, buf;
+    // Word k of thread i: 16 i + k.
+    mov.u32 %r4, 0;
+FILL:
+    mad.lo.s32 %r5, %r0, 16, %r4;
+    mul.wide.u32 %rd3, %r4, 4;
+    add.s64 %rd4, %rd1, %rd3;
+    st.local.u32 [%rd4], %r5;
+    add.s32 %r4, %r4, 1;
+    setp.lt.u32 %p2, %r4, 16;
+    @%p2 bra FILL;
+    // 0: word i % 16, indexed per lane.
+    and.b32 %r6, %r0, 15;
+    mul.wide.u32 %rd8, %r6, 4;
+    add.s64 %rd9, %rd1, %rd8;
+    ld.local.u32 %r7, [%rd9];
+    cvt.u64.u32 %rd10, %r7;
+    st.global.u64 [%rd7], %rd10;
+    // 1: words 2 and 3 as one 64-bit load.
+    ld.local.u64 %rd11, [%rd1+8];
+    st.global.u64 [%rd7+8], %rd11;
+    // 2: words 4 and 5 as a vector, (5 << 32) | 4.
+    ld.local.v2.u32 {{%r8, %r9}}, [%rd1+16];
+    mov.b64 %rd12, {{%r8, %r9}};
+    st.global.u64 [%rd7+16], %rd12;
+    // 3: the low byte of word 7, sign-extended.
+    ld.local.s8 %r10, [%rd1+28];
+    cvt.s64.s32 %rd13, %r10;
+    st.global.u64 [%rd7+24], %rd13;
+    // 4: word 9 through a generic address.
+    cvta.local.u64 %rd14, %rd1;
+    ld.u32 %r11, [%rd14+36];
+    cvt.u64.u32 %rd15, %r11;
+    st.global.u64 [%rd7+32], %rd15;
+    // 5: the high half of word 10 overwritten with 0xabcd.
+    mov.b16 %h1, 0xabcd;
+    st.local.u16 [%rd1+42], %h1;
+    ld.local.u32 %r12, [%rd1+40];
+    cvt.u64.u32 %rd16, %r12;
+    st.global.u64 [%rd7+40], %rd16;
+    // 6: words 12 and 13 by one 64-bit store (i, i + 1000), word 13 read back.
+    add.s32 %r13, %r0, 1000;
+    mov.b64 %rd17, {{%r0, %r13}};
+    st.local.u64 [%rd1+48], %rd17;
+    ld.local.u32 %r14, [%rd1+52];
+    cvt.u64.u32 %rd18, %r14;
+    st.global.u64 [%rd7+48], %rd18;
+    // 7: words 14 and 15 by a generic vector store (7 i, 9 i), read back as a vector.
+    mul.lo.s32 %r15, %r0, 7;
+    mul.lo.s32 %r16, %r0, 9;
+    st.v2.u32 [%rd14+56], {{%r15, %r16}};
+    ld.local.v2.u32 {{%r17, %r18}}, [%rd1+56];
+    sub.s32 %r19, %r18, %r17;
+    cvt.u64.u32 %rd19, %r19;
+    st.global.u64 [%rd7+56], %rd19;
+    // 8: generic, even lanes to local word 11, odd lanes to the global word 0 stored above:
+    // lane by lane (the per-lane path reads what the whole-warp stores wrote).
+    and.b32 %r20, %r1, 1;
+    setp.eq.u32 %p3, %r20, 0;
+    add.s64 %rd20, %rd14, 44;
+    selp.b64 %rd21, %rd20, %rd7, %p3;
+    ld.u32 %r21, [%rd21];
+    cvt.u64.u32 %rd22, %r21;
+    st.global.u64 [%rd7+64], %rd22;
+DONE:
+    ret;
+}}
+"#
+    )
+}
+
+fn local_expected(i: u64) -> [u64; WORDS_LOCAL] {
+    let w = |k: u64| (16 * i + k) & 0xffff_ffff;
+    [
+        w(i % 16),
+        w(2) | w(3) << 32,
+        w(4) | w(5) << 32,
+        w(7) as u8 as i8 as i64 as u64,
+        w(9),
+        (w(10) & 0xffff) | 0xabcd << 16,
+        (i + 1000) & 0xffff_ffff,
+        (2 * i) & 0xffff_ffff,
+        if i % 2 == 0 { w(11) } else { w(i % 16) },
+    ]
+}
+
+/// 64-bit words each thread of the local kernel stores (at a stride of 16).
+const WORDS_LOCAL: usize = 9;
+
+#[test]
+fn whole_warp_local_loads_and_stores_keep_each_lane_s_words() {
+    let (tbs, threads) = (3u32, 96u32);
+    let n = (tbs * threads) as usize;
+    for odd_lanes_leave in [false, true] {
+        for timed in [false, true] {
+            let mut gpu = if timed {
+                let config = gpu::config::GpuConfig::preset("gtx480").expect("preset");
+                Gpu::timed(gpu::timing::TimedGpu::new(config)).expect("a timed device")
+            } else {
+                Gpu::new()
+            };
+            let m = gpu
+                .load_ptx("local.ptx", &local_kernel(odd_lanes_leave))
+                .expect("loads");
+            let out = gpu.alloc((n * 128) as u64);
+            gpu.copy_to_device(out, &vec![0xee; n * 128]).expect("copy");
+            let args = [KernelArg::Ptr(out)];
+            if timed {
+                gpu.launch_timed(m, "k", [tbs, 1, 1], [threads, 1, 1], 0, &args, &mut |_| {})
+                    .map(|_| ())
+            } else {
+                gpu.launch(m, "k", [tbs, 1, 1], [threads, 1, 1], 0, &args)
+                    .map(|_| ())
+            }
+            .expect("runs");
+            let got = gpu
+                .copy_from_device(DevPtr(out.0), (n * 128) as u64)
+                .expect("copy back");
+            for i in 0..n {
+                let want = if odd_lanes_leave && i % 2 == 1 {
+                    [0xeeee_eeee_eeee_eeee; WORDS_LOCAL]
+                } else {
+                    local_expected(i as u64)
+                };
+                for (j, &w) in want.iter().enumerate() {
+                    assert_eq!(
+                        word(&got, i * 128 + 8 * j, 8),
+                        w,
+                        "thread {i}, word {j} (odd lanes leave: {odd_lanes_leave}, timed: {timed})"
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// The fault of one warp's local access at `[buf + 4 * (tid % wrap) + bump]` (`bump` =
+/// `extra` for thread `bumped`), with 64 bytes of local memory per thread.
+fn local_fault_of(op: &str, wrap: u32, bumped: u32, extra: u32) -> ([u32; 3], FaultReason) {
+    let access = match op {
+        "ld" => "ld.local.u32 %r5, [%rd4];",
+        _ => "st.local.u32 [%rd4], %r1;",
+    };
+    let text = format!(
+        r#"{HEADER}
+.visible .entry k()
+{{
+    .reg .pred %p<2>;
+    .reg .b32 %r<8>;
+    .reg .b64 %rd<8>;
+    .local .align 4 .b8 buf[64];
+    mov.u32 %r1, %tid.x;
+    rem.u32 %r2, %r1, {wrap};
+    mov.u64 %rd1, buf;
+    mul.wide.u32 %rd2, %r2, 4;
+    setp.eq.u32 %p1, %r1, {bumped};
+    selp.b64 %rd3, {extra}, 0, %p1;
+    add.s64 %rd4, %rd1, %rd2;
+    add.s64 %rd4, %rd4, %rd3;
+    {access}
+    ret;
+}}
+"#
+    );
+    let mut gpu = Gpu::new();
+    let m = gpu.load_ptx("local_fault.ptx", &text).expect("loads");
+    match gpu.launch(m, "k", [1, 1, 1], [32, 1, 1], 0, &[]) {
+        Err(GpuError::Exec(ExecError::MemoryFault { tid, reason, .. })) => (tid, reason),
+        other => panic!("{op}.local: expected a memory fault, got {other:?}"),
+    }
+}
+
+#[test]
+fn local_faults_name_the_first_bad_lane() {
+    for op in ["ld", "st"] {
+        // 16 words per thread: lane 16 is the first past them.
+        assert_eq!(
+            local_fault_of(op, 32, 99, 0),
+            ([16, 0, 0], FaultReason::OutOfBounds),
+            "{op}"
+        );
+        // All in bounds but lane 5, one byte off.
+        assert_eq!(
+            local_fault_of(op, 16, 5, 1),
+            ([5, 0, 0], FaultReason::Misaligned),
+            "{op}"
+        );
+        // Only the last lane, moved past the end.
+        assert_eq!(
+            local_fault_of(op, 16, 31, 4),
+            ([31, 0, 0], FaultReason::OutOfBounds),
+            "{op}"
+        );
+    }
+}

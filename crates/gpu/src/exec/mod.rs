@@ -1540,6 +1540,83 @@ impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
         fits.then_some((region, lo + shift, end - lo))
     }
 
+    /// Where a warp's local `ld`/`st` of `vec` elements of `size` bytes at source 0 plus
+    /// `offset` goes, when one check covers every active lane: the device address of the
+    /// warp's local frame (its lanes' words interleaved, [`memory::local_word_address`]),
+    /// with each lane's offset in its thread's local memory in `offs`. `None` (nothing
+    /// changed) unless the access is to local memory (a generic one with both ends in the
+    /// local window), every offset is aligned to the whole access and ends inside the
+    /// thread's local memory, and the warp's frame lies in one live allocation.
+    #[inline]
+    fn local_frame(
+        &self,
+        exec: u32,
+        space: Space,
+        size: u64,
+        vec: u8,
+        offset: u64,
+        offs: &mut [u64; WARP_SIZE],
+    ) -> Option<u64> {
+        if !matches!(space, Space::Local | Space::Generic) || self.ctx.kernel.local_size == 0 {
+            return None;
+        }
+        let base = self.row(0)?;
+        let span = size * u64::from(vec);
+        if exec == 0 || size > 8 || !span.is_power_of_two() {
+            return None;
+        }
+        let regs = &self.warp.regs[..];
+        let (mut lo, mut hi, mut misaligned) = (u64::MAX, 0u64, 0u64);
+        for l in lanes(exec) {
+            let a = base.get(regs, l).wrapping_add(offset);
+            offs[l] = a;
+            lo = lo.min(a);
+            hi = hi.max(a);
+            misaligned |= a & (span - 1);
+        }
+        let end = hi.checked_add(span)?;
+        if misaligned != 0 {
+            return None;
+        }
+        let shift = match space {
+            Space::Local => 0,
+            _ if end - lo <= memory::WINDOW_SIZE => {
+                match (memory::window(lo), memory::window(end - 1)) {
+                    (Window::Local(_), Window::Local(_)) => memory::LOCAL_WINDOW,
+                    _ => return None,
+                }
+            }
+            _ => return None,
+        };
+        if end - shift > u64::from(self.ctx.kernel.local_size) {
+            return None;
+        }
+        if shift != 0 {
+            for l in lanes(exec) {
+                offs[l] -= shift;
+            }
+        }
+        let frame = memory::local_word_address(
+            self.tb.local_base,
+            u64::from(self.ctx.kernel.local_size.div_ceil(4)),
+            self.warp.index,
+            0,
+            0,
+        );
+        let fits = self
+            .mem
+            .device()
+            .span(frame, self.local_frame_len(), &mut 0)
+            .is_some();
+        fits.then_some(frame)
+    }
+
+    /// Bytes of one warp's local frame: every word of its 32 threads.
+    #[inline]
+    fn local_frame_len(&self) -> u64 {
+        u64::from(self.ctx.kernel.local_size.div_ceil(4)) * 4 * WARP_SIZE as u64
+    }
+
     /// `ld` through [`Exec::uniform_region`]: each active lane's elements read straight
     /// from the region's bytes, in the order and with the values `load` gives. `false` when
     /// the general path must run (it then does what it always did: nothing was written).
@@ -1554,6 +1631,23 @@ impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
         dmask: u64,
     ) -> bool {
         let size = ty.size() as u64;
+        let mut offs = [0u64; WARP_SIZE];
+        if let Some(frame) = self.local_frame(exec, space, size, vec, offset, &mut offs) {
+            let device = self.mem.device();
+            let bytes = device
+                .span(frame, self.local_frame_len(), &mut 0)
+                .expect("checked by local_frame");
+            let regs = &mut self.warp.regs;
+            for k in 0..vec as usize {
+                let Some(d) = self.inst.dsts[k] else { continue };
+                let d = d.index() * WARP_SIZE;
+                for l in lanes(exec) {
+                    let raw = local_read(bytes, offs[l] + k as u64 * size, size, l);
+                    regs[d + l] = ty.extend(raw) & dmask;
+                }
+            }
+            return true;
+        }
         let (mut addrs, mut hint) = ([0u64; WARP_SIZE], 0);
         let Some((region, lo, len)) =
             self.uniform_region(exec, space, size, vec, offset, &mut addrs, &mut hint)
@@ -1621,6 +1715,24 @@ impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
             *row = r;
         }
         let (mut addrs, mut hint) = ([0u64; WARP_SIZE], 0);
+        if let Some(frame) = self.local_frame(exec, space, size, vec, offset, &mut addrs) {
+            // Each lane's words stored in the per-lane path's order (lane, element, word).
+            let words = size.div_ceil(4);
+            for l in lanes(exec) {
+                for (k, row) in rows.iter().enumerate().take(vec as usize) {
+                    let v = row.get(&self.warp.regs, l);
+                    let a = addrs[l] + k as u64 * size;
+                    for j in 0..words {
+                        let (at, n) = local_word(frame, a + 4 * j, size.min(4), l);
+                        if let Err(f) = self.mem.store(at, n as u32, v >> (32 * j), &mut hint) {
+                            let fault = FaultReason::Global(f);
+                            return Err(self.fault(l, space, a, size as u32, fault));
+                        }
+                    }
+                }
+            }
+            return Ok(true);
+        }
         let Some((region, _, _)) =
             self.uniform_region(exec, space, size, vec, offset, &mut addrs, &mut hint)
         else {
@@ -1840,4 +1952,30 @@ fn slice(bytes: &[u8], addr: u64, size: u32) -> Option<&[u8]> {
 fn slice_mut(bytes: &mut [u8], addr: u64, size: u32) -> Option<&mut [u8]> {
     let start = usize::try_from(addr).ok()?;
     bytes.get_mut(start..start.checked_add(size as usize)?)
+}
+
+/// The device address (from the warp's local frame at `frame`) and the byte count of the
+/// word of lane `lane`'s local memory that holds thread offset `a`, for an access of `n` ≤ 4
+/// bytes ([`memory::local_word_address`] with the frame as base).
+#[inline(always)]
+fn local_word(frame: u64, a: u64, n: u64, lane: usize) -> (u64, u64) {
+    (
+        frame + (a / 4) * 4 * WARP_SIZE as u64 + 4 * lane as u64 + a % 4,
+        n,
+    )
+}
+
+/// Lane `lane`'s `size` bytes at thread offset `a` of a warp's local frame `bytes` (an
+/// 8-byte value spans two words, 128 bytes apart), as the per-lane path reads them.
+#[inline(always)]
+fn local_read(bytes: &[u8], a: u64, size: u64, lane: usize) -> u64 {
+    let word = |a: u64, n: u64| {
+        let (at, n) = local_word(0, a, n, lane);
+        memory::read_le(&bytes[at as usize..(at + n) as usize])
+    };
+    if size > 4 {
+        word(a, 4) | word(a + 4, size - 4) << 32
+    } else {
+        word(a, size)
+    }
 }
