@@ -445,7 +445,11 @@ fn local_expected(i: u64) -> [u64; WORDS_LOCAL] {
         (w(10) & 0xffff) | 0xabcd << 16,
         (i + 1000) & 0xffff_ffff,
         (2 * i) & 0xffff_ffff,
-        if i.is_multiple_of(2) { w(11) } else { w(i % 16) },
+        if i.is_multiple_of(2) {
+            w(11)
+        } else {
+            w(i % 16)
+        },
     ]
 }
 
