@@ -1465,25 +1465,20 @@ impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
         true
     }
 
-    /// Where the active lanes of a `ld`/`st` of `vec` elements of `size` bytes at source 0
-    /// plus `offset` go, when one check covers them all: every lane's address aligned to
-    /// the whole access, and all of them, resolved, in one region that holds every byte —
-    /// the TB's shared memory, the kernel's parameters, or one live allocation of device
-    /// memory (global or constant space). Fills `addrs` (the unresolved address per active lane) and returns the region
-    /// and the lowest resolved address with the bytes from it; `None` (nothing changed) when
-    /// any lane needs the general path's per-lane checks: a fault to report, local memory, a
-    /// generic address outside one window, a source that is not a register row or constant.
+    /// Each active lane's address of a `ld`/`st` of `vec` elements of `size` bytes at
+    /// source 0 plus `offset`, into `addrs`, and the range from the lowest to one past the
+    /// highest element; `None` unless source 0 is a register row or a constant, some lane
+    /// is active, every address is aligned to the whole access (a power of two of at most
+    /// 8-byte elements) and the range does not wrap.
     #[inline]
-    fn uniform_region(
+    fn lane_addresses(
         &self,
         exec: u32,
-        space: Space,
         size: u64,
         vec: u8,
         offset: u64,
         addrs: &mut [u64; WARP_SIZE],
-        hint: &mut usize,
-    ) -> Option<(Region, u64, u64)> {
+    ) -> Option<(u64, u64)> {
         let base = self.row(0)?;
         let span = size * u64::from(vec);
         if exec == 0 || size > 8 || !span.is_power_of_two() {
@@ -1509,9 +1504,29 @@ impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
             }
         }
         let end = hi.checked_add(span)?;
-        if misaligned != 0 {
-            return None;
-        }
+        (misaligned == 0).then_some((lo, end))
+    }
+
+    /// Where the active lanes of a `ld`/`st` of `vec` elements of `size` bytes at source 0
+    /// plus `offset` go, when one check covers them all: every lane's address aligned to
+    /// the whole access, and all of them, resolved, in one region that holds every byte —
+    /// the TB's shared memory, the kernel's parameters, or one live allocation of device
+    /// memory (global or constant space). Fills `addrs` (the unresolved address per active lane) and returns the region
+    /// and the lowest resolved address with the bytes from it; `None` (nothing changed) when
+    /// any lane needs the general path's per-lane checks: a fault to report, local memory, a
+    /// generic address outside one window, a source that is not a register row or constant.
+    #[inline]
+    fn uniform_region(
+        &self,
+        exec: u32,
+        space: Space,
+        size: u64,
+        vec: u8,
+        offset: u64,
+        addrs: &mut [u64; WARP_SIZE],
+        hint: &mut usize,
+    ) -> Option<(Region, u64, u64)> {
+        let (lo, end) = self.lane_addresses(exec, size, vec, offset, addrs)?;
         // A generic range lies in one window when both of its ends do and it is no wider
         // than a window (a wider one could hold a window between two global ends). The
         // windows start at multiples of their size, so resolving keeps alignment.
@@ -1560,24 +1575,7 @@ impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
         if !matches!(space, Space::Local | Space::Generic) || self.ctx.kernel.local_size == 0 {
             return None;
         }
-        let base = self.row(0)?;
-        let span = size * u64::from(vec);
-        if exec == 0 || size > 8 || !span.is_power_of_two() {
-            return None;
-        }
-        let regs = &self.warp.regs[..];
-        let (mut lo, mut hi, mut misaligned) = (u64::MAX, 0u64, 0u64);
-        for l in lanes(exec) {
-            let a = base.get(regs, l).wrapping_add(offset);
-            offs[l] = a;
-            lo = lo.min(a);
-            hi = hi.max(a);
-            misaligned |= a & (span - 1);
-        }
-        let end = hi.checked_add(span)?;
-        if misaligned != 0 {
-            return None;
-        }
+        let (lo, end) = self.lane_addresses(exec, size, vec, offset, offs)?;
         let shift = match space {
             Space::Local => 0,
             _ if end - lo <= memory::WINDOW_SIZE => {
