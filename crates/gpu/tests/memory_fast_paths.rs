@@ -190,45 +190,65 @@ fn source_bytes(len: usize) -> Vec<u8> {
         .collect()
 }
 
+/// TBs and threads per TB of the value tests.
+const TBS: u32 = 3;
+const THREADS: u32 = 96;
+
+/// Runs kernel `k` of `text` on `TBS` TBs of `THREADS` threads, on the functional core or
+/// `timed` on the `gtx480`, with arguments: each of `inputs` in an allocation of its own, an
+/// output of `out_bytes` bytes of 0xee, then `rest`. Returns the output.
+fn run_kernel(
+    text: &str,
+    timed: bool,
+    inputs: &[&[u8]],
+    out_bytes: usize,
+    rest: &[KernelArg],
+) -> Vec<u8> {
+    let mut gpu = if timed {
+        let config = gpu::config::GpuConfig::preset("gtx480").expect("preset");
+        Gpu::timed(gpu::timing::TimedGpu::new(config)).expect("a timed device")
+    } else {
+        Gpu::new()
+    };
+    let m = gpu.load_ptx("k.ptx", text).expect("loads");
+    let mut args = Vec::new();
+    for data in inputs {
+        let p = gpu.alloc(data.len() as u64);
+        gpu.copy_to_device(p, data).expect("copy");
+        args.push(KernelArg::Ptr(p));
+    }
+    let out = gpu.alloc(out_bytes as u64);
+    gpu.copy_to_device(out, &vec![0xee; out_bytes])
+        .expect("copy");
+    args.push(KernelArg::Ptr(out));
+    args.extend_from_slice(rest);
+    let (grid, block) = ([TBS, 1, 1], [THREADS, 1, 1]);
+    if timed {
+        gpu.launch_timed(m, "k", grid, block, 0, &args, &mut |_| {})
+            .map(|_| ())
+    } else {
+        gpu.launch(m, "k", grid, block, 0, &args).map(|_| ())
+    }
+    .expect("runs");
+    gpu.copy_from_device(DevPtr(out.0), out_bytes as u64)
+        .expect("copy back")
+}
+
 #[test]
 fn whole_warp_loads_and_stores_give_each_lane_its_bytes() {
-    let (tbs, threads) = (3u32, 96u32);
-    let n = (tbs * threads) as usize;
+    let n = (TBS * THREADS) as usize;
     let src = source_bytes(16 * n + 16);
     for odd_lanes_leave in [false, true] {
         for timed in [false, true] {
-            let mut gpu = if timed {
-                let config = gpu::config::GpuConfig::preset("gtx480").expect("preset");
-                Gpu::timed(gpu::timing::TimedGpu::new(config)).expect("a timed device")
-            } else {
-                Gpu::new()
-            };
-            let m = gpu
-                .load_ptx("ld.ptx", &loads_kernel(odd_lanes_leave))
-                .expect("loads");
-            let ps = gpu.alloc(src.len() as u64);
-            gpu.copy_to_device(ps, &src).expect("copy");
-            let out = gpu.alloc((n * STRIDE * 8) as u64);
-            gpu.copy_to_device(out, &vec![0xee; n * STRIDE * 8])
-                .expect("copy");
-            let args = [
-                KernelArg::Ptr(ps),
-                KernelArg::Ptr(out),
-                KernelArg::U32(n as u32),
-            ];
-            if timed {
-                gpu.launch_timed(m, "k", [tbs, 1, 1], [threads, 1, 1], 0, &args, &mut |_| {})
-                    .map(|_| ())
-            } else {
-                gpu.launch(m, "k", [tbs, 1, 1], [threads, 1, 1], 0, &args)
-                    .map(|_| ())
-            }
-            .expect("runs");
-            let got = gpu
-                .copy_from_device(DevPtr(out.0), (n * STRIDE * 8) as u64)
-                .expect("copy back");
+            let got = run_kernel(
+                &loads_kernel(odd_lanes_leave),
+                timed,
+                &[&src],
+                n * STRIDE * 8,
+                &[KernelArg::U32(n as u32)],
+            );
             for i in 0..n {
-                let t = i % threads as usize;
+                let t = i % THREADS as usize;
                 let want = if odd_lanes_leave && t % 2 == 1 {
                     [0xeeee_eeee_eeee_eeee; WORDS]
                 } else {
@@ -458,33 +478,10 @@ const WORDS_LOCAL: usize = 9;
 
 #[test]
 fn whole_warp_local_loads_and_stores_keep_each_lane_s_words() {
-    let (tbs, threads) = (3u32, 96u32);
-    let n = (tbs * threads) as usize;
+    let n = (TBS * THREADS) as usize;
     for odd_lanes_leave in [false, true] {
         for timed in [false, true] {
-            let mut gpu = if timed {
-                let config = gpu::config::GpuConfig::preset("gtx480").expect("preset");
-                Gpu::timed(gpu::timing::TimedGpu::new(config)).expect("a timed device")
-            } else {
-                Gpu::new()
-            };
-            let m = gpu
-                .load_ptx("local.ptx", &local_kernel(odd_lanes_leave))
-                .expect("loads");
-            let out = gpu.alloc((n * 128) as u64);
-            gpu.copy_to_device(out, &vec![0xee; n * 128]).expect("copy");
-            let args = [KernelArg::Ptr(out)];
-            if timed {
-                gpu.launch_timed(m, "k", [tbs, 1, 1], [threads, 1, 1], 0, &args, &mut |_| {})
-                    .map(|_| ())
-            } else {
-                gpu.launch(m, "k", [tbs, 1, 1], [threads, 1, 1], 0, &args)
-                    .map(|_| ())
-            }
-            .expect("runs");
-            let got = gpu
-                .copy_from_device(DevPtr(out.0), (n * 128) as u64)
-                .expect("copy back");
+            let got = run_kernel(&local_kernel(odd_lanes_leave), timed, &[], n * 128, &[]);
             for i in 0..n {
                 let want = if odd_lanes_leave && i % 2 == 1 {
                     [0xeeee_eeee_eeee_eeee; WORDS_LOCAL]
