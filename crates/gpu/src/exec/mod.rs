@@ -1511,10 +1511,11 @@ impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
     /// plus `offset` go, when one check covers them all: every lane's address aligned to
     /// the whole access, and all of them, resolved, in one region that holds every byte —
     /// the TB's shared memory, the kernel's parameters, or one live allocation of device
-    /// memory (global or constant space). Fills `addrs` (the unresolved address per active lane) and returns the region
-    /// and the lowest resolved address with the bytes from it; `None` (nothing changed) when
-    /// any lane needs the general path's per-lane checks: a fault to report, local memory, a
-    /// generic address outside one window, a source that is not a register row or constant.
+    /// memory (global or constant space). Fills `addrs` (the unresolved address per active
+    /// lane) and returns the region, the lowest resolved address and the bytes from it;
+    /// `None` (nothing changed) when any lane needs the general path's per-lane checks: a
+    /// fault to report, local memory, a generic address outside one window, a source that
+    /// is not a register row or constant.
     #[inline]
     fn uniform_region(
         &self,
@@ -1527,23 +1528,16 @@ impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
         hint: &mut usize,
     ) -> Option<(Region, u64, u64)> {
         let (lo, end) = self.lane_addresses(exec, size, vec, offset, addrs)?;
-        // A generic range lies in one window when both of its ends do and it is no wider
-        // than a window (a wider one could hold a window between two global ends). The
-        // windows start at multiples of their size, so resolving keeps alignment.
         let (region, shift) = match space {
             Space::Global | Space::Const => (Region::Device, 0),
             Space::Shared => (Region::Shared, 0),
             Space::Param => (Region::Param, 0),
-            Space::Generic if end - lo <= memory::WINDOW_SIZE => {
-                match (memory::window(lo), memory::window(end - 1)) {
-                    (Window::Global(_), Window::Global(_)) => (Region::Device, 0),
-                    (Window::Shared(_), Window::Shared(_)) => {
-                        (Region::Shared, memory::SHARED_WINDOW)
-                    }
-                    (Window::Param(_), Window::Param(_)) => (Region::Param, memory::PARAM_WINDOW),
-                    _ => return None,
-                }
-            }
+            Space::Generic => match generic_range_space(lo, end)? {
+                Space::Global => (Region::Device, 0),
+                Space::Shared => (Region::Shared, memory::SHARED_WINDOW),
+                Space::Param => (Region::Param, memory::PARAM_WINDOW),
+                _ => return None,
+            },
             _ => return None,
         };
         let (lo, end) = (lo - shift, end - shift);
@@ -1578,12 +1572,7 @@ impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
         let (lo, end) = self.lane_addresses(exec, size, vec, offset, offs)?;
         let shift = match space {
             Space::Local => 0,
-            _ if end - lo <= memory::WINDOW_SIZE => {
-                match (memory::window(lo), memory::window(end - 1)) {
-                    (Window::Local(_), Window::Local(_)) => memory::LOCAL_WINDOW,
-                    _ => return None,
-                }
-            }
+            _ if generic_range_space(lo, end) == Some(Space::Local) => memory::LOCAL_WINDOW,
             _ => return None,
         };
         if end - shift > u64::from(self.ctx.kernel.local_size) {
@@ -1975,5 +1964,23 @@ fn local_read(bytes: &[u8], a: u64, size: u64, lane: usize) -> u64 {
         word(a, 4) | word(a + 4, size - 4) << 32
     } else {
         word(a, size)
+    }
+}
+
+/// The space a generic address range `lo..end` lies in whole, if one: both ends in the same
+/// window, and the range no wider than a window (a wider one could hold a window between
+/// two global ends). Windows start at multiples of their size, so resolving keeps an
+/// address's alignment.
+#[inline]
+fn generic_range_space(lo: u64, end: u64) -> Option<Space> {
+    if end - lo > memory::WINDOW_SIZE {
+        return None;
+    }
+    match (memory::window(lo), memory::window(end - 1)) {
+        (Window::Global(_), Window::Global(_)) => Some(Space::Global),
+        (Window::Shared(_), Window::Shared(_)) => Some(Space::Shared),
+        (Window::Local(_), Window::Local(_)) => Some(Space::Local),
+        (Window::Param(_), Window::Param(_)) => Some(Space::Param),
+        _ => None,
     }
 }
