@@ -18,30 +18,42 @@ const STRIDE: usize = 16;
 
 const HEADER: &str = ".version 8.0\n.target sm_70\n.address_size 64\n";
 
+/// The value kernels' registers.
+const REGS: &str = "    .reg .pred %p<4>;
+    .reg .b16 %h<4>;
+    .reg .b32 %r<32>;
+    .reg .b64 %rd<32>;
+";
+
+/// `%r0` = the thread's index in the grid, `%r1` in its TB.
+const THREAD_INDEX: &str = "    mov.u32 %r1, %tid.x;
+    mov.u32 %r2, %ctaid.x;
+    mov.u32 %r3, %ntid.x;
+    mad.lo.s32 %r0, %r2, %r3, %r1;
+";
+
+/// A warp's odd threads jump to `DONE` when `odd_lanes_leave` (so the rest run on a
+/// partial warp).
+fn leave(odd_lanes_leave: bool) -> &'static str {
+    if odd_lanes_leave {
+        "    and.b32 %r9, %r0, 1;\n    setp.ne.u32 %p1, %r9, 0;\n    @%p1 bra DONE;\n"
+    } else {
+        ""
+    }
+}
+
 /// Loads of every width and form (sign-extended bytes and halves, vectors, 64-bit words,
 /// reversed and permuted lane orders, generic addresses to global and to shared memory,
 /// lanes alternating between the two), each result stored as a 64-bit word by a mix of
 /// scalar, vector and generic stores.
 fn loads_kernel(odd_lanes_leave: bool) -> String {
-    let leave = if odd_lanes_leave {
-        "    and.b32 %r9, %r0, 1;\n    setp.ne.u32 %p1, %r9, 0;\n    @%p1 bra DONE;\n"
-    } else {
-        ""
-    };
+    let leave = leave(odd_lanes_leave);
     format!(
         r#"{HEADER}
 .visible .entry k(.param .u64 src, .param .u64 out, .param .u32 n)
 {{
-    .reg .pred %p<4>;
-    .reg .b16 %h<4>;
-    .reg .b32 %r<32>;
-    .reg .b64 %rd<32>;
-    .shared .align 16 .b8 sm[4096];
-    mov.u32 %r1, %tid.x;
-    mov.u32 %r2, %ctaid.x;
-    mov.u32 %r3, %ntid.x;
-    mad.lo.s32 %r0, %r2, %r3, %r1;
-    ld.param.u32 %r4, [n];
+{REGS}    .shared .align 16 .b8 sm[4096];
+{THREAD_INDEX}    ld.param.u32 %r4, [n];
     ld.param.u64 %rd1, [src];
     ld.param.u64 %rd2, [out];
     // Shared memory: word t = 3 * t + 1, written by every thread before any leaves.
@@ -358,29 +370,18 @@ fn faults_name_the_first_bad_lane_as_lane_by_lane() {
     }
 }
 
-/// Local memory: every thread fills 16 words of its own array (`4 * tid + k`... see
-/// `local_expected`), then reads them back by a per-lane index, as 64-bit and vector
-/// loads, a sign-extended byte, generically, and after narrower and wider stores.
+/// Local memory: every thread `i` fills the 16 words of its own array (word `k` = 16 `i` +
+/// `k`), then reads them back by a per-lane index, as 64-bit and vector loads, a
+/// sign-extended byte, generically, after narrower and wider stores, and lane by lane
+/// (`local_expected`).
 fn local_kernel(odd_lanes_leave: bool) -> String {
-    let leave = if odd_lanes_leave {
-        "    and.b32 %r9, %r0, 1;\n    setp.ne.u32 %p1, %r9, 0;\n    @%p1 bra DONE;\n"
-    } else {
-        ""
-    };
+    let leave = leave(odd_lanes_leave);
     format!(
         r#"{HEADER}
 .visible .entry k(.param .u64 out)
 {{
-    .reg .pred %p<4>;
-    .reg .b16 %h<4>;
-    .reg .b32 %r<32>;
-    .reg .b64 %rd<32>;
-    .local .align 8 .b8 buf[64];
-    mov.u32 %r1, %tid.x;
-    mov.u32 %r2, %ctaid.x;
-    mov.u32 %r3, %ntid.x;
-    mad.lo.s32 %r0, %r2, %r3, %r1;
-{leave}    ld.param.u64 %rd2, [out];
+{REGS}    .local .align 8 .b8 buf[64];
+{THREAD_INDEX}{leave}    ld.param.u64 %rd2, [out];
     mul.wide.u32 %rd6, %r0, 128;
     add.s64 %rd7, %rd2, %rd6;
     mov.u64 %rd1, buf;

@@ -1512,10 +1512,9 @@ impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
     /// the whole access, and all of them, resolved, in one region that holds every byte —
     /// the TB's shared memory, the kernel's parameters, or one live allocation of device
     /// memory (global or constant space). Fills `addrs` (the unresolved address per active
-    /// lane) and returns the region, the lowest resolved address and the bytes from it;
-    /// `None` (nothing changed) when any lane needs the general path's per-lane checks: a
-    /// fault to report, local memory, a generic address outside one window, a source that
-    /// is not a register row or constant.
+    /// lane) and returns where they go; `None` (nothing changed) when any lane needs the
+    /// general path's per-lane checks: a fault to report, local memory, a generic address
+    /// outside one window, a source that is not a register row or constant.
     #[inline]
     fn uniform_region(
         &self,
@@ -1526,7 +1525,7 @@ impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
         offset: u64,
         addrs: &mut [u64; WARP_SIZE],
         hint: &mut usize,
-    ) -> Option<(Region, u64, u64)> {
+    ) -> Option<Uniform> {
         let (lo, end) = self.lane_addresses(exec, size, vec, offset, addrs)?;
         let (region, shift) = match space {
             Space::Global | Space::Const => (Region::Device, 0),
@@ -1546,16 +1545,22 @@ impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
             Region::Param => end <= self.ctx.params.len() as u64,
             Region::Device => self.mem.device().span(lo, end - lo, hint).is_some(),
         };
-        fits.then_some((region, lo + shift, end - lo))
+        fits.then_some(Uniform {
+            region,
+            lo,
+            len: end - lo,
+            shift,
+        })
     }
 
     /// Where a warp's local `ld`/`st` of `vec` elements of `size` bytes at source 0 plus
     /// `offset` goes, when one check covers every active lane: the device address of the
     /// warp's local frame (its lanes' words interleaved, [`memory::local_word_address`]),
-    /// with each lane's offset in its thread's local memory in `offs`. `None` (nothing
-    /// changed) unless the access is to local memory (a generic one with both ends in the
-    /// local window), every offset is aligned to the whole access and ends inside the
-    /// thread's local memory, and the warp's frame lies in one live allocation.
+    /// with each lane's offset in its thread's local memory in `offs`, and what resolving a
+    /// generic address took off (the local window's start, or 0). `None` (nothing changed)
+    /// unless the access is to local memory (a generic one with both ends in the local
+    /// window), every offset is aligned to the whole access and ends inside the thread's
+    /// local memory, and the warp's frame lies in one live allocation (`hint` caches it).
     #[inline]
     fn local_frame(
         &self,
@@ -1565,7 +1570,8 @@ impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
         vec: u8,
         offset: u64,
         offs: &mut [u64; WARP_SIZE],
-    ) -> Option<u64> {
+        hint: &mut usize,
+    ) -> Option<(u64, u64)> {
         if !matches!(space, Space::Local | Space::Generic) || self.ctx.kernel.local_size == 0 {
             return None;
         }
@@ -1593,9 +1599,9 @@ impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
         let fits = self
             .mem
             .device()
-            .span(frame, self.local_frame_len(), &mut 0)
+            .span(frame, self.local_frame_len(), hint)
             .is_some();
-        fits.then_some(frame)
+        fits.then_some((frame, shift))
     }
 
     /// Bytes of one warp's local frame: every word of its 32 threads.
@@ -1618,43 +1624,45 @@ impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
         dmask: u64,
     ) -> bool {
         let size = ty.size() as u64;
-        let mut offs = [0u64; WARP_SIZE];
-        if let Some(frame) = self.local_frame(exec, space, size, vec, offset, &mut offs) {
+        let (mut addrs, mut hint) = ([0u64; WARP_SIZE], 0);
+        if let Some((frame, _)) =
+            self.local_frame(exec, space, size, vec, offset, &mut addrs, &mut hint)
+        {
             let device = self.mem.device();
             let bytes = device
-                .span(frame, self.local_frame_len(), &mut 0)
+                .span(frame, self.local_frame_len(), &mut hint)
                 .expect("checked by local_frame");
             let regs = &mut self.warp.regs;
             for k in 0..vec as usize {
                 let Some(d) = self.inst.dsts[k] else { continue };
                 let d = d.index() * WARP_SIZE;
                 for l in lanes(exec) {
-                    let raw = local_read(bytes, offs[l] + k as u64 * size, size, l);
+                    let raw = local_read(bytes, addrs[l] + k as u64 * size, size, l);
                     regs[d + l] = ty.extend(raw) & dmask;
                 }
             }
             return true;
         }
-        let (mut addrs, mut hint) = ([0u64; WARP_SIZE], 0);
-        let Some((region, lo, len)) =
-            self.uniform_region(exec, space, size, vec, offset, &mut addrs, &mut hint)
+        let Some(Uniform {
+            region,
+            lo,
+            len,
+            shift,
+        }) = self.uniform_region(exec, space, size, vec, offset, &mut addrs, &mut hint)
         else {
             return false;
         };
-        let shift = match (region, space) {
-            (Region::Shared, Space::Generic) => memory::SHARED_WINDOW,
-            (Region::Param, Space::Generic) => memory::PARAM_WINDOW,
-            _ => 0,
-        };
         let bytes: &[u8] = match region {
-            Region::Shared => &self.tb.shared[(lo - shift) as usize..][..len as usize],
-            Region::Param => &self.ctx.params[(lo - shift) as usize..][..len as usize],
+            Region::Shared => &self.tb.shared[lo as usize..][..len as usize],
+            Region::Param => &self.ctx.params[lo as usize..][..len as usize],
             Region::Device => self
                 .mem
                 .device()
                 .span(lo, len, &mut hint)
                 .expect("checked by uniform_region"),
         };
+        // The lanes' offsets into `bytes` are taken from their unresolved addresses.
+        let lo = lo + shift;
         let regs = &mut self.warp.regs;
         // Every lane at one address (a parameter, say): one read per element.
         let same = len == size * u64::from(vec);
@@ -1702,7 +1710,9 @@ impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
             *row = r;
         }
         let (mut addrs, mut hint) = ([0u64; WARP_SIZE], 0);
-        if let Some(frame) = self.local_frame(exec, space, size, vec, offset, &mut addrs) {
+        if let Some((frame, shift)) =
+            self.local_frame(exec, space, size, vec, offset, &mut addrs, &mut hint)
+        {
             // Each lane's words stored in the per-lane path's order (lane, element, word).
             let words = size.div_ceil(4);
             for l in lanes(exec) {
@@ -1713,14 +1723,14 @@ impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
                         let (at, n) = local_word(frame, a + 4 * j, size.min(4), l);
                         if let Err(f) = self.mem.store(at, n as u32, v >> (32 * j), &mut hint) {
                             let fault = FaultReason::Global(f);
-                            return Err(self.fault(l, space, a, size as u32, fault));
+                            return Err(self.fault(l, space, a + shift, size as u32, fault));
                         }
                     }
                 }
             }
             return Ok(true);
         }
-        let Some((region, _, _)) =
+        let Some(Uniform { region, shift, .. }) =
             self.uniform_region(exec, space, size, vec, offset, &mut addrs, &mut hint)
         else {
             return Ok(false);
@@ -1729,11 +1739,6 @@ impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
             // A store to the parameter space faults: the general path names it.
             Region::Param => return Ok(false),
             Region::Shared => {
-                let shift = if space == Space::Generic {
-                    memory::SHARED_WINDOW
-                } else {
-                    0
-                };
                 let regs = &self.warp.regs;
                 let shared = &mut *self.tb.shared;
                 for l in lanes(exec) {
@@ -1881,7 +1886,18 @@ impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
     }
 }
 
-/// Where a warp's uniform memory access goes ([`Exec::uniform_region`]).
+/// Where a warp's uniform memory access goes ([`Exec::uniform_region`]): its region, the
+/// lowest address the lanes touch (resolved: an offset into the region, or a device
+/// address), the bytes from there to one past the highest, and what resolving took off a
+/// generic address (its window's start, or 0).
+struct Uniform {
+    region: Region,
+    lo: u64,
+    len: u64,
+    shift: u64,
+}
+
+/// The kind of region a [`Uniform`] access goes to.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Region {
     /// The TB's shared memory.
