@@ -141,6 +141,9 @@ pub struct Crossbar<T> {
     rr: Vec<usize>,
     outputs: Vec<DelayQueue<T>>,
     queued: usize,
+    /// One bit per input holding a packet (either class), so that a cycle visits only
+    /// those (most inputs of a large GPU's networks are empty in most cycles).
+    occupied: Vec<u64>,
     /// Scratch of `tick`: per output and class, the inputs requesting it.
     requests: Vec<Vec<u32>>,
     /// Scratch of `tick`: the outputs some input requests this cycle, each once.
@@ -163,6 +166,7 @@ impl<T> Crossbar<T> {
                 .map(|_| DelayQueue::new(spec.output_buffer, spec.latency))
                 .collect(),
             queued: 0,
+            occupied: vec![0; inputs.div_ceil(64)],
             requests: (0..outputs * 2)
                 .map(|_| Vec::with_capacity(inputs))
                 .collect(),
@@ -212,6 +216,7 @@ impl<T> Crossbar<T> {
         }
         self.inputs[input][packet.priority.class()].push_back((now + 1, packet));
         self.queued += 1;
+        self.occupied[input / 64] |= 1 << (input % 64);
         Ok(())
     }
 
@@ -226,6 +231,7 @@ impl<T> Crossbar<T> {
         );
         self.inputs[input][packet.priority.class()].push_back((ready, packet));
         self.queued += 1;
+        self.occupied[input / 64] |= 1 << (input % 64);
     }
 
     /// Takes the oldest packet visible at output `output` at interconnect cycle `now`.
@@ -266,24 +272,30 @@ impl<T> Crossbar<T> {
         self.requested.clear();
         // Idle inputs with a ready head: each is granted once or counts as blocked.
         let mut requesting = 0;
-        for i in 0..n_in {
-            if self.in_busy[i] > now {
-                continue;
-            }
-            let mut ready_head = false;
-            for class in 0..2 {
-                if let Some((ready, p)) = self.inputs[i][class].front() {
-                    if *ready <= now {
-                        let d = p.dest * 2;
-                        if self.requests[d].is_empty() && self.requests[d + 1].is_empty() {
-                            self.requested.push(p.dest as u32);
+        // The occupied inputs in ascending order (an empty one has no head to request with).
+        for w in 0..self.occupied.len() {
+            let mut bits = self.occupied[w];
+            while bits != 0 {
+                let i = w * 64 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                if self.in_busy[i] > now {
+                    continue;
+                }
+                let mut ready_head = false;
+                for class in 0..2 {
+                    if let Some((ready, p)) = self.inputs[i][class].front() {
+                        if *ready <= now {
+                            let d = p.dest * 2;
+                            if self.requests[d].is_empty() && self.requests[d + 1].is_empty() {
+                                self.requested.push(p.dest as u32);
+                            }
+                            self.requests[d + class].push(i as u32);
+                            ready_head = true;
                         }
-                        self.requests[d + class].push(i as u32);
-                        ready_head = true;
                     }
                 }
+                requesting += u64::from(ready_head);
             }
-            requesting += u64::from(ready_head);
         }
         if requesting == 0 {
             return false;
@@ -323,6 +335,9 @@ impl<T> Crossbar<T> {
             let Some((i, class)) = chosen else { continue };
             let (_, p) = self.inputs[i][class].pop_front().expect("chosen head");
             self.queued -= 1;
+            if self.inputs[i][0].is_empty() && self.inputs[i][1].is_empty() {
+                self.occupied[i / 64] &= !(1 << (i % 64));
+            }
             let ser = self.spec.serialisation(p.flits);
             // At least one cycle (a packet has a flit), so the input is granted once.
             debug_assert!(ser > 0);
