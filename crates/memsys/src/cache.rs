@@ -235,6 +235,9 @@ struct Line {
     lru: u64,
 }
 
+/// The key of a line with no valid sector: no line address (they are line-aligned).
+const NO_KEY: u64 = u64::MAX;
+
 #[derive(Debug, Clone)]
 struct Mshr<W> {
     requested: u8,
@@ -277,6 +280,10 @@ pub struct Cache<W> {
     /// access, and two divisions cost more than the rest of the lookup.
     pow2: Option<(u32, u64)>,
     lines: Vec<Line>,
+    /// Per line: its tag while it holds any valid sector, [`NO_KEY`] otherwise — what a
+    /// lookup compares, packed apart from the rest of the line so that a set's ways share a
+    /// host cache line or two (every line of every access is looked up).
+    keys: Vec<u64>,
     stamp: u64,
     mshr: HashMap<u64, Mshr<W>, BuildHasherDefault<LineHasher>>,
     spare: Vec<Vec<W>>,
@@ -290,6 +297,7 @@ impl<W> Cache<W> {
     pub fn new(spec: CacheSpec) -> Self {
         let sets = spec.sets().max(1);
         let lines = vec![Line::default(); (sets * u64::from(spec.assoc)) as usize];
+        let keys = vec![NO_KEY; lines.len()];
         let pow2 = (spec.line_bytes.is_power_of_two() && sets.is_power_of_two())
             .then(|| (spec.line_bytes.trailing_zeros(), sets - 1));
         Self {
@@ -297,6 +305,7 @@ impl<W> Cache<W> {
             sets,
             pow2,
             lines,
+            keys,
             stamp: 0,
             mshr: HashMap::default(),
             spare: Vec::new(),
@@ -375,8 +384,19 @@ impl<W> Cache<W> {
     }
 
     fn find(&self, line_addr: u64) -> Option<usize> {
-        self.set_range(line_addr)
-            .find(|&i| self.lines[i].valid != 0 && self.lines[i].tag == line_addr)
+        debug_assert_ne!(line_addr, NO_KEY, "a line address is line-aligned");
+        let range = self.set_range(line_addr);
+        let start = range.start;
+        self.keys[range]
+            .iter()
+            .position(|&k| k == line_addr)
+            .map(|w| start + w)
+    }
+
+    /// Brings line `i`'s key up to date after its tag or valid sectors changed.
+    fn sync_key(&mut self, i: usize) {
+        let l = &self.lines[i];
+        self.keys[i] = if l.valid != 0 { l.tag } else { NO_KEY };
     }
 
     fn touch(&mut self, i: usize) {
@@ -495,6 +515,7 @@ impl<W> Cache<W> {
             WritePolicy::WriteEvict => {
                 if let Some(i) = found {
                     self.lines[i] = Line::default();
+                    self.sync_key(i);
                 }
                 WriteOutcome {
                     hit: found.is_some(),
@@ -505,6 +526,7 @@ impl<W> Cache<W> {
             WritePolicy::WriteThrough => {
                 if let Some(i) = found {
                     self.lines[i].valid |= mask;
+                    self.sync_key(i);
                     self.touch(i);
                 }
                 WriteOutcome {
@@ -520,6 +542,7 @@ impl<W> Cache<W> {
                 };
                 self.lines[i].valid |= mask;
                 self.lines[i].dirty |= mask;
+                self.sync_key(i);
                 self.touch(i);
                 WriteOutcome {
                     hit: found.is_some(),
@@ -539,6 +562,7 @@ impl<W> Cache<W> {
             Some(i) => {
                 self.lines[i].valid |= mask;
                 self.lines[i].dirty |= mask;
+                self.sync_key(i);
                 true
             }
             None => false,
@@ -549,7 +573,7 @@ impl<W> Cache<W> {
         let range = self.set_range(line_addr);
         let victim = range
             .clone()
-            .find(|&i| self.lines[i].valid == 0)
+            .find(|&i| self.keys[i] == NO_KEY)
             .unwrap_or_else(|| {
                 range
                     .min_by_key(|&i| self.lines[i].lru)
@@ -573,6 +597,7 @@ impl<W> Cache<W> {
             dirty: 0,
             lru: 0,
         };
+        self.keys[victim] = NO_KEY;
         (victim, wb)
     }
 
@@ -587,6 +612,7 @@ impl<W> Cache<W> {
             None => self.allocate(line_addr),
         };
         self.lines[i].valid |= self.widen(mask) & self.full_mask();
+        self.sync_key(i);
         self.touch(i);
         let finished = match self.mshr.get_mut(&line_addr) {
             Some(e) => {
