@@ -113,7 +113,23 @@ pub struct SmLedger {
     shares: Vec<Share>,
     /// Launches that may hold more TBs than the SM admits, with their totals.
     tlp: Vec<(LaunchId, u32)>,
+    /// How many times the ledger has changed (see [`SmLedger::changes`]).
+    #[serde(skip)]
+    changes: Changes,
 }
+
+/// A count of changes kept beside a value, not part of it: any two compare equal, so
+/// two ledgers holding the same are equal however they got there.
+#[derive(Clone, Copy, Debug, Default)]
+struct Changes(u64);
+
+impl PartialEq for Changes {
+    fn eq(&self, _: &Changes) -> bool {
+        true
+    }
+}
+
+impl Eq for Changes {}
 
 impl SmLedger {
     /// An empty SM with `r`'s resources, configured with its largest carve-out.
@@ -133,12 +149,21 @@ impl SmLedger {
             carve_out: r.carve_out,
             shares: Vec::new(),
             tlp: Vec::new(),
+            changes: Changes::default(),
         }
+    }
+
+    /// Grows with every change to what the ledger holds or allows: the answer of
+    /// [`SmLedger::fits_for`] for a launch stays the same until it grows (what a control
+    /// that polls for room every cycle remembers, instead of asking again).
+    pub fn changes(&self) -> u64 {
+        self.changes.0
     }
 
     /// Lets `launch` hold up to `total` TBs here while it is alone (`None`: no more than
     /// the SM admits).
     pub fn set_tlp(&mut self, launch: LaunchId, total: Option<u32>) {
+        self.changes.0 += 1;
         self.tlp.retain(|&(l, _)| l != launch);
         if let Some(t) = total {
             self.tlp.push((launch, t));
@@ -203,6 +228,7 @@ impl SmLedger {
 
     /// Sets what `launch` may hold here (what it holds already stays).
     pub fn set_limits(&mut self, launch: LaunchId, limits: KernelLimits) {
+        self.changes.0 += 1;
         self.share_mut(launch).limits = limits;
         self.forget_idle();
     }
@@ -235,6 +261,7 @@ impl SmLedger {
 
     /// Takes a whole TB of `launch` (the caller checked [`SmLedger::fits_for`]).
     pub fn take_for(&mut self, launch: LaunchId, d: &TbDemand) {
+        self.changes.0 += 1;
         debug_assert!(self.fits_for(launch, d));
         self.take_unchecked(d);
         self.share_mut(launch).used.add(d, true);
@@ -242,6 +269,7 @@ impl SmLedger {
 
     /// Gives back what [`SmLedger::take_for`] took.
     pub fn give_for(&mut self, launch: LaunchId, d: &TbDemand) {
+        self.changes.0 += 1;
         self.give(d);
         self.share_mut(launch).used.sub(d, true);
         self.forget_idle();
@@ -249,12 +277,14 @@ impl SmLedger {
 
     /// Takes part of a TB of `launch`, without a TB slot.
     pub fn take_part_for(&mut self, launch: LaunchId, d: &TbDemand) {
+        self.changes.0 += 1;
         self.take_part(d);
         self.share_mut(launch).used.add(d, false);
     }
 
     /// Gives back what [`SmLedger::take_part_for`] took.
     pub fn give_part_for(&mut self, launch: LaunchId, d: &TbDemand) {
+        self.changes.0 += 1;
         self.give_part(d);
         self.share_mut(launch).used.sub(d, false);
         self.forget_idle();
@@ -291,6 +321,7 @@ impl SmLedger {
 
     /// Takes `d`'s resources (the caller checked [`SmLedger::fits`]).
     pub fn take(&mut self, d: &TbDemand) {
+        self.changes.0 += 1;
         debug_assert!(self.fits(d));
         self.take_unchecked(d);
     }
@@ -306,6 +337,7 @@ impl SmLedger {
 
     /// Gives back what [`SmLedger::take`] took.
     pub fn give(&mut self, d: &TbDemand) {
+        self.changes.0 += 1;
         self.used_tbs -= 1;
         self.give_part(d);
     }
@@ -322,6 +354,7 @@ impl SmLedger {
 
     /// Takes `d` without a TB slot.
     pub fn take_part(&mut self, d: &TbDemand) {
+        self.changes.0 += 1;
         self.used_warps += d.warps;
         self.used_threads += d.threads;
         self.used_registers += d.registers;
@@ -330,6 +363,7 @@ impl SmLedger {
 
     /// Gives back what [`SmLedger::take_part`] took.
     pub fn give_part(&mut self, d: &TbDemand) {
+        self.changes.0 += 1;
         self.used_warps -= d.warps;
         self.used_threads -= d.threads;
         self.used_registers -= d.registers;
@@ -383,6 +417,48 @@ mod tests {
                 "{threads} threads, {regs} registers, {smem} B"
             );
         }
+    }
+
+    #[test]
+    fn every_change_grows_the_count_and_equality_ignores_it() {
+        let r = k20c_like();
+        let d = TbDemand::for_kernel(&r, 1024, 32, 0); // half the SM: two fit
+        let (a, b) = (LaunchId(0), LaunchId(1));
+        let mut l = SmLedger::new(&r);
+        let fresh = l.clone();
+        let mut seen = l.changes();
+        assert_eq!(seen, 0);
+        let mut grew = |l: &SmLedger, what: &str| {
+            assert!(l.changes() > seen, "{what} left the count at {seen}");
+            seen = l.changes();
+        };
+        l.take_for(a, &d);
+        grew(&l, "take_for");
+        l.take_for(a, &d);
+        grew(&l, "take_for");
+        assert!(!l.fits_for(a, &d));
+        l.give_for(a, &d);
+        grew(&l, "give_for");
+        assert!(l.fits_for(a, &d), "room again after the count grew");
+        l.take_part_for(a, &d);
+        grew(&l, "take_part_for");
+        l.give_part_for(a, &d);
+        grew(&l, "give_part_for");
+        l.set_limits(b, KernelLimits::default());
+        grew(&l, "set_limits");
+        l.set_tlp(b, Some(4));
+        grew(&l, "set_tlp");
+        l.set_tlp(b, None);
+        grew(&l, "set_tlp");
+        // Dropping the TLP total again holds what it held before, one more change on.
+        let before = l.clone();
+        l.set_tlp(b, None);
+        grew(&l, "set_tlp");
+        assert_eq!(
+            l, before,
+            "the same holdings compare equal whatever the count"
+        );
+        assert_ne!(l, fresh);
     }
 
     #[test]

@@ -329,6 +329,9 @@ pub fn physical_registers(kernel: &kir::Kernel, max: u32) -> u32 {
 pub struct GridDriver {
     pending: Option<(LaunchCtx, TimedKernel)>,
     launch: Option<LaunchId>,
+    /// Per SM: its ledger's [`ledger::SmLedger::changes`] when the launch last did not
+    /// fit there (it still does not until they grow).
+    full_at: Vec<Option<u64>>,
 }
 
 impl GridDriver {
@@ -337,6 +340,7 @@ impl GridDriver {
         GridDriver {
             pending: Some((ctx, timed)),
             launch: None,
+            full_at: Vec::new(),
         }
     }
 
@@ -355,13 +359,20 @@ impl<B: MemoryBackend> Control<B> for GridDriver {
         let Some(launch) = self.launch else {
             return Ok(());
         };
+        self.full_at.resize(m.sm_count() as usize, None);
         for sm in 0..m.sm_count() {
             if m.launch(launch).undispatched() == 0 {
                 break;
             }
-            let sm = SmId(sm);
+            let (i, sm) = (sm as usize, SmId(sm));
+            let changes = m.ledger(sm).changes();
+            if self.full_at[i] == Some(changes) {
+                continue;
+            }
             if m.fits(sm, launch) {
                 m.request(Request::Dispatch { sm, launch })?;
+            } else {
+                self.full_at[i] = Some(changes);
             }
         }
         Ok(())
