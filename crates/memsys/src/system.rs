@@ -663,10 +663,14 @@ struct SmState {
     free_slots: Vec<u32>,
     completed: VecDeque<Completion>,
     /// The last load refused for want of an MSHR: (L1 version, constant-cache version,
-    /// whether it read the constant cache, lines, the refusal). A retry of the same lines before either cache changes gets the
-    /// same answer without probing every line again (an SM retries a refused access every
-    /// cycle, so this is the hot path of a memory-bound kernel).
-    refused: Option<(u64, u64, bool, Vec<LineRequest>, Stall)>,
+    /// whether it read the constant cache, the refusal), its lines in `refused_lines`. A
+    /// retry of the same lines before either cache changes gets the same answer without
+    /// probing every line again (an SM retries a refused access every cycle, so this is
+    /// the hot path of a memory-bound kernel).
+    refused: Option<(u64, u64, bool, Stall)>,
+    /// The lines of the `refused` load (kept, not reallocated, from one refusal to the
+    /// next).
+    refused_lines: Vec<LineRequest>,
     /// What the L1 (or constant cache) answered for each line of the load last checked
     /// ([`SmPort::check_lines`]): what its reads find ([`SmPort::send_lines`]), since
     /// reading one line of an access changes no other line's answer.
@@ -857,6 +861,7 @@ impl MemorySystem {
                 cc: Cache::new(cfg.const_cache.clone()),
                 l1_free_at: 0,
                 refused: None,
+                refused_lines: Vec::new(),
                 probed: Vec::new(),
                 l1_bypass: false,
                 hits: DelayQueue::new(cfg.max_outstanding_accesses * 32 * max_lines.max(1), 1),
@@ -1534,12 +1539,12 @@ impl SmPort<'_> {
             }
             return Ok(());
         }
-        if let Some((v1, vc, c, lines, stall)) = &st.refused {
+        if let Some((v1, vc, c, stall)) = &st.refused {
             if a.kind == AccessKind::Load
                 && *c == use_const
                 && *v1 == st.l1.version()
                 && *vc == st.cc.version()
-                && *lines == a.lines
+                && st.refused_lines == a.lines
             {
                 let cache = if use_const { &mut st.cc } else { &mut st.l1 };
                 cache.record_reservation_fail();
@@ -1592,7 +1597,8 @@ impl SmPort<'_> {
             let cache = if use_const { &mut st.cc } else { &mut st.l1 };
             cache.record_reservation_fail();
             let versions = (st.l1.version(), st.cc.version());
-            st.refused = Some((versions.0, versions.1, use_const, a.lines.clone(), stall));
+            st.refused = Some((versions.0, versions.1, use_const, stall));
+            st.refused_lines.clone_from(&a.lines);
             return Err(stall);
         }
         if packets > input_room(self.st, self.req_net, self.sm, a.priority) {
