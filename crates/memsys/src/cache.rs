@@ -653,6 +653,44 @@ mod tests {
         }
     }
 
+    /// Lookups (a set's packed keys) find every way of a set after fills, lose exactly the
+    /// evicted line, and see a write-evicted line gone; the next fill takes the freed way.
+    #[test]
+    fn lookups_follow_fills_evictions_and_invalidations() {
+        let spec = CacheSpec {
+            size_bytes: 2 * 4 * 128, // 2 sets of 4 ways
+            assoc: 4,
+            mshr_entries: 8,
+            ..spec(WritePolicy::WriteEvict)
+        };
+        let mut c: Cache<u32> = Cache::new(spec);
+        let mut done = Vec::new();
+        // Lines 0, 256, 512, 768 share set 0; 128 lives in set 1.
+        let set0 = [0u64, 256, 512, 768];
+        for (k, &a) in set0.iter().enumerate() {
+            c.fill(a, 1 << k, &mut done);
+        }
+        c.fill(128, 0b1111, &mut done);
+        for (k, &a) in set0.iter().enumerate() {
+            assert_eq!(c.valid_sectors(a), 1 << k, "way of line {a}");
+        }
+        assert_eq!(c.valid_sectors(128), 0b1111);
+        // A fifth line evicts the least recently used: line 0.
+        c.fill(1024, 0b0001, &mut done);
+        assert_eq!(c.valid_sectors(0), 0, "evicted");
+        for &a in &[256, 512, 768, 1024, 128] {
+            assert_ne!(c.valid_sectors(a), 0, "line {a} kept");
+        }
+        // A write evicts line 512; the next fill takes its way, and line 256 (the least
+        // recently used) stays.
+        assert!(c.write(512, 0b0001).hit);
+        assert_eq!(c.valid_sectors(512), 0, "write-evicted");
+        c.fill(1280, 0b0010, &mut done);
+        assert_eq!(c.valid_sectors(1280), 0b0010);
+        assert_eq!(c.valid_sectors(256), 0b0010, "the LRU line stays");
+        assert!(done.is_empty(), "nothing was waiting");
+    }
+
     #[test]
     fn miss_merge_fill_hit() {
         let mut c: Cache<u32> = Cache::new(spec(WritePolicy::WriteEvict));
