@@ -88,6 +88,19 @@ pub(crate) fn cvt(
             };
             v as u64 & low_mask(db)
         }
+        (Kind::Float(df), Kind::Int { signed, .. })
+            if matches!(rounding, None | Some(Rounding::Nearest)) && (df == F32 || df == F64) =>
+        {
+            // The host's integer-to-float conversions round to nearest-even.
+            let x = sty.extend(a);
+            let r = match (df == F32, signed) {
+                (true, true) => u64::from((x as i64 as f32).to_bits()),
+                (true, false) => u64::from((x as f32).to_bits()),
+                (false, true) => (x as i64 as f64).to_bits(),
+                (false, false) => (x as f64).to_bits(),
+            };
+            finish_float(df, ftz, sat, r)
+        }
         (Kind::Float(df), Kind::Int { signed, .. }) => {
             let v = if signed {
                 sty.extend(a) as i64 as i128
@@ -105,7 +118,14 @@ pub(crate) fn cvt(
         }
         (Kind::Int { signed, bits }, Kind::Float(sf)) => {
             let a = if ftz && sf == F32 { sf.ftz(a) } else { a };
-            float_to_int(sf, a, signed, bits, rounding.unwrap_or(Rounding::Zero))
+            let rnd = rounding.unwrap_or(Rounding::Zero);
+            if sf == F32 {
+                host_float_to_int(f64::from(f32::from_bits(a as u32)), signed, bits, rnd)
+            } else if sf == F64 {
+                host_float_to_int(f64::from_bits(a), signed, bits, rnd)
+            } else {
+                float_to_int(sf, a, signed, bits, rnd)
+            }
         }
         (Kind::Float(df), Kind::Float(sf)) => {
             let a = a & sf.mask();
@@ -137,10 +157,30 @@ fn finish_float(df: Fmt, ftz: bool, sat: bool, r: u64) -> u64 {
     }
 }
 
+/// [`float_to_int`] of an f32 or f64 value (`x`, exact) on the host's operations: its
+/// integral roundings are exact, and its float-to-integer `as` truncates and saturates with
+/// NaN giving 0, as PTX's conversion does.
+#[inline]
+fn host_float_to_int(x: f64, signed: bool, bits: u32, rnd: Rounding) -> u64 {
+    let r = match rnd {
+        Rounding::Zero => x, // `as` truncates
+        Rounding::Nearest => x.round_ties_even(),
+        Rounding::Down => x.floor(),
+        Rounding::Up => x.ceil(),
+    };
+    let (lo, hi) = int_range(signed, bits);
+    let v = if signed {
+        i128::from(r as i64)
+    } else {
+        i128::from(r as u64)
+    };
+    v.clamp(lo, hi) as u64 & low_mask(bits)
+}
+
 /// Float to integer: round to an integral value in mode `rnd`, then saturate to the
 /// destination range, which PTX always does for float-to-integer conversions; NaN gives 0.
 #[inline]
-fn float_to_int(sf: Fmt, a: u64, signed: bool, bits: u32, rnd: Rounding) -> u64 {
+pub(super) fn float_to_int(sf: Fmt, a: u64, signed: bool, bits: u32, rnd: Rounding) -> u64 {
     let (lo, hi) = int_range(signed, bits);
     let v: i128 = match soft::unpack(sf, a) {
         Val::Nan | Val::Zero(_) => 0,

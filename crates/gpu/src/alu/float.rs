@@ -3,7 +3,8 @@
 //! Floating-Point Instructions" (the `.f16 .f16x2 .bf16 .bf16x2` forms).
 //!
 //! Round-to-nearest `.f32`/`.f64` arithmetic uses the host's IEEE operations directly (they
-//! are correctly rounded); directed rounding and the 16-bit formats go through the software
+//! are correctly rounded), and so do f32 `add`, `mul` and `fma` in a directed mode (see
+//! `sum32`); the other directed forms and the 16-bit formats go through the software
 //! implementation in `soft`. NaN results are always the canonical NaN of the format
 //! (`0x7FFFFFFF` for f32), which is what NVIDIA hardware produces for f32; for f64 the
 //! hardware may instead propagate an input NaN's payload, which Switchyard does not model.
@@ -176,6 +177,8 @@ pub(crate) fn add(fmt: Fmt, a: u64, b: u64, rnd: Rounding) -> u64 {
         } else if fmt == F64 {
             return canon64(f64::from_bits(a) + f64::from_bits(b));
         }
+    } else if fmt == F32 {
+        return sum32(f64::from(f32v(a)), f64::from(f32v(b)), rnd);
     }
     soft::add(fmt, a, b, rnd)
 }
@@ -188,6 +191,8 @@ fn mul(fmt: Fmt, a: u64, b: u64, rnd: Rounding) -> u64 {
         } else if fmt == F64 {
             return canon64(f64::from_bits(a) * f64::from_bits(b));
         }
+    } else if fmt == F32 {
+        return mul32(a as u32, b as u32, rnd);
     }
     soft::mul(fmt, a, b, rnd)
 }
@@ -201,8 +206,103 @@ fn fma(fmt: Fmt, a: u64, b: u64, c: u64, rnd: Rounding) -> u64 {
         } else if fmt == F64 {
             return canon64(f64::from_bits(a).mul_add(f64::from_bits(b), f64::from_bits(c)));
         }
+    } else if fmt == F32 {
+        return fma32(a as u32, b as u32, c as u32, rnd);
     }
     soft::fma(fmt, a, b, c, rnd)
+}
+
+// Directed rounding of f32 `add`, `mul` and `fma` on the host's f64 operations, bit for bit
+// what the software path (`soft`) gives, at a tenth of its cost: `fma.rm.f32` is in the
+// expansion of every `expf` NVRTC emits. The product of two f32 is exact in f64 (48
+// significant bits, exponents within f64's range), so an f32 `a*b + c` or `a + b` is the
+// exact sum of two f64, which Knuth's TwoSum splits into its f64 rounding and the exact
+// error. Rounded to odd at f64's 53 bits, that sum then rounds to f32 (24 bits) in any mode
+// exactly as the exact value would: rounding to odd at two or more extra bits keeps both
+// which f32 interval the value is in and whether it is exact (Boldo and Melquiond, "When
+// double rounding is odd", 2005). Subnormal f32 results only mean fewer target bits.
+
+/// The bit pattern of an `f64` that is an infinity or a NaN (tested on its bits: LLVM has
+/// folded `is_nan` of values it thought it knew; see the property tests' oracles).
+#[inline(always)]
+fn non_finite64(x: f64) -> bool {
+    x.to_bits() & 0x7FF0_0000_0000_0000 == 0x7FF0_0000_0000_0000
+}
+
+/// `x`, a nonzero finite value that is exact or rounded to odd at f64's precision, rounded
+/// to f32 in mode `rnd`: the host's conversion rounds to nearest, and a directed mode then
+/// steps one f32 towards the value when that rounding went past it.
+#[inline(always)]
+fn round_to_f32(x: f64, rnd: Rounding) -> f32 {
+    let y = x as f32;
+    let yd = f64::from(y);
+    match rnd {
+        Rounding::Nearest => y,
+        Rounding::Down if yd > x => y.next_down(),
+        Rounding::Up if yd < x => y.next_up(),
+        // |y| > |x| > 0: one step of the magnitude towards zero (an infinity becomes the
+        // largest finite value).
+        Rounding::Zero if yd.abs() > x.abs() => f32::from_bits(y.to_bits() - 1),
+        _ => y,
+    }
+}
+
+/// The exact sum `p + c` of two f64 (each an f32 or the exact product of two), rounded to
+/// f32 in mode `rnd`; NaN gives the canonical NaN.
+#[inline(always)]
+fn sum32(p: f64, c: f64, rnd: Rounding) -> u64 {
+    let s = p + c;
+    if non_finite64(s) {
+        // A NaN or an infinite operand: sums of finite f32 values cannot overflow f64.
+        return canon32(s as f32);
+    }
+    if s == 0.0 {
+        // An exact zero (a nonzero exact sum is at least 2^-298, far from f64's
+        // underflow): IEEE 754 §6.3 gives -0 under roundTowardNegative unless both
+        // addends are +0; in the other modes the nearest f64 sum has the right sign.
+        let minus_zero = rnd == Rounding::Down && (p.to_bits() | c.to_bits()) != 0;
+        return if minus_zero {
+            F32.zero(true)
+        } else {
+            u64::from((s as f32).to_bits())
+        };
+    }
+    // TwoSum: `err` is exactly `p + c - s`.
+    let c_part = s - p;
+    let err = (p - (s - c_part)) + (c - c_part);
+    let x = if err == 0.0 {
+        s
+    } else {
+        // Truncate (step `s`'s magnitude down when it was rounded away from zero), then
+        // make the last bit odd.
+        let bits = s.to_bits();
+        let truncated = if (err < 0.0) != (s < 0.0) {
+            bits - 1
+        } else {
+            bits
+        };
+        f64::from_bits(truncated | 1)
+    };
+    u64::from(round_to_f32(x, rnd).to_bits())
+}
+
+/// `mul.{rz,rm,rp}.f32`: the f64 product is exact.
+#[inline]
+fn mul32(a: u32, b: u32, rnd: Rounding) -> u64 {
+    let p = f64::from(f32::from_bits(a)) * f64::from(f32::from_bits(b));
+    if non_finite64(p) || p == 0.0 {
+        // NaN, infinity, or a zero with the product's sign: all exact in f32.
+        return canon32(p as f32);
+    }
+    u64::from(round_to_f32(p, rnd).to_bits())
+}
+
+/// `fma.{rz,rm,rp}.f32`: a single rounding of the exact `a*b + c` (to nearest, the host's
+/// `mul_add` costs less).
+#[inline]
+fn fma32(a: u32, b: u32, c: u32, rnd: Rounding) -> u64 {
+    let p = f64::from(f32::from_bits(a)) * f64::from(f32::from_bits(b));
+    sum32(p, f64::from(f32::from_bits(c)), rnd)
 }
 
 #[inline]

@@ -469,6 +469,75 @@ proptest! {
         check(&val(big_prod(a, b, false)), false, run(ArithOp::Mul, Ty::F32, a, b, 0), false)?;
     }
 
+    /// The host-operation paths of f32 `add`, `sub`, `mul`, `fma` and the conversions
+    /// (`float.rs`, `cvt.rs`) give the software path's bits in every mode, with zeros of
+    /// both signs, infinities, NaNs, subnormals and exact cancellations among the inputs
+    /// (the rounding tests above take finite values only).
+    #[test]
+    fn f32_host_paths_match_soft(
+        ra in any::<u32>(), rb in any::<u32>(), rc in any::<u32>(), pick in any::<[u8; 3]>(),
+    ) {
+        let special = |raw: u32, pick: u8, other: u32| -> u32 {
+            const S: [u32; 8] = [
+                0, 0x8000_0000, 0x7f80_0000, 0xff80_0000, 0x7fc0_0001, 0x0000_0001, 0x8070_0000,
+                0x7f7f_ffff,
+            ];
+            match pick % 6 {
+                0 => S[(raw % 8) as usize],
+                1 => other ^ 0x8000_0000,     // cancels `other`
+                2 => raw & 0x807f_ffff,       // subnormal
+                _ => raw,
+            }
+        };
+        let a = special(ra, pick[0], rb);
+        let b = special(rb, pick[1], ra);
+        // Often `c` cancels the product (or nearly).
+        let p = f32::from_bits(a) * f32::from_bits(b);
+        let c = if pick[2] % 3 == 0 && p.is_finite() {
+            (-p).to_bits() ^ (rc & 0x7)
+        } else {
+            special(rc, pick[2], a)
+        };
+        let (a, b, c) = (u64::from(a), u64::from(b), u64::from(c));
+        for (k, r) in modes().into_iter().enumerate() {
+            let m = FloatMode { rounding: r, ..FloatMode::default() };
+            let ar = |op| arith(op, Ty::F32, m, a, b, c, 0).unwrap();
+            let ctx = format!("{a:#x} {b:#x} {c:#x} mode {k}");
+            prop_assert_eq!(ar(ArithOp::Add), soft::add(soft::F32, a, b, r), "add {}", ctx);
+            prop_assert_eq!(ar(ArithOp::Sub), soft::add(soft::F32, a, b ^ 0x8000_0000, r), "sub {}", ctx);
+            prop_assert_eq!(ar(ArithOp::Mul), soft::mul(soft::F32, a, b, r), "mul {}", ctx);
+            prop_assert_eq!(ar(ArithOp::Fma), soft::fma(soft::F32, a, b, c, r), "fma {}", ctx);
+            // f32 and f64 to integers against the software conversion.
+            let x = f64::from(f32::from_bits(a as u32)).to_bits();
+            for ty in [Ty::S32, Ty::U32, Ty::S64, Ty::U64, Ty::S16, Ty::U8] {
+                let bits = ty.bits();
+                let signed = matches!(ty, Ty::S32 | Ty::S64 | Ty::S16);
+                prop_assert_eq!(
+                    cvt(ty, Ty::F32, Some(r), false, false, a),
+                    super::cvt::float_to_int(soft::F32, a, signed, bits, r), "cvt {:?} f32 {}", ty, ctx);
+                prop_assert_eq!(
+                    cvt(ty, Ty::F64, Some(r), false, false, x),
+                    super::cvt::float_to_int(soft::F64, x, signed, bits, r), "cvt {:?} f64 {}", ty, ctx);
+            }
+        }
+        // f64 → f32 to nearest (the `approx` functions' last step) and integers to floats.
+        let x = f64::from_bits(u64::from(rc) << 32 | u64::from(ra));
+        prop_assert_eq!(
+            soft::from_f64(soft::F32, x),
+            soft::convert(soft::F32, soft::F64, x.to_bits(), Rounding::Nearest));
+        for (ty, v) in [(Ty::S32, a), (Ty::U32, a), (Ty::S64, a << 32 | b), (Ty::U64, a << 32 | b), (Ty::S16, a)] {
+            for dty in [Ty::F32, Ty::F64] {
+                let fmt = if dty == Ty::F32 { soft::F32 } else { soft::F64 };
+                let x = ty.extend(v);
+                let exact = if ty.is_signed() { (x as i64).unsigned_abs() } else { x };
+                let neg = ty.is_signed() && (x as i64) < 0;
+                prop_assert_eq!(
+                    cvt(dty, ty, Some(Rounding::Nearest), false, false, v),
+                    soft::round_pack(fmt, neg, u128::from(exact), 0, Rounding::Nearest), "cvt {:?} to {:?}", ty, dty);
+            }
+        }
+    }
+
     #[test]
     fn f32_fma_rounding((a, b) in pair32(), c in any::<u32>(), near in any::<bool>()) {
         // Half the time c nearly cancels the product.

@@ -608,6 +608,9 @@ pub(crate) fn from_f64(fmt: Fmt, x: f64) -> u64 {
         fmt.nan()
     } else if fmt == F64 {
         x.to_bits()
+    } else if fmt == F32 {
+        // The host's conversion rounds to nearest-even, subnormals and overflow included.
+        u64::from((x as f32).to_bits())
     } else {
         convert(fmt, F64, x.to_bits(), Rounding::Nearest)
     }
