@@ -125,7 +125,12 @@ impl ICache {
     /// on a hit.
     pub(super) fn access(&mut self, line: u64) -> bool {
         self.clock += 1;
-        let set = (line % self.sets as u64) as usize;
+        // Set counts are powers of two in every preset: a mask, not a division, per fetch.
+        let set = if self.sets.is_power_of_two() {
+            line as usize & (self.sets - 1)
+        } else {
+            (line % self.sets as u64) as usize
+        };
         let ways = &mut self.ways[set * self.assoc..(set + 1) * self.assoc];
         if let Some(w) = ways.iter_mut().find(|w| w.0 == line) {
             w.1 = self.clock;
@@ -174,7 +179,12 @@ impl FetchUnit {
         let start = (now + 1).max(self.port_free);
         self.port_free = start + 1;
         self.fetches += 1;
-        let hit = self.icache.access(u64::from(pc) / self.line_insts);
+        let line = if self.line_insts.is_power_of_two() {
+            u64::from(pc) >> self.line_insts.trailing_zeros()
+        } else {
+            u64::from(pc) / self.line_insts
+        };
+        let hit = self.icache.access(line);
         if !hit {
             self.misses += 1;
         }
@@ -186,14 +196,28 @@ impl FetchUnit {
 #[derive(Clone, Debug)]
 pub(super) struct RegisterBanks {
     free_at: Vec<u64>,
+    /// `banks - 1` when the bank count is a power of two (every preset): a register's bank
+    /// is then a mask, not a division, on every issue.
+    pow2_mask: Option<u32>,
     pub conflict_cycles: u64,
 }
 
 impl RegisterBanks {
     pub(super) fn new(banks: u32) -> RegisterBanks {
+        let banks = banks.max(1);
         RegisterBanks {
-            free_at: vec![0; banks.max(1) as usize],
+            free_at: vec![0; banks as usize],
+            pow2_mask: banks.is_power_of_two().then(|| banks - 1),
             conflict_cycles: 0,
+        }
+    }
+
+    /// The bank of register `r` (registers interleave over the banks).
+    #[inline(always)]
+    fn bank(&self, r: u32) -> u32 {
+        match self.pow2_mask {
+            Some(m) => r & m,
+            None => r % self.free_at.len() as u32,
         }
     }
 
@@ -202,13 +226,13 @@ impl RegisterBanks {
     /// conflict-free read would.
     #[inline]
     pub(super) fn read(&mut self, regs: &[u32], now: u64) -> u64 {
-        let n = self.free_at.len() as u32;
         let mut extra = 0;
         for (i, &r) in regs.iter().enumerate() {
             if regs[..i].contains(&r) {
                 continue; // one read serves every use of the same register
             }
-            let b = &mut self.free_at[(r % n) as usize];
+            let bank = self.bank(r) as usize;
+            let b = &mut self.free_at[bank];
             let slot = now.max(*b);
             *b = slot + 1;
             extra = extra.max(slot - now);
@@ -234,9 +258,8 @@ impl RegisterBanks {
     /// The banks (bit `b`: bank `b`, the first 64) that reading `regs` uses.
     #[inline]
     pub(super) fn mask(&self, regs: &[u32]) -> u64 {
-        let n = self.free_at.len() as u32;
         regs.iter()
-            .map(|&r| r % n)
+            .map(|&r| self.bank(r))
             .filter(|&b| b < 64)
             .fold(0, |m, b| m | 1 << b)
     }

@@ -42,7 +42,10 @@ pub(super) enum Check {
 /// What one scheduler's policy sees of its warps, and its last order.
 struct SchedulerView {
     infos: Vec<WarpInfo>,
+    /// The order the policy wrote last, read from `start` on, wrapping around (a round
+    /// robin's next order is a new start, [`WarpScheduler::reorder`]).
     order: Vec<WarpSlotId>,
+    start: usize,
     /// Warps came or went since `infos` was built.
     stale: bool,
     /// The order still holds (a lazy policy's order changes only when a warp issues or the
@@ -138,6 +141,7 @@ impl IssueStage {
                 .map(|_| SchedulerView {
                     infos: Vec::with_capacity(warps),
                     order: Vec::with_capacity(warps),
+                    start: 0,
                     stale: true,
                     order_valid: false,
                 })
@@ -351,11 +355,18 @@ impl Sm {
             if !lazy || !self.issue.views[s].order_valid {
                 let view = &mut self.issue.views[s];
                 self.issue.scheds[s].order(&view.infos, &mut view.order);
+                view.start = 0;
                 view.order_valid = lazy;
             }
             let mut issued = false;
-            for i in 0..self.issue.views[s].order.len() {
-                let slot = self.issue.views[s].order[i];
+            let (len, start) = (self.issue.views[s].order.len(), self.issue.views[s].start);
+            for i in 0..len {
+                let j = if start + i < len {
+                    start + i
+                } else {
+                    start + i - len
+                };
+                let slot = self.issue.views[s].order[j];
                 let c = if lazy {
                     self.check_noting(launches, slot, s, now, &mut sleep)
                 } else {
@@ -389,8 +400,12 @@ impl Sm {
                                 let keeps = self.issue.scheds[s].keeps_order(slot);
                                 self.issue.scheds[s].issued(slot);
                                 let view = &mut self.issue.views[s];
-                                view.order_valid = view.order_valid
-                                    && (keeps || self.issue.scheds[s].reorder(&mut view.order));
+                                if view.order_valid && !keeps {
+                                    match self.issue.scheds[s].reorder(&view.order) {
+                                        Some(start) => view.start = start,
+                                        None => view.order_valid = false,
+                                    }
+                                }
                                 issued = true;
                                 break;
                             }
