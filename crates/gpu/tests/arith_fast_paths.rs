@@ -266,3 +266,274 @@ fn fast_paths_compute_what_the_general_path_computes() {
         }
     }
 }
+
+/// `cvt` between integer types (the executor converts them without `alu::cvt`'s per-lane
+/// dispatch) computes what `alu::cvt` computes: every pair of 8- to 64-bit integer types,
+/// on the special and pseudo-random patterns, whole warps and warps whose odd lanes left.
+#[test]
+fn integer_cvt_computes_what_alu_cvt_computes() {
+    const INTS: [(&str, Ty); 8] = [
+        ("u8", Ty::U8),
+        ("s8", Ty::S8),
+        ("u16", Ty::U16),
+        ("s16", Ty::S16),
+        ("u32", Ty::U32),
+        ("s32", Ty::S32),
+        ("u64", Ty::U64),
+        ("s64", Ty::S64),
+    ];
+    // The register (and store width) a type lives in, and its 64-bit source.
+    let reg = |ty: Ty| match ty.bits() {
+        8 | 16 => ("%rs1", "%rs3", "u16", 0xffffu64),
+        32 => ("%r1", "%r3", "u32", 0xffff_ffff),
+        _ => ("%rd1", "%rd3", "u64", u64::MAX),
+    };
+    let pairs: Vec<(&str, Ty, &str, Ty)> = INTS
+        .iter()
+        .flat_map(|&(dn, dt)| INTS.iter().map(move |&(sn, st)| (dn, dt, sn, st)))
+        .collect();
+    let mut body = String::new();
+    for (j, &(dn, dt, sn, st)) in pairs.iter().enumerate() {
+        let (src, _, _, _) = reg(st);
+        let (_, dst, width, _) = reg(dt);
+        body += &format!(
+            "    cvt.{dn}.{sn} {dst}, {src};\n    st.global.{width} [%rd10+{}], {dst};\n",
+            8 * j
+        );
+    }
+    let (tbs, threads) = (2u32, 128u32);
+    let n = (tbs * threads) as usize;
+    let (_, _, a64, _) = operands(n);
+    let per = pairs.len();
+    for odd_lanes_leave in [false, true] {
+        let leave = if odd_lanes_leave {
+            "    and.b32 %r9, %r0, 1;\n    setp.ne.u32 %p1, %r9, 0;\n    @%p1 ret;\n"
+        } else {
+            ""
+        };
+        let ptx = format!(
+            r#".version 8.0
+.target sm_70
+.address_size 64
+.visible .entry k(.param .u64 a64, .param .u64 out)
+{{
+    .reg .pred %p<4>;
+    .reg .b16 %rs<8>;
+    .reg .b32 %r<16>;
+    .reg .b64 %rd<16>;
+    mov.u32 %r4, %tid.x;
+    mov.u32 %r5, %ctaid.x;
+    mov.u32 %r6, %ntid.x;
+    mad.lo.s32 %r0, %r5, %r6, %r4;
+{leave}    mul.wide.u32 %rd5, %r0, 8;
+    mul.wide.u32 %rd6, %r0, {stride};
+    ld.param.u64 %rd7, [a64];
+    add.s64 %rd7, %rd7, %rd5;
+    ld.global.u64 %rd1, [%rd7];
+    cvt.u32.u64 %r1, %rd1;
+    cvt.u16.u64 %rs1, %rd1;
+    ld.param.u64 %rd10, [out];
+    add.s64 %rd10, %rd10, %rd6;
+{body}    ret;
+}}
+"#,
+            stride = 8 * per
+        );
+        let mut gpu = Gpu::new();
+        let m = gpu.load_ptx("cvt.ptx", &ptx).expect("loads");
+        let pa = gpu.alloc((n * 8) as u64);
+        gpu.copy_to_device(pa, &bytes(&a64, |x| x.to_le_bytes().to_vec()))
+            .expect("copy");
+        let out = gpu.alloc((n * per * 8) as u64);
+        gpu.copy_to_device(out, &vec![0; n * per * 8])
+            .expect("copy");
+        let args = [pa, out].map(KernelArg::Ptr);
+        gpu.launch(m, "k", [tbs, 1, 1], [threads, 1, 1], 0, &args)
+            .expect("runs");
+        let got = gpu
+            .copy_from_device(DevPtr(out.0), (n * per * 8) as u64)
+            .expect("copy back");
+        for (i, &raw) in a64.iter().enumerate() {
+            let left = odd_lanes_leave && i % 2 == 1;
+            for (j, &(dn, dt, sn, st)) in pairs.iter().enumerate() {
+                let (_, _, _, src_mask) = reg(st);
+                let (_, _, _, width_mask) = reg(dt);
+                let at = (i * per + j) * 8;
+                let word = u64::from_le_bytes(got[at..at + 8].try_into().unwrap());
+                let a = raw & src_mask;
+                let want = if left {
+                    0
+                } else {
+                    gpu::alu::cvt(dt, st, None, false, false, a) & width_mask
+                };
+                assert_eq!(word, want, "cvt.{dn}.{sn} {a:#x} (thread {i})");
+            }
+        }
+    }
+}
+
+/// Extended-precision arithmetic (the executor decodes its operands once per instruction
+/// and inlines `alu::carry` per operation and type) computes what `alu::carry` computes,
+/// carry flag included: a chain of `add.cc addc.cc sub.cc subc.cc mad.lo.cc madc.hi.cc
+/// madc.lo addc` per type, each result and the final carry checked against `alu::carry`
+/// folded along the same chain, with a constant operand too, on whole warps and warps
+/// whose odd lanes left.
+#[test]
+fn carry_chains_compute_what_alu_carry_computes() {
+    use ArithOp::{AddC, MadC, SubC};
+    // (mnemonic, operation, sources as (register or constant), carry-out written)
+    let chain: [(&str, ArithOp, &str, bool); 9] = [
+        ("add.cc", AddC { carry_in: false }, "a, b", true),
+        ("addc.cc", AddC { carry_in: true }, "b, a", true),
+        ("sub.cc", SubC { carry_in: false }, "a, b", true),
+        ("subc.cc", SubC { carry_in: true }, "b, 7", true),
+        (
+            "mad.lo.cc",
+            MadC {
+                hi: false,
+                carry_in: false,
+            },
+            "a, b, a",
+            true,
+        ),
+        (
+            "madc.hi.cc",
+            MadC {
+                hi: true,
+                carry_in: true,
+            },
+            "a, b, b",
+            true,
+        ),
+        (
+            "madc.lo.cc",
+            MadC {
+                hi: false,
+                carry_in: true,
+            },
+            "b, b, a",
+            true,
+        ),
+        (
+            "madc.hi",
+            MadC {
+                hi: true,
+                carry_in: true,
+            },
+            "a, a, b",
+            false,
+        ),
+        ("addc", AddC { carry_in: true }, "a, 0", false),
+    ];
+    for (tyname, ty, bits) in [
+        ("u32", Ty::U32, 32),
+        ("s32", Ty::S32, 32),
+        ("u64", Ty::U64, 64),
+        ("s64", Ty::S64, 64),
+    ] {
+        let (ra, rb, rd, width, mask) = if bits == 32 {
+            ("%r1", "%r2", "%r3", "u32", 0xffff_ffffu64)
+        } else {
+            ("%rd1", "%rd2", "%rd3", "u64", u64::MAX)
+        };
+        let mut body = String::new();
+        for (j, &(m, _, srcs, _)) in chain.iter().enumerate() {
+            let srcs = srcs.replace('a', ra).replace('b', rb);
+            body += &format!(
+                "    {m}.{tyname} {rd}, {srcs};\n    st.global.{width} [%rd10+{}], {rd};\n",
+                8 * j
+            );
+        }
+        // The carry left by the chain's last `.cc` operation, read by an `addc` of zeros.
+        let (tbs, threads) = (2u32, 128u32);
+        let n = (tbs * threads) as usize;
+        let (a32, b32, a64, b64) = operands(n);
+        let per = chain.len();
+        for odd_lanes_leave in [false, true] {
+            let leave = if odd_lanes_leave {
+                "    and.b32 %r9, %r0, 1;\n    setp.ne.u32 %p1, %r9, 0;\n    @%p1 ret;\n"
+            } else {
+                ""
+            };
+            let ptx = format!(
+                r#".version 8.0
+.target sm_70
+.address_size 64
+.visible .entry k(.param .u64 a32, .param .u64 b32, .param .u64 a64, .param .u64 b64, .param .u64 out)
+{{
+    .reg .pred %p<4>;
+    .reg .b32 %r<16>;
+    .reg .b64 %rd<16>;
+    mov.u32 %r4, %tid.x;
+    mov.u32 %r5, %ctaid.x;
+    mov.u32 %r6, %ntid.x;
+    mad.lo.s32 %r0, %r5, %r6, %r4;
+{leave}    mul.wide.u32 %rd4, %r0, 4;
+    mul.wide.u32 %rd5, %r0, 8;
+    mul.wide.u32 %rd6, %r0, {stride};
+    ld.param.u64 %rd7, [a32];
+    add.s64 %rd7, %rd7, %rd4;
+    ld.global.u32 %r1, [%rd7];
+    ld.param.u64 %rd7, [b32];
+    add.s64 %rd7, %rd7, %rd4;
+    ld.global.u32 %r2, [%rd7];
+    ld.param.u64 %rd7, [a64];
+    add.s64 %rd7, %rd7, %rd5;
+    ld.global.u64 %rd1, [%rd7];
+    ld.param.u64 %rd7, [b64];
+    add.s64 %rd7, %rd7, %rd5;
+    ld.global.u64 %rd2, [%rd7];
+    ld.param.u64 %rd10, [out];
+    add.s64 %rd10, %rd10, %rd6;
+{body}    ret;
+}}
+"#,
+                stride = 8 * per
+            );
+            let mut gpu = Gpu::new();
+            let m = gpu.load_ptx("carry.ptx", &ptx).expect("loads");
+            let mut buf = |data: Vec<u8>| {
+                let p = gpu.alloc(data.len() as u64);
+                gpu.copy_to_device(p, &data).expect("copy");
+                p
+            };
+            let pa32 = buf(bytes(&a32, |x| x.to_le_bytes().to_vec()));
+            let pb32 = buf(bytes(&b32, |x| x.to_le_bytes().to_vec()));
+            let pa64 = buf(bytes(&a64, |x| x.to_le_bytes().to_vec()));
+            let pb64 = buf(bytes(&b64, |x| x.to_le_bytes().to_vec()));
+            let out = buf(vec![0; n * per * 8]);
+            let args = [pa32, pb32, pa64, pb64, out].map(KernelArg::Ptr);
+            gpu.launch(m, "k", [tbs, 1, 1], [threads, 1, 1], 0, &args)
+                .expect("runs");
+            let got = gpu
+                .copy_from_device(DevPtr(out.0), (n * per * 8) as u64)
+                .expect("copy back");
+            for i in 0..n {
+                let left = odd_lanes_leave && i % 2 == 1;
+                let (a, b) = if bits == 32 {
+                    (u64::from(a32[i]), u64::from(b32[i]))
+                } else {
+                    (a64[i], b64[i])
+                };
+                let mut cf = false;
+                for (j, &(m, op, srcs, carry_out)) in chain.iter().enumerate() {
+                    let val = |t: &str| match t {
+                        "a" => a,
+                        "b" => b,
+                        k => k.parse().expect("a constant"),
+                    };
+                    let x: Vec<u64> = srcs.split(", ").map(val).collect();
+                    let x = [x[0], x[1], x.get(2).copied().unwrap_or(0), 0];
+                    let (v, out) = gpu::alu::carry(op, ty, x, cf);
+                    if carry_out {
+                        cf = out;
+                    }
+                    let at = (i * per + j) * 8;
+                    let word = u64::from_le_bytes(got[at..at + 8].try_into().unwrap());
+                    let want = if left { 0 } else { v & mask };
+                    assert_eq!(word, want, "{m}.{tyname} {a:#x} {b:#x} (thread {i})");
+                }
+            }
+        }
+    }
+}

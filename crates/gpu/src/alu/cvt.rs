@@ -36,6 +36,12 @@ fn kind(ty: Ty) -> Option<Kind> {
     })
 }
 
+/// Whether `ty` is one of the integer kinds (see `kind`).
+#[inline]
+pub(super) fn is_plain_int(ty: Ty) -> bool {
+    matches!(kind(ty), Some(Kind::Int { .. }))
+}
+
 /// The range of a `bits`-bit integer.
 #[inline]
 fn int_range(signed: bool, bits: u32) -> (i128, i128) {

@@ -102,6 +102,7 @@ pub fn arith(
 
 /// A carry-chain operation on `x` (its sources in order; the carry flag `cf_in` counts only
 /// when the operation reads it): the result and the carry (or, for subtraction, borrow) out.
+#[inline(always)]
 pub fn carry(op: ArithOp, ty: Ty, x: [u64; 4], cf_in: bool) -> (u64, bool) {
     let w = ty.bits();
     let mask = ty.mask();
@@ -260,6 +261,13 @@ pub fn compare(cmp: Cmp, ty: Ty, ftz: bool, a: u64, b: u64) -> bool {
         Cmp::Num => true,
         Cmp::Nan => false,
     }
+}
+
+/// Whether `cvt` treats `ty` as an integer of 8 to 64 bits (`.u .s .b`), which converts
+/// to another such integer by extending (as the source's signedness says) and truncating.
+#[inline]
+pub fn is_plain_int(ty: Ty) -> bool {
+    cvt::is_plain_int(ty)
 }
 
 /// `cvt.{rounding}{.ftz}{.sat}.dty.sty`. `rounding` is `None` when not written: int→int and

@@ -805,9 +805,20 @@ impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
                 ftz,
                 sat,
             } => {
-                for l in lanes(exec) {
-                    let v = alu::cvt(dty, sty, rounding, ftz, sat, self.read(s[0], l));
-                    self.write(0, l, v);
+                if !sat && alu::is_plain_int(dty) && alu::is_plain_int(sty) {
+                    // Integer to integer, the common widening of an index (`cvt.s64.s32`):
+                    // extend by the source's signedness, keep the destination's bits —
+                    // `alu::cvt`'s answer without its per-lane type dispatch.
+                    let keep = dty.mask();
+                    for l in lanes(exec) {
+                        let v = sty.extend(self.read(s[0], l)) & keep;
+                        self.write(0, l, v);
+                    }
+                } else {
+                    for l in lanes(exec) {
+                        let v = alu::cvt(dty, sty, rounding, ftz, sat, self.read(s[0], l));
+                        self.write(0, l, v);
+                    }
                 }
             }
             Op::Testp { kind, ty } => {
@@ -1186,9 +1197,17 @@ impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
         }
         let s = self.inst.srcs;
         if let ArithOp::AddC { .. } | ArithOp::SubC { .. } | ArithOp::MadC { .. } = op {
+            if self.fast_carry(exec, op, ty) {
+                return;
+            }
             let (n, carry_out) = (self.inst.n_srcs as usize, self.inst.n_dsts > 1);
             for l in lanes(exec) {
-                let x = [s[0], s[1], s[2], s[3]].map(|o| self.read(o, l));
+                let x = [
+                    self.read(s[0], l),
+                    self.read(s[1], l),
+                    self.read(s[2], l),
+                    self.read(s[3], l),
+                ];
                 let (v, cf) = alu::carry(op, ty, x, x[n.saturating_sub(1)] & 1 == 1);
                 self.write(0, l, v);
                 if carry_out {
@@ -1400,6 +1419,75 @@ impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
             }
         }
         true
+    }
+
+    /// Extended-precision arithmetic (`add.cc addc sub.cc subc mad.cc madc`, PTX ISA
+    /// "Extended-Precision Integer Arithmetic Instructions") with its operands' rows
+    /// decoded once and `alu::carry` inlined for one known operation and type per loop:
+    /// what the general path's per-lane reads and `alu::carry` compute. The carry flag is
+    /// the last source; a second destination receives the carry out. Returns false when it
+    /// does not apply (an operand that is not a register, a constant or absent).
+    #[inline]
+    fn fast_carry(&mut self, exec: u32, op: ArithOp, ty: Ty) -> bool {
+        let n = self.inst.n_srcs as usize;
+        // An absent operand reads as 0 (`Exec::read`).
+        let row = |k: usize| match self.inst.srcs[k] {
+            Operand::None => Some(Row::Const(0)),
+            _ => self.row(k),
+        };
+        let (Some(a), Some(b), Some(c), Some(cf)) = (row(0), row(1), row(2), row(n.max(1) - 1))
+        else {
+            return false;
+        };
+        let rows = [a, b, c, cf];
+        let at = |k: usize| self.inst.dsts[k].map(|r| r.index() * WARP_SIZE);
+        let dsts = (at(0), if self.inst.n_dsts > 1 { at(1) } else { None });
+        macro_rules! typed {
+            ($ty:expr) => {
+                match op {
+                    ArithOp::AddC { carry_in } => self.carry_by(exec, rows, dsts, |x, cf| {
+                        alu::carry(ArithOp::AddC { carry_in }, $ty, x, cf)
+                    }),
+                    ArithOp::SubC { carry_in } => self.carry_by(exec, rows, dsts, |x, cf| {
+                        alu::carry(ArithOp::SubC { carry_in }, $ty, x, cf)
+                    }),
+                    ArithOp::MadC { hi, carry_in } => self.carry_by(exec, rows, dsts, |x, cf| {
+                        alu::carry(ArithOp::MadC { hi, carry_in }, $ty, x, cf)
+                    }),
+                    _ => return false,
+                }
+            };
+        }
+        match ty {
+            Ty::U32 => typed!(Ty::U32),
+            Ty::S32 => typed!(Ty::S32),
+            Ty::U64 => typed!(Ty::U64),
+            Ty::S64 => typed!(Ty::S64),
+            _ => return false,
+        }
+        true
+    }
+
+    /// [`Exec::fast_carry`]'s loop over the lanes for one operation `f`.
+    #[inline(always)]
+    fn carry_by(
+        &mut self,
+        exec: u32,
+        [a, b, c, cf]: [Row; 4],
+        (d, carry): (Option<usize>, Option<usize>),
+        f: impl Fn([u64; 4], bool) -> (u64, bool),
+    ) {
+        let regs = &mut self.warp.regs;
+        for l in lanes(exec) {
+            let x = [a.get(regs, l), b.get(regs, l), c.get(regs, l), 0];
+            let (v, out) = f(x, cf.get(regs, l) & 1 == 1);
+            if let Some(d) = d {
+                regs[d + l] = v;
+            }
+            if let Some(d) = carry {
+                regs[d + l] = u64::from(out);
+            }
+        }
     }
 
     /// `setp` without a combining predicate or a second destination, on a type whose
