@@ -228,8 +228,11 @@ impl RegisterBanks {
     pub(super) fn read(&mut self, regs: &[u32], now: u64) -> u64 {
         let mut extra = 0;
         for (i, &r) in regs.iter().enumerate() {
-            if regs[..i].contains(&r) {
-                continue; // one read serves every use of the same register
+            // One read serves every use of the same register. (A plain loop: `contains`
+            // on integers is built for long slices, chunked, and these hold one to four.)
+            #[allow(clippy::manual_contains)]
+            if regs[..i].iter().any(|&x| x == r) {
+                continue;
             }
             let bank = self.bank(r) as usize;
             let b = &mut self.free_at[bank];
