@@ -226,6 +226,11 @@ struct Bank {
     col_ready: u64,
     pre_ready: u64,
     act_ready: u64,
+    /// Queued requests to this bank, and those of them to its open row (kept by every
+    /// enqueue, column command, activate, precharge and refresh): a cycle whose banks
+    /// rule out both commands skips the scans of the queue.
+    queued: u32,
+    hits: u32,
 }
 
 #[derive(Debug, Clone)]
@@ -252,7 +257,6 @@ pub struct DramChannel<T> {
     spec: DramSpec,
     banks: Vec<Bank>,
     queue: Vec<Entry<T>>,
-    bank_has_hit: Vec<bool>,
     seq: u64,
     bus_free: u64,
     /// The last column command, the ends of the last read and write bursts, and whether the
@@ -278,7 +282,6 @@ impl<T> DramChannel<T> {
         Self {
             banks: vec![Bank::default(); banks],
             queue: Vec::with_capacity(spec.queue_entries),
-            bank_has_hit: vec![false; banks],
             seq: 0,
             bus_free: 0,
             last_column: None,
@@ -322,6 +325,11 @@ impl<T> DramChannel<T> {
             return Err(req);
         }
         let (bank, row) = self.spec.bank_row(req.local_addr);
+        let b = &mut self.banks[bank as usize];
+        b.queued += 1;
+        if b.open_row == Some(row) {
+            b.hits += 1;
+        }
         self.queue.push(Entry {
             seq: self.seq,
             bank,
@@ -371,6 +379,7 @@ impl<T> DramChannel<T> {
             .fold(due, u64::max);
         let ready = start + self.spec.t_rp + self.spec.t_rfc;
         for b in &mut self.banks {
+            b.hits = 0;
             if b.open_row.take().is_some() {
                 self.stats.precharges += 1;
             }
@@ -409,9 +418,13 @@ impl<T> DramChannel<T> {
         if self.refresh(now) {
             return false;
         }
+        self.debug_check_bank_counts();
         let mut progressed = false;
-        // Column phase: the best ready row hit, if the bus is free when its data would start.
-        if self.bus_free <= now + self.spec.t_cl {
+        // Column phase: the best ready row hit, if the bus is free when its data would start
+        // (and some bank has a queued hit whose column is ready: else the scan finds none).
+        if self.bus_free <= now + self.spec.t_cl
+            && self.banks.iter().any(|b| b.hits > 0 && b.col_ready <= now)
+        {
             let (read_ok, write_ok) = (self.may_column(now, false), self.may_column(now, true));
             // Requests in the bus's current direction first, until the batch is full.
             let keep = self.last_column.is_some() && self.streak < DIRECTION_BATCH;
@@ -437,25 +450,27 @@ impl<T> DramChannel<T> {
                 progressed = true;
             }
         }
-        // Row phase: open the row of the best request whose row is not open.
-        self.bank_has_hit.iter_mut().for_each(|h| *h = false);
-        for e in &self.queue {
-            if self.banks[e.bank as usize].open_row == Some(e.row) {
-                self.bank_has_hit[e.bank as usize] = true;
-            }
+        // Row phase: open the row of the best request whose row is not open, in a bank
+        // with no queued hit. Skipped when no bank with requests could take the command.
+        let may_activate = self.may_activate(now);
+        let row_ready = |b: &Bank| match b.open_row {
+            Some(_) => b.pre_ready <= now,
+            None => b.act_ready <= now && may_activate,
+        };
+        if !self
+            .banks
+            .iter()
+            .any(|b| b.queued > 0 && b.hits == 0 && row_ready(b))
+        {
+            return progressed;
         }
         let mut best: Option<usize> = None;
-        let may_activate = self.may_activate(now);
         for (i, e) in self.queue.iter().enumerate() {
             let b = &self.banks[e.bank as usize];
-            if self.bank_has_hit[e.bank as usize] {
+            if b.hits > 0 {
                 continue;
             }
-            let ready = match b.open_row {
-                Some(_) => b.pre_ready <= now,
-                None => b.act_ready <= now && may_activate,
-            };
-            if ready && best.is_none_or(|j| e.key() < self.queue[j].key()) {
+            if row_ready(b) && best.is_none_or(|j| e.key() < self.queue[j].key()) {
                 best = Some(i);
             }
         }
@@ -465,10 +480,16 @@ impl<T> DramChannel<T> {
             let b = &mut self.banks[bank];
             if b.open_row.is_some() {
                 b.open_row = None;
+                b.hits = 0;
                 b.act_ready = now + self.spec.t_rp;
                 self.stats.precharges += 1;
             } else {
                 b.open_row = Some(row);
+                b.hits = self
+                    .queue
+                    .iter()
+                    .filter(|e| e.bank as usize == bank && e.row == row)
+                    .count() as u32;
                 b.col_ready = b.col_ready.max(now + self.spec.t_rcd);
                 b.pre_ready = b.pre_ready.max(now + self.spec.t_ras);
                 self.stats.activates += 1;
@@ -480,6 +501,21 @@ impl<T> DramChannel<T> {
             progressed = true;
         }
         progressed
+    }
+
+    /// In debug builds: each bank's `queued` and `hits` are what the queue holds.
+    fn debug_check_bank_counts(&self) {
+        if cfg!(debug_assertions) {
+            for (k, b) in self.banks.iter().enumerate() {
+                let mine = || self.queue.iter().filter(|e| e.bank as usize == k);
+                let hits = mine().filter(|e| b.open_row == Some(e.row)).count() as u32;
+                debug_assert_eq!(
+                    (b.queued, b.hits),
+                    (mine().count() as u32, hits),
+                    "bank {k}"
+                );
+            }
+        }
     }
 
     fn column(&mut self, now: u64, e: Entry<T>) {
@@ -505,6 +541,9 @@ impl<T> DramChannel<T> {
             self.read_end = end;
         }
         let b = &mut self.banks[e.bank as usize];
+        // The request was a hit of its bank's open row.
+        b.queued -= 1;
+        b.hits -= 1;
         b.col_ready = now + burst;
         b.pre_ready = b.pre_ready.max(end);
         self.stats.bus_busy_cycles += burst;
