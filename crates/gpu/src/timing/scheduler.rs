@@ -111,7 +111,10 @@ impl WarpScheduler for Lrr {
 #[derive(Clone, Debug, Default)]
 pub struct Gto {
     last: Option<WarpSlotId>,
-    /// Scratch of `order`: the other warps' (age, slot), sorted.
+    /// The warps (slot, age) `order` was last given, and the same as (age, slot) sorted:
+    /// the sort is redone only when the warps change (they come or go), not whenever a
+    /// warp other than the greedy one issued.
+    seen: Vec<(WarpSlotId, u64)>,
     by_age: Vec<(u64, WarpSlotId)>,
 }
 
@@ -120,17 +123,26 @@ impl WarpScheduler for Gto {
         order.clear();
         let first = self.last.filter(|&l| warps.iter().any(|w| w.slot == l));
         order.extend(first);
-        // Oldest first; slots break ties (the keys are distinct: one per slot). A sort of
-        // a reused buffer, not a selection pass per warp: this runs whenever a warp issued.
-        self.by_age.clear();
-        self.by_age.extend(
-            warps
+        // Oldest first; slots break ties (the keys are distinct: one per slot).
+        let same = self.seen.len() == warps.len()
+            && self
+                .seen
                 .iter()
-                .filter(|w| Some(w.slot) != first)
-                .map(|w| (w.age, w.slot)),
+                .zip(warps)
+                .all(|(&(slot, age), w)| (slot, age) == (w.slot, w.age));
+        if !same {
+            self.seen.clear();
+            self.seen.extend(warps.iter().map(|w| (w.slot, w.age)));
+            self.by_age.clear();
+            self.by_age.extend(warps.iter().map(|w| (w.age, w.slot)));
+            self.by_age.sort_unstable();
+        }
+        order.extend(
+            self.by_age
+                .iter()
+                .map(|&(_, slot)| slot)
+                .filter(|&slot| Some(slot) != first),
         );
-        self.by_age.sort_unstable();
-        order.extend(self.by_age.iter().map(|&(_, slot)| slot));
     }
 
     fn issued(&mut self, slot: WarpSlotId) {
@@ -446,6 +458,31 @@ mod tests {
         s.issued(WarpSlotId(0));
         s.order(&w, &mut o);
         assert_eq!(o, ids(&[0, 2, 4]));
+    }
+
+    /// GTO keeps its warps sorted by age between calls: as warps come, go and are
+    /// replaced (a slot reused by a younger warp), its orders stay those of a fresh GTO
+    /// told the same greedy warp.
+    #[test]
+    fn gto_orders_stay_fresh_as_warps_change() {
+        let sets = [
+            warps(&[(0, 5, false), (2, 1, false), (4, 3, false)]),
+            warps(&[(0, 5, false), (2, 1, false), (4, 3, false), (6, 0, false)]),
+            warps(&[(0, 5, false), (4, 3, false), (6, 0, false)]),
+            warps(&[(0, 5, false), (2, 9, false), (4, 3, false), (6, 0, false)]),
+            warps(&[(0, 5, true), (2, 9, false), (4, 3, false), (6, 0, true)]),
+        ];
+        let mut kept = Gto::default();
+        let (mut got, mut want) = (Vec::new(), Vec::new());
+        for (k, w) in sets.iter().chain(sets.iter().rev()).enumerate() {
+            let greedy = w[k % w.len()].slot;
+            kept.issued(greedy);
+            kept.order(w, &mut got);
+            let mut fresh = Gto::default();
+            fresh.issued(greedy);
+            fresh.order(w, &mut want);
+            assert_eq!(got, want, "step {k}");
+        }
     }
 
     /// Launch 0 may issue 3 warp instructions an epoch, launch 1 one: in four issues the
