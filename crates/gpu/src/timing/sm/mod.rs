@@ -692,7 +692,13 @@ impl Sm {
             w.ready_at[r.index()] = now;
         }
         w.outstanding -= 1;
+        // Retirement can change only for a finished warp (its TB leaves once no load is
+        // outstanding): barriers release on arrivals, the deadlock check reads statuses,
+        // and a stopping TB or a draining routine has the retire stage look every cycle.
+        let finished = w.status == WarpStatus::Done;
         self.sync(decoded, slot);
-        self.retire_soon();
+        if finished {
+            self.retire_soon();
+        }
     }
 }
