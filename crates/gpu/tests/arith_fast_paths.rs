@@ -88,6 +88,13 @@ fn kernel(odd_lanes_leave: bool) -> String {
             8 * j
         );
     }
+    ptx_over_operands(odd_lanes_leave, 8 * OPS.len(), &body)
+}
+
+/// A kernel whose threads load their operands (`%r1`, `%r2` from `a32`, `b32`; `%rd1`,
+/// `%rd2` from `a64`, `b64`), point `%rd10` at their `stride` bytes of `out`, then run
+/// `body`; with `odd_lanes_leave`, odd threads return first.
+fn ptx_over_operands(odd_lanes_leave: bool, stride: usize, body: &str) -> String {
     let leave = if odd_lanes_leave {
         "    and.b32 %r9, %r0, 1;\n    setp.ne.u32 %p1, %r9, 0;\n    @%p1 ret;\n"
     } else {
@@ -125,9 +132,36 @@ fn kernel(odd_lanes_leave: bool) -> String {
     add.s64 %rd10, %rd10, %rd6;
 {body}    ret;
 }}
-"#,
-        stride = 8 * OPS.len()
+"#
     )
+}
+
+/// Runs `ptx_over_operands`' kernel `k` on `tbs` × `threads` threads over the operands
+/// `(a32, b32, a64, b64)`, each thread writing `per` words; returns `out`'s bytes.
+fn run_over_operands(
+    ptx: &str,
+    (tbs, threads): (u32, u32),
+    per: usize,
+    (a32, b32, a64, b64): &(Vec<u32>, Vec<u32>, Vec<u64>, Vec<u64>),
+) -> Vec<u8> {
+    let n = (tbs * threads) as usize;
+    let mut gpu = Gpu::new();
+    let m = gpu.load_ptx("fast.ptx", ptx).expect("loads");
+    let mut buf = |data: Vec<u8>| {
+        let p = gpu.alloc(data.len() as u64);
+        gpu.copy_to_device(p, &data).expect("copy");
+        p
+    };
+    let pa32 = buf(bytes(a32, |x| x.to_le_bytes().to_vec()));
+    let pb32 = buf(bytes(b32, |x| x.to_le_bytes().to_vec()));
+    let pa64 = buf(bytes(a64, |x| x.to_le_bytes().to_vec()));
+    let pb64 = buf(bytes(b64, |x| x.to_le_bytes().to_vec()));
+    let out = buf(vec![0; n * per * 8]);
+    let args = [pa32, pb32, pa64, pb64, out].map(KernelArg::Ptr);
+    gpu.launch(m, "k", [tbs, 1, 1], [threads, 1, 1], 0, &args)
+        .expect("runs");
+    gpu.copy_from_device(DevPtr(out.0), (n * per * 8) as u64)
+        .expect("copy back")
 }
 
 /// Operands: every pair of the special values, then pseudo-random patterns (a fixed LCG).
@@ -203,29 +237,11 @@ fn bytes<T: Copy>(v: &[T], f: impl Fn(T) -> Vec<u8>) -> Vec<u8> {
 fn fast_paths_compute_what_the_general_path_computes() {
     let (tbs, threads) = (3u32, 128u32);
     let n = (tbs * threads) as usize;
-    let (a32, b32, a64, b64) = operands(n);
+    let ops = operands(n);
+    let (a32, b32, a64, b64) = &ops;
     let per = OPS.len();
     for odd_lanes_leave in [false, true] {
-        let mut gpu = Gpu::new();
-        let m = gpu
-            .load_ptx("fast.ptx", &kernel(odd_lanes_leave))
-            .expect("loads");
-        let mut buf = |data: Vec<u8>| {
-            let p = gpu.alloc(data.len() as u64);
-            gpu.copy_to_device(p, &data).expect("copy");
-            p
-        };
-        let pa32 = buf(bytes(&a32, |x| x.to_le_bytes().to_vec()));
-        let pb32 = buf(bytes(&b32, |x| x.to_le_bytes().to_vec()));
-        let pa64 = buf(bytes(&a64, |x| x.to_le_bytes().to_vec()));
-        let pb64 = buf(bytes(&b64, |x| x.to_le_bytes().to_vec()));
-        let out = buf(vec![0; n * per * 8]);
-        let args = [pa32, pb32, pa64, pb64, out].map(KernelArg::Ptr);
-        gpu.launch(m, "k", [tbs, 1, 1], [threads, 1, 1], 0, &args)
-            .expect("runs");
-        let got = gpu
-            .copy_from_device(DevPtr(out.0), (n * per * 8) as u64)
-            .expect("copy back");
+        let got = run_over_operands(&kernel(odd_lanes_leave), (tbs, threads), per, &ops);
         let word = |i: usize, j: usize| {
             let at = (i * per + j) * 8;
             u64::from_le_bytes(got[at..at + 8].try_into().unwrap())
@@ -444,70 +460,14 @@ fn carry_chains_compute_what_alu_carry_computes() {
                 8 * j
             );
         }
-        // The carry left by the chain's last `.cc` operation, read by an `addc` of zeros.
         let (tbs, threads) = (2u32, 128u32);
         let n = (tbs * threads) as usize;
-        let (a32, b32, a64, b64) = operands(n);
+        let ops = operands(n);
+        let (a32, b32, a64, b64) = &ops;
         let per = chain.len();
         for odd_lanes_leave in [false, true] {
-            let leave = if odd_lanes_leave {
-                "    and.b32 %r9, %r0, 1;\n    setp.ne.u32 %p1, %r9, 0;\n    @%p1 ret;\n"
-            } else {
-                ""
-            };
-            let ptx = format!(
-                r#".version 8.0
-.target sm_70
-.address_size 64
-.visible .entry k(.param .u64 a32, .param .u64 b32, .param .u64 a64, .param .u64 b64, .param .u64 out)
-{{
-    .reg .pred %p<4>;
-    .reg .b32 %r<16>;
-    .reg .b64 %rd<16>;
-    mov.u32 %r4, %tid.x;
-    mov.u32 %r5, %ctaid.x;
-    mov.u32 %r6, %ntid.x;
-    mad.lo.s32 %r0, %r5, %r6, %r4;
-{leave}    mul.wide.u32 %rd4, %r0, 4;
-    mul.wide.u32 %rd5, %r0, 8;
-    mul.wide.u32 %rd6, %r0, {stride};
-    ld.param.u64 %rd7, [a32];
-    add.s64 %rd7, %rd7, %rd4;
-    ld.global.u32 %r1, [%rd7];
-    ld.param.u64 %rd7, [b32];
-    add.s64 %rd7, %rd7, %rd4;
-    ld.global.u32 %r2, [%rd7];
-    ld.param.u64 %rd7, [a64];
-    add.s64 %rd7, %rd7, %rd5;
-    ld.global.u64 %rd1, [%rd7];
-    ld.param.u64 %rd7, [b64];
-    add.s64 %rd7, %rd7, %rd5;
-    ld.global.u64 %rd2, [%rd7];
-    ld.param.u64 %rd10, [out];
-    add.s64 %rd10, %rd10, %rd6;
-{body}    ret;
-}}
-"#,
-                stride = 8 * per
-            );
-            let mut gpu = Gpu::new();
-            let m = gpu.load_ptx("carry.ptx", &ptx).expect("loads");
-            let mut buf = |data: Vec<u8>| {
-                let p = gpu.alloc(data.len() as u64);
-                gpu.copy_to_device(p, &data).expect("copy");
-                p
-            };
-            let pa32 = buf(bytes(&a32, |x| x.to_le_bytes().to_vec()));
-            let pb32 = buf(bytes(&b32, |x| x.to_le_bytes().to_vec()));
-            let pa64 = buf(bytes(&a64, |x| x.to_le_bytes().to_vec()));
-            let pb64 = buf(bytes(&b64, |x| x.to_le_bytes().to_vec()));
-            let out = buf(vec![0; n * per * 8]);
-            let args = [pa32, pb32, pa64, pb64, out].map(KernelArg::Ptr);
-            gpu.launch(m, "k", [tbs, 1, 1], [threads, 1, 1], 0, &args)
-                .expect("runs");
-            let got = gpu
-                .copy_from_device(DevPtr(out.0), (n * per * 8) as u64)
-                .expect("copy back");
+            let ptx = ptx_over_operands(odd_lanes_leave, 8 * per, &body);
+            let got = run_over_operands(&ptx, (tbs, threads), per, &ops);
             for i in 0..n {
                 let left = odd_lanes_leave && i % 2 == 1;
                 let (a, b) = if bits == 32 {
