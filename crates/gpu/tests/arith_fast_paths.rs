@@ -107,6 +107,7 @@ fn ptx_over_operands(odd_lanes_leave: bool, stride: usize, body: &str) -> String
 .visible .entry k(.param .u64 a32, .param .u64 b32, .param .u64 a64, .param .u64 b64, .param .u64 out)
 {{
     .reg .pred %p<4>;
+    .reg .b16 %rs<8>;
     .reg .b32 %r<16>;
     .reg .b64 %rd<16>;
     mov.u32 %r4, %tid.x;
@@ -308,7 +309,8 @@ fn integer_cvt_computes_what_alu_cvt_computes() {
         .iter()
         .flat_map(|&(dn, dt)| INTS.iter().map(move |&(sn, st)| (dn, dt, sn, st)))
         .collect();
-    let mut body = String::new();
+    // Every source width reads the low bits of the 64-bit operand.
+    let mut body = String::from("    cvt.u32.u64 %r1, %rd1;\n    cvt.u16.u64 %rs1, %rd1;\n");
     for (j, &(dn, dt, sn, st)) in pairs.iter().enumerate() {
         let (src, _, _, _) = reg(st);
         let (_, dst, width, _) = reg(dt);
@@ -318,57 +320,12 @@ fn integer_cvt_computes_what_alu_cvt_computes() {
         );
     }
     let (tbs, threads) = (2u32, 128u32);
-    let n = (tbs * threads) as usize;
-    let (_, _, a64, _) = operands(n);
+    let ops = operands((tbs * threads) as usize);
+    let a64 = &ops.2;
     let per = pairs.len();
     for odd_lanes_leave in [false, true] {
-        let leave = if odd_lanes_leave {
-            "    and.b32 %r9, %r0, 1;\n    setp.ne.u32 %p1, %r9, 0;\n    @%p1 ret;\n"
-        } else {
-            ""
-        };
-        let ptx = format!(
-            r#".version 8.0
-.target sm_70
-.address_size 64
-.visible .entry k(.param .u64 a64, .param .u64 out)
-{{
-    .reg .pred %p<4>;
-    .reg .b16 %rs<8>;
-    .reg .b32 %r<16>;
-    .reg .b64 %rd<16>;
-    mov.u32 %r4, %tid.x;
-    mov.u32 %r5, %ctaid.x;
-    mov.u32 %r6, %ntid.x;
-    mad.lo.s32 %r0, %r5, %r6, %r4;
-{leave}    mul.wide.u32 %rd5, %r0, 8;
-    mul.wide.u32 %rd6, %r0, {stride};
-    ld.param.u64 %rd7, [a64];
-    add.s64 %rd7, %rd7, %rd5;
-    ld.global.u64 %rd1, [%rd7];
-    cvt.u32.u64 %r1, %rd1;
-    cvt.u16.u64 %rs1, %rd1;
-    ld.param.u64 %rd10, [out];
-    add.s64 %rd10, %rd10, %rd6;
-{body}    ret;
-}}
-"#,
-            stride = 8 * per
-        );
-        let mut gpu = Gpu::new();
-        let m = gpu.load_ptx("cvt.ptx", &ptx).expect("loads");
-        let pa = gpu.alloc((n * 8) as u64);
-        gpu.copy_to_device(pa, &bytes(&a64, |x| x.to_le_bytes().to_vec()))
-            .expect("copy");
-        let out = gpu.alloc((n * per * 8) as u64);
-        gpu.copy_to_device(out, &vec![0; n * per * 8])
-            .expect("copy");
-        let args = [pa, out].map(KernelArg::Ptr);
-        gpu.launch(m, "k", [tbs, 1, 1], [threads, 1, 1], 0, &args)
-            .expect("runs");
-        let got = gpu
-            .copy_from_device(DevPtr(out.0), (n * per * 8) as u64)
-            .expect("copy back");
+        let ptx = ptx_over_operands(odd_lanes_leave, 8 * per, &body);
+        let got = run_over_operands(&ptx, (tbs, threads), per, &ops);
         for (i, &raw) in a64.iter().enumerate() {
             let left = odd_lanes_leave && i % 2 == 1;
             for (j, &(dn, dt, sn, st)) in pairs.iter().enumerate() {

@@ -479,8 +479,9 @@ impl<T> DramChannel<T> {
             self.queue[i].needed_activate = true;
             let b = &mut self.banks[bank];
             if b.open_row.is_some() {
+                // Only a bank no queued request hits is precharged: its `hits` is 0 already.
+                debug_assert_eq!(b.hits, 0);
                 b.open_row = None;
-                b.hits = 0;
                 b.act_ready = now + self.spec.t_rp;
                 self.stats.precharges += 1;
             } else {

@@ -510,8 +510,7 @@ proptest! {
             // f32 and f64 to integers against the software conversion.
             let x = f64::from(f32::from_bits(a as u32)).to_bits();
             for ty in [Ty::S32, Ty::U32, Ty::S64, Ty::U64, Ty::S16, Ty::U8] {
-                let bits = ty.bits();
-                let signed = matches!(ty, Ty::S32 | Ty::S64 | Ty::S16);
+                let (bits, signed) = (ty.bits(), ty.is_signed());
                 prop_assert_eq!(
                     cvt(ty, Ty::F32, Some(r), false, false, a),
                     super::cvt::float_to_int(soft::F32, a, signed, bits, r), "cvt {:?} f32 {}", ty, ctx);
