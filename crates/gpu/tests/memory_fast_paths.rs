@@ -278,6 +278,67 @@ fn whole_warp_loads_and_stores_give_each_lane_its_bytes() {
     }
 }
 
+/// Every integer width and signedness loaded by whole warps in a permuted lane order (thread
+/// `i` reads element `(7 i + 3) mod n`) into a 64-bit register, which PTX extends as the
+/// type says (sign for `.s`, zero for `.u` and `.b`); each value stored as a 64-bit word.
+/// The whole-warp load decides the element's width and extension once per warp.
+#[test]
+fn whole_warp_loads_extend_each_width_as_its_type() {
+    let n = (TBS * THREADS) as usize;
+    let src = source_bytes(8 * n);
+    for (ty, size, signed) in [
+        ("u8", 1, false),
+        ("s8", 1, true),
+        ("b8", 1, false),
+        ("u16", 2, false),
+        ("s16", 2, true),
+        ("b16", 2, false),
+        ("u32", 4, false),
+        ("s32", 4, true),
+        ("b32", 4, false),
+        ("u64", 8, false),
+        ("s64", 8, true),
+        ("b64", 8, false),
+    ] {
+        let text = format!(
+            r#"{HEADER}
+.visible .entry k(.param .u64 src, .param .u64 out)
+{{
+{REGS}{THREAD_INDEX}    ld.param.u64 %rd1, [src];
+    ld.param.u64 %rd2, [out];
+    mul.lo.s32 %r5, %r0, 7;
+    add.s32 %r5, %r5, 3;
+    rem.u32 %r5, %r5, {n};
+    mul.wide.u32 %rd3, %r5, {size};
+    add.s64 %rd4, %rd1, %rd3;
+    ld.global.{ty} %rd5, [%rd4];
+    mul.wide.u32 %rd6, %r0, 8;
+    add.s64 %rd7, %rd2, %rd6;
+    st.global.u64 [%rd7], %rd5;
+    ret;
+}}
+"#
+        );
+        for timed in [false, true] {
+            let got = run_kernel(&text, timed, &[&src], n * 8, &[]);
+            for i in 0..n {
+                let raw = word(&src, (7 * i + 3) % n * size, size);
+                let bits = 8 * size as u32;
+                let want = if signed && bits < 64 {
+                    ((raw << (64 - bits)) as i64 >> (64 - bits)) as u64
+                } else {
+                    raw
+                };
+                assert_eq!(
+                    word(&got, 8 * i, 8),
+                    want,
+                    "ld.global.{ty}, thread {i} (timed: {timed})"
+                );
+            }
+        }
+    }
+}
+
 /// One access per thread at `[base + 4 * tid + bump]` (`bump` = `extra` for thread
 /// `bumped`, else 0); `op` is `ld` or `st`; the TB has `shared` bytes of shared memory.
 fn fault_kernel(op: &str, space: &str, bumped: u32, extra: u32, shared: u32) -> String {

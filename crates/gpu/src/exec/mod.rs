@@ -1756,21 +1756,18 @@ impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
         let same = len == size * u64::from(vec);
         for k in 0..vec as usize {
             let Some(d) = self.inst.dsts[k] else { continue };
-            let d = d.index() * WARP_SIZE;
+            let row = Row::row_mut(regs, d.index() * WARP_SIZE);
             let at = k as u64 * size;
-            let read = |off: u64| {
-                let off = off as usize;
-                ty.extend(memory::read_le(&bytes[off..off + size as usize])) & dmask
-            };
             if same {
-                let v = read(at);
+                let off = at as usize;
+                let v = ty.extend(memory::read_le(&bytes[off..off + size as usize])) & dmask;
                 for l in lanes(exec) {
-                    regs[d + l] = v;
+                    row[l] = v;
                 }
             } else {
-                for l in lanes(exec) {
-                    regs[d + l] = read(addrs[l] - lo + at);
-                }
+                gather(row, bytes, exec, ty, dmask, |l| {
+                    (addrs[l] - lo + at) as usize
+                });
             }
         }
         true
@@ -2054,6 +2051,49 @@ fn local_word(frame: u64, a: u64, n: u64, lane: usize) -> (u64, u64) {
         frame + (a / 4) * 4 * WARP_SIZE as u64 + 4 * lane as u64 + a % 4,
         n,
     )
+}
+
+/// Each lane of `exec` reads its element of `ty` at `bytes[off(lane)..]` into `row`:
+/// `ty.extend(memory::read_le(..)) & dmask`, as the general path reads, with the element's
+/// width and signedness decided once for the warp rather than per lane (a load's lanes
+/// went through two matches on the type and a variable-length read each).
+#[inline(always)]
+fn gather(
+    row: &mut [u64; WARP_SIZE],
+    bytes: &[u8],
+    exec: u32,
+    ty: Ty,
+    dmask: u64,
+    off: impl Fn(usize) -> usize,
+) {
+    macro_rules! each {
+        ($n:literal, $value:expr) => {
+            for l in lanes(exec) {
+                let o = off(l);
+                let raw: [u8; $n] = bytes[o..o + $n].try_into().expect("an element's bytes");
+                row[l] = $value(raw) & dmask;
+            }
+        };
+    }
+    // A type whose value fills its bytes (not `.pred`): extending is the read's own
+    // zero- or sign-extension.
+    let whole = ty.bits() == ty.size() * 8;
+    match (ty.size(), ty.is_signed()) {
+        (4, false) if whole => each!(4, |b| u64::from(u32::from_le_bytes(b))),
+        (4, true) => each!(4, |b| i32::from_le_bytes(b) as i64 as u64),
+        (8, _) => each!(8, u64::from_le_bytes),
+        (2, false) if whole => each!(2, |b| u64::from(u16::from_le_bytes(b))),
+        (2, true) => each!(2, |b| i16::from_le_bytes(b) as i64 as u64),
+        (1, false) if whole => each!(1, |b: [u8; 1]| u64::from(b[0])),
+        (1, true) => each!(1, |b: [u8; 1]| b[0] as i8 as i64 as u64),
+        _ => {
+            let size = ty.size() as usize;
+            for l in lanes(exec) {
+                let o = off(l);
+                row[l] = ty.extend(memory::read_le(&bytes[o..o + size])) & dmask;
+            }
+        }
+    }
 }
 
 /// Lane `lane`'s `size` bytes at thread offset `a` of a warp's local frame `bytes` (an
