@@ -450,6 +450,14 @@ pub trait GlobalAccess {
         value: u64,
         hint: &mut usize,
     ) -> Result<(), GlobalFault>;
+    /// [`GlobalAccess::store`] of bytes the caller found in one live allocation of
+    /// [`GlobalAccess::device`] ([`DeviceMemory::span`]), which cannot fault: a whole-warp
+    /// store checks its lanes' span once. The default checks again.
+    #[inline]
+    fn store_in_span(&mut self, addr: u64, len: u32, value: u64, hint: &mut usize) {
+        self.store(addr, len, value, hint)
+            .expect("bytes in one live allocation");
+    }
     /// Performs `rmw`: `Some(old)` when it took effect now, `None` when it takes effect later
     /// (the old value is then written to `rmw.dest` when it does).
     fn atomic(&mut self, rmw: AtomicRmw, hint: &mut usize) -> Result<Option<u64>, GlobalFault>;

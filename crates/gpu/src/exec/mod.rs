@@ -1833,20 +1833,13 @@ impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
                     }
                 }
             }
+            // Every lane's bytes lie in the span `uniform_region` found in one allocation.
             Region::Device => {
                 for l in lanes(exec) {
                     for (k, row) in rows.iter().enumerate().take(vec as usize) {
                         let a = addrs[l] + k as u64 * size;
                         let v = row.get(&self.warp.regs, l);
-                        if let Err(f) = self.mem.store(a, size as u32, v, &mut hint) {
-                            return Err(self.fault(
-                                l,
-                                space,
-                                a,
-                                size as u32,
-                                FaultReason::Global(f),
-                            ));
-                        }
+                        self.mem.store_in_span(a, size as u32, v, &mut hint);
                     }
                 }
             }

@@ -110,6 +110,20 @@ impl GlobalAccess for CycleView<'_> {
     }
 
     #[inline]
+    fn store_in_span(&mut self, addr: u64, len: u32, value: u64, hint: &mut usize) {
+        debug_assert!(
+            self.base.read(addr, len, hint).is_ok(),
+            "a store in a checked span"
+        );
+        self.log.entries.push(Deferred::Store {
+            addr,
+            len,
+            value,
+            slot: self.slot,
+        });
+    }
+
+    #[inline]
     fn atomic(&mut self, rmw: AtomicRmw, hint: &mut usize) -> Result<Option<u64>, GlobalFault> {
         self.base.read(rmw.addr, rmw.ty.size(), hint)?;
         self.log.entries.push(Deferred::Atomic {
