@@ -120,6 +120,11 @@ pub fn shared_bank_conflicts_with(
         && word.is_power_of_two()
         && lanes.len() * per_lane <= MAX_FAST_WORDS
     {
+        if size <= word && lanes.len() <= MAX_ONE_WORD_LANES {
+            if let Some(passes) = bank_conflicts_one_word(lanes, size, banks, word) {
+                return passes;
+            }
+        }
         bank_conflicts_pow2(lanes, size, banks, word)
     } else {
         bank_conflicts_any(lanes, u64::from(size), u64::from(banks), u64::from(word))
@@ -159,6 +164,46 @@ fn bank_conflicts_pow2(lanes: &[Option<u64>], size: u32, banks: u32, word: u32) 
     count[..banks as usize].iter().copied().max().unwrap_or(0)
 }
 
+/// Lanes [`bank_conflicts_one_word`] handles (a warp's).
+const MAX_ONE_WORD_LANES: usize = 32;
+
+/// [`bank_conflicts_pow2`] when every lane's access lies in one word (no wider than a word
+/// and not straddling two: every aligned shared access of up to a bank's width), `None`
+/// when one does not. The common case of every shared-memory warp access, with a bit per
+/// bank for the banks seen and nothing larger than a warp's words to clear.
+fn bank_conflicts_one_word(lanes: &[Option<u64>], size: u32, banks: u32, word: u32) -> Option<u32> {
+    let shift = word.trailing_zeros();
+    let mask = u64::from(banks - 1);
+    let mut seen = 0u64;
+    let mut first = [0u64; MAX_FAST_BANKS as usize];
+    // Per bank: distinct words after its first; `others` holds them all (a lane adds one
+    // at most).
+    let mut extra = [0u32; MAX_FAST_BANKS as usize];
+    let mut others = [0u64; MAX_ONE_WORD_LANES];
+    let (mut n_others, mut most, mut straddles) = (0, 0, 0);
+    for &lane in lanes {
+        let Some(addr) = lane else { continue };
+        let w = addr >> shift;
+        straddles |= (addr.saturating_add(u64::from(size) - 1) >> shift) ^ w;
+        let b = (w & mask) as usize;
+        let bit = 1u64 << b;
+        if seen & bit == 0 {
+            first[b] = w;
+        }
+        seen |= bit;
+        if first[b] != w && !others[..n_others].contains(&w) {
+            others[n_others] = w;
+            n_others += 1;
+            extra[b] += 1;
+            most = most.max(extra[b]);
+        }
+    }
+    if straddles != 0 {
+        return None;
+    }
+    Some(if seen == 0 { 0 } else { most + 1 })
+}
+
 /// [`shared_bank_conflicts_with`] for any number of banks and word size.
 fn bank_conflicts_any(lanes: &[Option<u64>], size: u64, banks: u64, word: u64) -> u32 {
     // At most 32 lanes × a few words each: a small linear set beats hashing here.
@@ -192,7 +237,7 @@ mod tests {
             x ^= x << 17;
             x
         };
-        let mut conflicted = 0;
+        let (mut conflicted, mut one_word) = (0, 0);
         for case in 0..20_000 {
             let size = [1u32, 2, 4, 8, 12, 16][case % 6];
             let (banks, word) = [(32u32, 4u32), (16, 4), (32, 8), (64, 4), (1, 4)][case / 6 % 5];
@@ -206,17 +251,26 @@ mod tests {
                 })
                 .collect();
             let fast = bank_conflicts_pow2(&lanes, size, banks, word);
+            let dispatched = shared_bank_conflicts_with(&lanes, size, banks, word);
             let any =
                 bank_conflicts_any(&lanes, u64::from(size), u64::from(banks), u64::from(word));
             assert_eq!(
-                fast, any,
+                (fast, dispatched),
+                (any, any),
                 "size {size}, {banks} banks of {word} B, lanes {lanes:?}"
+            );
+            one_word += usize::from(
+                size <= word && bank_conflicts_one_word(&lanes, size, banks, word).is_some(),
             );
             conflicted += usize::from(any > 1);
         }
         assert!(
             conflicted > 1_000,
             "the cases must include conflicts: {conflicted}"
+        );
+        assert!(
+            one_word > 1_000,
+            "the cases must include one-word warps: {one_word}"
         );
     }
 
