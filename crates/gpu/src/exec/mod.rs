@@ -1644,8 +1644,7 @@ impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
     /// Where a warp's local `ld`/`st` of `vec` elements of `size` bytes at source 0 plus
     /// `offset` goes, when one check covers every active lane: the device address of the
     /// warp's local frame (its lanes' words interleaved, [`memory::local_word_address`]),
-    /// with each lane's offset in its thread's local memory in `offs`, and what resolving a
-    /// generic address took off (the local window's start, or 0). `None` (nothing changed)
+    /// with each lane's offset in its thread's local memory in `offs`. `None` (nothing changed)
     /// unless the access is to local memory (a generic one with both ends in the local
     /// window), every offset is aligned to the whole access and ends inside the thread's
     /// local memory, and the warp's frame lies in one live allocation (`hint` caches it).
@@ -1659,7 +1658,7 @@ impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
         offset: u64,
         offs: &mut [u64; WARP_SIZE],
         hint: &mut usize,
-    ) -> Option<(u64, u64)> {
+    ) -> Option<u64> {
         if !matches!(space, Space::Local | Space::Generic) || self.ctx.kernel.local_size == 0 {
             return None;
         }
@@ -1689,7 +1688,7 @@ impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
             .device()
             .span(frame, self.local_frame_len(), hint)
             .is_some();
-        fits.then_some((frame, shift))
+        fits.then_some(frame)
     }
 
     /// Bytes of one warp's local frame: every word of its 32 threads.
@@ -1713,8 +1712,7 @@ impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
     ) -> bool {
         let size = ty.size() as u64;
         let (mut addrs, mut hint) = ([0u64; WARP_SIZE], 0);
-        if let Some((frame, _)) =
-            self.local_frame(exec, space, size, vec, offset, &mut addrs, &mut hint)
+        if let Some(frame) = self.local_frame(exec, space, size, vec, offset, &mut addrs, &mut hint)
         {
             let device = self.mem.device();
             let bytes = device
@@ -1795,10 +1793,10 @@ impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
             *row = r;
         }
         let (mut addrs, mut hint) = ([0u64; WARP_SIZE], 0);
-        if let Some((frame, shift)) =
-            self.local_frame(exec, space, size, vec, offset, &mut addrs, &mut hint)
+        if let Some(frame) = self.local_frame(exec, space, size, vec, offset, &mut addrs, &mut hint)
         {
-            // Each lane's words stored in the per-lane path's order (lane, element, word).
+            // Each lane's words stored in the per-lane path's order (lane, element, word),
+            // all in the frame `local_frame` found in one live allocation.
             let words = size.div_ceil(4);
             for l in lanes(exec) {
                 for (k, row) in rows.iter().enumerate().take(vec as usize) {
@@ -1806,10 +1804,8 @@ impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
                     let a = addrs[l] + k as u64 * size;
                     for j in 0..words {
                         let (at, n) = local_word(frame, a + 4 * j, size.min(4), l);
-                        if let Err(f) = self.mem.store(at, n as u32, v >> (32 * j), &mut hint) {
-                            let fault = FaultReason::Global(f);
-                            return Err(self.fault(l, space, a + shift, size as u32, fault));
-                        }
+                        self.mem
+                            .store_in_span(at, n as u32, v >> (32 * j), &mut hint);
                     }
                 }
             }
