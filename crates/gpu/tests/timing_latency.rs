@@ -144,3 +144,35 @@ fn dram_chase_matches_unloaded_dram_latency() {
         "{per_load} vs {cold}"
     );
 }
+
+/// The lines a warp's load asks the L1 for follow its lanes' addresses with the
+/// instruction's offset: 32 consecutive words from a 256-byte aligned allocation fill one
+/// 128-byte line, and the same words 64 bytes on straddle two, whether the address is a
+/// register of the global space or a generic one (resolved per lane).
+#[test]
+fn a_load_s_lines_include_its_offset() {
+    let l1_accesses = |op: &str, offset: u32| {
+        let body = format!(
+            "    mul.wide.u32 %rd4, %r1, 4;
+    add.s64 %rd5, %rd1, %rd4;
+    {op} %f1, [%rd5+{offset}];
+    st.global.f32 [%rd0], %f1;
+"
+        );
+        let (stats, _) = timing_common::run_kernel(
+            timing_common::Engine::gtx480(),
+            "",
+            &body,
+            1,
+            32,
+            32,
+            4,
+            &[0u8; 512],
+        );
+        stats.expect("timed").memory.l1_total.accesses
+    };
+    // The store of the lanes' values to one word: one more line.
+    assert_eq!(l1_accesses("ld.global.f32", 0), 2);
+    assert_eq!(l1_accesses("ld.global.f32", 64), 3);
+    assert_eq!(l1_accesses("ld.f32", 64), 3);
+}

@@ -144,10 +144,43 @@ impl Sm {
                 x
             }
         };
-        for l in 0..WARP_SIZE {
-            if retry {
-                break;
+        match base {
+            // The common case, hoisted: a register's lanes plus the offset, in a space that
+            // needs no resolving.
+            Operand::Reg(r) if !retry && space != Space::Generic && resolved != Space::Local => {
+                let row = &regs[r.index() * WARP_SIZE..][..WARP_SIZE];
+                let offset = offset as i64 as u64;
+                for (l, (addr, &b)) in self.ldst.addrs.iter_mut().zip(row).enumerate() {
+                    *addr = (a.exec & (1 << l) != 0).then(|| b.wrapping_add(offset));
+                }
             }
+            _ if !retry => self.lane_addresses(a, read, strip, resolved),
+            _ => {}
+        }
+        self.offer_planned(
+            specs,
+            memsys,
+            a,
+            resolved,
+            bytes,
+            kind,
+            attempt,
+            Addresses::Lanes,
+            watch,
+        )
+    }
+
+    /// Every lane's address into `self.ldst.addrs` (`None` for an inactive lane): its
+    /// `read` value, `strip`ped of its window, interleaved into its warp's local frame when
+    /// the access goes to local memory.
+    fn lane_addresses(
+        &mut self,
+        a: &Access,
+        read: impl Fn(usize) -> u64,
+        strip: impl Fn(u64) -> u64,
+        resolved: Space,
+    ) {
+        for l in 0..WARP_SIZE {
             self.ldst.addrs[l] = if a.exec & (1 << l) != 0 {
                 let x = strip(read(l));
                 Some(match resolved {
@@ -166,17 +199,6 @@ impl Sm {
                 None
             };
         }
-        self.offer_planned(
-            specs,
-            memsys,
-            a,
-            resolved,
-            bytes,
-            kind,
-            attempt,
-            Addresses::Lanes,
-            watch,
-        )
     }
 
     /// The memory plan of an access whose addresses are in `self.ldst.addrs` (one per lane) or,
