@@ -1,6 +1,6 @@
 //! The timing engine's speed shortcuts (an SM sleeping through cycles that would repeat, a
-//! refused access known to be refused again, lazy warp checks along the scheduler's order)
-//! are exact: with them off, every statistic of every launch is the same.
+//! refused access known to be refused again, lazy warp checks along the scheduler's order,
+//! parked warps passed over) are exact: with them off, every statistic of every launch is the same.
 //!
 //! The kernels are chosen for what exercises the shortcuts: memory-bound ones whose SMs
 //! sleep on loads, on refused accesses and on a busy LD/ST unit (spmv, bfs, dgemv, dct8,

@@ -51,6 +51,15 @@ struct SchedulerView {
     /// The order still holds (a lazy policy's order changes only when a warp issues or the
     /// view changes).
     order_valid: bool,
+    /// A lazy policy's walk passes over parked warps ([`IssueStage::parked`]) without
+    /// checking them: bit `j` is set while `order[j]` is not parked. Rebuilt with the order,
+    /// kept while it holds; only when the order has at most 64 warps (`walks_open`).
+    open: u64,
+    walks_open: bool,
+    /// Parked warps of the order, by what they wait for (the stall reason a walk that
+    /// issued nothing charges includes theirs).
+    parked_on_memory: u32,
+    parked_on_barrier: u32,
 }
 
 /// The cycle at which the units an instruction needs are free.
@@ -126,6 +135,13 @@ pub(super) struct IssueStage {
     /// Warps whose last issue left them without a next instruction: they are finished from
     /// the next cycle on (what a check of them would find then).
     pub finishing: Vec<WarpSlotId>,
+    /// Per warp slot: the long wait a lazy walk's check found it in, a load's data or a
+    /// barrier, which only a change to its hot state ends ([`IssueStage::touched`]). Until
+    /// then every check of it would find the same, without side effects: the walks pass
+    /// over it (most warps of a memory-bound kernel wait on loads). A speed shortcut.
+    parked: IdVec<WarpSlotId, Option<StallReason>>,
+    /// Per warp slot: its index in its scheduler's order, while that view `walks_open`.
+    position: IdVec<WarpSlotId, u8>,
     shortcuts: Shortcuts,
 }
 
@@ -144,6 +160,10 @@ impl IssueStage {
                     start: 0,
                     stale: true,
                     order_valid: false,
+                    open: 0,
+                    walks_open: false,
+                    parked_on_memory: 0,
+                    parked_on_barrier: 0,
                 })
                 .collect(),
             scheds: scheds.into_iter().map(Quota::new).collect(),
@@ -159,6 +179,8 @@ impl IssueStage {
             memos: vec![None; n],
             lazy,
             finishing: Vec::new(),
+            parked: IdVec::from_vec(vec![None; warps]),
+            position: IdVec::from_vec(vec![0; warps]),
             shortcuts,
         }
     }
@@ -186,6 +208,61 @@ impl IssueStage {
         self.sleep = None;
         let n = self.memos.len();
         self.memos[slot.index() % n] = None;
+        self.unpark(slot);
+    }
+
+    /// The warp in `slot` is not parked any more (its hot state changed, or it left).
+    #[inline]
+    pub fn unpark(&mut self, slot: WarpSlotId) {
+        let Some(r) = self.parked[slot].take() else {
+            return;
+        };
+        let n = self.views.len();
+        let view = &mut self.views[slot.index() % n];
+        // Only while the warp is where the order had it: an order rebuilt since counts
+        // from `parked` again.
+        let j = self.position[slot];
+        if view.walks_open && view.order.get(usize::from(j)) == Some(&slot) {
+            view.open |= 1 << j;
+            match r {
+                StallReason::Memory => view.parked_on_memory -= 1,
+                _ => view.parked_on_barrier -= 1,
+            }
+        }
+    }
+
+    /// The warp in `slot`, at index `j` of its scheduler's order (`s`), was found waiting
+    /// for `r`, a long wait of its own.
+    #[inline]
+    fn park(&mut self, s: usize, j: usize, slot: WarpSlotId, r: StallReason) {
+        self.parked[slot] = Some(r);
+        let view = &mut self.views[s];
+        view.open &= !(1 << j);
+        match r {
+            StallReason::Memory => view.parked_on_memory += 1,
+            _ => view.parked_on_barrier += 1,
+        }
+    }
+
+    /// Scheduler `s`'s order was just written: its open warps and parked counts from
+    /// `parked`, and every warp's position.
+    fn open_order(&mut self, s: usize) {
+        let view = &mut self.views[s];
+        view.walks_open = view.order.len() <= 64;
+        if !view.walks_open {
+            return;
+        }
+        view.open = 0;
+        view.parked_on_memory = 0;
+        view.parked_on_barrier = 0;
+        for (j, &slot) in view.order.iter().enumerate() {
+            self.position[slot] = j as u8;
+            match self.parked[slot] {
+                None => view.open |= 1 << j,
+                Some(StallReason::Memory) => view.parked_on_memory += 1,
+                Some(_) => view.parked_on_barrier += 1,
+            }
+        }
     }
 
     /// Sets `launch`'s issue quota on every scheduler; their orders change.
@@ -357,18 +434,49 @@ impl Sm {
                 self.issue.scheds[s].order(&view.infos, &mut view.order);
                 view.start = 0;
                 view.order_valid = lazy;
+                if lazy {
+                    self.issue.open_order(s);
+                }
             }
             let mut issued = false;
-            let (len, start) = (self.issue.views[s].order.len(), self.issue.views[s].start);
-            for i in 0..len {
-                let j = if start + i < len {
+            let view = &self.issue.views[s];
+            let (len, start) = (view.order.len(), view.start);
+            // The walk: every warp from `start` on, wrapping around; a lazy one over the
+            // open warps only (as bits: those from `start` on, then those before).
+            let open = lazy && view.walks_open;
+            let (mut ahead, mut behind) = if open {
+                let from = !0u64 << start;
+                (view.open & from, view.open & !from)
+            } else {
+                (0, 0)
+            };
+            let steps = if open {
+                (ahead | behind).count_ones() as usize
+            } else {
+                len
+            };
+            for i in 0..steps {
+                let j = if open {
+                    let bits = if ahead != 0 { &mut ahead } else { &mut behind };
+                    let j = bits.trailing_zeros() as usize;
+                    *bits &= *bits - 1;
+                    j
+                } else if start + i < len {
                     start + i
                 } else {
                     start + i - len
                 };
                 let slot = self.issue.views[s].order[j];
                 let c = if lazy {
-                    self.check_noting(launches, slot, s, now, &mut sleep)
+                    let c = self.check_noting(launches, slot, s, now, &mut sleep);
+                    if open {
+                        if let Check::Blocked(StallReason::Memory | StallReason::Barrier) = c {
+                            if let Some(r) = self.hot_long_wait(slot, now) {
+                                self.issue.park(s, j, slot, r);
+                            }
+                        }
+                    }
+                    c
                 } else {
                     self.issue.checks[slot]
                 };
@@ -413,6 +521,17 @@ impl Sm {
                         }
                     }
                 }
+            }
+            if open && !issued {
+                // The parked warps would have been found waiting as they were parked.
+                let view = &self.issue.views[s];
+                if view.parked_on_memory > 0 {
+                    best = best.max(Some(StallReason::Memory));
+                } else if view.parked_on_barrier > 0 {
+                    best = best.max(Some(StallReason::Barrier));
+                }
+                #[cfg(debug_assertions)]
+                self.check_parked(s, now);
             }
             // This scheduler's own earliest wake-up, then the SM's.
             let wake = sleep.wake;
@@ -536,6 +655,46 @@ impl Sm {
         }
         sleep.ready += 1;
         Check::Ready
+    }
+
+    /// The long wait the warp in `slot` is in by its hot state alone, which lasts until that
+    /// state changes: a barrier, or (with its next instruction fetched, which time does
+    /// not undo) a load's data. What [`Sm::check_noting`] finds first when there is one.
+    #[inline]
+    fn hot_long_wait(&self, slot: WarpSlotId, now: u64) -> Option<StallReason> {
+        let h = &self.res.hot[slot];
+        if h.state == HotState::Waiting {
+            Some(StallReason::Barrier)
+        } else if h.next_pc != NO_PC && now >= h.fetch_ready && h.ready == MEM_PENDING {
+            Some(StallReason::Memory)
+        } else {
+            None
+        }
+    }
+
+    /// Debug builds: every warp scheduler `s`'s walk passed over is still in the wait it
+    /// was parked in, and the view's bits and counts agree with `parked`.
+    #[cfg(debug_assertions)]
+    fn check_parked(&self, s: usize, now: u64) {
+        let view = &self.issue.views[s];
+        let (mut memory, mut barrier) = (0, 0);
+        for (j, &slot) in view.order.iter().enumerate() {
+            let parked = self.issue.parked[slot];
+            assert_eq!(
+                view.open & (1 << j) == 0,
+                parked.is_some(),
+                "{slot:?}'s bit"
+            );
+            if let Some(r) = parked {
+                assert_eq!(self.hot_long_wait(slot, now), Some(r), "{slot:?} parked");
+                memory += u32::from(r == StallReason::Memory);
+                barrier += u32::from(r == StallReason::Barrier);
+            }
+        }
+        assert_eq!(
+            (memory, barrier),
+            (view.parked_on_memory, view.parked_on_barrier)
+        );
     }
 
     /// The warp in `slot` has finished (rare: kept out of the checks it is called from).

@@ -211,6 +211,7 @@ impl Sm {
             self.issue.finishing.retain(|&f| f != s);
             self.res.warps[s] = None;
             self.res.hot[s] = WarpHot::EMPTY;
+            self.issue.unpark(s);
         }
         if matches!(tb.control, TbControl::Stopping { .. }) {
             self.res.stopping -= 1;
