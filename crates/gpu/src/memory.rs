@@ -504,12 +504,20 @@ pub use crate::bytes::read_le;
 /// Little-endian store of the low `bytes.len()` bytes of `v`.
 #[inline]
 pub fn write_le(bytes: &mut [u8], v: u64) {
-    match bytes.len() {
-        1 => bytes[0] = v as u8,
-        2 => bytes.copy_from_slice(&(v as u16).to_le_bytes()),
-        4 => bytes.copy_from_slice(&(v as u32).to_le_bytes()),
-        8 => bytes.copy_from_slice(&v.to_le_bytes()),
-        n => bytes.copy_from_slice(&v.to_le_bytes()[..n]),
+    // The common widths as fixed-size stores: a copy of a slice's length is a `memcpy` call.
+    match bytes {
+        [b] => *b = v as u8,
+        [_, _] => *<&mut [u8; 2]>::try_from(bytes).expect("2 bytes") = (v as u16).to_le_bytes(),
+        [_, _, _, _] => {
+            *<&mut [u8; 4]>::try_from(bytes).expect("4 bytes") = (v as u32).to_le_bytes()
+        }
+        [_, _, _, _, _, _, _, _] => {
+            *<&mut [u8; 8]>::try_from(bytes).expect("8 bytes") = v.to_le_bytes()
+        }
+        _ => {
+            let n = bytes.len();
+            bytes.copy_from_slice(&v.to_le_bytes()[..n])
+        }
     }
 }
 
