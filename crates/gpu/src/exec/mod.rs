@@ -1575,8 +1575,16 @@ impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
         let regs = &self.warp.regs[..];
         let (mut lo, mut hi, mut misaligned) = (u64::MAX, 0u64, 0u64);
         if exec == u32::MAX {
-            // A whole warp: one branch-free pass (it vectorises).
-            *addrs = base.lanes(regs).map(|a| a.wrapping_add(offset));
+            // A whole warp: branch-free passes (they vectorise), the register's lanes read in
+            // place (an array of them by value is a `memcpy`).
+            match base {
+                Row::Reg(row) => {
+                    for (d, &v) in addrs.iter_mut().zip(&regs[row..row + WARP_SIZE]) {
+                        *d = v.wrapping_add(offset);
+                    }
+                }
+                Row::Const(v) => *addrs = [v.wrapping_add(offset); WARP_SIZE],
+            }
             for &a in addrs.iter() {
                 lo = lo.min(a);
                 hi = hi.max(a);
