@@ -52,8 +52,10 @@ struct SchedulerView {
     /// view changes).
     order_valid: bool,
     /// A lazy policy's walk passes over parked warps ([`IssueStage::parked`]) without
-    /// checking them: bit `j` is set while `order[j]` is not parked. Rebuilt with the order,
-    /// kept while it holds; only when the order has at most 64 warps (`walks_open`).
+    /// checking them: bit `j` is set while `order[j]` is not parked. Built when an order is
+    /// walked a second time (a greedy policy's order, rebuilt after most issues, would pay
+    /// for it every cycle), kept while the order holds; only for at most 64 warps
+    /// (`walks_open`).
     open: u64,
     walks_open: bool,
     /// Parked warps of the order, by what they wait for (the stall reason a walk that
@@ -98,6 +100,9 @@ struct SleepCheck {
     /// warp, or one that got as far as its unit and register banks): a scheduler's cycle
     /// with any of them cannot be memoised (see [`Memo`]).
     unit_bound: u32,
+    /// The last check found its warp in a long wait of its own, on its load's data or at a
+    /// barrier, which only a change to its hot state ends (the walk parks it).
+    own_wait: bool,
 }
 
 /// A lazy scheduler's stalled cycle that repeats: every warp it checked was blocked by
@@ -237,10 +242,12 @@ impl IssueStage {
     fn park(&mut self, s: usize, j: usize, slot: WarpSlotId, r: StallReason) {
         self.parked[slot] = Some(r);
         let view = &mut self.views[s];
-        view.open &= !(1 << j);
-        match r {
-            StallReason::Memory => view.parked_on_memory += 1,
-            _ => view.parked_on_barrier += 1,
+        if view.walks_open {
+            view.open &= !(1 << j);
+            match r {
+                StallReason::Memory => view.parked_on_memory += 1,
+                _ => view.parked_on_barrier += 1,
+            }
         }
     }
 
@@ -375,6 +382,7 @@ impl Sm {
             ready: 0,
             attempted: 0,
             unit_bound: 0,
+            own_wait: false,
         };
         self.issue.outcomes.clear();
         for s in 0..n {
@@ -434,9 +442,9 @@ impl Sm {
                 self.issue.scheds[s].order(&view.infos, &mut view.order);
                 view.start = 0;
                 view.order_valid = lazy;
-                if lazy {
-                    self.issue.open_order(s);
-                }
+                view.walks_open = false;
+            } else if lazy && !self.issue.views[s].walks_open {
+                self.issue.open_order(s);
             }
             let mut issued = false;
             let view = &self.issue.views[s];
@@ -468,12 +476,11 @@ impl Sm {
                 };
                 let slot = self.issue.views[s].order[j];
                 let c = if lazy {
+                    sleep.own_wait = false;
                     let c = self.check_noting(launches, slot, s, now, &mut sleep);
-                    if open {
-                        if let Check::Blocked(StallReason::Memory | StallReason::Barrier) = c {
-                            if let Some(r) = self.hot_long_wait(slot, now) {
-                                self.issue.park(s, j, slot, r);
-                            }
+                    if sleep.own_wait {
+                        if let Check::Blocked(r) = c {
+                            self.issue.park(s, j, slot, r);
                         }
                     }
                     c
@@ -612,6 +619,7 @@ impl Sm {
     ) -> Check {
         let h = &self.res.hot[slot];
         if h.state == HotState::Waiting {
+            sleep.own_wait = true;
             return Check::Blocked(StallReason::Barrier);
         }
         if h.next_pc == NO_PC {
@@ -624,6 +632,7 @@ impl Sm {
             return Check::Blocked(StallReason::Fetch);
         }
         if h.ready == MEM_PENDING {
+            sleep.own_wait = true;
             return Check::Blocked(StallReason::Memory);
         }
         if h.ready > now {
@@ -659,8 +668,9 @@ impl Sm {
 
     /// The long wait the warp in `slot` is in by its hot state alone, which lasts until that
     /// state changes: a barrier, or (with its next instruction fetched, which time does
-    /// not undo) a load's data. What [`Sm::check_noting`] finds first when there is one.
-    #[inline]
+    /// not undo) a load's data. What [`Sm::check_noting`] finds first when there is one
+    /// (debug builds check parked warps by it).
+    #[cfg(debug_assertions)]
     fn hot_long_wait(&self, slot: WarpSlotId, now: u64) -> Option<StallReason> {
         let h = &self.res.hot[slot];
         if h.state == HotState::Waiting {
