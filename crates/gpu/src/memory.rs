@@ -364,6 +364,16 @@ impl DeviceMemory {
         value: u64,
         hint: &mut usize,
     ) -> Result<(), GlobalFault> {
+        // The allocation `hint` names holding every byte, live: what `find` answers first.
+        if let Some(a) = self.allocs.get_mut(*hint) {
+            let off = addr.wrapping_sub(a.base);
+            if a.live && off < a.data.len() as u64 {
+                if let Some(bytes) = a.data.get_mut(off as usize..off as usize + len as usize) {
+                    write_le(bytes, value);
+                    return Ok(());
+                }
+            }
+        }
         match self.find(addr, len as u64, hint) {
             Ok((i, off)) => {
                 write_le(&mut self.allocs[i].data[off..off + len as usize], value);
