@@ -64,6 +64,17 @@ struct SchedulerView {
     parked_on_barrier: u32,
 }
 
+impl SchedulerView {
+    /// The count of the order's warps parked on `r` (a load's data or a barrier).
+    #[inline]
+    fn parked_on(&mut self, r: StallReason) -> &mut u32 {
+        match r {
+            StallReason::Memory => &mut self.parked_on_memory,
+            _ => &mut self.parked_on_barrier,
+        }
+    }
+}
+
 /// The cycle at which the units an instruction needs are free.
 struct Units {
     /// Per scheduler: its SP pipeline and its tensor core.
@@ -229,10 +240,7 @@ impl IssueStage {
         let j = self.position[slot];
         if view.walks_open && view.order.get(usize::from(j)) == Some(&slot) {
             view.open |= 1 << j;
-            match r {
-                StallReason::Memory => view.parked_on_memory -= 1,
-                _ => view.parked_on_barrier -= 1,
-            }
+            *view.parked_on(r) -= 1;
         }
     }
 
@@ -244,15 +252,12 @@ impl IssueStage {
         let view = &mut self.views[s];
         if view.walks_open {
             view.open &= !(1 << j);
-            match r {
-                StallReason::Memory => view.parked_on_memory += 1,
-                _ => view.parked_on_barrier += 1,
-            }
+            *view.parked_on(r) += 1;
         }
     }
 
-    /// Scheduler `s`'s order was just written: its open warps and parked counts from
-    /// `parked`, and every warp's position.
+    /// Scheduler `s`'s order, walked again unchanged: its open warps and parked counts
+    /// from `parked`, and every warp's position (kept until the order is written again).
     fn open_order(&mut self, s: usize) {
         let view = &mut self.views[s];
         view.walks_open = view.order.len() <= 64;
@@ -262,12 +267,12 @@ impl IssueStage {
         view.open = 0;
         view.parked_on_memory = 0;
         view.parked_on_barrier = 0;
-        for (j, &slot) in view.order.iter().enumerate() {
+        for j in 0..view.order.len() {
+            let slot = view.order[j];
             self.position[slot] = j as u8;
             match self.parked[slot] {
                 None => view.open |= 1 << j,
-                Some(StallReason::Memory) => view.parked_on_memory += 1,
-                Some(_) => view.parked_on_barrier += 1,
+                Some(r) => *view.parked_on(r) += 1,
             }
         }
     }
