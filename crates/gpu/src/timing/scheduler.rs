@@ -57,12 +57,13 @@ pub trait WarpScheduler {
         false
     }
     /// The next order after the `issued` just called, for the same warps, as a rotation of
-    /// `order`, the one this policy wrote last: `Some(start)` when it is `order` read from
-    /// index `start` on and wrapping around; `None` (always right) when it is not, and the
-    /// SM asks `order` again. Only a policy that does not read long waits is asked. A round
-    /// robin's next order is its last one from another start: no need to read the warps,
-    /// nor to move them.
-    fn reorder(&mut self, _order: &[WarpSlotId]) -> Option<usize> {
+    /// `order`, the one this policy wrote last, in which the warp that issued is at index
+    /// `issued_at`: `Some(start)` when it is `order` read from index `start` on and wrapping
+    /// around; `None` (always right) when it is not, and the SM asks `order` again. Only a
+    /// policy that does not read long waits is asked. A round robin's next order is its
+    /// last one from another start: no need to read the warps, nor to move them, nor to
+    /// look for the warp (the SM knows where it found it).
+    fn reorder(&mut self, _order: &[WarpSlotId], _issued_at: usize) -> Option<usize> {
         None
     }
 }
@@ -98,12 +99,20 @@ impl WarpScheduler for Lrr {
         self.last == Some(slot)
     }
 
-    /// The last order is the warps sorted by slot, rotated; the warp that issued is in it,
-    /// and the next order starts at its successor (the first warp with a larger slot, or,
-    /// past the end, the smallest).
-    fn reorder(&mut self, order: &[WarpSlotId]) -> Option<usize> {
-        let p = order.iter().position(|&s| Some(s) == self.last)?;
-        Some(if p + 1 == order.len() { 0 } else { p + 1 })
+    /// The last order is the warps sorted by slot, rotated; the warp that issued is at
+    /// `issued_at`, and the next order starts at its successor (the first warp with a
+    /// larger slot, or, past the end, the smallest).
+    fn reorder(&mut self, order: &[WarpSlotId], issued_at: usize) -> Option<usize> {
+        debug_assert_eq!(order.get(issued_at).copied(), self.last, "the issued warp");
+        if order.get(issued_at).copied() != self.last {
+            // Not where the caller said: the order afresh (always right).
+            return None;
+        }
+        Some(if issued_at + 1 == order.len() {
+            0
+        } else {
+            issued_at + 1
+        })
     }
 }
 
@@ -297,9 +306,9 @@ impl<S: WarpScheduler> WarpScheduler for Quota<S> {
         self.quotas.is_empty() && self.inner.keeps_order(slot)
     }
 
-    fn reorder(&mut self, order: &[WarpSlotId]) -> Option<usize> {
+    fn reorder(&mut self, order: &[WarpSlotId], issued_at: usize) -> Option<usize> {
         if self.quotas.is_empty() {
-            self.inner.reorder(order)
+            self.inner.reorder(order, issued_at)
         } else {
             None
         }
@@ -358,11 +367,11 @@ impl WarpScheduler for AnyScheduler {
         }
     }
 
-    fn reorder(&mut self, order: &[WarpSlotId]) -> Option<usize> {
+    fn reorder(&mut self, order: &[WarpSlotId], issued_at: usize) -> Option<usize> {
         match self {
-            AnyScheduler::Lrr(s) => s.reorder(order),
-            AnyScheduler::Gto(s) => s.reorder(order),
-            AnyScheduler::TwoLevel(s) => s.reorder(order),
+            AnyScheduler::Lrr(s) => s.reorder(order, issued_at),
+            AnyScheduler::Gto(s) => s.reorder(order, issued_at),
+            AnyScheduler::TwoLevel(s) => s.reorder(order, issued_at),
         }
     }
 }
@@ -423,7 +432,8 @@ mod tests {
                     continue;
                 }
                 s.issued(issued);
-                let updated = s.reorder(&kept);
+                let at = kept.iter().position(|&k| k == issued).expect("in the order");
+                let updated = s.reorder(&kept, at);
                 proptest::prop_assert_eq!(updated.is_some(), k == 0 && !quota);
                 if let Some(start) = updated {
                     let rotated = [&kept[start..], &kept[..start]].concat();

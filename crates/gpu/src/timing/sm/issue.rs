@@ -521,7 +521,7 @@ impl Sm {
                                 self.issue.scheds[s].issued(slot);
                                 let view = &mut self.issue.views[s];
                                 if view.order_valid && !keeps {
-                                    match self.issue.scheds[s].reorder(&view.order) {
+                                    match self.issue.scheds[s].reorder(&view.order, j) {
                                         Some(start) => view.start = start,
                                         None => view.order_valid = false,
                                     }
