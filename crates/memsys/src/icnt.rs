@@ -285,12 +285,19 @@ impl<T> Crossbar<T> {
                 for class in 0..2 {
                     if let Some((ready, p)) = self.inputs[i][class].front() {
                         if *ready <= now {
-                            let d = p.dest * 2;
-                            if self.requests[d].is_empty() && self.requests[d + 1].is_empty() {
-                                self.requested.push(p.dest as u32);
-                            }
-                            self.requests[d + class].push(i as u32);
                             ready_head = true;
+                            // An output busy or full this cycle grants nobody: its request
+                            // only counts (a blocked input), listed or not.
+                            let o = p.dest;
+                            if self.out_busy[o] > now || self.outputs[o].is_full() {
+                                continue;
+                            }
+                            if self.requests[o * 2].is_empty()
+                                && self.requests[o * 2 + 1].is_empty()
+                            {
+                                self.requested.push(o as u32);
+                            }
+                            self.requests[o * 2 + class].push(i as u32);
                         }
                     }
                 }
@@ -310,9 +317,9 @@ impl<T> Crossbar<T> {
         }
         for k in 0..self.requested.len() {
             let o = self.requested[k] as usize;
-            if self.out_busy[o] > now || self.outputs[o].is_full() {
-                continue;
-            }
+            // Listed only when idle with room (checked above; a grant changes only its own
+            // output, granted once).
+            debug_assert!(self.out_busy[o] <= now && !self.outputs[o].is_full());
             let mut chosen = None;
             for class in 0..2 {
                 let reqs = &self.requests[o * 2 + class];
