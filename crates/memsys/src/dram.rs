@@ -256,6 +256,9 @@ pub const DIRECTION_BATCH: u32 = 16;
 pub struct DramChannel<T> {
     spec: DramSpec,
     banks: Vec<Bank>,
+    /// The banks with queued requests (`Bank::queued > 0`), a bit each: the cycle's checks
+    /// of which command a bank could take look at these only (most banks have none).
+    busy_banks: Vec<u64>,
     queue: Vec<Entry<T>>,
     seq: u64,
     bus_free: u64,
@@ -281,6 +284,7 @@ impl<T> DramChannel<T> {
         let banks = spec.banks.max(1) as usize;
         Self {
             banks: vec![Bank::default(); banks],
+            busy_banks: vec![0; banks.div_ceil(64)],
             queue: Vec::with_capacity(spec.queue_entries),
             seq: 0,
             bus_free: 0,
@@ -330,6 +334,7 @@ impl<T> DramChannel<T> {
         if b.open_row == Some(row) {
             b.hits += 1;
         }
+        self.busy_banks[bank as usize / 64] |= 1 << (bank % 64);
         self.queue.push(Entry {
             seq: self.seq,
             bank,
@@ -390,6 +395,23 @@ impl<T> DramChannel<T> {
         false
     }
 
+    /// Whether a bank with queued requests satisfies `f` (the others never do for the
+    /// scheduler's checks, which all ask for queued requests).
+    #[inline]
+    fn any_busy_bank(&self, f: impl Fn(&Bank) -> bool) -> bool {
+        for (w, &word) in self.busy_banks.iter().enumerate() {
+            let mut bits = word;
+            while bits != 0 {
+                let k = w * 64 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                if f(&self.banks[k]) {
+                    return true;
+                }
+            }
+        }
+        false
+    }
+
     /// Whether the activate constraints (tRRD, tFAW) allow an activate at `now`.
     fn may_activate(&self, now: u64) -> bool {
         let rrd = self
@@ -423,7 +445,7 @@ impl<T> DramChannel<T> {
         // Column phase: the best ready row hit, if the bus is free when its data would start
         // (and some bank has a queued hit whose column is ready: else the scan finds none).
         if self.bus_free <= now + self.spec.t_cl
-            && self.banks.iter().any(|b| b.hits > 0 && b.col_ready <= now)
+            && self.any_busy_bank(|b| b.hits > 0 && b.col_ready <= now)
         {
             let (read_ok, write_ok) = (self.may_column(now, false), self.may_column(now, true));
             // Requests in the bus's current direction first, until the batch is full.
@@ -457,11 +479,7 @@ impl<T> DramChannel<T> {
             Some(_) => b.pre_ready <= now,
             None => b.act_ready <= now && may_activate,
         };
-        if !self
-            .banks
-            .iter()
-            .any(|b| b.queued > 0 && b.hits == 0 && row_ready(b))
-        {
+        if !self.any_busy_bank(|b| b.queued > 0 && b.hits == 0 && row_ready(b)) {
             return progressed;
         }
         let mut best: Option<usize> = None;
@@ -515,6 +533,11 @@ impl<T> DramChannel<T> {
                     (mine().count() as u32, hits),
                     "bank {k}"
                 );
+                debug_assert_eq!(
+                    self.busy_banks[k / 64] >> (k % 64) & 1 == 1,
+                    b.queued > 0,
+                    "bank {k}'s bit"
+                );
             }
         }
     }
@@ -545,6 +568,9 @@ impl<T> DramChannel<T> {
         // The request was a hit of its bank's open row.
         b.queued -= 1;
         b.hits -= 1;
+        if b.queued == 0 {
+            self.busy_banks[e.bank as usize / 64] &= !(1 << (e.bank % 64));
+        }
         b.col_ready = now + burst;
         b.pre_ready = b.pre_ready.max(end);
         self.stats.bus_busy_cycles += burst;
