@@ -222,9 +222,22 @@ impl IssueStage {
     #[inline]
     pub fn touched(&mut self, slot: WarpSlotId) {
         self.sleep = None;
-        let n = self.memos.len();
-        self.memos[slot.index() % n] = None;
+        let s = self.scheduler_of(slot);
+        self.memos[s] = None;
         self.unpark(slot);
+    }
+
+    /// The scheduler of the warp in `slot`: slots are dealt to the schedulers in turn. Every
+    /// issue asks (through [`IssueStage::touched`]), so a power-of-two count, the usual,
+    /// takes a mask instead of a division.
+    #[inline]
+    fn scheduler_of(&self, slot: WarpSlotId) -> usize {
+        let n = self.memos.len();
+        if n.is_power_of_two() {
+            slot.index() & (n - 1)
+        } else {
+            slot.index() % n
+        }
     }
 
     /// The warp in `slot` is not parked any more (its hot state changed, or it left).
@@ -233,8 +246,8 @@ impl IssueStage {
         let Some(r) = self.parked[slot].take() else {
             return;
         };
-        let n = self.views.len();
-        let view = &mut self.views[slot.index() % n];
+        let s = self.scheduler_of(slot);
+        let view = &mut self.views[s];
         // Only while the warp is where the order had it: an order rebuilt since counts
         // from `parked` again.
         let j = self.position[slot];
@@ -1108,5 +1121,26 @@ impl Sm {
         self.disabled_cycles += translated.max(now) - w.disabled_since;
         let launch = w.launch;
         self.sync(&launches[launch.index()].decoded, slot);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::timing::scheduler::Lrr;
+
+    /// A warp's scheduler, as `touched` and `unpark` find it, is the one whose walk visits
+    /// its slot (slots dealt in turn), for power-of-two counts and others.
+    #[test]
+    fn a_slot_belongs_to_the_scheduler_that_walks_it() {
+        for n in 1..=6 {
+            let scheds = (0..n).map(|_| AnyScheduler::Lrr(Lrr::default())).collect();
+            let stage = IssueStage::new(scheds, 48, Shortcuts::On);
+            for s in 0..n {
+                for slot in (s..48).step_by(n).map(WarpSlotId::new) {
+                    assert_eq!(stage.scheduler_of(slot), s, "{n} schedulers, {slot:?}");
+                }
+            }
+        }
     }
 }
