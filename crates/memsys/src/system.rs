@@ -1035,6 +1035,21 @@ impl MemorySystem {
         issue_state_of(&self.sms[sm], &self.req_net, sm, self.core_cycle())
     }
 
+    /// Whether SM `sm`'s memory system now refuses again an access it refused with `stall`
+    /// in state `then`: [`IssueState::refuses_again`] of [`MemorySystem::issue_state`],
+    /// answered without building the whole state when the refusal's own part settles it.
+    #[inline]
+    pub fn refuses_again(&self, sm: usize, then: &IssueState, stall: Stall) -> bool {
+        refuses_again_of(
+            &self.sms[sm],
+            &self.req_net,
+            sm,
+            self.core_cycle(),
+            then,
+            stall,
+        )
+    }
+
     /// SM `sm`'s port for the current core cycle.
     #[inline]
     fn port(&mut self, sm: usize) -> SmPort<'_> {
@@ -1423,6 +1438,49 @@ fn issue_state_of(st: &SmState, req_net: &Crossbar<ReqMsg>, sm: usize, now: u64)
     }
 }
 
+/// [`IssueState::refuses_again`] of SM `sm`'s state at `now`, reading first only what a
+/// refusal for `stall` turns on: an SM asleep on a refused access asks every cycle, and the
+/// whole state (every field read, then compared) was most of the question's cost. The same
+/// answer: what settles it true is one of `refuses_again`'s two ways, and else the whole
+/// state is compared as there.
+#[inline]
+fn refuses_again_of(
+    st: &SmState,
+    req_net: &Crossbar<ReqMsg>,
+    sm: usize,
+    now: u64,
+    then: &IssueState,
+    stall: Stall,
+) -> bool {
+    let quick = st.tlb.is_none() && !then.translating && st.l1_bypass == then.l1_bypass && {
+        let l1_busy = now < st.l1_free_at;
+        let lines_same = || {
+            !l1_busy
+                && !st.free_slots.is_empty()
+                && st.l1.version() == then.l1_version
+                && st.cc.version() == then.cc_version
+        };
+        match stall {
+            Stall::L1Busy => l1_busy,
+            Stall::TooManyOutstanding => !l1_busy && st.free_slots.is_empty(),
+            Stall::MshrFull | Stall::MergeLimit => lines_same(),
+            Stall::InterconnectFull => {
+                lines_same()
+                    && input_room(st, req_net, sm, Priority::Normal) <= then.icnt_free[0]
+                    && input_room(st, req_net, sm, Priority::Context) <= then.icnt_free[1]
+            }
+            Stall::TlbMshrFull | Stall::NoSuchSm => false,
+        }
+    };
+    let holds = quick || issue_state_of(st, req_net, sm, now) == *then;
+    debug_assert_eq!(
+        holds,
+        issue_state_of(st, req_net, sm, now).refuses_again(then, stall),
+        "the quick answer is refuses_again's"
+    );
+    holds
+}
+
 /// Free slots of SM `sm`'s request-network input for `priority`, less what it staged.
 #[inline]
 fn input_room(st: &SmState, req_net: &Crossbar<ReqMsg>, sm: usize, priority: Priority) -> usize {
@@ -1464,6 +1522,12 @@ impl SmPort<'_> {
     #[inline]
     pub fn issue_state(&self) -> IssueState {
         issue_state_of(self.st, self.req_net, self.sm, self.now)
+    }
+
+    /// [`MemorySystem::refuses_again`] of this port's SM.
+    #[inline]
+    pub fn refuses_again(&self, then: &IssueState, stall: Stall) -> bool {
+        refuses_again_of(self.st, self.req_net, self.sm, self.now, then, stall)
     }
 
     /// [`MemorySystem::noc_requests`] of this port's SM.

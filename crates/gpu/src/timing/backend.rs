@@ -44,6 +44,11 @@ pub trait MemoryBackend {
     }
     fn pop_completed(&mut self, sm: SmId) -> Option<Completion>;
     fn issue_state(&self, sm: SmId) -> IssueState;
+    /// Whether SM `sm` would be refused again an access refused with `stall` when its
+    /// state was `then` ([`IssueState::refuses_again`] of [`MemoryBackend::issue_state`]).
+    fn refuses_again(&self, sm: SmId, then: &IssueState, stall: Stall) -> bool {
+        self.issue_state(sm).refuses_again(then, stall)
+    }
     /// Advances to the next core cycle.
     fn tick_core(&mut self);
     fn core_cycle(&self) -> u64;
@@ -119,6 +124,12 @@ pub trait SmMemory {
         true
     }
     fn issue_state(&self) -> IssueState;
+    /// Whether an access refused with `stall` when the state was `then` would be refused
+    /// again now ([`IssueState::refuses_again`] of [`SmMemory::issue_state`]; a port may
+    /// answer without building the whole state).
+    fn refuses_again(&self, then: &IssueState, stall: Stall) -> bool {
+        self.issue_state().refuses_again(then, stall)
+    }
     /// [`MemoryBackend::last_translated`] of this SM.
     fn last_translated(&self) -> Option<u64> {
         None
@@ -161,6 +172,10 @@ impl<B: MemoryBackend> SmMemory for Through<'_, B> {
         self.backend.issue_state(self.sm)
     }
     #[inline]
+    fn refuses_again(&self, then: &IssueState, stall: Stall) -> bool {
+        self.backend.refuses_again(self.sm, then, stall)
+    }
+    #[inline]
     fn last_translated(&self) -> Option<u64> {
         self.backend.last_translated(self.sm)
     }
@@ -198,6 +213,10 @@ impl SmMemory for SmPort<'_> {
     #[inline]
     fn issue_state(&self) -> IssueState {
         SmPort::issue_state(self)
+    }
+    #[inline]
+    fn refuses_again(&self, then: &IssueState, stall: Stall) -> bool {
+        SmPort::refuses_again(self, then, stall)
     }
     #[inline]
     fn noc_requests(&self) -> u64 {
@@ -269,6 +288,10 @@ impl MemoryBackend for MemorySystem {
     #[inline]
     fn issue_state(&self, sm: SmId) -> IssueState {
         MemorySystem::issue_state(self, sm.0 as usize)
+    }
+    #[inline]
+    fn refuses_again(&self, sm: SmId, then: &IssueState, stall: Stall) -> bool {
+        MemorySystem::refuses_again(self, sm.0 as usize, then, stall)
     }
     fn tick_core(&mut self) {
         while !self.tick().contains(Domain::Core) {}

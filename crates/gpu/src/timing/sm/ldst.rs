@@ -397,7 +397,7 @@ impl LdSt {
     #[inline]
     pub fn refusal_holds<P: SmMemory>(&self, memsys: &P) -> bool {
         self.refused
-            .is_some_and(|r| memsys.issue_state().refuses_again(&r.state, r.stall))
+            .is_some_and(|r| memsys.refuses_again(&r.state, r.stall))
     }
 
     /// Offers the refused access again to a memory system known to refuse it, for the
