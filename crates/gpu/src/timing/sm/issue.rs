@@ -62,9 +62,30 @@ struct SchedulerView {
     /// issued nothing charges includes theirs).
     parked_on_memory: u32,
     parked_on_barrier: u32,
+    /// The order's warps parked at the LD/ST unit ([`Parked::LdSt`]), a bit each like
+    /// `open`: a walk takes them in while the unit is free, and otherwise charges them
+    /// all at once.
+    on_ldst: u64,
 }
 
 impl SchedulerView {
+    /// Counts warp `j` of the order parked for `p` (`add`), or no longer (`!add`).
+    #[inline]
+    fn count_parked(&mut self, j: usize, p: Parked, add: bool) {
+        match p {
+            Parked::Wait(r) => {
+                let n = self.parked_on(r);
+                if add {
+                    *n += 1;
+                } else {
+                    *n -= 1;
+                }
+            }
+            Parked::LdSt if add => self.on_ldst |= 1 << j,
+            Parked::LdSt => self.on_ldst &= !(1 << j),
+        }
+    }
+
     /// The count of the order's warps parked on `r` (a load's data or a barrier).
     #[inline]
     fn parked_on(&mut self, r: StallReason) -> &mut u32 {
@@ -96,6 +117,19 @@ struct Sleep {
     on_refusal: Option<()>,
 }
 
+/// Why a lazy walk passes over a warp ([`IssueStage::parked`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Parked {
+    /// A long wait of its own: its load's data (`Memory`) or a barrier (`Barrier`).
+    Wait(StallReason),
+    /// At the LD/ST unit: its next instruction needs the unit, and every check before the
+    /// unit's passed, which only a change to its hot state undoes (time only moves past
+    /// its fetch and its scoreboard). Whether it can issue then depends on the unit alone,
+    /// the same for all such warps ([`Sm::ldst_block`]): most checks of a memory-bound
+    /// kernel find the unit busy, refused or splitting an access.
+    LdSt,
+}
+
 /// What the checks of one cycle found about sleeping.
 struct SleepCheck {
     /// Every warp checked so far waits on something only a completion, a new TB or `wake`
@@ -114,6 +148,8 @@ struct SleepCheck {
     /// The last check found its warp in a long wait of its own, on its load's data or at a
     /// barrier, which only a change to its hot state ends (the walk parks it).
     own_wait: bool,
+    /// The last check got as far as the LD/ST unit (the walk parks its warp if blocked).
+    at_ldst: bool,
 }
 
 /// A lazy scheduler's stalled cycle that repeats: every warp it checked was blocked by
@@ -155,7 +191,7 @@ pub(super) struct IssueStage {
     /// barrier, which only a change to its hot state ends ([`IssueStage::touched`]). Until
     /// then every check of it would find the same, without side effects: the walks pass
     /// over it (most warps of a memory-bound kernel wait on loads). A speed shortcut.
-    parked: IdVec<WarpSlotId, Option<StallReason>>,
+    parked: IdVec<WarpSlotId, Option<Parked>>,
     /// Per warp slot: its index in its scheduler's order, while that view `walks_open`.
     position: IdVec<WarpSlotId, u8>,
     shortcuts: Shortcuts,
@@ -180,6 +216,7 @@ impl IssueStage {
                     walks_open: false,
                     parked_on_memory: 0,
                     parked_on_barrier: 0,
+                    on_ldst: 0,
                 })
                 .collect(),
             scheds: scheds.into_iter().map(Quota::new).collect(),
@@ -243,7 +280,7 @@ impl IssueStage {
     /// The warp in `slot` is not parked any more (its hot state changed, or it left).
     #[inline]
     pub fn unpark(&mut self, slot: WarpSlotId) {
-        let Some(r) = self.parked[slot].take() else {
+        let Some(p) = self.parked[slot].take() else {
             return;
         };
         let s = self.scheduler_of(slot);
@@ -253,19 +290,24 @@ impl IssueStage {
         let j = self.position[slot];
         if view.walks_open && view.order.get(usize::from(j)) == Some(&slot) {
             view.open |= 1 << j;
-            *view.parked_on(r) -= 1;
+            view.count_parked(usize::from(j), p, false);
         }
     }
 
-    /// The warp in `slot`, at index `j` of its scheduler's order (`s`), was found waiting
-    /// for `r`, a long wait of its own.
+    /// The warp in `slot`, at index `j` of its scheduler's order (`s`), was found
+    /// blocked for `p` (a long wait of its own, or at the LD/ST unit).
     #[inline]
-    fn park(&mut self, s: usize, j: usize, slot: WarpSlotId, r: StallReason) {
-        self.parked[slot] = Some(r);
+    fn park(&mut self, s: usize, j: usize, slot: WarpSlotId, p: Parked) {
+        if self.parked[slot].is_some() {
+            // Taken into the walk while parked at the LD/ST unit, and blocked there again.
+            debug_assert_eq!(self.parked[slot], Some(p));
+            return;
+        }
+        self.parked[slot] = Some(p);
         let view = &mut self.views[s];
         if view.walks_open {
             view.open &= !(1 << j);
-            *view.parked_on(r) += 1;
+            view.count_parked(j, p, true);
         }
     }
 
@@ -280,12 +322,13 @@ impl IssueStage {
         view.open = 0;
         view.parked_on_memory = 0;
         view.parked_on_barrier = 0;
+        view.on_ldst = 0;
         for j in 0..view.order.len() {
             let slot = view.order[j];
             self.position[slot] = j as u8;
             match self.parked[slot] {
                 None => view.open |= 1 << j,
-                Some(r) => *view.parked_on(r) += 1,
+                Some(p) => view.count_parked(j, p, true),
             }
         }
     }
@@ -401,6 +444,7 @@ impl Sm {
             attempted: 0,
             unit_bound: 0,
             own_wait: false,
+            at_ldst: false,
         };
         self.issue.outcomes.clear();
         for s in 0..n {
@@ -470,9 +514,23 @@ impl Sm {
             // The walk: every warp from `start` on, wrapping around; a lazy one over the
             // open warps only (as bits: those from `start` on, then those before).
             let open = lazy && view.walks_open;
+            // The warps parked at the LD/ST unit are walked while the unit is free; while
+            // it is not (it stays so for the walk: no memory instruction can issue), each
+            // would be found blocked there, which the walk charges at its end instead.
+            let ldst_block = if open && view.on_ldst != 0 {
+                self.ldst_block(now)
+            } else {
+                None
+            };
             let (mut ahead, mut behind) = if open {
                 let from = !0u64 << start;
-                (view.open & from, view.open & !from)
+                let walked = view.open
+                    | if ldst_block.is_some() {
+                        0
+                    } else {
+                        view.on_ldst
+                    };
+                (walked & from, walked & !from)
             } else {
                 (0, 0)
             };
@@ -495,10 +553,13 @@ impl Sm {
                 let slot = self.issue.views[s].order[j];
                 let c = if lazy {
                     sleep.own_wait = false;
+                    sleep.at_ldst = false;
                     let c = self.check_noting(launches, slot, s, now, &mut sleep);
-                    if sleep.own_wait {
-                        if let Check::Blocked(r) = c {
-                            self.issue.park(s, j, slot, r);
+                    if let Check::Blocked(r) = c {
+                        if sleep.own_wait {
+                            self.issue.park(s, j, slot, Parked::Wait(r));
+                        } else if sleep.at_ldst {
+                            self.issue.park(s, j, slot, Parked::LdSt);
                         }
                     }
                     c
@@ -555,8 +616,15 @@ impl Sm {
                 } else if view.parked_on_barrier > 0 {
                     best = best.max(Some(StallReason::Barrier));
                 }
+                // And those parked at the LD/ST unit, passed over: what each check there
+                // would have noted.
+                if let Some((reason, wake)) = ldst_block {
+                    best = best.max(Some(reason));
+                    sleep.unit_bound += view.on_ldst.count_ones();
+                    sleep.wake = sleep.wake.min(wake);
+                }
                 #[cfg(debug_assertions)]
-                self.check_parked(s, now);
+                self.check_parked(launches, s, now);
             }
             // This scheduler's own earliest wake-up, then the SM's.
             let wake = sleep.wake;
@@ -662,11 +730,17 @@ impl Sm {
             Unit::Sp => self.issue.units.sp[sched],
             Unit::Tensor => self.issue.units.tensor[sched],
             Unit::Sfu => self.issue.units.sfu,
-            Unit::LdSt if self.ldst.backlog.is_some() => MEM_PENDING,
-            Unit::LdSt if self.ldst.refused_at == now => {
-                return Check::Blocked(StallReason::Memory)
+            Unit::LdSt => {
+                // What `ldst_block` answers for every warp at the unit.
+                sleep.at_ldst = true;
+                if self.ldst.backlog.is_some() {
+                    MEM_PENDING
+                } else if self.ldst.refused_at == now {
+                    return Check::Blocked(StallReason::Memory);
+                } else {
+                    self.ldst.free_at
+                }
             }
-            Unit::LdSt => self.ldst.free_at,
         };
         if free > now {
             // A busy unit frees at a known cycle, which only this SM's next issue to it
@@ -682,6 +756,23 @@ impl Sm {
         }
         sleep.ready += 1;
         Check::Ready
+    }
+
+    /// Whether the LD/ST unit takes no instruction at `now`, and then what a check of a
+    /// warp that got as far as the unit finds ([`Sm::check_noting`]): the stall reason,
+    /// and the cycle it notes for waking (`u64::MAX`: none). A split access's backlog
+    /// ([`MEM_PENDING`]), a refusal this cycle, or the unit busy until a known cycle.
+    #[inline]
+    fn ldst_block(&self, now: u64) -> Option<(StallReason, u64)> {
+        if self.ldst.backlog.is_some() {
+            Some((StallReason::PipelineBusy, MEM_PENDING))
+        } else if self.ldst.refused_at == now {
+            Some((StallReason::Memory, u64::MAX))
+        } else if self.ldst.free_at > now {
+            Some((StallReason::PipelineBusy, self.ldst.free_at))
+        } else {
+            None
+        }
     }
 
     /// The long wait the warp in `slot` is in by its hot state alone, which lasts until that
@@ -701,11 +792,14 @@ impl Sm {
     }
 
     /// Debug builds: every warp scheduler `s`'s walk passed over is still in the wait it
-    /// was parked in, and the view's bits and counts agree with `parked`.
+    /// was parked in (or, parked at the LD/ST unit, still gets that far and is found
+    /// blocked there when the unit is), and the view's bits and counts agree with
+    /// `parked`.
     #[cfg(debug_assertions)]
-    fn check_parked(&self, s: usize, now: u64) {
+    fn check_parked(&mut self, launches: &[Launch], s: usize, now: u64) {
         let view = &self.issue.views[s];
-        let (mut memory, mut barrier) = (0, 0);
+        let (mut memory, mut barrier, mut on_ldst) = (0, 0, 0u64);
+        let mut at_ldst = Vec::new();
         for (j, &slot) in view.order.iter().enumerate() {
             let parked = self.issue.parked[slot];
             assert_eq!(
@@ -713,16 +807,48 @@ impl Sm {
                 parked.is_some(),
                 "{slot:?}'s bit"
             );
-            if let Some(r) = parked {
-                assert_eq!(self.hot_long_wait(slot, now), Some(r), "{slot:?} parked");
-                memory += u32::from(r == StallReason::Memory);
-                barrier += u32::from(r == StallReason::Barrier);
+            match parked {
+                Some(Parked::Wait(r)) => {
+                    assert_eq!(self.hot_long_wait(slot, now), Some(r), "{slot:?} parked");
+                    memory += u32::from(r == StallReason::Memory);
+                    barrier += u32::from(r == StallReason::Barrier);
+                }
+                Some(Parked::LdSt) => {
+                    on_ldst |= 1 << j;
+                    at_ldst.push(slot);
+                }
+                None => {}
             }
         }
         assert_eq!(
-            (memory, barrier),
-            (view.parked_on_memory, view.parked_on_barrier)
+            (memory, barrier, on_ldst),
+            (view.parked_on_memory, view.parked_on_barrier, view.on_ldst)
         );
+        let block = self.ldst_block(now);
+        for slot in at_ldst {
+            let mut probe = SleepCheck {
+                possible: true,
+                wake: u64::MAX,
+                ready: 0,
+                attempted: 0,
+                unit_bound: 0,
+                own_wait: false,
+                at_ldst: false,
+            };
+            let c = self.check_noting(launches, slot, s, now, &mut probe);
+            assert!(
+                probe.at_ldst,
+                "{slot:?} parked at the LD/ST unit gets there"
+            );
+            if let Some((reason, wake)) = block {
+                assert_eq!(c, Check::Blocked(reason), "{slot:?} at the LD/ST unit");
+                assert_eq!(
+                    (probe.wake, probe.unit_bound),
+                    (wake, 1),
+                    "{slot:?}'s notes"
+                );
+            }
+        }
     }
 
     /// The warp in `slot` has finished (rare: kept out of the checks it is called from).
