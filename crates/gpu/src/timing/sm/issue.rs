@@ -517,7 +517,7 @@ impl Sm {
             // The warps parked at the LD/ST unit are walked while the unit is free; while
             // it is not (it stays so for the walk: no memory instruction can issue), each
             // would be found blocked there, which the walk charges at its end instead.
-            let ldst_block = if open && view.on_ldst != 0 {
+            let mut ldst_block = if open && view.on_ldst != 0 {
                 self.ldst_block(now)
             } else {
                 None
@@ -540,6 +540,10 @@ impl Sm {
                 len
             };
             for i in 0..steps {
+                if open && ahead | behind == 0 {
+                    // The rest were parked at the LD/ST unit, refused this cycle (below).
+                    break;
+                }
                 let j = if open {
                     let bits = if ahead != 0 { &mut ahead } else { &mut behind };
                     let j = bits.trailing_zeros() as usize;
@@ -603,7 +607,23 @@ impl Sm {
                                 issued = true;
                                 break;
                             }
-                            Err(r) => best = best.max(Some(r)),
+                            Err(r) => {
+                                best = best.max(Some(r));
+                                // Refused, the LD/ST unit takes nothing more this cycle:
+                                // the warps parked there that the walk has not reached
+                                // are passed over and charged at its end, like those of a
+                                // walk that starts with the unit taken (the refused
+                                // warp's own check noted the same already: the charge
+                                // keeps the rule in one place).
+                                let on_ldst = self.issue.views[s].on_ldst;
+                                if open && ldst_block.is_none() && on_ldst != 0 {
+                                    ldst_block = self.ldst_block(now);
+                                    if ldst_block.is_some() {
+                                        ahead &= !on_ldst;
+                                        behind &= !on_ldst;
+                                    }
+                                }
+                            }
                         }
                     }
                 }
