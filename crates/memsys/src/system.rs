@@ -1438,11 +1438,13 @@ fn issue_state_of(st: &SmState, req_net: &Crossbar<ReqMsg>, sm: usize, now: u64)
     }
 }
 
-/// [`IssueState::refuses_again`] of SM `sm`'s state at `now`, reading first only what a
-/// refusal for `stall` turns on: an SM asleep on a refused access asks every cycle, and the
-/// whole state (every field read, then compared) was most of the question's cost. The same
-/// answer: what settles it true is one of `refuses_again`'s two ways, and else the whole
-/// state is compared as there.
+/// [`IssueState::refuses_again`] of SM `sm`'s state at `now`, reading only what a refusal
+/// for `stall` turns on: an SM asleep on a refused access asks every cycle, and the whole
+/// state (every field read, then compared) was most of the question's cost. The same
+/// answer (debug builds compare): without translation a refusal's rule holds whenever the
+/// whole state is unchanged (a refusal for want of MSHRs was made with the L1 port free and
+/// an access slot free, so an equal state passes `lines_same`), so only the rule is asked;
+/// with translation, or for the stalls without a rule, only an equal state refuses again.
 #[inline]
 fn refuses_again_of(
     st: &SmState,
@@ -1452,7 +1454,17 @@ fn refuses_again_of(
     then: &IssueState,
     stall: Stall,
 ) -> bool {
-    let quick = st.tlb.is_none() && !then.translating && st.l1_bypass == then.l1_bypass && {
+    let holds = if st.tlb.is_some()
+        || then.translating
+        || matches!(stall, Stall::TlbMshrFull | Stall::NoSuchSm)
+    {
+        // Only an equal state refuses again.
+        issue_state_of(st, req_net, sm, now) == *then
+    } else if st.l1_bypass != then.l1_bypass {
+        false
+    } else {
+        // Each rule below holds whenever the whole state is unchanged (the refusal's own
+        // part of an equal state), so the equality need not be asked.
         let l1_busy = now < st.l1_free_at;
         let lines_same = || {
             !l1_busy
@@ -1469,10 +1481,9 @@ fn refuses_again_of(
                     && input_room(st, req_net, sm, Priority::Normal) <= then.icnt_free[0]
                     && input_room(st, req_net, sm, Priority::Context) <= then.icnt_free[1]
             }
-            Stall::TlbMshrFull | Stall::NoSuchSm => false,
+            Stall::TlbMshrFull | Stall::NoSuchSm => unreachable!("asked above"),
         }
     };
-    let holds = quick || issue_state_of(st, req_net, sm, now) == *then;
     debug_assert_eq!(
         holds,
         issue_state_of(st, req_net, sm, now).refuses_again(then, stall),
