@@ -60,6 +60,11 @@ pub fn coalesce_into(
     // appended when first touched.
     let mut last_sector = u64::MAX;
     let mut last_line = 0;
+    // A bit per line index modulo 64 for the lines in `out`: a line whose bit is clear is
+    // new and appended without searching (a scattered warp's 32 lines each needed a search
+    // of those before).
+    let shift = line_bytes.trailing_zeros();
+    let mut seen = 0u64;
     for addr in lanes.iter().flatten() {
         let first = addr / SECTOR_BYTES;
         let last = (addr + size - 1) / SECTOR_BYTES;
@@ -73,7 +78,14 @@ pub fn coalesce_into(
             let bit = 1u8 << ((byte - line_addr) / SECTOR_BYTES);
             let same_line = out.get(last_line).is_some_and(|l| l.line_addr == line_addr);
             if !same_line {
-                last_line = match out.iter().position(|l| l.line_addr == line_addr) {
+                let key = 1u64 << ((line_addr >> shift) & 63);
+                let found = if seen & key == 0 {
+                    seen |= key;
+                    None
+                } else {
+                    out.iter().position(|l| l.line_addr == line_addr)
+                };
+                last_line = match found {
                     Some(i) => i,
                     None => {
                         out.push(LineRequest {
