@@ -751,15 +751,14 @@ impl Sm {
             Unit::Tensor => self.issue.units.tensor[sched],
             Unit::Sfu => self.issue.units.sfu,
             Unit::LdSt => {
-                // What `ldst_block` answers for every warp at the unit.
+                // The same answer for every warp at the unit (`ldst_block`, which a walk
+                // also asks for the warps parked there).
                 sleep.at_ldst = true;
-                if self.ldst.backlog.is_some() {
-                    MEM_PENDING
-                } else if self.ldst.refused_at == now {
-                    return Check::Blocked(StallReason::Memory);
-                } else {
-                    self.ldst.free_at
+                if let Some((reason, wake)) = self.ldst_block(now) {
+                    sleep.wake = sleep.wake.min(wake);
+                    return Check::Blocked(reason);
                 }
+                now
             }
         };
         if free > now {
