@@ -360,8 +360,11 @@ impl<B: MemoryBackend> Control<B> for GridDriver {
             return Ok(());
         };
         self.full_at.resize(m.sm_count() as usize, None);
+        // TBs left to place (read again only after a dispatch, the one thing here that
+        // changes it).
+        let mut left = m.launch(launch).undispatched();
         for sm in 0..m.sm_count() {
-            if m.launch(launch).undispatched() == 0 {
+            if left == 0 {
                 break;
             }
             let (i, sm) = (sm as usize, SmId(sm));
@@ -371,6 +374,7 @@ impl<B: MemoryBackend> Control<B> for GridDriver {
             }
             if m.fits(sm, launch) {
                 m.request(Request::Dispatch { sm, launch })?;
+                left = m.launch(launch).undispatched();
             } else {
                 self.full_at[i] = Some(changes);
             }
