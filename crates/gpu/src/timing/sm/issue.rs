@@ -152,6 +152,21 @@ struct SleepCheck {
     at_ldst: bool,
 }
 
+impl SleepCheck {
+    /// Nothing checked yet; sleeping is `possible` so far.
+    fn new(possible: bool) -> SleepCheck {
+        SleepCheck {
+            possible,
+            wake: u64::MAX,
+            ready: 0,
+            attempted: 0,
+            unit_bound: 0,
+            own_wait: false,
+            at_ldst: false,
+        }
+    }
+}
+
 /// A lazy scheduler's stalled cycle that repeats: every warp it checked was blocked by
 /// its own [`WarpHot`] alone (a barrier, its fetch, a load, or its scoreboard), so until
 /// the earliest of their wake-up cycles, or until any of its warps' hot state or its
@@ -437,15 +452,7 @@ impl Sm {
         }
         let n = self.issue.scheds.len();
         // Whether this cycle can repeat unchanged (see `Sleep`), and until when.
-        let mut sleep = SleepCheck {
-            possible: !self.ldst.has_backlog(),
-            wake: u64::MAX,
-            ready: 0,
-            attempted: 0,
-            unit_bound: 0,
-            own_wait: false,
-            at_ldst: false,
-        };
+        let mut sleep = SleepCheck::new(!self.ldst.has_backlog());
         self.issue.outcomes.clear();
         for s in 0..n {
             // A policy that ignores long waits gets its order first and the warps are checked
@@ -845,15 +852,7 @@ impl Sm {
         );
         let block = self.ldst_block(now);
         for slot in at_ldst {
-            let mut probe = SleepCheck {
-                possible: true,
-                wake: u64::MAX,
-                ready: 0,
-                attempted: 0,
-                unit_bound: 0,
-                own_wait: false,
-                at_ldst: false,
-            };
+            let mut probe = SleepCheck::new(true);
             let c = self.check_noting(launches, slot, s, now, &mut probe);
             assert!(
                 probe.at_ldst,
