@@ -1037,7 +1037,8 @@ impl MemorySystem {
 
     /// Whether SM `sm`'s memory system now refuses again an access it refused with `stall`
     /// in state `then`: [`IssueState::refuses_again`] of [`MemorySystem::issue_state`],
-    /// answered without building the whole state when the refusal's own part settles it.
+    /// answered from the refusal's own part of the state (the whole state is built only
+    /// with translation, or for a stall without its own rule).
     #[inline]
     pub fn refuses_again(&self, sm: usize, then: &IssueState, stall: Stall) -> bool {
         refuses_again_of(
@@ -1481,7 +1482,8 @@ fn refuses_again_of(
                     && input_room(st, req_net, sm, Priority::Normal) <= then.icnt_free[0]
                     && input_room(st, req_net, sm, Priority::Context) <= then.icnt_free[1]
             }
-            Stall::TlbMshrFull | Stall::NoSuchSm => unreachable!("asked above"),
+            // Answered above by the equality.
+            Stall::TlbMshrFull | Stall::NoSuchSm => false,
         }
     };
     debug_assert_eq!(
