@@ -145,11 +145,11 @@ struct SleepCheck {
     /// warp, or one that got as far as its unit and register banks): a scheduler's cycle
     /// with any of them cannot be memoised (see [`Memo`]).
     unit_bound: u32,
-    /// The last check found its warp in a long wait of its own, on its load's data or at a
-    /// barrier, which only a change to its hot state ends (the walk parks it).
-    own_wait: bool,
-    /// The last check got as far as the LD/ST unit (the walk parks its warp if blocked).
-    at_ldst: bool,
+    /// What the last check found its warp blocked by, if a walk may park it there
+    /// ([`Parked`]): a long wait of its own (its load's data or a barrier), which only a
+    /// change to its hot state ends, or the LD/ST unit (the walk parks it there only if
+    /// the check found it blocked).
+    parks: Option<Parked>,
 }
 
 impl SleepCheck {
@@ -161,8 +161,7 @@ impl SleepCheck {
             ready: 0,
             attempted: 0,
             unit_bound: 0,
-            own_wait: false,
-            at_ldst: false,
+            parks: None,
         }
     }
 }
@@ -563,15 +562,10 @@ impl Sm {
                 };
                 let slot = self.issue.views[s].order[j];
                 let c = if lazy {
-                    sleep.own_wait = false;
-                    sleep.at_ldst = false;
+                    sleep.parks = None;
                     let c = self.check_noting(launches, slot, s, now, &mut sleep);
-                    if let Check::Blocked(r) = c {
-                        if sleep.own_wait {
-                            self.issue.park(s, j, slot, Parked::Wait(r));
-                        } else if sleep.at_ldst {
-                            self.issue.park(s, j, slot, Parked::LdSt);
-                        }
+                    if let (Check::Blocked(_), Some(p)) = (c, sleep.parks) {
+                        self.issue.park(s, j, slot, p);
                     }
                     c
                 } else {
@@ -732,7 +726,7 @@ impl Sm {
     ) -> Check {
         let h = &self.res.hot[slot];
         if h.state == HotState::Waiting {
-            sleep.own_wait = true;
+            sleep.parks = Some(Parked::Wait(StallReason::Barrier));
             return Check::Blocked(StallReason::Barrier);
         }
         if h.next_pc == NO_PC {
@@ -745,7 +739,7 @@ impl Sm {
             return Check::Blocked(StallReason::Fetch);
         }
         if h.ready == MEM_PENDING {
-            sleep.own_wait = true;
+            sleep.parks = Some(Parked::Wait(StallReason::Memory));
             return Check::Blocked(StallReason::Memory);
         }
         if h.ready > now {
@@ -760,7 +754,7 @@ impl Sm {
             Unit::LdSt => {
                 // The same answer for every warp at the unit (`ldst_block`, which a walk
                 // also asks for the warps parked there).
-                sleep.at_ldst = true;
+                sleep.parks = Some(Parked::LdSt);
                 if let Some((reason, wake)) = self.ldst_block(now) {
                     sleep.wake = sleep.wake.min(wake);
                     return Check::Blocked(reason);
@@ -854,8 +848,9 @@ impl Sm {
         for slot in at_ldst {
             let mut probe = SleepCheck::new(true);
             let c = self.check_noting(launches, slot, s, now, &mut probe);
-            assert!(
-                probe.at_ldst,
+            assert_eq!(
+                probe.parks,
+                Some(Parked::LdSt),
                 "{slot:?} parked at the LD/ST unit gets there"
             );
             if let Some((reason, wake)) = block {
