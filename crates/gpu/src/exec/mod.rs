@@ -810,6 +810,9 @@ impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
                     // extend by the source's signedness, keep the destination's bits —
                     // `alu::cvt`'s answer without its per-lane type dispatch.
                     let keep = dty.mask();
+                    if self.map1(exec, |a| sty.extend(a) & keep) {
+                        return Ok(());
+                    }
                     for l in lanes(exec) {
                         let v = sty.extend(self.read(s[0], l)) & keep;
                         self.write(0, l, v);
@@ -1868,34 +1871,20 @@ impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
     fn shfl(&mut self, exec: u32, mode: ShflMode) {
         let s = self.inst.srcs;
         let mut out = [(0u64, false); WARP_SIZE];
-        for lane in lanes(exec) {
-            let b = self.read(s[1], lane) as u32 & 0x1f;
-            let c = self.read(s[2], lane) as u32;
-            let clamp = c & 0x1f;
-            let segmask = (c >> 8) & 0x1f;
-            let lane32 = lane as u32;
-            let max_lane = (lane32 & segmask) | (clamp & !segmask);
-            let min_lane = lane32 & segmask;
-            let (j, pval) = match mode {
-                ShflMode::Up => {
-                    let j = lane32 as i32 - b as i32;
-                    (j, j >= max_lane as i32)
-                }
-                ShflMode::Down => {
-                    let j = lane32 + b;
-                    (j as i32, j <= max_lane)
-                }
-                ShflMode::Bfly => {
-                    let j = lane32 ^ b;
-                    (j as i32, j <= max_lane)
-                }
-                ShflMode::Idx => {
-                    let j = min_lane | (b & !segmask);
-                    (j as i32, j <= max_lane)
-                }
-            };
-            let src = if pval { j as usize } else { lane };
-            out[lane] = (self.read(s[0], src) & 0xffff_ffff, pval);
+        if let (Some(a), Some(b), Some(c)) = (self.row(0), self.row(1), self.row(2)) {
+            // Register and constant operands (the usual `shfl.sync.bfly.b32 r, r, 16, 31`):
+            // read without the per-lane operand dispatch.
+            let regs = &self.warp.regs;
+            for lane in lanes(exec) {
+                let (src, pval) = shfl_source(mode, lane, b.get(regs, lane), c.get(regs, lane));
+                out[lane] = (a.get(regs, src) & 0xffff_ffff, pval);
+            }
+        } else {
+            for lane in lanes(exec) {
+                let (src, pval) =
+                    shfl_source(mode, lane, self.read(s[1], lane), self.read(s[2], lane));
+                out[lane] = (self.read(s[0], src) & 0xffff_ffff, pval);
+            }
         }
         for l in lanes(exec) {
             self.write(0, l, out[l].0);
@@ -1988,6 +1977,39 @@ enum Region {
     Device,
     /// The kernel's parameter buffer.
     Param,
+}
+
+/// The lane `lane` of a `shfl.sync` of `mode` reads, given its `b` (lane or offset) and `c`
+/// (clamp and segment mask) operands, and whether that lane is in range (PTX ISA "shfl.sync");
+/// out of range it reads its own value.
+#[inline(always)]
+fn shfl_source(mode: ShflMode, lane: usize, b: u64, c: u64) -> (usize, bool) {
+    let b = b as u32 & 0x1f;
+    let c = c as u32;
+    let clamp = c & 0x1f;
+    let segmask = (c >> 8) & 0x1f;
+    let lane32 = lane as u32;
+    let max_lane = (lane32 & segmask) | (clamp & !segmask);
+    let min_lane = lane32 & segmask;
+    let (j, pval) = match mode {
+        ShflMode::Up => {
+            let j = lane32 as i32 - b as i32;
+            (j, j >= max_lane as i32)
+        }
+        ShflMode::Down => {
+            let j = lane32 + b;
+            (j as i32, j <= max_lane)
+        }
+        ShflMode::Bfly => {
+            let j = lane32 ^ b;
+            (j as i32, j <= max_lane)
+        }
+        ShflMode::Idx => {
+            let j = min_lane | (b & !segmask);
+            (j as i32, j <= max_lane)
+        }
+    };
+    (if pval { j as usize } else { lane }, pval)
 }
 
 /// A source operand resolved for a lane loop.
