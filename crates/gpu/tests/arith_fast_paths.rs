@@ -21,6 +21,8 @@ enum Form {
     Abc64,
     Shift64,
     Wide,
+    /// A 32-bit result of a 64-bit `a` (`popc.b64`).
+    Count64,
 }
 
 /// Every operation with a fast path: (PTX instruction, operation, type, operands).
@@ -67,6 +69,8 @@ const OPS: &[(&str, ArithOp, Ty, Form)] = &[
     ("div.rn.f64", ArithOp::Div, Ty::F64, Form::Ab64),
     ("neg.f64", ArithOp::Neg, Ty::F64, Form::A64),
     ("abs.f64", ArithOp::Abs, Ty::F64, Form::A64),
+    ("popc.b32", ArithOp::Popc, Ty::B32, Form::A32),
+    ("popc.b64", ArithOp::Popc, Ty::B64, Form::Count64),
 ];
 
 fn kernel(odd_lanes_leave: bool) -> String {
@@ -81,6 +85,7 @@ fn kernel(odd_lanes_leave: bool) -> String {
             Form::Abc64 => ("%rd3", "%rd1, %rd2, %rd1"),
             Form::Shift64 => ("%rd3", "%rd1, %r2"),
             Form::Wide => ("%rd3", "%r1, %r2"),
+            Form::Count64 => ("%r3", "%rd1"),
         };
         let st = if dst == "%r3" { "u32" } else { "u64" };
         body += &format!(
@@ -254,7 +259,7 @@ fn fast_paths_compute_what_the_general_path_computes() {
                     Form::A32 | Form::Ab32 | Form::Abc32 | Form::Wide => {
                         (u64::from(a32[i]), u64::from(b32[i]))
                     }
-                    Form::A64 | Form::Ab64 | Form::Abc64 => (a64[i], b64[i]),
+                    Form::A64 | Form::Ab64 | Form::Abc64 | Form::Count64 => (a64[i], b64[i]),
                     Form::Shift64 => (a64[i], u64::from(b32[i])),
                 };
                 let c = if matches!(form, Form::Abc32 | Form::Abc64) {
@@ -262,12 +267,12 @@ fn fast_paths_compute_what_the_general_path_computes() {
                 } else {
                     0
                 };
-                let b = if matches!(form, Form::A32 | Form::A64) {
+                let b = if matches!(form, Form::A32 | Form::A64 | Form::Count64) {
                     0
                 } else {
                     b
                 };
-                let mask = if matches!(form, Form::A32 | Form::Ab32 | Form::Abc32) {
+                let mask = if matches!(form, Form::A32 | Form::Ab32 | Form::Abc32 | Form::Count64) {
                     0xffff_ffff
                 } else {
                     u64::MAX

@@ -770,6 +770,9 @@ impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
             }
             Op::Selp(ty) => {
                 let m = ty.mask();
+                if self.map3(exec, |a, b, c| if c != 0 { a & m } else { b & m }) {
+                    return Ok(());
+                }
                 for l in lanes(exec) {
                     let v = if self.read(s[2], l) != 0 {
                         self.read(s[0], l)
@@ -841,14 +844,20 @@ impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
                     Space::Param => memory::PARAM_WINDOW,
                     _ => 0,
                 };
-                for l in lanes(exec) {
-                    let a = self.read(s[0], l);
-                    let v = if to_generic {
-                        a.wrapping_add(window)
+                let m = ty.mask();
+                let convert = move |a: u64| {
+                    if to_generic {
+                        a.wrapping_add(window) & m
                     } else {
-                        a.wrapping_sub(window)
-                    };
-                    self.write(0, l, v & ty.mask());
+                        a.wrapping_sub(window) & m
+                    }
+                };
+                if self.map1(exec, convert) {
+                    return Ok(());
+                }
+                for l in lanes(exec) {
+                    let v = convert(self.read(s[0], l));
+                    self.write(0, l, v);
                 }
             }
             Op::IsSpace { space } => {
@@ -1282,6 +1291,8 @@ impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
             Or if ty == Ty::Pred => self.map2(exec, |a, b| (a | b) & 1),
             Xor if ty == Ty::Pred => self.map2(exec, |a, b| (a ^ b) & 1),
             Not if ty == Ty::Pred => self.map1(exec, |a| !a & 1),
+            Popc if w32 => self.map1(exec, |a| u64::from((a & M32).count_ones())),
+            Popc if w64 => self.map1(exec, |a| u64::from(a.count_ones())),
             // Shift amounts are the low 32 bits of `b`, read as unsigned; amounts of the
             // width or more shift everything out (PTX ISA "shl", "shr").
             Shl if w32 => self.map2(exec, |a, b| {
