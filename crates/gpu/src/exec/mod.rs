@@ -821,6 +821,9 @@ impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
                         self.write(0, l, v);
                     }
                 } else {
+                    if self.map1(exec, |a| alu::cvt(dty, sty, rounding, ftz, sat, a)) {
+                        return Ok(());
+                    }
                     for l in lanes(exec) {
                         let v = alu::cvt(dty, sty, rounding, ftz, sat, self.read(s[0], l));
                         self.write(0, l, v);
@@ -1011,6 +1014,23 @@ impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
                 }
             }
             Op::Vote { mode } => {
+                if let (Some(p), Some(Row::Const(member)), Some(d)) =
+                    (self.row(0), self.row(1), self.inst.dsts[0])
+                {
+                    // One member mask for every lane (the usual constant): one vote, its
+                    // result written to every active lane.
+                    let regs = &mut self.warp.regs;
+                    let mut ballot = 0u32;
+                    for l in lanes(exec) {
+                        ballot |= u32::from(p.get(regs, l) != 0) << l;
+                    }
+                    let value = vote_value(mode, ballot, exec & member as u32);
+                    let row = Row::row_mut(regs, d.index() * WARP_SIZE);
+                    for l in lanes(exec) {
+                        row[l] = value;
+                    }
+                    return Ok(());
+                }
                 // Each lane votes with the lanes of its own member mask (disjoint groups may
                 // vote at once, each naming its own lanes).
                 let mut ballot = 0u32;
@@ -1021,14 +1041,7 @@ impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
                 }
                 let mut values = [0u64; WARP_SIZE];
                 for l in lanes(exec) {
-                    let part = exec & self.member_mask(s[1], l);
-                    let mine = ballot & part;
-                    values[l] = match mode {
-                        VoteMode::Ballot => mine as u64,
-                        VoteMode::All => (mine == part) as u64,
-                        VoteMode::Any => (mine != 0) as u64,
-                        VoteMode::Uni => (mine == 0 || mine == part) as u64,
-                    };
+                    values[l] = vote_value(mode, ballot, exec & self.member_mask(s[1], l));
                 }
                 for l in lanes(exec) {
                     self.write(0, l, values[l]);
@@ -1228,13 +1241,35 @@ impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
             }
             return;
         }
+        // Unsupported type combinations are rejected when the module is loaded
+        // (`crate::validate`), so an error cannot reach here.
+        let row = |k: usize| match s[k] {
+            Operand::None => Some(Row::Const(0)),
+            _ => self.row(k),
+        };
+        if let (Some(a), Some(b), Some(c), Some(d)) = (row(0), row(1), row(2), row(3)) {
+            // Register and constant operands: each lane's `alu::arith` without the
+            // per-lane operand dispatch (a lane reads and writes only its own slots).
+            let Some(dst) = self.inst.dsts[0] else {
+                return;
+            };
+            let (regs, dst) = (&mut self.warp.regs, dst.index() * WARP_SIZE);
+            for l in lanes(exec) {
+                let (a, b, c, d) = (
+                    a.get(regs, l),
+                    b.get(regs, l),
+                    c.get(regs, l),
+                    d.get(regs, l),
+                );
+                regs[dst + l] = alu::arith(op, ty, mode, a, b, c, d).unwrap_or(0);
+            }
+            return;
+        }
         for l in lanes(exec) {
             let a = self.read(s[0], l);
             let b = self.read(s[1], l);
             let c = self.read(s[2], l);
             let d = self.read(s[3], l);
-            // Unsupported type combinations are rejected when the module is loaded
-            // (`crate::validate`), so an error cannot reach here.
             let v = alu::arith(op, ty, mode, a, b, c, d).unwrap_or(0);
             self.write(0, l, v);
         }
@@ -1988,6 +2023,19 @@ enum Region {
     Device,
     /// The kernel's parameter buffer.
     Param,
+}
+
+/// What `vote.sync` of `mode` gives a lane whose member lanes (active ones only) are
+/// `part`, when the active lanes' predicates are `ballot` (PTX ISA "vote.sync").
+#[inline(always)]
+fn vote_value(mode: VoteMode, ballot: u32, part: u32) -> u64 {
+    let mine = ballot & part;
+    match mode {
+        VoteMode::Ballot => mine as u64,
+        VoteMode::All => (mine == part) as u64,
+        VoteMode::Any => (mine != 0) as u64,
+        VoteMode::Uni => (mine == 0 || mine == part) as u64,
+    }
 }
 
 /// The lane `lane` of a `shfl.sync` of `mode` reads, given its `b` (lane or offset) and `c`
