@@ -422,6 +422,20 @@ impl DeviceMemory {
         Ok(())
     }
 
+    /// Writes `data` at `addr`, all of it in one live allocation (else the fault, nothing
+    /// written); `hint` caches the allocation, as for [`DeviceMemory::write`].
+    #[inline]
+    pub fn write_span(
+        &mut self,
+        addr: u64,
+        data: &[u8],
+        hint: &mut usize,
+    ) -> Result<(), GlobalFault> {
+        let (i, off) = self.find(addr, data.len() as u64, hint)?;
+        self.allocs[i].data[off..off + data.len()].copy_from_slice(data);
+        Ok(())
+    }
+
     /// Whether `addr` lies in a live allocation (`isspacep.global`).
     pub fn is_mapped(&self, addr: u64) -> bool {
         self.find(addr, 1, &mut 0).is_ok()
@@ -468,6 +482,10 @@ pub trait GlobalAccess {
         self.store(addr, len, value, hint)
             .expect("bytes in one live allocation");
     }
+    /// [`GlobalAccess::store_in_span`] of `bytes` at `addr` at once: a whole warp's
+    /// elements side by side, stored as the lanes' stores one after another would leave
+    /// them (they do not overlap).
+    fn store_bytes_in_span(&mut self, addr: u64, bytes: &[u8], hint: &mut usize);
     /// Performs `rmw`: `Some(old)` when it took effect now, `None` when it takes effect later
     /// (the old value is then written to `rmw.dest` when it does).
     fn atomic(&mut self, rmw: AtomicRmw, hint: &mut usize) -> Result<Option<u64>, GlobalFault>;
@@ -488,6 +506,12 @@ impl GlobalAccess for DeviceMemory {
         hint: &mut usize,
     ) -> Result<(), GlobalFault> {
         self.write(addr, len, value, hint)
+    }
+
+    #[inline]
+    fn store_bytes_in_span(&mut self, addr: u64, bytes: &[u8], hint: &mut usize) {
+        self.write_span(addr, bytes, hint)
+            .expect("bytes in one live allocation");
     }
 
     #[inline]

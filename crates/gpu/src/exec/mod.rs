@@ -1855,6 +1855,24 @@ impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
             // Each lane's words stored in the per-lane path's order (lane, element, word),
             // all in the frame `local_frame` found in one live allocation.
             let words = size.div_ceil(4);
+            if exec == u32::MAX && size >= 4 && addrs.iter().all(|&a| a == addrs[0]) {
+                // Every lane at one thread offset: each word of each element is a row of
+                // the lanes' words side by side (the frame interleaves them), stored at
+                // once; no two lanes' words overlap, so the order does not matter.
+                let mut buf = [0u8; 4 * WARP_SIZE];
+                for (k, row) in rows.iter().enumerate().take(vec as usize) {
+                    let a = addrs[0] + k as u64 * size;
+                    for j in 0..words {
+                        for (l, word) in buf.chunks_exact_mut(4).enumerate() {
+                            let v = row.get(&self.warp.regs, l) >> (32 * j);
+                            word.copy_from_slice(&(v as u32).to_le_bytes());
+                        }
+                        let (at, _) = local_word(frame, a + 4 * j, 4, 0);
+                        self.mem.store_bytes_in_span(at, &buf, &mut hint);
+                    }
+                }
+                return Ok(true);
+            }
             for l in lanes(exec) {
                 for (k, row) in rows.iter().enumerate().take(vec as usize) {
                     let v = row.get(&self.warp.regs, l);
@@ -1888,6 +1906,21 @@ impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
             }
             // Every lane's bytes lie in the span `uniform_region` found in one allocation.
             Region::Device => {
+                let n = size as usize;
+                if vec == 1
+                    && exec == u32::MAX
+                    && (1..WARP_SIZE).all(|l| addrs[l] == addrs[0] + l as u64 * size)
+                {
+                    // The lanes' elements side by side (a coalesced store): one row of
+                    // bytes, as the lanes' stores one after another leave it.
+                    let mut buf = [0u8; 8 * WARP_SIZE];
+                    for (l, e) in buf[..n * WARP_SIZE].chunks_exact_mut(n).enumerate() {
+                        memory::write_le(e, rows[0].get(&self.warp.regs, l));
+                    }
+                    self.mem
+                        .store_bytes_in_span(addrs[0], &buf[..n * WARP_SIZE], &mut hint);
+                    return Ok(true);
+                }
                 for l in lanes(exec) {
                     for (k, row) in rows.iter().enumerate().take(vec as usize) {
                         let a = addrs[l] + k as u64 * size;

@@ -28,6 +28,13 @@ enum Deferred {
         value: u64,
         slot: WarpSlotId,
     },
+    /// A whole warp's elements side by side: `bytes[start..start + len]` of the log.
+    Bytes {
+        addr: u64,
+        start: u32,
+        len: u32,
+        slot: WarpSlotId,
+    },
     Atomic {
         rmw: AtomicRmw,
         slot: WarpSlotId,
@@ -38,6 +45,8 @@ enum Deferred {
 #[derive(Debug, Default)]
 pub(super) struct WriteLog {
     entries: Vec<Deferred>,
+    /// The data of the `Bytes` entries.
+    bytes: Vec<u8>,
 }
 
 impl WriteLog {
@@ -63,6 +72,16 @@ impl WriteLog {
                 } => mem
                     .write(addr, len, value, &mut hint)
                     .map_err(|f| (slot, f))?,
+                Deferred::Bytes {
+                    addr,
+                    start,
+                    len,
+                    slot,
+                } => {
+                    let data = &self.bytes[start as usize..(start + len) as usize];
+                    mem.write_span(addr, data, &mut hint)
+                        .map_err(|f| (slot, f))?;
+                }
                 Deferred::Atomic { rmw, slot } => {
                     let old = mem.rmw(rmw, &mut hint).map_err(|f| (slot, f))?;
                     if let Some(dest) = rmw.dest {
@@ -71,6 +90,7 @@ impl WriteLog {
                 }
             }
         }
+        self.bytes.clear();
         Ok(())
     }
 }
@@ -121,6 +141,21 @@ impl GlobalAccess for CycleView<'_> {
             value,
             slot: self.slot,
         });
+    }
+
+    #[inline]
+    fn store_bytes_in_span(&mut self, addr: u64, bytes: &[u8], hint: &mut usize) {
+        debug_assert!(
+            self.base.span(addr, bytes.len() as u64, hint).is_some(),
+            "a store in a checked span"
+        );
+        self.log.entries.push(Deferred::Bytes {
+            addr,
+            start: self.log.bytes.len() as u32,
+            len: bytes.len() as u32,
+            slot: self.slot,
+        });
+        self.log.bytes.extend_from_slice(bytes);
     }
 
     #[inline]
