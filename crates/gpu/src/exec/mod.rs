@@ -347,6 +347,30 @@ pub fn step<M: GlobalAccess + ?Sized>(
     warp: &mut Warp,
     mem: &mut M,
 ) -> Result<Step, ExecError> {
+    step_as(ctx, tb, warp, mem, None)
+}
+
+/// [`step`] of an instruction whose lanes `exec` the caller found already: its next
+/// instruction's guard ([`guard_mask`]) over its next stack entry ([`Warp::next_entry`]).
+/// The timed SM finds them to decide the issue.
+pub fn step_guarded<M: GlobalAccess + ?Sized>(
+    ctx: &LaunchCtx,
+    tb: &mut TbView<'_>,
+    warp: &mut Warp,
+    mem: &mut M,
+    exec: u32,
+) -> Result<Step, ExecError> {
+    step_as(ctx, tb, warp, mem, Some(exec))
+}
+
+#[inline(always)]
+fn step_as<M: GlobalAccess + ?Sized>(
+    ctx: &LaunchCtx,
+    tb: &mut TbView<'_>,
+    warp: &mut Warp,
+    mem: &mut M,
+    guarded: Option<u32>,
+) -> Result<Step, ExecError> {
     warp.reconverge();
     let Some(&top) = warp.stack.last() else {
         return Ok(Step::Done);
@@ -363,7 +387,13 @@ pub fn step<M: GlobalAccess + ?Sized>(
         });
     };
     let mask = top.mask;
-    let exec = guard_mask(inst, warp, mask);
+    let exec = match guarded {
+        Some(exec) => {
+            debug_assert_eq!(exec, guard_mask(inst, warp, mask), "the caller's lanes");
+            exec
+        }
+        None => guard_mask(inst, warp, mask),
+    };
     warp.executed += 1;
     warp.thread_executed += mask.count_ones() as u64;
 

@@ -6,7 +6,7 @@ use kir::inst::{Op, Operand};
 use kir::{Id, IdVec};
 
 use crate::error::ExecError;
-use crate::exec::{guard_mask, lanes, step, Step, TbView, WARP_SIZE};
+use crate::exec::{guard_mask, lanes, step_guarded, Step, TbView, WARP_SIZE};
 use crate::memory::DeviceMemory;
 use crate::pipeline::{OpClass, Unit};
 use crate::timing::backend::SmMemory;
@@ -993,7 +993,7 @@ impl Sm {
             log: &mut self.writes,
             slot,
         };
-        let result = match step(ctx, &mut view, &mut ws.warp, &mut global) {
+        let result = match step_guarded(ctx, &mut view, &mut ws.warp, &mut global, exec) {
             Ok(r) => r,
             Err(e) => {
                 self.res.warps[slot] = Some(ws);
