@@ -154,6 +154,8 @@ impl Sm {
                     *addr = (a.exec & (1 << l) != 0).then(|| b.wrapping_add(offset));
                 }
             }
+            // A parameter read is priced without its addresses (`offer_planned`).
+            _ if resolved == Space::Param => {}
             _ if !retry => self.lane_addresses(a, read, strip, resolved),
             _ => {}
         }
