@@ -830,3 +830,47 @@ SKIP:
         }
     }
 }
+
+/// `%tid` of a three-dimensional block (5 × 3 × 4: its second warp partial) is each thread's
+/// linear index decomposed x fastest (PTX ISA "Special registers: %tid"): thread
+/// `i` has x = i mod 5, y = (i / 5) mod 3, z = i / 15, read by `mov` into each register width.
+#[test]
+fn tid_decomposes_the_linear_thread_index_x_fastest() {
+    let ptx = r#".version 8.0
+.target sm_70
+.address_size 64
+.visible .entry k(.param .u64 out)
+{
+    .reg .b32 %r<8>;
+    .reg .b64 %rd<8>;
+    .reg .b16 %rs<4>;
+    ld.param.u64 %rd1, [out];
+    cvta.to.global.u64 %rd1, %rd1;
+    mov.u32 %r1, %tid.x;
+    mov.u32 %r2, %tid.y;
+    mov.u16 %rs1, %tid.z;
+    cvt.u32.u16 %r3, %rs1;
+    mad.lo.s32 %r4, %r2, 5, %r1;
+    mad.lo.s32 %r4, %r3, 15, %r4;
+    shl.b32 %r5, %r2, 8;
+    or.b32 %r5, %r5, %r1;
+    shl.b32 %r6, %r3, 16;
+    or.b32 %r5, %r5, %r6;
+    mul.wide.u32 %rd2, %r4, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r5;
+    ret;
+}
+"#;
+    let mut gpu = Gpu::new();
+    let m = gpu.load_ptx("tid.ptx", ptx).expect("loads");
+    let out = gpu.alloc(60 * 4);
+    gpu.launch(m, "k", [1, 1, 1], [5, 3, 4], 0, &[KernelArg::Ptr(out)])
+        .expect("runs");
+    let bytes = gpu.copy_from_device(DevPtr(out.0), 60 * 4).expect("copy");
+    for i in 0..60u32 {
+        let got = u32::from_le_bytes(bytes[4 * i as usize..][..4].try_into().unwrap());
+        let want = (i % 5) | ((i / 5) % 3) << 8 | (i / 15) << 16;
+        assert_eq!(got, want, "thread {i}");
+    }
+}

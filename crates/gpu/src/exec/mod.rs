@@ -509,6 +509,28 @@ impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
         }
     }
 
+    /// Coordinate `d` of `%tid` of every lane of the warp: [`LaunchCtx::tid`] of each lane's
+    /// linear thread index, counted up in mixed radix from the first lane's.
+    #[inline(never)]
+    fn tid_row(&self, d: usize) -> [u64; WARP_SIZE] {
+        let [bx, by, _] = self.ctx.block;
+        let mut t = self.ctx.tid(self.warp.index * WARP_SIZE as u32);
+        let mut row = [0u64; WARP_SIZE];
+        for v in &mut row {
+            *v = u64::from(t[d]);
+            t[0] += 1;
+            if t[0] == bx {
+                t[0] = 0;
+                t[1] += 1;
+                if t[1] == by {
+                    t[1] = 0;
+                    t[2] += 1;
+                }
+            }
+        }
+        row
+    }
+
     #[inline(never)]
     fn special(&self, s: Special, lane: usize) -> u64 {
         let ctx = self.ctx;
@@ -713,6 +735,16 @@ impl<M: GlobalAccess + ?Sized> Exec<'_, '_, '_, M> {
             Op::Mov(ty) => {
                 let m = ty.mask();
                 if self.map1(exec, |a| a & m) {
+                    return Ok(());
+                }
+                if let (Operand::Special(Special::Tid(d)), Some(dst)) = (s[0], inst.dsts[0]) {
+                    // `%tid`: every lane's coordinate counted up from the warp's first
+                    // thread, not divided out of each lane's linear index.
+                    let tid = self.tid_row(d as usize);
+                    let row = Row::row_mut(&mut self.warp.regs, dst.index() * WARP_SIZE);
+                    for l in lanes(exec) {
+                        row[l] = tid[l] & m;
+                    }
                     return Ok(());
                 }
                 for l in lanes(exec) {
