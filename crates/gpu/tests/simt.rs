@@ -832,38 +832,27 @@ SKIP:
 }
 
 /// `%tid` of a three-dimensional block (5 × 3 × 4: its second warp partial) is each thread's
-/// linear index decomposed x fastest (PTX ISA "Special registers: %tid"): thread
-/// `i` has x = i mod 5, y = (i / 5) mod 3, z = i / 15, read by `mov` into each register width.
+/// linear index decomposed x fastest (PTX ISA "Special registers: %tid"): thread `i` has
+/// x = i mod 5, y = (i / 5) mod 3, z = i / 15.
 #[test]
 fn tid_decomposes_the_linear_thread_index_x_fastest() {
-    let ptx = r#".version 8.0
-.target sm_70
-.address_size 64
-.visible .entry k(.param .u64 out)
-{
-    .reg .b32 %r<8>;
-    .reg .b64 %rd<8>;
-    .reg .b16 %rs<4>;
-    ld.param.u64 %rd1, [out];
-    cvta.to.global.u64 %rd1, %rd1;
-    mov.u32 %r1, %tid.x;
-    mov.u32 %r2, %tid.y;
-    mov.u16 %rs1, %tid.z;
-    cvt.u32.u16 %r3, %rs1;
-    mad.lo.s32 %r4, %r2, 5, %r1;
-    mad.lo.s32 %r4, %r3, 15, %r4;
-    shl.b32 %r5, %r2, 8;
-    or.b32 %r5, %r5, %r1;
-    shl.b32 %r6, %r3, 16;
-    or.b32 %r5, %r5, %r6;
-    mul.wide.u32 %rd2, %r4, 4;
-    add.s64 %rd3, %rd1, %rd2;
-    st.global.u32 [%rd3], %r5;
-    ret;
-}
+    // `%r1` is `%tid.x` (the prologue's); each thread stores x | y << 8 | z << 16 at its
+    // linear index.
+    let body = r#"
+    mov.u32 %r4, %tid.y;
+    mov.u32 %r5, %tid.z;
+    mad.lo.s32 %r6, %r4, 5, %r1;
+    mad.lo.s32 %r6, %r5, 15, %r6;
+    shl.b32 %r7, %r4, 8;
+    or.b32 %r7, %r7, %r1;
+    shl.b32 %r8, %r5, 16;
+    or.b32 %r7, %r7, %r8;
+    mul.wide.u32 %rd3, %r6, 4;
+    add.s64 %rd4, %rd1, %rd3;
+    st.global.u32 [%rd4], %r7;
 "#;
     let mut gpu = Gpu::new();
-    let m = gpu.load_ptx("tid.ptx", ptx).expect("loads");
+    let m = gpu.load_ptx("tid.ptx", &kernel(body)).expect("loads");
     let out = gpu.alloc(60 * 4);
     gpu.launch(m, "k", [1, 1, 1], [5, 3, 4], 0, &[KernelArg::Ptr(out)])
         .expect("runs");
