@@ -62,36 +62,36 @@ impl WriteLog {
         mut set: impl FnMut(WarpSlotId, u32, u64),
     ) -> Result<(), (WarpSlotId, GlobalFault)> {
         let mut hint = 0;
-        for d in self.entries.drain(..) {
-            match d {
-                Deferred::Store {
-                    addr,
-                    len,
-                    value,
-                    slot,
-                } => mem
-                    .write(addr, len, value, &mut hint)
-                    .map_err(|f| (slot, f))?,
-                Deferred::Bytes {
-                    addr,
-                    start,
-                    len,
-                    slot,
-                } => {
-                    let data = &self.bytes[start as usize..(start + len) as usize];
-                    mem.write_span(addr, data, &mut hint)
-                        .map_err(|f| (slot, f))?;
-                }
-                Deferred::Atomic { rmw, slot } => {
-                    let old = mem.rmw(rmw, &mut hint).map_err(|f| (slot, f))?;
-                    if let Some(dest) = rmw.dest {
-                        set(slot, dest, old);
-                    }
-                }
+        let bytes = &self.bytes;
+        // The log is emptied whatever happens (a refusal ends the run, the rest dropped).
+        let applied = self.entries.drain(..).try_for_each(|d| match d {
+            Deferred::Store {
+                addr,
+                len,
+                value,
+                slot,
+            } => mem
+                .write(addr, len, value, &mut hint)
+                .map_err(|f| (slot, f)),
+            Deferred::Bytes {
+                addr,
+                start,
+                len,
+                slot,
+            } => {
+                let data = &bytes[start as usize..(start + len) as usize];
+                mem.write_span(addr, data, &mut hint).map_err(|f| (slot, f))
             }
-        }
+            Deferred::Atomic { rmw, slot } => {
+                let old = mem.rmw(rmw, &mut hint).map_err(|f| (slot, f))?;
+                if let Some(dest) = rmw.dest {
+                    set(slot, dest, old);
+                }
+                Ok(())
+            }
+        });
         self.bytes.clear();
-        Ok(())
+        applied
     }
 }
 
