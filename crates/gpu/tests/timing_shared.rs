@@ -59,3 +59,32 @@ fn thirty_two_way_conflicts_run_about_thirty_two_times_slower() {
     );
     assert!((ratio - 32.0).abs() <= 0.25 * 32.0, "ratio {ratio:.2}");
 }
+
+/// A shared access through a constant address (every lane the same word: one pass, a
+/// broadcast) is priced from its own addresses, not from the LD/ST unit's last ones: after
+/// a 32-way conflicted store through a register, the load at `[smem]` still takes one pass.
+#[test]
+fn a_shared_access_at_a_constant_address_takes_one_pass() {
+    let threads = 256;
+    let body = "    mul.lo.u32 %r5, %r1, 128;\n    mov.u32 %r6, smem;\n    add.u32 %r5, %r5, %r6;\n    st.shared.u32 [%r5], %r1;\n    bar.sync 0;\n    ld.shared.u32 %r7, [smem];\n    mul.wide.u32 %rd5, %r2, 4;\n    add.s64 %rd5, %rd0, %rd5;\n    st.global.u32 [%rd5], %r7;\n";
+    let (s, out) = run_kernel(
+        Engine::gtx480_unallocated(),
+        "    .shared .align 4 .b8 smem[32768];",
+        body,
+        1,
+        threads,
+        0,
+        u64::from(threads) * 4,
+        &[],
+    );
+    // Thread 0 stored 0 at `smem`'s first word, which every thread reads back.
+    assert!(out.iter().all(|&b| b == 0));
+    let s = s.unwrap();
+    let warps = u64::from(threads) / 32;
+    assert_eq!(s.shared_accesses, 2 * warps);
+    assert_eq!(
+        s.shared_passes,
+        warps * (32 + 1),
+        "32 for each store, 1 for each load"
+    );
+}
