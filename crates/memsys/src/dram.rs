@@ -44,6 +44,7 @@
 //! and in issue order; read completions are returned in the order their bursts ended.
 
 use std::collections::VecDeque;
+use std::hint::select_unpredictable;
 
 use serde::{Deserialize, Serialize};
 
@@ -235,17 +236,32 @@ struct Bank {
 
 #[derive(Debug, Clone)]
 struct Entry<T> {
-    seq: u64,
+    /// The scheduler's order among requests: the class in the top bits, then the arrival
+    /// number ([`order_key`]); lower goes first.
+    order: u64,
     bank: u32,
     row: u64,
     needed_activate: bool,
     req: DramRequest<T>,
 }
 
-impl<T> Entry<T> {
-    fn key(&self) -> (usize, u64) {
-        (self.req.priority.class(), self.seq)
-    }
+/// Bit of an [`Entry::order`] set for a column command that would turn the bus around
+/// while the current direction's batch is open: it sorts after every request of its class
+/// that does not, and before the next class.
+const TURNS: u64 = 1 << 61;
+
+/// An entry's order: its class (`Priority::class`, 0 or 1) above the [`TURNS`] bit, then its
+/// arrival number, so that comparing two orders compares (class, turns, arrival).
+fn order_key(priority: Priority, seq: u64) -> u64 {
+    debug_assert!(seq < TURNS);
+    (priority.class() as u64) << 62 | seq
+}
+
+/// The times every command of one kind waits for ([`DramChannel::command_times`]).
+struct CommandTimes {
+    read: u64,
+    write: u64,
+    activate: u64,
 }
 
 /// Column commands in one direction before an older request in the other goes first.
@@ -275,6 +291,10 @@ pub struct DramChannel<T> {
     /// When the next refresh is due (tREFI).
     next_refresh: u64,
     returns: VecDeque<(u64, T)>,
+    /// The first cycle at which the scheduler could issue a command, as far as the
+    /// channel knows after a cycle that issued none: until then every timing check it makes
+    /// answers as it did, so [`DramChannel::tick`] only counts the cycle. An enqueue resets it.
+    quiet_until: u64,
     stats: DramStats,
 }
 
@@ -296,6 +316,7 @@ impl<T> DramChannel<T> {
             activates: VecDeque::with_capacity(4),
             next_refresh: spec.t_refi,
             returns: VecDeque::new(),
+            quiet_until: 0,
             stats: DramStats::default(),
             spec,
         }
@@ -335,8 +356,11 @@ impl<T> DramChannel<T> {
             b.hits += 1;
         }
         self.busy_banks[bank as usize / 64] |= 1 << (bank % 64);
+        // The new request may be served sooner than those already queued.
+        let at = self.ready_at(&self.command_times(), bank, row, req.write);
+        self.quiet_until = self.quiet_until.min(at);
         self.queue.push(Entry {
-            seq: self.seq,
+            order: order_key(req.priority, self.seq),
             bank,
             row,
             needed_activate: false,
@@ -434,12 +458,82 @@ impl<T> DramChannel<T> {
     /// One DRAM cycle of scheduling. Returns true when a command was issued.
     pub fn tick(&mut self, now: u64) -> bool {
         self.stats.cycles += 1;
-        if self.queue.is_empty() {
+        if self.queue.is_empty() || now < self.quiet_until {
             return false;
         }
         if self.refresh(now) {
             return false;
         }
+        let progressed = self.schedule(now);
+        self.quiet_until = self.next_command_at(now);
+        progressed
+    }
+
+    /// The earliest cycle at which [`DramChannel::schedule`] could issue a command, after
+    /// `now`, when no request arrives meanwhile. Each check of a command compares the cycle
+    /// with a time the channel holds, and the queue's order does not depend on the cycle,
+    /// so a command is possible only once all of its own times have passed
+    /// ([`DramChannel::ready_at`]); a refresh falls due at `next_refresh`.
+    fn next_command_at(&self, now: u64) -> u64 {
+        let times = self.command_times();
+        let mut next = if self.spec.t_refi != 0 {
+            self.next_refresh
+        } else {
+            u64::MAX
+        };
+        for e in &self.queue {
+            next = next.min(self.ready_at(&times, e.bank, e.row, e.req.write));
+        }
+        next.max(now + 1)
+    }
+
+    /// The channel-wide times a command waits for: a read's and a write's column command
+    /// (the bus free when its data would start `tCL` later, tCCD, and tWTR for a read) and
+    /// an activate (tRRD, tFAW).
+    fn command_times(&self) -> CommandTimes {
+        let spec = &self.spec;
+        let mut write = self.bus_free.saturating_sub(spec.t_cl);
+        if let Some(t) = self.last_column {
+            write = write.max(t + spec.t_ccd);
+        }
+        let read = if spec.t_wtr == 0 {
+            write
+        } else {
+            write.max(self.write_end + spec.t_wtr)
+        };
+        let mut activate = self.activates.back().map_or(0, |&t| t + spec.t_rrd);
+        if self.activates.len() == 4 && spec.t_faw != 0 {
+            activate = activate.max(self.activates[0] + spec.t_faw);
+        }
+        CommandTimes {
+            read,
+            write,
+            activate,
+        }
+    }
+
+    /// When a queued request to `bank`'s `row` could next take a command: a hit of the open
+    /// row its column command; in a bank no queued request hits, a precharge (open) or an
+    /// activate (closed); never while its bank has hits and it is not one (`u64::MAX`: the
+    /// bank's hits go first, and their own times say when).
+    fn ready_at(&self, times: &CommandTimes, bank: u32, row: u64, write: bool) -> u64 {
+        // Selects, not branches (as in the scheduler's scans).
+        let b = &self.banks[bank as usize];
+        let column = b
+            .col_ready
+            .max(select_unpredictable(write, times.write, times.read));
+        let row_command = select_unpredictable(
+            b.open_row.is_some(),
+            b.pre_ready,
+            b.act_ready.max(times.activate),
+        );
+        let other = select_unpredictable(b.hits > 0, u64::MAX, row_command);
+        select_unpredictable(b.open_row == Some(row), column, other)
+    }
+
+    /// The cycle's two scheduling phases (column, then row). Returns true when a command
+    /// was issued.
+    fn schedule(&mut self, now: u64) -> bool {
         self.debug_check_bank_counts();
         let mut progressed = false;
         // Column phase: the best ready row hit, if the bus is free when its data would start
@@ -450,22 +544,23 @@ impl<T> DramChannel<T> {
             let (read_ok, write_ok) = (self.may_column(now, false), self.may_column(now, true));
             // Requests in the bus's current direction first, until the batch is full.
             let keep = self.last_column.is_some() && self.streak < DIRECTION_BATCH;
-            let key = |e: &Entry<T>| {
-                let (class, seq) = e.key();
-                let turns = keep && e.req.write != self.last_was_write;
-                (class, turns, seq)
-            };
-            let mut best: Option<usize> = None;
+            let last_was_write = self.last_was_write;
+            // The scan decides with selects, not branches: which entries qualify follows
+            // the traffic and would be mispredicted.
+            let mut best = (u64::MAX, usize::MAX);
             for (i, e) in self.queue.iter().enumerate() {
                 let b = &self.banks[e.bank as usize];
-                if b.open_row == Some(e.row)
-                    && b.col_ready <= now
-                    && (if e.req.write { write_ok } else { read_ok })
-                    && best.is_none_or(|j| key(e) < key(&self.queue[j]))
-                {
-                    best = Some(i);
+                let write = e.req.write;
+                let ok = (b.open_row == Some(e.row))
+                    & (b.col_ready <= now)
+                    & select_unpredictable(write, write_ok, read_ok);
+                let turns = u64::from(keep & (write != last_was_write)) * TURNS;
+                let key = select_unpredictable(ok, e.order | turns, u64::MAX);
+                if key < best.0 {
+                    best = (key, i);
                 }
             }
+            let best = (best.0 != u64::MAX).then_some(best.1);
             if let Some(i) = best {
                 let e = self.queue.swap_remove(i);
                 self.column(now, e);
@@ -475,24 +570,26 @@ impl<T> DramChannel<T> {
         // Row phase: open the row of the best request whose row is not open, in a bank
         // with no queued hit. Skipped when no bank with requests could take the command.
         let may_activate = self.may_activate(now);
-        let row_ready = |b: &Bank| match b.open_row {
-            Some(_) => b.pre_ready <= now,
-            None => b.act_ready <= now && may_activate,
+        let row_ready = |b: &Bank| {
+            select_unpredictable(
+                b.open_row.is_some(),
+                b.pre_ready <= now,
+                (b.act_ready <= now) & may_activate,
+            )
         };
         if !self.any_busy_bank(|b| b.queued > 0 && b.hits == 0 && row_ready(b)) {
             return progressed;
         }
-        let mut best: Option<usize> = None;
+        let mut best = (u64::MAX, usize::MAX);
         for (i, e) in self.queue.iter().enumerate() {
             let b = &self.banks[e.bank as usize];
-            if b.hits > 0 {
-                continue;
-            }
-            if row_ready(b) && best.is_none_or(|j| e.key() < self.queue[j].key()) {
-                best = Some(i);
+            let key = select_unpredictable((b.hits == 0) & row_ready(b), e.order, u64::MAX);
+            if key < best.0 {
+                best = (key, i);
             }
         }
-        if let Some(i) = best {
+        if best.0 != u64::MAX {
+            let i = best.1;
             let (bank, row) = (self.queue[i].bank as usize, self.queue[i].row);
             self.queue[i].needed_activate = true;
             let b = &mut self.banks[bank];
@@ -809,5 +906,77 @@ mod tests {
         assert_eq!(out[0].0, 462 + s.row_closed_latency(128));
         assert_eq!(ch.stats().refreshes, 4);
         assert_eq!(ch.next_refresh, 500);
+    }
+
+    /// A channel that skips its quiet cycles (`quiet_until`) issues every command at the
+    /// cycle a channel scheduling every cycle does: same returns at the same cycles, same
+    /// counters, under random traffic (reads and writes, both classes, a few rows per bank)
+    /// with every timing constraint and refresh on, arriving in bursts and lulls.
+    #[test]
+    fn skipping_quiet_cycles_changes_nothing() {
+        let mut s = spec();
+        (s.t_ccd, s.t_rrd, s.t_faw, s.t_wtr, s.t_rtw) = (2, 3, 20, 5, 4);
+        (s.t_refi, s.t_rfc) = (700, 40);
+        s.queue_entries = 8;
+        for seed in 1..=12u64 {
+            let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            let mut next = move |n: u64| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x % n
+            };
+            let mut skipping = DramChannel::new(s.clone());
+            let mut every = DramChannel::new(s.clone());
+            let (mut out_skip, mut out_every) = (Vec::new(), Vec::new());
+            let (mut tag, mut skipped) = (0, 0);
+            for now in 0..6000 {
+                // Bursts: a busy phase offers up to two requests a cycle, a lull none.
+                let offers = if now / 500 % 2 == 0 { next(3) } else { 0 };
+                for _ in 0..offers {
+                    let req = DramRequest {
+                        local_addr: next(3) * 2048 * 4 + next(4) * 2048 + next(16) * 128,
+                        bytes: if next(4) == 0 { 64 } else { 128 },
+                        write: next(3) == 0,
+                        priority: if next(8) == 0 {
+                            Priority::Context
+                        } else {
+                            Priority::Normal
+                        },
+                        payload: tag,
+                    };
+                    if skipping.can_accept() {
+                        skipping.try_enqueue(req.clone()).unwrap();
+                        every.try_enqueue(req).unwrap();
+                        tag += 1;
+                    }
+                }
+                if !skipping.queue.is_empty() && now < skipping.quiet_until {
+                    skipped += 1;
+                }
+                skipping.tick(now);
+                every.quiet_until = 0;
+                every.tick(now);
+                while let Some(p) = skipping.pop_return(now) {
+                    out_skip.push((now, p));
+                }
+                while let Some(p) = every.pop_return(now) {
+                    out_every.push((now, p));
+                }
+            }
+            // Enough traffic, and cycles with requests waiting that were skipped.
+            assert!(
+                out_every.len() > 200,
+                "seed {seed}: {} reads",
+                out_every.len()
+            );
+            assert!(skipped > 1000, "seed {seed}: {skipped} cycles skipped");
+            assert_eq!(out_skip, out_every, "seed {seed}");
+            assert_eq!(
+                format!("{:?}", skipping.stats()),
+                format!("{:?}", every.stats()),
+                "seed {seed}"
+            );
+        }
     }
 }
