@@ -54,6 +54,21 @@ pub fn coalesce_into(
     debug_assert!(line_bytes.is_power_of_two() && (32..=256).contains(&line_bytes));
     out.clear();
     let size = u64::from(access_bytes.max(1));
+    if let Some((first, end)) = contiguous_run(lanes, size) {
+        // Every sector of the run is touched, its lines in ascending order, which is the
+        // order the lanes first touch them.
+        let mut line_addr = first & !(line_bytes - 1);
+        while line_addr < end {
+            let lo = (first.max(line_addr) - line_addr) / SECTOR_BYTES;
+            let hi = (end.min(line_addr + line_bytes) - 1 - line_addr) / SECTOR_BYTES;
+            out.push(LineRequest {
+                line_addr,
+                sectors: ((1u16 << (hi + 1)) - (1u16 << lo)) as u8,
+            });
+            line_addr += line_bytes;
+        }
+        return;
+    }
     // Neighbouring lanes mostly touch the sector, or else the line, the lane before them
     // touched: the last sector is passed over (its bit is set already) and the last line is
     // tried before the others. Same output: a bit set twice is set once, and a line is still
@@ -99,6 +114,22 @@ pub fn coalesce_into(
             out[last_line].sectors |= bit;
         }
     }
+}
+
+/// The bytes `first..end` a warp access touches when each active lane's bytes start where
+/// the previous active lane's end (a coalesced access; inactive lanes are passed over), or
+/// `None`.
+fn contiguous_run(lanes: &[Option<u64>], size: u64) -> Option<(u64, u64)> {
+    let mut active = lanes.iter().flatten();
+    let first = *active.next()?;
+    let mut end = first + size;
+    for &addr in active {
+        if addr != end {
+            return None;
+        }
+        end += size;
+    }
+    Some((first, end))
 }
 
 /// [`coalesce_into`] returning a fresh vector.
@@ -307,9 +338,10 @@ mod tests {
     }
 
     /// The coalescer (which passes over the sector and tries the line the lane before
-    /// touched) gives the definition's lines in the definition's order: random warps of
-    /// every access and line size, strides, lanes that go back to an earlier line,
-    /// unaligned, straddling and inactive lanes.
+    /// touched, and counts out a side-by-side run's lines directly) gives the definition's
+    /// lines in the definition's order: random warps of every access and line size,
+    /// strides, side-by-side runs, lanes that go back to an earlier line, unaligned,
+    /// straddling and inactive lanes.
     #[test]
     fn coalescing_follows_the_definition() {
         let mut x = 0x2545_f491_4f6c_dd1du64;
@@ -319,20 +351,35 @@ mod tests {
             x ^= x << 17;
             x
         };
-        let mut revisits = 0;
+        let (mut revisits, mut runs) = (0, 0);
         for case in 0..20_000 {
             let size = [1u32, 2, 4, 8, 12, 16][case % 6];
             let line = [32u64, 64, 128, 256][case / 6 % 4];
             let stride = [0u64, 1, 4, 8, 33, 128, 132, 4096][(next() % 8) as usize];
             let base = next() % 65_536;
-            let lanes: Vec<Option<u64>> = (0..32u64)
-                .map(|i| match next() % 8 {
-                    0 => None,
-                    1 => Some(next() % 65_536),
-                    2 => Some(base + (i % 3) * 300),
-                    _ => Some(base + i * stride),
-                })
-                .collect();
+            let lanes: Vec<Option<u64>> = if case % 3 == 0 {
+                // Side by side (a coalesced access), with some lanes inactive.
+                let mut at = base;
+                (0..32)
+                    .map(|_| match next() % 6 {
+                        0 => None,
+                        _ => {
+                            at += u64::from(size);
+                            Some(at - u64::from(size))
+                        }
+                    })
+                    .collect()
+            } else {
+                (0..32u64)
+                    .map(|i| match next() % 8 {
+                        0 => None,
+                        1 => Some(next() % 65_536),
+                        2 => Some(base + (i % 3) * 300),
+                        _ => Some(base + i * stride),
+                    })
+                    .collect()
+            };
+            runs += usize::from(contiguous_run(&lanes, u64::from(size)).is_some());
             let want = coalesce_by_definition(&lanes, size, line);
             assert_eq!(
                 coalesce(&lanes, size, line),
@@ -344,6 +391,10 @@ mod tests {
         assert!(
             revisits > 1_000,
             "the cases must touch several lines: {revisits}"
+        );
+        assert!(
+            runs > 5_000,
+            "the cases must include side-by-side runs: {runs}"
         );
     }
 
