@@ -411,7 +411,24 @@ mod tests {
         assert_eq!(arith(ArithOp::Ex2, Ty::F32), OpClass::Sfu);
         assert_eq!(arith(ArithOp::Fma, Ty::F64), OpClass::Fp64);
         assert_eq!(arith(ArithOp::Sqrt, Ty::F64), OpClass::Fp64Div);
-        assert_eq!(OpClass::Sfu.unit(), Unit::Sfu);
-        assert_eq!(OpClass::Fp64.unit(), Unit::Sp);
+        // Every class's unit: the SP pipeline runs the simple arithmetic of every width,
+        // the SFU the divisions and transcendentals.
+        use OpClass as C;
+        let units = [
+            (C::Alu, Unit::Sp),
+            (C::IntMul, Unit::Sp),
+            (C::IntDiv, Unit::Sfu),
+            (C::Fp32, Unit::Sp),
+            (C::Fp16, Unit::Sp),
+            (C::Fp32Div, Unit::Sfu),
+            (C::Fp64, Unit::Sp),
+            (C::Fp64Div, Unit::Sfu),
+            (C::Sfu, Unit::Sfu),
+            (C::Mem, Unit::LdSt),
+            (C::Tensor, Unit::Tensor),
+        ];
+        for (class, unit) in units {
+            assert_eq!(class.unit(), unit, "{class:?}");
+        }
     }
 }

@@ -636,3 +636,39 @@ impl TimedStats {
         o
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each kind of cycle adds to its own counter and to no other.
+    #[test]
+    fn a_scheduler_cycle_counts_in_its_own_counter() {
+        let reasons = [
+            StallReason::NoWarp,
+            StallReason::Fetch,
+            StallReason::Barrier,
+            StallReason::Memory,
+            StallReason::Scoreboard,
+            StallReason::PipelineBusy,
+        ];
+        let kinds = std::iter::once(SchedulerCycle::Issued)
+            .chain(reasons.into_iter().map(SchedulerCycle::Stalled));
+        for (k, c) in kinds.enumerate() {
+            let mut s = SchedulerStats::default();
+            s.count_n(c, 3);
+            s.count(c);
+            let all = [
+                s.issued,
+                s.no_warp,
+                s.fetch,
+                s.barrier,
+                s.memory,
+                s.scoreboard,
+                s.pipeline_busy,
+            ];
+            let want: Vec<u64> = (0..7).map(|i| if i == k { 4 } else { 0 }).collect();
+            assert_eq!(all.to_vec(), want, "{c:?}");
+        }
+    }
+}
