@@ -65,11 +65,13 @@ pub fn coalesce_into(
     let mut end = start + size;
     let mut lines = LineSet::new(line_bytes);
     for addr in active {
-        if addr != end {
+        if addr == end {
+            end += size;
+        } else if addr < start || addr + size > end {
             lines.add_run(start, end, out);
-            start = addr;
+            (start, end) = (addr, addr + size);
         }
-        end = addr + size;
+        // Else the lane's bytes lie inside the run (a broadcast): nothing new.
     }
     lines.add_run(start, end, out);
 }
@@ -97,37 +99,48 @@ impl LineSet {
 
     /// Sets the sectors of bytes `start..end` in their lines, appending each line the first
     /// time it is touched (in ascending order, the order the run's lanes touch them).
+    #[inline(always)]
     fn add_run(&mut self, start: u64, end: u64, out: &mut Vec<LineRequest>) {
-        let shift = self.line_bytes.trailing_zeros();
         let mut line_addr = start & !(self.line_bytes - 1);
+        if start / SECTOR_BYTES == (end - 1) / SECTOR_BYTES {
+            // One sector (a scattered warp's lanes, one each).
+            let bit = 1u8 << ((start - line_addr) / SECTOR_BYTES);
+            self.set(line_addr, bit, out);
+            return;
+        }
         while line_addr < end {
             // The sectors from the run's first byte in this line to its last.
             let lo = (start.max(line_addr) - line_addr) / SECTOR_BYTES;
             let hi = (end.min(line_addr + self.line_bytes) - 1 - line_addr) / SECTOR_BYTES;
-            let sectors = ((1u16 << (hi + 1)) - (1u16 << lo)) as u8;
-            let same_line = out.get(self.last).is_some_and(|l| l.line_addr == line_addr);
-            if !same_line {
-                let key = 1u64 << ((line_addr >> shift) & 63);
-                let found = if self.seen & key == 0 {
-                    self.seen |= key;
-                    None
-                } else {
-                    out.iter().position(|l| l.line_addr == line_addr)
-                };
-                self.last = match found {
-                    Some(i) => i,
-                    None => {
-                        out.push(LineRequest {
-                            line_addr,
-                            sectors: 0,
-                        });
-                        out.len() - 1
-                    }
-                };
-            }
-            out[self.last].sectors |= sectors;
+            self.set(line_addr, ((1u16 << (hi + 1)) - (1u16 << lo)) as u8, out);
             line_addr += self.line_bytes;
         }
+    }
+
+    /// Sets `sectors` in the line at `line_addr`, appending it when new.
+    #[inline(always)]
+    fn set(&mut self, line_addr: u64, sectors: u8, out: &mut Vec<LineRequest>) {
+        let same_line = out.get(self.last).is_some_and(|l| l.line_addr == line_addr);
+        if !same_line {
+            let key = 1u64 << ((line_addr >> self.line_bytes.trailing_zeros()) & 63);
+            let found = if self.seen & key == 0 {
+                self.seen |= key;
+                None
+            } else {
+                out.iter().position(|l| l.line_addr == line_addr)
+            };
+            self.last = match found {
+                Some(i) => i,
+                None => {
+                    out.push(LineRequest {
+                        line_addr,
+                        sectors: 0,
+                    });
+                    out.len() - 1
+                }
+            };
+        }
+        out[self.last].sectors |= sectors;
     }
 }
 
