@@ -57,7 +57,7 @@ pub fn coalesce_into(
     // Active lanes whose bytes start where the previous active lane's end (a coalesced
     // access, or each row of a 2D block's warp) form a run of bytes: its sectors, in
     // ascending order, are those its lanes touch in the order they first touch them, so a
-    // run is walked sector by sector instead of lane by lane.
+    // run is walked line by line instead of lane by lane.
     let mut active = lanes.iter().flatten().copied();
     let Some(mut start) = active.next() else {
         return;
@@ -349,7 +349,7 @@ mod tests {
         out
     }
 
-    /// The coalescer (which walks runs of side-by-side lanes sector by sector and tries the
+    /// The coalescer (which walks runs of side-by-side lanes line by line and tries the
     /// line last touched first) gives the definition's lines in the definition's order:
     /// random warps of every access and line size, strides, one or two side-by-side runs,
     /// lanes that go back to an earlier line, unaligned, straddling and inactive lanes.
